@@ -1,0 +1,53 @@
+/* Activations, forward and backward. `kind`: 0 relu, 1 leaky relu (alpha),
+ * 2 sigmoid, 3 tanh, 4 gelu (exact, with erf, as PyTorch's default). The
+ * backward reads the forward's input x and output y, whichever it needs. */
+
+#define ACT_RELU 0
+#define ACT_LEAKY 1
+#define ACT_SIGMOID 2
+#define ACT_TANH 3
+#define ACT_GELU 4
+
+static float act_forward(int kind, float x, float alpha) {
+  switch (kind) {
+  case ACT_RELU: return x > 0.0f ? x : 0.0f;
+  case ACT_LEAKY: return x > 0.0f ? x : alpha * x;
+  case ACT_SIGMOID: return 1.0f / (1.0f + exp(-x));
+  case ACT_TANH: return tanh(x);
+  default: return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+  }
+}
+
+static float act_derivative(int kind, float x, float y, float alpha) {
+  switch (kind) {
+  case ACT_RELU: return x > 0.0f ? 1.0f : 0.0f;
+  case ACT_LEAKY: return x > 0.0f ? 1.0f : alpha;
+  case ACT_SIGMOID: return y * (1.0f - y);
+  case ACT_TANH: return 1.0f - y * y;
+  default: {
+    float cdf = 0.5f * (1.0f + erf(x * 0.70710678118654752f));
+    float pdf = 0.3989422804014327f * exp(-0.5f * x * x);
+    return cdf + x * pdf;
+  }
+  }
+}
+
+__kernel void activation_forward(__global float *y, int y_off,
+                                 __global const float *x, int x_off, int n,
+                                 int kind, float alpha) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  y[y_off + i] = act_forward(kind, x[x_off + i], alpha);
+}
+
+__kernel void activation_backward(__global float *dx, int dx_off,
+                                  __global const float *dy, int dy_off,
+                                  __global const float *x, int x_off,
+                                  __global const float *y, int y_off, int n,
+                                  int kind, float alpha, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float g = dy[dy_off + i] *
+            act_derivative(kind, x[x_off + i], y[y_off + i], alpha);
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + g : g;
+}

@@ -1,0 +1,41 @@
+/* Element-wise arithmetic. Every buffer argument is followed by the element
+ * offset of its tensor; `accumulate` adds into the output instead of
+ * overwriting it (gradients that flow in from several consumers). */
+
+__kernel void add_f32(__global float *out, int out_off,
+                      __global const float *a, int a_off,
+                      __global const float *b, int b_off, int n,
+                      int accumulate) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float v = a[a_off + i] + b[b_off + i];
+  out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+}
+
+/* out = alpha * x (+ out when accumulating). */
+__kernel void scale_f32(__global float *out, int out_off,
+                        __global const float *x, int x_off, int n, float alpha,
+                        int accumulate) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float v = alpha * x[x_off + i];
+  out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+}
+
+/* y[row, col] += bias[col] for a [rows, cols] matrix, in place. */
+__kernel void bias_add_rows(__global float *y, int y_off,
+                            __global const float *bias, int b_off, int rows,
+                            int cols) {
+  int i = get_global_id(0);
+  if (i >= rows * cols) return;
+  y[y_off + i] += bias[b_off + i % cols];
+}
+
+/* y[n, c, s] += bias[c] for NCHW data (s runs over the spatial size). */
+__kernel void bias_add_channels(__global float *y, int y_off,
+                                __global const float *bias, int b_off,
+                                int channels, int spatial, int total) {
+  int i = get_global_id(0);
+  if (i >= total) return;
+  y[y_off + i] += bias[b_off + (i / spatial) % channels];
+}

@@ -1,0 +1,60 @@
+/* Optimizer updates, one work-item per parameter element, following
+ * PyTorch's definitions (torch.optim.SGD, Adam, AdamW). Where clipping by
+ * global norm is on (max_norm > 0), norm_sq[0] holds the sum of squares of
+ * every gradient, computed earlier in the same step on the device. */
+
+static float clip_scale(__global const float *norm_sq, int off,
+                        float max_norm) {
+  if (max_norm <= 0.0f) return 1.0f;
+  float norm = sqrt(norm_sq[off]);
+  return fmin(1.0f, max_norm / (norm + 1e-6f));
+}
+
+/* first: 1 on the optimizer's first step (the momentum buffer starts as
+ * the gradient itself, as in PyTorch). */
+__kernel void sgd_step(__global float *p, int p_off,
+                       __global const float *g, int g_off,
+                       __global float *buf, int buf_off,
+                       __global const float *norm_sq, int norm_off, int n,
+                       float lr, float momentum, float dampening,
+                       float weight_decay, int nesterov, int first,
+                       float max_norm) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float w = p[p_off + i];
+  float d = g[g_off + i] * clip_scale(norm_sq, norm_off, max_norm);
+  d += weight_decay * w;
+  if (momentum != 0.0f) {
+    float b = first ? d : momentum * buf[buf_off + i] + (1.0f - dampening) * d;
+    buf[buf_off + i] = b;
+    d = nesterov ? d + momentum * b : b;
+  }
+  p[p_off + i] = w - lr * d;
+}
+
+/* decoupled: 1 for AdamW (weight decay applied to the weight directly),
+ * 0 for Adam (weight decay added to the gradient). bias1 = 1 - beta1^t,
+ * bias2 = 1 - beta2^t, from the host's step count. */
+__kernel void adam_step(__global float *p, int p_off,
+                        __global const float *g, int g_off,
+                        __global float *m, int m_off,
+                        __global float *v, int v_off,
+                        __global const float *norm_sq, int norm_off, int n,
+                        float lr, float beta1, float beta2, float eps,
+                        float weight_decay, int decoupled, float bias1,
+                        float bias2, float max_norm) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float w = p[p_off + i];
+  float d = g[g_off + i] * clip_scale(norm_sq, norm_off, max_norm);
+  if (decoupled)
+    w *= 1.0f - lr * weight_decay;
+  else
+    d += weight_decay * w;
+  float mi = beta1 * m[m_off + i] + (1.0f - beta1) * d;
+  float vi = beta2 * v[v_off + i] + (1.0f - beta2) * d * d;
+  m[m_off + i] = mi;
+  v[v_off + i] = vi;
+  float denom = sqrt(vi) / sqrt(bias2) + eps;
+  p[p_off + i] = w - (lr / bias1) * mi / denom;
+}

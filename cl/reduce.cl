@@ -1,0 +1,64 @@
+/* Reductions. CLT_WG (a power of two) is the work-group size, set by the
+ * host in the build options; every kernel here runs in groups of exactly
+ * CLT_WG items. Each tree step is fenced by a barrier: POCL runs a group's
+ * items as a loop, so a missing barrier gives wrong sums deterministically. */
+
+static float group_sum(__local float *scratch, float v) {
+  int lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = CLT_WG / 2; step > 0; step /= 2) {
+    if (lid < step) scratch[lid] += scratch[lid + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE); /* scratch may be reused right after */
+  return total;
+}
+
+/* out[c] (+)= sum over o < outer, s < inner of x[(o * channels + c) * inner
+ * + s]: bias gradients of dense (inner 1) and conv (inner H*W) layers.
+ * One group per channel. */
+__kernel void sum_channels(__global float *out, int out_off,
+                           __global const float *x, int x_off, int outer,
+                           int channels, int inner, int accumulate) {
+  __local float scratch[CLT_WG];
+  int c = get_group_id(0);
+  int lid = get_local_id(0);
+  int count = outer * inner;
+  float s = 0.0f;
+  for (int j = lid; j < count; j += CLT_WG) {
+    int o = j / inner, i = j % inner;
+    s += x[x_off + (o * channels + c) * inner + i];
+  }
+  float total = group_sum(scratch, s);
+  if (lid == 0)
+    out[out_off + c] = accumulate ? out[out_off + c] + total : total;
+}
+
+/* acc[index] += scale * sum(x[0..n)), one group. */
+__kernel void sum_into(__global float *acc, int acc_off,
+                       __global const float *x, int x_off, int n, int index,
+                       float scale) {
+  __local float scratch[CLT_WG];
+  int lid = get_local_id(0);
+  float s = 0.0f;
+  for (int j = lid; j < n; j += CLT_WG) s += x[x_off + j];
+  float total = group_sum(scratch, s);
+  if (lid == 0) acc[acc_off + index] += scale * total;
+}
+
+/* acc[index] += sum(x[0..n)^2), one group: the global gradient norm. */
+__kernel void sumsq_into(__global float *acc, int acc_off,
+                         __global const float *x, int x_off, int n,
+                         int index) {
+  __local float scratch[CLT_WG];
+  int lid = get_local_id(0);
+  float s = 0.0f;
+  for (int j = lid; j < n; j += CLT_WG) {
+    float v = x[x_off + j];
+    s += v * v;
+  }
+  float total = group_sum(scratch, s);
+  if (lid == 0) acc[acc_off + index] += total;
+}

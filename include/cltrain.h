@@ -1,0 +1,277 @@
+/* cltrain: a deep-learning training engine in C on OpenCL.
+ *
+ * One header, one library. Every function returns a clt_status; a context
+ * keeps the message of its last error (clt_context_last_error). The library
+ * never prints unless a log callback is set, and never exits.
+ *
+ * Ownership: whoever creates frees (clt_x_create / clt_x_destroy). Every
+ * destroy function accepts NULL. */
+#ifndef CLTRAIN_H
+#define CLTRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CLT_BUILDING_LIBRARY) && defined(__GNUC__)
+#define CLT_API __attribute__((visibility("default")))
+#else
+#define CLT_API
+#endif
+
+#define CLT_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+
+typedef enum clt_status {
+  CLT_OK = 0,
+  CLT_ERR_INVALID_ARGUMENT, /* a caller passed something unusable */
+  CLT_ERR_NO_PLATFORM,      /* no OpenCL platform (no ICD installed) */
+  CLT_ERR_NO_DEVICE,        /* no device matches the selection */
+  CLT_ERR_OPENCL,           /* an OpenCL call failed */
+  CLT_ERR_BUILD,            /* a kernel failed to compile; message has log */
+  CLT_ERR_CLBLAST,          /* a CLBlast routine failed */
+  CLT_ERR_DEVICE_MEMORY,    /* the device is out of memory */
+  CLT_ERR_HOST_MEMORY,      /* malloc failed */
+  CLT_ERR_IO,               /* a file could not be read or written */
+  CLT_ERR_FORMAT,           /* a file's contents are malformed */
+  CLT_ERR_SHAPE,            /* shapes that do not fit together */
+  CLT_ERR_NAN,              /* a loss or value became NaN or infinite */
+  CLT_ERR_UNSUPPORTED,      /* valid, but not supported (yet, or here) */
+  CLT_ERR_INTERNAL,         /* a bug in cltrain */
+} clt_status;
+
+/* A short constant English description of a status code. */
+CLT_API const char *clt_status_string(clt_status status);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+
+typedef enum clt_device_type {
+  CLT_DEVICE_GPU,
+  CLT_DEVICE_CPU,
+  CLT_DEVICE_ACCELERATOR,
+  CLT_DEVICE_OTHER,
+} clt_device_type;
+
+typedef struct clt_device_info {
+  int index;          /* flat index over all platforms' devices */
+  int platform_index; /* index of the platform */
+  int device_index;   /* index of the device within its platform */
+  char platform_name[128];
+  char platform_version[128];
+  char name[256];
+  char vendor[128];
+  char driver_version[128];
+  char opencl_c_version[64]; /* e.g. "OpenCL C 1.2 pocl" */
+  clt_device_type type;
+  unsigned compute_units;
+  uint64_t global_mem_bytes;
+  uint64_t local_mem_bytes;
+  uint64_t max_alloc_bytes;
+  size_t max_work_group_size;
+  bool fp16;
+  bool fp64;
+} clt_device_info;
+
+typedef struct clt_device_list {
+  clt_device_info *devices;
+  size_t count;
+  size_t platform_count; /* platforms found, including ones with no device */
+} clt_device_list;
+
+/* Enumerates every OpenCL platform and device. On success the caller owns
+ * *list and frees it with clt_device_list_free. With no platform at all the
+ * status is CLT_ERR_NO_PLATFORM and err (if not NULL, errlen bytes) says
+ * which Debian packages provide one. */
+CLT_API clt_status clt_device_list_get(clt_device_list *list, char *err,
+                                       size_t errlen);
+CLT_API void clt_device_list_free(clt_device_list *list);
+
+/* Chooses a device by spec: NULL or "" or "default" (first GPU, else first
+ * CPU, else the first device), a flat index "2", "platform:device" "1:0", a
+ * type "gpu" / "cpu" / "accelerator", or a case-insensitive part of the
+ * platform or device name ("pocl", "llvmpipe", "nvidia"). Sets *chosen to
+ * an index into list->devices. CLT_ERR_NO_DEVICE when nothing matches, with
+ * a message in err listing the devices that exist. */
+CLT_API clt_status clt_device_select(const clt_device_list *list,
+                                     const char *spec, size_t *chosen,
+                                     char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+
+typedef struct clt_context clt_context;
+
+typedef enum clt_log_level {
+  CLT_LOG_DEBUG,
+  CLT_LOG_INFO,
+  CLT_LOG_WARN,
+  CLT_LOG_ERROR,
+} clt_log_level;
+
+typedef void (*clt_log_fn)(clt_log_level level, const char *message,
+                           void *user);
+
+typedef struct clt_context_options {
+  /* Device spec as for clt_device_select; NULL means $CLT_DEVICE, else the
+   * default choice. */
+  const char *device;
+  /* Kernel binary cache folder; NULL means $CLT_CACHE_DIR, else
+   * $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain. */
+  const char *cache_dir;
+  /* 1 on, 0 off, -1: on unless $CLT_CACHE is "0". */
+  int cache;
+  /* Enables OpenCL event profiling on the queue (clt_profile_*). */
+  bool profiling;
+  clt_log_fn log; /* NULL: the library prints nothing */
+  void *log_user;
+} clt_context_options;
+
+/* Fills opts with the defaults (device from the environment, cache on
+ * unless CLT_CACHE=0, no profiling, no log). */
+CLT_API void clt_context_options_init(clt_context_options *opts);
+
+/* Creates a context on the chosen device: one in-order queue, every kernel
+ * built (or loaded from the binary cache). opts may be NULL for defaults.
+ * On failure *out is NULL and err (errlen bytes, may be NULL) holds the
+ * message, including a kernel's build log where one failed to compile.
+ * The caller destroys the context with clt_context_destroy. */
+CLT_API clt_status clt_context_create(const clt_context_options *opts,
+                                      clt_context **out, char *err,
+                                      size_t errlen);
+CLT_API void clt_context_destroy(clt_context *ctx);
+
+/* The message of the last error on this context ("" if none). The string
+ * belongs to the context and is valid until the next call on it. */
+CLT_API const char *clt_context_last_error(const clt_context *ctx);
+
+/* The device the context runs on. Owned by the context. */
+CLT_API const clt_device_info *clt_context_device(const clt_context *ctx);
+
+typedef struct clt_kernel_stats {
+  int programs;        /* .cl programs built for this context */
+  int kernels;         /* kernels created from them */
+  int cache_hits;      /* programs loaded from the binary cache */
+  int cache_misses;    /* programs compiled from source */
+  int cache_rejected;  /* corrupt / stale / foreign entries rebuilt */
+  double build_seconds; /* wall time spent building or loading them */
+} clt_kernel_stats;
+
+CLT_API void clt_context_kernel_stats(const clt_context *ctx,
+                                      clt_kernel_stats *stats);
+
+/* Blocks until all work queued on the context's device has finished. */
+CLT_API clt_status clt_context_finish(clt_context *ctx);
+
+typedef struct clt_memory_stats {
+  uint64_t device_allocations; /* clCreateBuffer calls made so far */
+  uint64_t device_bytes_live;  /* bytes in buffers held (pooled included) */
+  uint64_t pool_reuses;        /* allocations served from the free pool */
+  uint64_t host_allocations;   /* library-internal host allocations */
+} clt_memory_stats;
+
+CLT_API void clt_context_memory_stats(const clt_context *ctx,
+                                      clt_memory_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+
+typedef enum clt_dtype { CLT_F32, CLT_F16, CLT_I32, CLT_U8 } clt_dtype;
+
+#define CLT_MAX_DIMS 4
+
+typedef struct clt_tensor clt_tensor;
+
+/* Size in bytes of one element of dtype. */
+CLT_API size_t clt_dtype_size(clt_dtype dtype);
+
+/* Creates a dense tensor of ndim (1..4) dimensions on the context's device.
+ * Contents are undefined. The caller destroys it with clt_tensor_destroy;
+ * its buffer goes back to the context's pool for reuse. A device that
+ * cannot hold it gives CLT_ERR_DEVICE_MEMORY naming the size. */
+CLT_API clt_status clt_tensor_create(clt_context *ctx, clt_dtype dtype,
+                                     int ndim, const int64_t *shape,
+                                     clt_tensor **out);
+
+/* A view of base: `count` elements starting at element `offset` of base,
+ * seen with a new shape (whose element count must be `count`). The view
+ * shares base's buffer and must be destroyed before base. */
+CLT_API clt_status clt_tensor_view(clt_tensor *base, int64_t offset,
+                                   int ndim, const int64_t *shape,
+                                   clt_tensor **out);
+
+CLT_API void clt_tensor_destroy(clt_tensor *t);
+
+CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
+CLT_API int clt_tensor_ndim(const clt_tensor *t);
+/* Size of dimension dim (0-based); 1 beyond ndim. */
+CLT_API int64_t clt_tensor_dim(const clt_tensor *t, int dim);
+CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
+
+/* Copies bytes (numel * dtype size) from host memory to the tensor; the
+ * call returns when the host memory may be reused. */
+CLT_API clt_status clt_tensor_upload(clt_tensor *t, const void *host);
+/* Copies the tensor to host memory; blocks until the data is there. */
+CLT_API clt_status clt_tensor_download(const clt_tensor *t, void *host);
+/* Sets every element to value (converted to the tensor's dtype). */
+CLT_API clt_status clt_tensor_fill(clt_tensor *t, double value);
+/* dst = src; both must have the same dtype and element count. */
+CLT_API clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src);
+
+/* ------------------------------------------------------------------------ */
+/* GEMM (CLBlast)                                                            */
+
+typedef enum clt_transpose { CLT_NO_TRANS = 0, CLT_TRANS = 1 } clt_transpose;
+
+/* Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, with op(A) [m,k] and
+ * op(B) [k,n]. A, B, C are f32 tensors (views allowed) holding at least the
+ * elements the shapes need. */
+CLT_API clt_status clt_gemm(clt_context *ctx, clt_transpose trans_a,
+                            clt_transpose trans_b, int64_t m, int64_t n,
+                            int64_t k, float alpha, const clt_tensor *a,
+                            const clt_tensor *b, float beta, clt_tensor *c);
+
+/* batch products: matrix i of A starts at element i * stride_a, likewise
+ * B and C. */
+CLT_API clt_status clt_gemm_strided_batched(
+    clt_context *ctx, clt_transpose trans_a, clt_transpose trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
+    const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
+    int64_t stride_c, int64_t batch);
+
+/* ------------------------------------------------------------------------ */
+/* Activations and profiling                                                 */
+
+typedef enum clt_activation {
+  CLT_ACT_RELU = 0,
+  CLT_ACT_LEAKY_RELU = 1, /* alpha: negative slope (default 0.01) */
+  CLT_ACT_SIGMOID = 2,
+  CLT_ACT_TANH = 3,
+  CLT_ACT_GELU = 4, /* exact (erf), as PyTorch's default */
+} clt_activation;
+
+typedef struct clt_profile_row {
+  const char *op;   /* kernel or command name; owned by the library */
+  uint64_t calls;
+  double seconds;   /* device time from OpenCL event profiling */
+} clt_profile_row;
+
+/* With a context created with profiling on: waits for the queue, then sums
+ * device time per op since the last reset, largest first. The caller frees
+ * *rows with free(). */
+CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
+                                       size_t *count);
+/* Forgets the commands profiled so far. */
+CLT_API void clt_profile_reset(clt_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

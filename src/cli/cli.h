@@ -1,0 +1,31 @@
+/* Shared pieces of the cltrain command. */
+#ifndef CLT_CLI_CLI_H
+#define CLT_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "cltrain.h"
+
+/* Each command: argc/argv start at the command's own arguments. Returns
+ * the process exit status. */
+int cli_devices(int argc, char **argv);
+int cli_selftest(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_train(int argc, char **argv);
+
+/* Creates a context on `device` (NULL: $CLT_DEVICE or the default),
+ * printing the error to stderr on failure. */
+clt_context *cli_open_context(const char *device, bool profiling);
+
+/* If argv[*i] is `--name VALUE` or `--name=VALUE`, stores VALUE, advances
+ * *i and returns true. A missing value prints an error and sets *bad. */
+bool cli_opt_value(int argc, char **argv, int *i, const char *name,
+                   const char **value, bool *bad);
+bool cli_parse_int(const char *opt, const char *s, long long min,
+                   long long *out);
+bool cli_parse_double(const char *opt, const char *s, double *out);
+
+double cli_now(void);
+
+#endif

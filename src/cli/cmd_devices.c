@@ -1,0 +1,114 @@
+/* cltrain devices: every OpenCL platform and device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char *type_name(clt_device_type t) {
+  switch (t) {
+  case CLT_DEVICE_GPU: return "GPU";
+  case CLT_DEVICE_CPU: return "CPU";
+  case CLT_DEVICE_ACCELERATOR: return "accelerator";
+  default: return "other";
+  }
+}
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+static void print_json(const clt_device_list *list, size_t chosen) {
+  printf("{\"platforms\": %zu, \"devices\": [", list->platform_count);
+  for (size_t i = 0; i < list->count; i++) {
+    const clt_device_info *d = &list->devices[i];
+    printf("%s\n  {\"index\": %d, \"id\": \"%d:%d\", \"platform\": ",
+           i ? "," : "", d->index, d->platform_index, d->device_index);
+    json_string(d->platform_name);
+    printf(", \"platform_version\": ");
+    json_string(d->platform_version);
+    printf(", \"name\": ");
+    json_string(d->name);
+    printf(", \"type\": \"%s\", \"compute_units\": %u, "
+           "\"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu, "
+           "\"max_alloc_bytes\": %llu, \"fp16\": %s, \"fp64\": %s, "
+           "\"driver_version\": ",
+           type_name(d->type), d->compute_units,
+           (unsigned long long)d->global_mem_bytes,
+           (unsigned long long)d->local_mem_bytes,
+           (unsigned long long)d->max_alloc_bytes, d->fp16 ? "true" : "false",
+           d->fp64 ? "true" : "false");
+    json_string(d->driver_version);
+    printf(", \"opencl_c_version\": ");
+    json_string(d->opencl_c_version);
+    printf(", \"chosen\": %s}", i == chosen ? "true" : "false");
+  }
+  printf("\n]}\n");
+}
+
+static void print_table(const clt_device_list *list, size_t chosen) {
+  printf("  %-5s %-4s %-28s %-36s %-5s %5s %10s %9s %4s %4s  %s\n", "index",
+         "id", "platform", "device", "type", "CUs", "global", "local", "fp16",
+         "fp64", "driver");
+  for (size_t i = 0; i < list->count; i++) {
+    const clt_device_info *d = &list->devices[i];
+    char id[16];
+    snprintf(id, sizeof id, "%d:%d", d->platform_index, d->device_index);
+    printf("%s %-5d %-4s %-28.28s %-36.36s %-5s %5u %7.1f GiB %5.0f KiB %4s "
+           "%4s  %s\n",
+           i == chosen ? "*" : " ", d->index, id, d->platform_name, d->name,
+           type_name(d->type), d->compute_units,
+           (double)d->global_mem_bytes / (1024.0 * 1024 * 1024),
+           (double)d->local_mem_bytes / 1024.0, d->fp16 ? "yes" : "no",
+           d->fp64 ? "yes" : "no", d->driver_version);
+  }
+  printf("(* = the device chosen by default or by --device / CLT_DEVICE)\n");
+}
+
+int cli_devices(int argc, char **argv) {
+  bool json = false, bad = false;
+  const char *device = getenv("CLT_DEVICE");
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json"))
+      json = true;
+    else if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
+      if (bad) return 2;
+    } else if (!strcmp(argv[i], "--help")) {
+      printf("usage: cltrain devices [--json] [--device D]\n");
+      return 0;
+    } else {
+      fprintf(stderr, "cltrain devices: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  clt_device_list list;
+  char err[8192];
+  clt_status st = clt_device_list_get(&list, err, sizeof err);
+  if (st != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err);
+    return 1;
+  }
+  size_t chosen = 0;
+  st = clt_device_select(&list, device, &chosen, err, sizeof err);
+  if (st != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err);
+    clt_device_list_free(&list);
+    return 1;
+  }
+  if (json)
+    print_json(&list, chosen);
+  else
+    print_table(&list, chosen);
+  clt_device_list_free(&list);
+  return 0;
+}

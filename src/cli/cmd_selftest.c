@@ -1,0 +1,55 @@
+/* cltrain selftest: builds every kernel and checks every op against the
+ * host reference on this device. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ops/opcheck.h"
+
+int cli_selftest(int argc, char **argv) {
+  const char *device = NULL;
+  bool bad = false;
+  for (int i = 0; i < argc; i++) {
+    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
+      if (bad) return 2;
+    } else if (!strcmp(argv[i], "--help")) {
+      printf("usage: cltrain selftest [--device D]\n");
+      return 0;
+    } else {
+      fprintf(stderr, "cltrain selftest: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  double t0 = cli_now();
+  clt_context *ctx = cli_open_context(device, false);
+  if (!ctx) return 1;
+  const clt_device_info *d = clt_context_device(ctx);
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(ctx, &ks);
+  printf("device: %s (%s, %s)\n", d->name, d->platform_name,
+         d->driver_version);
+  printf("kernels: %d programs, %d kernels built in %.3f s (%d from the "
+         "cache, %d compiled, %d cache entries rebuilt); context %.3f s\n",
+         ks.programs, ks.kernels, ks.build_seconds, ks.cache_hits,
+         ks.cache_misses, ks.cache_rejected, cli_now() - t0);
+  int failed = 0;
+  for (int i = 0; i < clt_selftest_case_count; i++) {
+    const clt_selftest_case *c = &clt_selftest_cases[i];
+    double err = 0.0, t = cli_now();
+    clt_status st = c->run(ctx, &err);
+    if (st != CLT_OK) {
+      printf("FAIL %-40s %s\n", c->name, clt_context_last_error(ctx));
+      failed++;
+    } else if (!(err <= c->tolerance)) {
+      printf("FAIL %-40s max error %.3g > %.3g\n", c->name, err, c->tolerance);
+      failed++;
+    } else {
+      printf("ok   %-40s max error %.3g (%.2f s)\n", c->name, err,
+             cli_now() - t);
+    }
+  }
+  printf("%d of %d ops ok on %s\n", clt_selftest_case_count - failed,
+         clt_selftest_case_count, d->name);
+  clt_context_destroy(ctx);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,31 @@
+/* Element-wise ops and bias addition (cl/elementwise.cl). */
+#include "ops/ops.h"
+
+clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
+                           const clt_tensor *a, const clt_tensor *b, int64_t n,
+                           bool accumulate) {
+  return CLT_RUN_1D(ctx, CLT_K_add_f32, (size_t)n, KT(out), KT(a), KT(b),
+                    KI(n), KI(accumulate));
+}
+
+clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
+                             const clt_tensor *x, int64_t n, float alpha,
+                             bool accumulate) {
+  return CLT_RUN_1D(ctx, CLT_K_scale_f32, (size_t)n, KT(out), KT(x), KI(n),
+                    KF(alpha), KI(accumulate));
+}
+
+clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
+                                 const clt_tensor *bias, int64_t rows,
+                                 int64_t cols) {
+  return CLT_RUN_1D(ctx, CLT_K_bias_add_rows, (size_t)(rows * cols), KT(y),
+                    KT(bias), KI(rows), KI(cols));
+}
+
+clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
+                                     const clt_tensor *bias, int64_t batch,
+                                     int64_t channels, int64_t spatial) {
+  int64_t total = batch * channels * spatial;
+  return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)total, KT(y),
+                    KT(bias), KI(channels), KI(spatial), KI(total));
+}

@@ -1,0 +1,111 @@
+/* GEMM through CLBlast: row-major, either transpose, single and
+ * strided-batched. */
+#include <clblast_c.h>
+#include <stdio.h>
+
+#include "ops/ops.h"
+#include "tensor/tensor.h"
+
+static const char *clblast_name(CLBlastStatusCode code) {
+  switch (code) {
+  case CLBlastNotImplemented: return "not implemented";
+  case CLBlastInvalidMatrixA: return "invalid matrix A";
+  case CLBlastInvalidMatrixB: return "invalid matrix B";
+  case CLBlastInvalidMatrixC: return "invalid matrix C";
+  case CLBlastInvalidDimension: return "invalid dimension";
+  case CLBlastInvalidLeadDimA: return "invalid leading dimension of A";
+  case CLBlastInvalidLeadDimB: return "invalid leading dimension of B";
+  case CLBlastInvalidLeadDimC: return "invalid leading dimension of C";
+  case CLBlastInsufficientMemoryA: return "buffer of A too small";
+  case CLBlastInsufficientMemoryB: return "buffer of B too small";
+  case CLBlastInsufficientMemoryC: return "buffer of C too small";
+  case CLBlastInvalidBatchCount: return "invalid batch count";
+  case CLBlastInvalidLocalMemUsage: return "not enough local memory";
+  case CLBlastDatabaseError: return "no tuning database entry";
+  case CLBlastTempBufferAllocFailure: return "temporary buffer allocation failed";
+  case CLBlastOpenCLBuildProgramFailure: return "kernel build failed";
+  default: break;
+  }
+  return code > -1000 ? clt_cl_error_name((cl_int)code) : "CLBlast error";
+}
+
+static clt_status clblast_fail(clt_context *ctx, const char *routine,
+                               CLBlastStatusCode code, int64_t m, int64_t n,
+                               int64_t k) {
+  clt_status st = (code == CLBlastTempBufferAllocFailure ||
+                   code == CLBlastOpenCLOutOfResources)
+                      ? CLT_ERR_DEVICE_MEMORY
+                      : CLT_ERR_CLBLAST;
+  return clt_ctx_fail(ctx, st, "%s (m=%lld n=%lld k=%lld): %s (%d)", routine,
+                      (long long)m, (long long)n, (long long)k,
+                      clblast_name(code), (int)code);
+}
+
+static clt_status check_operand(clt_context *ctx, const char *routine,
+                                const char *which, const clt_tensor *t,
+                                int64_t needed) {
+  if (!t || t->dtype != CLT_F32)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: %s must be an f32 tensor", routine, which);
+  if (t->numel < needed)
+    return clt_ctx_fail(ctx, CLT_ERR_SHAPE,
+                        "%s: %s holds %lld elements, the product needs %lld",
+                        routine, which, (long long)t->numel, (long long)needed);
+  return CLT_OK;
+}
+
+static clt_status check_dims(clt_context *ctx, const char *routine, int64_t m,
+                             int64_t n, int64_t k) {
+  if (m < 1 || n < 1 || k < 1)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: m=%lld n=%lld k=%lld, all must be positive",
+                        routine, (long long)m, (long long)n, (long long)k);
+  return CLT_OK;
+}
+
+static CLBlastTranspose to_clblast(clt_transpose t) {
+  return t == CLT_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
+CLT_API clt_status clt_gemm(clt_context *ctx, clt_transpose ta,
+                            clt_transpose tb, int64_t m, int64_t n, int64_t k,
+                            float alpha, const clt_tensor *a,
+                            const clt_tensor *b, float beta, clt_tensor *c) {
+  return clt_gemm_strided_batched(ctx, ta, tb, m, n, k, alpha, a, 0, b, 0,
+                                  beta, c, 0, 1);
+}
+
+CLT_API clt_status clt_gemm_strided_batched(
+    clt_context *ctx, clt_transpose ta, clt_transpose tb, int64_t m, int64_t n,
+    int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
+    const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
+    int64_t stride_c, int64_t batch) {
+  const char *routine = batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched";
+  CLT_TRY(check_dims(ctx, routine, m, n, k));
+  if (batch < 1)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "%s: batch %lld",
+                        routine, (long long)batch);
+  /* Row-major leading dimensions are the stored row lengths. */
+  size_t lda = (size_t)(ta == CLT_TRANS ? m : k);
+  size_t ldb = (size_t)(tb == CLT_TRANS ? k : n);
+  size_t ldc = (size_t)n;
+  CLT_TRY(check_operand(ctx, routine, "A", a, stride_a * (batch - 1) + m * k));
+  CLT_TRY(check_operand(ctx, routine, "B", b, stride_b * (batch - 1) + k * n));
+  CLT_TRY(check_operand(ctx, routine, "C", c, stride_c * (batch - 1) + m * n));
+  cl_event *ev = clt_profile_slot(ctx, "gemm");
+  CLBlastStatusCode rc;
+  if (batch == 1)
+    rc = CLBlastSgemm(CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb),
+                      (size_t)m, (size_t)n, (size_t)k, alpha, a->buffer,
+                      (size_t)a->offset, lda, b->buffer, (size_t)b->offset, ldb,
+                      beta, c->buffer, (size_t)c->offset, ldc, &ctx->queue, ev);
+  else
+    rc = CLBlastSgemmStridedBatched(
+        CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb), (size_t)m,
+        (size_t)n, (size_t)k, alpha, a->buffer, (size_t)a->offset, lda,
+        (size_t)stride_a, b->buffer, (size_t)b->offset, ldb, (size_t)stride_b,
+        beta, c->buffer, (size_t)c->offset, ldc, (size_t)stride_c,
+        (size_t)batch, &ctx->queue, ev);
+  if (rc != CLBlastSuccess) return clblast_fail(ctx, routine, rc, m, n, k);
+  return CLT_OK;
+}

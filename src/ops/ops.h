@@ -1,0 +1,88 @@
+/* Device operations: plain C functions that enqueue kernels, in pairs
+ * x_forward(out, in, ...) / x_backward(dinp, dout, ...). Counts are passed
+ * explicitly (a partial last batch uses the first rows of each buffer).
+ * `accumulate` adds into the output instead of overwriting it. */
+#ifndef CLT_OPS_OPS_H
+#define CLT_OPS_OPS_H
+
+#include "runtime/runtime.h"
+#include "tensor/tensor.h"
+
+/* out = a + b over n elements. */
+clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
+                           const clt_tensor *a, const clt_tensor *b, int64_t n,
+                           bool accumulate);
+/* out = alpha * x over n elements. */
+clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
+                             const clt_tensor *x, int64_t n, float alpha,
+                             bool accumulate);
+/* y[r, c] += bias[c], y of [rows, cols]. */
+clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
+                                 const clt_tensor *bias, int64_t rows,
+                                 int64_t cols);
+/* y[n, c, s] += bias[c], y of [batch, channels, spatial]. */
+clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
+                                     const clt_tensor *bias, int64_t batch,
+                                     int64_t channels, int64_t spatial);
+
+clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
+                                  const clt_tensor *x, int64_t n,
+                                  clt_activation kind, float alpha);
+clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
+                                   const clt_tensor *dy, const clt_tensor *x,
+                                   const clt_tensor *y, int64_t n,
+                                   clt_activation kind, float alpha,
+                                   bool accumulate);
+
+clt_status clt_softmax_forward(clt_context *ctx, clt_tensor *y,
+                               const clt_tensor *x, int64_t rows,
+                               int64_t cols);
+clt_status clt_softmax_backward(clt_context *ctx, clt_tensor *dx,
+                                const clt_tensor *dy, const clt_tensor *y,
+                                int64_t rows, int64_t cols, bool accumulate);
+/* Fused softmax + cross-entropy with integer labels: per-row loss and
+ * correctness (argmax == label) into loss_rows / correct_rows [rows], and
+ * grad = (softmax(x) - onehot) * grad_scale. */
+clt_status clt_softmax_xent_forward_backward(
+    clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
+    clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
+    int64_t rows, int64_t cols, float grad_scale);
+/* Per-row sum of squared differences, and grad = 2 (p - t) * grad_scale. */
+clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
+                                    clt_tensor *grad, const clt_tensor *p,
+                                    const clt_tensor *t, int64_t rows,
+                                    int64_t cols, float grad_scale);
+
+/* out[c] = sum of x[outer, channels, inner] over outer and inner. */
+clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
+                                    const clt_tensor *x, int64_t outer,
+                                    int64_t channels, int64_t inner,
+                                    bool accumulate);
+/* acc[index] += scale * sum(x[0..n)). */
+clt_status clt_sum_into(clt_context *ctx, clt_tensor *acc, int index,
+                        const clt_tensor *x, int64_t n, float scale);
+/* acc[index] += sum(x[0..n)^2). */
+clt_status clt_sumsq_into(clt_context *ctx, clt_tensor *acc, int index,
+                          const clt_tensor *x, int64_t n);
+
+typedef struct clt_sgd_params {
+  float lr, momentum, dampening, weight_decay, max_norm;
+  bool nesterov, first;
+} clt_sgd_params;
+
+clt_status clt_sgd_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
+                        clt_tensor *momentum_buf, const clt_tensor *norm_sq,
+                        const clt_sgd_params *hp);
+
+typedef struct clt_adam_params {
+  float lr, beta1, beta2, eps, weight_decay, max_norm;
+  bool decoupled; /* AdamW */
+  int64_t step;   /* 1-based, for the bias corrections */
+} clt_adam_params;
+
+clt_status clt_adam_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
+                         clt_tensor *m, clt_tensor *v,
+                         const clt_tensor *norm_sq,
+                         const clt_adam_params *hp);
+
+#endif

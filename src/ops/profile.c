@@ -1,0 +1,49 @@
+/* Per-op device time from OpenCL event profiling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+CLT_API void clt_profile_reset(clt_context *ctx) {
+  for (size_t i = 0; i < ctx->profile_count; i++)
+    if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
+  ctx->profile_count = 0;
+}
+
+static int by_seconds_desc(const void *a, const void *b) {
+  double x = ((const clt_profile_row *)a)->seconds;
+  double y = ((const clt_profile_row *)b)->seconds;
+  return (x < y) - (x > y);
+}
+
+CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
+                                       size_t *count) {
+  *rows = NULL;
+  *count = 0;
+  if (!ctx->profiling)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "profiling is off for this context");
+  CLT_TRY(clt_context_finish(ctx));
+  clt_profile_row *out = calloc(ctx->profile_count + 1, sizeof *out);
+  if (!out) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "profile summary");
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->profile_count; i++) {
+    cl_event ev = ctx->profile[i].event;
+    cl_ulong start = 0, end = 0;
+    if (!ev ||
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start,
+                                &start, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                                NULL) != CL_SUCCESS)
+      continue;
+    size_t j = 0;
+    while (j < n && strcmp(out[j].op, ctx->profile[i].op) != 0) j++;
+    if (j == n) out[n++].op = ctx->profile[i].op;
+    out[j].calls++;
+    out[j].seconds += (double)(end - start) * 1e-9;
+  }
+  qsort(out, n, sizeof *out, by_seconds_desc);
+  *rows = out;
+  *count = n;
+  return CLT_OK;
+}

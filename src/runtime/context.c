@@ -1,0 +1,285 @@
+/* Context: device choice, OpenCL context and queue, kernels, errors. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/cache.h"
+#include "runtime/runtime.h"
+#include "tensor/tensor.h"
+
+CLT_API void clt_context_options_init(clt_context_options *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->cache = -1;
+}
+
+void clt_ctx_log(const clt_context *ctx, clt_log_level level, const char *fmt,
+                 ...) {
+  if (!ctx || !ctx->log) return;
+  char msg[CLT_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ctx->log(level, msg, ctx->log_user);
+}
+
+clt_status clt_ctx_fail(clt_context *ctx, clt_status status, const char *fmt,
+                        ...) {
+  if (!ctx) return status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->err.msg, sizeof ctx->err.msg, fmt, ap);
+  va_end(ap);
+  ctx->err.status = status;
+  clt_ctx_log(ctx, CLT_LOG_DEBUG, "error: %s", ctx->err.msg);
+  return status;
+}
+
+clt_status clt_ctx_cl_fail(clt_context *ctx, cl_int code, const char *what) {
+  clt_status st = (code == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                   code == CL_OUT_OF_RESOURCES)
+                      ? CLT_ERR_DEVICE_MEMORY
+                      : CLT_ERR_OPENCL;
+  return clt_ctx_fail(ctx, st, "%s: %s (%d)", what, clt_cl_error_name(code),
+                      (int)code);
+}
+
+void *clt_malloc(clt_context *ctx, size_t bytes) {
+  if (ctx) ctx->memory_stats.host_allocations++;
+  return malloc(bytes);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static clt_status pick_device(const clt_context_options *opts,
+                              clt_device_info *info, char *err,
+                              size_t errlen) {
+  clt_device_list list;
+  clt_status st = clt_device_list_get(&list, err, errlen);
+  if (st != CLT_OK) return st;
+  const char *spec = opts->device;
+  if (!spec) spec = getenv("CLT_DEVICE");
+  size_t chosen = 0;
+  st = clt_device_select(&list, spec, &chosen, err, errlen);
+  if (st == CLT_OK) *info = list.devices[chosen];
+  clt_device_list_free(&list);
+  return st;
+}
+
+/* Finds the cl ids behind an info's platform and device indexes. */
+static clt_status find_cl_ids(clt_context *ctx) {
+  cl_uint np = 0;
+  clGetPlatformIDs(0, NULL, &np);
+  if ((cl_uint)ctx->info.platform_index >= np)
+    return clt_ctx_fail(ctx, CLT_ERR_NO_DEVICE, "platform vanished");
+  cl_platform_id plats[64];
+  clGetPlatformIDs(np < 64 ? np : 64, plats, NULL);
+  ctx->platform = plats[ctx->info.platform_index];
+  cl_device_id devs[64];
+  cl_uint nd = 0;
+  cl_int rc = clGetDeviceIDs(ctx->platform, CL_DEVICE_TYPE_ALL, 64, devs, &nd);
+  if (rc != CL_SUCCESS || (cl_uint)ctx->info.device_index >= nd)
+    return clt_ctx_fail(ctx, CLT_ERR_NO_DEVICE, "device vanished");
+  ctx->device = devs[ctx->info.device_index];
+  return CLT_OK;
+}
+
+static clt_status open_queue(clt_context *ctx) {
+  cl_int rc;
+  ctx->cl = clCreateContext(NULL, 1, &ctx->device, NULL, NULL, &rc);
+  if (rc != CL_SUCCESS) return clt_ctx_cl_fail(ctx, rc, "clCreateContext");
+  cl_command_queue_properties props =
+      ctx->profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+  ctx->queue = clCreateCommandQueue(ctx->cl, ctx->device, props, &rc);
+  if (rc != CL_SUCCESS)
+    return clt_ctx_cl_fail(ctx, rc, "clCreateCommandQueue");
+  return CLT_OK;
+}
+
+static clt_status resolve_cache(const clt_context_options *opts,
+                                clt_context *ctx, char *dir, size_t dirlen,
+                                bool *on) {
+  *on = opts->cache < 0 ? clt_cache_enabled_by_env() : opts->cache != 0;
+  if (!*on) return CLT_OK;
+  if (clt_cache_dir_resolve(opts->cache_dir, dir, dirlen, &ctx->err) !=
+      CLT_OK) {
+    /* No usable folder is not fatal: build every time, and say so. */
+    clt_ctx_log(ctx, CLT_LOG_WARN, "kernel cache off: %s", ctx->err.msg);
+    clt_err_clear(&ctx->err);
+    *on = false;
+  }
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
+                                      clt_context **out, char *err,
+                                      size_t errlen) {
+  *out = NULL;
+  if (err && errlen) err[0] = '\0';
+  clt_context_options opts;
+  if (opts_in)
+    opts = *opts_in;
+  else
+    clt_context_options_init(&opts);
+  clt_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return CLT_ERR_HOST_MEMORY;
+  ctx->log = opts.log;
+  ctx->log_user = opts.log_user;
+  ctx->profiling = opts.profiling;
+  clt_status st = pick_device(&opts, &ctx->info, err, errlen);
+  if (st == CLT_OK) st = find_cl_ids(ctx);
+  if (st == CLT_OK) st = open_queue(ctx);
+  char cache_dir[4096] = "";
+  bool cache_on = false;
+  if (st == CLT_OK) st = resolve_cache(&opts, ctx, cache_dir, sizeof cache_dir,
+                                       &cache_on);
+  if (st == CLT_OK) {
+    double t0 = now_seconds();
+    st = clt_programs_build(ctx, cache_dir, cache_on);
+    ctx->kernel_stats.build_seconds = now_seconds() - t0;
+  }
+  if (st != CLT_OK) {
+    if (err && errlen && ctx->err.msg[0])
+      snprintf(err, errlen, "%s", ctx->err.msg);
+    clt_context_destroy(ctx);
+    return st;
+  }
+  clt_ctx_log(ctx, CLT_LOG_INFO,
+              "device %s (%s); %d programs, %d cache hits, %.3f s",
+              ctx->info.name, ctx->info.platform_name,
+              ctx->kernel_stats.programs, ctx->kernel_stats.cache_hits,
+              ctx->kernel_stats.build_seconds);
+  *out = ctx;
+  return CLT_OK;
+}
+
+static void profile_release(clt_context *ctx) {
+  for (size_t i = 0; i < ctx->profile_count; i++)
+    if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
+  free(ctx->profile);
+  ctx->profile = NULL;
+  ctx->profile_count = ctx->profile_cap = 0;
+}
+
+CLT_API void clt_context_destroy(clt_context *ctx) {
+  if (!ctx) return;
+  if (ctx->queue) clFinish(ctx->queue);
+  profile_release(ctx);
+  clt_pool_release_all(ctx);
+  clt_programs_release(ctx);
+  if (ctx->queue) clReleaseCommandQueue(ctx->queue);
+  if (ctx->cl) clReleaseContext(ctx->cl);
+  free(ctx);
+}
+
+CLT_API const char *clt_context_last_error(const clt_context *ctx) {
+  return ctx ? ctx->err.msg : "no context";
+}
+
+CLT_API const clt_device_info *clt_context_device(const clt_context *ctx) {
+  return &ctx->info;
+}
+
+CLT_API void clt_context_kernel_stats(const clt_context *ctx,
+                                      clt_kernel_stats *stats) {
+  *stats = ctx->kernel_stats;
+}
+
+CLT_API void clt_context_memory_stats(const clt_context *ctx,
+                                      clt_memory_stats *stats) {
+  *stats = ctx->memory_stats;
+}
+
+CLT_API clt_status clt_context_finish(clt_context *ctx) {
+  cl_int rc = clFinish(ctx->queue);
+  if (rc != CL_SUCCESS) return clt_ctx_cl_fail(ctx, rc, "clFinish");
+  return CLT_OK;
+}
+
+cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
+  if (!ctx->profiling) return NULL;
+  if (ctx->profile_count == ctx->profile_cap) {
+    size_t cap = ctx->profile_cap ? 2 * ctx->profile_cap : 1024;
+    clt_profile_entry *grown = realloc(ctx->profile, cap * sizeof *grown);
+    if (!grown) return NULL;
+    ctx->profile = grown;
+    ctx->profile_cap = cap;
+  }
+  clt_profile_entry *e = &ctx->profile[ctx->profile_count++];
+  e->op = op;
+  e->event = NULL;
+  return &e->event;
+}
+
+static clt_status set_args(clt_context *ctx, cl_kernel k, const char *name,
+                           const clt_karg *args, int nargs) {
+  cl_uint slot = 0;
+  for (int i = 0; i < nargs; i++) {
+    const clt_karg *a = &args[i];
+    cl_int rc = CL_SUCCESS;
+    switch (a->kind) {
+    case CLT_KARG_TENSOR: {
+      cl_mem mem = a->t->buffer;
+      cl_int off = (cl_int)a->t->offset;
+      rc = clSetKernelArg(k, slot++, sizeof mem, &mem);
+      if (rc == CL_SUCCESS) rc = clSetKernelArg(k, slot++, sizeof off, &off);
+      break;
+    }
+    case CLT_KARG_INT: rc = clSetKernelArg(k, slot++, sizeof(cl_int), &a->i); break;
+    case CLT_KARG_FLOAT:
+      rc = clSetKernelArg(k, slot++, sizeof(cl_float), &a->f);
+      break;
+    case CLT_KARG_ULONG:
+      rc = clSetKernelArg(k, slot++, sizeof(cl_ulong), &a->ul);
+      break;
+    case CLT_KARG_LOCAL: rc = clSetKernelArg(k, slot++, a->local_bytes, NULL); break;
+    }
+    if (rc != CL_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "kernel %s: argument %u", name, slot - 1);
+      return clt_ctx_cl_fail(ctx, rc, what);
+    }
+  }
+  return CLT_OK;
+}
+
+static const char *kernel_names[] = {
+#define CLT_KERNEL(name, file) #name,
+    CLT_KERNEL_LIST(CLT_KERNEL)
+#undef CLT_KERNEL
+};
+
+clt_status clt_kernel_run(clt_context *ctx, clt_kernel_id id, int dims,
+                          const size_t *global, const size_t *local,
+                          const clt_karg *args, int nargs) {
+  const char *name = kernel_names[id];
+  cl_kernel k = ctx->kernels[id];
+  CLT_TRY(set_args(ctx, k, name, args, nargs));
+  size_t rounded[3];
+  for (int d = 0; d < dims; d++) {
+    size_t l = local ? local[d] : 1;
+    rounded[d] = (global[d] + l - 1) / l * l;
+    if (rounded[d] == 0) return CLT_OK; /* nothing to do */
+  }
+  cl_int rc = clEnqueueNDRangeKernel(ctx->queue, k, (cl_uint)dims, NULL,
+                                     rounded, local, 0, NULL,
+                                     clt_profile_slot(ctx, name));
+  if (rc != CL_SUCCESS) {
+    char what[160];
+    snprintf(what, sizeof what, "enqueue kernel %s", name);
+    return clt_ctx_cl_fail(ctx, rc, what);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
+                             const clt_karg *args, int nargs) {
+  size_t local = ctx->work_group < 64 ? ctx->work_group : 64;
+  return clt_kernel_run(ctx, id, 1, &n, &local, args, nargs);
+}

@@ -1,0 +1,26 @@
+/* Every kernel the library launches, with the cl/ file that holds it.
+ * Adding a kernel: write it in cl/FILE.cl and list it here. */
+#ifndef CLT_RUNTIME_KERNELS_H
+#define CLT_RUNTIME_KERNELS_H
+
+#define CLT_KERNEL_LIST(X)                                                     \
+  X(fill_f32, "tensor")                                                        \
+  X(fill_i32, "tensor")                                                        \
+  X(fill_u8, "tensor")                                                         \
+  X(add_f32, "elementwise")                                                    \
+  X(scale_f32, "elementwise")                                                  \
+  X(bias_add_rows, "elementwise")                                              \
+  X(bias_add_channels, "elementwise")                                          \
+  X(activation_forward, "activation")                                          \
+  X(activation_backward, "activation")                                         \
+  X(softmax_rows, "loss")                                                      \
+  X(softmax_rows_backward, "loss")                                             \
+  X(softmax_xent, "loss")                                                      \
+  X(mse, "loss")                                                               \
+  X(sum_channels, "reduce")                                                    \
+  X(sum_into, "reduce")                                                        \
+  X(sumsq_into, "reduce")                                                      \
+  X(sgd_step, "optim")                                                         \
+  X(adam_step, "optim")
+
+#endif

@@ -1,0 +1,196 @@
+/* Kernel programs: the embedded cl/ sources built for the context's
+ * device, through the on-disk binary cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cache.h"
+#include "runtime/embedded.h"
+#include "runtime/runtime.h"
+
+static const struct {
+  const char *name;
+  const char *file;
+} kernel_table[] = {
+#define CLT_KERNEL(name, file) {#name, file},
+    CLT_KERNEL_LIST(CLT_KERNEL)
+#undef CLT_KERNEL
+};
+
+/* -cl-std comes from the device's OpenCL C version, never the platform's:
+ * POCL 3.1 reports a 3.0 platform with a 1.2 compiler. Our kernels are
+ * OpenCL C 1.2, so newer compilers are asked for 1.2 too. */
+static const char *cl_std_option(const clt_device_info *info) {
+  int major = 1, minor = 0;
+  if (sscanf(info->opencl_c_version, "OpenCL C %d.%d", &major, &minor) != 2)
+    return "-cl-std=CL1.1";
+  if (major > 1 || minor >= 2) return "-cl-std=CL1.2";
+  return minor >= 1 ? "-cl-std=CL1.1" : "";
+}
+
+static void build_options(const clt_context *ctx, char *out, size_t outlen) {
+  snprintf(out, outlen,
+           "%s -DCLT_HAS_FP16=%d -DCLT_HAS_FP64=%d -DCLT_LOCAL_MEM=%llu "
+           "-DCLT_WG=%zu",
+           cl_std_option(&ctx->info), ctx->info.fp16 ? 1 : 0,
+           ctx->info.fp64 ? 1 : 0, (unsigned long long)ctx->info.local_mem_bytes,
+           ctx->work_group);
+}
+
+static clt_status build_failed(clt_context *ctx, cl_program prog,
+                               const char *name, cl_int rc) {
+  size_t size = 0;
+  clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                        &size);
+  char *log = calloc(1, size + 1);
+  if (log)
+    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size, log,
+                          NULL);
+  clt_ctx_fail(ctx, CLT_ERR_BUILD, "building cl/%s.cl for %s failed (%s):\n%s",
+               name, ctx->info.name, clt_cl_error_name(rc), log ? log : "");
+  free(log);
+  return CLT_ERR_BUILD;
+}
+
+static clt_status build_from_source(clt_context *ctx, const char *name,
+                                    const char *source, const char *options,
+                                    cl_program *out) {
+  cl_int rc;
+  cl_program prog =
+      clCreateProgramWithSource(ctx->cl, 1, &source, NULL, &rc);
+  if (rc != CL_SUCCESS)
+    return clt_ctx_cl_fail(ctx, rc, "clCreateProgramWithSource");
+  rc = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+  if (rc != CL_SUCCESS) {
+    build_failed(ctx, prog, name, rc);
+    clReleaseProgram(prog);
+    return CLT_ERR_BUILD;
+  }
+  *out = prog;
+  return CLT_OK;
+}
+
+/* A binary from the cache that the driver refuses is treated as a miss. */
+static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
+                              const char *options, cl_program *out) {
+  cl_int rc, bin_rc;
+  cl_program prog = clCreateProgramWithBinary(
+      ctx->cl, 1, &ctx->device, &len, &bin, &bin_rc, &rc);
+  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS) {
+    if (prog) clReleaseProgram(prog);
+    return false;
+  }
+  if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) !=
+      CL_SUCCESS) {
+    clReleaseProgram(prog);
+    return false;
+  }
+  *out = prog;
+  return true;
+}
+
+static void store_binary(clt_context *ctx, cl_program prog, const char *dir,
+                         const uint8_t key[32]) {
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
+                       NULL) != CL_SUCCESS ||
+      size == 0)
+    return;
+  uint8_t *bin = malloc(size);
+  if (!bin) return;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
+      CL_SUCCESS) {
+    clt_err err = {0};
+    /* A cache that cannot be written only costs time: log, go on. */
+    if (clt_cache_store(dir, key, bin, size, &err) != CLT_OK)
+      clt_ctx_log(ctx, CLT_LOG_WARN, "kernel cache: %s", err.msg);
+  }
+  free(bin);
+}
+
+static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
+                                const char *dir, bool cache_on,
+                                cl_program *out) {
+  char options[512];
+  build_options(ctx, options, sizeof options);
+  uint8_t key[32];
+  clt_cache_key_parts parts = {p->source, options, ctx->info.name,
+                               ctx->info.driver_version,
+                               ctx->info.platform_version};
+  clt_cache_key(&parts, key);
+  if (cache_on) {
+    uint8_t *bin = NULL;
+    size_t len = 0;
+    clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
+    if (r == CLT_CACHE_HIT) {
+      bool ok = build_from_binary(ctx, bin, len, options, out);
+      free(bin);
+      if (ok) {
+        ctx->kernel_stats.cache_hits++;
+        return CLT_OK;
+      }
+      r = CLT_CACHE_REJECTED;
+    }
+    if (r == CLT_CACHE_REJECTED) {
+      ctx->kernel_stats.cache_rejected++;
+      clt_ctx_log(ctx, CLT_LOG_WARN,
+                  "kernel cache: entry for cl/%s.cl was unusable; rebuilding",
+                  p->name);
+    }
+  }
+  ctx->kernel_stats.cache_misses++;
+  CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+  if (cache_on) store_binary(ctx, *out, dir, key);
+  return CLT_OK;
+}
+
+static size_t pick_work_group(const clt_device_info *info) {
+  size_t wg = info->max_work_group_size;
+  if (wg > 256) wg = 256;
+  /* Round down to a power of two: the reduction kernels halve it. */
+  size_t p = 1;
+  while (p * 2 <= wg) p *= 2;
+  return p;
+}
+
+clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
+                              bool cache_on) {
+  ctx->work_group = pick_work_group(&ctx->info);
+  ctx->programs = calloc((size_t)clt_embedded_program_count, sizeof(cl_program));
+  if (!ctx->programs)
+    return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
+  ctx->program_count = clt_embedded_program_count;
+  for (int i = 0; i < clt_embedded_program_count; i++) {
+    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], cache_dir, cache_on,
+                          &ctx->programs[i]));
+    ctx->kernel_stats.programs++;
+  }
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
+    int found = -1;
+    for (int i = 0; i < clt_embedded_program_count; i++)
+      if (strcmp(clt_embedded_programs[i].name, kernel_table[k].file) == 0)
+        found = i;
+    if (found < 0)
+      return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "kernel %s: no cl/%s.cl",
+                          kernel_table[k].name, kernel_table[k].file);
+    cl_int rc;
+    ctx->kernels[k] =
+        clCreateKernel(ctx->programs[found], kernel_table[k].name, &rc);
+    if (rc != CL_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "clCreateKernel %s", kernel_table[k].name);
+      return clt_ctx_cl_fail(ctx, rc, what);
+    }
+    ctx->kernel_stats.kernels++;
+  }
+  return CLT_OK;
+}
+
+void clt_programs_release(clt_context *ctx) {
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++)
+    if (ctx->kernels[k]) clReleaseKernel(ctx->kernels[k]);
+  for (int i = 0; i < ctx->program_count; i++)
+    if (ctx->programs[i]) clReleaseProgram(ctx->programs[i]);
+  free(ctx->programs);
+  ctx->programs = NULL;
+}

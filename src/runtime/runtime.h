@@ -1,0 +1,120 @@
+/* The runtime layer: the context, its device, queue, kernels and the
+ * helpers every op uses to launch a kernel and report an error. */
+#ifndef CLT_RUNTIME_RUNTIME_H
+#define CLT_RUNTIME_RUNTIME_H
+
+#include <CL/cl.h>
+
+#include "cltrain.h"
+#include "common/error.h"
+
+/* Every kernel of cl/, listed once: X(kernel_name, program_file). */
+#include "runtime/kernels.h"
+
+typedef enum clt_kernel_id {
+#define CLT_KERNEL(name, file) CLT_K_##name,
+  CLT_KERNEL_LIST(CLT_KERNEL)
+#undef CLT_KERNEL
+  CLT_KERNEL_COUNT
+} clt_kernel_id;
+
+typedef struct clt_pool_block clt_pool_block;
+
+/* One profiled command: its op name and event, read after a finish. */
+typedef struct clt_profile_entry {
+  const char *op;
+  cl_event event;
+} clt_profile_entry;
+
+struct clt_context {
+  clt_device_info info;
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context cl;
+  cl_command_queue queue;
+  cl_program *programs;
+  int program_count;
+  cl_kernel kernels[CLT_KERNEL_COUNT];
+  size_t work_group;         /* size used by kernels with a fixed group */
+  clt_kernel_stats kernel_stats;
+  clt_memory_stats memory_stats;
+  clt_pool_block *pool;      /* freed device buffers kept for reuse */
+  clt_err err;
+  clt_log_fn log;
+  void *log_user;
+  bool profiling;
+  clt_profile_entry *profile;
+  size_t profile_count, profile_cap;
+};
+
+/* Records an error on the context (message printf-style) and logs it at
+ * CLT_LOG_DEBUG; returns status. */
+clt_status clt_ctx_fail(clt_context *ctx, clt_status status, const char *fmt,
+                        ...) __attribute__((format(printf, 3, 4)));
+
+/* Turns an OpenCL error into CLT_ERR_OPENCL (or CLT_ERR_DEVICE_MEMORY for
+ * allocation failures) with a message naming what failed. */
+clt_status clt_ctx_cl_fail(clt_context *ctx, cl_int code, const char *what);
+
+const char *clt_cl_error_name(cl_int code);
+
+void clt_ctx_log(const clt_context *ctx, clt_log_level level,
+                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Kernel arguments: tensors travel as (buffer, element offset) pairs. */
+typedef enum clt_karg_kind {
+  CLT_KARG_TENSOR,
+  CLT_KARG_INT,
+  CLT_KARG_FLOAT,
+  CLT_KARG_ULONG,
+  CLT_KARG_LOCAL,
+} clt_karg_kind;
+
+typedef struct clt_karg {
+  clt_karg_kind kind;
+  const clt_tensor *t;
+  int i;
+  float f;
+  cl_ulong ul;
+  size_t local_bytes;
+} clt_karg;
+
+#define KT(x) ((clt_karg){.kind = CLT_KARG_TENSOR, .t = (x)})
+#define KI(x) ((clt_karg){.kind = CLT_KARG_INT, .i = (int)(x)})
+#define KF(x) ((clt_karg){.kind = CLT_KARG_FLOAT, .f = (float)(x)})
+#define KU(x) ((clt_karg){.kind = CLT_KARG_ULONG, .ul = (cl_ulong)(x)})
+#define KLOCAL(bytes) ((clt_karg){.kind = CLT_KARG_LOCAL, .local_bytes = (bytes)})
+
+/* Sets the arguments and enqueues kernel id over an ND range. local may
+ * be NULL (the implementation chooses); global sizes are rounded up to a
+ * multiple of local, so kernels check their bounds. */
+clt_status clt_kernel_run(clt_context *ctx, clt_kernel_id id, int dims,
+                          const size_t *global, const size_t *local,
+                          const clt_karg *args, int nargs);
+
+/* One work-item per element 0..n-1, in groups of 64. */
+clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
+                             const clt_karg *args, int nargs);
+
+#define CLT_NARGS(...) (int)(sizeof((clt_karg[]){__VA_ARGS__}) / sizeof(clt_karg))
+#define CLT_RUN_1D(ctx, id, n, ...)                                            \
+  clt_kernel_run_1d((ctx), (id), (n), (clt_karg[]){__VA_ARGS__},               \
+                    CLT_NARGS(__VA_ARGS__))
+#define CLT_RUN(ctx, id, dims, global, local, ...)                             \
+  clt_kernel_run((ctx), (id), (dims), (global), (local),                       \
+                 (clt_karg[]){__VA_ARGS__}, CLT_NARGS(__VA_ARGS__))
+
+/* Where profiling is on, returns an event slot for a command about to be
+ * enqueued under op's name (the name must outlive the context: a string
+ * literal); else NULL. */
+cl_event *clt_profile_slot(clt_context *ctx, const char *op);
+
+/* Kernel programs (program.c). */
+clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
+                              bool cache_on);
+void clt_programs_release(clt_context *ctx);
+
+/* Host allocation that the memory stats count. */
+void *clt_malloc(clt_context *ctx, size_t bytes);
+
+#endif
