@@ -270,6 +270,213 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
 
+/* ------------------------------------------------------------------------ */
+/* Graphs: models built from layers                                          */
+
+typedef struct clt_graph clt_graph;
+typedef int clt_node; /* a node of a graph; negative means none */
+
+/* Creates an empty graph on ctx. The caller destroys it with
+ * clt_graph_destroy (before the context). */
+CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out);
+CLT_API void clt_graph_destroy(clt_graph *g);
+
+/* Adds a layer by type and options, as written in a model file line:
+ * type "dense", options "units=128 activation=relu" (may be NULL or "").
+ * name may be NULL (a name like "dense2" is given). inputs: the nodes it
+ * reads (n_inputs 0 means the last node added). The output shape is
+ * inferred now; a shape that does not fit is CLT_ERR_SHAPE naming the node
+ * and both shapes. Layer types: input, flatten, reshape, dense, relu,
+ * leaky_relu, sigmoid, tanh, gelu, softmax, softmax_cross_entropy, mse. */
+CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
+                                 const char *name, const clt_node *inputs,
+                                 int n_inputs, const char *options,
+                                 clt_node *out);
+
+/* Typed shorthands of clt_graph_add (in: the node read; out may be NULL). */
+CLT_API clt_status clt_graph_input(clt_graph *g, int ndim,
+                                   const int64_t *sample_shape, clt_node *out);
+CLT_API clt_status clt_graph_flatten(clt_graph *g, clt_node in, clt_node *out);
+CLT_API clt_status clt_graph_dense(clt_graph *g, clt_node in, int64_t units,
+                                   clt_node *out);
+CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
+                                        clt_activation kind, clt_node *out);
+CLT_API clt_status clt_graph_softmax(clt_graph *g, clt_node in, clt_node *out);
+/* Softmax cross-entropy with integer labels over the logits node `in`:
+ * the training loss of a classifier (mean over the batch). */
+CLT_API clt_status clt_graph_softmax_cross_entropy(clt_graph *g, clt_node in,
+                                                   clt_node *out);
+/* Mean squared error between `in` and a float target of the same shape. */
+CLT_API clt_status clt_graph_mse(clt_graph *g, clt_node in, clt_node *out);
+
+/* Reads a model file (one layer per line; see README) into a new graph.
+ * Errors name the file and line. The caller destroys *out. */
+CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
+                                        clt_graph **out);
+
+/* Plans every buffer for batches of up to max_batch samples and
+ * initialises the parameters from seed (Glorot uniform by default, or
+ * init=he; biases zero), as Keras does. After this, forward, backward and
+ * optimizer steps allocate nothing. May be called again (new batch size);
+ * parameters are kept. */
+CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
+                                     uint64_t seed);
+
+/* Shape of a node's output per sample (without the batch dimension). */
+CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
+                                        int *ndim, int64_t *shape);
+CLT_API int64_t clt_graph_parameter_count(const clt_graph *g);
+/* A one-line-per-node summary (name, type, output shape, parameters) into
+ * buf, like Keras's model.summary(). */
+CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen);
+
+/* Uploads a batch of n <= max_batch samples: inputs as float
+ * [n, sample...], labels as int32 [n] for a classifier (NULL at
+ * inference), or float targets for mse. */
+CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
+                                       const void *labels, int64_t n);
+/* Forward pass over the current batch. training selects batch statistics
+ * and dropout where layers have them; the loss (if any) is computed and
+ * added to the metrics. */
+CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
+/* Backward pass: gradients of the loss for every parameter. */
+CLT_API clt_status clt_graph_backward(clt_graph *g);
+/* Downloads the output of the node before the loss (the model's
+ * prediction: probabilities for a softmax cross-entropy model) for the
+ * current batch into host [n, outputs]. */
+CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
+                                         int64_t *outputs);
+
+typedef struct clt_metrics {
+  double loss;     /* mean loss per sample */
+  double accuracy; /* fraction of argmax == label (classifiers) */
+  int64_t samples;
+} clt_metrics;
+
+/* Reads the loss and accuracy accumulated on the device since the last
+ * reset (this is the only place they come down). */
+CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset);
+
+/* ------------------------------------------------------------------------ */
+/* Optimizers                                                                */
+
+typedef enum clt_optimizer_kind {
+  CLT_OPT_SGD,
+  CLT_OPT_ADAM,
+  CLT_OPT_ADAMW,
+} clt_optimizer_kind;
+
+typedef enum clt_schedule {
+  CLT_SCHEDULE_CONSTANT,
+  CLT_SCHEDULE_STEP,   /* lr * gamma^floor(epoch / step_epochs) */
+  CLT_SCHEDULE_COSINE, /* min_lr + (lr - min_lr)(1 + cos(pi epoch / T)) / 2 */
+} clt_schedule;
+
+typedef struct clt_optimizer_options {
+  clt_optimizer_kind kind;
+  float lr;
+  float momentum, dampening; /* SGD */
+  bool nesterov;             /* SGD */
+  float weight_decay;        /* L2 for SGD and Adam, decoupled for AdamW */
+  float beta1, beta2, eps;   /* Adam, AdamW */
+  float clip_norm;           /* clip by global gradient norm; 0: off */
+  clt_schedule schedule;
+  int step_epochs;           /* STEP: epochs between decays */
+  float gamma;               /* STEP: decay factor */
+  int total_epochs;          /* COSINE: T */
+  float min_lr;              /* COSINE */
+} clt_optimizer_options;
+
+/* PyTorch's defaults for kind: SGD lr 0.01; Adam lr 0.001, betas (0.9,
+ * 0.999), eps 1e-8; AdamW likewise with weight decay 0.01. */
+CLT_API void clt_optimizer_options_init(clt_optimizer_options *opts,
+                                        clt_optimizer_kind kind);
+
+typedef struct clt_optimizer clt_optimizer;
+
+/* An optimizer over every parameter of a compiled graph; its state lives on
+ * the device. Destroy it before the graph. */
+CLT_API clt_status clt_optimizer_create(clt_graph *g,
+                                        const clt_optimizer_options *opts,
+                                        clt_optimizer **out);
+CLT_API void clt_optimizer_destroy(clt_optimizer *opt);
+/* One update from the gradients of the last backward pass. */
+CLT_API clt_status clt_optimizer_step(clt_optimizer *opt);
+/* Sets the epoch (0-based) the schedule reads; returns the new rate. */
+CLT_API float clt_optimizer_set_epoch(clt_optimizer *opt, int epoch);
+CLT_API float clt_optimizer_lr(const clt_optimizer *opt);
+
+/* ------------------------------------------------------------------------ */
+/* Data and training                                                         */
+
+typedef struct clt_dataset clt_dataset;
+
+/* Loads images and labels: spec "fashion-mnist" (Debian's
+ * dataset-fashion-mnist package) or a folder holding the four standard IDX
+ * files (plain or .gz). train picks the training or the test split; limit
+ * > 0 keeps the first limit samples. Errors go to ctx's last error. */
+CLT_API clt_status clt_dataset_load(clt_context *ctx, const char *spec,
+                                    bool train, int64_t limit,
+                                    clt_dataset **out);
+/* The same from two IDX files (images, labels). */
+CLT_API clt_status clt_dataset_load_files(clt_context *ctx,
+                                          const char *images_path,
+                                          const char *labels_path,
+                                          int64_t limit, clt_dataset **out);
+CLT_API void clt_dataset_destroy(clt_dataset *ds);
+CLT_API int64_t clt_dataset_count(const clt_dataset *ds);
+
+typedef enum clt_progress_phase {
+  CLT_PHASE_TRAIN, /* within an epoch's training batches */
+  CLT_PHASE_EVAL,  /* evaluating the test set */
+  CLT_PHASE_EPOCH, /* an epoch has ended: the stats are final */
+} clt_progress_phase;
+
+typedef struct clt_epoch_stats {
+  int epoch; /* 1-based */
+  double train_loss, train_acc, test_loss, test_acc;
+  double seconds, images_per_sec;
+  float lr;
+} clt_epoch_stats;
+
+typedef struct clt_progress {
+  clt_progress_phase phase;
+  int epoch, epochs;
+  int64_t batch, batches; /* batches done in this phase, and its total */
+  double loss, accuracy;  /* running means so far this phase */
+  double images_per_sec;
+  const clt_epoch_stats *stats; /* CLT_PHASE_EPOCH only */
+} clt_progress;
+
+typedef void (*clt_progress_fn)(const clt_progress *p, void *user);
+
+typedef struct clt_fit_options {
+  int epochs;
+  int64_t batch;
+  uint64_t seed;
+  bool shuffle;        /* default true */
+  int pad_crop;        /* augmentation: random crop after padding; 0 off */
+  bool hflip;          /* augmentation: random horizontal flip */
+  int progress_every;  /* batches between CLT_PHASE_TRAIN reports; 0: 50 */
+  clt_progress_fn progress;
+  void *progress_user;
+} clt_fit_options;
+
+CLT_API void clt_fit_options_init(clt_fit_options *opts);
+
+/* Trains g (compiled for opts->batch or more) with opt for opts->epochs on
+ * train, evaluating on test (may be NULL) after each epoch. history (may be
+ * NULL) receives opts->epochs entries. Stops with CLT_ERR_NAN, naming the
+ * epoch and batch, if the loss becomes NaN or infinite. */
+CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
+                           const clt_dataset *train, const clt_dataset *test,
+                           const clt_fit_options *opts,
+                           clt_epoch_stats *history);
+
+/* Loss and accuracy of g over ds, in batches of `batch`. */
+CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
+                                int64_t batch, clt_metrics *out);
+
 #ifdef __cplusplus
 }
 #endif

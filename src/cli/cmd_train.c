@@ -1,18 +1,418 @@
 /* cltrain train and cltrain bench train. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "ops/opcheck.h"
 
-int cli_train(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "cltrain train: not built yet\n");
+typedef struct train_args {
+  const char *model, *data, *device, *log_path;
+  long long epochs, batch, seed, train_limit, test_limit;
+  clt_optimizer_options opt;
+  bool quiet, shuffle;
+} train_args;
+
+static void train_usage(FILE *out) {
+  fprintf(out,
+          "usage: cltrain train MODEL --data DIR|fashion-mnist [options]\n"
+          "  --epochs N            epochs (default 5)\n"
+          "  --batch B             batch size (default 32)\n"
+          "  --optimizer NAME      sgd, adam (default) or adamw\n"
+          "  --lr X                learning rate (default: 0.01 sgd, 0.001 "
+          "adam/adamw)\n"
+          "  --momentum M          SGD momentum (default 0)\n"
+          "  --nesterov            SGD with Nesterov momentum\n"
+          "  --weight-decay W      L2 (sgd, adam) or decoupled (adamw; "
+          "default 0.01)\n"
+          "  --clip-norm X         clip gradients by global norm X\n"
+          "  --schedule S          constant (default), step or cosine\n"
+          "  --step-epochs N       step schedule: epochs between decays "
+          "(default 1)\n"
+          "  --gamma G             step schedule: decay factor (default "
+          "0.1)\n"
+          "  --seed S              seed for initialisation and shuffling "
+          "(default 1)\n"
+          "  --device D            device (see `cltrain devices`)\n"
+          "  --train-limit N       train on the first N images only\n"
+          "  --test-limit N        test on the first N images only\n"
+          "  --no-shuffle          keep the file order\n"
+          "  --log FILE.csv        one row per epoch\n"
+          "  --quiet               only the final line\n");
+}
+
+static const char *optimizer_names[] = {"sgd", "adam", "adamw"};
+
+static int parse_train_args(int argc, char **argv, train_args *a) {
+  memset(a, 0, sizeof *a);
+  a->epochs = 5;
+  a->batch = 32;
+  a->seed = 1;
+  a->shuffle = true;
+  clt_optimizer_options_init(&a->opt, CLT_OPT_ADAM);
+  const char *opt_name = "adam", *lr = NULL, *momentum = NULL, *wd = NULL,
+             *clip = NULL, *schedule = NULL, *step = NULL, *gamma = NULL, *v;
+  bool nesterov = false, bad = false;
+  for (int i = 0; i < argc; i++) {
+    const char *s = argv[i];
+    if (!strcmp(s, "--help")) {
+      train_usage(stdout);
+      return 0;
+    }
+    if (cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
+        cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
+        cli_opt_value(argc, argv, &i, "--log", &a->log_path, &bad) ||
+        cli_opt_value(argc, argv, &i, "--optimizer", &opt_name, &bad) ||
+        cli_opt_value(argc, argv, &i, "--lr", &lr, &bad) ||
+        cli_opt_value(argc, argv, &i, "--momentum", &momentum, &bad) ||
+        cli_opt_value(argc, argv, &i, "--weight-decay", &wd, &bad) ||
+        cli_opt_value(argc, argv, &i, "--clip-norm", &clip, &bad) ||
+        cli_opt_value(argc, argv, &i, "--schedule", &schedule, &bad) ||
+        cli_opt_value(argc, argv, &i, "--step-epochs", &step, &bad) ||
+        cli_opt_value(argc, argv, &i, "--gamma", &gamma, &bad)) {
+      if (bad) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--epochs", &v, &bad)) {
+      if (bad || !cli_parse_int("--epochs", v, 1, &a->epochs)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
+      if (bad || !cli_parse_int("--batch", v, 1, &a->batch)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad)) {
+      if (bad || !cli_parse_int("--seed", v, 0, &a->seed)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--train-limit", &v, &bad)) {
+      if (bad || !cli_parse_int("--train-limit", v, 1, &a->train_limit))
+        return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
+      if (bad || !cli_parse_int("--test-limit", v, 1, &a->test_limit))
+        return 2;
+    } else if (!strcmp(s, "--nesterov")) {
+      nesterov = true;
+    } else if (!strcmp(s, "--quiet")) {
+      a->quiet = true;
+    } else if (!strcmp(s, "--no-shuffle")) {
+      a->shuffle = false;
+    } else if (s[0] == '-') {
+      fprintf(stderr, "cltrain train: unknown option '%s' (see --help)\n", s);
+      return 2;
+    } else if (!a->model) {
+      a->model = s;
+    } else {
+      fprintf(stderr, "cltrain train: unexpected argument '%s'\n", s);
+      return 2;
+    }
+  }
+  if (!a->model || !a->data) {
+    fprintf(stderr, "cltrain train: %s\n",
+            !a->model ? "no MODEL file given" : "--data is required");
+    train_usage(stderr);
+    return 2;
+  }
+  int kind = -1;
+  for (int k = 0; k < 3; k++)
+    if (!strcmp(opt_name, optimizer_names[k])) kind = k;
+  if (kind < 0) {
+    fprintf(stderr, "cltrain train: --optimizer must be sgd, adam or adamw, "
+                    "got '%s'\n",
+            opt_name);
+    return 2;
+  }
+  clt_optimizer_options_init(&a->opt, (clt_optimizer_kind)kind);
+  double d;
+  if (lr) {
+    if (!cli_parse_double("--lr", lr, &d)) return 2;
+    a->opt.lr = (float)d;
+  }
+  if (momentum) {
+    if (!cli_parse_double("--momentum", momentum, &d)) return 2;
+    a->opt.momentum = (float)d;
+  }
+  if (wd) {
+    if (!cli_parse_double("--weight-decay", wd, &d)) return 2;
+    a->opt.weight_decay = (float)d;
+  }
+  if (clip) {
+    if (!cli_parse_double("--clip-norm", clip, &d)) return 2;
+    a->opt.clip_norm = (float)d;
+  }
+  if (gamma) {
+    if (!cli_parse_double("--gamma", gamma, &d)) return 2;
+    a->opt.gamma = (float)d;
+  }
+  if (step) {
+    long long n;
+    if (!cli_parse_int("--step-epochs", step, 1, &n)) return 2;
+    a->opt.step_epochs = (int)n;
+  }
+  a->opt.nesterov = nesterov;
+  if (schedule) {
+    if (!strcmp(schedule, "constant")) a->opt.schedule = CLT_SCHEDULE_CONSTANT;
+    else if (!strcmp(schedule, "step")) a->opt.schedule = CLT_SCHEDULE_STEP;
+    else if (!strcmp(schedule, "cosine")) a->opt.schedule = CLT_SCHEDULE_COSINE;
+    else {
+      fprintf(stderr, "cltrain train: --schedule must be constant, step or "
+                      "cosine, got '%s'\n",
+              schedule);
+      return 2;
+    }
+  }
+  a->opt.total_epochs = (int)a->epochs;
+  return -1;
+}
+
+typedef struct progress_out {
+  bool tty, quiet;
+  FILE *log;
+} progress_out;
+
+static void print_progress(const clt_progress *p, void *user) {
+  progress_out *po = user;
+  if (p->phase == CLT_PHASE_EPOCH) {
+    const clt_epoch_stats *s = p->stats;
+    if (po->tty) fprintf(stderr, "\r\033[K");
+    if (!po->quiet)
+      printf("epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f"
+             "  %.1f s  %.0f images/s  lr %g\n",
+             s->epoch, p->epochs, s->train_loss, s->train_acc, s->test_loss,
+             s->test_acc, s->seconds, s->images_per_sec, (double)s->lr);
+    fflush(stdout);
+    if (po->log) {
+      fprintf(po->log, "%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f\n", s->epoch,
+              s->train_loss, s->train_acc, s->test_loss, s->test_acc,
+              s->seconds, s->images_per_sec);
+      fflush(po->log); /* a crash later keeps the epochs done */
+    }
+    return;
+  }
+  if (!po->tty || po->quiet) return;
+  int width = 30;
+  int filled = p->batches ? (int)(width * p->batch / p->batches) : 0;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < filled ? '=' : ' ';
+  bar[width] = '\0';
+  fprintf(stderr, "\r\033[Kepoch %d/%d %s [%s] %lld/%lld  loss %.4f acc %.4f"
+                  "  %.0f images/s",
+          p->epoch, p->epochs, p->phase == CLT_PHASE_TRAIN ? "train" : "test ",
+          bar, (long long)p->batch, (long long)p->batches, p->loss,
+          p->accuracy, p->images_per_sec);
+  fflush(stderr);
+}
+
+static int fail(clt_context *ctx, const char *what) {
+  fprintf(stderr, "cltrain: %s%s%s\n", what ? what : "", what ? ": " : "",
+          clt_context_last_error(ctx));
   return 1;
 }
 
+int cli_train(int argc, char **argv) {
+  train_args a;
+  int rc = parse_train_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  FILE *log = NULL;
+  if (a.log_path) {
+    log = fopen(a.log_path, "w");
+    if (!log) {
+      fprintf(stderr, "cltrain: cannot write %s: %s\n", a.log_path,
+              strerror(errno));
+      return 1;
+    }
+    fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,"
+                 "images_per_sec\n");
+    fflush(log);
+  }
+  clt_context *ctx = cli_open_context(a.device, false);
+  if (!ctx) {
+    if (log) fclose(log);
+    return 1;
+  }
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  clt_dataset *train = NULL, *test = NULL;
+  rc = 1;
+  if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK) {
+    fail(ctx, NULL);
+    goto done;
+  }
+  if (clt_dataset_load(ctx, a.data, true, a.train_limit, &train) != CLT_OK ||
+      clt_dataset_load(ctx, a.data, false, a.test_limit, &test) != CLT_OK) {
+    fail(ctx, NULL);
+    goto done;
+  }
+  if (clt_graph_compile(g, a.batch, (uint64_t)a.seed) != CLT_OK ||
+      clt_optimizer_create(g, &a.opt, &opt) != CLT_OK) {
+    fail(ctx, a.model);
+    goto done;
+  }
+  progress_out po = {isatty(STDERR_FILENO) != 0, a.quiet, log};
+  if (!a.quiet) {
+    char summary[8192];
+    clt_graph_summary(g, summary, sizeof summary);
+    printf("device: %s (%s)\n%s", clt_context_device(ctx)->name,
+           clt_context_device(ctx)->platform_name, summary);
+    printf("data: %lld training and %lld test images; batch %lld, %s lr %g\n",
+           (long long)clt_dataset_count(train),
+           (long long)clt_dataset_count(test), a.batch,
+           optimizer_names[a.opt.kind], (double)a.opt.lr);
+    fflush(stdout);
+  }
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = (int)a.epochs;
+  fo.batch = a.batch;
+  fo.seed = (uint64_t)a.seed;
+  fo.shuffle = a.shuffle;
+  fo.progress = print_progress;
+  fo.progress_user = &po;
+  fo.progress_every = 20;
+  clt_epoch_stats *hist = calloc((size_t)a.epochs, sizeof *hist);
+  if (!hist) goto done;
+  if (clt_fit(g, opt, train, test, &fo, hist) != CLT_OK) {
+    if (po.tty) fprintf(stderr, "\n");
+    fail(ctx, NULL);
+  } else {
+    const clt_epoch_stats *last = &hist[a.epochs - 1];
+    printf("final: test accuracy %.4f, test loss %.4f after %lld epochs\n",
+           last->test_acc, last->test_loss, a.epochs);
+    rc = 0;
+  }
+  free(hist);
+done:
+  if (log && fclose(log) != 0) {
+    fprintf(stderr, "cltrain: writing %s failed\n", a.log_path);
+    rc = 1;
+  }
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+  clt_context_destroy(ctx);
+  return rc;
+}
+
+/* ---- bench train -------------------------------------------------------- */
+
+static clt_status bench_steps(clt_graph *g, clt_optimizer *opt, int steps) {
+  for (int i = 0; i < steps; i++) {
+    CLT_TRY(clt_graph_forward(g, true));
+    CLT_TRY(clt_graph_backward(g));
+    CLT_TRY(clt_optimizer_step(opt));
+  }
+  return CLT_OK;
+}
+
+/* Uploads one fixed random batch (labels cycle through the classes). */
+static clt_status bench_batch(clt_graph *g, int64_t batch) {
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  CLT_TRY(clt_graph_node_shape(g, 0, &ndim, shape));
+  int64_t size = 1;
+  for (int i = 0; i < ndim; i++) size *= shape[i];
+  float *x = malloc((size_t)(batch * size) * sizeof(float));
+  int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+  clt_status st = CLT_ERR_HOST_MEMORY;
+  if (x && y) {
+    clt_random_fill(x, batch * size, 7, 0.0f, 1.0f);
+    for (int64_t i = 0; i < batch; i++) y[i] = (int32_t)(i % 10);
+    st = clt_graph_set_batch(g, x, y, batch);
+  }
+  free(x);
+  free(y);
+  return st;
+}
+
+static int bench_train_one(const char *model, const char *device,
+                           long long batch, long long steps, bool profile) {
+  clt_context *ctx = cli_open_context(device, profile);
+  if (!ctx) return 1;
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  int rc = 1;
+  double secs = 0.0;
+  if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
+      clt_graph_compile(g, batch, 1) != CLT_OK ||
+      clt_optimizer_create(g, &oo, &opt) != CLT_OK ||
+      bench_batch(g, batch) != CLT_OK ||
+      bench_steps(g, opt, 3) != CLT_OK || /* warm-up: CLBlast compiles */
+      clt_context_finish(ctx) != CLT_OK) {
+    fail(ctx, model);
+    goto done;
+  }
+  if (profile) clt_profile_reset(ctx);
+  double t0 = cli_now();
+  if (bench_steps(g, opt, (int)steps) != CLT_OK ||
+      clt_context_finish(ctx) != CLT_OK) {
+    fail(ctx, model);
+    goto done;
+  }
+  secs = cli_now() - t0;
+  printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
+         "images_per_sec=%.1f step_ms=%.3f\n",
+         model, batch, clt_context_device(ctx)->name, steps,
+         (double)(batch * steps) / secs, secs * 1e3 / (double)steps);
+  if (profile) {
+    clt_profile_row *rows = NULL;
+    size_t n = 0;
+    if (clt_profile_summary(ctx, &rows, &n) != CLT_OK) {
+      fail(ctx, "profile");
+      goto done;
+    }
+    double total = 0;
+    for (size_t i = 0; i < n; i++) total += rows[i].seconds;
+    printf("%-24s %8s %12s %10s %7s\n", "op", "calls", "total ms",
+           "ms/step", "share");
+    for (size_t i = 0; i < n; i++)
+      printf("%-24s %8llu %12.3f %10.4f %6.1f%%\n", rows[i].op,
+             (unsigned long long)rows[i].calls, rows[i].seconds * 1e3,
+             rows[i].seconds * 1e3 / (double)steps,
+             total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
+    printf("device time %.3f ms/step of %.3f ms/step wall\n",
+           total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
+    free(rows);
+  }
+  rc = 0;
+done:
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_context_destroy(ctx);
+  return rc;
+}
+
 int cli_bench_train(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "cltrain bench train: not built yet\n");
-  return 1;
+  const char *model = NULL, *device = NULL, *v;
+  long long batch = 32, steps = 200;
+  bool profile = false, bad = false;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help")) {
+      printf("usage: cltrain bench train MODEL [--batch B] [--steps N] "
+             "[--device D] [--profile]\n"
+             "  steady-state images/s of forward + backward + Adam update,\n"
+             "  the data already on the device; --profile adds device time "
+             "per op\n");
+      return 0;
+    }
+    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
+      if (bad) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
+      if (bad || !cli_parse_int("--batch", v, 1, &batch)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--steps", &v, &bad)) {
+      if (bad || !cli_parse_int("--steps", v, 1, &steps)) return 2;
+    } else if (!strcmp(argv[i], "--profile")) {
+      profile = true;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "cltrain bench train: unknown option '%s'\n", argv[i]);
+      return 2;
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      fprintf(stderr, "cltrain bench train: unexpected '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!model) {
+    fprintf(stderr, "cltrain bench train: no MODEL file given\n");
+    return 2;
+  }
+  return bench_train_one(model, device, batch, steps, profile);
 }

@@ -216,6 +216,16 @@ CLT_API clt_status clt_tensor_upload(clt_tensor *t, const void *host) {
   return CLT_OK;
 }
 
+clt_status clt_tensor_upload_async(clt_tensor *t, const void *host,
+                                   cl_event *done) {
+  size_t esize = clt_dtype_size(t->dtype);
+  cl_int rc = clEnqueueWriteBuffer(t->ctx->queue, t->buffer, CL_FALSE,
+                                   (size_t)t->offset * esize,
+                                   clt_tensor_bytes(t), host, 0, NULL, done);
+  if (rc != CL_SUCCESS) return clt_ctx_cl_fail(t->ctx, rc, "tensor upload");
+  return CLT_OK;
+}
+
 CLT_API clt_status clt_tensor_download(const clt_tensor *t, void *host) {
   size_t esize = clt_dtype_size(t->dtype);
   cl_int rc = clEnqueueReadBuffer(t->ctx->queue, t->buffer, CL_TRUE,

@@ -1,0 +1,348 @@
+/* Batch loader: one worker thread fills ring slots in batch order.
+ *
+ * A slot goes FREE -> FILLING (worker, outside the lock) -> READY ->
+ * HELD (caller) -> FREE (clt_loader_release). Because a single thread fills
+ * batches strictly in order, the augmentation stream is consumed in batch
+ * order and the results never depend on timing. The order array and the
+ * augmentation stream change only in clt_loader_start_epoch, which first
+ * waits for the worker to finish the slot it is filling. */
+#include "data/loader.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+
+#define LOADER_DEFAULT_DEPTH 3
+
+typedef enum loader_slot_state {
+  LOADER_SLOT_FREE,
+  LOADER_SLOT_FILLING,
+  LOADER_SLOT_READY,
+  LOADER_SLOT_HELD,
+} loader_slot_state;
+
+typedef struct loader_slot {
+  loader_slot_state state;
+  int64_t batch; /* index within the epoch, while FILLING or READY */
+  int64_t n;     /* images filled */
+  float *images;
+  int32_t *labels;
+} loader_slot;
+
+struct clt_loader {
+  const clt_dataset *ds; /* borrowed */
+  clt_loader_options opts;
+  int64_t image_size; /* C * H * W */
+  int64_t nbatches;
+  int64_t *order;   /* dataset index of each position in the epoch */
+  float scale[256]; /* pixel byte -> [0, 1] */
+  loader_slot *slots;
+  clt_rng augment; /* used by the worker while it fills a slot */
+
+  pthread_t thread;
+  bool thread_started;
+  pthread_mutex_t mutex;
+  pthread_cond_t work; /* to the worker: slot freed, epoch begun, stop */
+  pthread_cond_t done; /* from the worker: slot ready, or worker idle */
+  int64_t fill_next;   /* next batch the worker prepares */
+  int64_t take_next;   /* next batch clt_loader_next hands out */
+  bool busy;           /* the worker is filling a slot outside the lock */
+  bool stop;
+};
+
+void clt_loader_options_init(clt_loader_options *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->batch = 32;
+  opts->shuffle = true;
+  opts->depth = LOADER_DEFAULT_DEPTH;
+}
+
+int64_t clt_loader_batches_per_epoch(const clt_loader *l) {
+  return l ? l->nbatches : 0;
+}
+
+/* ---- worker ------------------------------------------------------------ */
+
+/* Copies one image to dst scaled to [0, 1], shifted by a random crop of
+ * the zero-padded image and possibly mirrored. The draws per image are
+ * fixed (crop y, crop x, flip) so the stream stays aligned. */
+static void loader_copy_image(clt_loader *l, const uint8_t *src, float *dst) {
+  const clt_dataset *ds = l->ds;
+  int pad = l->opts.pad_crop;
+  int64_t dy = 0, dx = 0;
+  if (pad > 0) {
+    dy = (int64_t)clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1) - pad;
+    dx = (int64_t)clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1) - pad;
+  }
+  bool flip = l->opts.hflip && clt_rng_below(&l->augment, 2) == 1;
+  if (pad == 0 && !flip) {
+    for (int64_t i = 0; i < l->image_size; i++) dst[i] = l->scale[src[i]];
+    return;
+  }
+  int64_t h = ds->height, w = ds->width;
+  for (int64_t c = 0; c < ds->channels; c++) {
+    for (int64_t y = 0; y < h; y++) {
+      int64_t sy = y + dy;
+      const uint8_t *row = src + (c * h + sy) * w;
+      float *out = dst + (c * h + y) * w;
+      for (int64_t x = 0; x < w; x++) {
+        int64_t sx = (flip ? w - 1 - x : x) + dx;
+        bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+        out[x] = inside ? l->scale[row[sx]] : 0.0f;
+      }
+    }
+  }
+}
+
+static void loader_fill(clt_loader *l, loader_slot *slot) {
+  int64_t batch = l->opts.batch;
+  int64_t first = slot->batch * batch;
+  int64_t left = l->ds->count - first;
+  slot->n = left < batch ? left : batch;
+  for (int64_t i = 0; i < slot->n; i++) {
+    int64_t index = l->order[first + i];
+    slot->labels[i] = l->ds->labels[index];
+    loader_copy_image(l, l->ds->pixels + index * l->image_size,
+                      slot->images + i * l->image_size);
+  }
+}
+
+/* Under the lock: a free slot for the next batch, or NULL. */
+static loader_slot *loader_claim(clt_loader *l) {
+  if (l->fill_next >= l->nbatches) return NULL;
+  for (int i = 0; i < l->opts.depth; i++) {
+    loader_slot *slot = &l->slots[i];
+    if (slot->state == LOADER_SLOT_FREE) {
+      slot->state = LOADER_SLOT_FILLING;
+      slot->batch = l->fill_next++;
+      l->busy = true;
+      return slot;
+    }
+  }
+  return NULL;
+}
+
+static void *loader_main(void *arg) {
+  clt_loader *l = arg;
+  pthread_mutex_lock(&l->mutex);
+  for (;;) {
+    loader_slot *slot = NULL;
+    while (!l->stop && !(slot = loader_claim(l))) {
+      pthread_cond_wait(&l->work, &l->mutex);
+    }
+    if (l->stop) break;
+    pthread_mutex_unlock(&l->mutex);
+    loader_fill(l, slot);
+    pthread_mutex_lock(&l->mutex);
+    slot->state = LOADER_SLOT_READY;
+    l->busy = false;
+    pthread_cond_broadcast(&l->done);
+  }
+  pthread_mutex_unlock(&l->mutex);
+  return NULL;
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+static clt_status loader_check(const clt_dataset *ds,
+                               const clt_loader_options *opts, clt_err *err) {
+  if (!ds || !opts || ds->count <= 0 || !ds->pixels || !ds->labels) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "clt_loader_create: needs options and a dataset "
+                       "holding at least one image");
+  }
+  if (opts->batch < 1) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "loader batch size is %d, it must be at least 1",
+                       opts->batch);
+  }
+  if (opts->depth != 0 && opts->depth < 2) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "loader depth is %d, it must be at least 2 (or 0 for "
+                       "the default)",
+                       opts->depth);
+  }
+  if (opts->pad_crop < 0 || opts->pad_crop > ds->height ||
+      opts->pad_crop > ds->width) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "loader pad_crop is %d, it must be 0 to the image "
+                       "size (%dx%d)",
+                       opts->pad_crop, ds->height, ds->width);
+  }
+  return CLT_OK;
+}
+
+static void loader_free(clt_loader *l) {
+  if (l->slots) {
+    for (int i = 0; i < l->opts.depth; i++) {
+      free(l->slots[i].images);
+      free(l->slots[i].labels);
+    }
+  }
+  free(l->slots);
+  free(l->order);
+  free(l);
+}
+
+/* Every buffer an epoch needs, so that epochs allocate nothing. */
+static clt_status loader_alloc(clt_loader *l, clt_err *err) {
+  int64_t count = l->ds->count;
+  int64_t capacity = l->opts.batch < count ? l->opts.batch : count;
+  l->order = malloc((size_t)count * sizeof *l->order);
+  l->slots = calloc((size_t)l->opts.depth, sizeof *l->slots);
+  bool ok = l->order && l->slots;
+  for (int i = 0; ok && i < l->opts.depth; i++) {
+    loader_slot *slot = &l->slots[i];
+    slot->images = malloc((size_t)(capacity * l->image_size) * sizeof(float));
+    slot->labels = malloc((size_t)capacity * sizeof *slot->labels);
+    ok = slot->images && slot->labels;
+  }
+  if (ok) return CLT_OK;
+  return clt_err_set(err, CLT_ERR_HOST_MEMORY,
+                     "out of memory for a loader ring of %d batches of %lld "
+                     "images",
+                     l->opts.depth, (long long)capacity);
+}
+
+static clt_status loader_start_thread(clt_loader *l, clt_err *err) {
+  int rc = pthread_create(&l->thread, NULL, loader_main, l);
+  if (rc != 0) {
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY,
+                       "cannot start the loader thread: %s", strerror(rc));
+  }
+  l->thread_started = true;
+  return CLT_OK;
+}
+
+clt_status clt_loader_create(const clt_dataset *ds,
+                             const clt_loader_options *opts, clt_loader **out,
+                             clt_err *err) {
+  if (!out) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "clt_loader_create: out is NULL");
+  }
+  *out = NULL;
+  CLT_TRY(loader_check(ds, opts, err));
+  clt_loader *l = calloc(1, sizeof *l);
+  if (!l) return clt_err_set(err, CLT_ERR_HOST_MEMORY, "out of memory");
+  pthread_mutex_init(&l->mutex, NULL);
+  pthread_cond_init(&l->work, NULL);
+  pthread_cond_init(&l->done, NULL);
+  l->ds = ds;
+  l->opts = *opts;
+  if (l->opts.depth == 0) l->opts.depth = LOADER_DEFAULT_DEPTH;
+  l->image_size = (int64_t)ds->channels * ds->height * ds->width;
+  l->nbatches = (ds->count + opts->batch - 1) / opts->batch;
+  /* No epoch yet: nothing to fill, nothing to take. */
+  l->fill_next = l->take_next = l->nbatches;
+  for (int v = 0; v < 256; v++) l->scale[v] = (float)v / 255.0f;
+  clt_status status = loader_alloc(l, err);
+  if (status == CLT_OK) status = loader_start_thread(l, err);
+  if (status != CLT_OK) {
+    clt_loader_destroy(l);
+    return status;
+  }
+  *out = l;
+  return CLT_OK;
+}
+
+void clt_loader_destroy(clt_loader *l) {
+  if (!l) return;
+  if (l->thread_started) {
+    pthread_mutex_lock(&l->mutex);
+    l->stop = true;
+    pthread_cond_signal(&l->work);
+    pthread_mutex_unlock(&l->mutex);
+    pthread_join(l->thread, NULL);
+  }
+  pthread_cond_destroy(&l->done);
+  pthread_cond_destroy(&l->work);
+  pthread_mutex_destroy(&l->mutex);
+  loader_free(l);
+}
+
+/* ---- epochs ------------------------------------------------------------ */
+
+/* Identity, then Fisher-Yates when shuffling: the order depends on the
+ * epoch number alone, not on earlier epochs. */
+static void loader_set_order(clt_loader *l, int epoch) {
+  int64_t count = l->ds->count;
+  for (int64_t i = 0; i < count; i++) l->order[i] = i;
+  if (!l->opts.shuffle) return;
+  clt_rng rng =
+      clt_rng_derive(l->opts.seed, CLT_RNG_SHUFFLE, (uint64_t)(int64_t)epoch);
+  for (int64_t i = count - 1; i > 0; i--) {
+    int64_t j = (int64_t)clt_rng_below(&rng, (uint64_t)i + 1);
+    int64_t t = l->order[i];
+    l->order[i] = l->order[j];
+    l->order[j] = t;
+  }
+}
+
+clt_status clt_loader_start_epoch(clt_loader *l, int epoch) {
+  if (!l) return CLT_ERR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&l->mutex);
+  l->fill_next = l->nbatches; /* the worker claims nothing new ... */
+  while (l->busy) pthread_cond_wait(&l->done, &l->mutex); /* ... or has */
+  for (int i = 0; i < l->opts.depth; i++) {
+    if (l->slots[i].state == LOADER_SLOT_READY) {
+      l->slots[i].state = LOADER_SLOT_FREE;
+    }
+  }
+  loader_set_order(l, epoch);
+  l->augment =
+      clt_rng_derive(l->opts.seed, CLT_RNG_AUGMENT, (uint64_t)(int64_t)epoch);
+  l->fill_next = 0;
+  l->take_next = 0;
+  pthread_cond_signal(&l->work);
+  pthread_mutex_unlock(&l->mutex);
+  return CLT_OK;
+}
+
+/* Under the lock: the ready slot holding batch take_next, or NULL. */
+static loader_slot *loader_find_next(clt_loader *l, bool *all_held) {
+  *all_held = true;
+  for (int i = 0; i < l->opts.depth; i++) {
+    loader_slot *slot = &l->slots[i];
+    if (slot->state == LOADER_SLOT_READY && slot->batch == l->take_next) {
+      return slot;
+    }
+    if (slot->state != LOADER_SLOT_HELD) *all_held = false;
+  }
+  return NULL;
+}
+
+bool clt_loader_next(clt_loader *l, clt_host_batch *out) {
+  if (!l || !out) return false;
+  pthread_mutex_lock(&l->mutex);
+  loader_slot *slot = NULL;
+  while (l->take_next < l->nbatches) {
+    bool all_held;
+    slot = loader_find_next(l, &all_held);
+    if (slot || all_held) break;
+    pthread_cond_wait(&l->done, &l->mutex);
+  }
+  if (slot) {
+    slot->state = LOADER_SLOT_HELD;
+    l->take_next++;
+    out->slot = (int)(slot - l->slots);
+    out->n = slot->n;
+    out->images = slot->images;
+    out->labels = slot->labels;
+  }
+  pthread_mutex_unlock(&l->mutex);
+  return slot != NULL;
+}
+
+void clt_loader_release(clt_loader *l, const clt_host_batch *b) {
+  if (!l || !b || b->slot < 0 || b->slot >= l->opts.depth) return;
+  pthread_mutex_lock(&l->mutex);
+  loader_slot *slot = &l->slots[b->slot];
+  if (slot->state == LOADER_SLOT_HELD) {
+    slot->state = LOADER_SLOT_FREE;
+    pthread_cond_signal(&l->work);
+  }
+  pthread_mutex_unlock(&l->mutex);
+}

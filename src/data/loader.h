@@ -1,0 +1,81 @@
+/* Mini-batch loader: a background thread shuffles, augments and scales the
+ * next batches into a ring of host buffers while the caller trains on the
+ * current one.
+ *
+ * Use per epoch:
+ *   clt_loader_start_epoch(l, epoch);
+ *   while (clt_loader_next(l, &b)) { upload b.images, b.labels;
+ *                                    clt_loader_release(l, &b); train; }
+ *
+ * Results depend only on the dataset, the options and the epoch number,
+ * never on thread timing. Every buffer is allocated by clt_loader_create;
+ * an epoch allocates nothing. One thread drives a loader; the loader
+ * borrows the dataset, which must outlive it. */
+#ifndef CLT_DATA_LOADER_H
+#define CLT_DATA_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "data/dataset.h"
+
+typedef struct clt_loader_options {
+  int batch;     /* images per batch, >= 1 */
+  bool shuffle;  /* a new permutation every epoch */
+  uint64_t seed; /* for shuffling and augmentation */
+  int pad_crop;  /* random crop after zero padding by this many pixels;
+                    0 = off */
+  bool hflip;    /* random horizontal flip, probability 1/2 */
+  int depth;     /* ring size, >= 2; 0 means the default, 3 */
+} clt_loader_options;
+
+typedef struct clt_host_batch {
+  int slot;        /* ring slot, for clt_loader_release */
+  int64_t n;       /* images in this batch (the last may be partial) */
+  float *images;   /* n * C * H * W, pixels / 255 in [0, 1] */
+  int32_t *labels; /* n */
+} clt_host_batch;
+
+typedef struct clt_loader clt_loader;
+
+/* Fills opts with the defaults: batch 32, shuffle on, seed 0, no
+ * augmentation, depth 3. */
+void clt_loader_options_init(clt_loader_options *opts);
+
+/* Allocates the ring (depth buffers of one batch each) and starts the
+ * thread, which idles until the first epoch. On success the caller owns
+ * *out and destroys it with clt_loader_destroy. CLT_ERR_INVALID_ARGUMENT
+ * for a bad option or an empty dataset, CLT_ERR_HOST_MEMORY when the ring
+ * or the thread cannot be had. */
+clt_status clt_loader_create(const clt_dataset *ds,
+                             const clt_loader_options *opts, clt_loader **out,
+                             clt_err *err);
+
+/* Begins epoch `epoch`: the order is the identity without shuffle, else a
+ * Fisher-Yates permutation from clt_rng_derive(seed, CLT_RNG_SHUFFLE,
+ * epoch); augmentation draws from clt_rng_derive(seed, CLT_RNG_AUGMENT,
+ * epoch) image by image in batch order. Batches of an unfinished epoch are
+ * discarded; batches the caller still holds stay valid until released.
+ * Waits at most for the batch the thread is preparing. */
+clt_status clt_loader_start_epoch(clt_loader *l, int epoch);
+
+/* Blocks until the next batch of the epoch is ready and hands it over in
+ * *out; the caller may read its memory until clt_loader_release. Returns
+ * false at the end of the epoch (after batches_per_epoch batches), before
+ * the first epoch, and when the caller holds every slot of the ring (hold
+ * at most depth - 1 batches, or it would wait forever). */
+bool clt_loader_next(clt_loader *l, clt_host_batch *out);
+
+/* Gives the batch's slot back for refilling: call once the caller is done
+ * with its host memory (uploaded it). */
+void clt_loader_release(clt_loader *l, const clt_host_batch *b);
+
+/* ceil(count / batch). */
+int64_t clt_loader_batches_per_epoch(const clt_loader *l);
+
+/* Stops and joins the thread and frees the ring; safe mid-epoch. Batches
+ * still held become invalid. Accepts NULL. */
+void clt_loader_destroy(clt_loader *l);
+
+#endif

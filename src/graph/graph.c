@@ -1,0 +1,598 @@
+/* Graph building, compiling (buffer planning, initialisation), forward and
+ * backward. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "graph/graph.h"
+#include "runtime/sha256.h"
+
+CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
+  *out = NULL;
+  clt_graph *g = calloc(1, sizeof *g);
+  if (!g) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "graph");
+  g->ctx = ctx;
+  g->input_node = g->loss_node = -1;
+  *out = g;
+  return CLT_OK;
+}
+
+static void release_buffers(clt_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    clt_tensor_destroy(n->out);
+    clt_tensor_destroy(n->grad);
+    n->out = n->grad = NULL;
+  }
+  clt_tensor_destroy(g->labels);
+  clt_tensor_destroy(g->metrics);
+  g->labels = g->metrics = NULL;
+  g->compiled = false;
+}
+
+CLT_API void clt_graph_destroy(clt_graph *g) {
+  if (!g) return;
+  release_buffers(g);
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].ops->destroy) g->nodes[i].ops->destroy(&g->nodes[i]);
+  clt_tensor_destroy(g->params);
+  clt_tensor_destroy(g->grads);
+  free(g->nodes);
+  free(g);
+}
+
+const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
+                          size_t len) {
+  size_t w = (size_t)snprintf(buf, len, "[");
+  for (int i = 0; i < ndim && w < len; i++)
+    w += (size_t)snprintf(buf + w, len - w, "%s%lld", i ? ", " : "",
+                          (long long)shape[i]);
+  if (w < len) snprintf(buf + w, len - w, "]");
+  return buf;
+}
+
+clt_status clt_node_fail(clt_graph *g, const clt_graph_node *n,
+                         clt_status status, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return clt_ctx_fail(g->ctx, status, "layer '%s' (%s): %s", n->name,
+                      n->ops->type, msg);
+}
+
+clt_status clt_graph_err(clt_graph *g, clt_err *err) {
+  return clt_ctx_fail(g->ctx, err->status, "%s", err->msg);
+}
+
+clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
+                              const int64_t *shape) {
+  if (n->n_params == CLT_MAX_PARAMS) return NULL;
+  clt_param *p = &n->params[n->n_params++];
+  memset(p, 0, sizeof *p);
+  snprintf(p->suffix, sizeof p->suffix, "%s", suffix);
+  p->ndim = ndim;
+  p->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    p->shape[i] = shape[i];
+    p->numel *= shape[i];
+  }
+  p->trainable = true;
+  return p;
+}
+
+double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out) {
+  if (init_kind == 1) return sqrt(6.0 / (double)fan_in); /* He uniform */
+  return sqrt(6.0 / (double)(fan_in + fan_out));         /* Glorot */
+}
+
+static int find_node(const clt_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (strcmp(g->nodes[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Input nodes named by the line's input=/inputs= option, else the given
+ * ones, else the last node added. */
+static clt_status resolve_inputs(clt_graph *g, clt_graph_node *n,
+                                 const clt_model_desc *d, clt_model_layer *l,
+                                 const clt_node *inputs, int n_inputs) {
+  clt_err err = {0};
+  char **names = NULL;
+  int count = 0;
+  const char *key = NULL;
+  for (int i = 0; i < l->option_count; i++)
+    if (!strcmp(l->options[i].key, "input") ||
+        !strcmp(l->options[i].key, "inputs"))
+      key = l->options[i].key;
+  if (key) {
+    if (clt_model_get_list(d, l, key, &names, &count, &err) != CLT_OK)
+      return clt_graph_err(g, &err);
+    if (count > CLT_MAX_INPUTS) {
+      clt_model_list_free(names, count);
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s:%d: %s: at most %d inputs", d->source_name,
+                          l->line, l->type, CLT_MAX_INPUTS);
+    }
+    for (int i = 0; i < count; i++) {
+      int idx = find_node(g, names[i]);
+      if (idx < 0) {
+        clt_status st = clt_ctx_fail(
+            g->ctx, CLT_ERR_FORMAT,
+            "%s:%d: %s: input '%s' is not the name of an earlier layer",
+            d->source_name, l->line, l->type, names[i]);
+        clt_model_list_free(names, count);
+        return st;
+      }
+      n->inputs[i] = idx;
+    }
+    n->n_inputs = count;
+    clt_model_list_free(names, count);
+  } else if (n_inputs > 0) {
+    if (n_inputs > CLT_MAX_INPUTS)
+      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT, "too many inputs");
+    for (int i = 0; i < n_inputs; i++) {
+      if (inputs[i] < 0 || inputs[i] >= g->n_nodes)
+        return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                            "%s: input node %d does not exist", l->type,
+                            inputs[i]);
+      n->inputs[i] = inputs[i];
+    }
+    n->n_inputs = n_inputs;
+  } else if (n->ops->min_inputs > 0) {
+    if (g->n_nodes == 0)
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s:%d: %s has no input: the first layer must be "
+                          "'input shape=...'",
+                          d->source_name, l->line, l->type);
+    n->inputs[0] = g->n_nodes - 1;
+    n->n_inputs = 1;
+  }
+  if (n->n_inputs < n->ops->min_inputs || n->n_inputs > n->ops->max_inputs)
+    return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                        "%s:%d: %s takes %d to %d inputs, got %d",
+                        d->source_name, l->line, l->type, n->ops->min_inputs,
+                        n->ops->max_inputs, n->n_inputs);
+  for (int i = 0; i < n->n_inputs; i++)
+    if (g->nodes[n->inputs[i]].is_loss)
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s:%d: %s reads the loss '%s'", d->source_name,
+                          l->line, l->type, g->nodes[n->inputs[i]].name);
+  return CLT_OK;
+}
+
+static clt_status name_node(clt_graph *g, clt_graph_node *n,
+                            const clt_model_desc *d, clt_model_layer *l,
+                            const char *name) {
+  clt_err err = {0};
+  const char *given = NULL;
+  if (clt_model_get_string(d, l, "name", false, name, &given, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  if (given) {
+    if (strlen(given) >= CLT_NAME_MAX || strchr(given, '.'))
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s:%d: layer name '%s' must be under %d characters "
+                          "without '.'",
+                          d->source_name, l->line, given, CLT_NAME_MAX);
+    if (find_node(g, given) >= 0)
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s:%d: a layer named '%s' exists already",
+                          d->source_name, l->line, given);
+    snprintf(n->name, sizeof n->name, "%s", given);
+    return CLT_OK;
+  }
+  /* PyTorch-like default names: the type and a counter. */
+  for (int k = 1;; k++) {
+    snprintf(n->name, sizeof n->name, "%s%d", l->type, k);
+    if (find_node(g, n->name) < 0) return CLT_OK;
+  }
+}
+
+static clt_status grow_nodes(clt_graph *g) {
+  if (g->n_nodes < g->cap_nodes) return CLT_OK;
+  int cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
+  clt_graph_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+  if (!nodes) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "graph nodes");
+  g->nodes = nodes;
+  g->cap_nodes = cap;
+  return CLT_OK;
+}
+
+static const char *const activation_names[] = {
+    "relu", "leaky_relu", "sigmoid", "tanh", "gelu", "none", "softmax", NULL};
+
+/* Adds one layer line; `activation=` on a layer adds an activation node
+ * after it (Keras's Dense(128, activation='relu')). */
+static clt_status add_layer(clt_graph *g, const clt_model_desc *d,
+                            clt_model_layer *l, const char *name,
+                            const clt_node *inputs, int n_inputs,
+                            clt_node *out) {
+  if (g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: layers cannot be added after compiling");
+  const clt_layer_ops *ops = clt_layer_find(l->type);
+  if (!ops)
+    return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                        "%s:%d: unknown layer type '%s' (known: input, "
+                        "flatten, reshape, dense, relu, leaky_relu, sigmoid, "
+                        "tanh, gelu, softmax, softmax_cross_entropy, mse)",
+                        d->source_name, l->line, l->type);
+  if (g->loss_node >= 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                        "%s:%d: %s after the loss: the loss must be the last "
+                        "layer",
+                        d->source_name, l->line, l->type);
+  CLT_TRY(grow_nodes(g));
+  clt_graph_node *n = &g->nodes[g->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->ops = ops;
+  n->index = g->n_nodes;
+  CLT_TRY(name_node(g, n, d, l, name));
+  CLT_TRY(resolve_inputs(g, n, d, l, inputs, n_inputs));
+  int act = 5; /* none */
+  bool has_act = false;
+  for (int i = 0; i < l->option_count; i++)
+    if (!strcmp(l->options[i].key, "activation")) has_act = true;
+  clt_err err = {0};
+  if (has_act && clt_model_get_choice(d, l, "activation", activation_names,
+                                      "none", &act, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  clt_status st = ops->configure(g, n, d, l);
+  if (st == CLT_OK &&
+      clt_model_check_all_used(d, l, ops->option_keys, &err) != CLT_OK)
+    st = clt_graph_err(g, &err);
+  if (st != CLT_OK) {
+    if (ops->destroy) ops->destroy(n);
+    return st;
+  }
+  n->size = 1;
+  for (int i = 0; i < n->ndim; i++) n->size *= n->shape[i];
+  g->n_nodes++;
+  if (ops->min_inputs == 0) g->input_node = n->index;
+  if (n->is_loss) g->loss_node = n->index;
+  if (out) *out = n->index;
+  if (act == 5) return CLT_OK;
+  char act_name[CLT_NAME_MAX + 8];
+  snprintf(act_name, sizeof act_name, "%s_%s", n->name, activation_names[act]);
+  clt_node from = n->index;
+  return clt_graph_add(g, activation_names[act], act_name, &from, 1, NULL,
+                       out);
+}
+
+CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
+                                 const char *name, const clt_node *inputs,
+                                 int n_inputs, const char *options,
+                                 clt_node *out) {
+  if (!type || !*type)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: a layer needs a type");
+  char text[4096];
+  snprintf(text, sizeof text, "%s %s\n", type, options ? options : "");
+  clt_model_desc d;
+  clt_err err = {0};
+  if (clt_model_parse_text(text, type, &d, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  clt_status st = add_layer(g, &d, &d.layers[0], name, inputs, n_inputs, out);
+  clt_model_desc_free(&d);
+  return st;
+}
+
+CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
+                                        clt_graph **out) {
+  *out = NULL;
+  clt_model_desc d;
+  clt_err err = {0};
+  if (clt_model_parse_file(path, &d, &err) != CLT_OK)
+    return clt_ctx_fail(ctx, err.status, "%s", err.msg);
+  clt_graph *g = NULL;
+  clt_status st = clt_graph_create(ctx, &g);
+  for (int i = 0; st == CLT_OK && i < d.layer_count; i++)
+    st = add_layer(g, &d, &d.layers[i], NULL, NULL, 0, NULL);
+  if (st == CLT_OK && g->input_node < 0)
+    st = clt_ctx_fail(ctx, CLT_ERR_FORMAT, "%s: no 'input' layer", path);
+  if (st == CLT_OK) {
+    uint8_t digest[32];
+    clt_sha256_buffer(d.text, strlen(d.text), digest);
+    clt_sha256_hex(digest, g->source_hash);
+    *out = g;
+  } else {
+    clt_graph_destroy(g);
+  }
+  clt_model_desc_free(&d);
+  return st;
+}
+
+/* ---- shorthands ---------------------------------------------------------- */
+
+CLT_API clt_status clt_graph_input(clt_graph *g, int ndim,
+                                   const int64_t *sample_shape, clt_node *out) {
+  char opts[256] = "shape=";
+  for (int i = 0; i < ndim; i++) {
+    size_t w = strlen(opts);
+    snprintf(opts + w, sizeof opts - w, "%s%lld", i ? "x" : "",
+             (long long)sample_shape[i]);
+  }
+  return clt_graph_add(g, "input", NULL, NULL, 0, opts, out);
+}
+
+CLT_API clt_status clt_graph_flatten(clt_graph *g, clt_node in, clt_node *out) {
+  return clt_graph_add(g, "flatten", NULL, &in, 1, NULL, out);
+}
+
+CLT_API clt_status clt_graph_dense(clt_graph *g, clt_node in, int64_t units,
+                                   clt_node *out) {
+  char opts[64];
+  snprintf(opts, sizeof opts, "units=%lld", (long long)units);
+  return clt_graph_add(g, "dense", NULL, &in, 1, opts, out);
+}
+
+CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
+                                        clt_activation kind, clt_node *out) {
+  if ((int)kind < 0 || kind > CLT_ACT_GELU)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: unknown activation %d", (int)kind);
+  return clt_graph_add(g, activation_names[kind], NULL, &in, 1, NULL, out);
+}
+
+CLT_API clt_status clt_graph_softmax(clt_graph *g, clt_node in, clt_node *out) {
+  return clt_graph_add(g, "softmax", NULL, &in, 1, NULL, out);
+}
+
+CLT_API clt_status clt_graph_softmax_cross_entropy(clt_graph *g, clt_node in,
+                                                   clt_node *out) {
+  return clt_graph_add(g, "softmax_cross_entropy", NULL, &in, 1, NULL, out);
+}
+
+CLT_API clt_status clt_graph_mse(clt_graph *g, clt_node in, clt_node *out) {
+  return clt_graph_add(g, "mse", NULL, &in, 1, NULL, out);
+}
+
+CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
+                                        int *ndim, int64_t *shape) {
+  if (node < 0 || node >= g->n_nodes)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: no node %d", node);
+  *ndim = g->nodes[node].ndim;
+  memcpy(shape, g->nodes[node].shape, sizeof g->nodes[node].shape);
+  return CLT_OK;
+}
+
+static int64_t count_params(const clt_graph *g, bool trainable_only) {
+  int64_t total = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int p = 0; p < g->nodes[i].n_params; p++)
+      if (!trainable_only || g->nodes[i].params[p].trainable)
+        total += g->nodes[i].params[p].numel;
+  return total;
+}
+
+CLT_API int64_t clt_graph_parameter_count(const clt_graph *g) {
+  return count_params(g, true);
+}
+
+CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
+  size_t w = 0;
+  w += (size_t)snprintf(buf + w, buflen - w, "%-24s %-22s %-18s %10s\n",
+                        "layer", "type", "output", "params");
+  for (int i = 0; i < g->n_nodes && w < buflen; i++) {
+    const clt_graph_node *n = &g->nodes[i];
+    char shape[96];
+    int64_t np = 0;
+    for (int p = 0; p < n->n_params; p++)
+      if (n->params[p].trainable) np += n->params[p].numel;
+    w += (size_t)snprintf(buf + w, buflen - w, "%-24s %-22s %-18s %10lld\n",
+                          n->name, n->ops->type,
+                          clt_shape_str(n->ndim, n->shape, shape, sizeof shape),
+                          (long long)np);
+  }
+  if (w < buflen)
+    snprintf(buf + w, buflen - w, "total trainable parameters: %lld\n",
+             (long long)count_params(g, true));
+}
+
+/* ---- compile --------------------------------------------------------------- */
+
+static void mark_needs_grad(clt_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    n->needs_grad = false;
+    for (int p = 0; p < n->n_params; p++)
+      if (n->params[p].trainable) n->needs_grad = true;
+    for (int k = 0; k < n->n_inputs; k++)
+      if (g->nodes[n->inputs[k]].needs_grad) n->needs_grad = true;
+  }
+}
+
+static clt_status init_params(clt_graph *g, float *host) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    /* One stream per node: adding a layer never changes another's values. */
+    clt_rng rng = clt_rng_derive(g->seed, CLT_RNG_INIT, (uint64_t)i);
+    for (int k = 0; k < n->n_params; k++) {
+      clt_param *p = &n->params[k];
+      float *v = host + p->offset;
+      for (int64_t j = 0; j < p->numel; j++)
+        v[j] = p->init == CLT_INIT_UNIFORM
+                   ? (float)((2.0 * clt_rng_uniform(&rng) - 1.0) * p->bound)
+               : p->init == CLT_INIT_ONE ? 1.0f
+                                         : 0.0f;
+    }
+  }
+  return clt_tensor_upload(g->params, host);
+}
+
+/* Trainable parameters first, then the rest (running statistics), so the
+ * optimizer updates one contiguous prefix. */
+static clt_status plan_params(clt_graph *g) {
+  int64_t total = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < g->n_nodes; i++)
+      for (int k = 0; k < g->nodes[i].n_params; k++) {
+        clt_param *p = &g->nodes[i].params[k];
+        if (p->trainable != (pass == 0)) continue;
+        p->offset = total;
+        total += p->numel;
+      }
+  if (g->params && total == g->param_count) return CLT_OK; /* kept */
+  int64_t len = total > 0 ? total : 1;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->params));
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->grads));
+  g->param_count = total;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_params; k++) {
+      clt_param *p = &g->nodes[i].params[k];
+      p->value = clt_tensor_slice_1d(g->params, p->offset, p->numel);
+      p->grad = clt_tensor_slice_1d(g->grads, p->offset, p->numel);
+    }
+  float *host = calloc((size_t)len, sizeof(float));
+  if (!host) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
+  clt_status st = init_params(g, host);
+  free(host);
+  if (st == CLT_OK) st = clt_tensor_fill(g->grads, 0.0);
+  g->initialised = st == CLT_OK;
+  return st;
+}
+
+static clt_status plan_node(clt_graph *g, clt_graph_node *n) {
+  int64_t len = g->max_batch * n->size;
+  if (n->ops->aliases_input) {
+    clt_graph_node *in = clt_graph_in(g, n, 0);
+    CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
+    if (n->needs_grad && in->grad)
+      CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
+  } else {
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->out));
+    if (n->needs_grad && !n->is_loss)
+      CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->grad));
+  }
+  return n->ops->compile ? n->ops->compile(g, n) : CLT_OK;
+}
+
+CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
+                                     uint64_t seed) {
+  if (max_batch < 1)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph compile: batch size %lld",
+                        (long long)max_batch);
+  if (g->input_node < 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph compile: the graph has no input layer");
+  release_buffers(g);
+  g->max_batch = max_batch;
+  g->batch = 0;
+  if (!g->initialised) g->seed = seed;
+  mark_needs_grad(g);
+  CLT_TRY(plan_params(g));
+  for (int i = 0; i < g->n_nodes; i++) CLT_TRY(plan_node(g, &g->nodes[i]));
+  int64_t nb = max_batch, four = 4;
+  bool float_targets =
+      g->loss_node >= 0 && strcmp(g->nodes[g->loss_node].ops->type, "mse") == 0;
+  if (float_targets) nb = max_batch * g->nodes[g->loss_node].size;
+  CLT_TRY(clt_tensor_create(g->ctx, float_targets ? CLT_F32 : CLT_I32, 1, &nb,
+                            &g->labels));
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &four, &g->metrics));
+  CLT_TRY(clt_tensor_fill(g->metrics, 0.0));
+  g->metric_samples = 0;
+  g->compiled = true;
+  return CLT_OK;
+}
+
+/* ---- running ----------------------------------------------------------------- */
+
+static clt_status need_compiled(clt_graph *g, const char *what) {
+  if (!g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: compile the graph first (clt_graph_compile)",
+                        what);
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
+                                       const void *labels, int64_t n) {
+  CLT_TRY(need_compiled(g, "set batch"));
+  if (n < 1 || n > g->max_batch)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "set batch: %lld samples; the graph was compiled for "
+                        "1 to %lld",
+                        (long long)n, (long long)g->max_batch);
+  clt_graph_node *in = &g->nodes[g->input_node];
+  clt_tensor x = clt_tensor_slice_1d(in->out, 0, n * in->size);
+  CLT_TRY(clt_tensor_upload(&x, inputs));
+  if (labels && g->loss_node >= 0) {
+    int64_t per = g->labels->dtype == CLT_F32 ? g->nodes[g->loss_node].size : 1;
+    clt_tensor y = clt_tensor_slice_1d(g->labels, 0, n * per);
+    CLT_TRY(clt_tensor_upload(&y, labels));
+  }
+  g->batch = n;
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
+  CLT_TRY(need_compiled(g, "forward"));
+  if (g->batch < 1)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "forward: no batch set (clt_graph_set_batch)");
+  g->training = training;
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->forward) CLT_TRY(n->ops->forward(g, n));
+  }
+  if (g->loss_node >= 0) g->metric_samples += g->batch;
+  return CLT_OK;
+}
+
+/* The node whose buffer a reshape's gradient really lives in. */
+static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n) {
+  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
+  return n;
+}
+
+clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
+                                 bool *accumulate) {
+  clt_graph_node *in = clt_graph_in(g, n, i);
+  if (!in->needs_grad || !in->grad) return NULL;
+  clt_graph_node *owner = grad_owner(g, in);
+  *accumulate = owner->grad_written;
+  owner->grad_written = true;
+  return in->grad;
+}
+
+CLT_API clt_status clt_graph_backward(clt_graph *g) {
+  CLT_TRY(need_compiled(g, "backward"));
+  if (g->loss_node < 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "backward: the graph has no loss layer");
+  for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    clt_graph_node *n = &g->nodes[i];
+    if (!n->needs_grad || !n->ops->backward || n->ops->aliases_input) continue;
+    if (!n->is_loss && !grad_owner(g, n)->grad_written) {
+      /* Nothing downstream reaches the loss: its parameters get zero. */
+      for (int k = 0; k < n->n_params; k++)
+        if (n->params[k].trainable)
+          CLT_TRY(clt_tensor_fill(&n->params[k].grad, 0.0));
+      continue;
+    }
+    CLT_TRY(n->ops->backward(g, n));
+  }
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset) {
+  CLT_TRY(need_compiled(g, "metrics"));
+  float sums[4];
+  CLT_TRY(clt_tensor_download(g->metrics, sums));
+  m->samples = g->metric_samples;
+  double count = g->metric_samples > 0 ? (double)g->metric_samples : 1.0;
+  m->loss = sums[0] / count;
+  m->accuracy = sums[1] / count;
+  if (reset) {
+    CLT_TRY(clt_tensor_fill(g->metrics, 0.0));
+    g->metric_samples = 0;
+  }
+  return CLT_OK;
+}

@@ -1,0 +1,125 @@
+/* The graph: nodes in the order they were added (which is a topological
+ * order: a node reads only nodes added before it), their buffers, the
+ * parameter registry and the backward pass. */
+#ifndef CLT_GRAPH_GRAPH_H
+#define CLT_GRAPH_GRAPH_H
+
+#include "io/model_file.h"
+#include "ops/ops.h"
+
+#define CLT_MAX_INPUTS 8
+#define CLT_MAX_PARAMS 6
+#define CLT_NAME_MAX 64
+
+typedef struct clt_graph_node clt_graph_node;
+typedef struct clt_layer_ops clt_layer_ops;
+
+/* A parameter (or a buffer saved with the model, like batch-norm running
+ * statistics): a slice of the graph's one parameter tensor, so that one
+ * optimizer kernel updates every parameter. */
+typedef struct clt_param {
+  char suffix[24]; /* "weight", "bias", ...: saved as "<node>.<suffix>" */
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t numel;
+  int64_t offset;  /* into the graph's parameter (and gradient) tensors */
+  bool trainable;  /* false: not updated by the optimizer, no gradient */
+  /* Initialisation: */
+  enum { CLT_INIT_ZERO, CLT_INIT_ONE, CLT_INIT_UNIFORM } init;
+  double bound; /* CLT_INIT_UNIFORM: U(-bound, bound) */
+  clt_tensor value; /* slices, valid after compile */
+  clt_tensor grad;
+} clt_param;
+
+struct clt_graph_node {
+  char name[CLT_NAME_MAX];
+  const clt_layer_ops *ops;
+  int index;
+  int inputs[CLT_MAX_INPUTS];
+  int n_inputs;
+  int ndim; /* output per sample */
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t size; /* elements per sample */
+  clt_param params[CLT_MAX_PARAMS];
+  int n_params;
+  bool is_loss;
+  bool needs_grad;   /* some parameter lies upstream: gradients flow here */
+  bool grad_written; /* during backward: grad holds a value already */
+  clt_tensor *out;   /* [max_batch, size] (a view of the input's for
+                        reshapes) */
+  clt_tensor *grad;  /* same shape; NULL where no gradient is needed */
+  void *state;       /* the layer's own options and buffers */
+};
+
+struct clt_graph {
+  clt_context *ctx;
+  clt_graph_node *nodes;
+  int n_nodes, cap_nodes;
+  int input_node, loss_node;
+  int64_t max_batch, batch;
+  bool compiled, initialised;
+  bool training;
+  uint64_t seed;
+  clt_tensor *params;   /* every parameter, one buffer */
+  clt_tensor *grads;    /* their gradients, same layout */
+  int64_t param_count;  /* elements in params */
+  clt_tensor *labels;   /* i32 [max_batch] or f32 targets */
+  clt_tensor *metrics;  /* f32 [4]: loss sum, correct sum */
+  int64_t metric_samples;
+  char source_hash[65]; /* SHA-256 of the model file, if loaded from one */
+};
+
+/* A layer type: darknet-style table of functions. */
+struct clt_layer_ops {
+  const char *type;
+  int min_inputs, max_inputs;
+  /* Known option keys (NULL-terminated), for typo messages. */
+  const char *const *option_keys;
+  /* Reads options, checks input shapes, sets the output shape and
+   * declares parameters. Errors name the node. */
+  clt_status (*configure)(clt_graph *g, clt_graph_node *n,
+                          const clt_model_desc *d, clt_model_layer *l);
+  /* Allocates the layer's own device buffers for max_batch (optional). */
+  clt_status (*compile)(clt_graph *g, clt_graph_node *n);
+  clt_status (*forward)(clt_graph *g, clt_graph_node *n);
+  /* Writes (or adds into, see clt_graph_input_grad) input gradients and
+   * parameter gradients. Optional for layers without gradients. */
+  clt_status (*backward)(clt_graph *g, clt_graph_node *n);
+  void (*destroy)(clt_graph_node *n); /* frees state (optional) */
+  /* Output reuses the input's buffer (flatten, reshape). */
+  bool aliases_input;
+};
+
+const clt_layer_ops *clt_layer_find(const char *type);
+
+static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
+                                           int i) {
+  return &g->nodes[n->inputs[i]];
+}
+
+/* The gradient buffer of input i of n, and whether the caller must add
+ * into it (it already holds another consumer's contribution). NULL if that
+ * input needs no gradient. Marks it written. */
+clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
+                                 bool *accumulate);
+
+/* Declares a parameter of n (during configure). */
+clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
+                              const int64_t *shape);
+
+/* Records an error naming the node; returns status. */
+clt_status clt_node_fail(clt_graph *g, const clt_graph_node *n,
+                         clt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Formats "[a, b, c]" (per-sample shape) into buf. */
+const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
+                          size_t len);
+
+/* Reports a clt_err (from model-file getters) onto the context. */
+clt_status clt_graph_err(clt_graph *g, clt_err *err);
+
+/* Glorot/He bound for a weight with the given fans, per the init option. */
+double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);
+
+#endif

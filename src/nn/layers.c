@@ -1,0 +1,22 @@
+/* The registry of layer types. */
+#include <string.h>
+
+#include "graph/graph.h"
+
+extern const clt_layer_ops clt_layer_input, clt_layer_flatten,
+    clt_layer_reshape, clt_layer_dense, clt_layer_relu, clt_layer_leaky_relu,
+    clt_layer_sigmoid, clt_layer_tanh, clt_layer_gelu, clt_layer_softmax,
+    clt_layer_softmax_xent, clt_layer_mse;
+
+static const clt_layer_ops *const layers[] = {
+    &clt_layer_input,   &clt_layer_flatten,      &clt_layer_reshape,
+    &clt_layer_dense,   &clt_layer_relu,         &clt_layer_leaky_relu,
+    &clt_layer_sigmoid, &clt_layer_tanh,         &clt_layer_gelu,
+    &clt_layer_softmax, &clt_layer_softmax_xent, &clt_layer_mse,
+};
+
+const clt_layer_ops *clt_layer_find(const char *type) {
+  for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+    if (strcmp(layers[i]->type, type) == 0) return layers[i];
+  return NULL;
+}

@@ -1,0 +1,146 @@
+/* Losses: softmax_cross_entropy (integer labels, fused and stable) and mse.
+ * Both compute the loss and its gradient in one kernel during the forward
+ * pass, add the batch's loss (and correct count) to the graph's metrics on
+ * the device, and hand the gradient back in the backward pass. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+static const char *const keys[] = {"name", "input", "inputs", NULL};
+
+typedef struct loss_state {
+  clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
+  clt_tensor *dinput;                   /* [max_batch * input size] */
+  clt_tensor *probs;                    /* softmax, for predictions */
+} loss_state;
+
+static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
+                                 const clt_model_desc *d, clt_model_layer *l) {
+  (void)d;
+  (void)l;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (!strcmp(n->ops->type, "softmax_cross_entropy") && in->ndim != 1) {
+    char s[96];
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "expects logits [classes], but '%s' gives %s",
+                         in->name,
+                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
+  }
+  loss_state *s = calloc(1, sizeof *s);
+  if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
+  n->state = s;
+  n->is_loss = true;
+  /* Per-sample "shape" of the target: the input's. */
+  n->ndim = in->ndim;
+  memcpy(n->shape, in->shape, sizeof n->shape);
+  return CLT_OK;
+}
+
+static void loss_release(loss_state *s) {
+  clt_tensor_destroy(s->loss_rows);
+  clt_tensor_destroy(s->correct_rows);
+  clt_tensor_destroy(s->dinput);
+  clt_tensor_destroy(s->probs);
+  memset(s, 0, sizeof *s);
+}
+
+static clt_status loss_compile(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  loss_release(s);
+  int64_t rows = g->max_batch, all = g->max_batch * n->size;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->loss_rows));
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->correct_rows));
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &all, &s->dinput));
+  return CLT_OK;
+}
+
+static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
+                              float loss_scale) {
+  CLT_TRY(clt_sum_into(g->ctx, g->metrics, 0, s->loss_rows, g->batch,
+                       loss_scale));
+  if (correct)
+    CLT_TRY(clt_sum_into(g->ctx, g->metrics, 1, s->correct_rows, g->batch,
+                         1.0f));
+  return CLT_OK;
+}
+
+static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  CLT_TRY(clt_softmax_xent_forward_backward(
+      g->ctx, s->loss_rows, s->correct_rows, s->dinput,
+      clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
+      1.0f / (float)g->batch));
+  return add_metrics(g, s, true, 1.0f);
+}
+
+static clt_status mse_forward(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  /* PyTorch's MSELoss: the mean over every element. The metric is the
+   * same mean, summed per sample here and divided by samples later. */
+  float per_elem = 1.0f / (float)(g->batch * n->size);
+  CLT_TRY(clt_mse_forward_backward(g->ctx, s->loss_rows, s->dinput,
+                                   clt_graph_in(g, n, 0)->out, g->labels,
+                                   g->batch, n->size, per_elem));
+  return add_metrics(g, s, false, 1.0f / (float)n->size);
+}
+
+static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  bool acc = false;
+  clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
+  if (!dx) return CLT_OK;
+  return clt_scale_forward(g->ctx, dx, s->dinput, g->batch * n->size, 1.0f,
+                           acc);
+}
+
+static void loss_destroy(clt_graph_node *n) {
+  if (n->state) loss_release(n->state);
+  free(n->state);
+}
+
+const clt_layer_ops clt_layer_softmax_xent = {
+    .type = "softmax_cross_entropy",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = loss_configure,
+    .compile = loss_compile,
+    .forward = xent_forward,
+    .backward = loss_backward,
+    .destroy = loss_destroy,
+};
+
+const clt_layer_ops clt_layer_mse = {
+    .type = "mse",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = loss_configure,
+    .compile = loss_compile,
+    .forward = mse_forward,
+    .backward = loss_backward,
+    .destroy = loss_destroy,
+};
+
+/* The model's prediction: softmax probabilities for a classifier, the raw
+ * output for mse. */
+CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
+                                         int64_t *outputs) {
+  if (!g->compiled || g->loss_node < 0 || g->batch < 1)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "predictions: compile, set a batch and run forward "
+                        "on a graph with a loss layer first");
+  clt_graph_node *n = &g->nodes[g->loss_node];
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  *outputs = n->size;
+  if (n->ops == &clt_layer_mse) {
+    clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
+    return clt_tensor_download(&x, host);
+  }
+  loss_state *s = n->state;
+  /* The gradient buffer doubles as scratch: the next forward rewrites it. */
+  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
+  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
+  return clt_tensor_download(&p, host);
+}

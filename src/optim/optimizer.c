@@ -1,0 +1,155 @@
+/* Optimizers: SGD (momentum, Nesterov, weight decay), Adam, AdamW, with
+ * learning-rate schedules and clipping by global gradient norm. Every
+ * trainable parameter lives in one buffer, so a step is one kernel (plus
+ * one reduction when clipping). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "graph/graph.h"
+
+struct clt_optimizer {
+  clt_graph *g;
+  clt_optimizer_options opts;
+  float lr;
+  int64_t step;
+  clt_tensor params, grads; /* the trainable prefix of the graph's buffers */
+  clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum */
+  clt_tensor *norm_sq;      /* [1]: the squared global norm when clipping */
+};
+
+CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
+                                        clt_optimizer_kind kind) {
+  *o = (clt_optimizer_options){0};
+  o->kind = kind;
+  o->lr = kind == CLT_OPT_SGD ? 0.01f : 0.001f;
+  o->beta1 = 0.9f;
+  o->beta2 = 0.999f;
+  o->eps = 1e-8f;
+  o->weight_decay = kind == CLT_OPT_ADAMW ? 0.01f : 0.0f;
+  o->schedule = CLT_SCHEDULE_CONSTANT;
+  o->step_epochs = 1;
+  o->gamma = 0.1f;
+}
+
+static clt_status check_options(clt_context *ctx,
+                                const clt_optimizer_options *o) {
+  const char *bad = NULL;
+  if (!(o->lr > 0.0f) || !isfinite(o->lr)) bad = "lr must be positive";
+  else if (o->momentum < 0.0f) bad = "momentum must be >= 0";
+  else if (o->nesterov && (o->momentum <= 0.0f || o->dampening != 0.0f))
+    bad = "Nesterov momentum needs momentum > 0 and dampening 0";
+  else if (o->weight_decay < 0.0f) bad = "weight decay must be >= 0";
+  else if (o->beta1 < 0.0f || o->beta1 >= 1.0f || o->beta2 < 0.0f ||
+           o->beta2 >= 1.0f)
+    bad = "betas must be in [0, 1)";
+  else if (!(o->eps > 0.0f)) bad = "eps must be positive";
+  else if (o->clip_norm < 0.0f) bad = "clip norm must be >= 0";
+  else if (o->schedule == CLT_SCHEDULE_STEP && o->step_epochs < 1)
+    bad = "step schedule needs step_epochs >= 1";
+  else if (o->schedule == CLT_SCHEDULE_COSINE && o->total_epochs < 1)
+    bad = "cosine schedule needs total_epochs >= 1";
+  if (bad)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "optimizer: %s", bad);
+  return CLT_OK;
+}
+
+static clt_status zeroed(clt_context *ctx, int64_t n, clt_tensor **out) {
+  int64_t len = n > 0 ? n : 1;
+  CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, &len, out));
+  return clt_tensor_fill(*out, 0.0);
+}
+
+static int64_t trainable_count(const clt_graph *g) {
+  int64_t n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_params; k++)
+      if (g->nodes[i].params[k].trainable) n += g->nodes[i].params[k].numel;
+  return n;
+}
+
+CLT_API clt_status clt_optimizer_create(clt_graph *g,
+                                        const clt_optimizer_options *opts,
+                                        clt_optimizer **out) {
+  *out = NULL;
+  if (!g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "optimizer: compile the graph first");
+  CLT_TRY(check_options(g->ctx, opts));
+  clt_optimizer *o = calloc(1, sizeof *o);
+  if (!o) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "optimizer");
+  o->g = g;
+  o->opts = *opts;
+  o->lr = opts->lr;
+  int64_t n = trainable_count(g);
+  /* Trainable parameters come first in the graph's buffer. */
+  o->params = clt_tensor_slice_1d(g->params, 0, n > 0 ? n : 1);
+  o->grads = clt_tensor_slice_1d(g->grads, 0, n > 0 ? n : 1);
+  clt_status st = zeroed(g->ctx, 1, &o->norm_sq);
+  if (st == CLT_OK && (opts->kind != CLT_OPT_SGD || opts->momentum != 0.0f))
+    st = zeroed(g->ctx, n, &o->v);
+  if (st == CLT_OK && opts->kind != CLT_OPT_SGD) st = zeroed(g->ctx, n, &o->m);
+  if (st != CLT_OK) {
+    clt_optimizer_destroy(o);
+    return st;
+  }
+  *out = o;
+  return CLT_OK;
+}
+
+CLT_API void clt_optimizer_destroy(clt_optimizer *o) {
+  if (!o) return;
+  clt_tensor_destroy(o->m);
+  clt_tensor_destroy(o->v);
+  clt_tensor_destroy(o->norm_sq);
+  free(o);
+}
+
+CLT_API float clt_optimizer_set_epoch(clt_optimizer *o, int epoch) {
+  const clt_optimizer_options *p = &o->opts;
+  switch (p->schedule) {
+  case CLT_SCHEDULE_STEP:
+    o->lr = p->lr * powf(p->gamma, (float)(epoch / p->step_epochs));
+    break;
+  case CLT_SCHEDULE_COSINE: {
+    double t = epoch < p->total_epochs ? epoch : p->total_epochs;
+    o->lr = (float)(p->min_lr + (p->lr - p->min_lr) *
+                                    (1.0 + cos(M_PI * t / p->total_epochs)) /
+                                    2.0);
+    break;
+  }
+  case CLT_SCHEDULE_CONSTANT: o->lr = p->lr; break;
+  }
+  return o->lr;
+}
+
+CLT_API float clt_optimizer_lr(const clt_optimizer *o) { return o->lr; }
+
+CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
+  clt_context *ctx = o->g->ctx;
+  const clt_optimizer_options *p = &o->opts;
+  if (p->clip_norm > 0.0f) {
+    CLT_TRY(clt_tensor_fill(o->norm_sq, 0.0));
+    CLT_TRY(clt_sumsq_into(ctx, o->norm_sq, 0, &o->grads, o->grads.numel));
+  }
+  o->step++;
+  if (p->kind == CLT_OPT_SGD) {
+    clt_sgd_params hp = {.lr = o->lr,
+                         .momentum = p->momentum,
+                         .dampening = p->dampening,
+                         .weight_decay = p->weight_decay,
+                         .max_norm = p->clip_norm,
+                         .nesterov = p->nesterov,
+                         .first = o->step == 1};
+    return clt_sgd_step(ctx, &o->params, &o->grads, o->v, o->norm_sq, &hp);
+  }
+  clt_adam_params hp = {.lr = o->lr,
+                        .beta1 = p->beta1,
+                        .beta2 = p->beta2,
+                        .eps = p->eps,
+                        .weight_decay = p->weight_decay,
+                        .max_norm = p->clip_norm,
+                        .decoupled = p->kind == CLT_OPT_ADAMW,
+                        .step = o->step};
+  return clt_adam_step(ctx, &o->params, &o->grads, o->m, o->v, o->norm_sq,
+                       &hp);
+}

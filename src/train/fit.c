@@ -1,0 +1,239 @@
+/* The fit loop: epochs of shuffled mini-batches prepared by the loader
+ * thread, uploaded without waiting, forward, backward, update; metrics come
+ * down from the device only when reported. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "data/loader.h"
+#include "graph/graph.h"
+
+CLT_API void clt_fit_options_init(clt_fit_options *o) {
+  memset(o, 0, sizeof *o);
+  o->epochs = 1;
+  o->batch = 32;
+  o->seed = 1;
+  o->shuffle = true;
+  o->progress_every = 50;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static clt_status check_data(clt_graph *g, const clt_dataset *ds,
+                             const char *which) {
+  clt_graph_node *in = &g->nodes[g->input_node];
+  int64_t sample = (int64_t)ds->channels * ds->height * ds->width;
+  if (sample != in->size) {
+    char s[96];
+    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                        "%s data has samples of %dx%dx%d = %lld values, the "
+                        "model's input '%s' takes %s",
+                        which, ds->channels, ds->height, ds->width,
+                        (long long)sample, in->name,
+                        clt_shape_str(in->ndim, in->shape, s, sizeof s));
+  }
+  if (g->loss_node >= 0 && g->labels->dtype == CLT_I32) {
+    int64_t classes = g->nodes[g->loss_node].size;
+    if (ds->num_classes > classes)
+      return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                          "%s data has labels up to %d, but the model has %lld "
+                          "outputs",
+                          which, ds->num_classes - 1, (long long)classes);
+  }
+  return CLT_OK;
+}
+
+/* Uploads a host batch into the graph without waiting. */
+static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
+                               cl_event *done) {
+  clt_graph_node *in = &g->nodes[g->input_node];
+  clt_tensor x = clt_tensor_slice_1d(in->out, 0, b->n * in->size);
+  clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n);
+  CLT_TRY(clt_tensor_upload_async(&y, b->labels, NULL));
+  CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
+  g->batch = b->n;
+  return CLT_OK;
+}
+
+/* Waits for the upload of a held batch, then gives its slot back. The
+ * labels were enqueued before the images on the in-order queue, so the
+ * images' event covers both. */
+static void release_held(clt_loader *l, clt_host_batch *held, cl_event *ev) {
+  if (*ev) {
+    clWaitForEvents(1, ev);
+    clReleaseEvent(*ev);
+    *ev = NULL;
+  }
+  if (held->n > 0) clt_loader_release(l, held);
+  held->n = 0;
+}
+
+static clt_status nan_check(clt_graph *g, const clt_metrics *m, int epoch,
+                            int64_t batch) {
+  if (isfinite(m->loss)) return CLT_OK;
+  return clt_ctx_fail(g->ctx, CLT_ERR_NAN,
+                      "the training loss became %s in epoch %d by batch %lld: "
+                      "training stopped. Try a lower learning rate, or "
+                      "gradient clipping",
+                      isnan(m->loss) ? "NaN" : "infinite", epoch,
+                      (long long)batch);
+}
+
+typedef struct run_state {
+  clt_graph *g;
+  clt_optimizer *opt; /* NULL: evaluation */
+  const clt_fit_options *fo;
+  int epoch;
+} run_state;
+
+static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
+                              clt_metrics *out) {
+  clt_graph *g = rs->g;
+  bool training = rs->opt != NULL;
+  clt_host_batch b, held = {0};
+  cl_event ev = NULL;
+  int64_t done = 0, images = 0;
+  int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
+  double t0 = now_s();
+  clt_status st = clt_graph_metrics(g, out, true);
+  while (st == CLT_OK && clt_loader_next(l, &b)) {
+    cl_event next_ev = NULL;
+    st = upload_batch(g, &b, &next_ev);
+    /* The previous batch's upload has surely been consumed by now. */
+    release_held(l, &held, &ev);
+    held = b;
+    ev = next_ev;
+    if (st == CLT_OK) st = clt_graph_forward(g, training);
+    if (st == CLT_OK && training) st = clt_graph_backward(g);
+    if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
+    done++;
+    images += b.n;
+    bool report = rs->fo && rs->fo->progress && done % every == 0;
+    if (st == CLT_OK && (report || (training && done % every == 0))) {
+      st = clt_graph_metrics(g, out, false);
+      if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
+      if (st == CLT_OK && report) {
+        double el = now_s() - t0;
+        clt_progress p = {training ? CLT_PHASE_TRAIN : CLT_PHASE_EVAL,
+                          rs->epoch, rs->fo->epochs, done, batches,
+                          out->loss, out->accuracy,
+                          el > 0 ? (double)images / el : 0.0, NULL};
+        rs->fo->progress(&p, rs->fo->progress_user);
+      }
+    }
+  }
+  release_held(l, &held, &ev);
+  if (st == CLT_OK) st = clt_graph_metrics(g, out, true);
+  if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
+  return st;
+}
+
+static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
+                              int64_t batch, bool shuffle, uint64_t seed,
+                              const clt_fit_options *fo, clt_loader **out) {
+  clt_loader_options lo;
+  clt_loader_options_init(&lo);
+  lo.batch = (int)batch;
+  lo.shuffle = shuffle;
+  lo.seed = seed;
+  if (fo && shuffle) {
+    lo.pad_crop = fo->pad_crop;
+    lo.hflip = fo->hflip;
+  }
+  clt_err err = {0};
+  if (clt_loader_create(ds, &lo, out, &err) != CLT_OK)
+    return clt_ctx_fail(g->ctx, err.status, "%s", err.msg);
+  return CLT_OK;
+}
+
+static clt_status check_batch(clt_graph *g, int64_t batch) {
+  if (!g->compiled || g->loss_node < 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "fit/evaluate: the graph needs a loss layer and must "
+                        "be compiled");
+  if (batch < 1 || batch > g->max_batch || batch > INT32_MAX)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "batch %lld: the graph was compiled for 1 to %lld",
+                        (long long)batch, (long long)g->max_batch);
+  if (g->labels->dtype != CLT_I32)
+    return clt_ctx_fail(g->ctx, CLT_ERR_UNSUPPORTED,
+                        "fit/evaluate on image datasets need a classifier "
+                        "(softmax_cross_entropy) loss");
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
+                                int64_t batch, clt_metrics *out) {
+  CLT_TRY(check_batch(g, batch));
+  CLT_TRY(check_data(g, ds, "evaluation"));
+  clt_loader *l = NULL;
+  CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, &l));
+  run_state rs = {g, NULL, NULL, 0};
+  clt_status st = clt_loader_start_epoch(l, 0);
+  if (st == CLT_OK) st = run_batches(&rs, l, clt_loader_batches_per_epoch(l), out);
+  clt_loader_destroy(l);
+  return st;
+}
+
+static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
+                            const clt_dataset *test, clt_epoch_stats *es) {
+  clt_graph *g = rs->g;
+  const clt_fit_options *fo = rs->fo;
+  es->epoch = rs->epoch;
+  es->lr = clt_optimizer_set_epoch(rs->opt, rs->epoch - 1);
+  double t0 = now_s();
+  CLT_TRY(clt_loader_start_epoch(train_l, rs->epoch - 1));
+  clt_metrics m;
+  CLT_TRY(run_batches(rs, train_l, clt_loader_batches_per_epoch(train_l), &m));
+  es->seconds = now_s() - t0;
+  es->images_per_sec = es->seconds > 0 ? (double)m.samples / es->seconds : 0;
+  es->train_loss = m.loss;
+  es->train_acc = m.accuracy;
+  es->test_loss = es->test_acc = NAN;
+  if (test) {
+    clt_loader *tl = NULL;
+    CLT_TRY(make_loader(g, test, g->max_batch, false, 0, NULL, &tl));
+    run_state ers = {g, NULL, fo, rs->epoch};
+    clt_status st = clt_loader_start_epoch(tl, 0);
+    if (st == CLT_OK)
+      st = run_batches(&ers, tl, clt_loader_batches_per_epoch(tl), &m);
+    clt_loader_destroy(tl);
+    CLT_TRY(st);
+    es->test_loss = m.loss;
+    es->test_acc = m.accuracy;
+  }
+  if (fo->progress) {
+    clt_progress p = {CLT_PHASE_EPOCH, rs->epoch, fo->epochs, 0, 0,
+                      es->train_loss, es->train_acc, es->images_per_sec, es};
+    fo->progress(&p, fo->progress_user);
+  }
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
+                           const clt_dataset *train, const clt_dataset *test,
+                           const clt_fit_options *fo,
+                           clt_epoch_stats *history) {
+  CLT_TRY(check_batch(g, fo->batch));
+  if (fo->epochs < 1)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT, "fit: %d epochs",
+                        fo->epochs);
+  CLT_TRY(check_data(g, train, "training"));
+  if (test) CLT_TRY(check_data(g, test, "test"));
+  clt_loader *l = NULL;
+  CLT_TRY(make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, &l));
+  clt_status st = CLT_OK;
+  for (int e = 1; st == CLT_OK && e <= fo->epochs; e++) {
+    clt_epoch_stats es;
+    run_state rs = {g, opt, fo, e};
+    st = fit_epoch(&rs, l, test, &es);
+    if (st == CLT_OK && history) history[e - 1] = es;
+  }
+  clt_loader_destroy(l);
+  return st;
+}
