@@ -58,9 +58,10 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
     }
   float s = 0.0f;
   for (int c = 0; c < cols; c++) s += exp(xr[c] - m);
-  float lse = m + log(s);
   bool valid = label >= 0 && label < cols;
-  loss[loss_off + r] = valid ? lse - xr[label] : NAN;
+  /* (m - x[label]) + log(s), not (m + log(s)) - x[label]: with large,
+   * nearly equal logits the sum m + log(s) would round log(s) away. */
+  loss[loss_off + r] = valid ? (m - xr[label]) + log(s) : NAN;
   correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
   float inv = 1.0f / s;
   for (int c = 0; c < cols; c++) {

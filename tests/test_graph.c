@@ -1,0 +1,406 @@
+/* The graph: gradients by finite differences through whole models, shape
+ * and model-file errors, no allocation in a steady-state step,
+ * determinism by seed, and short training runs. */
+#include <math.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "graph/graph.h"
+#include "ops/opcheck.h"
+
+/* A graph from model-file text written to a temporary file. */
+static clt_status graph_from_text(const char *text, clt_graph **g) {
+  char path[] = "/tmp/clt_model_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  clt_status st = clt_graph_load_model(g_ctx, path, g);
+  unlink(path);
+  return st;
+}
+
+static void random_batch(clt_graph *g, int64_t batch, uint64_t seed,
+                         bool float_targets) {
+  int64_t in = g->nodes[g->input_node].size;
+  int64_t out = g->nodes[g->loss_node].size;
+  float *x = malloc((size_t)(batch * in) * sizeof(float));
+  float *t = malloc((size_t)(batch * out) * sizeof(float));
+  int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+  clt_random_fill(x, batch * in, seed, -1.0f, 1.0f);
+  clt_random_fill(t, batch * out, seed + 1, -1.0f, 1.0f);
+  for (int64_t i = 0; i < batch; i++) y[i] = (int32_t)((i * 7 + 3) % out);
+  ck_assert_ok(clt_graph_set_batch(g, x, float_targets ? (void *)t : y, batch));
+  free(x);
+  free(t);
+  free(y);
+}
+
+static double loss_now(clt_graph *g) {
+  clt_metrics m;
+  ck_assert_ok(clt_graph_metrics(g, &m, true));
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_metrics(g, &m, true));
+  return m.loss;
+}
+
+/* Compares every parameter gradient (or a sample of them, for big ones)
+ * with central differences of the loss. */
+static void check_gradients(const char *model, int64_t batch,
+                            bool float_targets) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_compile(g, batch, 5));
+  random_batch(g, batch, 11, float_targets);
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  int64_t n = g->param_count;
+  float *p = malloc((size_t)n * sizeof(float));
+  float *grad = malloc((size_t)n * sizeof(float));
+  ck_assert_ok(clt_tensor_download(g->params, p));
+  ck_assert_ok(clt_tensor_download(g->grads, grad));
+  const float eps = 1e-2f;
+  int64_t stride = n > 60 ? n / 60 : 1;
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; i += stride) {
+    float keep = p[i];
+    p[i] = keep + eps;
+    ck_assert_ok(clt_tensor_upload(g->params, p));
+    double up = loss_now(g);
+    p[i] = keep - eps;
+    ck_assert_ok(clt_tensor_upload(g->params, p));
+    double down = loss_now(g);
+    p[i] = keep;
+    double fd = (up - down) / (2.0 * eps);
+    double err = fabs(fd - grad[i]) / fmax(1e-2, fabs(fd) + fabs(grad[i]));
+    ck_assert_msg(err < 3e-2,
+                  "parameter %lld: backward %.6g, finite difference %.6g",
+                  (long long)i, grad[i], fd);
+    if (err > worst) worst = err;
+  }
+  ck_assert_ok(clt_tensor_upload(g->params, p));
+  free(p);
+  free(grad);
+  clt_graph_destroy(g);
+}
+
+#define MLP(act)                                                               \
+  "input shape=7\n"                                                            \
+  "dense units=5\n" act "\n"                                                   \
+  "dense units=3\n"                                                            \
+  "softmax_cross_entropy\n"
+
+START_TEST(test_fd_relu) { check_gradients(MLP("relu"), 3, false); }
+END_TEST
+START_TEST(test_fd_leaky_relu) {
+  check_gradients(MLP("leaky_relu alpha=0.2"), 3, false);
+}
+END_TEST
+START_TEST(test_fd_sigmoid) { check_gradients(MLP("sigmoid"), 3, false); }
+END_TEST
+START_TEST(test_fd_tanh) { check_gradients(MLP("tanh"), 1, false); }
+END_TEST
+START_TEST(test_fd_gelu) { check_gradients(MLP("gelu"), 7, false); }
+END_TEST
+START_TEST(test_fd_image_input) {
+  check_gradients("input shape=1x3x5\nflatten\ndense units=4 activation=tanh\n"
+                  "dense units=10 bias=false\nsoftmax_cross_entropy\n",
+                  5, false);
+}
+END_TEST
+START_TEST(test_fd_mse_softmax) {
+  check_gradients("input shape=6\ndense units=4 activation=sigmoid\n"
+                  "dense units=3\nsoftmax\nmse\n",
+                  3, true);
+}
+END_TEST
+START_TEST(test_fd_mse_reshape) {
+  check_gradients("input shape=2x3\nreshape shape=6\ndense units=2\nmse\n", 4,
+                  true);
+}
+END_TEST
+
+/* A graph's error message for a model-file text, with its status. */
+static void expect_model_error(const char *text, clt_status want,
+                               const char *needle) {
+  clt_graph *g = NULL;
+  clt_status st = graph_from_text(text, &g);
+  ck_assert_msg(st == want, "status %s, expected %s (%s)",
+                clt_status_string(st), clt_status_string(want),
+                clt_context_last_error(g_ctx));
+  ck_assert_ptr_null(g);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), needle),
+                "message '%s' lacks '%s'", clt_context_last_error(g_ctx),
+                needle);
+}
+
+START_TEST(test_shape_errors) {
+  expect_model_error("input shape=1x28x28\ndense name=fc units=10\n",
+                     CLT_ERR_SHAPE, "layer 'fc' (dense)");
+  expect_model_error("input shape=1x28x28\ndense name=fc units=10\n",
+                     CLT_ERR_SHAPE, "[1, 28, 28]");
+  expect_model_error("input shape=4x5\nreshape shape=3x7\n", CLT_ERR_SHAPE,
+                     "[3, 7]");
+  expect_model_error("input shape=2x2\nsoftmax_cross_entropy\n", CLT_ERR_SHAPE,
+                     "logits");
+}
+END_TEST
+
+START_TEST(test_model_file_errors) {
+  expect_model_error("input shape=4\ndense untis=3\n", CLT_ERR_FORMAT,
+                     ":2:");
+  expect_model_error("input shape=4\ndense untis=3\n", CLT_ERR_FORMAT,
+                     "units");
+  expect_model_error("input shape=4\ndense units=abc\n", CLT_ERR_FORMAT,
+                     "units");
+  expect_model_error("input shape=4\nconvolution units=3\n", CLT_ERR_FORMAT,
+                     "unknown layer type 'convolution'");
+  expect_model_error("dense units=3\n", CLT_ERR_FORMAT, "input");
+  expect_model_error("input shape=4\ndense units=3 input=nowhere\n",
+                     CLT_ERR_FORMAT, "nowhere");
+  expect_model_error("input shape=4\ndense units=3 activation=swish\n",
+                     CLT_ERR_FORMAT, "activation");
+  expect_model_error("input shape=4\nmse\ndense units=2\n", CLT_ERR_FORMAT,
+                     "loss must be the last");
+  expect_model_error("input shape=4\ndense name=a units=2\ndense name=a "
+                     "units=2\n",
+                     CLT_ERR_FORMAT, "named 'a'");
+}
+END_TEST
+
+START_TEST(test_c_api_shapes) {
+  clt_graph *g = NULL;
+  clt_node x, h;
+  int64_t shape[3] = {1, 4, 4};
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  ck_assert_ok(clt_graph_input(g, 3, shape, &x));
+  ck_assert_int_eq(clt_graph_dense(g, x, 3, &h), CLT_ERR_SHAPE);
+  ck_assert_ok(clt_graph_flatten(g, x, &h));
+  ck_assert_ok(clt_graph_dense(g, h, 3, &h));
+  int ndim;
+  int64_t out[CLT_MAX_DIMS];
+  ck_assert_ok(clt_graph_node_shape(g, h, &ndim, out));
+  ck_assert_int_eq(ndim, 1);
+  ck_assert_int_eq(out[0], 3);
+  ck_assert_int_eq(clt_graph_parameter_count(g), 16 * 3 + 3);
+  ck_assert_int_eq(clt_graph_add(g, "dense", NULL, &h, 1, "units=0", NULL),
+                   CLT_ERR_FORMAT);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+static void train_steps(clt_graph *g, clt_optimizer *opt, int steps) {
+  for (int i = 0; i < steps; i++) {
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+}
+
+START_TEST(test_steady_state_allocates_nothing) {
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text(MLP("relu"), &g));
+  ck_assert_ok(clt_graph_compile(g, 8, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  oo.clip_norm = 1.0f;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  random_batch(g, 8, 3, false);
+  train_steps(g, opt, 2); /* first calls may build CLBlast kernels */
+  clt_memory_stats before, after;
+  clt_context_memory_stats(g_ctx, &before);
+  train_steps(g, opt, 10);
+  random_batch(g, 5, 4, false); /* a partial batch, too */
+  train_steps(g, opt, 3);
+  ck_assert_ok(clt_context_finish(g_ctx));
+  clt_context_memory_stats(g_ctx, &after);
+  ck_assert_int_eq(after.device_allocations, before.device_allocations);
+  ck_assert_int_eq(after.pool_reuses, before.pool_reuses);
+  ck_assert_int_eq(after.host_allocations, before.host_allocations);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+/* Losses of `steps` Adam steps on fixed data from seed. */
+static void seeded_losses(uint64_t seed, float *losses, int steps) {
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text(MLP("gelu"), &g));
+  ck_assert_ok(clt_graph_compile(g, 9, seed));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAMW);
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  random_batch(g, 9, 21, false);
+  for (int i = 0; i < steps; i++) {
+    train_steps(g, opt, 1);
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    losses[i] = (float)m.loss;
+  }
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+
+START_TEST(test_same_seed_same_losses) {
+  float a[12], b[12], c[12];
+  seeded_losses(42, a, 12);
+  seeded_losses(42, b, 12);
+  seeded_losses(43, c, 12);
+  ck_assert_mem_eq(a, b, sizeof a);
+  ck_assert_msg(memcmp(a, c, sizeof a) != 0, "another seed, same losses");
+  ck_assert_msg(a[11] < a[0], "loss did not fall: %g -> %g", a[0], a[11]);
+}
+END_TEST
+
+START_TEST(test_fit_2000_images) {
+  clt_dataset *train = NULL, *test = NULL;
+  ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 2000, &train));
+  ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 1000, &test));
+  float runs[2][3];
+  for (int r = 0; r < 2; r++) {
+    clt_graph *g = NULL;
+    clt_optimizer *opt = NULL;
+    ck_assert_ok(graph_from_text("input shape=1x28x28\nflatten\n"
+                                 "dense units=128 activation=relu\n"
+                                 "dense units=10\nsoftmax_cross_entropy\n",
+                                 &g));
+    ck_assert_ok(clt_graph_compile(g, 32, 1));
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    clt_fit_options fo;
+    clt_fit_options_init(&fo);
+    fo.epochs = 3; /* 2000 = 62 full batches and one of 16 */
+    clt_epoch_stats hist[3];
+    ck_assert_ok(clt_fit(g, opt, train, test, &fo, hist));
+    for (int e = 0; e < 3; e++) runs[r][e] = (float)hist[e].train_loss;
+    /* Stated accuracy for 3 epochs on 2,000 images: at least 0.70. */
+    ck_assert_msg(hist[2].test_acc >= 0.70, "test accuracy %.4f",
+                  hist[2].test_acc);
+    ck_assert(hist[2].train_loss < hist[0].train_loss);
+    clt_metrics m;
+    ck_assert_ok(clt_evaluate(g, test, 32, &m));
+    ck_assert_int_eq(m.samples, 1000);
+    ck_assert(fabs(m.accuracy - hist[2].test_acc) < 1e-9);
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+  }
+  ck_assert_mem_eq(runs[0], runs[1], sizeof runs[0]);
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+}
+END_TEST
+
+START_TEST(test_fit_rejects_bad_data) {
+  clt_dataset *test = NULL;
+  ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 100, &test));
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text("input shape=1x10x10\nflatten\ndense units=10\n"
+                               "softmax_cross_entropy\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 16, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.batch = 16;
+  ck_assert_int_eq(clt_fit(g, opt, test, NULL, &fo, NULL), CLT_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "28"));
+  fo.batch = 64; /* more than compiled for */
+  ck_assert_int_eq(clt_fit(g, opt, test, NULL, &fo, NULL),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(test);
+}
+END_TEST
+
+START_TEST(test_nan_stops_training) {
+  clt_dataset *train = NULL;
+  ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 256, &train));
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text("input shape=1x28x28\nflatten\n"
+                               "dense units=10\nsoftmax_cross_entropy\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 32, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.lr = 1e38f; /* logits overflow at once */
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 2;
+  ck_assert_int_eq(clt_fit(g, opt, train, NULL, &fo, NULL), CLT_ERR_NAN);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "epoch 1"));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(train);
+}
+END_TEST
+
+START_TEST(test_schedules) {
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text(MLP("relu"), &g));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.lr = 0.1f;
+  oo.schedule = CLT_SCHEDULE_STEP;
+  oo.step_epochs = 2;
+  oo.gamma = 0.5f;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 1), 0.1f, 1e-7f);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 2), 0.05f, 1e-7f);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 5), 0.025f, 1e-7f);
+  clt_optimizer_destroy(opt);
+  oo.schedule = CLT_SCHEDULE_COSINE;
+  oo.total_epochs = 4;
+  oo.min_lr = 0.0f;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 0), 0.1f, 1e-7f);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 2), 0.05f, 1e-6f);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 4), 0.0f, 1e-7f);
+  clt_optimizer_destroy(opt);
+  oo.nesterov = true; /* without momentum */
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+static Suite *graph_suite(void) {
+  Suite *s = suite_create("graph");
+  TCase *fd = tcase_create("finite differences");
+  tcase_add_test(fd, test_fd_relu);
+  tcase_add_test(fd, test_fd_leaky_relu);
+  tcase_add_test(fd, test_fd_sigmoid);
+  tcase_add_test(fd, test_fd_tanh);
+  tcase_add_test(fd, test_fd_gelu);
+  tcase_add_test(fd, test_fd_image_input);
+  tcase_add_test(fd, test_fd_mse_softmax);
+  tcase_add_test(fd, test_fd_mse_reshape);
+  suite_add_tcase(s, fd);
+  TCase *err = tcase_create("errors");
+  tcase_add_test(err, test_shape_errors);
+  tcase_add_test(err, test_model_file_errors);
+  tcase_add_test(err, test_c_api_shapes);
+  suite_add_tcase(s, err);
+  TCase *train = tcase_create("training");
+  tcase_set_timeout(train, 300);
+  tcase_add_test(train, test_steady_state_allocates_nothing);
+  tcase_add_test(train, test_same_seed_same_losses);
+  tcase_add_test(train, test_fit_2000_images);
+  tcase_add_test(train, test_fit_rejects_bad_data);
+  tcase_add_test(train, test_nan_stops_training);
+  tcase_add_test(train, test_schedules);
+  suite_add_tcase(s, train);
+  return s;
+}
+
+int main(void) { return test_run_suite("graph", graph_suite); }
