@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -321,7 +322,8 @@ static clt_status bench_batch(clt_graph *g, int64_t batch) {
 }
 
 static int bench_train_one(const char *model, const char *device,
-                           long long batch, long long steps, bool profile) {
+                           long long batch, long long steps, bool profile,
+                           double *images_per_sec) {
   clt_context *ctx = cli_open_context(device, profile);
   if (!ctx) return 1;
   clt_graph *g = NULL;
@@ -347,6 +349,7 @@ static int bench_train_one(const char *model, const char *device,
     goto done;
   }
   secs = cli_now() - t0;
+  *images_per_sec = (double)(batch * steps) / secs;
   printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
          "images_per_sec=%.1f step_ms=%.3f\n",
          model, batch, clt_context_device(ctx)->name, steps,
@@ -379,6 +382,49 @@ done:
   return rc;
 }
 
+/* Trains the model on every device present and prints a table: the
+ * answer to "do I need a GPU?" on this machine. */
+static int bench_all_devices(const char *model, long long batch,
+                             long long steps) {
+  clt_device_list list;
+  char err[8192];
+  if (clt_device_list_get(&list, err, sizeof err) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err);
+    return 1;
+  }
+  double *ips = calloc(list.count, sizeof *ips);
+  if (!ips) {
+    clt_device_list_free(&list);
+    return 1;
+  }
+  int failures = 0;
+  for (size_t i = 0; i < list.count; i++) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "%d", list.devices[i].index);
+    if (bench_train_one(model, spec, batch, steps, false, &ips[i]) != 0) {
+      ips[i] = 0.0;
+      failures++;
+    }
+  }
+  double slowest = 0.0;
+  for (size_t i = 0; i < list.count; i++)
+    if (ips[i] > 0.0 && (slowest == 0.0 || ips[i] < slowest)) slowest = ips[i];
+  printf("\n%-5s %-40s %-24s %6s %12s %9s\n", "index", "device", "platform",
+         "batch", "images/s", "speed-up");
+  for (size_t i = 0; i < list.count; i++) {
+    const clt_device_info *d = &list.devices[i];
+    if (ips[i] > 0.0)
+      printf("%-5d %-40.40s %-24.24s %6lld %12.1f %8.2fx\n", d->index, d->name,
+             d->platform_name, batch, ips[i], ips[i] / slowest);
+    else
+      printf("%-5d %-40.40s %-24.24s %6lld %12s %9s\n", d->index, d->name,
+             d->platform_name, batch, "failed", "-");
+  }
+  free(ips);
+  clt_device_list_free(&list);
+  return failures ? 1 : 0;
+}
+
 int cli_bench_train(int argc, char **argv) {
   const char *model = NULL, *device = NULL, *v;
   long long batch = 32, steps = 200;
@@ -386,10 +432,11 @@ int cli_bench_train(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {
       printf("usage: cltrain bench train MODEL [--batch B] [--steps N] "
-             "[--device D] [--profile]\n"
+             "[--device D|all] [--profile]\n"
              "  steady-state images/s of forward + backward + Adam update,\n"
              "  the data already on the device; --profile adds device time "
-             "per op\n");
+             "per op;\n  --device all trains on every device and compares "
+             "them\n");
       return 0;
     }
     if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
@@ -414,5 +461,8 @@ int cli_bench_train(int argc, char **argv) {
     fprintf(stderr, "cltrain bench train: no MODEL file given\n");
     return 2;
   }
-  return bench_train_one(model, device, batch, steps, profile);
+  if (device && !strcasecmp(device, "all"))
+    return bench_all_devices(model, batch, steps);
+  double ips;
+  return bench_train_one(model, device, batch, steps, profile, &ips);
 }

@@ -5,17 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "graph/graph.h"
+#include "optim/optimizer.h"
 
-struct clt_optimizer {
-  clt_graph *g;
-  clt_optimizer_options opts;
-  float lr;
-  int64_t step;
-  clt_tensor params, grads; /* the trainable prefix of the graph's buffers */
-  clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum */
-  clt_tensor *norm_sq;      /* [1]: the squared global norm when clipping */
-};
 
 CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
                                         clt_optimizer_kind kind) {
