@@ -39,3 +39,20 @@ __kernel void bias_add_channels(__global float *y, int y_off,
   if (i >= total) return;
   y[y_off + i] += bias[b_off + (i / spatial) % channels];
 }
+
+/* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]
+ * (concatenation); with `backward` the other way round, y's slice into x
+ * (adding when accumulating). */
+__kernel void channel_slice_copy(__global float *y, int y_off,
+                                 __global float *x, int x_off, int N, int Cy,
+                                 int Cx, int c_off, int S, int backward,
+                                 int accumulate) {
+  int i = get_global_id(0);
+  if (i >= N * Cx * S) return;
+  int s = i % S, c = (i / S) % Cx, n = i / (S * Cx);
+  int j = (n * Cy + c_off + c) * S + s;
+  if (!backward)
+    y[y_off + j] = x[x_off + i];
+  else
+    x[x_off + i] = accumulate ? x[x_off + i] + y[y_off + j] : y[y_off + j];
+}

@@ -286,7 +286,8 @@ CLT_API void clt_graph_destroy(clt_graph *g);
  * name may be NULL (a name like "dense2" is given). inputs: the nodes it
  * reads (n_inputs 0 means the last node added). The output shape is
  * inferred now; a shape that does not fit is CLT_ERR_SHAPE naming the node
- * and both shapes. Layer types: input, flatten, reshape, dense, relu,
+ * and both shapes. Layer types: input, flatten, reshape, dense, conv2d,
+ * maxpool, avgpool, global_avgpool, batchnorm, dropout, add, concat, relu,
  * leaky_relu, sigmoid, tanh, gelu, softmax, softmax_cross_entropy, mse. */
 CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
                                  const char *name, const clt_node *inputs,

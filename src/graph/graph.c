@@ -90,6 +90,26 @@ double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out) {
   return sqrt(6.0 / (double)(fan_in + fan_out));         /* Glorot */
 }
 
+clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
+                              clt_model_layer *l, const char *key,
+                              bool required, int64_t def, int64_t *h,
+                              int64_t *w) {
+  clt_err err = {0};
+  int64_t dims[2] = {def, def};
+  int nd = 0;
+  bool present = false;
+  for (int i = 0; i < l->option_count; i++)
+    if (!strcmp(l->options[i].key, key)) present = true;
+  if (present || required) {
+    if (clt_model_get_dims(d, l, key, true, 2, dims, &nd, &err) != CLT_OK)
+      return clt_graph_err(g, &err);
+    if (nd == 1) dims[1] = dims[0];
+  }
+  *h = dims[0];
+  *w = dims[1];
+  return CLT_OK;
+}
+
 static int find_node(const clt_graph *g, const char *name) {
   for (int i = 0; i < g->n_nodes; i++)
     if (strcmp(g->nodes[i].name, name) == 0) return i;
@@ -218,8 +238,10 @@ static clt_status add_layer(clt_graph *g, const clt_model_desc *d,
   if (!ops)
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                         "%s:%d: unknown layer type '%s' (known: input, "
-                        "flatten, reshape, dense, relu, leaky_relu, sigmoid, "
-                        "tanh, gelu, softmax, softmax_cross_entropy, mse)",
+                        "flatten, reshape, dense, conv2d, maxpool, avgpool, "
+                        "global_avgpool, batchnorm, dropout, add, concat, "
+                        "relu, leaky_relu, sigmoid, tanh, gelu, softmax, "
+                        "softmax_cross_entropy, mse)",
                         d->source_name, l->line, l->type);
   if (g->loss_node >= 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,

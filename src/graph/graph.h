@@ -119,6 +119,13 @@ const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
 /* Reports a clt_err (from model-file getters) onto the context. */
 clt_status clt_graph_err(clt_graph *g, clt_err *err);
 
+/* Reads option key as "3" or "3x5" into (h, w); def for both when the
+ * option is absent and not required. */
+clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
+                              clt_model_layer *l, const char *key,
+                              bool required, int64_t def, int64_t *h,
+                              int64_t *w);
+
 /* Glorot/He bound for a weight with the given fans, per the init option. */
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);
 

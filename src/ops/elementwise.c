@@ -29,3 +29,11 @@ clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
   return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)total, KT(y),
                     KT(bias), KI(channels), KI(spatial), KI(total));
 }
+
+clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,
+                             int64_t N, int64_t Cy, int64_t Cx, int64_t c_off,
+                             int64_t S, bool backward, bool accumulate) {
+  return CLT_RUN_1D(ctx, CLT_K_channel_slice_copy, (size_t)(N * Cx * S), KT(y),
+                    KT(x), KI(N), KI(Cy), KI(Cx), KI(c_off), KI(S),
+                    KI(backward), KI(accumulate));
+}

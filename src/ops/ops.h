@@ -85,4 +85,82 @@ clt_status clt_adam_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
                          const clt_tensor *norm_sq,
                          const clt_adam_params *hp);
 
+/* ---- convolution, pooling, normalisation, dropout, concatenation ---- */
+
+/* Geometry of a 2-D convolution or pooling window over NCHW data. */
+typedef struct clt_window {
+  int64_t C, H, W;       /* input channels and size */
+  int64_t KH, KW;        /* window */
+  int64_t OH, OW;        /* output size */
+  int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+} clt_window;
+
+/* Output size of a window along one axis (PyTorch's formula). */
+static inline int64_t clt_window_out(int64_t in, int64_t k, int64_t pad,
+                                     int64_t stride, int64_t dil) {
+  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+}
+
+/* col [batch, C*KH*KW, OH*OW] from x [batch, C, H, W]. */
+clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
+                              const clt_tensor *x, int64_t batch,
+                              const clt_window *w);
+/* dx [batch, C, H, W] from dcol, the inverse scatter of im2col. */
+clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
+                               const clt_tensor *dcol, int64_t batch,
+                               const clt_window *w, bool accumulate);
+/* out[j] = sum over n of x[n, j], x of [batch, count]. */
+clt_status clt_sum_batch_forward(clt_context *ctx, clt_tensor *out,
+                                 const clt_tensor *x, int64_t batch,
+                                 int64_t count);
+
+/* Pooling over batch*C planes (w->C counts planes here). */
+clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
+                               clt_tensor *argmax, const clt_tensor *x,
+                               const clt_window *w);
+clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
+                                const clt_tensor *dy, const clt_tensor *argmax,
+                                const clt_window *w, bool accumulate);
+clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
+                               const clt_tensor *x, const clt_window *w);
+clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
+                                const clt_tensor *dy, const clt_window *w,
+                                bool accumulate);
+
+/* Batch normalisation of x [N, C, HW] (HW 1 for dense inputs). */
+clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
+                        const clt_tensor *x, int64_t N, int64_t C, int64_t HW);
+clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
+                                 clt_tensor *rvar, clt_tensor *tracked,
+                                 const clt_tensor *mean, const clt_tensor *var,
+                                 int64_t C, int64_t M, float momentum);
+clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                          const clt_tensor *mean, const clt_tensor *var,
+                          const clt_tensor *gamma, const clt_tensor *beta,
+                          int64_t N, int64_t C, int64_t HW, float eps);
+clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
+                           clt_tensor *dgamma, clt_tensor *dbeta,
+                           const clt_tensor *dy, const clt_tensor *x,
+                           const clt_tensor *mean, const clt_tensor *var,
+                           const clt_tensor *gamma, int64_t N, int64_t C,
+                           int64_t HW, float eps, bool training,
+                           bool accumulate);
+
+/* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
+clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
+                               clt_tensor *mask, const clt_tensor *x,
+                               int64_t n, float p, uint64_t seed,
+                               uint64_t counter);
+/* out = a * b elementwise. */
+clt_status clt_mul_forward(clt_context *ctx, clt_tensor *out,
+                           const clt_tensor *a, const clt_tensor *b, int64_t n,
+                           bool accumulate);
+
+/* Concatenation along channels: x [N, Cx, S] into channels [c_off,
+ * c_off + Cx) of y [N, Cy, S]; backward copies (adds) that slice of y
+ * into x. */
+clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,
+                             int64_t N, int64_t Cy, int64_t Cx, int64_t c_off,
+                             int64_t S, bool backward, bool accumulate);
+
 #endif

@@ -21,6 +21,21 @@
   X(sum_into, "reduce")                                                        \
   X(sumsq_into, "reduce")                                                      \
   X(sgd_step, "optim")                                                         \
-  X(adam_step, "optim")
+  X(adam_step, "optim")                                                        \
+  X(channel_slice_copy, "elementwise")                                         \
+  X(im2col, "conv")                                                            \
+  X(col2im, "conv")                                                            \
+  X(sum_batch, "conv")                                                         \
+  X(maxpool_forward, "pool")                                                   \
+  X(maxpool_backward, "pool")                                                  \
+  X(avgpool_forward, "pool")                                                   \
+  X(avgpool_backward, "pool")                                                  \
+  X(bn_stats, "norm")                                                          \
+  X(bn_update_running, "norm")                                                 \
+  X(bn_apply, "norm")                                                          \
+  X(bn_backward_reduce, "norm")                                                \
+  X(bn_backward_apply, "norm")                                                 \
+  X(dropout_forward, "dropout")                                                \
+  X(mul_f32, "dropout")
 
 #endif

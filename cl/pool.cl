@@ -1,0 +1,107 @@
+/* Max and average pooling (NCHW), forward and backward. Backward passes
+ * gather over the windows that cover each input element, so no two
+ * work-items write one element and no atomics are needed. */
+
+__kernel void maxpool_forward(__global float *y, int y_off,
+                              __global int *arg, int arg_off,
+                              __global const float *x, int x_off, int planes,
+                              int H, int W, int OH, int OW, int KH, int KW,
+                              int pad_h, int pad_w, int stride_h,
+                              int stride_w) {
+  int i = get_global_id(0);
+  if (i >= planes * OH * OW) return;
+  int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
+  float best = -INFINITY;
+  int best_at = -1;
+  for (int kh = 0; kh < KH; kh++) {
+    int ih = oh * stride_h - pad_h + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int iw = ow * stride_w - pad_w + kw;
+      if (iw < 0 || iw >= W) continue;
+      float v = x[x_off + (p * H + ih) * W + iw];
+      /* NaN propagates, as in PyTorch. */
+      if (v > best || isnan(v) || best_at < 0) {
+        best = v;
+        best_at = ih * W + iw;
+        if (isnan(v)) break;
+      }
+    }
+  }
+  y[y_off + i] = best;
+  arg[arg_off + i] = best_at;
+}
+
+static int first_window(int i, int pad, int k, int stride) {
+  int t = i + pad - k + 1; /* smallest o with o*stride + k - 1 >= i + pad */
+  return t <= 0 ? 0 : (t + stride - 1) / stride;
+}
+
+__kernel void maxpool_backward(__global float *dx, int dx_off,
+                               __global const float *dy, int dy_off,
+                               __global const int *arg, int arg_off,
+                               int planes, int H, int W, int OH, int OW,
+                               int KH, int KW, int pad_h, int pad_w,
+                               int stride_h, int stride_w, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= planes * H * W) return;
+  int iw = i % W, ih = (i / W) % H, p = i / (W * H);
+  float sum = 0.0f;
+  int oh0 = first_window(ih, pad_h, KH, stride_h);
+  int ow0 = first_window(iw, pad_w, KW, stride_w);
+  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
+    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
+      int o = (p * OH + oh) * OW + ow;
+      if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
+    }
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+}
+
+/* Average pooling; the divisor counts padding (PyTorch's default,
+ * count_include_pad=True) but not what lies past the padded edge. */
+static int avg_divisor(int oh, int ow, int H, int W, int KH, int KW,
+                       int pad_h, int pad_w, int stride_h, int stride_w) {
+  int h0 = oh * stride_h - pad_h, w0 = ow * stride_w - pad_w;
+  int h1 = min(h0 + KH, H + pad_h), w1 = min(w0 + KW, W + pad_w);
+  return (h1 - h0) * (w1 - w0);
+}
+
+__kernel void avgpool_forward(__global float *y, int y_off,
+                              __global const float *x, int x_off, int planes,
+                              int H, int W, int OH, int OW, int KH, int KW,
+                              int pad_h, int pad_w, int stride_h,
+                              int stride_w) {
+  int i = get_global_id(0);
+  if (i >= planes * OH * OW) return;
+  int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
+  float sum = 0.0f;
+  for (int kh = 0; kh < KH; kh++) {
+    int ih = oh * stride_h - pad_h + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int iw = ow * stride_w - pad_w + kw;
+      if (iw >= 0 && iw < W) sum += x[x_off + (p * H + ih) * W + iw];
+    }
+  }
+  y[y_off + i] = sum / (float)avg_divisor(oh, ow, H, W, KH, KW, pad_h, pad_w,
+                                          stride_h, stride_w);
+}
+
+__kernel void avgpool_backward(__global float *dx, int dx_off,
+                               __global const float *dy, int dy_off,
+                               int planes, int H, int W, int OH, int OW,
+                               int KH, int KW, int pad_h, int pad_w,
+                               int stride_h, int stride_w, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= planes * H * W) return;
+  int iw = i % W, ih = (i / W) % H, p = i / (W * H);
+  float sum = 0.0f;
+  int oh0 = first_window(ih, pad_h, KH, stride_h);
+  int ow0 = first_window(iw, pad_w, KW, stride_w);
+  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
+    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++)
+      sum += dy[dy_off + (p * OH + oh) * OW + ow] /
+             (float)avg_divisor(oh, ow, H, W, KH, KW, pad_h, pad_w, stride_h,
+                                stride_w);
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+}

@@ -1,0 +1,180 @@
+/* conv2d filters=N kernel=K[xK] [stride=S] [padding=P|same|valid]
+ *        [dilation=D] [bias=true] [init=glorot|he] [activation=...]
+ * NCHW, weight [filters, C, KH, KW] and bias [filters] as PyTorch's Conv2d.
+ * Forward: im2col, then one strided-batched CLBlast GEMM over the batch
+ * (the weight shared with stride 0). Backward: dW from per-image GEMMs
+ * summed over the batch, dx from W^T dy and col2im. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+static const char *const keys[] = {
+    "filters", "kernel", "stride", "padding", "dilation", "bias",
+    "init",    "activation", "name", "input", "inputs", NULL};
+static const char *const inits[] = {"glorot", "he", NULL};
+
+typedef struct conv_state {
+  clt_window w;
+  int64_t filters;
+  bool bias;
+  clt_tensor *col;  /* [max_batch, C*KH*KW, OH*OW]; reused for dcol */
+  clt_tensor *dw_n; /* [max_batch, filters, C*KH*KW] per-image dW */
+} conv_state;
+
+/* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
+static clt_status get_padding(clt_graph *g, clt_graph_node *n,
+                              const clt_model_desc *d, clt_model_layer *l,
+                              clt_window *w) {
+  clt_err err = {0};
+  const char *p = "0";
+  if (clt_model_get_string(d, l, "padding", false, "0", &p, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  if (!strcmp(p, "valid")) {
+    w->pad_h = w->pad_w = 0;
+    return CLT_OK;
+  }
+  if (!strcmp(p, "same")) {
+    int64_t eh = w->dil_h * (w->KH - 1), ew = w->dil_w * (w->KW - 1);
+    if (w->stride_h != 1 || w->stride_w != 1 || eh % 2 || ew % 2)
+      return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                           "padding=same needs stride 1 and an odd kernel "
+                           "(as PyTorch); give the padding as a number");
+    w->pad_h = eh / 2;
+    w->pad_w = ew / 2;
+    return CLT_OK;
+  }
+  return clt_layer_get_pair(g, d, l, "padding", false, 0, &w->pad_h, &w->pad_w);
+}
+
+static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
+                                 const clt_model_desc *d, clt_model_layer *l) {
+  clt_err err = {0};
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (in->ndim != 3) {
+    char s[96];
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "expects [channels, height, width], but '%s' gives %s",
+                         in->name,
+                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
+  }
+  conv_state *s = calloc(1, sizeof *s);
+  if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
+  n->state = s;
+  clt_window *w = &s->w;
+  int init = 0;
+  if (clt_model_get_int(d, l, "filters", true, 0, 1, &s->filters, &err) !=
+          CLT_OK ||
+      clt_model_get_bool(d, l, "bias", true, &s->bias, &err) != CLT_OK ||
+      clt_model_get_choice(d, l, "init", inits, "glorot", &init, &err) !=
+          CLT_OK)
+    return clt_graph_err(g, &err);
+  CLT_TRY(clt_layer_get_pair(g, d, l, "kernel", true, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, d, l, "stride", false, 1, &w->stride_h, &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, d, l, "dilation", false, 1, &w->dil_h, &w->dil_w));
+  CLT_TRY(get_padding(g, n, d, l, w));
+  w->C = in->shape[0];
+  w->H = in->shape[1];
+  w->W = in->shape[2];
+  w->OH = clt_window_out(w->H, w->KH, w->pad_h, w->stride_h, w->dil_h);
+  w->OW = clt_window_out(w->W, w->KW, w->pad_w, w->stride_w, w->dil_w);
+  if (w->OH < 1 || w->OW < 1) {
+    char s1[96];
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "a %lldx%lld kernel (dilation %lld) with padding "
+                         "%lld does not fit the input %s from '%s'",
+                         (long long)w->KH, (long long)w->KW,
+                         (long long)w->dil_h, (long long)w->pad_h,
+                         clt_shape_str(in->ndim, in->shape, s1, sizeof s1),
+                         in->name);
+  }
+  n->ndim = 3;
+  n->shape[0] = s->filters;
+  n->shape[1] = w->OH;
+  n->shape[2] = w->OW;
+  int64_t wshape[4] = {s->filters, w->C, w->KH, w->KW};
+  clt_param *p = clt_node_add_param(n, "weight", 4, wshape);
+  p->init = CLT_INIT_UNIFORM;
+  p->bound = clt_init_bound(init, w->C * w->KH * w->KW,
+                            s->filters * w->KH * w->KW);
+  if (s->bias) clt_node_add_param(n, "bias", 1, &s->filters);
+  return CLT_OK;
+}
+
+static void conv_release(conv_state *s) {
+  clt_tensor_destroy(s->col);
+  clt_tensor_destroy(s->dw_n);
+  s->col = s->dw_n = NULL;
+}
+
+static clt_status conv_compile(clt_graph *g, clt_graph_node *n) {
+  conv_state *s = n->state;
+  conv_release(s);
+  const clt_window *w = &s->w;
+  int64_t ckk = w->C * w->KH * w->KW;
+  int64_t col = g->max_batch * ckk * w->OH * w->OW;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &col, &s->col));
+  if (n->needs_grad) {
+    int64_t dw = g->max_batch * s->filters * ckk;
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &dw, &s->dw_n));
+  }
+  return CLT_OK;
+}
+
+static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
+  conv_state *s = n->state;
+  const clt_window *w = &s->w;
+  int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
+  CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
+                             g->batch, w));
+  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS,
+                                   s->filters, ohw, ckk, 1.0f,
+                                   &n->params[0].value, 0, s->col, ckk * ohw,
+                                   0.0f, n->out, s->filters * ohw, g->batch));
+  if (s->bias)
+    CLT_TRY(clt_bias_channels_forward(g->ctx, n->out, &n->params[1].value,
+                                      g->batch, s->filters, ohw));
+  return CLT_OK;
+}
+
+static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
+  conv_state *s = n->state;
+  const clt_window *w = &s->w;
+  int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
+  if (s->bias)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
+                                     g->batch, s->filters, ohw, false));
+  /* dW[n] = dy[n] col[n]^T, then the sum over the batch. */
+  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_NO_TRANS, CLT_TRANS, s->filters,
+                                   ckk, ohw, 1.0f, n->grad, s->filters * ohw,
+                                   s->col, ckk * ohw, 0.0f, s->dw_n,
+                                   s->filters * ckk, g->batch));
+  CLT_TRY(clt_sum_batch_forward(g->ctx, &n->params[0].grad, s->dw_n, g->batch,
+                                s->filters * ckk));
+  bool acc = false;
+  clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
+  if (!dx) return CLT_OK;
+  /* dcol[n] = W^T dy[n], into the col buffer (col is no longer needed). */
+  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
+                                   s->filters, 1.0f, &n->params[0].value, 0,
+                                   n->grad, s->filters * ohw, 0.0f, s->col,
+                                   ckk * ohw, g->batch));
+  return clt_col2im_backward(g->ctx, dx, s->col, g->batch, w, acc);
+}
+
+static void conv_destroy(clt_graph_node *n) {
+  if (n->state) conv_release(n->state);
+  free(n->state);
+}
+
+const clt_layer_ops clt_layer_conv2d = {
+    .type = "conv2d",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = conv_configure,
+    .compile = conv_compile,
+    .forward = conv_forward,
+    .backward = conv_backward,
+    .destroy = conv_destroy,
+};

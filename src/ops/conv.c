@@ -1,0 +1,30 @@
+/* im2col / col2im and the batch sum (cl/conv.cl). */
+#include "ops/ops.h"
+
+#define WINDOW_ARGS(w)                                                         \
+  KI((w)->C), KI((w)->H), KI((w)->W), KI((w)->KH), KI((w)->KW), KI((w)->OH),   \
+      KI((w)->OW), KI((w)->pad_h), KI((w)->pad_w), KI((w)->stride_h),          \
+      KI((w)->stride_w), KI((w)->dil_h), KI((w)->dil_w)
+
+clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
+                              const clt_tensor *x, int64_t batch,
+                              const clt_window *w) {
+  int64_t n = batch * w->C * w->KH * w->KW * w->OH * w->OW;
+  return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)n, KT(col), KT(x), KI(batch),
+                    WINDOW_ARGS(w));
+}
+
+clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
+                               const clt_tensor *dcol, int64_t batch,
+                               const clt_window *w, bool accumulate) {
+  int64_t n = batch * w->C * w->H * w->W;
+  return CLT_RUN_1D(ctx, CLT_K_col2im, (size_t)n, KT(dx), KT(dcol), KI(batch),
+                    WINDOW_ARGS(w), KI(accumulate));
+}
+
+clt_status clt_sum_batch_forward(clt_context *ctx, clt_tensor *out,
+                                 const clt_tensor *x, int64_t batch,
+                                 int64_t count) {
+  return CLT_RUN_1D(ctx, CLT_K_sum_batch, (size_t)count, KT(out), KT(x),
+                    KI(batch), KI(count));
+}

