@@ -66,8 +66,8 @@ static inline bool test_context_open(const char *suite) {
   char err[4096];
   clt_status st = clt_context_create(NULL, &g_ctx, err, sizeof err);
   if (st != CLT_OK) {
-    fprintf(stderr, "%s: no context (%s): %s\n", suite,
-            clt_status_string(st), err);
+    fprintf(stderr, "%s: no context (%s): %s\n", suite, clt_status_string(st),
+            err);
     return false;
   }
   const clt_device_info *d = clt_context_device(g_ctx);

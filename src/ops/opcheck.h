@@ -1,6 +1,14 @@
 /* Checks of device ops against host references on random inputs. Each
  * returns the largest error found (relative to max(1, |reference|)) in
- * *max_err. Shared by `cltrain selftest` and the test suites. */
+ * *max_err. Shared by `cltrain selftest` and the test suites.
+ *
+ * The references are plain C in double precision, written from the ops'
+ * definitions (PyTorch's, where the op has one), not from the kernels.
+ * Every operand of the element-wise, loss, reduction and optimizer checks
+ * is a view at an odd offset into a larger buffer whose guard elements on
+ * both sides are compared too, so a kernel that ignores an offset or
+ * writes past its range shows as an error. A NaN or infinity where the
+ * reference is finite gives an infinite error. */
 #ifndef CLT_OPS_OPCHECK_H
 #define CLT_OPS_OPCHECK_H
 
@@ -8,9 +16,77 @@
 
 clt_status clt_check_fill(clt_context *ctx, int64_t n, double *max_err);
 clt_status clt_check_copy_view(clt_context *ctx, int64_t n, double *max_err);
+/* Scaled by 1/sqrt(k): k products are summed per element. */
 clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           float beta, int64_t batch, double *max_err);
+
+/* out = a + b (+ out) over n elements. */
+clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
+                         double *max_err);
+/* out = alpha * x (+ out) over n elements. */
+clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
+                           bool accumulate, double *max_err);
+clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
+                               double *max_err);
+clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
+                                   int64_t channels, int64_t spatial,
+                                   double *max_err);
+
+/* Forward on x uniform in [-4, 4] (one element exactly 0). */
+clt_status clt_check_activation_forward(clt_context *ctx, clt_activation kind,
+                                        int64_t n, float alpha,
+                                        double *max_err);
+/* Backward against the analytic derivative computed in double from x; the
+ * op is given y = the forward output rounded to float. */
+clt_status clt_check_activation_backward(clt_context *ctx, clt_activation kind,
+                                         int64_t n, float alpha,
+                                         bool accumulate, double *max_err);
+
+/* Softmax of rows of x uniform in [-5, 5]. */
+clt_status clt_check_softmax_forward(clt_context *ctx, int64_t rows,
+                                     int64_t cols, double *max_err);
+clt_status clt_check_softmax_backward(clt_context *ctx, int64_t rows,
+                                      int64_t cols, bool accumulate,
+                                      double *max_err);
+/* Fused softmax cross-entropy on logits uniform in [-logit_scale,
+ * logit_scale] with random labels: the per-row loss (against a double
+ * log-sum-exp), the correctness flags and the gradient, all in one error.
+ * A large logit_scale (1e4) shows the op is stable; then every other row
+ * holds logits within 1 of +-logit_scale (large and nearly equal). */
+clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
+                                  float logit_scale, double *max_err);
+/* Per-row loss and gradient of the squared error. */
+clt_status clt_check_mse(clt_context *ctx, int64_t rows, int64_t cols,
+                         double *max_err);
+
+/* out[c] (+)= sum of x[outer, channels, inner] over outer and inner. */
+clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
+                                  int64_t channels, int64_t inner,
+                                  bool accumulate, double *max_err);
+/* acc[index] += scale * sum(x[0..n)) into an accumulator of 5 values, so
+ * that the four that must not change are checked too. */
+clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
+                              float scale, double *max_err);
+clt_status clt_check_sumsq_into(clt_context *ctx, int64_t n, int index,
+                                double *max_err);
+
+/* `steps` steps of torch.optim.SGD from step 1 (hp->first is set by the
+ * check: the first step starts the momentum buffer from the gradient, and
+ * the device buffer holds NaN before it to prove it is not read). With
+ * hp->momentum 0 the op gets no momentum buffer. Where hp->max_norm > 0,
+ * each step's gradient is clipped as by torch.nn.utils.clip_grad_norm_,
+ * through a norm buffer holding that gradient's sum of squares. Compares
+ * the parameters and the momentum buffer. */
+clt_status clt_check_sgd_step(clt_context *ctx, int64_t n,
+                              const clt_sgd_params *hp, int steps,
+                              double *max_err);
+/* `steps` steps of torch.optim.Adam (hp->decoupled: AdamW) from zero
+ * moments, steps numbered from 1 (hp->step is set by the check); clipping
+ * as for SGD. Compares the parameters and both moments. */
+clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
+                               const clt_adam_params *hp, int steps,
+                               double *max_err);
 
 /* One self-test case: a name and a check on small fixed shapes. */
 typedef struct clt_selftest_case {
@@ -23,7 +99,6 @@ extern const clt_selftest_case clt_selftest_cases[];
 extern const int clt_selftest_case_count;
 
 /* Fills host[n] with uniform values in [lo, hi) from a seeded stream. */
-void clt_random_fill(float *host, int64_t n, uint64_t seed, float lo,
-                     float hi);
+void clt_random_fill(float *host, int64_t n, uint64_t seed, float lo, float hi);
 
 #endif

@@ -27,6 +27,111 @@ static clt_status st_gemm_batched(clt_context *ctx, double *e) {
                         e);
 }
 
+static clt_status st_add(clt_context *ctx, double *e) {
+  return clt_check_add(ctx, 1001, false, e);
+}
+static clt_status st_add_acc(clt_context *ctx, double *e) {
+  return clt_check_add(ctx, 257, true, e);
+}
+static clt_status st_scale(clt_context *ctx, double *e) {
+  return clt_check_scale(ctx, 1001, -0.75f, false, e);
+}
+static clt_status st_scale_acc(clt_context *ctx, double *e) {
+  return clt_check_scale(ctx, 257, 2.5f, true, e);
+}
+static clt_status st_bias_rows(clt_context *ctx, double *e) {
+  return clt_check_bias_rows(ctx, 7, 33, e);
+}
+static clt_status st_bias_channels(clt_context *ctx, double *e) {
+  return clt_check_bias_channels(ctx, 3, 5, 17, e);
+}
+
+/* Forward and backward of each activation, 1000 elements. */
+#define ACT_CASES(tag, kind, alpha)                                            \
+  static clt_status st_##tag##_fwd(clt_context *ctx, double *e) {              \
+    return clt_check_activation_forward(ctx, kind, 1000, alpha, e);            \
+  }                                                                            \
+  static clt_status st_##tag##_bwd(clt_context *ctx, double *e) {              \
+    return clt_check_activation_backward(ctx, kind, 1000, alpha, true, e);     \
+  }
+ACT_CASES(relu, CLT_ACT_RELU, 0.0f)
+ACT_CASES(leaky, CLT_ACT_LEAKY_RELU, 0.01f)
+ACT_CASES(sigmoid, CLT_ACT_SIGMOID, 0.0f)
+ACT_CASES(tanh, CLT_ACT_TANH, 0.0f)
+ACT_CASES(gelu, CLT_ACT_GELU, 0.0f)
+#undef ACT_CASES
+
+static clt_status st_softmax_fwd(clt_context *ctx, double *e) {
+  return clt_check_softmax_forward(ctx, 7, 10, e);
+}
+static clt_status st_softmax_bwd(clt_context *ctx, double *e) {
+  return clt_check_softmax_backward(ctx, 7, 10, false, e);
+}
+static clt_status st_xent(clt_context *ctx, double *e) {
+  return clt_check_softmax_xent(ctx, 33, 10, 5.0f, e);
+}
+static clt_status st_xent_large(clt_context *ctx, double *e) {
+  return clt_check_softmax_xent(ctx, 33, 10, 1e4f, e);
+}
+static clt_status st_mse(clt_context *ctx, double *e) {
+  return clt_check_mse(ctx, 7, 10, e);
+}
+static clt_status st_sum_channels_dense(clt_context *ctx, double *e) {
+  return clt_check_sum_channels(ctx, 33, 10, 1, false, e);
+}
+static clt_status st_sum_channels_conv(clt_context *ctx, double *e) {
+  return clt_check_sum_channels(ctx, 3, 5, 49, true, e);
+}
+static clt_status st_sum_into(clt_context *ctx, double *e) {
+  return clt_check_sum_into(ctx, 1000, 2, 0.5f, e);
+}
+static clt_status st_sumsq_into(clt_context *ctx, double *e) {
+  return clt_check_sumsq_into(ctx, 1000, 4, e);
+}
+
+static clt_status st_sgd_plain(clt_context *ctx, double *e) {
+  clt_sgd_params hp = {.lr = 0.1f};
+  return clt_check_sgd_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_sgd_momentum(clt_context *ctx, double *e) {
+  clt_sgd_params hp = {.lr = 0.1f, .momentum = 0.9f, .dampening = 0.1f};
+  return clt_check_sgd_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_sgd_nesterov(clt_context *ctx, double *e) {
+  clt_sgd_params hp = {
+      .lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = true};
+  return clt_check_sgd_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_sgd_clip(clt_context *ctx, double *e) {
+  clt_sgd_params hp = {.lr = 0.1f, .momentum = 0.5f, .max_norm = 0.5f};
+  return clt_check_sgd_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_adam_step1(clt_context *ctx, double *e) {
+  clt_adam_params hp = {
+      .lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+  return clt_check_adam_step(ctx, 100, &hp, 1, e);
+}
+static clt_status st_adam_step3(clt_context *ctx, double *e) {
+  clt_adam_params hp = {.lr = 0.01f,
+                        .beta1 = 0.9f,
+                        .beta2 = 0.999f,
+                        .eps = 1e-8f,
+                        .weight_decay = 0.1f};
+  return clt_check_adam_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_adamw_clip(clt_context *ctx, double *e) {
+  clt_adam_params hp = {.lr = 0.01f,
+                        .beta1 = 0.9f,
+                        .beta2 = 0.999f,
+                        .eps = 1e-8f,
+                        .weight_decay = 0.1f,
+                        .decoupled = true,
+                        .max_norm = 0.5f};
+  return clt_check_adam_step(ctx, 100, &hp, 3, e);
+}
+
+/* Tolerances: a few float rounding steps for exact arithmetic; the
+ * device's exp / tanh / erf are allowed a few ulp more. */
 const clt_selftest_case clt_selftest_cases[] = {
     {"tensor fill", st_fill, 0.0},
     {"tensor copy (views)", st_copy_view, 0.0},
@@ -35,6 +140,38 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm nt 64x10x127", st_gemm_nt, 1e-5},
     {"gemm tt 3x33x7 alpha=-1", st_gemm_tt, 1e-5},
     {"gemm strided batched 5x9x13x27", st_gemm_batched, 1e-5},
+    {"add 1001", st_add, 1e-6},
+    {"add 257 accumulate", st_add_acc, 1e-6},
+    {"scale 1001", st_scale, 1e-6},
+    {"scale 257 accumulate", st_scale_acc, 1e-6},
+    {"bias rows 7x33", st_bias_rows, 1e-6},
+    {"bias channels 3x5x17", st_bias_channels, 1e-6},
+    {"relu forward 1000", st_relu_fwd, 1e-6},
+    {"relu backward 1000 accumulate", st_relu_bwd, 1e-6},
+    {"leaky relu forward 1000", st_leaky_fwd, 1e-6},
+    {"leaky relu backward 1000 accumulate", st_leaky_bwd, 1e-6},
+    {"sigmoid forward 1000", st_sigmoid_fwd, 1e-5},
+    {"sigmoid backward 1000 accumulate", st_sigmoid_bwd, 1e-5},
+    {"tanh forward 1000", st_tanh_fwd, 1e-5},
+    {"tanh backward 1000 accumulate", st_tanh_bwd, 1e-5},
+    {"gelu forward 1000", st_gelu_fwd, 1e-5},
+    {"gelu backward 1000 accumulate", st_gelu_bwd, 1e-5},
+    {"softmax forward 7x10", st_softmax_fwd, 1e-5},
+    {"softmax backward 7x10", st_softmax_bwd, 1e-5},
+    {"softmax xent 33x10", st_xent, 1e-5},
+    {"softmax xent 33x10 logits +-1e4", st_xent_large, 1e-5},
+    {"mse 7x10", st_mse, 1e-5},
+    {"sum channels 33x10x1", st_sum_channels_dense, 1e-5},
+    {"sum channels 3x5x49 accumulate", st_sum_channels_conv, 1e-5},
+    {"sum into 1000", st_sum_into, 1e-5},
+    {"sumsq into 1000", st_sumsq_into, 1e-5},
+    {"sgd 3 steps", st_sgd_plain, 1e-5},
+    {"sgd momentum dampening 3 steps", st_sgd_momentum, 1e-5},
+    {"sgd nesterov weight decay 3 steps", st_sgd_nesterov, 1e-5},
+    {"sgd momentum clip 3 steps", st_sgd_clip, 1e-5},
+    {"adam step 1", st_adam_step1, 1e-5},
+    {"adam weight decay 3 steps", st_adam_step3, 1e-5},
+    {"adamw clip 3 steps", st_adamw_clip, 1e-5},
 };
 const int clt_selftest_case_count =
     (int)(sizeof clt_selftest_cases / sizeof clt_selftest_cases[0]);

@@ -251,6 +251,12 @@ static long match_spec(const clt_device_list *list, const char *spec) {
     if (contains_ci(list->devices[i].platform_name, spec) ||
         contains_ci(list->devices[i].name, spec))
       return (long)i;
+  /* Then the platform version: POCL names itself only there ("PoCL 3.1"),
+   * which also mentions LLVM, so names are searched first. */
+  for (size_t i = 0; i < list->count; i++)
+    if (contains_ci(list->devices[i].platform_version, spec) ||
+        contains_ci(list->devices[i].vendor, spec))
+      return (long)i;
   return -1;
 }
 

@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""PyTorch reference for cltrain's training speed (and accuracy).
+
+Trains the same two models as the cltrain samples, on the CPU:
+
+  mlp: Flatten -> Linear(784,128) -> ReLU -> Linear(128,10)
+  cnn: Conv2d(1,32,3) ReLU MaxPool2 -> Conv2d(32,64,3) ReLU MaxPool2
+       -> Flatten -> Linear(64*5*5,128) ReLU -> Linear(128,10)
+       ('valid' padding, as Keras's default)
+
+with Adam (lr 1e-3) and cross-entropy.
+
+Benchmark mode (the default, the counterpart of `cltrain bench train`):
+the data is already in memory (one fixed random batch, or real images with
+--data), --warmup steps run untimed, then --steps steps of forward +
+backward + Adam update are timed, and exactly one line is printed:
+
+  torch model=mlp batch=32 threads=1 images_per_sec=12345.6
+
+(or, with --json, the same as a JSON object).
+
+Training mode (--epochs E): real training on Fashion-MNIST from the IDX
+.gz files in --data, printing each epoch's loss, test accuracy and
+images/s, then the same one-line summary.
+
+Run with Debian's interpreter, which has python3-torch:
+  /usr/bin/python3 samples/bench/torch_train.py --model mlp --batch 32 --threads 1
+"""
+
+import argparse
+import gzip
+import json
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
+IMAGE_MAGIC = 2051
+LABEL_MAGIC = 2049
+
+
+def build_model(name):
+    if name == "mlp":
+        return nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(28 * 28, 128),
+            nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3),  # 28 -> 26
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 26 -> 13
+            nn.Conv2d(32, 64, 3),  # 13 -> 11
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 11 -> 5
+            nn.Flatten(),
+            nn.Linear(64 * 5 * 5, 128),
+            nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+    raise ValueError("unknown model " + name)
+
+
+def read_idx(path, magic, item_shape):
+    """Reads an IDX file (gzip or plain) as a uint8 array [n, *item_shape]."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndim = len(item_shape) + 1
+    header_len = 4 + 4 * ndim
+    if len(data) < header_len:
+        raise ValueError(f"{path}: truncated IDX header")
+    (got_magic,) = struct.unpack(">I", data[:4])
+    if got_magic != magic:
+        raise ValueError(f"{path}: IDX magic {got_magic}, expected {magic}")
+    dims = struct.unpack(">" + "I" * ndim, data[4:header_len])
+    if tuple(dims[1:]) != tuple(item_shape):
+        raise ValueError(f"{path}: items of shape {dims[1:]}, expected {item_shape}")
+    count = int(np.prod(dims))
+    if len(data) - header_len < count:
+        raise ValueError(f"{path}: truncated, {len(data) - header_len} of {count} bytes")
+    return np.frombuffer(data, dtype=np.uint8, count=count, offset=header_len).reshape(dims)
+
+
+def find_idx(data_dir, stem):
+    for name in (stem + ".gz", stem):
+        path = os.path.join(data_dir, name)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(f"{data_dir}: no {stem}.gz or {stem}")
+
+
+def load_split(data_dir, split, limit):
+    """Images as float32 [n,1,28,28] in [0,1] and labels as int64 [n]."""
+    prefix = "train" if split == "train" else "t10k"
+    images = read_idx(find_idx(data_dir, prefix + "-images-idx3-ubyte"), IMAGE_MAGIC, (28, 28))
+    labels = read_idx(find_idx(data_dir, prefix + "-labels-idx1-ubyte"), LABEL_MAGIC, ())
+    if len(images) != len(labels):
+        raise ValueError(f"{data_dir}: {len(images)} {split} images but {len(labels)} labels")
+    if limit:
+        images, labels = images[:limit], labels[:limit]
+    x = torch.from_numpy(images.astype(np.float32) / 255.0).reshape(-1, 1, 28, 28)
+    y = torch.from_numpy(labels.astype(np.int64))
+    return x, y
+
+
+def train_step(model, loss_fn, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def benchmark(args, model, loss_fn, optimizer):
+    """Images per second of the steady-state training step."""
+    if args.data:
+        x_all, y_all = load_split(args.data, "train", args.train_limit)
+        n_batches = len(x_all) // args.batch
+        if n_batches == 0:
+            sys.exit(f"torch_train.py: fewer than --batch {args.batch} training images")
+        # Batches sliced once, up front: the data is already in memory.
+        batches = [
+            (x_all[i * args.batch:(i + 1) * args.batch].contiguous(),
+             y_all[i * args.batch:(i + 1) * args.batch].contiguous())
+            for i in range(min(n_batches, 64))
+        ]
+    else:
+        gen = torch.Generator().manual_seed(args.seed)
+        x = torch.rand(args.batch, 1, 28, 28, generator=gen)
+        y = torch.randint(0, 10, (args.batch,), generator=gen)
+        batches = [(x, y)]
+
+    model.train()
+    for step in range(args.warmup):
+        x, y = batches[step % len(batches)]
+        train_step(model, loss_fn, optimizer, x, y)
+    start = time.perf_counter()
+    for step in range(args.steps):
+        x, y = batches[step % len(batches)]
+        loss = train_step(model, loss_fn, optimizer, x, y)
+    loss.item()  # the CPU is synchronous; this only mirrors reading the loss
+    seconds = time.perf_counter() - start
+    return args.steps * args.batch / seconds, seconds
+
+
+def evaluate(model, x, y, batch):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(x), batch):
+            logits = model(x[i:i + batch])
+            correct += int((logits.argmax(dim=1) == y[i:i + batch]).sum())
+    return correct / max(len(x), 1)
+
+
+def train_epochs(args, model, loss_fn, optimizer):
+    """Real training; returns (images/s over all epochs, final test accuracy).
+
+    Each epoch's line goes to stdout, or to stderr with --json so that stdout
+    holds only the JSON object."""
+    progress = sys.stderr if args.json else sys.stdout
+    x_train, y_train = load_split(args.data, "train", args.train_limit)
+    x_test, y_test = load_split(args.data, "test", args.test_limit)
+    rng = np.random.default_rng(args.seed)
+    total_images = 0
+    total_seconds = 0.0
+    accuracy = 0.0
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        order = torch.from_numpy(rng.permutation(len(x_train)))
+        loss_sum = 0.0
+        steps = 0
+        start = time.perf_counter()
+        # The last, partial batch is dropped, as cltrain does by default.
+        for i in range(0, len(x_train) - args.batch + 1, args.batch):
+            idx = order[i:i + args.batch]
+            loss = train_step(model, loss_fn, optimizer, x_train[idx], y_train[idx])
+            loss_sum += loss.item()
+            steps += 1
+        seconds = time.perf_counter() - start
+        images = steps * args.batch
+        total_images += images
+        total_seconds += seconds
+        accuracy = evaluate(model, x_test, y_test, 1000)
+        print(
+            f"epoch {epoch}/{args.epochs} loss={loss_sum / max(steps, 1):.4f} "
+            f"test_accuracy={accuracy:.4f} images_per_sec={images / seconds:.1f} "
+            f"seconds={seconds:.2f}",
+            file=progress,
+            flush=True,
+        )
+    return total_images / total_seconds, accuracy
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text}")
+    return value
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--batch", type=positive_int, default=32)
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="torch.set_num_threads (default: PyTorch's choice)")
+    p.add_argument("--steps", type=positive_int, default=200, help="timed steps")
+    p.add_argument("--warmup", type=non_negative_int, default=20, help="untimed steps first")
+    p.add_argument("--epochs", type=positive_int, default=None,
+                   help="train for real on Fashion-MNIST instead of benchmarking")
+    p.add_argument("--data", nargs="?", const=DEFAULT_DATA_DIR, default=None,
+                   help=f"Fashion-MNIST IDX folder (default with --epochs: {DEFAULT_DATA_DIR})")
+    p.add_argument("--train-limit", type=non_negative_int, default=0,
+                   help="use only the first N training images (0: all)")
+    p.add_argument("--test-limit", type=non_negative_int, default=0,
+                   help="use only the first N test images (0: all)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = p.parse_args(argv)
+    if args.epochs and not args.data:
+        args.data = DEFAULT_DATA_DIR
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model = build_model(args.model)
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    result = {
+        "engine": "torch",
+        "model": args.model,
+        "batch": args.batch,
+        "threads": torch.get_num_threads(),
+    }
+    try:
+        if args.epochs:
+            images_per_sec, accuracy = train_epochs(args, model, loss_fn, optimizer)
+            result["images_per_sec"] = round(images_per_sec, 1)
+            result["epochs"] = args.epochs
+            result["test_accuracy"] = round(accuracy, 4)
+        else:
+            images_per_sec, seconds = benchmark(args, model, loss_fn, optimizer)
+            result["images_per_sec"] = round(images_per_sec, 1)
+            result["steps"] = args.steps
+            result["seconds"] = round(seconds, 3)
+    except (OSError, ValueError) as e:  # a missing or damaged dataset
+        sys.exit(f"torch_train.py: {e}")
+
+    if args.json:
+        result["torch_version"] = torch.__version__
+        print(json.dumps(result))
+    else:
+        line = (f"torch model={result['model']} batch={result['batch']} "
+                f"threads={result['threads']} images_per_sec={result['images_per_sec']:.1f}")
+        if "test_accuracy" in result:
+            line += f" test_accuracy={result['test_accuracy']:.4f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

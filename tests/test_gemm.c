@@ -1,0 +1,204 @@
+/* GEMM through CLBlast against the host reference (ops/opcheck.h): odd
+ * sizes from {1, 3, 7, 33, 127, 300}, the four transpose combinations,
+ * alpha and beta, strided batches, operands that are views at odd offsets,
+ * and the errors for bad arguments. */
+#include <math.h>
+
+#include "common.h"
+#include "ops/opcheck.h"
+
+#define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+/* Per element, relative to max(1, |c|), after opcheck's 1/sqrt(k). */
+#define TOL 1e-5
+
+/* A spread of (m, n, k): every size appears in every position, paired
+ * with small and large partners. */
+static const int64_t shapes[][3] = {
+    {1, 1, 1},     {1, 3, 7},     {3, 1, 33},     {7, 33, 1},   {33, 7, 3},
+    {127, 1, 7},   {1, 127, 33},  {3, 300, 7},    {300, 3, 1},  {7, 7, 127},
+    {33, 33, 33},  {127, 33, 7},  {33, 127, 300}, {300, 7, 33}, {7, 300, 127},
+    {127, 127, 3}, {300, 1, 300}, {1, 300, 127},  {3, 3, 300},  {300, 33, 127},
+};
+
+static const char *trans_name(clt_transpose t) {
+  return t == CLT_TRANS ? "t" : "n";
+}
+
+START_TEST(gemm_shapes_nn) {
+  const int64_t *s = shapes[_i];
+  double e;
+  ck_assert_check(clt_check_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, s[0], s[1],
+                                 s[2], 1.0f, 0.0f, 1, &e),
+                  e, TOL, "nn m=%lld n=%lld k=%lld", (long long)s[0],
+                  (long long)s[1], (long long)s[2]);
+}
+END_TEST
+
+/* _i: transpose combination, each on a few shapes. */
+START_TEST(gemm_transposes) {
+  static const int64_t picks[] = {1, 4, 9, 12, 17};
+  clt_transpose ta = (_i & 1) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_transpose tb = (_i & 2) ? CLT_TRANS : CLT_NO_TRANS;
+  double e;
+  for (int p = 0; p < COUNT(picks); p++) {
+    const int64_t *s = shapes[picks[p]];
+    ck_assert_check(
+        clt_check_gemm(g_ctx, ta, tb, s[0], s[1], s[2], 1.0f, 0.0f, 1, &e), e,
+        TOL, "%s%s m=%lld n=%lld k=%lld", trans_name(ta), trans_name(tb),
+        (long long)s[0], (long long)s[1], (long long)s[2]);
+  }
+}
+END_TEST
+
+START_TEST(gemm_alpha_beta) {
+  static const float ab[][2] = {
+      {0.5f, 0.0f}, {1.0f, 1.0f}, {0.5f, -0.5f}, {-1.0f, 1.0f}, {0.0f, 0.5f}};
+  static const int64_t picks[] = {2, 10, 13};
+  double e;
+  for (int p = 0; p < COUNT(picks); p++)
+    for (int v = 0; v < COUNT(ab); v++) {
+      const int64_t *s = shapes[picks[p]];
+      clt_transpose ta = v & 1 ? CLT_TRANS : CLT_NO_TRANS;
+      ck_assert_check(clt_check_gemm(g_ctx, ta, CLT_NO_TRANS, s[0], s[1], s[2],
+                                     ab[v][0], ab[v][1], 1, &e),
+                      e, TOL, "%sn m=%lld n=%lld k=%lld alpha=%g beta=%g",
+                      trans_name(ta), (long long)s[0], (long long)s[1],
+                      (long long)s[2], ab[v][0], ab[v][1]);
+    }
+}
+END_TEST
+
+/* _i: batch 1, 3, 7, each with every transpose combination. */
+START_TEST(gemm_strided_batched) {
+  static const int64_t batches[] = {1, 3, 7};
+  static const int64_t batch_shapes[][3] = {{7, 33, 3}, {33, 3, 127}};
+  int64_t batch = batches[_i];
+  double e;
+  for (int s = 0; s < COUNT(batch_shapes); s++)
+    for (int t = 0; t < 4; t++) {
+      const int64_t *sh = batch_shapes[s];
+      clt_transpose ta = (t & 1) ? CLT_TRANS : CLT_NO_TRANS;
+      clt_transpose tb = (t & 2) ? CLT_TRANS : CLT_NO_TRANS;
+      ck_assert_check(clt_check_gemm(g_ctx, ta, tb, sh[0], sh[1], sh[2], 1.0f,
+                                     t == 3 ? 0.5f : 0.0f, batch, &e),
+                      e, TOL, "%s%s m=%lld n=%lld k=%lld batch=%lld",
+                      trans_name(ta), trans_name(tb), (long long)sh[0],
+                      (long long)sh[1], (long long)sh[2], (long long)batch);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Views                                                                     */
+
+static clt_tensor *view_of(clt_tensor *base, int64_t offset, int64_t n) {
+  clt_tensor *v;
+  ck_assert_ok(clt_tensor_view(base, offset, 1, (int64_t[]){n}, &v));
+  return v;
+}
+
+/* C = A^T B on views at odd offsets of one shared buffer; the elements
+ * around C keep their values. */
+START_TEST(gemm_on_views) {
+  enum { M = 7, N = 5, K = 3, OA = 3, OB = 31, OC = 50, TOTAL = 93 };
+  float host[TOTAL], out[TOTAL];
+  clt_random_fill(host, TOTAL, 21, -1.0f, 1.0f);
+  clt_tensor *base;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){TOTAL}, &base));
+  ck_assert_ok(clt_tensor_upload(base, host));
+  clt_tensor *a = view_of(base, OA, K * M), *b = view_of(base, OB, K * N),
+             *c = view_of(base, OC, M * N);
+  ck_assert_ok(
+      clt_gemm(g_ctx, CLT_TRANS, CLT_NO_TRANS, M, N, K, 1.0f, a, b, 0.0f, c));
+  ck_assert_ok(clt_tensor_download(base, out));
+  for (int i = 0; i < TOTAL; i++) {
+    if (i < OC || i >= OC + M * N) {
+      ck_assert_float_eq(out[i], host[i]);
+      continue;
+    }
+    int r = (i - OC) / N, col = (i - OC) % N;
+    double want = 0.0;
+    for (int p = 0; p < K; p++)
+      want += (double)host[OA + p * M + r] * host[OB + p * N + col];
+    ck_assert_msg(fabs(out[i] - want) < 1e-5, "C[%d,%d] = %g, want %g", r, col,
+                  out[i], want);
+  }
+  clt_tensor_destroy(a);
+  clt_tensor_destroy(b);
+  clt_tensor_destroy(c);
+  clt_tensor_destroy(base);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Bad arguments                                                             */
+
+static void assert_error(clt_status got, clt_status want, const char *part1,
+                         const char *part2) {
+  const char *msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(got == want, "status %s, expected %s (%s)",
+                clt_status_string(got), clt_status_string(want), msg);
+  ck_assert_msg(strstr(msg, part1) && strstr(msg, part2),
+                "message lacks '%s' or '%s': %s", part1, part2, msg);
+}
+
+START_TEST(gemm_bad_arguments) {
+  clt_tensor *a, *b, *c, *labels;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &a));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &b));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){9}, &c));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_I32, 1, (int64_t[]){12}, &labels));
+
+  assert_error(
+      clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3, 0, 1.0f, a, b, 0.0f, c),
+      CLT_ERR_INVALID_ARGUMENT, "CLBlastSgemm", "k=0");
+  assert_error(clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, -1, 3, 4, 1.0f, a, b,
+                        0.0f, c),
+               CLT_ERR_INVALID_ARGUMENT, "CLBlastSgemm", "m=-1");
+  /* A needs 3 x 5 = 15 elements, it has 12. */
+  assert_error(
+      clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 3, 2, 5, 1.0f, a, b, 0.0f, c),
+      CLT_ERR_SHAPE, "CLBlastSgemm: A", "15");
+  assert_error(
+      clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 2, 7, 2, 1.0f, a, b, 0.0f, c),
+      CLT_ERR_SHAPE, "CLBlastSgemm: B", "14");
+  assert_error(
+      clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 4, 3, 3, 1.0f, a, b, 0.0f, c),
+      CLT_ERR_SHAPE, "CLBlastSgemm: C", "12");
+  assert_error(clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3, 3, 1.0f,
+                        labels, b, 0.0f, c),
+               CLT_ERR_INVALID_ARGUMENT, "CLBlastSgemm: A", "f32");
+  /* Batched: 2 products of 3x3 with C strides of 9 need 18 elements. */
+  assert_error(clt_gemm_strided_batched(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
+                                        1, 1.0f, a, 3, b, 3, 0.0f, c, 9, 2),
+               CLT_ERR_SHAPE, "CLBlastSgemmStridedBatched: C", "18");
+  assert_error(clt_gemm_strided_batched(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
+                                        1, 1.0f, a, 3, b, 3, 0.0f, c, 9, 0),
+               CLT_ERR_INVALID_ARGUMENT, "CLBlastSgemm", "batch 0");
+  clt_tensor_destroy(a);
+  clt_tensor_destroy(b);
+  clt_tensor_destroy(c);
+  clt_tensor_destroy(labels);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *gemm_suite(void) {
+  Suite *s = suite_create("gemm");
+  TCase *prod = tcase_create("products");
+  tcase_add_loop_test(prod, gemm_shapes_nn, 0, COUNT(shapes));
+  tcase_add_loop_test(prod, gemm_transposes, 0, 4);
+  tcase_add_test(prod, gemm_alpha_beta);
+  tcase_add_loop_test(prod, gemm_strided_batched, 0, 3);
+  tcase_add_test(prod, gemm_on_views);
+  suite_add_tcase(s, prod);
+
+  TCase *bad = tcase_create("errors");
+  tcase_add_test(bad, gemm_bad_arguments);
+  suite_add_tcase(s, bad);
+  return s;
+}
+
+int main(void) { return test_run_suite("gemm", gemm_suite); }

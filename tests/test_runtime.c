@@ -1,0 +1,547 @@
+/* The runtime: devices on this machine, the --device / CLT_DEVICE grammar
+ * on a hand-built device list, the kernel binary cache seen through
+ * contexts (misses, hits, damaged entries rebuilt, cache off), status
+ * strings and the context's last error. */
+#include <dirent.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "runtime/runtime.h"
+
+#define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------------ */
+/* Devices on this machine                                                   */
+
+START_TEST(device_list_on_this_machine) {
+  clt_device_list list;
+  char err[1024] = "";
+  ck_assert_msg(clt_device_list_get(&list, err, sizeof err) == CLT_OK, "%s",
+                err);
+  ck_assert_uint_ge(list.count, 1);
+  ck_assert_uint_ge(list.platform_count, 1);
+  bool found_ours = false;
+  const clt_device_info *ours = clt_context_device(g_ctx);
+  for (size_t i = 0; i < list.count; i++) {
+    const clt_device_info *d = &list.devices[i];
+    ck_assert_int_eq(d->index, (int)i);
+    ck_assert_int_ge(d->platform_index, 0);
+    ck_assert_int_lt(d->platform_index, (int)list.platform_count);
+    ck_assert_int_ge(d->device_index, 0);
+    ck_assert_str_ne(d->name, "");
+    ck_assert_str_ne(d->platform_name, "");
+    ck_assert_str_ne(d->platform_version, "");
+    ck_assert_str_ne(d->driver_version, "");
+    ck_assert_msg(strncmp(d->opencl_c_version, "OpenCL C ", 9) == 0,
+                  "device %s: OpenCL C version '%s'", d->name,
+                  d->opencl_c_version);
+    ck_assert_uint_gt(d->compute_units, 0);
+    ck_assert_uint_gt(d->global_mem_bytes, 0);
+    ck_assert_uint_gt(d->local_mem_bytes, 0);
+    ck_assert_uint_gt(d->max_alloc_bytes, 0);
+    ck_assert_uint_le(d->max_alloc_bytes, d->global_mem_bytes);
+    ck_assert_uint_gt(d->max_work_group_size, 0);
+    if (d->platform_index == ours->platform_index &&
+        d->device_index == ours->device_index) {
+      ck_assert_str_eq(d->name, ours->name);
+      found_ours = true;
+    }
+  }
+  ck_assert_msg(found_ours, "the suite's device %s is not in the list",
+                ours->name);
+  clt_device_list_free(&list);
+  ck_assert_ptr_null(list.devices);
+  ck_assert_uint_eq(list.count, 0);
+  clt_device_list_free(NULL); /* allowed */
+}
+END_TEST
+
+START_TEST(context_reports_its_kernels) {
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(g_ctx, &ks);
+  ck_assert_int_ge(ks.programs, 1);
+  ck_assert_int_eq(ks.kernels, CLT_KERNEL_COUNT);
+  ck_assert_int_eq(ks.cache_hits + ks.cache_misses, ks.programs);
+  ck_assert(ks.build_seconds >= 0.0);
+  ck_assert_ok(clt_context_finish(g_ctx));
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Device selection on a hand-built list                                     */
+
+static clt_device_info fake_device(int index, int platform, int device,
+                                   const char *platform_name, const char *name,
+                                   clt_device_type type) {
+  clt_device_info d;
+  memset(&d, 0, sizeof d);
+  d.index = index;
+  d.platform_index = platform;
+  d.device_index = device;
+  snprintf(d.platform_name, sizeof d.platform_name, "%s", platform_name);
+  snprintf(d.name, sizeof d.name, "%s", name);
+  d.type = type;
+  return d;
+}
+
+/* 0: POCL CPU (0:0), 1: rusticl llvmpipe CPU (1:0), 2: NVIDIA GPU (2:0),
+ * 3: NVIDIA GPU (2:1), 4: an accelerator (3:0). */
+static clt_device_info g_fake[5];
+
+static void fake_setup(void) {
+  g_fake[0] = fake_device(0, 0, 0, "Portable Computing Language",
+                          "pthread-skylake-avx512-AMD EPYC", CLT_DEVICE_CPU);
+  /* As POCL 3.1 reports itself: "pocl" is only in the platform version
+   * (and the platform vendor, "The pocl project"), which also names LLVM. */
+  snprintf(g_fake[0].platform_version, sizeof g_fake[0].platform_version,
+           "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, "
+           "LLVM 15.0.6, SLEEF, DISTRO, POCL_DEBUG");
+  snprintf(g_fake[0].vendor, sizeof g_fake[0].vendor, "AuthenticAMD");
+  g_fake[1] = fake_device(1, 1, 0, "rusticl",
+                          "llvmpipe (LLVM 15.0.6, 256 bits)", CLT_DEVICE_CPU);
+  g_fake[2] = fake_device(2, 2, 0, "NVIDIA CUDA", "NVIDIA H100 80GB HBM3",
+                          CLT_DEVICE_GPU);
+  g_fake[3] = fake_device(3, 2, 1, "NVIDIA CUDA", "NVIDIA A100-SXM4-40GB",
+                          CLT_DEVICE_GPU);
+  g_fake[4] =
+      fake_device(4, 3, 0, "Intel(R) FPGA Emulation Platform",
+                  "Intel(R) FPGA Emulation Device", CLT_DEVICE_ACCELERATOR);
+}
+
+static clt_device_list fake_list(size_t first, size_t count) {
+  clt_device_list list = {&g_fake[first], count, 4};
+  return list;
+}
+
+/* Selects spec on list; returns the index or -1 for CLT_ERR_NO_DEVICE. */
+static long select_on(const clt_device_list *list, const char *spec) {
+  size_t chosen = 12345;
+  char err[2048];
+  clt_status st = clt_device_select(list, spec, &chosen, err, sizeof err);
+  if (st == CLT_ERR_NO_DEVICE) return -1;
+  ck_assert_int_eq(st, CLT_OK);
+  ck_assert_uint_lt(chosen, list->count);
+  return (long)chosen;
+}
+
+START_TEST(select_by_flat_index) {
+  clt_device_list list = fake_list(0, 5);
+  ck_assert_int_eq(select_on(&list, "0"), 0);
+  ck_assert_int_eq(select_on(&list, "1"), 1);
+  ck_assert_int_eq(select_on(&list, "4"), 4);
+  ck_assert_int_eq(select_on(&list, "5"), -1);
+  ck_assert_int_eq(select_on(&list, "99"), -1);
+  ck_assert_int_eq(select_on(&list, "-1"), -1);
+}
+END_TEST
+
+START_TEST(select_by_platform_and_device) {
+  clt_device_list list = fake_list(0, 5);
+  ck_assert_int_eq(select_on(&list, "0:0"), 0);
+  ck_assert_int_eq(select_on(&list, "1:0"), 1);
+  ck_assert_int_eq(select_on(&list, "2:1"), 3);
+  ck_assert_int_eq(select_on(&list, "3:0"), 4);
+  ck_assert_int_eq(select_on(&list, "0:1"), -1);
+  ck_assert_int_eq(select_on(&list, "2:2"), -1);
+  ck_assert_int_eq(select_on(&list, "9:0"), -1);
+}
+END_TEST
+
+START_TEST(select_by_type) {
+  clt_device_list list = fake_list(0, 5);
+  ck_assert_int_eq(select_on(&list, "gpu"), 2);
+  ck_assert_int_eq(select_on(&list, "GPU"), 2);
+  ck_assert_int_eq(select_on(&list, "cpu"), 0);
+  ck_assert_int_eq(select_on(&list, "Cpu"), 0);
+  ck_assert_int_eq(select_on(&list, "accelerator"), 4);
+  /* A type that no device has is no match, not a name search. */
+  clt_device_list cpus = fake_list(0, 2);
+  ck_assert_int_eq(select_on(&cpus, "gpu"), -1);
+  ck_assert_int_eq(select_on(&cpus, "accelerator"), -1);
+}
+END_TEST
+
+START_TEST(select_by_name_part) {
+  clt_device_list list = fake_list(0, 5);
+  ck_assert_int_eq(select_on(&list, "portable"), 0);
+  ck_assert_int_eq(select_on(&list, "Skylake"), 0);
+  ck_assert_int_eq(select_on(&list, "llvm"), 1);
+  ck_assert_int_eq(select_on(&list, "LLVMPIPE"), 1);
+  ck_assert_int_eq(select_on(&list, "rusticl"), 1);
+  ck_assert_int_eq(select_on(&list, "nvidia"), 2);
+  ck_assert_int_eq(select_on(&list, "a100"), 3);
+  ck_assert_int_eq(select_on(&list, "fpga"), 4);
+}
+END_TEST
+
+/* "pocl" (the documented example) must find POCL, whose platform and
+ * device names do not contain it; "llvm" must still find llvmpipe by name
+ * before POCL by its version string. */
+START_TEST(select_pocl_by_name) {
+  clt_device_list list = fake_list(0, 5);
+  ck_assert_int_eq(select_on(&list, "llvm"), 1);
+  ck_assert_msg(select_on(&list, "pocl") == 0,
+                "device spec 'pocl' does not select POCL (platform '%s', "
+                "device '%s', version '%s')",
+                g_fake[0].platform_name, g_fake[0].name,
+                g_fake[0].platform_version);
+  ck_assert_int_eq(select_on(&list, "POCL"), 0);
+}
+END_TEST
+
+START_TEST(select_default) {
+  clt_device_list list = fake_list(0, 5);
+  /* The first GPU... */
+  ck_assert_int_eq(select_on(&list, NULL), 2);
+  ck_assert_int_eq(select_on(&list, ""), 2);
+  ck_assert_int_eq(select_on(&list, "default"), 2);
+  ck_assert_int_eq(select_on(&list, "DEFAULT"), 2);
+  /* ...else the first CPU... */
+  clt_device_list no_gpu = {
+      (clt_device_info[]){g_fake[4], g_fake[1], g_fake[0]}, 3, 3};
+  ck_assert_int_eq(select_on(&no_gpu, NULL), 1);
+  /* ...else the first device. */
+  clt_device_list accel = fake_list(4, 1);
+  ck_assert_int_eq(select_on(&accel, NULL), 0);
+}
+END_TEST
+
+START_TEST(select_no_match_lists_devices) {
+  clt_device_list list = fake_list(0, 5);
+  size_t chosen = 77;
+  char err[2048] = "";
+  ck_assert_int_eq(clt_device_select(&list, "radeon", &chosen, err, sizeof err),
+                   CLT_ERR_NO_DEVICE);
+  ck_assert_uint_eq(chosen, 77);
+  ck_assert_ptr_nonnull(strstr(err, "radeon"));
+  for (int i = 0; i < 5; i++)
+    ck_assert_msg(strstr(err, g_fake[i].name) != NULL,
+                  "message lacks device %s: %s", g_fake[i].name, err);
+  /* Out of range indexes say the same. */
+  ck_assert_int_eq(clt_device_select(&list, "7", &chosen, err, sizeof err),
+                   CLT_ERR_NO_DEVICE);
+  ck_assert_ptr_nonnull(strstr(err, "llvmpipe"));
+  /* A short buffer is cut, terminated; NULL is allowed. */
+  char small[16];
+  memset(small, 'x', sizeof small);
+  ck_assert_int_eq(
+      clt_device_select(&list, "radeon", &chosen, small, sizeof small),
+      CLT_ERR_NO_DEVICE);
+  ck_assert_uint_lt(strlen(small), sizeof small);
+  ck_assert_int_eq(clt_device_select(&list, "radeon", &chosen, NULL, 0),
+                   CLT_ERR_NO_DEVICE);
+}
+END_TEST
+
+START_TEST(context_with_unknown_device_fails) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.device = "no-such-device-anywhere";
+  clt_context *ctx = g_ctx; /* must be reset to NULL */
+  char err[4096] = "";
+  ck_assert_int_eq(clt_context_create(&opts, &ctx, err, sizeof err),
+                   CLT_ERR_NO_DEVICE);
+  ck_assert_ptr_null(ctx);
+  ck_assert_ptr_nonnull(strstr(err, "no-such-device-anywhere"));
+  ck_assert_ptr_nonnull(strstr(err, clt_context_device(g_ctx)->name));
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The kernel binary cache, through contexts                                 */
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void remove_tree(const char *path) {
+  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void make_temp_dir(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/clt_runtime_test_XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Names of the .clbin files in dir (up to max), sorted; returns how many
+ * files of any kind the folder holds. */
+static int list_entries(const char *dir, char names[][80], int max,
+                        int *clbin) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int all = 0;
+  *clbin = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    all++;
+    size_t len = strlen(e->d_name);
+    if (len > 6 && strcmp(e->d_name + len - 6, ".clbin") == 0 && *clbin < max &&
+        len < 80)
+      snprintf(names[(*clbin)++], 80, "%s", e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)*clbin, 80, compare_names);
+  return all;
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Creates a context on the suite's device with the given cache settings,
+ * checks it runs a fill, and returns its kernel stats. */
+static clt_kernel_stats context_with_cache(const char *dir, int cache) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache_dir = dir;
+  opts.cache = cache;
+  clt_context *ctx = NULL;
+  char err[8192] = "";
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(ctx, &ks);
+  int64_t shape[1] = {37};
+  clt_tensor *t;
+  float host[37];
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
+  ck_assert_int_eq(clt_tensor_fill(t, 1.5), CLT_OK);
+  ck_assert_int_eq(clt_tensor_download(t, host), CLT_OK);
+  for (int i = 0; i < 37; i++) ck_assert_float_eq(host[i], 1.5f);
+  clt_tensor_destroy(t);
+  clt_context_destroy(ctx);
+  return ks;
+}
+
+START_TEST(cache_miss_hit_reject_rebuild) {
+  char dir[64];
+  make_temp_dir(dir, sizeof dir);
+  enum { MAX = 64 };
+  char names[MAX][80];
+  int clbin;
+
+  /* A fresh folder: every program is compiled and stored. */
+  clt_kernel_stats first = context_with_cache(dir, 1);
+  ck_assert_int_ge(first.programs, 2);
+  ck_assert_int_eq(first.cache_misses, first.programs);
+  ck_assert_int_eq(first.cache_hits, 0);
+  ck_assert_int_eq(first.cache_rejected, 0);
+  int files = list_entries(dir, names, MAX, &clbin);
+  ck_assert_int_eq(clbin, first.programs);
+  ck_assert_int_eq(files, clbin); /* no temporary files left */
+
+  /* Again: every program comes from the cache. */
+  clt_kernel_stats second = context_with_cache(dir, 1);
+  ck_assert_int_eq(second.cache_hits, second.programs);
+  ck_assert_int_eq(second.cache_misses, 0);
+  ck_assert_int_eq(second.cache_rejected, 0);
+
+  /* Truncate one entry and flip a byte in the middle of another. */
+  char path[2][256];
+  long size[2];
+  for (int i = 0; i < 2; i++) {
+    snprintf(path[i], sizeof path[i], "%.63s/%.79s", dir, names[i]);
+    size[i] = file_size(path[i]);
+    ck_assert_int_gt(size[i], 100);
+  }
+  ck_assert_int_eq(truncate(path[0], size[0] / 2), 0);
+  FILE *f = fopen(path[1], "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, size[1] / 2, SEEK_SET), 0);
+  int byte = fgetc(f);
+  ck_assert_int_ne(byte, EOF);
+  ck_assert_int_eq(fseek(f, size[1] / 2, SEEK_SET), 0);
+  ck_assert_int_ne(fputc(byte ^ 0x5a, f), EOF);
+  ck_assert_int_eq(fclose(f), 0);
+
+  /* The damaged entries are rejected and rebuilt; the context works. */
+  clt_kernel_stats third = context_with_cache(dir, 1);
+  ck_assert_int_eq(third.cache_rejected, 2);
+  ck_assert_int_eq(third.cache_misses, 2);
+  ck_assert_int_eq(third.cache_hits, third.programs - 2);
+  files = list_entries(dir, names, MAX, &clbin);
+  ck_assert_int_eq(clbin, third.programs);
+  ck_assert_int_eq(files, clbin);
+  for (int i = 0; i < 2; i++) ck_assert_int_gt(file_size(path[i]), size[0] / 2);
+
+  /* The rewritten entries are good: all hits again. */
+  clt_kernel_stats fourth = context_with_cache(dir, 1);
+  ck_assert_int_eq(fourth.cache_hits, fourth.programs);
+  ck_assert_int_eq(fourth.cache_rejected, 0);
+  remove_tree(dir);
+}
+END_TEST
+
+START_TEST(cache_off_writes_nothing) {
+  char dir[64];
+  char names[4][80];
+  int clbin;
+  make_temp_dir(dir, sizeof dir);
+  clt_kernel_stats ks = context_with_cache(dir, 0);
+  ck_assert_int_eq(ks.cache_hits, 0);
+  ck_assert_int_eq(ks.cache_misses, ks.programs);
+  ck_assert_int_eq(list_entries(dir, names, 4, &clbin), 0);
+
+  /* cache = -1 follows $CLT_CACHE. */
+  const char *old = getenv("CLT_CACHE");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("CLT_CACHE", "0", 1);
+  ks = context_with_cache(dir, -1);
+  if (saved)
+    setenv("CLT_CACHE", saved, 1);
+  else
+    unsetenv("CLT_CACHE");
+  free(saved);
+  ck_assert_int_eq(ks.cache_hits, 0);
+  ck_assert_int_eq(list_entries(dir, names, 4, &clbin), 0);
+  remove_tree(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+
+START_TEST(status_strings) {
+  const char *seen[CLT_ERR_INTERNAL + 1];
+  for (int s = CLT_OK; s <= CLT_ERR_INTERNAL; s++) {
+    const char *text = clt_status_string((clt_status)s);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(text[0] != '\0', "status %d has an empty string", s);
+    for (int t = CLT_OK; t < s; t++)
+      ck_assert_msg(strcmp(text, seen[t]) != 0,
+                    "statuses %d and %d are both "
+                    "'%s'",
+                    t, s, text);
+    seen[s] = text;
+  }
+  ck_assert_str_eq(clt_status_string((clt_status)999), "unknown status");
+}
+END_TEST
+
+START_TEST(last_error_names_the_problem) {
+  clt_tensor *t = NULL;
+  int64_t shape[1] = {4};
+  ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 0, shape, &t),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(t);
+  const char *msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(strstr(msg, "tensor") && strstr(msg, "0 dimensions"),
+                "message: %s", msg);
+
+  int64_t bad[2] = {3, 0};
+  ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 2, bad, &t),
+                   CLT_ERR_INVALID_ARGUMENT);
+  msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(strstr(msg, "dimension 1"), "message: %s", msg);
+  ck_assert_str_eq(clt_context_last_error(NULL), "no context");
+}
+END_TEST
+
+/* A log callback sees the context's start and its errors. */
+typedef struct log_record {
+  int infos, debugs;
+  char last[512];
+} log_record;
+
+static void record_log(clt_log_level level, const char *message, void *user) {
+  log_record *r = user;
+  if (level == CLT_LOG_INFO) r->infos++;
+  if (level == CLT_LOG_DEBUG) r->debugs++;
+  snprintf(r->last, sizeof r->last, "%s", message);
+}
+
+START_TEST(log_callback_and_profiling) {
+  log_record rec = {0};
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.log = record_log;
+  opts.log_user = &rec;
+  opts.profiling = true;
+  clt_context *ctx;
+  char err[4096];
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  ck_assert_int_ge(rec.infos, 1);
+  int64_t shape[1] = {5};
+  clt_tensor *t;
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_U8, 5, shape, &t),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_ge(rec.debugs, 1);
+  ck_assert_ptr_nonnull(strstr(rec.last, "dimensions"));
+
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
+  ck_assert_int_eq(clt_tensor_fill(t, 2.0), CLT_OK);
+  ck_assert_int_eq(clt_tensor_fill(t, 3.0), CLT_OK);
+  clt_profile_row *rows;
+  size_t count;
+  ck_assert_int_eq(clt_profile_summary(ctx, &rows, &count), CLT_OK);
+  bool found = false;
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(rows[i].op, "fill_f32") == 0) {
+      ck_assert_uint_eq(rows[i].calls, 2);
+      ck_assert(rows[i].seconds >= 0.0);
+      found = true;
+    }
+  ck_assert(found);
+  free(rows);
+  clt_profile_reset(ctx);
+  ck_assert_int_eq(clt_profile_summary(ctx, &rows, &count), CLT_OK);
+  ck_assert_uint_eq(count, 0);
+  free(rows);
+  clt_tensor_destroy(t);
+  clt_context_destroy(ctx);
+
+  /* Without profiling the summary is an error. */
+  ck_assert_int_eq(clt_profile_summary(g_ctx, &rows, &count),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "profiling"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *runtime_suite(void) {
+  Suite *s = suite_create("runtime");
+
+  TCase *dev = tcase_create("devices");
+  tcase_add_test(dev, device_list_on_this_machine);
+  tcase_add_test(dev, context_reports_its_kernels);
+  tcase_add_test(dev, context_with_unknown_device_fails);
+  suite_add_tcase(s, dev);
+
+  TCase *sel = tcase_create("select");
+  tcase_add_checked_fixture(sel, fake_setup, NULL);
+  tcase_add_test(sel, select_by_flat_index);
+  tcase_add_test(sel, select_by_platform_and_device);
+  tcase_add_test(sel, select_by_type);
+  tcase_add_test(sel, select_by_name_part);
+  tcase_add_test(sel, select_pocl_by_name);
+  tcase_add_test(sel, select_default);
+  tcase_add_test(sel, select_no_match_lists_devices);
+  suite_add_tcase(s, sel);
+
+  TCase *cache = tcase_create("cache");
+  tcase_add_test(cache, cache_miss_hit_reject_rebuild);
+  tcase_add_test(cache, cache_off_writes_nothing);
+  suite_add_tcase(s, cache);
+
+  TCase *err = tcase_create("errors");
+  tcase_add_test(err, status_strings);
+  tcase_add_test(err, last_error_names_the_problem);
+  tcase_add_test(err, log_callback_and_profiling);
+  suite_add_tcase(s, err);
+  return s;
+}
+
+int main(void) { return test_run_suite("runtime", runtime_suite); }
