@@ -1,8 +1,10 @@
 /* Every device op (src/ops/ops.h, except GEMM: test_gemm.c) against its
  * host reference from ops/opcheck.h, on odd shapes: rows 1, 3, 7, 33,
- * columns 1, 10, 127, lengths 1 to 1000 around the work-group sizes. The
- * backward ops are also compared with finite differences of the device's
- * own forward ops.
+ * columns 1, 10, 127, lengths 1 to 1000 around the work-group sizes, and
+ * convolution / pooling windows with odd sizes, strides, padding and
+ * dilation. The backward ops are also compared with finite differences of
+ * the device's own forward ops (or, where the forward is linear, checked
+ * to be its adjoint).
  *
  * CLT_TEST_TINY=1 keeps to tiny shapes (for the oclgrind simulator); the
  * suite never calls CLBlast. */
@@ -497,6 +499,431 @@ START_TEST(adam_variants_steps) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Convolution                                                               */
+
+/* C, H, W, KH, KW, stride, padding and dilation along h and w; the checks
+ * derive OH and OW. */
+#define WIN(c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)                           \
+  {.C = (c), .H = (h), .W = (w), .KH = (kh), .KW = (kw), .stride_h = (sh),     \
+   .stride_w = (sw), .pad_h = (ph), .pad_w = (pw), .dil_h = (dh),              \
+   .dil_w = (dw)}
+
+static const clt_window full_conv_windows[] = {
+    WIN(1, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1),   /* "same" 3x3 */
+    WIN(3, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1),   /* stride 2, padding */
+    WIN(3, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1),   /* 1x1 */
+    WIN(3, 7, 7, 1, 1, 2, 2, 0, 0, 1, 1),   /* 1x1 stride 2: pixels unread */
+    WIN(1, 11, 9, 5, 5, 2, 2, 2, 2, 1, 1),  /* 5x5 stride 2 */
+    WIN(3, 9, 11, 3, 3, 1, 1, 2, 2, 2, 2),  /* dilation 2 */
+    WIN(1, 13, 7, 5, 3, 2, 1, 2, 0, 2, 1),  /* every parameter differs */
+    WIN(3, 5, 5, 3, 3, 1, 1, 3, 3, 1, 1),   /* windows wholly in padding */
+    WIN(1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),   /* one pixel */
+    WIN(3, 33, 31, 5, 5, 1, 1, 2, 2, 1, 1), /* above the work-group size */
+};
+static const clt_window tiny_conv_windows[] = {
+    WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
+    WIN(3, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1),
+    WIN(1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2),
+};
+
+static const clt_window *conv_window(int i) {
+  return test_tiny() ? &tiny_conv_windows[i] : &full_conv_windows[i];
+}
+static int conv_window_count(void) {
+  return test_tiny() ? COUNT(tiny_conv_windows) : COUNT(full_conv_windows);
+}
+
+static void window_str(const clt_window *w, char *buf, size_t size) {
+  snprintf(buf, size, "C%lld %lldx%lld k%lldx%lld s%lld,%lld p%lld,%lld "
+           "d%lld,%lld", (long long)w->C, (long long)w->H, (long long)w->W,
+           (long long)w->KH, (long long)w->KW, (long long)w->stride_h,
+           (long long)w->stride_w, (long long)w->pad_h, (long long)w->pad_w,
+           (long long)w->dil_h, (long long)w->dil_w);
+}
+
+/* w with its output size. */
+static clt_window with_out(const clt_window *w) {
+  clt_window o = *w;
+  o.OH = clt_window_out(w->H, w->KH, w->pad_h, w->stride_h, w->dil_h);
+  o.OW = clt_window_out(w->W, w->KW, w->pad_w, w->stride_w, w->dil_w);
+  return o;
+}
+
+/* sum of a[i] * b[i] in double, and in *mag the sum of |a[i] * b[i]|. */
+static double dot(const float *a, const float *b, int64_t n, double *mag) {
+  double s = 0.0, m = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    s += (double)a[i] * b[i];
+    m += fabs((double)a[i] * b[i]);
+  }
+  if (mag) *mag = m > *mag ? m : *mag;
+  return s;
+}
+
+/* A backward op is the adjoint of its (linear) forward A:
+ * <A x, d> = <x, A^T d>, with the device's own ops. */
+static void assert_adjoint(double lhs, double rhs, double mag,
+                           const char *what) {
+  ck_assert_msg(fabs(lhs - rhs) <= 1e-5 * (mag > 1.0 ? mag : 1.0),
+                "%s: <A x, d> = %.9g but <x, A^T d> = %.9g", what, lhs, rhs);
+}
+
+START_TEST(im2col_windows) {
+  static const int64_t full_batches[] = {1, 3}, tiny_batches[] = {1, 2};
+  const int64_t *batches = test_tiny() ? tiny_batches : full_batches;
+  char where[128];
+  window_str(conv_window(_i), where, sizeof where);
+  double e;
+  for (int b = 0; b < 2; b++) {
+    ck_assert_check(clt_check_im2col(g_ctx, batches[b], conv_window(_i), &e),
+                    e, 0.0, "%s batch %lld", where, (long long)batches[b]);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(
+          clt_check_col2im(g_ctx, batches[b], conv_window(_i), acc, &e), e,
+          TOL, "%s batch %lld accumulate=%d", where, (long long)batches[b],
+          acc);
+  }
+}
+END_TEST
+
+/* col2im against im2col: <im2col(x), d> = <x, col2im(d)>. */
+START_TEST(col2im_adjoint) {
+  clt_window w = with_out(conv_window(_i));
+  int64_t batch = 2, nx = batch * w.C * w.H * w.W;
+  int64_t ncol = batch * w.C * w.KH * w.KW * w.OH * w.OW;
+  float *x = malloc((size_t)nx * sizeof(float));
+  float *d = malloc((size_t)ncol * sizeof(float));
+  ck_assert(x && d);
+  clt_random_fill(x, nx, 12, -1.0f, 1.0f);
+  clt_random_fill(d, ncol, 13, -1.0f, 1.0f);
+  clt_tensor *tx = upload_new(x, nx), *td = upload_new(d, ncol);
+  clt_tensor *tcol = upload_new(d, ncol), *tdx = upload_new(x, nx);
+  ck_assert_ok(clt_im2col_forward(g_ctx, tcol, tx, batch, &w));
+  ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false));
+  float *col = download_new(tcol), *dx = download_new(tdx);
+  double mag = 0.0;
+  double lhs = dot(col, d, ncol, &mag), rhs = dot(x, dx, nx, &mag);
+  char where[128];
+  window_str(&w, where, sizeof where);
+  assert_adjoint(lhs, rhs, mag, where);
+  free(x);
+  free(d);
+  free(col);
+  free(dx);
+  clt_tensor *all[] = {tx, td, tcol, tdx};
+  for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+}
+END_TEST
+
+/* Weight gradients summed over the batch: [batch, count]. */
+START_TEST(sum_batch_grid) {
+  int64_t rows, cols;
+  grid_at(_i, &rows, &cols);
+  double e;
+  ck_assert_check(clt_check_sum_batch(g_ctx, rows, cols, &e), e, TOL,
+                  "%lldx%lld", (long long)rows, (long long)cols);
+  shape_list n = lengths_list();
+  for (int k = 0; k < n.count; k++)
+    ck_assert_check(clt_check_sum_batch(g_ctx, rows, n.v[k], &e), e, TOL,
+                    "%lldx%lld", (long long)rows, (long long)n.v[k]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Pooling (C counts batch * channels planes)                                */
+
+static const clt_window full_pool_windows[] = {
+    WIN(1, 7, 5, 3, 3, 2, 2, 1, 1, 1, 1),   /* overlapping, padded */
+    WIN(3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1),   /* stride 1: 9 windows a pixel */
+    WIN(3, 8, 6, 2, 2, 2, 2, 0, 0, 1, 1),   /* the usual 2x2 */
+    WIN(6, 11, 7, 5, 5, 2, 2, 2, 2, 1, 1),  /* 5x5, batch 2 x 3 channels */
+    WIN(1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),   /* one pixel */
+    WIN(2, 7, 6, 3, 2, 2, 1, 1, 1, 1, 1),   /* every parameter differs */
+    WIN(2, 5, 5, 5, 5, 1, 1, 0, 0, 1, 1),   /* global */
+    WIN(3, 7, 7, 3, 3, 3, 3, 1, 1, 1, 1),   /* stride = window, padded */
+    WIN(3, 32, 33, 3, 3, 2, 2, 1, 1, 1, 1), /* above the work-group size */
+};
+static const clt_window tiny_pool_windows[] = {
+    WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
+    WIN(2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1),
+    WIN(3, 4, 4, 2, 2, 2, 2, 0, 0, 1, 1),
+};
+
+static const clt_window *pool_window(int i) {
+  return test_tiny() ? &tiny_pool_windows[i] : &full_pool_windows[i];
+}
+static int pool_window_count(void) {
+  return test_tiny() ? COUNT(tiny_pool_windows) : COUNT(full_pool_windows);
+}
+
+START_TEST(maxpool_windows) {
+  char where[128];
+  window_str(pool_window(_i), where, sizeof where);
+  double e;
+  ck_assert_check(clt_check_maxpool_forward(g_ctx, pool_window(_i), &e), e,
+                  0.0, "%s", where);
+  for (int acc = 0; acc < 2; acc++)
+    ck_assert_check(
+        clt_check_maxpool_backward(g_ctx, pool_window(_i), acc, &e), e,
+        TOL_EXACT, "%s accumulate=%d", where, acc);
+}
+END_TEST
+
+START_TEST(avgpool_windows) {
+  char where[128];
+  window_str(pool_window(_i), where, sizeof where);
+  double e;
+  ck_assert_check(clt_check_avgpool_forward(g_ctx, pool_window(_i), &e), e,
+                  TOL_EXACT, "%s", where);
+  for (int acc = 0; acc < 2; acc++)
+    ck_assert_check(
+        clt_check_avgpool_backward(g_ctx, pool_window(_i), acc, &e), e,
+        TOL_EXACT, "%s accumulate=%d", where, acc);
+}
+END_TEST
+
+/* Both backward ops against their forward with the device's own ops: max
+ * pooling is linear once the argmax is fixed. */
+START_TEST(pool_adjoint) {
+  clt_window w = with_out(pool_window(_i));
+  int64_t nx = w.C * w.H * w.W, ny = w.C * w.OH * w.OW;
+  float *x = malloc((size_t)nx * sizeof(float));
+  float *d = malloc((size_t)ny * sizeof(float));
+  ck_assert(x && d);
+  clt_random_fill(x, nx, 14, -1.0f, 1.0f);
+  clt_random_fill(d, ny, 15, -1.0f, 1.0f);
+  clt_tensor *tx = upload_new(x, nx), *td = upload_new(d, ny);
+  clt_tensor *ty = upload_new(d, ny), *tdx = upload_new(x, nx), *targ;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_I32, 1, &ny, &targ));
+  char where[160];
+  window_str(&w, where, sizeof where);
+  for (int is_max = 0; is_max < 2; is_max++) {
+    if (is_max) {
+      ck_assert_ok(clt_maxpool_forward(g_ctx, ty, targ, tx, &w));
+      ck_assert_ok(clt_maxpool_backward(g_ctx, tdx, td, targ, &w, false));
+    } else {
+      ck_assert_ok(clt_avgpool_forward(g_ctx, ty, tx, &w));
+      ck_assert_ok(clt_avgpool_backward(g_ctx, tdx, td, &w, false));
+    }
+    float *y = download_new(ty), *dx = download_new(tdx);
+    double mag = 0.0;
+    double lhs = dot(y, d, ny, &mag), rhs = dot(x, dx, nx, &mag);
+    char what[200];
+    snprintf(what, sizeof what, "%s %s", is_max ? "maxpool" : "avgpool",
+             where);
+    assert_adjoint(lhs, rhs, mag, what);
+    free(y);
+    free(dx);
+  }
+  free(x);
+  free(d);
+  clt_tensor *all[] = {tx, td, ty, tdx, targ};
+  for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Batch normalisation                                                       */
+
+static const int64_t full_bn_shapes[][3] = {
+    {2, 1, 1},  {1, 3, 49},  {3, 1, 7},   {7, 3, 49},
+    {33, 10, 1}, {2, 3, 300}, {1, 1, 1000}, {5, 33, 3}};
+static const int64_t tiny_bn_shapes[][3] = {{2, 1, 1}, {2, 3, 5}};
+
+static const int64_t *bn_shape(int i) {
+  return test_tiny() ? tiny_bn_shapes[i] : full_bn_shapes[i];
+}
+static int bn_shape_count(void) {
+  return test_tiny() ? COUNT(tiny_bn_shapes) : COUNT(full_bn_shapes);
+}
+
+START_TEST(bn_shapes) {
+  const int64_t *sh = bn_shape(_i);
+  int64_t N = sh[0], C = sh[1], HW = sh[2];
+  double e;
+  ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, &e), e, TOL,
+                  "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, &e), e, TOL,
+                  "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, &e), e, TOL,
+                  "%lldx%lldx%lld eps 0.1", (long long)N, (long long)C,
+                  (long long)HW);
+  for (int training = 0; training < 2; training++)
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
+                                            acc, &e),
+                      e, TOL, "%lldx%lldx%lld training=%d accumulate=%d",
+                      (long long)N, (long long)C, (long long)HW, training,
+                      acc);
+}
+END_TEST
+
+/* Evaluation mode also runs on one value per channel. */
+START_TEST(bn_backward_eval_single) {
+  double e;
+  ck_assert_check(
+      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, &e), e, TOL,
+      "1x3x1 evaluation");
+}
+END_TEST
+
+START_TEST(bn_update_running_shapes) {
+  static const int64_t full_c[] = {1, 3, 10, 65}, tiny_c[] = {1, 3};
+  static const int64_t ms[] = {2, 49, 343};
+  static const float momenta[] = {0.1f, 0.01f, 1.0f};
+  const int64_t *cs = test_tiny() ? tiny_c : full_c;
+  int count = test_tiny() ? COUNT(tiny_c) : COUNT(full_c);
+  double e;
+  for (int k = 0; k < count; k++)
+    for (int m = 0; m < COUNT(ms); m++)
+      for (int mo = 0; mo < COUNT(momenta); mo++)
+        ck_assert_check(clt_check_bn_update_running(g_ctx, cs[k], ms[m],
+                                                    momenta[mo], &e),
+                        e, TOL_EXACT, "C=%lld M=%lld momentum=%g",
+                        (long long)cs[k], (long long)ms[m], momenta[mo]);
+}
+END_TEST
+
+/* The training-mode backward against central differences of the device's
+ * own statistics and forward: L = sum(dy * bn(x)). Each perturbed copy of
+ * one channel is a channel of its own in one stacked input, so one
+ * bn_stats and one bn_forward give every difference. */
+START_TEST(bn_backward_finite_differences) {
+  const int64_t N = test_tiny() ? 2 : 3, C = 2, HW = test_tiny() ? 3 : 5;
+  const int64_t M = N * HW, n = N * C * HW, K = 2 * n; /* stacked channels */
+  const float h = 1e-2f, eps = 1e-5f;
+  float *x = malloc((size_t)n * sizeof(float));
+  float *dy = malloc((size_t)n * sizeof(float));
+  float *xs = malloc((size_t)(N * K * HW) * sizeof(float));
+  float gamma[2] = {1.3f, -0.7f}, beta[2] = {0.2f, -0.4f};
+  float *gs = malloc((size_t)K * sizeof(float));
+  float *bs = malloc((size_t)K * sizeof(float));
+  ck_assert(x && dy && xs && gs && bs);
+  clt_random_fill(x, n, 16, -1.0f, 1.0f);
+  clt_random_fill(dy, n, 17, -1.0f, 1.0f);
+  /* Channel k = 2 j + sign of the stack: x's channel c(j), with element j
+   * moved by +h or -h. */
+  for (int64_t j = 0; j < n; j++) {
+    int64_t c = (j / HW) % C;
+    for (int sign = 0; sign < 2; sign++) {
+      int64_t k = 2 * j + sign;
+      gs[k] = gamma[c];
+      bs[k] = beta[c];
+      for (int64_t b = 0; b < N; b++)
+        for (int64_t s = 0; s < HW; s++) {
+          int64_t src = (b * C + c) * HW + s;
+          xs[(b * K + k) * HW + s] =
+              x[src] + (src == j ? (sign ? -h : h) : 0.0f);
+        }
+    }
+  }
+  clt_tensor *tx = upload_new(x, n), *tdy = upload_new(dy, n);
+  clt_tensor *tg = upload_new(gamma, C), *tb = upload_new(beta, C);
+  clt_tensor *tmean = upload_new(gamma, C), *tvar = upload_new(gamma, C);
+  clt_tensor *tdx = upload_new(x, n), *tdg = upload_new(gamma, C),
+             *tdb = upload_new(beta, C);
+  clt_tensor *txs = upload_new(xs, N * K * HW);
+  clt_tensor *tys = upload_new(xs, N * K * HW);
+  clt_tensor *tgs = upload_new(gs, K), *tbs = upload_new(bs, K);
+  clt_tensor *tms = upload_new(gs, K), *tvs = upload_new(gs, K);
+  ck_assert_ok(clt_bn_stats(g_ctx, tmean, tvar, tx, N, C, HW));
+  ck_assert_ok(clt_bn_backward(g_ctx, tdx, tdg, tdb, tdy, tx, tmean, tvar, tg,
+                               N, C, HW, eps, true, false));
+  ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW));
+  ck_assert_ok(clt_bn_forward(g_ctx, tys, txs, tms, tvs, tgs, tbs, N, K, HW,
+                              eps));
+  float *dx = download_new(tdx), *ys = download_new(tys);
+  for (int64_t j = 0; j < n; j++) {
+    int64_t c = (j / HW) % C;
+    double loss[2] = {0.0, 0.0};
+    for (int sign = 0; sign < 2; sign++)
+      for (int64_t b = 0; b < N; b++)
+        for (int64_t s = 0; s < HW; s++)
+          loss[sign] += (double)dy[(b * C + c) * HW + s] *
+                        ys[(b * K + 2 * j + sign) * HW + s];
+    double fd = (loss[0] - loss[1]) / (2.0 * h);
+    ck_assert_msg(fabs(fd - dx[j]) < 2e-3 * (fabs(fd) > 1.0 ? fabs(fd) : 1.0),
+                  "batchnorm %lldx%lldx%lld (M=%lld) element %lld: backward "
+                  "%g, finite difference %g",
+                  (long long)N, (long long)C, (long long)HW, (long long)M,
+                  (long long)j, dx[j], fd);
+  }
+  free(dx);
+  free(ys);
+  free(x);
+  free(dy);
+  free(xs);
+  free(gs);
+  free(bs);
+  clt_tensor *all[] = {tx,  tdy, tg,  tb,  tmean, tvar, tdx, tdg,
+                       tdb, txs, tys, tgs, tbs,   tms,  tvs};
+  for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Dropout, product, concatenation                                           */
+
+START_TEST(dropout_lengths) {
+  static const int64_t full_n[] = {1, 7, 64, 257, 1000, 100003};
+  static const int64_t tiny_n[] = {5, 100};
+  static const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f};
+  const int64_t *ns = test_tiny() ? tiny_n : full_n;
+  int count = test_tiny() ? COUNT(tiny_n) : COUNT(full_n);
+  double e;
+  for (int k = 0; k < count; k++)
+    for (int i = 0; i < COUNT(ps); i++) {
+      if (test_tiny() && (i == 1 || i == 3)) continue;
+      uint64_t seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1) + (uint64_t)i;
+      ck_assert_check(clt_check_dropout(g_ctx, ns[k], ps[i], seed, 0, &e), e,
+                      TOL_EXACT, "n=%lld p=%g counter 0", (long long)ns[k],
+                      ps[i]);
+      ck_assert_check(
+          clt_check_dropout(g_ctx, ns[k], ps[i], seed, 0x100000003ULL, &e), e,
+          TOL_EXACT, "n=%lld p=%g counter 2^32+3", (long long)ns[k], ps[i]);
+    }
+}
+END_TEST
+
+START_TEST(mul_lengths) {
+  shape_list n = lengths_list();
+  double e;
+  for (int k = 0; k < n.count; k++)
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_mul(g_ctx, n.v[k], acc, &e), e, TOL_EXACT,
+                      "n=%lld accumulate=%d", (long long)n.v[k], acc);
+}
+END_TEST
+
+START_TEST(channel_slice_shapes) {
+  /* N, Cy, Cx, c_off, S */
+  static const int64_t full[][5] = {{1, 1, 1, 0, 1},  {3, 7, 3, 0, 49},
+                                    {3, 7, 3, 2, 49}, {3, 7, 3, 4, 49},
+                                    {2, 5, 5, 0, 10}, {1, 33, 1, 32, 1},
+                                    {7, 10, 4, 6, 1}, {2, 3, 1, 1, 300}};
+  static const int64_t tiny[][5] = {{1, 3, 1, 1, 2}, {2, 4, 2, 2, 3}};
+  int count = test_tiny() ? COUNT(tiny) : COUNT(full);
+  double e;
+  for (int k = 0; k < count; k++) {
+    const int64_t *s = test_tiny() ? tiny[k] : full[k];
+    ck_assert_check(clt_check_channel_slice(g_ctx, s[0], s[1], s[2], s[3],
+                                            s[4], false, false, &e),
+                    e, 0.0, "x %lldx%lldx%lld into %lld channels at %lld",
+                    (long long)s[0], (long long)s[2], (long long)s[4],
+                    (long long)s[1], (long long)s[3]);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_channel_slice(g_ctx, s[0], s[1], s[2], s[3],
+                                              s[4], true, acc, &e),
+                      e, TOL_EXACT,
+                      "backward x %lldx%lldx%lld from %lld channels at %lld "
+                      "accumulate=%d",
+                      (long long)s[0], (long long)s[2], (long long)s[4],
+                      (long long)s[1], (long long)s[3], acc);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 
 static Suite *ops_suite(void) {
   Suite *s = suite_create("ops");
@@ -535,6 +962,31 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(opt, sgd_variants_steps, 0, COUNT(sgd_variants));
   tcase_add_loop_test(opt, adam_variants_steps, 0, COUNT(adam_variants));
   suite_add_tcase(s, opt);
+
+  TCase *conv = tcase_create("conv");
+  tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
+  tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
+  tcase_add_loop_test(conv, sum_batch_grid, 0, grid_count());
+  suite_add_tcase(s, conv);
+
+  TCase *pool = tcase_create("pool");
+  tcase_add_loop_test(pool, maxpool_windows, 0, pool_window_count());
+  tcase_add_loop_test(pool, avgpool_windows, 0, pool_window_count());
+  tcase_add_loop_test(pool, pool_adjoint, 0, pool_window_count());
+  suite_add_tcase(s, pool);
+
+  TCase *norm = tcase_create("batchnorm");
+  tcase_add_loop_test(norm, bn_shapes, 0, bn_shape_count());
+  tcase_add_test(norm, bn_backward_eval_single);
+  tcase_add_test(norm, bn_update_running_shapes);
+  tcase_add_test(norm, bn_backward_finite_differences);
+  suite_add_tcase(s, norm);
+
+  TCase *misc = tcase_create("dropout and concat");
+  tcase_add_test(misc, dropout_lengths);
+  tcase_add_test(misc, mul_lengths);
+  tcase_add_test(misc, channel_slice_shapes);
+  suite_add_tcase(s, misc);
   return s;
 }
 

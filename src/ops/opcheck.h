@@ -4,10 +4,10 @@
  *
  * The references are plain C in double precision, written from the ops'
  * definitions (PyTorch's, where the op has one), not from the kernels.
- * Every operand of the element-wise, loss, reduction and optimizer checks
- * is a view at an odd offset into a larger buffer whose guard elements on
- * both sides are compared too, so a kernel that ignores an offset or
- * writes past its range shows as an error. A NaN or infinity where the
+ * Every operand of the checks after GEMM's (integer ones included) is a
+ * view at an odd offset into a larger buffer whose guard elements on both
+ * sides are compared too, so a kernel that ignores an offset or writes
+ * past its range shows as an error. A NaN or infinity where the
  * reference is finite gives an infinite error. */
 #ifndef CLT_OPS_OPCHECK_H
 #define CLT_OPS_OPCHECK_H
@@ -87,6 +87,93 @@ clt_status clt_check_sgd_step(clt_context *ctx, int64_t n,
 clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
                                const clt_adam_params *hp, int steps,
                                double *max_err);
+
+/* ---- convolution, pooling, normalisation, dropout, concatenation ----
+ * The window checks take the geometry in w without w->OH and w->OW, which
+ * they derive with clt_window_out (PyTorch's formula); a window that does
+ * not fit gives CLT_ERR_INVALID_ARGUMENT. */
+
+/* col [batch, C*KH*KW, OH*OW] = im2col(x [batch, C, H, W]), as
+ * torch.nn.functional.unfold: zeros where a window reads padding. */
+clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
+                            const clt_window *w, double *max_err);
+/* dx (+)= col2im(dcol), as torch.nn.functional.fold: every column element
+ * added into the input element it was read from. The reference scatters;
+ * the op may gather. */
+clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
+                            const clt_window *w, bool accumulate,
+                            double *max_err);
+/* out[j] = sum over n of x[n, j], x of [batch, count]. */
+clt_status clt_check_sum_batch(clt_context *ctx, int64_t batch, int64_t count,
+                               double *max_err);
+
+/* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
+ * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,
+ * padding must be at most half the window. */
+
+/* y and argmax (the index ih * W + iw within the plane, i32). Inputs are
+ * uniform on odd planes and take only 9 values on even ones, so windows
+ * hold ties: the first maximum in row-major order wins, as in PyTorch.
+ * Where there are 2 planes or more, the last holds one NaN, which every
+ * window over it returns (argmax pointing at it). An argmax that differs
+ * counts as an error of 1. */
+clt_status clt_check_maxpool_forward(clt_context *ctx, const clt_window *w,
+                                     double *max_err);
+/* dx (+)= dy routed through argmax, given the host's argmax of random
+ * inputs (overlapping windows share maxima). */
+clt_status clt_check_maxpool_backward(clt_context *ctx, const clt_window *w,
+                                      bool accumulate, double *max_err);
+/* The divisor counts padding (count_include_pad=True) but not what lies
+ * past the padded edge. */
+clt_status clt_check_avgpool_forward(clt_context *ctx, const clt_window *w,
+                                     double *max_err);
+clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
+                                      bool accumulate, double *max_err);
+
+/* Batch normalisation of x [N, C, HW] as torch.nn.BatchNorm1d/2d. Inputs
+ * are uniform in [-1, 1] plus a per-channel offset (up to +-4), so a
+ * one-pass variance would lose digits. */
+
+/* mean[c] and the biased var[c] over N and HW. */
+clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
+                              int64_t HW, double *max_err);
+/* running stats moved by momentum towards the batch's (the unbiased
+ * variance, M / (M - 1), for M > 1 elements per channel), and
+ * num_batches_tracked + 1. */
+clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
+                                       float momentum, double *max_err);
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta, var in [0.25, 2]. */
+clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
+                                int64_t HW, float eps, double *max_err);
+/* dgamma = sum dy xhat, dbeta = sum dy, and dx (+)=: in training, the
+ * gradient through the batch statistics (the op is given mean / var = the
+ * batch's, rounded to float); in evaluation, gamma dy / sqrt(var + eps)
+ * with running statistics. A second call with dx NULL must still give
+ * dgamma and dbeta. */
+clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
+                                 int64_t HW, float eps, bool training,
+                                 bool accumulate, double *max_err);
+
+/* Dropout of n elements with rate p: each mask element is 0 or
+ * 1 / (1 - p), y = x * mask; the kept count is within 5 standard
+ * deviations of n (1 - p); the same seed and counter give the same mask
+ * (bit for bit) again, into other buffers at another offset; a counter
+ * or a seed that differs (in its low or its high 32 bits) gives another
+ * mask where n is large enough to tell. A failed statistical or
+ * determinism test counts as an error of 1. */
+clt_status clt_check_dropout(clt_context *ctx, int64_t n, float p,
+                             uint64_t seed, uint64_t counter,
+                             double *max_err);
+/* out = a * b (+ out) over n elements. */
+clt_status clt_check_mul(clt_context *ctx, int64_t n, bool accumulate,
+                         double *max_err);
+/* Concatenation along channels: forward copies x [N, Cx, S] into channels
+ * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;
+ * backward copies (adds) that slice of y into x. */
+clt_status clt_check_channel_slice(clt_context *ctx, int64_t N, int64_t Cy,
+                                   int64_t Cx, int64_t c_off, int64_t S,
+                                   bool backward, bool accumulate,
+                                   double *max_err);
 
 /* One self-test case: a name and a check on small fixed shapes. */
 typedef struct clt_selftest_case {

@@ -95,10 +95,12 @@ typedef struct clt_window {
   int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
 } clt_window;
 
-/* Output size of a window along one axis (PyTorch's formula). */
+/* Output size of a window along one axis (PyTorch's formula); 0 when the
+ * window does not fit (C's division would round a negative span up). */
 static inline int64_t clt_window_out(int64_t in, int64_t k, int64_t pad,
                                      int64_t stride, int64_t dil) {
-  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
 }
 
 /* col [batch, C*KH*KW, OH*OW] from x [batch, C, H, W]. */

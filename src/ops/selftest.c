@@ -130,6 +130,81 @@ static clt_status st_adamw_clip(clt_context *ctx, double *e) {
   return clt_check_adam_step(ctx, 100, &hp, 3, e);
 }
 
+/* A window with the same size, stride, padding and dilation along both
+ * axes (the checks derive OH and OW). */
+static clt_window square(int64_t C, int64_t H, int64_t W, int64_t k,
+                         int64_t stride, int64_t pad, int64_t dil) {
+  return (clt_window){.C = C, .H = H, .W = W, .KH = k, .KW = k,
+                      .pad_h = pad, .pad_w = pad, .stride_h = stride,
+                      .stride_w = stride, .dil_h = dil, .dil_w = dil};
+}
+
+static clt_status st_im2col(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 7, 3, 2, 1, 1);
+  return clt_check_im2col(ctx, 2, &w, e);
+}
+static clt_status st_im2col_dil(clt_context *ctx, double *e) {
+  clt_window w = square(1, 11, 9, 5, 1, 4, 2);
+  return clt_check_im2col(ctx, 1, &w, e);
+}
+static clt_status st_col2im(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 7, 3, 2, 1, 1);
+  return clt_check_col2im(ctx, 2, &w, true, e);
+}
+static clt_status st_col2im_dil(clt_context *ctx, double *e) {
+  clt_window w = square(1, 11, 9, 5, 1, 4, 2);
+  return clt_check_col2im(ctx, 1, &w, false, e);
+}
+static clt_status st_sum_batch(clt_context *ctx, double *e) {
+  return clt_check_sum_batch(ctx, 3, 1001, e);
+}
+static clt_status st_maxpool_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 9, 7, 3, 2, 1, 1);
+  return clt_check_maxpool_forward(ctx, &w, e);
+}
+static clt_status st_maxpool_bwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 9, 7, 3, 2, 1, 1);
+  return clt_check_maxpool_backward(ctx, &w, true, e);
+}
+static clt_status st_avgpool_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 9, 7, 3, 2, 1, 1);
+  return clt_check_avgpool_forward(ctx, &w, e);
+}
+static clt_status st_avgpool_bwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 9, 7, 3, 2, 1, 1);
+  return clt_check_avgpool_backward(ctx, &w, true, e);
+}
+static clt_status st_bn_stats(clt_context *ctx, double *e) {
+  return clt_check_bn_stats(ctx, 7, 3, 49, e);
+}
+static clt_status st_bn_running(clt_context *ctx, double *e) {
+  return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
+}
+static clt_status st_bn_fwd(clt_context *ctx, double *e) {
+  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, e);
+}
+static clt_status st_bn_bwd_train(clt_context *ctx, double *e) {
+  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, e);
+}
+static clt_status st_bn_bwd_eval(clt_context *ctx, double *e) {
+  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, e);
+}
+static clt_status st_dropout(clt_context *ctx, double *e) {
+  return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
+}
+static clt_status st_mul(clt_context *ctx, double *e) {
+  return clt_check_mul(ctx, 1001, false, e);
+}
+static clt_status st_mul_acc(clt_context *ctx, double *e) {
+  return clt_check_mul(ctx, 257, true, e);
+}
+static clt_status st_concat_fwd(clt_context *ctx, double *e) {
+  return clt_check_channel_slice(ctx, 3, 7, 3, 2, 49, false, false, e);
+}
+static clt_status st_concat_bwd(clt_context *ctx, double *e) {
+  return clt_check_channel_slice(ctx, 3, 7, 3, 2, 49, true, true, e);
+}
+
 /* Tolerances: a few float rounding steps for exact arithmetic; the
  * device's exp / tanh / erf are allowed a few ulp more. */
 const clt_selftest_case clt_selftest_cases[] = {
@@ -172,6 +247,25 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"adam step 1", st_adam_step1, 1e-5},
     {"adam weight decay 3 steps", st_adam_step3, 1e-5},
     {"adamw clip 3 steps", st_adamw_clip, 1e-5},
+    {"im2col 2x3x9x7 k3s2p1", st_im2col, 0.0},
+    {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0},
+    {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5},
+    {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5},
+    {"sum batch 3x1001", st_sum_batch, 1e-5},
+    {"maxpool forward 6x9x7 k3s2p1", st_maxpool_fwd, 0.0},
+    {"maxpool backward 6x9x7 k3s2p1 accumulate", st_maxpool_bwd, 1e-6},
+    {"avgpool forward 6x9x7 k3s2p1", st_avgpool_fwd, 1e-6},
+    {"avgpool backward 6x9x7 k3s2p1 accumulate", st_avgpool_bwd, 1e-6},
+    {"batchnorm stats 7x3x49", st_bn_stats, 1e-5},
+    {"batchnorm running stats 10", st_bn_running, 1e-6},
+    {"batchnorm forward 7x3x49", st_bn_fwd, 1e-5},
+    {"batchnorm backward training 7x3x49", st_bn_bwd_train, 1e-5},
+    {"batchnorm backward eval 33x10 accumulate", st_bn_bwd_eval, 1e-5},
+    {"dropout 10001 p=0.3", st_dropout, 1e-6},
+    {"mul 1001", st_mul, 1e-6},
+    {"mul 257 accumulate", st_mul_acc, 1e-6},
+    {"concat forward 3x3x49 into 3x7x49 at 2", st_concat_fwd, 0.0},
+    {"concat backward 3x7x49 at 2 accumulate", st_concat_bwd, 1e-6},
 };
 const int clt_selftest_case_count =
     (int)(sizeof clt_selftest_cases / sizeof clt_selftest_cases[0]);
