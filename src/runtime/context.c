@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ops/gemm_tuning.h"
 #include "runtime/cache.h"
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
@@ -155,6 +156,7 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
               ctx->info.name, ctx->info.platform_name,
               ctx->kernel_stats.programs, ctx->kernel_stats.cache_hits,
               ctx->kernel_stats.build_seconds);
+  clt_gemm_tune_for_device(ctx);
   *out = ctx;
   return CLT_OK;
 }
