@@ -31,13 +31,16 @@ __kernel void bias_add_rows(__global float *y, int y_off,
   y[y_off + i] += bias[b_off + i % cols];
 }
 
-/* y[n, c, s] += bias[c] for NCHW data (s runs over the spatial size). */
+/* y[n, c, s] += bias[c] for NCHW data; one work-item per (n, c) plane,
+ * looping over its contiguous spatial elements. */
 __kernel void bias_add_channels(__global float *y, int y_off,
                                 __global const float *bias, int b_off,
-                                int channels, int spatial, int total) {
+                                int channels, int spatial, int planes) {
   int i = get_global_id(0);
-  if (i >= total) return;
-  y[y_off + i] += bias[b_off + (i / spatial) % channels];
+  if (i >= planes) return;
+  float b = bias[b_off + i % channels];
+  __global float *plane = y + y_off + i * spatial;
+  for (int s = 0; s < spatial; s++) plane[s] += b;
 }
 
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]

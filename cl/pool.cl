@@ -8,28 +8,32 @@ __kernel void maxpool_forward(__global float *y, int y_off,
                               int H, int W, int OH, int OW, int KH, int KW,
                               int pad_h, int pad_w, int stride_h,
                               int stride_w) {
+  /* One work-item per output row: divisions once per row, contiguous
+   * writes (vectorised on CPU devices). */
   int i = get_global_id(0);
-  if (i >= planes * OH * OW) return;
-  int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
-  float best = -INFINITY;
-  int best_at = -1;
-  for (int kh = 0; kh < KH; kh++) {
-    int ih = oh * stride_h - pad_h + kh;
-    if (ih < 0 || ih >= H) continue;
-    for (int kw = 0; kw < KW; kw++) {
-      int iw = ow * stride_w - pad_w + kw;
-      if (iw < 0 || iw >= W) continue;
-      float v = x[x_off + (p * H + ih) * W + iw];
-      /* NaN propagates, as in PyTorch. */
-      if (v > best || isnan(v) || best_at < 0) {
-        best = v;
-        best_at = ih * W + iw;
-        if (isnan(v)) break;
+  if (i >= planes * OH) return;
+  int oh = i % OH, p = i / OH;
+  __global const float *plane = x + x_off + p * H * W;
+  for (int ow = 0; ow < OW; ow++) {
+    float best = -INFINITY;
+    int best_at = -1;
+    for (int kh = 0; kh < KH; kh++) {
+      int ih = oh * stride_h - pad_h + kh;
+      if (ih < 0 || ih >= H) continue;
+      for (int kw = 0; kw < KW; kw++) {
+        int iw = ow * stride_w - pad_w + kw;
+        if (iw < 0 || iw >= W) continue;
+        float v = plane[ih * W + iw];
+        /* The first maximum wins; NaN propagates, as in PyTorch. */
+        if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
+          best = v;
+          best_at = ih * W + iw;
+        }
       }
     }
+    y[y_off + i * OW + ow] = best;
+    arg[arg_off + i * OW + ow] = best_at;
   }
-  y[y_off + i] = best;
-  arg[arg_off + i] = best_at;
 }
 
 static int first_window(int i, int pad, int k, int stride) {
@@ -43,18 +47,42 @@ __kernel void maxpool_backward(__global float *dx, int dx_off,
                                int planes, int H, int W, int OH, int OW,
                                int KH, int KW, int pad_h, int pad_w,
                                int stride_h, int stride_w, int accumulate) {
+  /* One work-item per input row (p, ih), gathering from the windows that
+   * cover each element. */
   int i = get_global_id(0);
-  if (i >= planes * H * W) return;
-  int iw = i % W, ih = (i / W) % H, p = i / (W * H);
-  float sum = 0.0f;
+  if (i >= planes * H) return;
+  int ih = i % H, p = i / H;
   int oh0 = first_window(ih, pad_h, KH, stride_h);
-  int ow0 = first_window(iw, pad_w, KW, stride_w);
-  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
-    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
-      int o = (p * OH + oh) * OW + ow;
-      if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
-    }
-  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+  __global float *out = dx + dx_off + i * W;
+  for (int iw = 0; iw < W; iw++) {
+    float sum = 0.0f;
+    int ow0 = first_window(iw, pad_w, KW, stride_w);
+    for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
+      for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
+        int o = (p * OH + oh) * OW + ow;
+        if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
+      }
+    out[iw] = accumulate ? out[iw] + sum : sum;
+  }
+}
+
+/* Backward of max pooling with windows that do not overlap (stride >=
+ * kernel): every input element lies in at most one window, so each output
+ * adds its gradient at its argmax without conflicts. dx must hold zeros
+ * (or the sum so far, when accumulating). One work-item per output row. */
+__kernel void maxpool_backward_scatter(__global float *dx, int dx_off,
+                                       __global const float *dy, int dy_off,
+                                       __global const int *arg, int arg_off,
+                                       int planes, int H, int W, int OH,
+                                       int OW) {
+  int i = get_global_id(0);
+  if (i >= planes * OH) return;
+  int p = i / OH;
+  __global float *plane = dx + dx_off + p * H * W;
+  for (int ow = 0; ow < OW; ow++) {
+    int at = arg[arg_off + i * OW + ow];
+    if (at >= 0) plane[at] += dy[dy_off + i * OW + ow];
+  }
 }
 
 /* Average pooling; the divisor counts padding (PyTorch's default,

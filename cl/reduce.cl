@@ -25,11 +25,15 @@ __kernel void sum_channels(__global float *out, int out_off,
   __local float scratch[CLT_WG];
   int c = get_group_id(0);
   int lid = get_local_id(0);
-  int count = outer * inner;
   float s = 0.0f;
-  for (int j = lid; j < count; j += CLT_WG) {
-    int o = j / inner, i = j % inner;
-    s += x[x_off + (o * channels + c) * inner + i];
+  if (inner == 1) {
+    for (int o = lid; o < outer; o += CLT_WG) s += x[x_off + o * channels + c];
+  } else {
+    /* No division per element: the planes one by one. */
+    for (int o = 0; o < outer; o++) {
+      __global const float *plane = x + x_off + (o * channels + c) * inner;
+      for (int i = lid; i < inner; i += CLT_WG) s += plane[i];
+    }
   }
   float total = group_sum(scratch, s);
   if (lid == 0)

@@ -9,7 +9,7 @@
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w) {
-  int64_t n = batch * w->C * w->KH * w->KW * w->OH * w->OW;
+  int64_t n = batch * w->C * w->KH * w->KW * w->OH; /* rows of col */
   return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)n, KT(col), KT(x), KI(batch),
                     WINDOW_ARGS(w));
 }
@@ -17,7 +17,7 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
                                const clt_window *w, bool accumulate) {
-  int64_t n = batch * w->C * w->H * w->W;
+  int64_t n = batch * w->C * w->H; /* rows of dx */
   return CLT_RUN_1D(ctx, CLT_K_col2im, (size_t)n, KT(dx), KT(dcol), KI(batch),
                     WINDOW_ARGS(w), KI(accumulate));
 }

@@ -25,9 +25,9 @@ clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t channels, int64_t spatial) {
-  int64_t total = batch * channels * spatial;
-  return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)total, KT(y),
-                    KT(bias), KI(channels), KI(spatial), KI(total));
+  int64_t planes = batch * channels;
+  return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)planes, KT(y),
+                    KT(bias), KI(channels), KI(spatial), KI(planes));
 }
 
 clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,

@@ -9,14 +9,24 @@
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w) {
-  return CLT_RUN_1D(ctx, CLT_K_maxpool_forward, (size_t)(w->C * w->OH * w->OW),
+  return CLT_RUN_1D(ctx, CLT_K_maxpool_forward, (size_t)(w->C * w->OH),
                     KT(y), KT(argmax), KT(x), POOL_ARGS(w));
 }
 
 clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_tensor *argmax,
                                 const clt_window *w, bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_maxpool_backward, (size_t)(w->C * w->H * w->W),
+  if (w->stride_h >= w->KH && w->stride_w >= w->KW) {
+    /* Windows do not overlap: a scatter, far cheaper than the gather. */
+    if (!accumulate) {
+      clt_tensor plane = clt_tensor_slice_1d(dx, 0, w->C * w->H * w->W);
+      CLT_TRY(clt_tensor_fill(&plane, 0.0));
+    }
+    return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter,
+                      (size_t)(w->C * w->OH), KT(dx), KT(dy), KT(argmax),
+                      KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW));
+  }
+  return CLT_RUN_1D(ctx, CLT_K_maxpool_backward, (size_t)(w->C * w->H),
                     KT(dx), KT(dy), KT(argmax), POOL_ARGS(w), KI(accumulate));
 }
 

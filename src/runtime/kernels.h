@@ -28,6 +28,7 @@
   X(sum_batch, "conv")                                                         \
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
+  X(maxpool_backward_scatter, "pool")                                          \
   X(avgpool_forward, "pool")                                                   \
   X(avgpool_backward, "pool")                                                  \
   X(bn_stats, "norm")                                                          \
