@@ -40,6 +40,18 @@ __kernel void sum_channels(__global float *out, int out_off,
     out[out_off + c] = accumulate ? out[out_off + c] + total : total;
 }
 
+/* out[c] (+)= sum over r of x[r, c] for x [rows, cols]: dense bias
+ * gradients. One work-item per column; rows are few (the batch). */
+__kernel void sum_columns(__global float *out, int out_off,
+                          __global const float *x, int x_off, int rows,
+                          int cols, int accumulate) {
+  int c = get_global_id(0);
+  if (c >= cols) return;
+  float s = 0.0f;
+  for (int r = 0; r < rows; r++) s += x[x_off + r * cols + c];
+  out[out_off + c] = accumulate ? out[out_off + c] + s : s;
+}
+
 /* acc[index] += scale * sum(x[0..n)), one group. */
 __kernel void sum_into(__global float *acc, int acc_off,
                        __global const float *x, int x_off, int n, int index,

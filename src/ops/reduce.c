@@ -5,6 +5,9 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
                                     const clt_tensor *x, int64_t outer,
                                     int64_t channels, int64_t inner,
                                     bool accumulate) {
+  if (inner == 1) /* [outer, channels]: a column sum, no group needed */
+    return CLT_RUN_1D(ctx, CLT_K_sum_columns, (size_t)channels, KT(out),
+                      KT(x), KI(outer), KI(channels), KI(accumulate));
   size_t local = ctx->work_group;
   size_t global = local * (size_t)channels;
   return CLT_RUN(ctx, CLT_K_sum_channels, 1, &global, &local, KT(out), KT(x),

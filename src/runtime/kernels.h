@@ -18,6 +18,7 @@
   X(softmax_xent, "loss")                                                      \
   X(mse, "loss")                                                               \
   X(sum_channels, "reduce")                                                    \
+  X(sum_columns, "reduce")                                                    \
   X(sum_into, "reduce")                                                        \
   X(sumsq_into, "reduce")                                                      \
   X(sgd_step, "optim")                                                         \
