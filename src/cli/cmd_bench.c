@@ -42,6 +42,14 @@ static const gemm_shape shapes[] = {
     {"conv2 im2col b64", NN, 64, 196, 288, 64},
     {"conv1 im2col b256", NN, 32, 784, 9, 256},
     {"conv2 im2col b256", NN, 64, 196, 288, 256},
+    /* The sample CNN's second convolution (valid, 11x11 output) at batch
+     * 64: per image (batched) against one product over the whole batch. */
+    {"cnn conv2 fwd b64", NN, 64, 121, 288, 64},
+    {"cnn conv2 fwd 1 gemm", NN, 64, 7744, 288, 1},
+    {"cnn conv2 dW b64", NT, 64, 288, 121, 64},
+    {"cnn conv2 dW 1 gemm", NT, 64, 288, 7744, 1},
+    {"cnn conv2 dcol b64", TN, 288, 121, 64, 64},
+    {"cnn conv2 dcol 1 gemm", TN, 288, 7744, 64, 1},
 };
 
 static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
@@ -134,7 +142,7 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s) {
 }
 
 static int bench_gemm(int argc, char **argv) {
-  const char *device = NULL, *max_size = NULL;
+  const char *device = NULL, *max_size = NULL, *only = NULL;
   bool bad = false;
   long long limit = 2048;
   for (int i = 0; i < argc; i++) {
@@ -142,9 +150,13 @@ static int bench_gemm(int argc, char **argv) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--max-size", &max_size, &bad)) {
       if (bad || !cli_parse_int("--max-size", max_size, 1, &limit)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--only", &only, &bad)) {
+      if (bad) return 2;
     } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: cltrain bench gemm [--device D] [--max-size N]\n"
-             "  --max-size N  skip square sizes above N (default 2048)\n");
+      printf("usage: cltrain bench gemm [--device D] [--max-size N] "
+             "[--only TEXT]\n"
+             "  --max-size N  skip square sizes above N (default 2048)\n"
+             "  --only TEXT   only the shapes whose name contains TEXT\n");
       return 0;
     } else {
       fprintf(stderr, "cltrain bench gemm: unknown option '%s'\n", argv[i]);
@@ -166,6 +178,7 @@ static int bench_gemm(int argc, char **argv) {
   int rc = 0;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     if (shapes[i].m > limit && shapes[i].n > limit) continue;
+    if (only && !strstr(shapes[i].name, only)) continue;
     if (bench_one(ctx, &shapes[i]) != CLT_OK) {
       fprintf(stderr, "cltrain: %s: %s\n", shapes[i].name,
               clt_context_last_error(ctx));
