@@ -461,13 +461,26 @@ typedef struct clt_fit_options {
   int progress_every;  /* batches between CLT_PHASE_TRAIN reports; 0: 50 */
   clt_progress_fn progress;
   void *progress_user;
+  /* Resuming: the first epoch to run (1-based; 0 or 1: from the start).
+   * Epoch e shuffles and augments the same way whatever epoch the run
+   * began at, so epochs 1..k, a checkpoint, then first_epoch k+1 give the
+   * same numbers as one run. See clt_checkpoint_resume. */
+  int first_epoch;
+  /* When not NULL, a checkpoint (as clt_checkpoint_save writes) goes to
+   * this path, atomically, after every checkpoint_every epochs (0: none in
+   * between) and after the last epoch. A failed write stops the fit with
+   * CLT_ERR_IO; the previous checkpoint stays intact. */
+  const char *checkpoint_path;
+  int checkpoint_every;
 } clt_fit_options;
 
 CLT_API void clt_fit_options_init(clt_fit_options *opts);
 
 /* Trains g (compiled for opts->batch or more) with opt for opts->epochs on
  * train, evaluating on test (may be NULL) after each epoch. history (may be
- * NULL) receives opts->epochs entries. Stops with CLT_ERR_NAN, naming the
+ * NULL) has room for opts->epochs entries; entry e-1 receives epoch e for
+ * every epoch run (from opts->first_epoch on), and the entries before it
+ * are read, as clt_checkpoint_resume filled them, for checkpoints. Stops with CLT_ERR_NAN, naming the
  * epoch and batch, if the loss becomes NaN or infinite. */
 CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            const clt_dataset *train, const clt_dataset *test,
@@ -477,6 +490,107 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
 /* Loss and accuracy of g over ds, in batches of `batch`. */
 CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
                                 int64_t batch, clt_metrics *out);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints (safetensors)                                                 */
+/*
+ * A checkpoint is a safetensors file that PyTorch's
+ * `model.load_state_dict(safetensors.torch.load_file(path), strict=False)`
+ * reads for a model with the same layer names (strict=True too for a file
+ * saved without optimizer, which holds parameters only): every parameter is
+ * "<layer>.<name>" in PyTorch's layout (dense weight [out, in], conv2d
+ * weight [out, in, kh, kw], batchnorm weight, bias, running_mean,
+ * running_var as F32, num_batches_tracked as an I64 scalar). The training
+ * state lies under names that no layer can have (layer names hold no '.'
+ * and those below start with "__"):
+ *   __optim__.m, __optim__.v  F32 [n]: the optimizer's moments (Adam m, v;
+ *                             SGD momentum in v) over the n trainable values
+ *                             in model order
+ *   __rng__.<layer>           I64 []: a dropout layer's generator counter
+ *   __train__.state           I64 [6]: format version (1), epochs done,
+ *                             optimizer steps, seed, data seed, optimizer
+ *                             kind (-1: none)
+ *   __train__.history         F64 [epochs, 5]: epoch, train loss, train
+ *                             accuracy, test loss, test accuracy
+ * (the training state only when an optimizer was given) and __metadata__
+ * holds "format": "pt", "cltrain_version",
+ * "model_sha256" (of the model file, when the graph came from one),
+ * "optimizer", "optimizer_options", "epoch", "step", "seed". */
+
+typedef struct clt_checkpoint_info {
+  int epoch;          /* epochs done when it was saved */
+  int64_t step;       /* optimizer steps done */
+  uint64_t seed;      /* the graph's seed (initialisation, dropout) */
+  uint64_t data_seed; /* the seed of shuffling and augmentation */
+  char model_sha256[65]; /* "" when unknown */
+  char optimizer[16];    /* "sgd", "adam", "adamw"; "" without state */
+  char version[32];      /* cltrain version that wrote it */
+} clt_checkpoint_info;
+
+/* Writes g's parameters and, if opt is not NULL, its state, atomically
+ * (temporary file, fsync, rename: a crash leaves the old file intact), as
+ * a checkpoint of `epoch` epochs done. history (may be NULL) holds `epoch`
+ * entries, kept in the file for plots of resumed runs. g must be
+ * compiled. CLT_ERR_IO names the path. */
+CLT_API clt_status clt_checkpoint_save(clt_graph *g, const clt_optimizer *opt,
+                                       int epoch,
+                                       const clt_epoch_stats *history,
+                                       const char *path);
+
+/* Loads only the parameters (and batch-norm statistics) from a checkpoint
+ * into compiled g: fine-tuning, or inference. Every parameter of g must be
+ * in the file with its shape; a parameter-named tensor that g lacks is an
+ * error too (as PyTorch's strict load). On any error g is unchanged and
+ * the message names the file and, where it applies, the tensor and both
+ * shapes ("w.safetensors: tensor 'fc1.weight' has shape [128, 784], the
+ * model expects [64, 784]"). */
+CLT_API clt_status clt_checkpoint_load_weights(clt_graph *g, const char *path);
+
+/* Restores everything clt_checkpoint_save wrote into compiled g and opt
+ * (created with the same kind), to continue training from info->epoch + 1
+ * (set clt_fit_options.first_epoch and seed from *info). A checkpoint of a
+ * different model file (SHA-256 mismatch) or optimizer kind is an error
+ * naming both. history (may be NULL; room for history_cap entries)
+ * receives the epochs recorded. info may be NULL. On error nothing is
+ * changed. */
+CLT_API clt_status clt_checkpoint_resume(clt_graph *g, clt_optimizer *opt,
+                                         const char *path,
+                                         clt_checkpoint_info *info,
+                                         clt_epoch_stats *history,
+                                         int history_cap);
+
+/* Reads the training state and metadata of a checkpoint, without a graph.
+ * Errors go to ctx. */
+CLT_API clt_status clt_checkpoint_read_info(clt_context *ctx, const char *path,
+                                            clt_checkpoint_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Inference                                                                 */
+
+typedef struct clt_model clt_model;
+
+/* Loads a model file and its trained weights (a checkpoint; NULL keeps the
+ * initialisation of seed 1) for inference in batches of up to 64 samples
+ * (larger calls are split). The caller destroys *out with
+ * clt_model_destroy, before ctx. Errors go to ctx's last error. */
+CLT_API clt_status clt_model_load(clt_context *ctx, const char *model_path,
+                                  const char *weights_path, clt_model **out);
+CLT_API void clt_model_destroy(clt_model *m);
+
+/* The shape of one input sample (e.g. 1, 28, 28) and its value count. */
+CLT_API int clt_model_input_shape(const clt_model *m, int64_t *shape);
+CLT_API int64_t clt_model_input_size(const clt_model *m);
+/* Values per sample of the prediction (classes for a classifier). */
+CLT_API int64_t clt_model_output_size(const clt_model *m);
+
+/* Runs the model on n samples (inputs: n * input_size floats, as in
+ * training: pixels scaled to [0, 1]) and writes n * output_size values to
+ * out: class probabilities for a softmax cross-entropy model. */
+CLT_API clt_status clt_model_predict(clt_model *m, const float *inputs,
+                                     int64_t n, float *out);
+
+/* The graph inside (owned by m), e.g. for clt_evaluate. */
+CLT_API clt_graph *clt_model_graph(clt_model *m);
 
 #ifdef __cplusplus
 }

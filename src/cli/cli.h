@@ -13,6 +13,15 @@ int cli_devices(int argc, char **argv);
 int cli_selftest(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_eval(int argc, char **argv);
+int cli_predict(int argc, char **argv);
+
+/* Reads class names, one a line (blank lines and trailing spaces ignored,
+ * '#' comments not: a name may hold any character). Returns a malloc'd
+ * array of *count malloc'd strings, freed with cli_labels_free, or NULL
+ * after printing why. */
+char **cli_labels_read(const char *path, int *count);
+void cli_labels_free(char **labels, int count);
 
 /* Creates a context on `device` (NULL: $CLT_DEVICE or the default),
  * printing the error to stderr on failure. */

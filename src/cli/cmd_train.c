@@ -8,13 +8,15 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/plot.h"
 #include "ops/opcheck.h"
 
 typedef struct train_args {
   const char *model, *data, *device, *log_path;
-  long long epochs, batch, seed, train_limit, test_limit;
+  const char *save, *resume, *init, *plot;
+  long long epochs, batch, seed, train_limit, test_limit, save_every;
   clt_optimizer_options opt;
-  bool quiet, shuffle;
+  bool quiet, shuffle, seed_given;
 } train_args;
 
 static void train_usage(FILE *out) {
@@ -41,7 +43,19 @@ static void train_usage(FILE *out) {
           "  --train-limit N       train on the first N images only\n"
           "  --test-limit N        test on the first N images only\n"
           "  --no-shuffle          keep the file order\n"
-          "  --log FILE.csv        one row per epoch\n"
+          "  --log FILE.csv        one row per epoch (appended to when "
+          "resuming)\n"
+          "  --save FILE           checkpoint (safetensors) after the last "
+          "epoch, atomically\n"
+          "  --save-every N        ... and after every N epochs\n"
+          "  --resume FILE         continue from a checkpoint (same model "
+          "file, optimizer\n"
+          "                        and data): --epochs is the total to "
+          "reach\n"
+          "  --init FILE           start from a checkpoint's weights only "
+          "(fine-tuning)\n"
+          "  --plot FILE.svg       chart of loss and accuracy per epoch, "
+          "updated each epoch\n"
           "  --quiet               only the final line\n");
 }
 
@@ -66,6 +80,10 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
     if (cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
         cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
         cli_opt_value(argc, argv, &i, "--log", &a->log_path, &bad) ||
+        cli_opt_value(argc, argv, &i, "--save", &a->save, &bad) ||
+        cli_opt_value(argc, argv, &i, "--resume", &a->resume, &bad) ||
+        cli_opt_value(argc, argv, &i, "--init", &a->init, &bad) ||
+        cli_opt_value(argc, argv, &i, "--plot", &a->plot, &bad) ||
         cli_opt_value(argc, argv, &i, "--optimizer", &opt_name, &bad) ||
         cli_opt_value(argc, argv, &i, "--lr", &lr, &bad) ||
         cli_opt_value(argc, argv, &i, "--momentum", &momentum, &bad) ||
@@ -81,6 +99,10 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
       if (bad || !cli_parse_int("--batch", v, 1, &a->batch)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad)) {
       if (bad || !cli_parse_int("--seed", v, 0, &a->seed)) return 2;
+      a->seed_given = true;
+    } else if (cli_opt_value(argc, argv, &i, "--save-every", &v, &bad)) {
+      if (bad || !cli_parse_int("--save-every", v, 1, &a->save_every))
+        return 2;
     } else if (cli_opt_value(argc, argv, &i, "--train-limit", &v, &bad)) {
       if (bad || !cli_parse_int("--train-limit", v, 1, &a->train_limit))
         return 2;
@@ -107,6 +129,14 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
     fprintf(stderr, "cltrain train: %s\n",
             !a->model ? "no MODEL file given" : "--data is required");
     train_usage(stderr);
+    return 2;
+  }
+  if ((a->resume && a->init) || (a->save_every && !a->save)) {
+    fprintf(stderr, "cltrain train: %s\n",
+            a->save_every ? "--save-every needs --save FILE"
+                          : "--resume and --init exclude each other (--resume "
+                            "continues a run, --init starts a new one from "
+                            "its weights)");
     return 2;
   }
   int kind = -1;
@@ -164,7 +194,22 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
 typedef struct progress_out {
   bool tty, quiet;
   FILE *log;
+  const char *plot, *title;
+  clt_epoch_stats *hist; /* every epoch so far, resumed ones included */
+  int last_epoch;
 } progress_out;
+
+/* Redraws the chart after each epoch, so a long run can be watched. A
+ * chart that cannot be written costs a warning, not the training. */
+static void update_plot(progress_out *po) {
+  if (!po->plot) return;
+  clt_err err = {0};
+  if (clt_plot_history_svg(po->hist, po->last_epoch, po->title, po->plot,
+                           &err) != CLT_OK) {
+    fprintf(stderr, "\ncltrain: warning: no plot: %s\n", err.msg);
+    po->plot = NULL;
+  }
+}
 
 static void print_progress(const clt_progress *p, void *user) {
   progress_out *po = user;
@@ -183,6 +228,9 @@ static void print_progress(const clt_progress *p, void *user) {
               s->seconds, s->images_per_sec);
       fflush(po->log); /* a crash later keeps the epochs done */
     }
+    po->hist[s->epoch - 1] = *s;
+    po->last_epoch = s->epoch;
+    update_plot(po);
     return;
   }
   if (!po->tty || po->quiet) return;
@@ -211,14 +259,16 @@ int cli_train(int argc, char **argv) {
   if (rc >= 0) return rc;
   FILE *log = NULL;
   if (a.log_path) {
-    log = fopen(a.log_path, "w");
+    /* A resumed run goes on with the log of the run it continues. */
+    log = fopen(a.log_path, a.resume ? "a" : "w");
     if (!log) {
       fprintf(stderr, "cltrain: cannot write %s: %s\n", a.log_path,
               strerror(errno));
       return 1;
     }
-    fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,"
-                 "images_per_sec\n");
+    if (ftell(log) == 0)
+      fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,"
+                   "images_per_sec\n");
     fflush(log);
   }
   clt_context *ctx = cli_open_context(a.device, false);
@@ -229,6 +279,7 @@ int cli_train(int argc, char **argv) {
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   clt_dataset *train = NULL, *test = NULL;
+  clt_epoch_stats *hist = NULL;
   rc = 1;
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK) {
     fail(ctx, NULL);
@@ -244,7 +295,39 @@ int cli_train(int argc, char **argv) {
     fail(ctx, a.model);
     goto done;
   }
-  progress_out po = {isatty(STDERR_FILENO) != 0, a.quiet, log};
+  hist = calloc((size_t)a.epochs, sizeof *hist);
+  if (!hist) goto done;
+  for (long long e = 0; e < a.epochs; e++) { /* unknown until run or read */
+    hist[e].epoch = (int)e + 1;
+    hist[e].train_loss = hist[e].train_acc = NAN;
+    hist[e].test_loss = hist[e].test_acc = NAN;
+  }
+  progress_out po = {isatty(STDERR_FILENO) != 0, a.quiet, log, a.plot,
+                     a.model, hist, 0};
+  clt_checkpoint_info info = {0};
+  if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
+    fail(ctx, NULL);
+    goto done;
+  }
+  if (a.resume) {
+    if (clt_checkpoint_resume(g, opt, a.resume, &info, hist, (int)a.epochs) !=
+        CLT_OK) {
+      fail(ctx, NULL);
+      goto done;
+    }
+    if (a.seed_given && (uint64_t)a.seed != info.seed)
+      fprintf(stderr, "cltrain: note: %s was trained with --seed %llu, which "
+                      "the resumed run keeps (not %lld)\n",
+              a.resume, (unsigned long long)info.seed, a.seed);
+    if (info.epoch >= a.epochs) {
+      printf("nothing to do: %s holds %d epochs, --epochs %lld asks for no "
+             "more\n",
+             a.resume, info.epoch, a.epochs);
+      rc = 0;
+      goto done;
+    }
+    po.last_epoch = info.epoch;
+  }
   if (!a.quiet) {
     char summary[8192];
     clt_graph_summary(g, summary, sizeof summary);
@@ -265,8 +348,15 @@ int cli_train(int argc, char **argv) {
   fo.progress = print_progress;
   fo.progress_user = &po;
   fo.progress_every = 20;
-  clt_epoch_stats *hist = calloc((size_t)a.epochs, sizeof *hist);
-  if (!hist) goto done;
+  fo.checkpoint_path = a.save;
+  fo.checkpoint_every = (int)a.save_every;
+  if (a.resume) {
+    fo.first_epoch = info.epoch + 1;
+    fo.seed = info.data_seed;
+    if (!a.quiet)
+      printf("resuming from %s: %d epochs and %lld steps done\n", a.resume,
+             info.epoch, (long long)info.step);
+  }
   if (clt_fit(g, opt, train, test, &fo, hist) != CLT_OK) {
     if (po.tty) fprintf(stderr, "\n");
     fail(ctx, NULL);
@@ -274,10 +364,11 @@ int cli_train(int argc, char **argv) {
     const clt_epoch_stats *last = &hist[a.epochs - 1];
     printf("final: test accuracy %.4f, test loss %.4f after %lld epochs\n",
            last->test_acc, last->test_loss, a.epochs);
+    if (a.save && !a.quiet) printf("saved %s\n", a.save);
     rc = 0;
   }
-  free(hist);
 done:
+  free(hist);
   if (log && fclose(log) != 0) {
     fprintf(stderr, "cltrain: writing %s failed\n", a.log_path);
     rc = 1;

@@ -17,6 +17,10 @@ static void usage(FILE *out) {
           "  bench gemm [--device D]       GEMM GFLOP/s (and OpenBLAS's)\n"
           "  bench train MODEL [--batch B] [--device D] [--profile]\n"
           "  train MODEL --data DIR|fashion-mnist [options]\n"
+          "  eval MODEL --weights FILE --data DIR|fashion-mnist [options]\n"
+          "                                loss, accuracy, confusion matrix\n"
+          "  predict MODEL --weights FILE [--labels FILE] [--top K] INPUT...\n"
+          "                                classify IDX, PGM or PNG images\n"
           "  help                          this text\n"
           "\n"
           "Device choice everywhere: --device or CLT_DEVICE: an index (0, "
@@ -44,6 +48,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "selftest")) return cli_selftest(argc - 2, argv + 2);
   if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
   if (!strcmp(cmd, "train")) return cli_train(argc - 2, argv + 2);
+  if (!strcmp(cmd, "eval")) return cli_eval(argc - 2, argv + 2);
+  if (!strcmp(cmd, "predict")) return cli_predict(argc - 2, argv + 2);
   fprintf(stderr, "cltrain: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

@@ -65,6 +65,10 @@ const char *clt_idx_type_name(uint8_t type) {
 }
 
 int64_t clt_idx_count(const clt_idx *idx) {
+  /* An empty array may declare huge other dimensions: no product then
+   * (found by fuzz/fuzz_idx.c, tests/fuzz_regressions/idx/). */
+  for (int i = 0; i < idx->ndim; i++)
+    if (idx->dims[i] == 0) return 0;
   int64_t count = 1;
   for (int i = 0; i < idx->ndim; i++) count *= idx->dims[i];
   return count;

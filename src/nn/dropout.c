@@ -7,6 +7,7 @@
 
 #include "common/rng.h"
 #include "graph/graph.h"
+#include "nn/dropout.h"
 
 static const char *const keys[] = {"rate", "name", "input", "inputs", NULL};
 
@@ -85,3 +86,8 @@ const clt_layer_ops clt_layer_dropout = {
     .backward = dropout_backward,
     .destroy = dropout_destroy,
 };
+
+uint64_t *clt_dropout_counter(clt_graph_node *n) {
+  if (n->ops != &clt_layer_dropout || !n->state) return NULL;
+  return &((dropout_state *)n->state)->calls;
+}

@@ -3,11 +3,13 @@
  * down from the device only when reported. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "data/loader.h"
 #include "graph/graph.h"
+#include "io/checkpoint.h"
 
 CLT_API void clt_fit_options_init(clt_fit_options *o) {
   memset(o, 0, sizeof *o);
@@ -215,25 +217,55 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   return CLT_OK;
 }
 
+/* After epoch e: a checkpoint every checkpoint_every epochs and at the
+ * end, when a path is set. */
+static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
+                                   const clt_fit_options *fo, int e,
+                                   const clt_epoch_stats *history) {
+  if (!fo->checkpoint_path) return CLT_OK;
+  bool due = e == fo->epochs ||
+             (fo->checkpoint_every > 0 && e % fo->checkpoint_every == 0);
+  if (!due) return CLT_OK;
+  clt_checkpoint_train t = {e, fo->seed, history};
+  return clt_checkpoint_write(g, opt, &t, fo->checkpoint_path);
+}
+
 CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            const clt_dataset *train, const clt_dataset *test,
                            const clt_fit_options *fo,
                            clt_epoch_stats *history) {
   CLT_TRY(check_batch(g, fo->batch));
-  if (fo->epochs < 1)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT, "fit: %d epochs",
-                        fo->epochs);
+  int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
+  if (fo->epochs < 1 || first > fo->epochs || fo->checkpoint_every < 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "fit: epochs %d to %d (checkpoint every %d)", first,
+                        fo->epochs, fo->checkpoint_every);
   CLT_TRY(check_data(g, train, "training"));
   if (test) CLT_TRY(check_data(g, test, "test"));
+  /* Checkpoints carry the history; without the caller's, keep our own
+   * (epochs before `first` then read as unknown). */
+  clt_epoch_stats *own = NULL;
+  if (fo->checkpoint_path && !history) {
+    own = calloc((size_t)fo->epochs, sizeof *own);
+    if (!own) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "fit history");
+    for (int e = 0; e < fo->epochs; e++) {
+      own[e].epoch = e + 1;
+      own[e].train_loss = own[e].train_acc = NAN;
+      own[e].test_loss = own[e].test_acc = NAN;
+    }
+    history = own;
+  }
   clt_loader *l = NULL;
-  CLT_TRY(make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, &l));
-  clt_status st = CLT_OK;
-  for (int e = 1; st == CLT_OK && e <= fo->epochs; e++) {
+  clt_status st =
+      make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, &l);
+  for (int e = first; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
     run_state rs = {g, opt, fo, e};
     st = fit_epoch(&rs, l, test, &es);
     if (st == CLT_OK && history) history[e - 1] = es;
+    if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history);
   }
   clt_loader_destroy(l);
+  free(own);
   return st;
 }

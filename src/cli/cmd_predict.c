@@ -1,0 +1,235 @@
+/* cltrain predict: classify image files with a trained model. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "data/image.h"
+
+void cli_labels_free(char **labels, int count) {
+  if (!labels) return;
+  for (int i = 0; i < count; i++) free(labels[i]);
+  free(labels);
+}
+
+char **cli_labels_read(const char *path, int *count) {
+  *count = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "cltrain: cannot open labels file %s: %s\n", path,
+            strerror(errno));
+    return NULL;
+  }
+  char **labels = NULL;
+  int n = 0, cap = 0;
+  char line[1024];
+  bool ok = true;
+  while (ok && fgets(line, sizeof line, f)) {
+    size_t len = strlen(line);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+                       line[len - 1] == ' ' || line[len - 1] == '\t'))
+      line[--len] = '\0';
+    if (len == 0) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      char **grown = realloc(labels, (size_t)cap * sizeof *grown);
+      if (!grown) {
+        ok = false;
+        break;
+      }
+      labels = grown;
+    }
+    if (!(labels[n] = strdup(line))) ok = false;
+    else n++;
+  }
+  if (ferror(f)) ok = false;
+  fclose(f);
+  if (!ok || n == 0) {
+    fprintf(stderr, "cltrain: %s: %s\n", path,
+            ok ? "no class names in it (one a line)" : "cannot read it");
+    cli_labels_free(labels, n);
+    return NULL;
+  }
+  *count = n;
+  return labels;
+}
+
+typedef struct predict_args {
+  const char *model, *weights, *labels, *device;
+  long long top, limit;
+  const char **inputs;
+  int n_inputs;
+} predict_args;
+
+static void predict_usage(FILE *out) {
+  fprintf(out,
+          "usage: cltrain predict MODEL --weights FILE [options] INPUT...\n"
+          "  classifies each image of each INPUT: an IDX file (every image "
+          "in it),\n"
+          "  a PGM (P2 or P5) or a PNG (8-bit gray or colour, made gray%s).\n"
+          "  Images must have the model's input size: nothing is resized.\n"
+          "  --weights FILE      trained weights (a checkpoint from "
+          "train --save)\n"
+          "  --labels FILE       class names, one a line (e.g. "
+          "samples/fashion_labels.txt)\n"
+          "  --top K             classes shown per image (default 3)\n"
+          "  --limit N           at most N images of an IDX file "
+          "(default 10)\n"
+          "  --device D          device (see `cltrain devices`)\n",
+          clt_image_png_supported() ? "" : "; this build lacks libpng");
+}
+
+static int parse_predict_args(int argc, char **argv, predict_args *a) {
+  memset(a, 0, sizeof *a);
+  a->top = 3;
+  a->limit = 10;
+  a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
+  if (!a->inputs) return 1;
+  bool bad = false;
+  const char *v;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help")) {
+      predict_usage(stdout);
+      return 0;
+    }
+    if (cli_opt_value(argc, argv, &i, "--weights", &a->weights, &bad) ||
+        cli_opt_value(argc, argv, &i, "--labels", &a->labels, &bad) ||
+        cli_opt_value(argc, argv, &i, "--device", &a->device, &bad)) {
+      if (bad) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--top", &v, &bad)) {
+      if (bad || !cli_parse_int("--top", v, 1, &a->top)) return 2;
+    } else if (cli_opt_value(argc, argv, &i, "--limit", &v, &bad)) {
+      if (bad || !cli_parse_int("--limit", v, 1, &a->limit)) return 2;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      fprintf(stderr, "cltrain predict: unknown option '%s' (see --help)\n",
+              argv[i]);
+      return 2;
+    } else if (!a->model) {
+      a->model = argv[i];
+    } else {
+      a->inputs[a->n_inputs++] = argv[i];
+    }
+  }
+  const char *missing = !a->model     ? "no MODEL file given"
+                        : !a->weights ? "--weights FILE is required"
+                        : !a->n_inputs ? "no INPUT image given"
+                                       : NULL;
+  if (missing) {
+    fprintf(stderr, "cltrain predict: %s\n", missing);
+    predict_usage(stderr);
+    return 2;
+  }
+  return -1;
+}
+
+/* Whether the images fit the model's input; prints why not. */
+static bool images_fit(const clt_image_set *s, const char *path,
+                       clt_model *m, const char *model_path) {
+  int64_t shape[CLT_MAX_DIMS];
+  int ndim = clt_model_input_shape(m, shape);
+  int64_t size = (int64_t)s->channels * s->height * s->width;
+  bool fits = ndim == 3 ? shape[0] == s->channels && shape[1] == s->height &&
+                              shape[2] == s->width
+                        : size == clt_model_input_size(m);
+  if (fits) return true;
+  char want[96] = "";
+  for (int i = 0, w = 0; i < ndim && w < (int)sizeof want; i++)
+    w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld", i ? "x" : "",
+                  (long long)shape[i]);
+  fprintf(stderr,
+          "cltrain: %s: the %s image is %dx%d pixels with %d channel%s "
+          "(%dx%dx%d), but %s takes %s inputs; predict does not resize, "
+          "so resize the image first\n",
+          path, s->format, s->width, s->height, s->channels,
+          s->channels == 1 ? "" : "s", s->channels, s->height, s->width,
+          model_path, want);
+  return false;
+}
+
+static void print_top(const float *probs, int64_t classes, long long top,
+                      char **labels, int n_labels) {
+  bool *used = calloc((size_t)classes, sizeof *used);
+  if (!used) return;
+  for (long long k = 0; k < top && k < classes; k++) {
+    int64_t best = -1;
+    for (int64_t c = 0; c < classes; c++)
+      if (!used[c] && (best < 0 || probs[c] > probs[best])) best = c;
+    used[best] = true;
+    if (labels && best < n_labels)
+      printf("  %lld. %-14s %.4f", k + 1, labels[best], (double)probs[best]);
+    else
+      printf("  %lld. class %-8lld %.4f", k + 1, (long long)best,
+             (double)probs[best]);
+  }
+  printf("\n");
+  free(used);
+}
+
+static int predict_file(clt_context *ctx, clt_model *m, const predict_args *a,
+                        const char *path, char **labels, int n_labels) {
+  clt_image_set s;
+  clt_err err = {0};
+  if (clt_image_read(path, &s, &err) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err.msg);
+    return 1;
+  }
+  int rc = 1;
+  int64_t n = s.count < a->limit ? s.count : a->limit;
+  int64_t classes = clt_model_output_size(m);
+  float *probs = malloc((size_t)(n * classes) * sizeof(float));
+  if (!images_fit(&s, path, m, a->model) || !probs) goto done;
+  if (clt_model_predict(m, s.pixels, n, probs) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s: %s\n", path, clt_context_last_error(ctx));
+    goto done;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (s.count > 1) printf("%s[%lld]:", path, (long long)i);
+    else printf("%s:", path);
+    print_top(probs + i * classes, classes, a->top, labels, n_labels);
+  }
+  if (n < s.count)
+    printf("(%lld more images in %s; --limit N shows more)\n",
+           (long long)(s.count - n), path);
+  rc = 0;
+done:
+  free(probs);
+  clt_image_set_free(&s);
+  return rc;
+}
+
+int cli_predict(int argc, char **argv) {
+  predict_args a;
+  int rc = parse_predict_args(argc, argv, &a);
+  if (rc >= 0) {
+    free(a.inputs);
+    return rc;
+  }
+  char **labels = NULL;
+  int n_labels = 0;
+  if (a.labels && !(labels = cli_labels_read(a.labels, &n_labels))) {
+    free(a.inputs);
+    return 1;
+  }
+  clt_context *ctx = cli_open_context(a.device, false);
+  clt_model *m = NULL;
+  rc = 1;
+  if (!ctx) goto done;
+  if (clt_model_load(ctx, a.model, a.weights, &m) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    goto done;
+  }
+  if (labels && n_labels < clt_model_output_size(m))
+    fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
+                    "%lld outputs\n",
+            a.labels, n_labels, (long long)clt_model_output_size(m));
+  rc = 0;
+  for (int i = 0; i < a.n_inputs; i++)
+    if (predict_file(ctx, m, &a, a.inputs[i], labels, n_labels) != 0) rc = 1;
+done:
+  clt_model_destroy(m);
+  clt_context_destroy(ctx);
+  cli_labels_free(labels, n_labels);
+  free(a.inputs);
+  return rc;
+}

@@ -1,0 +1,319 @@
+/* Image files for prediction: IDX, PGM and (with libpng) PNG. */
+#include "data/image.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/idx.h"
+
+#ifdef CLT_HAVE_PNG
+#include <png.h>
+#endif
+
+void clt_image_set_free(clt_image_set *s) {
+  if (!s) return;
+  free(s->pixels);
+  memset(s, 0, sizeof *s);
+}
+
+bool clt_image_png_supported(void) {
+#ifdef CLT_HAVE_PNG
+  return true;
+#else
+  return false;
+#endif
+}
+
+static clt_status alloc_pixels(clt_image_set *s, const char *name,
+                               clt_err *err) {
+  size_t n = (size_t)s->count * (size_t)s->channels * (size_t)s->height *
+             (size_t)s->width;
+  s->pixels = malloc((n > 0 ? n : 1) * sizeof(float));
+  if (!s->pixels)
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", name, n);
+  return CLT_OK;
+}
+
+/* ---- PGM ----------------------------------------------------------------- */
+
+typedef struct pgm_reader {
+  const uint8_t *p, *end;
+  const char *name;
+} pgm_reader;
+
+static bool pgm_space(uint8_t c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+         c == '\f';
+}
+
+/* Skips whitespace and '#' comments (to the end of the line). */
+static void pgm_skip(pgm_reader *r) {
+  while (r->p < r->end) {
+    if (pgm_space(*r->p)) {
+      r->p++;
+    } else if (*r->p == '#') {
+      while (r->p < r->end && *r->p != '\n' && *r->p != '\r') r->p++;
+    } else {
+      break;
+    }
+  }
+}
+
+/* A decimal number in [1, max] (or [0, max] with allow_zero). */
+static clt_status pgm_number(pgm_reader *r, const char *what, long max,
+                             bool allow_zero, long *out, clt_err *err) {
+  pgm_skip(r);
+  long v = 0;
+  int digits = 0;
+  while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+    v = v * 10 + (*r->p - '0');
+    r->p++;
+    if (++digits > 9) break;
+  }
+  if (digits == 0 || digits > 9 || v > max || (v == 0 && !allow_zero))
+    return clt_err_set(err, CLT_ERR_FORMAT,
+                       "%s: PGM %s must be a number from %d to %ld", r->name,
+                       what, allow_zero ? 0 : 1, max);
+  *out = v;
+  return CLT_OK;
+}
+
+clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
+                               const char *name, clt_image_set *out,
+                               clt_err *err) {
+  memset(out, 0, sizeof *out);
+  pgm_reader r = {bytes, bytes + size, name};
+  if (size < 2 || bytes[0] != 'P' || (bytes[1] != '2' && bytes[1] != '5'))
+    return clt_err_set(err, CLT_ERR_FORMAT,
+                       "%s: not a PGM file (P2 or P5 expected)", name);
+  bool binary = bytes[1] == '5';
+  r.p += 2;
+  long w, h, maxval;
+  CLT_TRY(pgm_number(&r, "width", 1 << 16, false, &w, err));
+  CLT_TRY(pgm_number(&r, "height", 1 << 16, false, &h, err));
+  CLT_TRY(pgm_number(&r, "maximum value", 65535, false, &maxval, err));
+  int bpp = maxval > 255 ? 2 : 1;
+  size_t n = (size_t)w * (size_t)h;
+  if (binary) {
+    /* Exactly one whitespace byte separates the header from the pixels. */
+    if (r.p >= r.end || !pgm_space(*r.p))
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "%s: PGM header does not end in whitespace", name);
+    r.p++;
+    size_t have = (size_t)(r.end - r.p);
+    if (have < n * (size_t)bpp)
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "%s: truncated PGM: %ldx%ld pixels need %zu bytes, "
+                         "the file has %zu",
+                         name, w, h, n * (size_t)bpp, have);
+  }
+  out->count = 1;
+  out->channels = 1;
+  out->height = (int)h;
+  out->width = (int)w;
+  out->format = "PGM";
+  CLT_TRY(alloc_pixels(out, name, err));
+  for (size_t i = 0; i < n; i++) {
+    long v;
+    if (binary) {
+      v = bpp == 2 ? (long)r.p[2 * i] << 8 | r.p[2 * i + 1] : r.p[i];
+    } else if (pgm_number(&r, "pixel", 65535, true, &v, err) != CLT_OK) {
+      clt_image_set_free(out);
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "%s: pixel %zu of %zu is missing or not a number",
+                         name, i + 1, n);
+    }
+    if (v > maxval) {
+      clt_image_set_free(out);
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "%s: pixel %zu is %ld, above the maximum value %ld",
+                         name, i + 1, v, maxval);
+    }
+    out->pixels[i] = (float)v / (float)maxval;
+  }
+  return CLT_OK;
+}
+
+/* ---- IDX ----------------------------------------------------------------- */
+
+static clt_status read_idx(const char *path, clt_image_set *out,
+                           clt_err *err) {
+  clt_idx idx;
+  CLT_TRY(clt_idx_read(path, &idx, err));
+  clt_status st = CLT_OK;
+  int64_t n = 1, c = 1, h = 0, w = 0;
+  if (idx.ndim == 2) {
+    h = idx.dims[0];
+    w = idx.dims[1];
+  } else if (idx.ndim == 3) {
+    n = idx.dims[0];
+    h = idx.dims[1];
+    w = idx.dims[2];
+  } else if (idx.ndim == 4) {
+    n = idx.dims[0];
+    c = idx.dims[1];
+    h = idx.dims[2];
+    w = idx.dims[3];
+  } else {
+    st = clt_err_set(err, CLT_ERR_FORMAT,
+                     "%s: an IDX file of images has 2 (H, W), 3 (N, H, W) or "
+                     "4 (N, C, H, W) dimensions, this one %d (labels?)",
+                     path, idx.ndim);
+  }
+  if (st == CLT_OK && idx.type != CLT_IDX_U8)
+    st = clt_err_set(err, CLT_ERR_UNSUPPORTED,
+                     "%s: IDX images must be u8, this file holds %s", path,
+                     clt_idx_type_name(idx.type));
+  if (st == CLT_OK && (n < 1 || c < 1 || h < 1 || w < 1 || c > 4096 ||
+                       h > 65536 || w > 65536))
+    st = clt_err_set(err, CLT_ERR_FORMAT, "%s: IDX holds no image", path);
+  if (st == CLT_OK) {
+    out->count = n;
+    out->channels = (int)c;
+    out->height = (int)h;
+    out->width = (int)w;
+    out->format = "IDX";
+    st = alloc_pixels(out, path, err);
+  }
+  if (st == CLT_OK) {
+    const uint8_t *px = idx.data;
+    for (size_t i = 0; i < idx.nbytes; i++)
+      out->pixels[i] = (float)px[i] / 255.0f;
+  }
+  clt_idx_free(&idx);
+  if (st != CLT_OK) clt_image_set_free(out);
+  return st;
+}
+
+/* ---- PNG ----------------------------------------------------------------- */
+
+#ifdef CLT_HAVE_PNG
+static clt_status read_png(const char *path, clt_image_set *out,
+                           clt_err *err) {
+  png_image img;
+  memset(&img, 0, sizeof img);
+  img.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&img, path))
+    return clt_err_set(err, CLT_ERR_FORMAT,
+                       "%s: not a readable PNG (truncated or corrupt?): %s",
+                       path, img.message);
+  bool color = (img.format & PNG_FORMAT_FLAG_COLOR) != 0;
+  img.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
+  int comps = color ? 4 : 2;
+  if (img.width < 1 || img.height < 1 || img.width > 65536 ||
+      img.height > 65536) {
+    png_image_free(&img);
+    return clt_err_set(err, CLT_ERR_FORMAT, "%s: PNG of %ux%u pixels", path,
+                       img.width, img.height);
+  }
+  size_t n = (size_t)img.width * img.height;
+  uint8_t *buf = malloc(n * (size_t)comps);
+  if (!buf) {
+    png_image_free(&img);
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", path, n);
+  }
+  if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) {
+    free(buf);
+    clt_status st =
+        clt_err_set(err, CLT_ERR_FORMAT,
+                    "%s: not a readable PNG (truncated or corrupt?): %s", path,
+                    img.message);
+    png_image_free(&img);
+    return st;
+  }
+  out->count = 1;
+  out->channels = 1;
+  out->height = (int)img.height;
+  out->width = (int)img.width;
+  out->format = "PNG";
+  png_image_free(&img);
+  clt_status st = alloc_pixels(out, path, err);
+  for (size_t i = 0; st == CLT_OK && i < n; i++) {
+    const uint8_t *px = buf + i * (size_t)comps;
+    /* PIL's convert("L"): L = (299 R + 587 G + 114 B) / 1000. */
+    unsigned gray =
+        color ? (299u * px[0] + 587u * px[1] + 114u * px[2] + 500u) / 1000u
+              : px[0];
+    unsigned alpha = px[comps - 1];
+    if (alpha != 255) gray = (gray * alpha + 127u) / 255u;
+    out->pixels[i] = (float)gray / 255.0f;
+  }
+  free(buf);
+  return st;
+}
+#endif
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static clt_status read_whole(const char *path, uint8_t **bytes, size_t *size,
+                             clt_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+                       strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return clt_err_set(err, CLT_ERR_IO, "cannot read %s: not a regular file",
+                       path);
+  }
+  if ((int64_t)st.st_size > CLT_IMAGE_MAX_FILE_BYTES) {
+    fclose(f);
+    return clt_err_set(err, CLT_ERR_FORMAT, "%s: %lld bytes is too large",
+                       path, (long long)st.st_size);
+  }
+  *size = (size_t)st.st_size;
+  *bytes = malloc(*size > 0 ? *size : 1);
+  if (!*bytes) {
+    fclose(f);
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
+  }
+  size_t got = fread(*bytes, 1, *size, f);
+  fclose(f);
+  if (got != *size) {
+    free(*bytes);
+    *bytes = NULL;
+    return clt_err_set(err, CLT_ERR_IO, "cannot read %s", path);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_image_read(const char *path, clt_image_set *out, clt_err *err) {
+  memset(out, 0, sizeof *out);
+  uint8_t magic[8] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+                       strerror(errno));
+  size_t got = fread(magic, 1, sizeof magic, f);
+  fclose(f);
+  static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
+                                       '\n'};
+  if (got == 8 && memcmp(magic, png_magic, 8) == 0) {
+#ifdef CLT_HAVE_PNG
+    return read_png(path, out, err);
+#else
+    return clt_err_set(err, CLT_ERR_UNSUPPORTED,
+                       "%s: a PNG file, but this cltrain was built without "
+                       "libpng (install libpng-dev and rebuild; PGM and IDX "
+                       "work without it)",
+                       path);
+#endif
+  }
+  if (got >= 2 && magic[0] == 'P' && (magic[1] == '2' || magic[1] == '5')) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    CLT_TRY(read_whole(path, &bytes, &size, err));
+    clt_status st = clt_image_parse_pgm(bytes, size, path, out, err);
+    free(bytes);
+    return st;
+  }
+  if (got >= 4 && ((magic[0] == 0x1f && magic[1] == 0x8b) ||
+                   (magic[0] == 0 && magic[1] == 0)))
+    return read_idx(path, out, err);
+  return clt_err_set(err, CLT_ERR_FORMAT,
+                     "%s: not an IDX, PGM (P2/P5) or PNG file", path);
+}

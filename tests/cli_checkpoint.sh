@@ -1,0 +1,187 @@
+#!/bin/bash
+# End-to-end checks of checkpoints through the command, as a user runs it:
+#   train --save / --save-every / --resume / --init / --plot, eval, predict,
+#   bad files, and the embed_predict sample.
+# usage: cli_checkpoint.sh CLTRAIN EMBED_PREDICT SOURCE_ROOT
+set -euo pipefail
+C=$1
+E=$2
+ROOT=$3
+T=$(mktemp -d /tmp/clt_cli_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# Runs a command that must fail (exit 1) with every given text in stderr.
+expect_error() {
+  local what=$1
+  shift
+  local needles=()
+  while [ "$1" != "--" ]; do
+    needles+=("$1")
+    shift
+  done
+  shift
+  if "$@" >"$T/out" 2>"$T/err"; then fail "$what: succeeded"; fi
+  for n in "${needles[@]}"; do
+    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
+  done
+  echo "ok: $what: $(head -c 300 "$T/err")"
+}
+
+cat >"$T/tiny.model" <<'EOF'
+input shape=1x28x28
+flatten
+dense name=fc1 units=16
+batchnorm name=bn1
+relu
+dropout name=drop1 rate=0.3
+dense name=fc2 units=10
+softmax_cross_entropy
+EOF
+A=("$T/tiny.model" --data fashion-mnist --train-limit 300 --test-limit 100
+  --batch 50 --quiet)
+
+# 3 epochs straight, against 1 epoch, then a resume for 2 more (the log
+# goes on in the same file): the same file, byte for byte.
+"$C" train "${A[@]}" --epochs 3 --save "$T/straight.st" --log "$T/s.csv" \
+  --plot "$T/s.svg"
+"$C" train "${A[@]}" --epochs 1 --save "$T/run.st" --save-every 1 \
+  --log "$T/r.csv"
+"$C" train "${A[@]}" --epochs 3 --resume "$T/run.st" --save "$T/run.st" \
+  --log "$T/r.csv" --plot "$T/r.svg"
+cmp "$T/straight.st" "$T/run.st" || fail "resumed checkpoint differs"
+echo "ok: 1 epoch + resume to 3 == 3 epochs straight (identical files)"
+diff <(cut -d, -f1-5 "$T/s.csv") <(cut -d, -f1-5 "$T/r.csv") ||
+  fail "logs differ"
+head -1 "$T/s.csv" | grep -qx \
+  'epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_sec' ||
+  fail "CSV header"
+[ "$(wc -l <"$T/r.csv")" = 4 ] || fail "resumed log has $(wc -l <"$T/r.csv") lines"
+
+# The header is JSON whose offsets cover the data exactly; the charts are
+# XML with both panels, the resumed one with every epoch.
+python3 - "$T/straight.st" "$T/s.svg" "$T/r.svg" <<'EOF'
+import json, struct, sys, xml.dom.minidom
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n].decode('utf-8'))
+meta = h.pop('__metadata__')
+assert meta['format'] == 'pt' and len(meta['model_sha256']) == 64, meta
+size = {'F32': 4, 'I64': 8, 'F64': 8}
+spans = sorted(v['data_offsets'] for v in h.values())
+pos = 0
+for (a, e) in spans:
+    assert a == pos, (a, pos)
+    pos = e
+assert pos == len(b) - 8 - n, (pos, len(b) - 8 - n)
+for k, v in h.items():
+    numel = 1
+    for d in v['shape']:
+        numel *= d
+    assert v['data_offsets'][1] - v['data_offsets'][0] == numel * size[v['dtype']], k
+assert h['fc1.weight']['shape'] == [16, 784]
+assert h['bn1.num_batches_tracked'] == dict(h['bn1.num_batches_tracked'], dtype='I64', shape=[])
+for svg in sys.argv[2:]:
+    d = xml.dom.minidom.parse(svg)
+    assert d.documentElement.tagName == 'svg'
+    circles = d.getElementsByTagName('circle')
+    assert len(circles) == 3 * 4, (svg, len(circles))
+print('ok: header JSON tiles the data; SVG charts parse')
+EOF
+
+# Nothing left to do.
+"$C" train "${A[@]}" --epochs 3 --resume "$T/run.st" | grep -q "nothing to do" ||
+  fail "resume past the end"
+
+# eval: loss, accuracy and the confusion matrix with class names; the
+# accuracy is the one training reported on the same 100 images.
+"$C" eval "$T/tiny.model" --weights "$T/straight.st" --data fashion-mnist \
+  --test-limit 100 --batch 50 --labels "$ROOT/samples/fashion_labels.txt" \
+  >"$T/eval.txt"
+cat "$T/eval.txt"
+grep -q "confusion matrix" "$T/eval.txt" || fail "no confusion matrix"
+grep -q "Ankle boot" "$T/eval.txt" || fail "no class names"
+acc=$(tail -1 "$T/s.csv" | cut -d, -f5)
+want=$(printf 'accuracy %.4f' "$acc")
+grep -q "$want" "$T/eval.txt" || fail "eval says $(grep accuracy "$T/eval.txt"), training said $acc"
+total=$(awk '/^ *[0-9]+ .*([0-9]\.[0-9]+|-)$/ {for (i = NF - 10; i < NF; i++) s += $i}
+  END {print s}' "$T/eval.txt")
+[ "$total" = 100 ] || fail "confusion matrix sums to $total"
+
+# predict: the first test image as PGM (binary and ASCII), PNG (gray and
+# RGB) and inside the IDX file: the same answer every way.
+python3 - "$T" <<'EOF'
+import gzip, struct, sys, zlib
+t = sys.argv[1]
+d = gzip.open('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz').read()
+img = d[16:16 + 784]
+open(t + '/a.pgm', 'wb').write(b'P5\n# first test image\n28 28\n255\n' + img)
+open(t + '/b.pgm', 'w').write('P2 28 28 255\n' + ' '.join(map(str, img)) + '\n')
+def chunk(k, data):
+    return struct.pack('>I', len(data)) + k + data + struct.pack('>I', zlib.crc32(k + data))
+def png(ctype, rows):
+    raw = b''.join(b'\0' + r for r in rows)
+    return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 28, 28, 8, ctype, 0, 0, 0))
+            + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+rows = [img[r * 28:(r + 1) * 28] for r in range(28)]
+open(t + '/c.png', 'wb').write(png(0, rows))
+open(t + '/d.png', 'wb').write(png(2, [bytes(v for p in r for v in (p, p, p)) for r in rows]))
+open(t + '/big.pgm', 'wb').write(b'P5 32 32 255\n' + bytes(1024))
+open(t + '/bad.png', 'wb').write(png(0, rows)[:60])
+EOF
+IDX=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+INPUTS=("$T/a.pgm" "$T/b.pgm" "$T/c.png" "$T/d.png")
+"$C" predict "$T/tiny.model" --weights "$T/straight.st" --top 2 \
+  --labels "$ROOT/samples/fashion_labels.txt" "${INPUTS[@]}" "$IDX" \
+  --limit 1 | tee "$T/pred.txt"
+[ "$(grep ' 1\. ' "$T/pred.txt" | wc -l)" = 5 ] || fail "5 predictions"
+[ "$(grep ' 1\. ' "$T/pred.txt" | sed 's/^[^:]*://' | sort -u | wc -l)" = 1 ] ||
+  fail "the same image got different predictions"
+grep -q "1\. " "$T/pred.txt" && grep -q "2\. " "$T/pred.txt" || fail "top 2"
+expect_error "predict: wrong image size" "big.pgm" "32x32" "1x28x28" "resize" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" "$T/big.pgm"
+expect_error "predict: broken PNG" "bad.png" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" "$T/bad.png"
+expect_error "predict: not an image" "not an IDX, PGM" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" "$T/tiny.model"
+
+# The embedding sample predicts what the command predicts.
+"$E" "$T/tiny.model" "$T/straight.st" | tee "$T/embed.txt"
+[ "$(wc -l <"$T/embed.txt")" = 8 ] || fail "embed_predict printed $(wc -l <"$T/embed.txt") lines"
+"$C" predict "$T/tiny.model" --weights "$T/straight.st" --top 1 "$IDX" \
+  --limit 8 | head -8 >"$T/pred8.txt"
+for i in 0 1 2 3 4 5 6 7; do
+  c=$(sed -n "$((i + 1))p" "$T/embed.txt" | sed 's/.*class \([0-9]*\).*/\1/')
+  sed -n "$((i + 1))p" "$T/pred8.txt" | grep -q "class $c " ||
+    fail "image $i: embed_predict says class $c, predict: $(sed -n "$((i + 1))p" "$T/pred8.txt")"
+done
+echo "ok: embed_predict agrees with cltrain predict"
+
+# Bad checkpoints: clear errors naming the file, nothing overwritten.
+head -c 200 "$T/straight.st" >"$T/trunc.st"
+expect_error "eval: truncated checkpoint" "trunc.st" \
+  -- "$C" eval "$T/tiny.model" --weights "$T/trunc.st" --data fashion-mnist \
+  --test-limit 10
+cp "$T/straight.st" "$T/keep.st"
+expect_error "resume: truncated checkpoint" "trunc.st" \
+  -- "$C" train "${A[@]}" --epochs 4 --resume "$T/trunc.st" --save "$T/keep.st"
+cmp "$T/straight.st" "$T/keep.st" || fail "a failed resume touched --save's file"
+sed 's/units=16/units=12/' "$T/tiny.model" >"$T/other.model"
+expect_error "init: shape mismatch" "'fc1.weight' has shape [16, 784]" \
+  "expects [12, 784]" -- "$C" train "$T/other.model" --data fashion-mnist \
+  --train-limit 100 --epochs 1 --init "$T/straight.st"
+(echo "# a changed file"; cat "$T/tiny.model") >"$T/changed.model"
+hash=$(sha256sum "$T/tiny.model" | cut -d' ' -f1)
+hash2=$(sha256sum "$T/changed.model" | cut -d' ' -f1)
+expect_error "resume: other model file" "$hash" "$hash2" \
+  -- "$C" train "$T/changed.model" --data fashion-mnist --train-limit 100 \
+  --epochs 5 --resume "$T/straight.st"
+expect_error "resume: other optimizer" "adam" "sgd" \
+  -- "$C" train "${A[@]}" --epochs 5 --optimizer sgd --resume "$T/straight.st"
+# --init into the changed file works: weights only.
+"$C" train "$T/changed.model" --data fashion-mnist --train-limit 100 \
+  --test-limit 50 --epochs 1 --init "$T/straight.st" --quiet >/dev/null
+echo "all cli checkpoint checks passed"

@@ -1,0 +1,174 @@
+/* The C inference API: a model file and a checkpoint loaded the way an
+ * embedding program does, predictions that match the graph's own, in
+ * batches larger than the model's, and clear errors for bad input. */
+#include <math.h>
+#include <unistd.h>
+
+#include "graph_helpers.h"
+
+#define MODEL                                                                  \
+  "input shape=1x6x6\n"                                                        \
+  "conv2d name=conv1 filters=2 kernel=3\n"                                     \
+  "batchnorm name=bn1\n"                                                       \
+  "relu\n"                                                                     \
+  "flatten\n"                                                                  \
+  "dense name=fc1 units=7 activation=tanh\n"                                   \
+  "dropout name=drop rate=0.5\n"                                               \
+  "dense name=fc2 units=5\n"                                                   \
+  "softmax_cross_entropy\n"
+
+static char g_dir[] = "/tmp/clt_infer_XXXXXX";
+
+static const char *tmp_path(const char *name) {
+  static char buf[4][256];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 256, "%s/%s", g_dir, name);
+  return p;
+}
+
+static const char *write_text(const char *name, const char *text) {
+  const char *path = tmp_path(name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* Trains MODEL a little and saves its weights; returns the graph. */
+static clt_graph *trained(const char *model_path, const char *weights) {
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_load_model(g_ctx, model_path, &g));
+  ck_assert_ok(clt_graph_compile(g, 64, 5));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  oo.lr = 0.05f;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  for (int i = 0; i < 4; i++) {
+    random_batch(g, 16, 40 + (uint64_t)i, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+  ck_assert_ok(clt_checkpoint_save(g, opt, 1, NULL, weights));
+  clt_optimizer_destroy(opt);
+  return g;
+}
+
+START_TEST(test_predict_matches_graph) {
+  const char *model_path = write_text("m.model", MODEL);
+  const char *weights = tmp_path("m.safetensors");
+  clt_graph *g = trained(model_path, weights);
+
+  clt_model *m = NULL;
+  ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+  int64_t shape[CLT_MAX_DIMS];
+  ck_assert_int_eq(clt_model_input_shape(m, shape), 3);
+  ck_assert(shape[0] == 1 && shape[1] == 6 && shape[2] == 6);
+  ck_assert_int_eq(clt_model_input_size(m), 36);
+  ck_assert_int_eq(clt_model_output_size(m), 5);
+
+  /* 70 samples: more than one batch of the model (64). */
+  enum { N = 70 };
+  float *x = malloc(N * 36 * sizeof *x), *got = malloc(N * 5 * sizeof *got);
+  float *want = malloc(N * 5 * sizeof *want);
+  clt_random_fill(x, N * 36, 3, 0.0f, 1.0f);
+  ck_assert_ok(clt_model_predict(m, x, N, got));
+  /* The same, batch by batch, through the trained graph (evaluation mode:
+   * running statistics, no dropout). */
+  for (int64_t done = 0; done < N; done += 64) {
+    int64_t n = N - done < 64 ? N - done : 64, outputs = 0;
+    ck_assert_ok(clt_graph_set_batch(g, x + done * 36, NULL, n));
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, want + done * 5, &outputs));
+    ck_assert_int_eq(outputs, 5);
+  }
+  for (int i = 0; i < N; i++) {
+    double sum = 0.0;
+    for (int c = 0; c < 5; c++) {
+      ck_assert_msg(fabsf(got[i * 5 + c] - want[i * 5 + c]) <= 1e-6f,
+                    "sample %d class %d: %g vs %g", i, c,
+                    (double)got[i * 5 + c], (double)want[i * 5 + c]);
+      sum += got[i * 5 + c];
+    }
+    ck_assert_msg(fabs(sum - 1.0) < 1e-5, "sample %d sums to %g", i, sum);
+  }
+  /* Deterministic: the same call gives the same bits. */
+  float *again = malloc(N * 5 * sizeof *again);
+  ck_assert_ok(clt_model_predict(m, x, N, again));
+  ck_assert_mem_eq(got, again, N * 5 * sizeof *got);
+  ck_assert_ok(clt_model_predict(m, x, 0, NULL));
+  ck_assert_int_eq(clt_model_predict(m, x, -1, got), CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_eq(clt_model_graph(m)->ctx, g_ctx);
+  free(x);
+  free(got);
+  free(want);
+  free(again);
+  clt_model_destroy(m);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_load_errors) {
+  const char *model_path = write_text("e.model", MODEL);
+  const char *weights = tmp_path("e.safetensors");
+  clt_graph_destroy(trained(model_path, weights));
+  clt_model *m = NULL;
+
+  ck_assert_int_eq(clt_model_load(g_ctx, tmp_path("none.model"), weights, &m),
+                   CLT_ERR_IO);
+  ck_assert_ptr_null(m);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "none.model"));
+
+  ck_assert_int_eq(clt_model_load(g_ctx, model_path, tmp_path("none.st"), &m),
+                   CLT_ERR_IO);
+  ck_assert_ptr_null(m);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "none.st"));
+
+  const char *wider = write_text(
+      "w.model", "input shape=1x6x6\nconv2d name=conv1 filters=3 kernel=3\n"
+                 "batchnorm name=bn1\nrelu\nflatten\n"
+                 "dense name=fc1 units=7 activation=tanh\n"
+                 "dropout name=drop rate=0.5\ndense name=fc2 units=5\n"
+                 "softmax_cross_entropy\n");
+  ck_assert_int_eq(clt_model_load(g_ctx, wider, weights, &m), CLT_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                               "'conv1.weight' has shape [2, 1, 3, 3], the "
+                               "model expects [3, 1, 3, 3]"));
+
+  const char *no_loss = write_text("n.model", "input shape=4\ndense units=2\n");
+  ck_assert_int_eq(clt_model_load(g_ctx, no_loss, NULL, &m),
+                   CLT_ERR_UNSUPPORTED);
+
+  /* No weights: the initialisation, still a working model. */
+  ck_assert_ok(clt_model_load(g_ctx, model_path, NULL, &m));
+  float x[36] = {0}, p[5];
+  ck_assert_ok(clt_model_predict(m, x, 1, p));
+  clt_model_destroy(m);
+  clt_model_destroy(NULL);
+}
+END_TEST
+
+static Suite *infer_suite(void) {
+  Suite *s = suite_create("infer");
+  TCase *tc = tcase_create("inference API");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_predict_matches_graph);
+  tcase_add_test(tc, test_load_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  if (!mkdtemp(g_dir)) {
+    perror("mkdtemp");
+    return EXIT_FAILURE;
+  }
+  int rc = test_run_suite("infer", infer_suite);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0) rc = EXIT_FAILURE;
+  return rc;
+}
