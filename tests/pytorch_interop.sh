@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# A checkpoint of the sample CNN loads into the same network in PyTorch
+# (strict load_state_dict) and gives the accuracy cltrain's eval gives.
+# Usage: pytorch_interop.sh CLTRAIN MODEL SCRIPT
+set -euo pipefail
+cltrain=$1 model=$2 script=$3
+py=""
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null &&
+     "$candidate" -c 'import torch, numpy' 2>/dev/null; then
+    py=$candidate
+    break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "SKIP: no python3 with torch and numpy (Debian: apt-get install python3-torch)"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$cltrain" train "$model" --data fashion-mnist --epochs 1 --train-limit 640 \
+  --test-limit 100 --save "$dir/cnn.safetensors" --quiet
+ours=$("$cltrain" eval "$model" --weights "$dir/cnn.safetensors" \
+  --data fashion-mnist --test-limit 100 | sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' | head -1)
+theirs=$("$py" "$script" "$dir/cnn.safetensors" 100 | sed -n 's/.*images: \([0-9.]*\)$/\1/p')
+echo "cltrain eval accuracy $ours, PyTorch accuracy $theirs"
+[ -n "$ours" ] && [ "$ours" = "$theirs" ]
