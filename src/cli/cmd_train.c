@@ -16,7 +16,8 @@ typedef struct train_args {
   const char *save, *resume, *init, *plot;
   long long epochs, batch, seed, train_limit, test_limit, save_every;
   clt_optimizer_options opt;
-  bool quiet, shuffle, seed_given;
+  bool quiet, shuffle, seed_given, hflip;
+  long long pad_crop;
 } train_args;
 
 static void train_usage(FILE *out) {
@@ -43,6 +44,9 @@ static void train_usage(FILE *out) {
           "  --train-limit N       train on the first N images only\n"
           "  --test-limit N        test on the first N images only\n"
           "  --no-shuffle          keep the file order\n"
+          "  --pad-crop N          augment: random crop after zero padding "
+          "by N pixels\n"
+          "  --hflip               augment: random horizontal flips\n"
           "  --log FILE.csv        one row per epoch (appended to when "
           "resuming)\n"
           "  --save FILE           checkpoint (safetensors) after the last "
@@ -115,6 +119,10 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
       a->quiet = true;
     } else if (!strcmp(s, "--no-shuffle")) {
       a->shuffle = false;
+    } else if (!strcmp(s, "--hflip")) {
+      a->hflip = true;
+    } else if (cli_opt_value(argc, argv, &i, "--pad-crop", &v, &bad)) {
+      if (bad || !cli_parse_int("--pad-crop", v, 0, &a->pad_crop)) return 2;
     } else if (s[0] == '-') {
       fprintf(stderr, "cltrain train: unknown option '%s' (see --help)\n", s);
       return 2;
@@ -345,6 +353,8 @@ int cli_train(int argc, char **argv) {
   fo.batch = a.batch;
   fo.seed = (uint64_t)a.seed;
   fo.shuffle = a.shuffle;
+  fo.pad_crop = (int)a.pad_crop;
+  fo.hflip = a.hflip;
   fo.progress = print_progress;
   fo.progress_user = &po;
   fo.progress_every = 20;
