@@ -2,19 +2,6 @@
  * PyTorch's BatchNorm1d/2d define it. Reductions run one group of CLT_WG
  * items per channel. */
 
-static float bn_group_sum(__local float *scratch, float v) {
-  int lid = get_local_id(0);
-  scratch[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int step = CLT_WG / 2; step > 0; step /= 2) {
-    if (lid < step) scratch[lid] += scratch[lid + step];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  float total = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return total;
-}
-
 #define BN_AT(n, c, s) (((n) * C + (c)) * HW + (s))
 
 /* mean[c] and the biased variance var[c] of x over n and s; two passes
@@ -29,13 +16,13 @@ __kernel void bn_stats(__global float *mean, int mean_off,
   float s = 0.0f;
   for (int j = lid; j < M; j += CLT_WG)
     s += x[x_off + BN_AT(j / HW, c, j % HW)];
-  float mu = bn_group_sum(scratch, s) / (float)M;
+  float mu = group_sum(scratch, s) / (float)M;
   float q = 0.0f;
   for (int j = lid; j < M; j += CLT_WG) {
     float d = x[x_off + BN_AT(j / HW, c, j % HW)] - mu;
     q += d * d;
   }
-  float v = bn_group_sum(scratch, q) / (float)M;
+  float v = group_sum(scratch, q) / (float)M;
   if (lid == 0) {
     mean[mean_off + c] = mu;
     var[var_off + c] = v;
@@ -96,8 +83,8 @@ __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
     sb += g;
     sg += g * (x[x_off + at] - mu) * inv;
   }
-  float tg = bn_group_sum(scratch, sg);
-  float tb = bn_group_sum(scratch, sb);
+  float tg = group_sum(scratch, sg);
+  float tb = group_sum(scratch, sb);
   if (lid == 0) {
     dgamma[dgamma_off + c] = tg;
     dbeta[dbeta_off + c] = tb;

@@ -1,24 +1,9 @@
-/* Reductions. CLT_WG (a power of two) is the work-group size, set by the
- * host in the build options; every kernel here runs in groups of exactly
- * CLT_WG items. Each tree step is fenced by a barrier: POCL runs a group's
- * items as a loop, so a missing barrier gives wrong sums deterministically. */
-
-static float group_sum(__local float *scratch, float v) {
-  int lid = get_local_id(0);
-  scratch[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int step = CLT_WG / 2; step > 0; step /= 2) {
-    if (lid < step) scratch[lid] += scratch[lid + step];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  float total = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE); /* scratch may be reused right after */
-  return total;
-}
+/* Reductions. The kernels using group_sum (cl/prelude.cl) run in groups of
+ * exactly CLT_WG items. */
 
 /* out[c] (+)= sum over o < outer, s < inner of x[(o * channels + c) * inner
- * + s]: bias gradients of dense (inner 1) and conv (inner H*W) layers.
- * One group per channel. */
+ * + s]: bias gradients of conv layers (inner H*W; dense layers, inner 1,
+ * use sum_columns). One group per channel. */
 __kernel void sum_channels(__global float *out, int out_off,
                            __global const float *x, int x_off, int outer,
                            int channels, int inner, int accumulate) {
@@ -26,14 +11,10 @@ __kernel void sum_channels(__global float *out, int out_off,
   int c = get_group_id(0);
   int lid = get_local_id(0);
   float s = 0.0f;
-  if (inner == 1) {
-    for (int o = lid; o < outer; o += CLT_WG) s += x[x_off + o * channels + c];
-  } else {
-    /* No division per element: the planes one by one. */
-    for (int o = 0; o < outer; o++) {
-      __global const float *plane = x + x_off + (o * channels + c) * inner;
-      for (int i = lid; i < inner; i += CLT_WG) s += plane[i];
-    }
+  /* No division per element: the planes one by one. */
+  for (int o = 0; o < outer; o++) {
+    __global const float *plane = x + x_off + (o * channels + c) * inner;
+    for (int i = lid; i < inner; i += CLT_WG) s += plane[i];
   }
   float total = group_sum(scratch, s);
   if (lid == 0)
