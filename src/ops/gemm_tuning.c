@@ -5,9 +5,18 @@
  * local-memory tiles, scalar loads. On POCL's CPU device that runs SGEMM at a
  * few GFLOP/s. The parameters below were measured on POCL 3.1 (AVX-512, 2
  * cores) against the training shapes (row-major NT, NN, TN, batch 32..256 on
- * a 784-128-10 MLP, and 512^3); see the table in the comment of each set.
- * Every size those shapes reach stays below XGEMM_MIN_INDIRECT_SIZE, so the
- * direct kernel is the one that matters. */
+ * a 784-128-10 MLP, the im2col products of the sample CNN, and 512^3); see
+ * the table in the comment of each set.
+ *
+ * CLBlastSgemm and CLBlastSgemmStridedBatched both pick the direct kernel
+ * (XgemmDirect*, one launch, no restrictions) when m*n*k of one product is
+ * below XGEMM_MIN_INDIRECT_SIZE^3 (database default 704^3; no CPU entry
+ * matches this device), and otherwise the indirect one (Xgemm /
+ * XgemmStridedBatched on copies padded to the tile sizes). Every size the training shapes reach stays direct, so the direct
+ * kernel is the one that matters. It falls back to scalar loads when a
+ * leading dimension is not a multiple of its vector width and to
+ * bounds-checked code on partial tiles, which the CNN's 121-wide (11x11)
+ * im2col products hit everywhere; see below for the indirect kernel. */
 #include "ops/gemm_tuning.h"
 
 #include <clblast_c.h>
@@ -27,7 +36,37 @@ typedef struct tuning_set {
  *   128x784x256 TN 2.6 -> 41, 32x128x784 NT 6.3 -> 10-20,
  *   32x784x128 NN 3.2 -> 22-25, 512^3 NN 3.6 -> 19-22.
  * Also tried, all slower: WGD=32 8x8 items VW 1 or 4; WGD=64 8x8 items VW 4
- * or 8; WGD=64 16x16 items VW 4; WGD=32 4x4 items VW 8 with KWID=8. */
+ * or 8; WGD=64 16x16 items VW 4; WGD=32 4x4 items VW 8 with KWID=8.
+ *
+ * Not applied, though faster: the indirect Xgemm kernel from m*n*k >= 96^3
+ * (GemmRoutine XGEMM_MIN_INDIRECT_SIZE=96; Xgemm GEMMK 0, KREG 1, KWG 32,
+ * KWI 2, MDIMA=MDIMC=NDIMB=NDIMC 4, MWG=NWG 32, SA=SB=0, STRM=STRN=0,
+ * VWM=VWN 8, i.e. the direct set's micro-structure without local memory).
+ * Measured against the direct set above in two sessions under different
+ * load (GFLOP/s, best of 5, a training process and builds on the 2 cores,
+ * so +-30%; "direct s1 / s2 -> indirect s1 / s2"):
+ *   conv2 fwd NN 64x121x288 batch 64:  7.2 / 13.5 -> 21 / 28
+ *   conv2 dW  NT 64x288x121 batch 64:  6.1 / 11.2 -> 12 / 21
+ *   conv2 dcol TN 288x121x64 batch 64: 9.3 / 19.0 -> 15 / 20
+ *   256x128x784 NT 5.5 / 14 -> 32 / 39, 256x784x128 NN 8.6 / 19 -> 23 / 32,
+ *   128x784x256 TN 32 / 29 -> 25 / 46, 32x128x784 NT 4.7 / 9.7 -> 18 / 21,
+ *   32x784x128 NN 9.3 / 13 -> 16 / 23, 128x784x32 TN 22 / 16 -> 11 / 16,
+ *   64x128x784 NT 8.8 / 10 -> 12 / 29, 128x784x64 TN 18 / 30 -> 16 / 37;
+ *   conv1 32x676x9 batch 64 (k padded to 32): 3.2 -> 1.7, so direct there.
+ * Slower indirect sets: 64x64 tiles 8x8 items VW 4 or 8; 64x32 8x4 VW 8;
+ * 64x64 4x4 VW 16; 32x32 4x4 VW 8 with KWI 8 or KWG 16. Direct WGD=16 4x4
+ * items VW 4: conv1 3.2 -> 3.8, everything else slower.
+ * Why not applied: CLBlast 1.5.3's indirect *strided batched* path skips the
+ * padding copy of an operand whose sizes are multiples of the tiles, and
+ * then indexes it as batch * rows * cols, ignoring its stride and offset.
+ * With a stride-0 operand (the shared filters in conv2d) that reads past the
+ * buffer: 288x121x64 TN batch 64, stride_a 0 gave errors of 1e36 and a
+ * segfault in `bench train` of the sample CNN. The threshold is one value
+ * for CLBlastSgemm and CLBlastSgemmStridedBatched, so lowering it is only
+ * safe once batched products with a non-packed stride or an offset never
+ * reach it (the caller's job: e.g. one CLBlastSgemm per product, or a
+ * packed copy of the shared operand). The default threshold, 704^3 (349M
+ * per product), is out of reach of the model shapes. */
 static const tuning_set pocl_cpu_sets[] = {
     {"XgemmDirect",
      10,
