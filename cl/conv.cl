@@ -1,12 +1,13 @@
-/* im2col / col2im for convolutions (NCHW), and the batch sum used for
- * weight gradients. A convolution geometry travels as one int array:
+/* im2col / col2im for convolutions (NCHW), and the axis swap between the
+ * GEMM's channel-major layout and NCHW. col is [C*KH*KW, batch*OH*OW]: one
+ * GEMM covers the whole batch. A convolution geometry travels as one int array:
  *   g[0..3]  = C, H, W (input), unused
  *   g[4..7]  = KH, KW, OH, OW
  *   g[8..13] = pad_h, pad_w, stride_h, stride_w, dil_h, dil_w
  * passed as scalars so that the kernels need no __constant buffer. */
 
-/* col[n][(c*KH + kh)*KW + kw][oh*OW + ow] = x[n][c][ih][iw], or 0 in the
- * padding. One work-item per output row (n, r, oh), looping over ow: the
+/* col[(c*KH + kh)*KW + kw][(n*OH + oh)*OW + ow] = x[n][c][ih][iw], or 0 in
+ * the padding. One work-item per output row (n, r, oh), looping over ow: the
  * divisions happen once per row, and the loop runs over contiguous memory,
  * which CPU devices (POCL) vectorise. */
 __kernel void im2col(__global float *col, int col_off,
@@ -22,7 +23,7 @@ __kernel void im2col(__global float *col, int col_off,
   int n = i / (OH * rows);
   int kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
   int ih = oh * stride_h - pad_h + kh * dil_h;
-  __global float *out = col + col_off + ((n * rows + r) * OH + oh) * OW;
+  __global float *out = col + col_off + ((r * batch + n) * OH + oh) * OW;
   if (ih < 0 || ih >= H) {
     for (int ow = 0; ow < OW; ow++) out[ow] = 0.0f;
     return;
@@ -64,21 +65,25 @@ __kernel void col2im(__global float *dx, int dx_off,
         int ow = tw / stride_w;
         if (ow >= OW) continue;
         int r = (c * KH + kh) * KW + kw;
-        sum += dcol[dcol_off + (n * rows + r) * spatial + oh * OW + ow];
+        sum += dcol[dcol_off + (r * batch + n) * spatial + oh * OW + ow];
       }
     }
     out[iw] = accumulate ? out[iw] + sum : sum;
   }
 }
 
-/* out[j] = sum over n of x[n * count + j]: per-image weight gradients
- * summed over the batch. */
-__kernel void sum_batch(__global float *out, int out_off,
-                        __global const float *x, int x_off, int batch,
-                        int count) {
-  int j = get_global_id(0);
-  if (j >= count) return;
-  float s = 0.0f;
-  for (int n = 0; n < batch; n++) s += x[x_off + n * count + j];
-  out[out_off + j] = s;
+/* y[b][a][s] = x[a][b][s] (+ bias[a]): between the GEMM's [channels,
+ * batch, spatial] and NCHW's [batch, channels, spatial], either way. One
+ * work-item per row of s. */
+__kernel void swap_axes01(__global float *y, int y_off,
+                          __global const float *x, int x_off,
+                          __global const float *bias, int bias_off, int A,
+                          int B, int S, int has_bias) {
+  int i = get_global_id(0);
+  if (i >= A * B) return;
+  int a = i / B, b = i % B;
+  float add = has_bias ? bias[bias_off + a] : 0.0f;
+  __global const float *in = x + x_off + i * S;
+  __global float *out = y + y_off + (b * A + a) * S;
+  for (int s = 0; s < S; s++) out[s] = in[s] + add;
 }

@@ -50,6 +50,9 @@ static const gemm_shape shapes[] = {
     {"cnn conv2 dW 1 gemm", NT, 64, 288, 7744, 1},
     {"cnn conv2 dcol b64", TN, 288, 121, 64, 64},
     {"cnn conv2 dcol 1 gemm", TN, 288, 7744, 64, 1},
+    {"cnn conv1 fwd 1 gemm", NN, 32, 43264, 9, 1},
+    {"cnn conv1 dW 1 gemm", NT, 32, 9, 43264, 1},
+    {"cnn conv1 dW b64", NT, 32, 9, 676, 64},
 };
 
 static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,

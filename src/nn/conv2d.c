@@ -1,9 +1,13 @@
 /* conv2d filters=N kernel=K[xK] [stride=S] [padding=P|same|valid]
  *        [dilation=D] [bias=true] [init=glorot|he] [activation=...]
  * NCHW, weight [filters, C, KH, KW] and bias [filters] as PyTorch's Conv2d.
- * Forward: im2col, then one strided-batched CLBlast GEMM over the batch
- * (the weight shared with stride 0). Backward: dW from per-image GEMMs
- * summed over the batch, dx from W^T dy and col2im. */
+ * Every product covers the whole batch in one CLBlast GEMM: im2col lays the
+ * batch side by side, col [C*KH*KW, batch*OH*OW], so
+ *   forward  y' [filters, batch*OH*OW] = W col, then y = swap(y') + bias;
+ *   backward dy' = swap(dy), dW = dy' col^T, db = row sums of dy',
+ *            dcol = W^T dy', dx = col2im(dcol).
+ * Large products suit CLBlast better than many small ones, and no batched
+ * call with a shared (stride 0) operand is needed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +22,8 @@ typedef struct conv_state {
   clt_window w;
   int64_t filters;
   bool bias;
-  clt_tensor *col;  /* [max_batch, C*KH*KW, OH*OW]; reused for dcol */
-  clt_tensor *dw_n; /* [max_batch, filters, C*KH*KW] per-image dW */
+  clt_tensor *col; /* [C*KH*KW, max_batch*OH*OW]; reused for dcol */
+  clt_tensor *tmp; /* [filters, max_batch*OH*OW]: y' and dy' */
 } conv_state;
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
@@ -103,62 +107,53 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
 
 static void conv_release(conv_state *s) {
   clt_tensor_destroy(s->col);
-  clt_tensor_destroy(s->dw_n);
-  s->col = s->dw_n = NULL;
+  clt_tensor_destroy(s->tmp);
+  s->col = s->tmp = NULL;
 }
 
 static clt_status conv_compile(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   conv_release(s);
   const clt_window *w = &s->w;
-  int64_t ckk = w->C * w->KH * w->KW;
-  int64_t col = g->max_batch * ckk * w->OH * w->OW;
+  int64_t cols = g->max_batch * w->OH * w->OW;
+  int64_t col = w->C * w->KH * w->KW * cols, tmp = s->filters * cols;
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &col, &s->col));
-  if (n->needs_grad) {
-    int64_t dw = g->max_batch * s->filters * ckk;
-    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &dw, &s->dw_n));
-  }
-  return CLT_OK;
+  return clt_tensor_create(g->ctx, CLT_F32, 1, &tmp, &s->tmp);
 }
 
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
+  int64_t cols = g->batch * ohw;
   CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
                              g->batch, w));
-  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS,
-                                   s->filters, ohw, ckk, 1.0f,
-                                   &n->params[0].value, 0, s->col, ckk * ohw,
-                                   0.0f, n->out, s->filters * ohw, g->batch));
-  if (s->bias)
-    CLT_TRY(clt_bias_channels_forward(g->ctx, n->out, &n->params[1].value,
-                                      g->batch, s->filters, ohw));
-  return CLT_OK;
+  CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, s->filters, cols, ckk,
+                   1.0f, &n->params[0].value, s->col, 0.0f, s->tmp));
+  return clt_swap_axes01(g->ctx, n->out, s->tmp,
+                         s->bias ? &n->params[1].value : NULL, s->filters,
+                         g->batch, ohw);
 }
 
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
+  int64_t cols = g->batch * ohw;
+  /* dy' [filters, batch*OH*OW] */
+  CLT_TRY(clt_swap_axes01(g->ctx, s->tmp, n->grad, NULL, g->batch, s->filters,
+                          ohw));
   if (s->bias)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
-                                     g->batch, s->filters, ohw, false));
-  /* dW[n] = dy[n] col[n]^T, then the sum over the batch. */
-  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_NO_TRANS, CLT_TRANS, s->filters,
-                                   ckk, ohw, 1.0f, n->grad, s->filters * ohw,
-                                   s->col, ckk * ohw, 0.0f, s->dw_n,
-                                   s->filters * ckk, g->batch));
-  CLT_TRY(clt_sum_batch_forward(g->ctx, &n->params[0].grad, s->dw_n, g->batch,
-                                s->filters * ckk));
+    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, s->tmp, 1,
+                                     s->filters, cols, false));
+  CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_TRANS, s->filters, ckk, cols,
+                   1.0f, s->tmp, s->col, 0.0f, &n->params[0].grad));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
-  /* dcol[n] = W^T dy[n], into the col buffer (col is no longer needed). */
-  CLT_TRY(clt_gemm_strided_batched(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
-                                   s->filters, 1.0f, &n->params[0].value, 0,
-                                   n->grad, s->filters * ohw, 0.0f, s->col,
-                                   ckk * ohw, g->batch));
+  /* dcol = W^T dy', into the col buffer (col is no longer needed). */
+  CLT_TRY(clt_gemm(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, cols, s->filters,
+                   1.0f, &n->params[0].value, s->tmp, 0.0f, s->col));
   return clt_col2im_backward(g->ctx, dx, s->col, g->batch, w, acc);
 }
 

@@ -1,4 +1,4 @@
-/* im2col / col2im and the batch sum (cl/conv.cl). */
+/* im2col / col2im and the axis swap (cl/conv.cl). */
 #include "ops/ops.h"
 
 #define WINDOW_ARGS(w)                                                         \
@@ -22,9 +22,10 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                     WINDOW_ARGS(w), KI(accumulate));
 }
 
-clt_status clt_sum_batch_forward(clt_context *ctx, clt_tensor *out,
-                                 const clt_tensor *x, int64_t batch,
-                                 int64_t count) {
-  return CLT_RUN_1D(ctx, CLT_K_sum_batch, (size_t)count, KT(out), KT(x),
-                    KI(batch), KI(count));
+clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
+                           const clt_tensor *x, const clt_tensor *bias,
+                           int64_t A, int64_t B, int64_t S) {
+  /* Without a bias, x stands in for the unread bias buffer. */
+  return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
+                    KT(bias ? bias : x), KI(A), KI(B), KI(S), KI(bias != NULL));
 }

@@ -92,7 +92,23 @@ CLT_API clt_status clt_gemm_strided_batched(
   CLT_TRY(check_operand(ctx, routine, "A", a, stride_a * (batch - 1) + m * k));
   CLT_TRY(check_operand(ctx, routine, "B", b, stride_b * (batch - 1) + k * n));
   CLT_TRY(check_operand(ctx, routine, "C", c, stride_c * (batch - 1) + m * n));
-  cl_event *ev = clt_profile_slot(ctx, "gemm");
+  /* CLBlast 1.5.3's indirect batched kernel ignores operand strides and
+   * offsets in some cases (see gemm_tuning.c): where we moved its
+   * threshold, such products go one by one. */
+  int64_t lim = ctx->gemm_indirect_min;
+  if (batch > 1 && lim > 0 && m * n * k >= lim * lim * lim) {
+    for (int64_t i = 0; i < batch; i++) {
+      clt_tensor ai = clt_tensor_slice_1d(a, i * stride_a, m * k);
+      clt_tensor bi = clt_tensor_slice_1d(b, i * stride_b, k * n);
+      clt_tensor ci = clt_tensor_slice_1d(c, i * stride_c, m * n);
+      CLT_TRY(clt_gemm_strided_batched(ctx, ta, tb, m, n, k, alpha, &ai, 0,
+                                       &bi, 0, beta, &ci, 0, 1));
+    }
+    return CLT_OK;
+  }
+  /* CLBlast sets the event of its last kernel only; the span covers the
+   * copies and padding it may enqueue first. */
+  cl_event *ev = clt_profile_span(ctx, "gemm");
   CLBlastStatusCode rc;
   if (batch == 1)
     rc = CLBlastSgemm(CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb),

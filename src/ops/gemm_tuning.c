@@ -12,15 +12,19 @@
  * (XgemmDirect*, one launch, no restrictions) when m*n*k of one product is
  * below XGEMM_MIN_INDIRECT_SIZE^3 (database default 704^3; no CPU entry
  * matches this device), and otherwise the indirect one (Xgemm /
- * XgemmStridedBatched on copies padded to the tile sizes). Every size the training shapes reach stays direct, so the direct
- * kernel is the one that matters. It falls back to scalar loads when a
- * leading dimension is not a multiple of its vector width and to
- * bounds-checked code on partial tiles, which the CNN's 121-wide (11x11)
- * im2col products hit everywhere; see below for the indirect kernel. */
+ * XgemmStridedBatched on copies padded to the tile sizes). The direct
+ * kernel falls back to scalar loads when a leading dimension is not a
+ * multiple of its vector width and to bounds-checked code on partial
+ * tiles, which odd shapes (the CNN's 121-wide 11x11 products) hit
+ * everywhere; the indirect kernel pads instead, and from 96^3 up it is the
+ * faster one here. */
 #include "ops/gemm_tuning.h"
 
 #include <clblast_c.h>
 #include <string.h>
+
+/* m*n*k from which POCL's CPU device gets the indirect kernel: this^3. */
+#define POCL_INDIRECT_MIN 96
 
 typedef struct tuning_set {
   const char *kernel;
@@ -38,13 +42,13 @@ typedef struct tuning_set {
  * Also tried, all slower: WGD=32 8x8 items VW 1 or 4; WGD=64 8x8 items VW 4
  * or 8; WGD=64 16x16 items VW 4; WGD=32 4x4 items VW 8 with KWID=8.
  *
- * Not applied, though faster: the indirect Xgemm kernel from m*n*k >= 96^3
- * (GemmRoutine XGEMM_MIN_INDIRECT_SIZE=96; Xgemm GEMMK 0, KREG 1, KWG 32,
- * KWI 2, MDIMA=MDIMC=NDIMB=NDIMC 4, MWG=NWG 32, SA=SB=0, STRM=STRN=0,
- * VWM=VWN 8, i.e. the direct set's micro-structure without local memory).
- * Measured against the direct set above in two sessions under different
- * load (GFLOP/s, best of 5, a training process and builds on the 2 cores,
- * so +-30%; "direct s1 / s2 -> indirect s1 / s2"):
+ * The indirect Xgemm kernel from m*n*k >= 96^3 (GemmRoutine
+ * XGEMM_MIN_INDIRECT_SIZE=96; Xgemm GEMMK 0, KREG 1, KWG 32, KWI 2,
+ * MDIMA=MDIMC=NDIMB=NDIMC 4, MWG=NWG 32, SA=SB=0, STRM=STRN=0, VWM=VWN 8,
+ * i.e. the direct set's micro-structure without local memory). Measured
+ * against the direct set above in two sessions under different load
+ * (GFLOP/s, best of 5, a training process and builds on the 2 cores, so
+ * +-30%; "direct s1 / s2 -> indirect s1 / s2"):
  *   conv2 fwd NN 64x121x288 batch 64:  7.2 / 13.5 -> 21 / 28
  *   conv2 dW  NT 64x288x121 batch 64:  6.1 / 11.2 -> 12 / 21
  *   conv2 dcol TN 288x121x64 batch 64: 9.3 / 19.0 -> 15 / 20
@@ -56,23 +60,29 @@ typedef struct tuning_set {
  * Slower indirect sets: 64x64 tiles 8x8 items VW 4 or 8; 64x32 8x4 VW 8;
  * 64x64 4x4 VW 16; 32x32 4x4 VW 8 with KWI 8 or KWG 16. Direct WGD=16 4x4
  * items VW 4: conv1 3.2 -> 3.8, everything else slower.
- * Why not applied: CLBlast 1.5.3's indirect *strided batched* path skips the
- * padding copy of an operand whose sizes are multiples of the tiles, and
- * then indexes it as batch * rows * cols, ignoring its stride and offset.
- * With a stride-0 operand (the shared filters in conv2d) that reads past the
- * buffer: 288x121x64 TN batch 64, stride_a 0 gave errors of 1e36 and a
- * segfault in `bench train` of the sample CNN. The threshold is one value
- * for CLBlastSgemm and CLBlastSgemmStridedBatched, so lowering it is only
- * safe once batched products with a non-packed stride or an offset never
- * reach it (the caller's job: e.g. one CLBlastSgemm per product, or a
- * packed copy of the shared operand). The default threshold, 704^3 (349M
- * per product), is out of reach of the model shapes. */
+ *
+ * A CLBlast 1.5.3 bug this must steer around: the indirect *strided
+ * batched* path skips the padding copy of an operand whose sizes are
+ * multiples of the tiles, and then indexes it as batch * rows * cols,
+ * ignoring its stride and offset (288x121x64 TN batch 64 with stride_a 0
+ * gave errors of 1e36; upstream CLBlast issue #346 reports stride-0
+ * batches computing wrong results). The threshold is one value for
+ * CLBlastSgemm and CLBlastSgemmStridedBatched, so ctx->gemm_indirect_min
+ * records it and clt_gemm_strided_batched runs products at or above it one
+ * CLBlastSgemm at a time (whose offsets are handled). conv2d makes one
+ * product per layer over the whole batch anyway. */
 static const tuning_set pocl_cpu_sets[] = {
     {"XgemmDirect",
      10,
      {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
       "VWND", "WGD"},
      {2, 4, 4, 4, 4, 0, 0, 8, 8, 32}},
+    {"Xgemm",
+     16,
+     {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC",
+      "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"},
+     {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
+    {"GemmRoutine", 1, {"XGEMM_MIN_INDIRECT_SIZE"}, {POCL_INDIRECT_MIN}},
 };
 
 static bool is_pocl_cpu(const clt_context *ctx) {
@@ -83,6 +93,7 @@ static bool is_pocl_cpu(const clt_context *ctx) {
 void clt_gemm_tune_for_device(clt_context *ctx) {
   if (!ctx || !ctx->device || !is_pocl_cpu(ctx)) return;
   size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
+  bool all = true;
   for (size_t i = 0; i < n; i++) {
     const tuning_set *set = &pocl_cpu_sets[i];
     const char *names[16];
@@ -90,14 +101,20 @@ void clt_gemm_tune_for_device(clt_context *ctx) {
     CLBlastStatusCode code = CLBlastOverrideParameters(
         ctx->device, set->kernel, CLBlastPrecisionSingle, set->count, names,
         set->values);
-    if (code != CLBlastSuccess)
+    if (code != CLBlastSuccess) {
+      all = false;
       clt_ctx_log(ctx, CLT_LOG_INFO,
                   "CLBlast: override of %s for %s rejected (%d); keeping its "
                   "defaults",
                   set->kernel, ctx->info.name, (int)code);
-    else
+    } else {
       clt_ctx_log(ctx, CLT_LOG_INFO,
                   "CLBlast: %s tuned for POCL CPU device %s", set->kernel,
                   ctx->info.name);
+    }
   }
+  /* Batched products from here on go one by one (see above). Even if an
+   * override failed the threshold may have changed, so stay careful. */
+  (void)all;
+  ctx->gemm_indirect_min = POCL_INDIRECT_MIN;
 }

@@ -834,7 +834,7 @@ clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Convolution: im2col, col2im, batch sums                                   */
+/* Convolution: im2col, col2im, the axis swap                               */
 
 /* n doubles of zeros for the reference, freed with the set. */
 static clt_status set_work(check_set *s, int64_t n, double **out) {
@@ -882,7 +882,7 @@ static clt_status window_geometry(check_set *s, const clt_window *in,
  * the index in col, `src` that in x or -1 for padding. */
 #define FOR_UNFOLD(w, batch, at, src, body)                                    \
   do {                                                                         \
-    int64_t rows_ = (w)->C * (w)->KH * (w)->KW, sp_ = (w)->OH * (w)->OW;       \
+    int64_t sp_ = (w)->OH * (w)->OW;                                           \
     for (int64_t n_ = 0; n_ < (batch); n_++)                                   \
       for (int64_t c_ = 0; c_ < (w)->C; c_++)                                  \
         for (int64_t kh_ = 0; kh_ < (w)->KH; kh_++)                            \
@@ -894,7 +894,7 @@ static clt_status window_geometry(check_set *s, const clt_window *in,
                 int64_t iw_ = ow_ * (w)->stride_w - (w)->pad_w +               \
                               kw_ * (w)->dil_w;                                \
                 int64_t row_ = (c_ * (w)->KH + kh_) * (w)->KW + kw_;           \
-                int64_t at = (n_ * rows_ + row_) * sp_ + oh_ * (w)->OW + ow_;  \
+                int64_t at = (row_ * (batch) + n_) * sp_ + oh_ * (w)->OW + ow_;\
                 int64_t src = ih_ >= 0 && ih_ < (w)->H && iw_ >= 0 &&          \
                                       iw_ < (w)->W                             \
                                   ? ((n_ * (w)->C + c_) * (w)->H + ih_) *      \
@@ -954,24 +954,26 @@ clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
   return set_end(&s, col2im_body(&s, batch, w, accumulate), max_err);
 }
 
-static clt_status sum_batch_body(check_set *s, int64_t batch, int64_t count) {
-  guarded_buf *x, *out;
-  CLT_TRY(set_buf(s, batch * count, -1.0f, 1.0f, &x));
-  CLT_TRY(set_buf(s, count, -1.0f, 1.0f, &out));
-  CLT_TRY(clt_sum_batch_forward(s->ctx, out->t, x->t, batch, count));
-  for (int64_t j = 0; j < count; j++) {
-    double sum = 0.0;
-    for (int64_t n = 0; n < batch; n++) sum += x->host[n * count + j];
-    out->host[j] = (float)sum;
-  }
+static clt_status swap_body(check_set *s, int64_t A, int64_t B, int64_t S,
+                            bool bias) {
+  guarded_buf *x, *y, *b;
+  CLT_TRY(set_buf(s, A * B * S, -1.0f, 1.0f, &x));
+  CLT_TRY(set_buf(s, A * B * S, -1.0f, 1.0f, &y));
+  CLT_TRY(set_buf(s, A, -1.0f, 1.0f, &b));
+  CLT_TRY(clt_swap_axes01(s->ctx, y->t, x->t, bias ? b->t : NULL, A, B, S));
+  for (int64_t a = 0; a < A; a++)
+    for (int64_t j = 0; j < B; j++)
+      for (int64_t k = 0; k < S; k++)
+        y->host[(j * A + a) * S + k] =
+            x->host[(a * B + j) * S + k] + (bias ? b->host[a] : 0.0f);
   return set_compare(s);
 }
 
-clt_status clt_check_sum_batch(clt_context *ctx, int64_t batch, int64_t count,
-                               double *max_err) {
+clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
+                                 int64_t S, bool bias, double *max_err) {
   check_set s;
   set_begin(&s, ctx, 190);
-  return set_end(&s, sum_batch_body(&s, batch, count), max_err);
+  return set_end(&s, swap_body(&s, A, B, S, bias), max_err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -93,7 +93,7 @@ clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
  * they derive with clt_window_out (PyTorch's formula); a window that does
  * not fit gives CLT_ERR_INVALID_ARGUMENT. */
 
-/* col [batch, C*KH*KW, OH*OW] = im2col(x [batch, C, H, W]), as
+/* col [C*KH*KW, batch*OH*OW] = im2col(x [batch, C, H, W]), as
  * torch.nn.functional.unfold: zeros where a window reads padding. */
 clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
                             const clt_window *w, double *max_err);
@@ -103,9 +103,9 @@ clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
 clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
                             const clt_window *w, bool accumulate,
                             double *max_err);
-/* out[j] = sum over n of x[n, j], x of [batch, count]. */
-clt_status clt_check_sum_batch(clt_context *ctx, int64_t batch, int64_t count,
-                               double *max_err);
+/* y [B, A, S] = x [A, B, S] (+ bias[a]). */
+clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
+                                 int64_t S, bool bias, double *max_err);
 
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
  * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,

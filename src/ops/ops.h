@@ -103,7 +103,7 @@ static inline int64_t clt_window_out(int64_t in, int64_t k, int64_t pad,
   return span < 0 ? 0 : span / stride + 1;
 }
 
-/* col [batch, C*KH*KW, OH*OW] from x [batch, C, H, W]. */
+/* col [C*KH*KW, batch*OH*OW] from x [batch, C, H, W]. */
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w);
@@ -111,10 +111,10 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
                                const clt_window *w, bool accumulate);
-/* out[j] = sum over n of x[n, j], x of [batch, count]. */
-clt_status clt_sum_batch_forward(clt_context *ctx, clt_tensor *out,
-                                 const clt_tensor *x, int64_t batch,
-                                 int64_t count);
+/* y [B, A, S] from x [A, B, S], adding bias[a] when bias is not NULL. */
+clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
+                           const clt_tensor *x, const clt_tensor *bias,
+                           int64_t A, int64_t B, int64_t S);
 
 /* Pooling over batch*C planes (w->C counts planes here). */
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,

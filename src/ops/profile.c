@@ -5,8 +5,10 @@
 #include "runtime/runtime.h"
 
 CLT_API void clt_profile_reset(clt_context *ctx) {
-  for (size_t i = 0; i < ctx->profile_count; i++)
+  for (size_t i = 0; i < ctx->profile_count; i++) {
+    if (ctx->profile[i].begin) clReleaseEvent(ctx->profile[i].begin);
     if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
+  }
   ctx->profile_count = 0;
 }
 
@@ -28,13 +30,16 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
   if (!out) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "profile summary");
   size_t n = 0;
   for (size_t i = 0; i < ctx->profile_count; i++) {
-    cl_event ev = ctx->profile[i].event;
+    cl_event ev = ctx->profile[i].event, begin = ctx->profile[i].begin;
     cl_ulong start = 0, end = 0;
+    /* A span starts where its marker completed (all before it done). */
     if (!ev ||
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start,
-                                &start, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(begin ? begin : ev,
+                                begin ? CL_PROFILING_COMMAND_END
+                                      : CL_PROFILING_COMMAND_START,
+                                sizeof start, &start, NULL) != CL_SUCCESS ||
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end,
-                                NULL) != CL_SUCCESS)
+                                NULL) != CL_SUCCESS || end < start)
       continue;
     size_t j = 0;
     while (j < n && strcmp(out[j].op, ctx->profile[i].op) != 0) j++;

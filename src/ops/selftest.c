@@ -155,8 +155,8 @@ static clt_status st_col2im_dil(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 9, 5, 1, 4, 2);
   return clt_check_col2im(ctx, 1, &w, false, e);
 }
-static clt_status st_sum_batch(clt_context *ctx, double *e) {
-  return clt_check_sum_batch(ctx, 3, 1001, e);
+static clt_status st_swap_axes(clt_context *ctx, double *e) {
+  return clt_check_swap_axes01(ctx, 5, 3, 121, true, e);
 }
 static clt_status st_maxpool_fwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
@@ -251,7 +251,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0},
     {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5},
-    {"sum batch 3x1001", st_sum_batch, 1e-5},
+    {"swap axes 5x3x121 + bias", st_swap_axes, 0.0},
     {"maxpool forward 6x9x7 k3s2p1", st_maxpool_fwd, 0.0},
     {"maxpool backward 6x9x7 k3s2p1 accumulate", st_maxpool_bwd, 1e-6},
     {"avgpool forward 6x9x7 k3s2p1", st_avgpool_fwd, 1e-6},

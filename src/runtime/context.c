@@ -162,8 +162,7 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
 }
 
 static void profile_release(clt_context *ctx) {
-  for (size_t i = 0; i < ctx->profile_count; i++)
-    if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
+  clt_profile_reset(ctx);
   free(ctx->profile);
   ctx->profile = NULL;
   ctx->profile_count = ctx->profile_cap = 0;
@@ -215,8 +214,23 @@ cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
   }
   clt_profile_entry *e = &ctx->profile[ctx->profile_count++];
   e->op = op;
+  e->begin = NULL;
   e->event = NULL;
   return &e->event;
+}
+
+cl_event *clt_profile_span(clt_context *ctx, const char *op) {
+  if (!ctx->profiling) return NULL;
+  cl_event begin = NULL;
+  if (clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &begin) != CL_SUCCESS)
+    begin = NULL;
+  cl_event *slot = clt_profile_slot(ctx, op);
+  if (!slot) {
+    if (begin) clReleaseEvent(begin);
+    return NULL;
+  }
+  ctx->profile[ctx->profile_count - 1].begin = begin;
+  return slot;
 }
 
 static clt_status set_args(clt_context *ctx, cl_kernel k, const char *name,

@@ -26,7 +26,7 @@
   X(channel_slice_copy, "elementwise")                                         \
   X(im2col, "conv")                                                            \
   X(col2im, "conv")                                                            \
-  X(sum_batch, "conv")                                                         \
+  X(swap_axes01, "conv")                                                       \
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
   X(maxpool_backward_scatter, "pool")                                          \

@@ -20,9 +20,11 @@ typedef enum clt_kernel_id {
 
 typedef struct clt_pool_block clt_pool_block;
 
-/* One profiled command: its op name and event, read after a finish. */
+/* One profiled command (or span of commands, from a marker `begin` to the
+ * end of `event`): its op name and events, read after a finish. */
 typedef struct clt_profile_entry {
   const char *op;
+  cl_event begin; /* NULL: the span is the command of `event` */
   cl_event event;
 } clt_profile_entry;
 
@@ -36,6 +38,9 @@ struct clt_context {
   int program_count;
   cl_kernel kernels[CLT_KERNEL_COUNT];
   size_t work_group;         /* size used by kernels with a fixed group */
+  /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
+   * batched products at or above its cube run one at a time. */
+  int64_t gemm_indirect_min;
   clt_kernel_stats kernel_stats;
   clt_memory_stats memory_stats;
   clt_pool_block *pool;      /* freed device buffers kept for reuse */
@@ -108,6 +113,10 @@ clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
  * enqueued under op's name (the name must outlive the context: a string
  * literal); else NULL. */
 cl_event *clt_profile_slot(clt_context *ctx, const char *op);
+/* The same for a sequence of commands whose last one will set the returned
+ * event (a library call such as a CLBlast routine): a marker enqueued now
+ * records where the sequence starts. */
+cl_event *clt_profile_span(clt_context *ctx, const char *op);
 
 /* Kernel programs (program.c). */
 clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
