@@ -72,7 +72,9 @@ START_TEST(test_model_file_errors) {
   expect_model_error("input shape=4\ndense untis=3\n", CLT_ERR_FORMAT,
                      ":2:");
   expect_model_error("input shape=4\ndense untis=3\n", CLT_ERR_FORMAT,
-                     "units");
+                     "unknown option 'untis'");
+  expect_model_error("input shape=4\ndense untis=3\n", CLT_ERR_FORMAT,
+                     "did you mean 'units'?");
   expect_model_error("input shape=4\ndense units=abc\n", CLT_ERR_FORMAT,
                      "units");
   expect_model_error("input shape=4\nconvolution units=3\n", CLT_ERR_FORMAT,

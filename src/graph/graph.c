@@ -222,6 +222,34 @@ static clt_status grow_nodes(clt_graph *g) {
   return CLT_OK;
 }
 
+static bool known_key(const char *const *keys, const char *key) {
+  for (; *keys; keys++)
+    if (!strcmp(*keys, key)) return true;
+  return false;
+}
+
+/* Reports an option the layer does not know (a typo, with a suggestion)
+ * before the layer reads its options, so that "untis=3" is named as such
+ * rather than as a missing "units". */
+static clt_status check_option_names(clt_graph *g, const clt_model_desc *d,
+                                     clt_model_layer *l,
+                                     const clt_layer_ops *ops) {
+  bool unknown = false;
+  for (int i = 0; i < l->option_count; i++)
+    if (!known_key(ops->option_keys, l->options[i].key)) unknown = true;
+  if (!unknown) return CLT_OK;
+  bool saved[CLT_MODEL_MAX_OPTIONS];
+  for (int i = 0; i < l->option_count; i++) {
+    saved[i] = l->options[i].used;
+    if (known_key(ops->option_keys, l->options[i].key))
+      l->options[i].used = true;
+  }
+  clt_err err = {0};
+  clt_status st = clt_model_check_all_used(d, l, ops->option_keys, &err);
+  for (int i = 0; i < l->option_count; i++) l->options[i].used = saved[i];
+  return st == CLT_OK ? CLT_OK : clt_graph_err(g, &err);
+}
+
 static const char *const activation_names[] = {
     "relu", "leaky_relu", "sigmoid", "tanh", "gelu", "none", "softmax", NULL};
 
@@ -263,6 +291,7 @@ static clt_status add_layer(clt_graph *g, const clt_model_desc *d,
   if (has_act && clt_model_get_choice(d, l, "activation", activation_names,
                                       "none", &act, &err) != CLT_OK)
     return clt_graph_err(g, &err);
+  CLT_TRY(check_option_names(g, d, l, ops));
   clt_status st = ops->configure(g, n, d, l);
   if (st == CLT_OK &&
       clt_model_check_all_used(d, l, ops->option_keys, &err) != CLT_OK)
