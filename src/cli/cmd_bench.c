@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clblast_c.h>
+
 #include "cli/cli.h"
 #include "ops/opcheck.h"
 
@@ -193,6 +195,136 @@ static int bench_gemm(int argc, char **argv) {
   return rc;
 }
 
+/* ---- bench conv: im2col + GEMM against CLBlast's convgemm ------------- */
+
+typedef struct conv_case {
+  const char *name;
+  int64_t C, H, W, K, filters, batch;
+} conv_case;
+
+/* The sample CNN's two convolutions (3x3, valid) at batch 64. */
+static const conv_case conv_cases[] = {
+    {"cnn conv1", 1, 28, 28, 3, 32, 64},
+    {"cnn conv2", 32, 13, 13, 3, 64, 64},
+};
+
+/* Seconds per call of fn(ctx, user), after two untimed calls. */
+static clt_status time_calls(clt_context *ctx,
+                             clt_status (*fn)(clt_context *, void *),
+                             void *user, double *seconds) {
+  CLT_TRY(fn(ctx, user));
+  CLT_TRY(fn(ctx, user));
+  CLT_TRY(clt_context_finish(ctx));
+  int reps = 0;
+  double t0 = cli_now();
+  while (reps < 3 || cli_now() - t0 < 0.5) {
+    CLT_TRY(fn(ctx, user));
+    CLT_TRY(clt_context_finish(ctx));
+    reps++;
+  }
+  *seconds = (cli_now() - t0) / reps;
+  return CLT_OK;
+}
+
+typedef struct conv_bufs {
+  clt_window w;
+  int64_t filters, batch;
+  clt_tensor *x, *weight, *col, *tmp, *y;
+} conv_bufs;
+
+/* cltrain's forward path: im2col, one GEMM, the axis swap. */
+static clt_status run_im2col_gemm(clt_context *ctx, void *user) {
+  conv_bufs *b = user;
+  int64_t ckk = b->w.C * b->w.KH * b->w.KW, ohw = b->w.OH * b->w.OW;
+  CLT_TRY(clt_im2col_forward(ctx, b->col, b->x, b->batch, &b->w));
+  CLT_TRY(clt_gemm(ctx, CLT_NO_TRANS, CLT_NO_TRANS, b->filters,
+                   b->batch * ohw, ckk, 1.0f, b->weight, b->col, 0.0f,
+                   b->tmp));
+  return clt_swap_axes01(ctx, b->y, b->tmp, NULL, b->filters, b->batch, ohw);
+}
+
+static clt_status run_convgemm(clt_context *ctx, void *user) {
+  conv_bufs *b = user;
+  const clt_window *w = &b->w;
+  CLBlastStatusCode rc = CLBlastSconvgemm(
+      CLBlastKernelModeCrossCorrelation, (size_t)w->C, (size_t)w->H,
+      (size_t)w->W, (size_t)w->KH, (size_t)w->KW, (size_t)w->pad_h,
+      (size_t)w->pad_w, (size_t)w->stride_h, (size_t)w->stride_w,
+      (size_t)w->dil_h, (size_t)w->dil_w, (size_t)b->filters,
+      (size_t)b->batch, b->x->buffer, 0, b->weight->buffer, 0, b->y->buffer,
+      0, &ctx->queue, NULL);
+  if (rc != CLBlastSuccess)
+    return clt_ctx_fail(ctx, CLT_ERR_CLBLAST, "CLBlastSconvgemm: %d",
+                        (int)rc);
+  return CLT_OK;
+}
+
+static clt_status bench_conv_case(clt_context *ctx, const conv_case *c) {
+  conv_bufs b = {.filters = c->filters, .batch = c->batch};
+  b.w = (clt_window){.C = c->C, .H = c->H, .W = c->W, .KH = c->K,
+                     .KW = c->K, .stride_h = 1, .stride_w = 1, .dil_h = 1,
+                     .dil_w = 1};
+  b.w.OH = clt_window_out(c->H, c->K, 0, 1, 1);
+  b.w.OW = clt_window_out(c->W, c->K, 0, 1, 1);
+  int64_t ckk = c->C * c->K * c->K, cols = c->batch * b.w.OH * b.w.OW;
+  int64_t nx = c->batch * c->C * c->H * c->W, nw = c->filters * ckk,
+          ncol = ckk * cols, ny = c->filters * cols;
+  clt_status st = clt_tensor_create(ctx, CLT_F32, 1, &nx, &b.x);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &nw, &b.weight);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ncol, &b.col);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ny, &b.tmp);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ny, &b.y);
+  if (st == CLT_OK) st = clt_tensor_fill(b.x, 0.5);
+  if (st == CLT_OK) st = clt_tensor_fill(b.weight, 0.25);
+  double ours = 0, theirs = 0;
+  if (st == CLT_OK) st = time_calls(ctx, run_im2col_gemm, &b, &ours);
+  if (st == CLT_OK) st = time_calls(ctx, run_convgemm, &b, &theirs);
+  if (st == CLT_OK) {
+    double gf = 2.0 * (double)c->filters * (double)ckk * (double)cols * 1e-9;
+    printf("%-12s %4lld %3lldx%-3lld %7lld %6lld %12.2f %12.2f %7.2f\n",
+           c->name, (long long)c->C, (long long)c->H, (long long)c->W,
+           (long long)c->filters, (long long)c->batch, gf / ours,
+           gf / theirs, theirs / ours);
+  }
+  clt_tensor *all[] = {b.x, b.weight, b.col, b.tmp, b.y};
+  for (int i = 0; i < 5; i++) clt_tensor_destroy(all[i]);
+  return st;
+}
+
+/* The forward convolution both ways; the figures that chose conv2d's
+ * path (im2col + one GEMM; the backward passes need im2col/col2im
+ * anyway, and convgemm has no backward). */
+static int bench_conv(int argc, char **argv) {
+  const char *device = NULL;
+  bool bad = false;
+  for (int i = 0; i < argc; i++) {
+    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
+      if (bad) return 2;
+    } else {
+      printf("usage: cltrain bench conv [--device D]\n");
+      return strcmp(argv[i], "--help") ? 2 : 0;
+    }
+  }
+  clt_context *ctx = cli_open_context(device, false);
+  if (!ctx) return 1;
+  printf("device: %s (%s)\n", clt_context_device(ctx)->name,
+         clt_context_device(ctx)->platform_name);
+  printf("%-12s %4s %7s %7s %6s %12s %12s %7s\n", "forward", "C", "HxW",
+         "filters", "batch", "im2col+GEMM", "convgemm", "speed-up");
+  printf("%-12s %4s %7s %7s %6s %12s %12s %7s\n", "", "", "", "", "",
+         "GFLOP/s", "GFLOP/s", "");
+  int rc = 0;
+  for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
+    if (bench_conv_case(ctx, &conv_cases[i]) != CLT_OK) {
+      fprintf(stderr, "cltrain: %s: %s\n", conv_cases[i].name,
+              clt_context_last_error(ctx));
+      rc = 1;
+      break;
+    }
+  clt_context_destroy(ctx);
+  return rc;
+}
+
 int cli_bench_train(int argc, char **argv);
 
 int cli_bench(int argc, char **argv) {
@@ -200,6 +332,7 @@ int cli_bench(int argc, char **argv) {
     return bench_gemm(argc - 1, argv + 1);
   if (argc >= 1 && !strcmp(argv[0], "train"))
     return cli_bench_train(argc - 1, argv + 1);
-  fprintf(stderr, "usage: cltrain bench gemm|train ...\n");
+  if (argc >= 1 && !strcmp(argv[0], "conv")) return bench_conv(argc - 1, argv + 1);
+  fprintf(stderr, "usage: cltrain bench gemm|train|conv ...\n");
   return 2;
 }
