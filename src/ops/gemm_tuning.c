@@ -93,7 +93,6 @@ static bool is_pocl_cpu(const clt_context *ctx) {
 void clt_gemm_tune_for_device(clt_context *ctx) {
   if (!ctx || !ctx->device || !is_pocl_cpu(ctx)) return;
   size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
-  bool all = true;
   for (size_t i = 0; i < n; i++) {
     const tuning_set *set = &pocl_cpu_sets[i];
     const char *names[16];
@@ -102,7 +101,6 @@ void clt_gemm_tune_for_device(clt_context *ctx) {
         ctx->device, set->kernel, CLBlastPrecisionSingle, set->count, names,
         set->values);
     if (code != CLBlastSuccess) {
-      all = false;
       clt_ctx_log(ctx, CLT_LOG_INFO,
                   "CLBlast: override of %s for %s rejected (%d); keeping its "
                   "defaults",
@@ -113,8 +111,7 @@ void clt_gemm_tune_for_device(clt_context *ctx) {
                   ctx->info.name);
     }
   }
-  /* Batched products from here on go one by one (see above). Even if an
-   * override failed the threshold may have changed, so stay careful. */
-  (void)all;
+  /* Batched products from here on go one by one (see above); even where an
+   * override failed, staying careful costs little. */
   ctx->gemm_indirect_min = POCL_INDIRECT_MIN;
 }
