@@ -168,9 +168,28 @@ static void profile_release(clt_context *ctx) {
   ctx->profile_count = ctx->profile_cap = 0;
 }
 
+/* Waits until every command enqueued so far has run. clFinish alone is not
+ * enough everywhere: Mesa 22.3's rusticl returned from clFinish (and from
+ * the releases after it) while its queue thread was still JIT-compiling and
+ * running our last kernels. A process that exited then ran LLVM's static
+ * destructors under that thread, which crashed one `bench train --device
+ * all` in four (POCL and rusticl in one process). A marker event that we
+ * hold ourselves is complete only when everything before it is, on every
+ * implementation, so the wait is real. */
+static cl_int drain_queue(cl_command_queue queue) {
+  cl_event done = NULL;
+  cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, &done);
+  if (rc == CL_SUCCESS) {
+    rc = clWaitForEvents(1, &done);
+    clReleaseEvent(done);
+  }
+  cl_int fin = clFinish(queue);
+  return rc != CL_SUCCESS ? rc : fin;
+}
+
 CLT_API void clt_context_destroy(clt_context *ctx) {
   if (!ctx) return;
-  if (ctx->queue) clFinish(ctx->queue);
+  if (ctx->queue) drain_queue(ctx->queue);
   profile_release(ctx);
   clt_pool_release_all(ctx);
   clt_programs_release(ctx);
@@ -198,7 +217,7 @@ CLT_API void clt_context_memory_stats(const clt_context *ctx,
 }
 
 CLT_API clt_status clt_context_finish(clt_context *ctx) {
-  cl_int rc = clFinish(ctx->queue);
+  cl_int rc = drain_queue(ctx->queue);
   if (rc != CL_SUCCESS) return clt_ctx_cl_fail(ctx, rc, "clFinish");
   return CLT_OK;
 }
