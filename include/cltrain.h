@@ -93,12 +93,13 @@ CLT_API clt_status clt_device_list_get(clt_device_list *list, char *err,
                                        size_t errlen);
 CLT_API void clt_device_list_free(clt_device_list *list);
 
-/* Chooses a device by spec: NULL or "" or "default" (first GPU, else first
+/* Chooses a device by spec: NULL or "default" (first GPU, else first
  * CPU, else the first device), a flat index "2", "platform:device" "1:0", a
  * type "gpu" / "cpu" / "accelerator", or a case-insensitive part of the
  * platform or device name ("pocl", "llvmpipe", "nvidia"). Sets *chosen to
- * an index into list->devices. CLT_ERR_NO_DEVICE when nothing matches, with
- * a message in err listing the devices that exist. */
+ * an index into list->devices. CLT_ERR_NO_DEVICE when nothing matches (an
+ * empty spec "" matches nothing), with a message in err listing the devices
+ * that exist. */
 CLT_API clt_status clt_device_select(const clt_device_list *list,
                                      const char *spec, size_t *chosen,
                                      char *err, size_t errlen);
@@ -119,8 +120,8 @@ typedef void (*clt_log_fn)(clt_log_level level, const char *message,
                            void *user);
 
 typedef struct clt_context_options {
-  /* Device spec as for clt_device_select; NULL means $CLT_DEVICE, else the
-   * default choice. */
+  /* Device spec as for clt_device_select; NULL means $CLT_DEVICE (unset or
+   * empty: the default choice). */
   const char *device;
   /* Kernel binary cache folder; NULL means $CLT_CACHE_DIR, else
    * $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain. */

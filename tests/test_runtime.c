@@ -196,7 +196,6 @@ START_TEST(select_default) {
   clt_device_list list = fake_list(0, 5);
   /* The first GPU... */
   ck_assert_int_eq(select_on(&list, NULL), 2);
-  ck_assert_int_eq(select_on(&list, ""), 2);
   ck_assert_int_eq(select_on(&list, "default"), 2);
   ck_assert_int_eq(select_on(&list, "DEFAULT"), 2);
   /* ...else the first CPU... */
@@ -236,6 +235,20 @@ START_TEST(select_no_match_lists_devices) {
 }
 END_TEST
 
+/* An empty spec is a mistake (`--device ''`, a variable that expanded to
+ * nothing), never a quiet way to say "the default". */
+START_TEST(select_empty_spec_is_an_error) {
+  clt_device_list list = fake_list(0, 5);
+  size_t chosen = 77;
+  char err[2048] = "";
+  ck_assert_int_eq(clt_device_select(&list, "", &chosen, err, sizeof err),
+                   CLT_ERR_NO_DEVICE);
+  ck_assert_uint_eq(chosen, 77);
+  ck_assert_ptr_nonnull(strstr(err, "empty device name"));
+  ck_assert_ptr_nonnull(strstr(err, g_fake[2].name));
+}
+END_TEST
+
 START_TEST(context_with_unknown_device_fails) {
   clt_context_options opts;
   clt_context_options_init(&opts);
@@ -247,6 +260,35 @@ START_TEST(context_with_unknown_device_fails) {
   ck_assert_ptr_null(ctx);
   ck_assert_ptr_nonnull(strstr(err, "no-such-device-anywhere"));
   ck_assert_ptr_nonnull(strstr(err, clt_context_device(g_ctx)->name));
+}
+END_TEST
+
+START_TEST(context_with_empty_device_fails) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.device = "";
+  opts.cache = 0;
+  clt_context *ctx = g_ctx;
+  char err[4096] = "";
+  ck_assert_int_eq(clt_context_create(&opts, &ctx, err, sizeof err),
+                   CLT_ERR_NO_DEVICE);
+  ck_assert_ptr_null(ctx);
+  ck_assert_ptr_nonnull(strstr(err, "empty device name"));
+  /* An empty CLT_DEVICE is unset: the same device as no variable at all. */
+  char *saved = getenv("CLT_DEVICE") ? strdup(getenv("CLT_DEVICE")) : NULL;
+  clt_device_list list;
+  ck_assert_int_eq(clt_device_list_get(&list, err, sizeof err), CLT_OK);
+  size_t want = 0;
+  ck_assert_int_eq(clt_device_select(&list, NULL, &want, err, sizeof err),
+                   CLT_OK);
+  setenv("CLT_DEVICE", "", 1);
+  opts.device = NULL;
+  ck_assert_int_eq(clt_context_create(&opts, &ctx, err, sizeof err), CLT_OK);
+  ck_assert_str_eq(clt_context_device(ctx)->name, list.devices[want].name);
+  clt_context_destroy(ctx);
+  clt_device_list_free(&list);
+  if (saved) setenv("CLT_DEVICE", saved, 1);
+  free(saved);
 }
 END_TEST
 
@@ -520,6 +562,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(dev, device_list_on_this_machine);
   tcase_add_test(dev, context_reports_its_kernels);
   tcase_add_test(dev, context_with_unknown_device_fails);
+  tcase_add_test(dev, context_with_empty_device_fails);
   suite_add_tcase(s, dev);
 
   TCase *sel = tcase_create("select");
@@ -531,6 +574,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(sel, select_pocl_by_name);
   tcase_add_test(sel, select_default);
   tcase_add_test(sel, select_no_match_lists_devices);
+  tcase_add_test(sel, select_empty_spec_is_an_error);
   suite_add_tcase(s, sel);
 
   TCase *cache = tcase_create("cache");

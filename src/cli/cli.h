@@ -7,6 +7,11 @@
 
 #include "cltrain.h"
 
+/* Upper bounds of options whose value sizes an allocation: a typo of a few
+ * digits gets a clear error instead of an attempt to allocate it. */
+#define CLI_MAX_EPOCHS 1000000
+#define CLI_MAX_PAD_CROP 1024
+
 /* Each command: argc/argv start at the command's own arguments. Returns
  * the process exit status. */
 int cli_devices(int argc, char **argv);
@@ -28,11 +33,15 @@ void cli_labels_free(char **labels, int count);
 clt_context *cli_open_context(const char *device, bool profiling);
 
 /* If argv[*i] is `--name VALUE` or `--name=VALUE`, stores VALUE, advances
- * *i and returns true. A missing value prints an error and sets *bad. */
+ * *i and returns true. A missing or empty value prints an error and sets
+ * *bad. */
 bool cli_opt_value(int argc, char **argv, int *i, const char *name,
                    const char **value, bool *bad);
+/* Parses a whole number in [min, max] (an overflow is out of range, never
+ * clamped); prints the error, naming opt, and returns false otherwise. */
 bool cli_parse_int(const char *opt, const char *s, long long min,
-                   long long *out);
+                   long long max, long long *out);
+/* Parses a finite number; prints the error and returns false otherwise. */
 bool cli_parse_double(const char *opt, const char *s, double *out);
 
 double cli_now(void);

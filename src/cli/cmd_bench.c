@@ -1,5 +1,6 @@
 /* cltrain bench gemm: CLBlast GFLOP/s on square and model shapes, next to
  * OpenBLAS's cblas_sgemm on the same shapes in the same run. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,7 @@ static int bench_gemm(int argc, char **argv) {
     if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--max-size", &max_size, &bad)) {
-      if (bad || !cli_parse_int("--max-size", max_size, 1, &limit)) return 2;
+      if (bad || !cli_parse_int("--max-size", max_size, 1, 65536, &limit)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--only", &only, &bad)) {
       if (bad) return 2;
     } else if (!strcmp(argv[i], "--help")) {

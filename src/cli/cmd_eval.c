@@ -1,5 +1,6 @@
 /* cltrain eval: loss, accuracy and the confusion matrix of trained
  * weights on a dataset. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,9 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
         cli_opt_value(argc, argv, &i, "--split", &a->split, &bad)) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, &a->batch)) return 2;
+      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &a->batch)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--test-limit", v, 1, &a->limit)) return 2;
+      if (bad || !cli_parse_int("--test-limit", v, 1, LLONG_MAX, &a->limit)) return 2;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "cltrain eval: unknown option '%s' (see --help)\n",
               argv[i]);

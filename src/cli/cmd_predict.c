@@ -1,5 +1,6 @@
 /* cltrain predict: classify image files with a trained model. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +99,9 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
         cli_opt_value(argc, argv, &i, "--device", &a->device, &bad)) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--top", &v, &bad)) {
-      if (bad || !cli_parse_int("--top", v, 1, &a->top)) return 2;
+      if (bad || !cli_parse_int("--top", v, 1, INT_MAX, &a->top)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--limit", v, 1, &a->limit)) return 2;
+      if (bad || !cli_parse_int("--limit", v, 1, LLONG_MAX, &a->limit)) return 2;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       fprintf(stderr, "cltrain predict: unknown option '%s' (see --help)\n",
               argv[i]);

@@ -1,6 +1,7 @@
 /* cltrain train and cltrain bench train. */
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,20 +101,20 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
         cli_opt_value(argc, argv, &i, "--gamma", &gamma, &bad)) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--epochs", &v, &bad)) {
-      if (bad || !cli_parse_int("--epochs", v, 1, &a->epochs)) return 2;
+      if (bad || !cli_parse_int("--epochs", v, 1, CLI_MAX_EPOCHS, &a->epochs)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, &a->batch)) return 2;
+      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &a->batch)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad)) {
-      if (bad || !cli_parse_int("--seed", v, 0, &a->seed)) return 2;
+      if (bad || !cli_parse_int("--seed", v, 0, LLONG_MAX, &a->seed)) return 2;
       a->seed_given = true;
     } else if (cli_opt_value(argc, argv, &i, "--save-every", &v, &bad)) {
-      if (bad || !cli_parse_int("--save-every", v, 1, &a->save_every))
+      if (bad || !cli_parse_int("--save-every", v, 1, INT_MAX, &a->save_every))
         return 2;
     } else if (cli_opt_value(argc, argv, &i, "--train-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--train-limit", v, 1, &a->train_limit))
+      if (bad || !cli_parse_int("--train-limit", v, 1, LLONG_MAX, &a->train_limit))
         return 2;
     } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--test-limit", v, 1, &a->test_limit))
+      if (bad || !cli_parse_int("--test-limit", v, 1, LLONG_MAX, &a->test_limit))
         return 2;
     } else if (!strcmp(s, "--nesterov")) {
       nesterov = true;
@@ -124,7 +125,7 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
     } else if (!strcmp(s, "--hflip")) {
       a->hflip = true;
     } else if (cli_opt_value(argc, argv, &i, "--pad-crop", &v, &bad)) {
-      if (bad || !cli_parse_int("--pad-crop", v, 0, &a->pad_crop)) return 2;
+      if (bad || !cli_parse_int("--pad-crop", v, 0, CLI_MAX_PAD_CROP, &a->pad_crop)) return 2;
     } else if (s[0] == '-') {
       fprintf(stderr, "cltrain train: unknown option '%s' (see --help)\n", s);
       return 2;
@@ -182,7 +183,7 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   }
   if (step) {
     long long n;
-    if (!cli_parse_int("--step-epochs", step, 1, &n)) return 2;
+    if (!cli_parse_int("--step-epochs", step, 1, INT_MAX, &n)) return 2;
     a->opt.step_epochs = (int)n;
   }
   a->opt.nesterov = nesterov;
@@ -597,9 +598,9 @@ int cli_bench_train(int argc, char **argv) {
     if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
       if (bad) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, &batch)) return 2;
+      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &batch)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--steps", &v, &bad)) {
-      if (bad || !cli_parse_int("--steps", v, 1, &steps)) return 2;
+      if (bad || !cli_parse_int("--steps", v, 1, INT_MAX, &steps)) return 2;
     } else if (!strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (argv[i][0] == '-') {

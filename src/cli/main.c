@@ -1,4 +1,7 @@
 /* The cltrain command. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +60,22 @@ int main(int argc, char **argv) {
   return 2;
 }
 
+/* The library's warnings (a kernel cache that cannot be written, ...) are
+ * for the user; its information and debug lines are not. */
+static void print_warnings(clt_log_level level, const char *message,
+                           void *user) {
+  (void)user;
+  if (level >= CLT_LOG_WARN)
+    fprintf(stderr, "cltrain: %s: %s\n",
+            level == CLT_LOG_WARN ? "warning" : "error", message);
+}
+
 clt_context *cli_open_context(const char *device, bool profiling) {
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.device = device;
   opts.profiling = profiling;
+  opts.log = print_warnings;
   clt_context *ctx = NULL;
   char err[8192];
   clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
@@ -79,25 +93,39 @@ bool cli_opt_value(int argc, char **argv, int *i, const char *name,
   if (strncmp(arg, name, len) != 0) return false;
   if (arg[len] == '=') {
     *value = arg + len + 1;
-    return true;
-  }
-  if (arg[len] != '\0') return false;
-  if (*i + 1 >= argc) {
+  } else if (arg[len] != '\0') {
+    return false;
+  } else if (*i + 1 >= argc) {
     fprintf(stderr, "cltrain: option %s needs a value\n", name);
     *bad = true;
     return true;
+  } else {
+    *value = argv[++*i];
   }
-  *value = argv[++*i];
+  /* An empty value (`--device ''`, a variable that expanded to nothing)
+   * never means the default: every option's default is its absence. */
+  if (!**value) {
+    fprintf(stderr, "cltrain: option %s needs a value, got an empty one\n",
+            name);
+    *bad = true;
+  }
   return true;
 }
 
 bool cli_parse_int(const char *opt, const char *s, long long min,
-                   long long *out) {
+                   long long max, long long *out) {
   char *end = NULL;
+  errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (!*s || *end || v < min) {
-    fprintf(stderr, "cltrain: %s expects an integer >= %lld, got '%s'\n", opt,
-            min, s);
+  bool number = *s && !*end && !isspace((unsigned char)*s);
+  if (!number) {
+    fprintf(stderr, "cltrain: %s expects a whole number, got '%s'\n", opt, s);
+    return false;
+  }
+  if (errno == ERANGE || v < min || v > max) {
+    fprintf(stderr,
+            "cltrain: %s must be between %lld and %lld, got '%s'%s\n", opt,
+            min, max, s, errno == ERANGE ? " (too large to represent)" : "");
     return false;
   }
   *out = v;
@@ -106,9 +134,14 @@ bool cli_parse_int(const char *opt, const char *s, long long min,
 
 bool cli_parse_double(const char *opt, const char *s, double *out) {
   char *end = NULL;
+  errno = 0;
   double v = strtod(s, &end);
-  if (!*s || *end || v != v) {
+  if (!*s || *end || isspace((unsigned char)*s) || v != v) {
     fprintf(stderr, "cltrain: %s expects a number, got '%s'\n", opt, s);
+    return false;
+  }
+  if (isinf(v) || (errno == ERANGE && v != 0.0)) {
+    fprintf(stderr, "cltrain: %s is out of range, got '%s'\n", opt, s);
     return false;
   }
   *out = v;

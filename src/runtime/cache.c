@@ -111,6 +111,53 @@ clt_status clt_cache_dir_resolve(const char *explicit_dir, char *out,
                      "XDG_CACHE_HOME or HOME, or turn the cache off");
 }
 
+bool clt_dir_creatable(const char *dir, char *why, size_t whylen) {
+  char path[CLT_CACHE_PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s", dir);
+  if (n < 0 || (size_t)n >= sizeof path) {
+    snprintf(why, whylen, "the path is too long");
+    return false;
+  }
+  for (;;) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, whylen, "%s is not a folder", path);
+        return false;
+      }
+      if (access(path, W_OK | X_OK) != 0) {
+        snprintf(why, whylen, "%s is not writable", path);
+        return false;
+      }
+      return true;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      snprintf(why, whylen, "%s: %s", path, strerror(errno));
+      return false;
+    }
+    char *slash = strrchr(path, '/');
+    if (!slash) return true; /* a relative name in the current folder */
+    if (slash == path) {
+      path[1] = '\0'; /* "/" */
+    } else {
+      *slash = '\0';
+    }
+  }
+}
+
+bool clt_pocl_cache_dir(char *out, size_t outlen) {
+  const char *v = env_nonempty("POCL_CACHE_DIR");
+  int n = -1;
+  if (v) {
+    n = snprintf(out, outlen, "%s", v);
+  } else if ((v = env_nonempty("XDG_CACHE_HOME"))) {
+    n = snprintf(out, outlen, "%s/pocl", v);
+  } else if ((v = env_nonempty("HOME"))) {
+    n = snprintf(out, outlen, "%s/.cache/pocl", v);
+  }
+  return n >= 0 && (size_t)n < outlen;
+}
+
 bool clt_cache_enabled_by_env(void) {
   const char *v = getenv("CLT_CACHE");
   if (!v) return true;

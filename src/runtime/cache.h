@@ -49,6 +49,18 @@ clt_status clt_cache_dir_resolve(const char *explicit_dir, char *out,
 /* False only when $CLT_CACHE is "0", "off" or "false" (any case). */
 bool clt_cache_enabled_by_env(void);
 
+/* Whether this process could create (or already write in) folder dir: true
+ * if it exists as a writable folder or its nearest existing ancestor is one.
+ * Otherwise false with the reason in why ("/home/u is not writable",
+ * "/tmp/f is not a folder"). Creates nothing. */
+bool clt_dir_creatable(const char *dir, char *why, size_t whylen);
+
+/* The folder where POCL keeps its kernel cache, as POCL 3 chooses it:
+ * $POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else ~/.cache/pocl. False if
+ * none of these is set. POCL offers no device at all when it cannot
+ * create this folder. */
+bool clt_pocl_cache_dir(char *out, size_t outlen);
+
 typedef enum clt_cache_result {
   CLT_CACHE_MISS,     /* no usable file (absent, unreadable, out of memory) */
   CLT_CACHE_HIT,      /* *data and *len hold the verified payload */

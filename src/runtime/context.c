@@ -65,7 +65,12 @@ static clt_status pick_device(const clt_context_options *opts,
   clt_status st = clt_device_list_get(&list, err, errlen);
   if (st != CLT_OK) return st;
   const char *spec = opts->device;
-  if (!spec) spec = getenv("CLT_DEVICE");
+  if (!spec) {
+    /* An empty CLT_DEVICE counts as unset (`CLT_DEVICE= cmd`); an empty
+     * opts->device is an error, like any name that matches nothing. */
+    const char *env = getenv("CLT_DEVICE");
+    if (env && *env) spec = env;
+  }
   size_t chosen = 0;
   st = clt_device_select(&list, spec, &chosen, err, errlen);
   if (st == CLT_OK) *info = list.devices[chosen];

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "runtime/cache.h"
 #include "runtime/runtime.h"
 
 static const char no_platform_hint[] =
@@ -149,6 +150,38 @@ static void add_to_list(cl_platform_id plat, cl_device_id dev, int p, int d,
   b->list->count++;
 }
 
+/* Why platforms may show no device. The common cause on a machine where
+ * POCL is installed: POCL cannot create its kernel cache folder (a home
+ * folder that is not writable, a service user without one) and then offers
+ * no device at all, which reads as "no device" unless we look. */
+static void no_device_message(cl_uint platforms, char *err, size_t errlen) {
+  int w = snprintf(err, errlen,
+                   "%u OpenCL platform(s) found but no device on any of them",
+                   platforms);
+  char pocl[CLT_CACHE_PATH_MAX], ours[CLT_CACHE_PATH_MAX], why[512];
+  bool pocl_bad = clt_pocl_cache_dir(pocl, sizeof pocl) &&
+                  !clt_dir_creatable(pocl, why, sizeof why);
+  if (pocl_bad && w >= 0 && (size_t)w < errlen) {
+    clt_err ignored = {0};
+    bool ours_bad =
+        clt_cache_dir_resolve(NULL, ours, sizeof ours, &ignored) == CLT_OK &&
+        !clt_dir_creatable(ours, why + 256, 256);
+    w += snprintf(err + w, errlen - (size_t)w,
+                  ": POCL cannot create its kernel cache folder %s (%.200s), "
+                  "and without it POCL offers no device. Point POCL_CACHE_DIR "
+                  "at a writable folder%s, e.g. POCL_CACHE_DIR=/tmp/pocl-cache"
+                  "%s",
+                  pocl, why,
+                  ours_bad ? " and CLT_CACHE_DIR too (cltrain's own kernel "
+                             "cache cannot be created either)"
+                           : "",
+                  ours_bad ? " CLT_CACHE_DIR=/tmp/cltrain-cache" : "");
+  }
+  if (w >= 0 && (size_t)w < errlen)
+    snprintf(err + w, errlen - (size_t)w,
+             " (for Mesa's rusticl set RUSTICL_ENABLE=llvmpipe)");
+}
+
 CLT_API clt_status clt_device_list_get(clt_device_list *list, char *err,
                                        size_t errlen) {
   memset(list, 0, sizeof *list);
@@ -167,11 +200,7 @@ CLT_API clt_status clt_device_list_get(clt_device_list *list, char *err,
     return CLT_ERR_NO_PLATFORM;
   }
   if (list->count == 0) {
-    if (err)
-      snprintf(err, errlen,
-               "%u OpenCL platform(s) found but no device on any of them "
-               "(for Mesa's rusticl set RUSTICL_ENABLE=llvmpipe)",
-               np);
+    if (err) no_device_message(np, err, errlen);
     return CLT_ERR_NO_DEVICE;
   }
   return CLT_OK;
@@ -219,8 +248,9 @@ static long default_choice(const clt_device_list *list) {
 }
 
 static long match_spec(const clt_device_list *list, const char *spec) {
-  if (!spec || !*spec || strcasecmp(spec, "default") == 0)
+  if (!spec || strcasecmp(spec, "default") == 0)
     return default_choice(list);
+  if (!*spec) return -1; /* "" is part of every name: match nothing */
   long idx;
   if (parse_index(spec, &idx))
     return idx < (long)list->count ? idx : -1;
@@ -269,8 +299,13 @@ CLT_API clt_status clt_device_select(const clt_device_list *list,
     return CLT_OK;
   }
   if (err && errlen) {
-    int w = snprintf(err, errlen, "no OpenCL device matches '%s'; devices:",
-                     spec ? spec : "");
+    int w = spec && !*spec
+                ? snprintf(err, errlen,
+                           "an empty device name matches no device (give an "
+                           "index, a type such as gpu or cpu, or part of a "
+                           "device or platform name); devices:")
+                : snprintf(err, errlen,
+                           "no OpenCL device matches '%s'; devices:", spec);
     for (size_t i = 0; i < list->count && w >= 0 && (size_t)w < errlen; i++) {
       const clt_device_info *d = &list->devices[i];
       w += snprintf(err + w, errlen - (size_t)w, "\n  %d (%d:%d) %s: %s [%s]",

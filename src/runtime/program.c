@@ -89,27 +89,38 @@ static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
   return true;
 }
 
-static void store_binary(clt_context *ctx, cl_program prog, const char *dir,
+/* Returns false when the cache folder cannot be written, after saying so
+ * once: a cache that cannot be written only costs time, but every run then
+ * compiles again, so the user should hear why and what to do. */
+static bool store_binary(clt_context *ctx, cl_program prog, const char *dir,
                          const uint8_t key[32]) {
   size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) != CL_SUCCESS ||
       size == 0)
-    return;
+    return true;
   uint8_t *bin = malloc(size);
-  if (!bin) return;
+  if (!bin) return true;
+  bool stored = true;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
       CL_SUCCESS) {
     clt_err err = {0};
-    /* A cache that cannot be written only costs time: log, go on. */
-    if (clt_cache_store(dir, key, bin, size, &err) != CLT_OK)
-      clt_ctx_log(ctx, CLT_LOG_WARN, "kernel cache: %s", err.msg);
+    if (clt_cache_store(dir, key, bin, size, &err) != CLT_OK) {
+      clt_ctx_log(ctx, CLT_LOG_WARN,
+                  "%s; kernels will be compiled again on every run (set "
+                  "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
+                  "silence this)",
+                  err.msg);
+      stored = false;
+    }
   }
   free(bin);
+  return stored;
 }
 
+/* *cache_on turns false once the cache folder proves unwritable. */
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
-                                const char *dir, bool cache_on,
+                                const char *dir, bool *cache_on,
                                 cl_program *out) {
   char options[512];
   build_options(ctx, options, sizeof options);
@@ -118,7 +129,7 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                ctx->info.driver_version,
                                ctx->info.platform_version};
   clt_cache_key(&parts, key);
-  if (cache_on) {
+  if (*cache_on) {
     uint8_t *bin = NULL;
     size_t len = 0;
     clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
@@ -140,7 +151,7 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   }
   ctx->kernel_stats.cache_misses++;
   CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
-  if (cache_on) store_binary(ctx, *out, dir, key);
+  if (*cache_on && !store_binary(ctx, *out, dir, key)) *cache_on = false;
   return CLT_OK;
 }
 
@@ -161,8 +172,8 @@ clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
   for (int i = 0; i < clt_embedded_program_count; i++) {
-    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], cache_dir, cache_on,
-                          &ctx->programs[i]));
+    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], cache_dir,
+                          &cache_on, &ctx->programs[i]));
     ctx->kernel_stats.programs++;
   }
   for (int k = 0; k < CLT_KERNEL_COUNT; k++) {

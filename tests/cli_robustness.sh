@@ -1,0 +1,188 @@
+#!/bin/bash
+# The command under bad values and hostile conditions, as a new user meets
+# them: empty and overflowing option values, a cache folder that is a file
+# or that POCL cannot create, four runs at once on one empty kernel cache,
+# kill -9 while checkpoints are written, and a checkpoint saved onto a full
+# disk. Every bad value is an error naming its option, exit 2, before any
+# work starts; nothing is ever lost or left half-written.
+# usage: cli_robustness.sh CLTRAIN
+set -euo pipefail
+C=$1
+T=$(mktemp -d /tmp/clt_robust_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# expect_exit CODE WHAT NEEDLE... -- COMMAND...: COMMAND must exit with CODE
+# within 10 s, with every NEEDLE in its stderr.
+expect_exit() {
+  local code=$1 what=$2
+  shift 2
+  local needles=()
+  while [ "$1" != "--" ]; do
+    needles+=("$1")
+    shift
+  done
+  shift
+  local rc=0
+  timeout 10 "$@" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
+  for n in "${needles[@]}"; do
+    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
+  done
+  echo "ok: $what: $(head -c 200 "$T/err")"
+}
+
+cat >"$T/tiny.model" <<'EOF'
+input shape=1x28x28
+flatten
+dense name=fc1 units=16
+relu
+dense name=fc2 units=10
+softmax_cross_entropy
+EOF
+M="$T/tiny.model"
+D=(--data fashion-mnist)
+
+# --- values the command line must refuse --------------------------------
+big=999999999999999999999 # past int64
+expect_exit 2 "empty --device" "--device" "empty" -- \
+  "$C" train "$M" "${D[@]}" --device ''
+expect_exit 2 "empty --device=" "--device" "empty" -- \
+  "$C" selftest --device=
+expect_exit 2 "empty --device (bench)" "--device" "empty" -- \
+  "$C" bench train "$M" --device ''
+for opt in --train-limit --test-limit --batch --epochs --save-every --seed \
+  --pad-crop --step-epochs; do
+  expect_exit 2 "$opt $big" "$opt" "$big" -- \
+    "$C" train "$M" "${D[@]}" --save "$T/x.st" "$opt" "$big"
+done
+expect_exit 2 "--epochs past int" "--epochs" -- \
+  "$C" train "$M" "${D[@]}" --epochs 4294967297
+expect_exit 2 "--steps $big" "--steps" -- "$C" bench train "$M" --steps $big
+expect_exit 2 "--batch past int (bench)" "--batch" -- \
+  "$C" bench train "$M" --batch 2147483648
+expect_exit 2 "--test-limit $big (eval)" "--test-limit" -- \
+  "$C" eval "$M" --weights "$T/none.st" "${D[@]}" --test-limit $big
+expect_exit 2 "--top $big (predict)" "--top" -- \
+  "$C" predict "$M" --weights "$T/none.st" --top $big "$T/none.pgm"
+expect_exit 2 "--lr 1e999" "--lr" -- "$C" train "$M" "${D[@]}" --lr 1e999
+expect_exit 2 "--batch 12abc" "--batch" "12abc" -- \
+  "$C" train "$M" "${D[@]}" --batch 12abc
+expect_exit 2 "--batch ' 12'" "--batch" -- \
+  "$C" train "$M" "${D[@]}" --batch ' 12'
+
+# --- cache folders -------------------------------------------------------
+# POCL offers no device when it cannot create its cache folder; the message
+# must say so and how to point it elsewhere (only where POCL is the one
+# platform with devices: a GPU machine still has its GPU).
+touch "$T/homefile"
+rc=0
+env -u RUSTICL_ENABLE -u POCL_CACHE_DIR -u XDG_CACHE_HOME -u CLT_CACHE_DIR \
+  HOME="$T/homefile" "$C" devices >"$T/out" 2>"$T/err" || rc=$?
+if [ "$rc" -eq 0 ]; then
+  echo "skip: a device other than POCL's is present, so the no-device" \
+    "message cannot be provoked here"
+else
+  for n in "no device" "POCL cannot create its kernel cache folder" \
+    "$T/homefile is not a folder" POCL_CACHE_DIR CLT_CACHE_DIR; do
+    grep -qF -- "$n" "$T/err" || fail "no-device hint: '$n' not in: $(cat "$T/err")"
+  done
+  echo "ok: POCL without a cache folder: $(head -c 300 "$T/err")"
+fi
+
+# Our own cache folder is a file: training still works, with one warning
+# that says why nothing is cached and what to do.
+CLT_CACHE_DIR="$T/homefile" "$C" train "$M" "${D[@]}" --epochs 1 \
+  --train-limit 64 --test-limit 64 --quiet >"$T/out" 2>"$T/err" ||
+  fail "CLT_CACHE_DIR as a file: training failed: $(cat "$T/err")"
+[ "$(grep -c "warning: kernel cache" "$T/err")" -eq 1 ] ||
+  fail "CLT_CACHE_DIR as a file: expected one warning, got: $(cat "$T/err")"
+grep -qF CLT_CACHE_DIR "$T/err" || fail "warning does not name CLT_CACHE_DIR"
+echo "ok: CLT_CACHE_DIR as a file: $(head -c 200 "$T/err")"
+
+# Four runs at once on one empty cache folder: all succeed, and the folder
+# ends with whole entries only, as many as one run alone writes.
+mkdir "$T/cache" "$T/cache1"
+CLT_CACHE_DIR="$T/cache1" "$C" train "$M" "${D[@]}" --epochs 1 \
+  --train-limit 64 --test-limit 64 --quiet >/dev/null
+pids=()
+for i in 1 2 3 4; do
+  CLT_CACHE_DIR="$T/cache" "$C" train "$M" "${D[@]}" --epochs 1 \
+    --train-limit 64 --test-limit 64 --quiet >"$T/c$i.out" 2>"$T/c$i.err" &
+  pids+=($!)
+done
+for i in 0 1 2 3; do
+  wait "${pids[$i]}" || fail "concurrent run $((i + 1)) failed: $(cat "$T/c$((i + 1)).err")"
+done
+[ -z "$(find "$T/cache" -type f ! -name '*.clbin')" ] ||
+  fail "temporary files left in the cache: $(ls "$T/cache")"
+entries=$(find "$T/cache" -name '*.clbin' | wc -l)
+alone=$(find "$T/cache1" -name '*.clbin' | wc -l)
+[ "$entries" -gt 0 ] && [ "$entries" -eq "$alone" ] ||
+  fail "four runs at once left $entries cache entries, one run alone $alone"
+echo "ok: four runs at once on one empty cache: $entries entries, no temporaries"
+
+# --- kill -9 while checkpoints are written -------------------------------
+# Each kill leaves either no checkpoint yet or a whole one that loads, and
+# never a temporary file beside it.
+for delay in 0.4 0.8 1.2 1.6 2.0; do
+  rm -f "$T/k/"* 2>/dev/null || true
+  mkdir -p "$T/k"
+  "$C" train "$M" "${D[@]}" --epochs 1000 --train-limit 256 --test-limit 64 \
+    --batch 32 --save "$T/k/ck.st" --save-every 1 --quiet \
+    >/dev/null 2>&1 &
+  pid=$!
+  sleep "$delay"
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  leftovers=$(find "$T/k" -type f ! -name ck.st)
+  [ -z "$leftovers" ] || fail "kill -9 after ${delay}s left: $leftovers"
+  if [ -f "$T/k/ck.st" ]; then
+    "$C" eval "$M" --weights "$T/k/ck.st" "${D[@]}" --test-limit 64 \
+      >"$T/out" 2>"$T/err" ||
+      fail "checkpoint after kill -9 at ${delay}s does not load: $(cat "$T/err")"
+    echo "ok: kill -9 after ${delay}s: checkpoint loads"
+  else
+    echo "ok: kill -9 after ${delay}s: no checkpoint yet, nothing left behind"
+  fi
+done
+
+# --- a checkpoint saved onto a full disk ---------------------------------
+# A small tmpfs in a private mount namespace (root only; gone when the
+# subshell ends): the save fails with the system's reason and the
+# checkpoint saved before stays byte for byte.
+full_disk_check() {
+  set -euo pipefail
+  local dir=$T/full
+  mkdir -p "$dir"
+  mount -t tmpfs -o size=512k tmpfs "$dir"
+  "$C" train "$M" "${D[@]}" --epochs 1 --train-limit 64 --test-limit 64 \
+    --quiet --save "$dir/ck.st" >/dev/null
+  cp "$dir/ck.st" "$T/ck.copy"
+  # Fill what is left.
+  dd if=/dev/zero of="$dir/filler" bs=4k 2>/dev/null || true
+  local rc=0
+  "$C" train "$M" "${D[@]}" --epochs 1 --train-limit 64 --test-limit 64 \
+    --quiet --seed 2 --save "$dir/ck.st" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -ne 0 ] || fail "save onto a full disk succeeded"
+  grep -qF "No space left on device" "$T/err" ||
+    fail "full disk: no 'No space left on device' in: $(cat "$T/err")"
+  cmp "$dir/ck.st" "$T/ck.copy" || fail "full disk: the old checkpoint changed"
+  [ -z "$(find "$dir" -type f ! -name ck.st ! -name filler)" ] ||
+    fail "full disk: temporary file left: $(ls "$dir")"
+  echo "ok: save onto a full disk: $(head -c 200 "$T/err"); old checkpoint intact"
+}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skip: the full-disk check mounts a small tmpfs, which needs root"
+elif ! unshare -m true 2>/dev/null; then
+  echo "skip: no private mount namespace here (unshare -m), so no tmpfs to fill"
+else
+  export -f full_disk_check fail
+  export C M T
+  unshare -m bash -c "D=(--data fashion-mnist); full_disk_check" ||
+    fail "full-disk check"
+fi
+echo "all robustness checks passed"
