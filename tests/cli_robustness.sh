@@ -74,6 +74,14 @@ expect_exit 2 "--batch 12abc" "--batch" "12abc" -- \
 expect_exit 2 "--batch ' 12'" "--batch" -- \
   "$C" train "$M" "${D[@]}" --batch ' 12'
 
+# Output paths that cannot be written fail at once, not after training.
+expect_exit 2 "--save into a missing folder" "--save" "$T/missing" -- \
+  "$C" train "$M" "${D[@]}" --save "$T/missing/ck.st"
+expect_exit 2 "--plot onto a folder" "--plot" "folder" -- \
+  "$C" train "$M" "${D[@]}" --plot "$T"
+expect_exit 2 "--log under a file" "--log" "$T/tiny.model" -- \
+  "$C" train "$M" "${D[@]}" --log "$T/tiny.model/x.csv"
+
 # --- cache folders -------------------------------------------------------
 # POCL offers no device when it cannot create its cache folder; the message
 # must say so and how to point it elsewhere (only where POCL is the one

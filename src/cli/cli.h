@@ -44,6 +44,11 @@ bool cli_parse_int(const char *opt, const char *s, long long min,
 /* Parses a finite number; prints the error and returns false otherwise. */
 bool cli_parse_double(const char *opt, const char *s, double *out);
 
+/* Whether a file can be written at path (its folder exists and is
+ * writable, and path is not a folder), checked before any work so that a
+ * long run does not end by losing its result; prints why not, naming opt. */
+bool cli_check_output_path(const char *opt, const char *path);
+
 double cli_now(void);
 
 #endif

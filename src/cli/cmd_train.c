@@ -268,6 +268,10 @@ int cli_train(int argc, char **argv) {
   train_args a;
   int rc = parse_train_args(argc, argv, &a);
   if (rc >= 0) return rc;
+  if ((a.save && !cli_check_output_path("--save", a.save)) ||
+      (a.plot && !cli_check_output_path("--plot", a.plot)) ||
+      (a.log_path && !cli_check_output_path("--log", a.log_path)))
+    return 2;
   FILE *log = NULL;
   if (a.log_path) {
     /* A resumed run goes on with the log of the run it continues. */

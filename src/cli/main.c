@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -145,6 +147,36 @@ bool cli_parse_double(const char *opt, const char *s, double *out) {
     return false;
   }
   *out = v;
+  return true;
+}
+
+bool cli_check_output_path(const char *opt, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "cltrain: %s %s: that is a folder; give a file name\n",
+            opt, path);
+    return false;
+  }
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  int n = slash ? snprintf(dir, sizeof dir, "%.*s",
+                           slash == path ? 1 : (int)(slash - path), path)
+                : snprintf(dir, sizeof dir, ".");
+  if (n < 0 || (size_t)n >= sizeof dir) {
+    fprintf(stderr, "cltrain: %s: path too long\n", opt);
+    return false;
+  }
+  bool exists = stat(dir, &st) == 0;
+  if (!exists || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "cltrain: %s %s: %s %s\n", opt, path, dir,
+            exists ? "is not a folder" : "does not exist");
+    return false;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "cltrain: %s %s: the folder %s is not writable\n", opt,
+            path, dir);
+    return false;
+  }
   return true;
 }
 
