@@ -92,6 +92,18 @@ for svg in sys.argv[2:]:
 print('ok: header JSON tiles the data; SVG charts parse')
 EOF
 
+# What a browser shows: every element of the chart, legend included, lies
+# inside its canvas (rendered by rsvg-convert, from librsvg2-bin).
+if command -v rsvg-convert >/dev/null; then
+  for svg in "$T/s.svg" "$T/r.svg"; do
+    python3 "$ROOT/tests/svg_inside.py" "$svg" || fail "$svg draws outside"
+  done
+  grep -q 'class="legend"' "$T/s.svg" || fail "the chart has no legend"
+else
+  echo "skip: rsvg-convert (librsvg2-bin) is not installed, so the chart is" \
+    "not rendered"
+fi
+
 # Nothing left to do.
 "$C" train "${A[@]}" --epochs 3 --resume "$T/run.st" | grep -q "nothing to do" ||
   fail "resume past the end"

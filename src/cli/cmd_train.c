@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -208,7 +209,75 @@ typedef struct progress_out {
   const char *plot, *title;
   clt_epoch_stats *hist; /* every epoch so far, resumed ones included */
   int last_epoch;
+  /* The phase on the progress line and when it began (for its ETA). */
+  int phase_epoch;
+  clt_progress_phase phase;
+  double phase_start;
 } progress_out;
+
+/* Columns of the terminal on stderr: its window size, else $COLUMNS, else
+ * 80. A line one column short of it never wraps, so \r redraws in place. */
+static int terminal_columns(void) {
+  struct winsize ws;
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  const char *env = getenv("COLUMNS");
+  int c = env ? atoi(env) : 0;
+  return c > 0 ? c : 80;
+}
+
+/* "1:02:03", "2:03" or "7s". */
+static void format_duration(double seconds, char *out, size_t len) {
+  long s = seconds > 0 && seconds < 1e8 ? (long)(seconds + 0.5) : 0;
+  if (s >= 3600)
+    snprintf(out, len, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else if (s >= 60)
+    snprintf(out, len, "%ld:%02ld", s / 60, s % 60);
+  else
+    snprintf(out, len, "%lds", s);
+}
+
+/* One line, Keras-style: where the epoch is, a bar that takes the columns
+ * the rest leaves (none on a narrow terminal), time spent and to go. */
+static void draw_progress_line(progress_out *po, const clt_progress *p) {
+  double now = cli_now();
+  if (p->epoch != po->phase_epoch || p->phase != po->phase) {
+    po->phase_epoch = p->epoch;
+    po->phase = p->phase;
+    po->phase_start = now;
+  }
+  double elapsed = now - po->phase_start;
+  char spent[32], left[32] = "?";
+  format_duration(elapsed, spent, sizeof spent);
+  if (p->batch > 0 && p->batches >= p->batch)
+    format_duration(elapsed * (double)(p->batches - p->batch) /
+                        (double)p->batch,
+                    left, sizeof left);
+  char head[64], tail[160];
+  snprintf(head, sizeof head, "epoch %d/%d %s ", p->epoch, p->epochs,
+           p->phase == CLT_PHASE_TRAIN ? "train" : "test ");
+  snprintf(tail, sizeof tail,
+           " %lld/%lld %s ETA %s loss %.4f acc %.4f %.0f img/s",
+           (long long)p->batch, (long long)p->batches, spent, left, p->loss,
+           p->accuracy, p->images_per_sec);
+  int room = terminal_columns() - 1 - (int)strlen(head) - (int)strlen(tail);
+  int width = room - 2 < 30 ? room - 2 : 30; /* 2: the brackets */
+  char bar[40] = "";
+  if (width >= 6) {
+    int filled = p->batches ? (int)(width * p->batch / p->batches) : 0;
+    bar[0] = '[';
+    for (int i = 0; i < width; i++)
+      bar[1 + i] = i < filled ? '=' : (i == filled ? '>' : '.');
+    bar[width + 1] = ']';
+    bar[width + 2] = '\0';
+  }
+  char line[320];
+  snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
+  int cols = terminal_columns() - 1;
+  if (cols > 0 && (int)strlen(line) > cols) line[cols] = '\0';
+  fprintf(stderr, "\r\033[K%s", line);
+  fflush(stderr);
+}
 
 /* Redraws the chart after each epoch, so a long run can be watched. A
  * chart that cannot be written costs a warning, not the training. */
@@ -245,17 +314,7 @@ static void print_progress(const clt_progress *p, void *user) {
     return;
   }
   if (!po->tty || po->quiet) return;
-  int width = 30;
-  int filled = p->batches ? (int)(width * p->batch / p->batches) : 0;
-  char bar[64];
-  for (int i = 0; i < width; i++) bar[i] = i < filled ? '=' : ' ';
-  bar[width] = '\0';
-  fprintf(stderr, "\r\033[Kepoch %d/%d %s [%s] %lld/%lld  loss %.4f acc %.4f"
-                  "  %.0f images/s",
-          p->epoch, p->epochs, p->phase == CLT_PHASE_TRAIN ? "train" : "test ",
-          bar, (long long)p->batch, (long long)p->batches, p->loss,
-          p->accuracy, p->images_per_sec);
-  fflush(stderr);
+  draw_progress_line(po, p);
 }
 
 static int fail(clt_context *ctx, const char *what) {
@@ -317,8 +376,12 @@ int cli_train(int argc, char **argv) {
     hist[e].train_loss = hist[e].train_acc = NAN;
     hist[e].test_loss = hist[e].test_acc = NAN;
   }
-  progress_out po = {isatty(STDERR_FILENO) != 0, a.quiet, log, a.plot,
-                     a.model, hist, 0};
+  progress_out po = {.tty = isatty(STDERR_FILENO) != 0,
+                     .quiet = a.quiet,
+                     .log = log,
+                     .plot = a.plot,
+                     .title = a.model,
+                     .hist = hist};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);

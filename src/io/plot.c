@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define WIDTH 960
-#define HEIGHT 400
+#define HEIGHT 420
 #define PANEL_W 400
 #define PANEL_H 270
 #define LEFT 70
@@ -182,17 +182,20 @@ static void draw_series(sbuf *b, const panel *p, const double *x,
   put(b, "</g>\n");
 }
 
-static void draw_legend(sbuf *b, double x, double y) {
+/* One row under both panels, centred: which colour is which run. (It
+ * once sat right of the accuracy panel, outside the canvas.) */
+static void draw_legend(sbuf *b) {
   const char *names[2] = {"train", "test"};
   const char *colors[2] = {TRAIN_COLOR, TEST_COLOR};
+  const double entry = 90.0, y = HEIGHT - 16;
+  double x = WIDTH / 2.0 - entry;
   put(b, "<g class=\"legend\" font-size=\"12\">\n");
-  for (int i = 0; i < 2; i++) {
-    double yy = y + i * 18;
+  for (int i = 0; i < 2; i++, x += entry) {
     put(b,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
         "stroke-width=\"2\"/>\n",
-        x, yy, x + 22, yy, colors[i]);
-    put(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 28, yy + 4,
+        x, y, x + 22, y, colors[i]);
+    put(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 28, y + 4,
         names[i]);
   }
   put(b, "</g>\n");
@@ -243,7 +246,7 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   draw_axes(&b, &acc, "accuracy");
   draw_series(&b, &acc, ep, tra, n, TRAIN_COLOR, "train accuracy");
   draw_series(&b, &acc, ep, tea, n, TEST_COLOR, "test accuracy");
-  draw_legend(&b, acc.x0 + PANEL_W + 12, TOP + 10);
+  draw_legend(&b);
   put(&b, "</svg>\n");
   free(v);
   if (b.failed) {
