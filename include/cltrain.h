@@ -119,6 +119,15 @@ typedef enum clt_log_level {
 typedef void (*clt_log_fn)(clt_log_level level, const char *message,
                            void *user);
 
+/* Called while a context builds its kernel programs for device: before
+ * each program that must be compiled from source (compiling = true: seconds
+ * on a CPU device, the first time) and after each one loaded from the
+ * binary cache (compiling = false). index counts from 1 to total. program
+ * is the kernel file's name ("conv" for cl/conv.cl). */
+typedef void (*clt_build_progress_fn)(const clt_device_info *device,
+                                      const char *program, int index,
+                                      int total, bool compiling, void *user);
+
 typedef struct clt_context_options {
   /* Device spec as for clt_device_select; NULL means $CLT_DEVICE (unset or
    * empty: the default choice). */
@@ -132,6 +141,9 @@ typedef struct clt_context_options {
   bool profiling;
   clt_log_fn log; /* NULL: the library prints nothing */
   void *log_user;
+  /* NULL: no reports while kernels are built. */
+  clt_build_progress_fn build_progress;
+  void *build_progress_user;
 } clt_context_options;
 
 /* Fills opts with the defaults (device from the environment, cache on
@@ -161,6 +173,7 @@ typedef struct clt_kernel_stats {
   int cache_hits;      /* programs loaded from the binary cache */
   int cache_misses;    /* programs compiled from source */
   int cache_rejected;  /* corrupt / stale / foreign entries rebuilt */
+  int cache_stored;    /* compiled programs written to the cache */
   double build_seconds; /* wall time spent building or loading them */
 } clt_kernel_stats;
 
@@ -459,7 +472,8 @@ typedef struct clt_fit_options {
   bool shuffle;        /* default true */
   int pad_crop;        /* augmentation: random crop after padding; 0 off */
   bool hflip;          /* augmentation: random horizontal flip */
-  int progress_every;  /* batches between CLT_PHASE_TRAIN reports; 0: 50 */
+  int progress_every;  /* batches between CLT_PHASE_TRAIN/EVAL reports
+                          (and one after the first batch); 0: 50 */
   clt_progress_fn progress;
   void *progress_user;
   /* Resuming: the first epoch to run (1-based; 0 or 1: from the start).

@@ -72,15 +72,56 @@ static void print_warnings(clt_log_level level, const char *message,
             level == CLT_LOG_WARN ? "warning" : "error", message);
 }
 
+/* What a first run on a device says while it compiles (tens of seconds on
+ * a small CPU), so that it never sits silent. */
+typedef struct build_report {
+  bool tty;
+  int compiled;
+  double start;
+} build_report;
+
+static void print_build_progress(const clt_device_info *device,
+                                 const char *program, int index, int total,
+                                 bool compiling, void *user) {
+  build_report *r = user;
+  if (!compiling) return;
+  if (r->compiled++ == 0) {
+    r->start = cli_now();
+    if (!r->tty)
+      fprintf(stderr, "cltrain: compiling kernels for %s (first run on this "
+                      "device and driver)...\n",
+              device->name);
+  }
+  if (r->tty) {
+    fprintf(stderr, "\r\033[Kcompiling kernels for %.40s: %d/%d (%s)",
+            device->name, index, total, program);
+    fflush(stderr);
+  }
+}
+
 clt_context *cli_open_context(const char *device, bool profiling) {
+  build_report report = {.tty = isatty(STDERR_FILENO) != 0};
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.device = device;
   opts.profiling = profiling;
   opts.log = print_warnings;
+  opts.build_progress = print_build_progress;
+  opts.build_progress_user = &report;
   clt_context *ctx = NULL;
   char err[8192];
   clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
+  if (report.compiled && report.tty) fprintf(stderr, "\r\033[K");
+  if (report.compiled && st == CLT_OK) {
+    clt_kernel_stats ks;
+    clt_context_kernel_stats(ctx, &ks);
+    fprintf(stderr, "cltrain: compiled %d kernel program%s in %.1f s%s\n",
+            report.compiled, report.compiled == 1 ? "" : "s",
+            cli_now() - report.start,
+            ks.cache_stored == report.compiled
+                ? "; later runs load them from the cache"
+                : " (not cached: later runs compile them again)");
+  }
   if (st != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", err[0] ? err : clt_status_string(st));
     return NULL;

@@ -137,6 +137,8 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   if (!ctx) return CLT_ERR_HOST_MEMORY;
   ctx->log = opts.log;
   ctx->log_user = opts.log_user;
+  ctx->build_progress = opts.build_progress;
+  ctx->build_progress_user = opts.build_progress_user;
   ctx->profiling = opts.profiling;
   clt_status st = pick_device(&opts, &ctx->info, err, errlen);
   if (st == CLT_OK) st = find_cl_ids(ctx);

@@ -89,29 +89,31 @@ static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
   return true;
 }
 
-/* Returns false when the cache folder cannot be written, after saying so
- * once: a cache that cannot be written only costs time, but every run then
- * compiles again, so the user should hear why and what to do. */
-static bool store_binary(clt_context *ctx, cl_program prog, const char *dir,
-                         const uint8_t key[32]) {
+/* Stores a compiled program's binary: 1 when stored, 0 when there was no
+ * binary to store, -1 when the cache folder cannot be written, after saying
+ * so once: a cache that cannot be written only costs time, but every run
+ * then compiles again, so the user should hear why and what to do. */
+static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
+                        const uint8_t key[32]) {
   size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) != CL_SUCCESS ||
       size == 0)
-    return true;
+    return 0;
   uint8_t *bin = malloc(size);
-  if (!bin) return true;
-  bool stored = true;
+  if (!bin) return 0;
+  int stored = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
       CL_SUCCESS) {
     clt_err err = {0};
+    stored = 1;
     if (clt_cache_store(dir, key, bin, size, &err) != CLT_OK) {
       clt_ctx_log(ctx, CLT_LOG_WARN,
                   "%s; kernels will be compiled again on every run (set "
                   "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
                   "silence this)",
                   err.msg);
-      stored = false;
+      stored = -1;
     }
   }
   free(bin);
@@ -119,6 +121,14 @@ static bool store_binary(clt_context *ctx, cl_program prog, const char *dir,
 }
 
 /* *cache_on turns false once the cache folder proves unwritable. */
+static void report_build(clt_context *ctx, const clt_embedded_program *p,
+                         bool compiling) {
+  if (!ctx->build_progress) return;
+  int index = (int)(p - clt_embedded_programs) + 1;
+  ctx->build_progress(&ctx->info, p->name, index, clt_embedded_program_count,
+                      compiling, ctx->build_progress_user);
+}
+
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 const char *dir, bool *cache_on,
                                 cl_program *out) {
@@ -138,6 +148,7 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
       free(bin);
       if (ok) {
         ctx->kernel_stats.cache_hits++;
+        report_build(ctx, p, false);
         return CLT_OK;
       }
       r = CLT_CACHE_REJECTED;
@@ -150,8 +161,13 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
     }
   }
   ctx->kernel_stats.cache_misses++;
+  report_build(ctx, p, true);
   CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
-  if (*cache_on && !store_binary(ctx, *out, dir, key)) *cache_on = false;
+  if (*cache_on) {
+    int stored = store_binary(ctx, *out, dir, key);
+    if (stored > 0) ctx->kernel_stats.cache_stored++;
+    if (stored < 0) *cache_on = false;
+  }
   return CLT_OK;
 }
 

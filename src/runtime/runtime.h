@@ -47,6 +47,8 @@ struct clt_context {
   clt_err err;
   clt_log_fn log;
   void *log_user;
+  clt_build_progress_fn build_progress;
+  void *build_progress_user;
   bool profiling;
   clt_profile_entry *profile;
   size_t profile_count, profile_cap;

@@ -115,7 +115,10 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
     done++;
     images += b.n;
-    bool report = rs->fo && rs->fo->progress && done % every == 0;
+    /* The first batch too: on a new device it is the one that waits for
+     * CLBlast to compile its kernels, and the user should see it end. */
+    bool report =
+        rs->fo && rs->fo->progress && (done % every == 0 || done == 1);
     if (st == CLT_OK && (report || (training && done % every == 0))) {
       st = clt_graph_metrics(g, out, false);
       if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
