@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """PyTorch reference for cltrain's training speed (and accuracy).
 
-Trains the same two models as the cltrain samples, on the CPU:
+Trains the same three models as the cltrain samples, on the CPU or (with
+--device cuda) on an NVIDIA GPU, in fp32 (TF32 off):
 
   mlp: Flatten -> Linear(784,128) -> ReLU -> Linear(128,10)
   cnn: Conv2d(1,32,3) ReLU MaxPool2 -> Conv2d(32,64,3) ReLU MaxPool2
        -> Flatten -> Linear(64*5*5,128) ReLU -> Linear(128,10)
        ('valid' padding, as Keras's default)
+  resnet: samples/fashion_resnet.model: a 16-channel stem and three basic
+       blocks (conv-bn-relu-conv-bn plus the input; the second downsamples
+       with a strided 1x1 projection), global average pooling, Linear(32,10)
 
 with Adam (lr 1e-3) and cross-entropy.
 
@@ -44,7 +48,40 @@ IMAGE_MAGIC = 2051
 LABEL_MAGIC = 2049
 
 
+def conv_bn(cin, cout, kernel, stride=1):
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, kernel, stride=stride, padding=kernel // 2, bias=False),
+        nn.BatchNorm2d(cout),
+    )
+
+
+class BasicBlock(nn.Module):
+    """conv-bn-relu-conv-bn, plus the input (or its strided projection)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = conv_bn(cin, cout, 3, stride)
+        self.conv2 = conv_bn(cout, cout, 3)
+        self.proj = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        y = self.conv2(torch.relu(self.conv1(x)))
+        return torch.relu(y + (self.proj(x) if self.proj is not None else x))
+
+
 def build_model(name):
+    if name == "resnet":
+        return nn.Sequential(
+            conv_bn(1, 16, 3),
+            nn.ReLU(),
+            BasicBlock(16, 16, 1),  # 28x28
+            nn.MaxPool2d(2),  # 14x14
+            BasicBlock(16, 32, 2),  # 7x7
+            BasicBlock(32, 32, 1),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(32, 10),
+        )
     if name == "mlp":
         return nn.Sequential(
             nn.Flatten(),
@@ -119,6 +156,11 @@ def train_step(model, loss_fn, optimizer, x, y):
     return loss
 
 
+def synchronize(device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def benchmark(args, model, loss_fn, optimizer):
     """Images per second of the steady-state training step."""
     if args.data:
@@ -137,16 +179,20 @@ def benchmark(args, model, loss_fn, optimizer):
         x = torch.rand(args.batch, 1, 28, 28, generator=gen)
         y = torch.randint(0, 10, (args.batch,), generator=gen)
         batches = [(x, y)]
+    # The data already on the device, as `cltrain bench train` has it.
+    batches = [(x.to(args.device), y.to(args.device)) for x, y in batches]
 
     model.train()
     for step in range(args.warmup):
         x, y = batches[step % len(batches)]
         train_step(model, loss_fn, optimizer, x, y)
+    synchronize(args.device)
     start = time.perf_counter()
     for step in range(args.steps):
         x, y = batches[step % len(batches)]
         loss = train_step(model, loss_fn, optimizer, x, y)
-    loss.item()  # the CPU is synchronous; this only mirrors reading the loss
+    loss.item()  # waits for the device, as cltrain reads its loss
+    synchronize(args.device)
     seconds = time.perf_counter() - start
     return args.steps * args.batch / seconds, seconds
 
@@ -169,13 +215,15 @@ def train_epochs(args, model, loss_fn, optimizer):
     progress = sys.stderr if args.json else sys.stdout
     x_train, y_train = load_split(args.data, "train", args.train_limit)
     x_test, y_test = load_split(args.data, "test", args.test_limit)
+    x_train, y_train = x_train.to(args.device), y_train.to(args.device)
+    x_test, y_test = x_test.to(args.device), y_test.to(args.device)
     rng = np.random.default_rng(args.seed)
     total_images = 0
     total_seconds = 0.0
     accuracy = 0.0
     for epoch in range(1, args.epochs + 1):
         model.train()
-        order = torch.from_numpy(rng.permutation(len(x_train)))
+        order = torch.from_numpy(rng.permutation(len(x_train))).to(args.device)
         loss_sum = 0.0
         steps = 0
         start = time.perf_counter()
@@ -185,6 +233,7 @@ def train_epochs(args, model, loss_fn, optimizer):
             loss = train_step(model, loss_fn, optimizer, x_train[idx], y_train[idx])
             loss_sum += loss.item()
             steps += 1
+        synchronize(args.device)
         seconds = time.perf_counter() - start
         images = steps * args.batch
         total_images += images
@@ -216,7 +265,12 @@ def non_negative_int(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet"], default="mlp")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or cuda (fp32, TF32 off); the data goes there first")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="let cuDNN time its convolution algorithms first "
+                        "(torch.backends.cudnn.benchmark)")
     p.add_argument("--batch", type=positive_int, default=32)
     p.add_argument("--threads", type=positive_int, default=None,
                    help="torch.set_num_threads (default: PyTorch's choice)")
@@ -243,8 +297,15 @@ def main(argv=None):
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            sys.exit("torch_train.py: --device cuda, but this PyTorch sees no CUDA device")
+        # fp32 as cltrain computes it: no TF32 in matmuls or convolutions.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = args.cudnn_benchmark
     torch.manual_seed(args.seed)
-    model = build_model(args.model)
+    model = build_model(args.model).to(args.device)
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
@@ -253,6 +314,7 @@ def main(argv=None):
         "model": args.model,
         "batch": args.batch,
         "threads": torch.get_num_threads(),
+        "device": args.device,
     }
     try:
         if args.epochs:
@@ -273,7 +335,8 @@ def main(argv=None):
         print(json.dumps(result))
     else:
         line = (f"torch model={result['model']} batch={result['batch']} "
-                f"threads={result['threads']} images_per_sec={result['images_per_sec']:.1f}")
+                f"device={result['device']} threads={result['threads']} "
+                f"images_per_sec={result['images_per_sec']:.1f}")
         if "test_accuracy" in result:
             line += f" test_accuracy={result['test_accuracy']:.4f}"
         print(line)
