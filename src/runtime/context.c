@@ -8,7 +8,6 @@
 #include "ops/gemm_tuning.h"
 #include "runtime/cache.h"
 #include "runtime/runtime.h"
-#include "tensor/tensor.h"
 
 CLT_API void clt_context_options_init(clt_context_options *opts) {
   memset(opts, 0, sizeof *opts);
@@ -168,13 +167,6 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   return CLT_OK;
 }
 
-static void profile_release(clt_context *ctx) {
-  clt_profile_reset(ctx);
-  free(ctx->profile);
-  ctx->profile = NULL;
-  ctx->profile_count = ctx->profile_cap = 0;
-}
-
 /* Waits until every command enqueued so far has run. clFinish alone is not
  * enough everywhere: Mesa 22.3's rusticl returned from clFinish (and from
  * the releases after it) while its queue thread was still JIT-compiling and
@@ -197,7 +189,7 @@ static cl_int drain_queue(cl_command_queue queue) {
 CLT_API void clt_context_destroy(clt_context *ctx) {
   if (!ctx) return;
   if (ctx->queue) drain_queue(ctx->queue);
-  profile_release(ctx);
+  clt_profile_release(ctx);
   clt_pool_release_all(ctx);
   clt_programs_release(ctx);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);
@@ -229,36 +221,6 @@ CLT_API clt_status clt_context_finish(clt_context *ctx) {
   return CLT_OK;
 }
 
-cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
-  if (!ctx->profiling) return NULL;
-  if (ctx->profile_count == ctx->profile_cap) {
-    size_t cap = ctx->profile_cap ? 2 * ctx->profile_cap : 1024;
-    clt_profile_entry *grown = realloc(ctx->profile, cap * sizeof *grown);
-    if (!grown) return NULL;
-    ctx->profile = grown;
-    ctx->profile_cap = cap;
-  }
-  clt_profile_entry *e = &ctx->profile[ctx->profile_count++];
-  e->op = op;
-  e->begin = NULL;
-  e->event = NULL;
-  return &e->event;
-}
-
-cl_event *clt_profile_span(clt_context *ctx, const char *op) {
-  if (!ctx->profiling) return NULL;
-  cl_event begin = NULL;
-  if (clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &begin) != CL_SUCCESS)
-    begin = NULL;
-  cl_event *slot = clt_profile_slot(ctx, op);
-  if (!slot) {
-    if (begin) clReleaseEvent(begin);
-    return NULL;
-  }
-  ctx->profile[ctx->profile_count - 1].begin = begin;
-  return slot;
-}
-
 static clt_status set_args(clt_context *ctx, cl_kernel k, const char *name,
                            const clt_karg *args, int nargs) {
   cl_uint slot = 0;
@@ -267,8 +229,8 @@ static clt_status set_args(clt_context *ctx, cl_kernel k, const char *name,
     cl_int rc = CL_SUCCESS;
     switch (a->kind) {
     case CLT_KARG_TENSOR: {
-      cl_mem mem = a->t->buffer;
-      cl_int off = (cl_int)a->t->offset;
+      cl_mem mem = a->mem;
+      cl_int off = (cl_int)a->offset;
       rc = clSetKernelArg(k, slot++, sizeof mem, &mem);
       if (rc == CL_SUCCESS) rc = clSetKernelArg(k, slot++, sizeof off, &off);
       break;

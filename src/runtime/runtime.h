@@ -79,14 +79,19 @@ typedef enum clt_karg_kind {
 
 typedef struct clt_karg {
   clt_karg_kind kind;
-  const clt_tensor *t;
+  cl_mem mem;      /* CLT_KARG_TENSOR: the buffer and the element offset */
+  int64_t offset;
   int i;
   float f;
   cl_ulong ul;
   size_t local_bytes;
 } clt_karg;
 
-#define KT(x) ((clt_karg){.kind = CLT_KARG_TENSOR, .t = (x)})
+/* KT takes a clt_tensor * (its struct is tensor/'s, so KT is expanded only
+ * where tensor/tensor.h is included: in ops/). */
+#define KT(x)                                                                  \
+  ((clt_karg){.kind = CLT_KARG_TENSOR, .mem = (x)->buffer,                     \
+              .offset = (x)->offset})
 #define KI(x) ((clt_karg){.kind = CLT_KARG_INT, .i = (int)(x)})
 #define KF(x) ((clt_karg){.kind = CLT_KARG_FLOAT, .f = (float)(x)})
 #define KU(x) ((clt_karg){.kind = CLT_KARG_ULONG, .ul = (cl_ulong)(x)})
@@ -119,6 +124,21 @@ cl_event *clt_profile_slot(clt_context *ctx, const char *op);
  * event (a library call such as a CLBlast routine): a marker enqueued now
  * records where the sequence starts. */
 cl_event *clt_profile_span(clt_context *ctx, const char *op);
+
+/* The device buffer pool (pool.c). A block is a cl_mem of at least the
+ * bytes asked for, either reused from freed ones or created (counted in the
+ * context's memory stats, refused with CLT_ERR_DEVICE_MEMORY and a message
+ * when the device cannot hold it). */
+clt_status clt_pool_acquire(clt_context *ctx, size_t bytes,
+                            clt_pool_block **out);
+/* Marks b free for reuse (NULL is allowed); the buffer stays allocated. */
+void clt_pool_give_back(clt_pool_block *b);
+cl_mem clt_pool_buffer(const clt_pool_block *b);
+/* Returns every pooled buffer to OpenCL (context destroy). */
+void clt_pool_release_all(clt_context *ctx);
+
+/* Profiling (profile.c): drops the events recorded so far. */
+void clt_profile_release(clt_context *ctx);
 
 /* Kernel programs (program.c). */
 clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,

@@ -1,18 +1,9 @@
-/* Tensors and the device buffer pool. */
+/* Tensors: typed device buffers (from the runtime's pool) and views. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/tensor.h"
-
-/* A device buffer; pooled when free, reused for any request that fits and
- * wastes at most half of it. */
-struct clt_pool_block {
-  cl_mem buffer;
-  size_t bytes;
-  bool in_use;
-  clt_pool_block *next;
-};
 
 CLT_API size_t clt_dtype_size(clt_dtype dtype) {
   switch (dtype) {
@@ -32,71 +23,6 @@ static const char *dtype_name(clt_dtype dtype) {
   case CLT_U8: return "u8";
   }
   return "?";
-}
-
-static clt_pool_block *pool_take(clt_context *ctx, size_t bytes) {
-  clt_pool_block *best = NULL;
-  for (clt_pool_block *b = ctx->pool; b; b = b->next)
-    if (!b->in_use && b->bytes >= bytes && b->bytes / 2 <= bytes &&
-        (!best || b->bytes < best->bytes))
-      best = b;
-  if (best) {
-    best->in_use = true;
-    ctx->memory_stats.pool_reuses++;
-  }
-  return best;
-}
-
-static clt_status pool_new(clt_context *ctx, size_t bytes,
-                           clt_pool_block **out) {
-  if (bytes > ctx->info.max_alloc_bytes || bytes > ctx->info.global_mem_bytes)
-    return clt_ctx_fail(ctx, CLT_ERR_DEVICE_MEMORY,
-                        "out of device memory: a tensor of %zu bytes "
-                        "(%.1f MiB) is larger than %s allows in one buffer "
-                        "(%.1f MiB)",
-                        bytes, (double)bytes / 1048576.0, ctx->info.name,
-                        (double)ctx->info.max_alloc_bytes / 1048576.0);
-  if (ctx->memory_stats.device_bytes_live + bytes > ctx->info.global_mem_bytes)
-    return clt_ctx_fail(ctx, CLT_ERR_DEVICE_MEMORY,
-                        "out of device memory: a tensor of %zu bytes "
-                        "(%.1f MiB) does not fit; %s has %.1f MiB, of which "
-                        "%.1f MiB are held",
-                        bytes, (double)bytes / 1048576.0, ctx->info.name,
-                        (double)ctx->info.global_mem_bytes / 1048576.0,
-                        (double)ctx->memory_stats.device_bytes_live /
-                            1048576.0);
-  clt_pool_block *b = calloc(1, sizeof *b);
-  if (!b) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "pool block");
-  cl_int rc;
-  b->buffer = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-  if (rc != CL_SUCCESS) {
-    free(b);
-    clt_ctx_cl_fail(ctx, rc, "clCreateBuffer");
-    return clt_ctx_fail(ctx, CLT_ERR_DEVICE_MEMORY,
-                        "out of device memory: could not allocate %zu bytes "
-                        "(%.1f MiB) on %s (%s)",
-                        bytes, (double)bytes / 1048576.0, ctx->info.name,
-                        clt_cl_error_name(rc));
-  }
-  b->bytes = bytes;
-  b->in_use = true;
-  b->next = ctx->pool;
-  ctx->pool = b;
-  ctx->memory_stats.device_allocations++;
-  ctx->memory_stats.device_bytes_live += bytes;
-  *out = b;
-  return CLT_OK;
-}
-
-void clt_pool_release_all(clt_context *ctx) {
-  clt_pool_block *b = ctx->pool;
-  while (b) {
-    clt_pool_block *next = b->next;
-    clReleaseMemObject(b->buffer);
-    free(b);
-    b = next;
-  }
-  ctx->pool = NULL;
 }
 
 static clt_status check_shape(clt_context *ctx, int ndim, const int64_t *shape,
@@ -134,20 +60,18 @@ CLT_API clt_status clt_tensor_create(clt_context *ctx, clt_dtype dtype,
   if (!t) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "tensor");
   ctx->memory_stats.host_allocations++;
   size_t bytes = (size_t)numel * clt_dtype_size(dtype);
-  clt_pool_block *b = pool_take(ctx, bytes);
-  if (!b) {
-    clt_status st = pool_new(ctx, bytes, &b);
-    if (st != CLT_OK) {
-      free(t);
-      return st;
-    }
+  clt_pool_block *b = NULL;
+  clt_status st = clt_pool_acquire(ctx, bytes, &b);
+  if (st != CLT_OK) {
+    free(t);
+    return st;
   }
   t->ctx = ctx;
   t->dtype = dtype;
   t->ndim = ndim;
   memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
   t->numel = numel;
-  t->buffer = b->buffer;
+  t->buffer = clt_pool_buffer(b);
   t->block = b;
   *out = t;
   return CLT_OK;
@@ -195,7 +119,7 @@ clt_tensor clt_tensor_slice_1d(const clt_tensor *t, int64_t offset,
 
 CLT_API void clt_tensor_destroy(clt_tensor *t) {
   if (!t) return;
-  if (t->block) t->block->in_use = false; /* back to the pool */
+  clt_pool_give_back(t->block); /* views have none */
   free(t);
 }
 

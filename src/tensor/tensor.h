@@ -1,5 +1,4 @@
-/* Tensors: typed n-dimensional device buffers, views, and the pool that
- * reuses freed buffers. */
+/* Tensors: typed n-dimensional device buffers and views. */
 #ifndef CLT_TENSOR_TENSOR_H
 #define CLT_TENSOR_TENSOR_H
 
@@ -16,9 +15,6 @@ struct clt_tensor {
   clt_pool_block *block;   /* NULL for views */
   const clt_tensor *base;  /* the tensor a view looks into */
 };
-
-/* Returns every pooled buffer to OpenCL (context destroy). */
-void clt_pool_release_all(clt_context *ctx);
 
 /* Size in bytes of t's elements. */
 static inline size_t clt_tensor_bytes(const clt_tensor *t) {

@@ -1,4 +1,5 @@
-/* Per-op device time from OpenCL event profiling. */
+/* Per-op device time from OpenCL event profiling: an event slot per
+ * enqueued command (or span of commands), summed by op name on demand. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,4 +52,41 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
   *rows = out;
   *count = n;
   return CLT_OK;
+}
+
+void clt_profile_release(clt_context *ctx) {
+  clt_profile_reset(ctx);
+  free(ctx->profile);
+  ctx->profile = NULL;
+  ctx->profile_count = ctx->profile_cap = 0;
+}
+
+cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
+  if (!ctx->profiling) return NULL;
+  if (ctx->profile_count == ctx->profile_cap) {
+    size_t cap = ctx->profile_cap ? 2 * ctx->profile_cap : 1024;
+    clt_profile_entry *grown = realloc(ctx->profile, cap * sizeof *grown);
+    if (!grown) return NULL;
+    ctx->profile = grown;
+    ctx->profile_cap = cap;
+  }
+  clt_profile_entry *e = &ctx->profile[ctx->profile_count++];
+  e->op = op;
+  e->begin = NULL;
+  e->event = NULL;
+  return &e->event;
+}
+
+cl_event *clt_profile_span(clt_context *ctx, const char *op) {
+  if (!ctx->profiling) return NULL;
+  cl_event begin = NULL;
+  if (clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &begin) != CL_SUCCESS)
+    begin = NULL;
+  cl_event *slot = clt_profile_slot(ctx, op);
+  if (!slot) {
+    if (begin) clReleaseEvent(begin);
+    return NULL;
+  }
+  ctx->profile[ctx->profile_count - 1].begin = begin;
+  return slot;
 }
