@@ -1,6 +1,8 @@
 /* SVG line charts of a training history. */
 #include "io/plot.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -257,63 +259,12 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   return CLT_OK;
 }
 
-/* Writes bytes to path through a temporary file in the same folder. */
-static clt_status write_atomic(const char *path, const char *bytes,
-                               size_t len, clt_err *err) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  char *dir = strdup(path);
-  if (!tmp || !dir) {
-    free(tmp);
-    free(dir);
-    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
-  }
-  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  clt_status st = CLT_OK;
-  if (fd < 0) {
-    st = clt_err_set(err, CLT_ERR_IO, "cannot write %s: %s", path,
-                     strerror(errno));
-  } else {
-    size_t done = 0;
-    while (st == CLT_OK && done < len) {
-      ssize_t w = write(fd, bytes + done, len - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        st = clt_err_set(err, CLT_ERR_IO, "cannot write %s: %s", path,
-                         strerror(errno));
-      else
-        done += (size_t)w;
-    }
-    if (st == CLT_OK && (fchmod(fd, 0644) != 0 || fsync(fd) != 0))
-      st = clt_err_set(err, CLT_ERR_IO, "cannot write %s: %s", path,
-                       strerror(errno));
-    if (close(fd) != 0 && st == CLT_OK)
-      st = clt_err_set(err, CLT_ERR_IO, "cannot write %s: %s", path,
-                       strerror(errno));
-    if (st == CLT_OK && rename(tmp, path) != 0)
-      st = clt_err_set(err, CLT_ERR_IO, "cannot write %s: %s", path,
-                       strerror(errno));
-    if (st != CLT_OK) unlink(tmp);
-  }
-  if (st == CLT_OK) {
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-      fsync(dfd); /* the rename itself survives a crash */
-      close(dfd);
-    }
-  }
-  free(tmp);
-  free(dir);
-  return st;
-}
-
 clt_status clt_plot_history_svg(const clt_epoch_stats *history, int epochs,
                                 const char *title, const char *path,
                                 clt_err *err) {
   char *svg = NULL;
   CLT_TRY(clt_plot_history_render(history, epochs, title, &svg, err));
-  clt_status st = write_atomic(path, svg, strlen(svg), err);
+  clt_status st = clt_atomic_write_file(path, svg, strlen(svg), 0644, err);
   free(svg);
   return st;
 }

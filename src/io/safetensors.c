@@ -1,5 +1,7 @@
 #include "io/safetensors.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "io/json.h"
 
 /* The header is an object of objects of arrays: nothing legitimate nests
@@ -1109,26 +1112,18 @@ oom:
 
 /* Where serialised bytes go: a file descriptor or a memory buffer. */
 typedef struct st_sink {
-  int fd; /* -1 for memory */
+  clt_atomic_file *file; /* NULL for memory */
   uint8_t *mem;
   size_t used;
 } st_sink;
 
 static bool sink_write(st_sink *s, const void *p, size_t n) {
-  if (s->fd < 0) {
+  if (!s->file) {
     if (n) memcpy(s->mem + s->used, p, n);
     s->used += n;
     return true;
   }
-  const uint8_t *b = p;
-  while (n > 0) {
-    ssize_t k = write(s->fd, b, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    b += k;
-    n -= (size_t)k;
-  }
-  return true;
+  return clt_atomic_write(s->file, p, n);
 }
 
 static bool emit_file(const st_layout *l, st_sink *s) {
@@ -1152,7 +1147,7 @@ clt_status clt_st_writer_serialize(const clt_st_writer *w, uint8_t **out,
   st_layout l;
   CLT_TRY(plan_layout(w, &l, err));
   size_t total = 8 + l.header.len + (size_t)l.data_size;
-  st_sink sink = {.fd = -1, .mem = malloc(total)};
+  st_sink sink = {.file = NULL, .mem = malloc(total)};
   if (!sink.mem) {
     layout_free(&l);
     return clt_err_set(err, CLT_ERR_HOST_MEMORY,
@@ -1165,72 +1160,6 @@ clt_status clt_st_writer_serialize(const clt_st_writer *w, uint8_t **out,
   return CLT_OK;
 }
 
-/* Creates a new file next to path that no one else has: O_EXCL makes the
- * name ours, and a clash with a leftover of a crashed run just moves on to
- * another name. Mode 0666 lets the umask decide, as for any new file. */
-static int create_temp(const char *path, char **tmp_path, clt_err *err) {
-  size_t n = strlen(path) + 64;
-  char *tmp = malloc(n);
-  if (!tmp) {
-    clt_err_set(err, CLT_ERR_HOST_MEMORY, "%.200s: out of memory", path);
-    return -1;
-  }
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t salt = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                  (uint64_t)(uintptr_t)tmp;
-  for (int attempt = 0; attempt < 100; attempt++) {
-    uint32_t tag = (uint32_t)(salt + (uint64_t)attempt * 0x9e3779b97f4a7c15u);
-    snprintf(tmp, n, "%s.tmp-%ld-%08" PRIx32, path, (long)getpid(), tag);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      *tmp_path = tmp;
-      return fd;
-    }
-    if (errno != EEXIST) break;
-  }
-  clt_err_set(err, CLT_ERR_IO,
-              "%.200s: cannot create a temporary file "
-              "next to it: %s",
-              path, strerror(errno));
-  free(tmp);
-  return -1;
-}
-
-/* Makes the rename itself durable. Best effort: the new file is in place
- * whatever happens here, and some file systems cannot sync a folder. */
-static void sync_parent_folder(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
-                    : strdup(".");
-  if (!dir) return;
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  free(dir);
-}
-
-/* Writes, syncs and closes fd; sets err naming path on failure. */
-static clt_status write_and_close(const st_layout *l, int fd, const char *path,
-                                  clt_err *err) {
-  st_sink sink = {.fd = fd};
-  const char *step = NULL;
-  if (!emit_file(l, &sink))
-    step = "write";
-  else if (fsync(fd) != 0)
-    step = "sync";
-  int saved = errno;
-  if (close(fd) != 0 && !step) {
-    step = "close";
-    saved = errno;
-  }
-  if (!step) return CLT_OK;
-  return clt_err_set(err, CLT_ERR_IO, "%.200s: %s failed: %s", path, step,
-                     strerror(saved));
-}
-
 clt_status clt_st_writer_save(const clt_st_writer *w, const char *path,
                               clt_err *err) {
   if (!w || !path || !*path)
@@ -1238,23 +1167,14 @@ clt_status clt_st_writer_save(const clt_st_writer *w, const char *path,
                        "writer or path is NULL or empty");
   st_layout l;
   CLT_TRY(plan_layout(w, &l, err));
-  char *tmp = NULL;
-  int fd = create_temp(path, &tmp, err);
-  if (fd < 0) {
-    layout_free(&l);
-    return err ? err->status : CLT_ERR_IO;
+  clt_atomic_file f;
+  clt_status st = clt_atomic_open(&f, path, err);
+  if (st == CLT_OK) {
+    st_sink sink = {.file = &f};
+    emit_file(&l, &sink); /* a failed write is reported by the commit */
+    /* -1: the umask decides the mode, as for any new file. */
+    st = clt_atomic_commit(&f, -1, err);
   }
-  clt_status st = write_and_close(&l, fd, path, err);
   layout_free(&l);
-  if (st == CLT_OK && rename(tmp, path) != 0)
-    st = clt_err_set(err, CLT_ERR_IO,
-                     "%.200s: cannot replace it with the "
-                     "new file: %s",
-                     path, strerror(errno));
-  if (st != CLT_OK)
-    unlink(tmp);
-  else
-    sync_parent_folder(path);
-  free(tmp);
   return st;
 }

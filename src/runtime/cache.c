@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "runtime/sha256.h"
 
 /* Entry layout, all integers little-endian:
@@ -320,18 +321,6 @@ static clt_status make_dirs(const char *dir, clt_err *err) {
   return make_one_dir(buf, err);
 }
 
-static bool write_full(int fd, const void *buf, size_t n) {
-  const uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t put = write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return false;
-    p += put;
-    n -= (size_t)put;
-  }
-  return true;
-}
-
 static void header_build(uint8_t h[CACHE_HEADER_SIZE], const uint8_t key[32],
                          const void *data, size_t len) {
   memcpy(h, cache_magic, sizeof cache_magic);
@@ -341,58 +330,26 @@ static void header_build(uint8_t h[CACHE_HEADER_SIZE], const uint8_t key[32],
   clt_sha256_buffer(data, len, h + CACHE_OFF_CHECKSUM);
 }
 
-/* Writes the whole entry to fd, makes it durable and closes fd (always). */
-static clt_status write_entry(int fd, const char *tmp, const uint8_t key[32],
-                              const void *data, size_t len, clt_err *err) {
-  uint8_t header[CACHE_HEADER_SIZE];
-  header_build(header, key, data, len);
-  clt_status st = CLT_OK;
-  if (!write_full(fd, header, sizeof header) || !write_full(fd, data, len))
-    st = io_error(err, "write", tmp, errno);
-  /* mkstemp makes 0600; the entries hold nothing private, and a folder
-   * shared by several users (CI) should be readable by all of them. */
-  else if (fchmod(fd, 0644) != 0)
-    st = io_error(err, "set the mode of", tmp, errno);
-  /* Without fsync a crash after the rename could leave an empty entry. */
-  else if (fsync(fd) != 0)
-    st = io_error(err, "sync", tmp, errno);
-  if (close(fd) != 0 && st == CLT_OK) st = io_error(err, "close", tmp, errno);
-  return st;
-}
-
-/* Best effort: makes the rename itself survive a crash. A failure here
- * costs at most a rebuild, so it is not reported. */
-static void sync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)fsync(fd);
-  close(fd);
-}
-
 clt_status clt_cache_store(const char *dir, const uint8_t key[32],
                            const void *data, size_t len, clt_err *err) {
   if (!dir || !*dir || !key || (!data && len > 0))
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
                        "kernel cache: store needs a folder, a key and data");
-  char path[CLT_CACHE_PATH_MAX], tmp[CLT_CACHE_PATH_MAX];
-  if (!entry_path(dir, key, path, sizeof path) ||
-      snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
+  char path[CLT_CACHE_PATH_MAX];
+  if (!entry_path(dir, key, path, sizeof path))
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
                        "kernel cache: folder path too long: %s", dir);
   CLT_TRY(make_dirs(dir, err));
-  /* A unique name in the same folder, so the rename cannot cross file
-   * systems and two writers never share a temporary file. */
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) return io_error(err, "create", tmp, errno);
-  clt_status st = write_entry(fd, tmp, key, data ? data : "", len, err);
-  if (st == CLT_OK && rename(tmp, path) != 0)
-    st =
-        clt_err_set(err, CLT_ERR_IO, "kernel cache: cannot rename %s to %s: %s",
-                    tmp, path, strerror(errno));
-  if (st != CLT_OK) {
-    unlink(tmp);
-    return st;
-  }
-  sync_dir(dir);
+  uint8_t header[CACHE_HEADER_SIZE];
+  header_build(header, key, data ? data : "", len);
+  clt_atomic_file f;
+  if (clt_atomic_open(&f, path, err) != CLT_OK)
+    return clt_err_prefix(err, "kernel cache");
+  clt_atomic_write(&f, header, sizeof header);
+  clt_atomic_write(&f, data ? data : "", len);
+  /* 0644: the entries hold nothing private, and a folder shared by several
+   * users (CI) should be readable by all of them. */
+  if (clt_atomic_commit(&f, 0644, err) != CLT_OK)
+    return clt_err_prefix(err, "kernel cache");
   return CLT_OK;
 }
