@@ -412,17 +412,21 @@ CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
   return CLT_OK;
 }
 
-static int64_t count_params(const clt_graph *g, bool trainable_only) {
+/* The one count of trainable parameters (batch norm's running statistics
+ * are parameters but not trainable): the summary, the public count and the
+ * optimizer's flat buffer all use it. */
+static int64_t node_trainable_count(const clt_graph_node *n) {
   int64_t total = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int p = 0; p < g->nodes[i].n_params; p++)
-      if (!trainable_only || g->nodes[i].params[p].trainable)
-        total += g->nodes[i].params[p].numel;
+  for (int p = 0; p < n->n_params; p++)
+    if (n->params[p].trainable) total += n->params[p].numel;
   return total;
 }
 
 CLT_API int64_t clt_graph_parameter_count(const clt_graph *g) {
-  return count_params(g, true);
+  int64_t total = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    total += node_trainable_count(&g->nodes[i]);
+  return total;
 }
 
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
@@ -432,9 +436,7 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
   for (int i = 0; i < g->n_nodes && w < buflen; i++) {
     const clt_graph_node *n = &g->nodes[i];
     char shape[96];
-    int64_t np = 0;
-    for (int p = 0; p < n->n_params; p++)
-      if (n->params[p].trainable) np += n->params[p].numel;
+    int64_t np = node_trainable_count(n);
     w += (size_t)snprintf(buf + w, buflen - w, "%-24s %-22s %-18s %10lld\n",
                           n->name, n->ops->type,
                           clt_shape_str(n->ndim, n->shape, shape, sizeof shape),
@@ -442,7 +444,7 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
   }
   if (w < buflen)
     snprintf(buf + w, buflen - w, "total trainable parameters: %lld\n",
-             (long long)count_params(g, true));
+             (long long)clt_graph_parameter_count(g));
 }
 
 /* ---- compile --------------------------------------------------------------- */

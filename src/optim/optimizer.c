@@ -50,14 +50,6 @@ static clt_status zeroed(clt_context *ctx, int64_t n, clt_tensor **out) {
   return clt_tensor_fill(*out, 0.0);
 }
 
-static int64_t trainable_count(const clt_graph *g) {
-  int64_t n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_params; k++)
-      if (g->nodes[i].params[k].trainable) n += g->nodes[i].params[k].numel;
-  return n;
-}
-
 CLT_API clt_status clt_optimizer_create(clt_graph *g,
                                         const clt_optimizer_options *opts,
                                         clt_optimizer **out) {
@@ -71,7 +63,7 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   o->g = g;
   o->opts = *opts;
   o->lr = opts->lr;
-  int64_t n = trainable_count(g);
+  int64_t n = clt_graph_parameter_count(g);
   /* Trainable parameters come first in the graph's buffer. */
   o->params = clt_tensor_slice_1d(g->params, 0, n > 0 ? n : 1);
   o->grads = clt_tensor_slice_1d(g->grads, 0, n > 0 ? n : 1);
