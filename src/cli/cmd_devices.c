@@ -28,8 +28,26 @@ static void json_string(const char *s) {
   putchar('"');
 }
 
+/* Platforms that have at least one device in the list. */
+static size_t platforms_listed(const clt_device_list *list) {
+  size_t n = 0;
+  for (size_t i = 0; i < list->count; i++) {
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = list->devices[j].platform_index == list->devices[i].platform_index;
+    if (!seen) n++;
+  }
+  return n;
+}
+
+/* "platforms" counts the platforms whose devices follow; the others that
+ * the loader found (rusticl without RUSTICL_ENABLE, Clover) are counted
+ * apart, so that a script never looks for devices that are not there. */
 static void print_json(const clt_device_list *list, size_t chosen) {
-  printf("{\"platforms\": %zu, \"devices\": [", list->platform_count);
+  size_t listed = platforms_listed(list);
+  printf("{\"platforms\": %zu, \"platforms_without_devices\": %zu, "
+         "\"devices\": [",
+         listed, list->platform_count - listed);
   for (size_t i = 0; i < list->count; i++) {
     const clt_device_info *d = &list->devices[i];
     printf("%s\n  {\"index\": %d, \"id\": \"%d:%d\", \"platform\": ",
