@@ -7,12 +7,10 @@
 
 #include "tensor/tensor.h"
 
-/* Timed repetitions: at least MIN_REPS, more while they add up to less
- * than MIN_SECONDS (short products time poorly one at a time), at most
- * MAX_REPS. */
-#define MIN_REPS 3
-#define MAX_REPS 10
-#define MIN_SECONDS 0.02
+/* Timed rounds: each round times every candidate once, so that a change
+ * in the machine's load (other processes on shared cores) falls on all of
+ * them alike; each keeps its fastest run. */
+#define ROUNDS 5
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -35,18 +33,12 @@ static clt_status run_once(clt_context *ctx, measure_bufs *mb,
 }
 
 static clt_status time_plan(clt_context *ctx, measure_bufs *mb,
-                            const clt_gemm_plan *plan, double *best) {
-  *best = INFINITY;
-  double total = 0.0;
-  for (int r = 0; r < MAX_REPS && (r < MIN_REPS || total < MIN_SECONDS);
-       r++) {
-    double t0 = now_seconds();
-    CLT_TRY(run_once(ctx, mb, plan));
-    CLT_TRY(clt_context_finish(ctx));
-    double dt = now_seconds() - t0;
-    total += dt;
-    if (dt < *best) *best = dt;
-  }
+                            clt_gemm_timing *t) {
+  double t0 = now_seconds();
+  CLT_TRY(run_once(ctx, mb, &t->plan));
+  CLT_TRY(clt_context_finish(ctx));
+  double dt = now_seconds() - t0;
+  if (t->seconds == 0.0 || dt < t->seconds) t->seconds = dt;
   return CLT_OK;
 }
 
@@ -66,14 +58,31 @@ static double reference_tolerance(const float *ref, int64_t n) {
   return 1e-3 * max;
 }
 
-/* Warm-up call, check against the reference (or take it, for one GEMM),
- * then the timing. A candidate other than one GEMM that fails is only
- * rejected: the others may still run. */
+/* A candidate other than one GEMM that fails is only rejected (logged):
+ * the others may still run. */
+static clt_status reject_failed(clt_context *ctx, clt_gemm_timing *t,
+                                clt_status st, bool is_reference) {
+  if (st == CLT_OK || is_reference) return st;
+  clt_ctx_log(ctx, CLT_LOG_WARN, "GEMM plan: a candidate failed: %s",
+              clt_context_last_error(ctx));
+  clt_err_clear(&ctx->err);
+  t->rejected = true;
+  t->seconds = 0.0;
+  return CLT_OK;
+}
+
+/* round < 0: the warm-up call and the check against the reference (or
+ * taking it, for one GEMM); else one timed run. */
 static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
-                              clt_gemm_timing *t, bool is_reference) {
+                              clt_gemm_timing *t, bool is_reference,
+                              int round) {
+  if (t->rejected) return CLT_OK;
+  if (round >= 0)
+    return reject_failed(ctx, t, time_plan(ctx, mb, t), is_reference);
   clt_tensor c = clt_tensor_slice_1d(mb->c, 0, mb->p->m * mb->p->n);
   clt_status st = run_once(ctx, mb, &t->plan);
-  if (st == CLT_OK) st = clt_tensor_download(&c, is_reference ? mb->ref : mb->got);
+  if (st == CLT_OK)
+    st = clt_tensor_download(&c, is_reference ? mb->ref : mb->got);
   if (st == CLT_OK && is_reference)
     mb->tol = reference_tolerance(mb->ref, mb->p->m * mb->p->n);
   if (st == CLT_OK && !is_reference && !matches(mb)) {
@@ -84,16 +93,7 @@ static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
     t->rejected = true;
     return CLT_OK;
   }
-  if (st == CLT_OK) st = time_plan(ctx, mb, &t->plan, &t->seconds);
-  if (st != CLT_OK && !is_reference) {
-    clt_ctx_log(ctx, CLT_LOG_WARN, "GEMM plan: a candidate failed: %s",
-                clt_context_last_error(ctx));
-    clt_err_clear(&ctx->err);
-    t->rejected = true;
-    t->seconds = 0.0;
-    return CLT_OK;
-  }
-  return st;
+  return reject_failed(ctx, t, st, is_reference);
 }
 
 clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
@@ -119,8 +119,9 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                       ? clt_tensor_create(ctx, CLT_F32, 1, &ws_len, &mb.ws)
                       : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY,
                                      "GEMM plan: %lld floats", (long long)mn);
-  for (int i = 0; st == CLT_OK && i < count; i++)
-    st = measure_one(ctx, &mb, &t[i], i == 0);
+  for (int round = -1; round < ROUNDS; round++)
+    for (int i = 0; st == CLT_OK && i < count; i++)
+      st = measure_one(ctx, &mb, &t[i], i == 0, round);
   for (int i = 1; st == CLT_OK && i < count; i++)
     if (!t[i].rejected && t[i].seconds < t[*best].seconds) *best = i;
   clt_tensor_destroy(mb.ws);

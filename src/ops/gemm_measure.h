@@ -12,8 +12,8 @@ typedef struct clt_gemm_timing {
 
 /* Times every plan in t[0..count) (t[0] must be one GEMM) for p on the
  * operands a, b, c as C = op(A) op(B): one untimed call first (CLBlast
- * compiles its kernels on a routine's first call), then repetitions, each
- * waited for, keeping the fastest. The contents of a and b must be finite;
+ * compiles its kernels on a routine's first call), then rounds that time
+ * every candidate once each (waiting for it), keeping each one's fastest. The contents of a and b must be finite;
  * c is overwritten. Each candidate's result is compared with one GEMM's,
  * and one that differs by more than reordered sums can explain (a driver
  * or CLBlast bug with strides) is rejected, never chosen; so is one that
