@@ -9,8 +9,16 @@
 
 /* Timed rounds: each round times every candidate once, so that a change
  * in the machine's load (other processes on shared cores) falls on all of
- * them alike; each keeps its fastest run. */
-#define ROUNDS 5
+ * them alike; each keeps its fastest run. At least MIN_ROUNDS, then more
+ * up to MAX_ROUNDS while the timed runs of this product have cost less
+ * than BUDGET_SECONDS: a slow device (rusticl's llvmpipe runs these
+ * products at 1 GFLOP/s) then pays a few seconds, not a minute. After
+ * each round a candidate slower than DROP_RATIO times the fastest one so
+ * far is timed no more: it cannot win. */
+#define MIN_ROUNDS 2
+#define MAX_ROUNDS 5
+#define BUDGET_SECONDS 0.5
+#define DROP_RATIO 1.5
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -101,9 +109,11 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             const clt_tensor *a, const clt_tensor *b,
                             clt_tensor *c, int *best) {
   *best = 0;
-  if (count < 1 || t[0].plan.method != CLT_GEMM_ONE)
+  if (count < 1 || count > CLT_GEMM_MAX_CANDIDATES ||
+      t[0].plan.method != CLT_GEMM_ONE)
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
-                        "GEMM plan: the first candidate must be one GEMM");
+                        "GEMM plan: %d candidates, the first must be one GEMM",
+                        count);
   int64_t ws_len = 1;
   for (int i = 0; i < count; i++) {
     int64_t need = clt_gemm_plan_workspace(p, &t[i].plan);
@@ -119,11 +129,21 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                       ? clt_tensor_create(ctx, CLT_F32, 1, &ws_len, &mb.ws)
                       : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY,
                                      "GEMM plan: %lld floats", (long long)mn);
-  for (int round = -1; round < ROUNDS; round++)
+  bool timing[CLT_GEMM_MAX_CANDIDATES];
+  for (int i = 0; i < count; i++) timing[i] = true;
+  double t0 = 0.0;
+  for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
+    if (round == 0) t0 = now_seconds();
+    if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
     for (int i = 0; st == CLT_OK && i < count; i++)
-      st = measure_one(ctx, &mb, &t[i], i == 0, round);
-  for (int i = 1; st == CLT_OK && i < count; i++)
-    if (!t[i].rejected && t[i].seconds < t[*best].seconds) *best = i;
+      if (timing[i]) st = measure_one(ctx, &mb, &t[i], i == 0, round);
+    if (round < 0) continue;
+    *best = 0;
+    for (int i = 1; st == CLT_OK && i < count; i++)
+      if (!t[i].rejected && t[i].seconds < t[*best].seconds) *best = i;
+    for (int i = 0; i < count; i++)
+      if (t[i].seconds > DROP_RATIO * t[*best].seconds) timing[i] = false;
+  }
   clt_tensor_destroy(mb.ws);
   free(mb.ref);
   free(mb.got);

@@ -10,10 +10,13 @@ typedef struct clt_gemm_timing {
   bool rejected;  /* it failed, or its numbers differ from one GEMM's */
 } clt_gemm_timing;
 
-/* Times every plan in t[0..count) (t[0] must be one GEMM) for p on the
+/* Times every plan in t[0..count) (t[0] must be one GEMM; count at most
+ * CLT_GEMM_MAX_CANDIDATES) for p on the
  * operands a, b, c as C = op(A) op(B): one untimed call first (CLBlast
  * compiles its kernels on a routine's first call), then rounds that time
- * every candidate once each (waiting for it), keeping each one's fastest. The contents of a and b must be finite;
+ * every candidate once each (waiting for it), keeping each one's fastest;
+ * a candidate far slower than the best after a round is timed no more
+ * (its time stays as measured). The contents of a and b must be finite;
  * c is overwritten. Each candidate's result is compared with one GEMM's,
  * and one that differs by more than reordered sums can explain (a driver
  * or CLBlast bug with strides) is rejected, never chosen; so is one that
