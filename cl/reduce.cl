@@ -59,3 +59,17 @@ __kernel void sumsq_into(__global float *acc, int acc_off,
   float total = group_sum(scratch, s);
   if (lid == 0) acc[acc_off + index] += total;
 }
+
+/* out[i] = alpha * sum over s < slices of ws[s * n + i] (+ beta * out[i]):
+ * the partial products of a split-K GEMM added up, slices in order so that
+ * every run gives the same bits. One work-item per element. */
+__kernel void sum_slices(__global float *out, int out_off,
+                         __global const float *ws, int ws_off, int n,
+                         int slices, float alpha, float beta) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int k = 0; k < slices; k++) s += ws[ws_off + k * n + i];
+  s *= alpha;
+  out[out_off + i] = beta != 0.0f ? s + beta * out[out_off + i] : s;
+}

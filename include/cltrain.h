@@ -127,6 +127,17 @@ typedef void (*clt_log_fn)(clt_log_level level, const char *message,
 typedef void (*clt_build_progress_fn)(const clt_device_info *device,
                                       const char *program, int index,
                                       int total, bool compiling, void *user);
+/* Measured plans: where a product has several ways to run (one GEMM,
+ * split-K, per image), clt_graph_compile times them on the device and
+ * remembers the fastest beside the kernel cache (see README, "Measured
+ * plans"). */
+typedef enum clt_plan_mode {
+  CLT_PLAN_ENV = 0,   /* $CLT_PLAN (off, on, remeasure); unset: on, or off
+                         when the kernel cache is off */
+  CLT_PLAN_OFF,       /* fixed defaults: one GEMM per product */
+  CLT_PLAN_ON,        /* stored plans, measuring the missing ones */
+  CLT_PLAN_REMEASURE, /* measure every product again, store the result */
+} clt_plan_mode;
 
 typedef struct clt_context_options {
   /* Device spec as for clt_device_select; NULL means $CLT_DEVICE (unset or
@@ -137,6 +148,8 @@ typedef struct clt_context_options {
   const char *cache_dir;
   /* 1 on, 0 off, -1: on unless $CLT_CACHE is "0". */
   int cache;
+  /* Measured plans (default CLT_PLAN_ENV). */
+  clt_plan_mode plan;
   /* Enables OpenCL event profiling on the queue (clt_profile_*). */
   bool profiling;
   clt_log_fn log; /* NULL: the library prints nothing */
@@ -147,7 +160,7 @@ typedef struct clt_context_options {
 } clt_context_options;
 
 /* Fills opts with the defaults (device from the environment, cache on
- * unless CLT_CACHE=0, no profiling, no log). */
+ * unless CLT_CACHE=0, plans as $CLT_PLAN says, no profiling, no log). */
 CLT_API void clt_context_options_init(clt_context_options *opts);
 
 /* Creates a context on the chosen device: one in-order queue, every kernel
@@ -333,9 +346,52 @@ CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
  * initialises the parameters from seed (Glorot uniform by default, or
  * init=he; biases zero), as Keras does. After this, forward, backward and
  * optimizer steps allocate nothing. May be called again (new batch size);
- * parameters are kept. */
+ * parameters are kept. Where a product has several ways to run, picks
+ * one per the context's plan mode: from the plan cache, or by timing the
+ * candidates on the device (their operands are the layer's own buffers:
+ * parameter gradients are overwritten, values are not). */
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
                                      uint64_t seed);
+
+#define CLT_PLAN_MAX_CANDIDATES 12
+
+typedef struct clt_plan_candidate {
+  char name[32];  /* "one gemm", "per image 64", "split-k 8" */
+  double seconds; /* best of its timed runs; 0 when not timed */
+  double gflops;  /* 2 m n k / seconds; 0 when not timed */
+  bool rejected;  /* failed or gave other numbers: never chosen */
+} clt_plan_candidate;
+
+typedef enum clt_plan_source {
+  CLT_PLAN_FROM_DEFAULT,  /* measuring off: the default (one GEMM) */
+  CLT_PLAN_FROM_MEASURED, /* measured during this compile */
+  CLT_PLAN_FROM_CACHE,    /* read from the plan cache (times as stored) */
+} clt_plan_source;
+
+/* How one GEMM product of a layer runs, as clt_graph_compile chose it. */
+typedef struct clt_plan_info {
+  char layer[64];   /* the node's name */
+  char product[24]; /* "forward", "weight gradient", "data gradient" */
+  char shape[64];   /* transposes and m x n x k: "NT 64x288x7744" */
+  int64_t m, n, k;
+  int candidate_count;
+  clt_plan_candidate candidates[CLT_PLAN_MAX_CANDIDATES];
+  int chosen; /* index into candidates */
+  clt_plan_source source;
+  bool cache_rejected; /* a damaged stored entry was found and replaced */
+} clt_plan_info;
+
+/* The number of products planned by the last clt_graph_compile (0 before
+ * one, and for graphs without conv2d layers: dense layers have one form
+ * only). */
+CLT_API int clt_graph_plan_count(const clt_graph *g);
+/* Copies product `index` (0 .. clt_graph_plan_count - 1) into *out.
+ * CLT_ERR_INVALID_ARGUMENT for another index. */
+CLT_API clt_status clt_graph_plan_info(const clt_graph *g, int index,
+                                       clt_plan_info *out);
+/* Wall seconds the last clt_graph_compile spent measuring plans (0 when
+ * every plan came from the cache or measuring is off). */
+CLT_API double clt_graph_plan_seconds(const clt_graph *g);
 
 /* Shape of a node's output per sample (without the batch dimension). */
 CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,

@@ -20,6 +20,7 @@ int cli_bench(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
+int cli_tune(int argc, char **argv);
 
 /* Reads class names, one a line (blank lines and trailing spaces ignored,
  * '#' comments not: a name may hold any character). Returns a malloc'd

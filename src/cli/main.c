@@ -23,6 +23,7 @@ static void usage(FILE *out) {
           "  bench train MODEL [--batch B] [--device D|all] [--profile]\n"
           "  bench conv [--device D]       im2col + GEMM against CLBlast's "
           "convgemm\n"
+          "  tune MODEL --batch B [--device D]  measure and store the plans\n"
           "  train MODEL --data DIR|fashion-mnist [options]\n"
           "  eval MODEL --weights FILE --data DIR|fashion-mnist [options]\n"
           "                                loss, accuracy, confusion matrix\n"
@@ -57,6 +58,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "train")) return cli_train(argc - 2, argv + 2);
   if (!strcmp(cmd, "eval")) return cli_eval(argc - 2, argv + 2);
   if (!strcmp(cmd, "predict")) return cli_predict(argc - 2, argv + 2);
+  if (!strcmp(cmd, "tune")) return cli_tune(argc - 2, argv + 2);
   fprintf(stderr, "cltrain: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

@@ -8,6 +8,7 @@
 
 #include "common/rng.h"
 #include "graph/graph.h"
+#include "runtime/plan_store.h"
 #include "runtime/sha256.h"
 
 CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
@@ -40,6 +41,7 @@ CLT_API void clt_graph_destroy(clt_graph *g) {
     if (g->nodes[i].ops->destroy) g->nodes[i].ops->destroy(&g->nodes[i]);
   clt_tensor_destroy(g->params);
   clt_tensor_destroy(g->grads);
+  free(g->plans);
   free(g->nodes);
   free(g);
 }
@@ -534,6 +536,9 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   if (g->input_node < 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "graph compile: the graph has no input layer");
+  CLT_TRY(clt_plan_mode_get(g->ctx, &g->plan_mode));
+  g->plan_count = 0;
+  g->plan_seconds = 0.0;
   release_buffers(g);
   g->max_batch = max_batch;
   g->batch = 0;

@@ -5,6 +5,7 @@
 #define CLT_GRAPH_GRAPH_H
 
 #include "io/model_file.h"
+#include "ops/gemm_plan.h"
 #include "ops/ops.h"
 
 #define CLT_MAX_INPUTS 8
@@ -67,6 +68,11 @@ struct clt_graph {
   clt_tensor *metrics;  /* f32 [4]: loss sum, correct sum */
   int64_t metric_samples;
   char source_hash[65]; /* SHA-256 of the model file, if loaded from one */
+  /* Measured plans of the last compile (graph/plan.c). */
+  clt_plan_mode plan_mode; /* resolved: never CLT_PLAN_ENV */
+  clt_plan_info *plans;
+  int plan_count, plan_cap;
+  double plan_seconds;
 };
 
 /* A layer type: darknet-style table of functions. */
@@ -125,6 +131,25 @@ clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
                               clt_model_layer *l, const char *key,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
+
+/* Picks how product p of node n runs (what: "forward", "weight
+ * gradient", "data gradient") into *plan, as the graph's plan mode says:
+ * one GEMM when off; else the stored plan, or the fastest candidate timed
+ * on a, b and c (clt_gemm_measure: a and b must hold finite values, c is
+ * overwritten), then stored. Records the choice for clt_graph_plan_info.
+ * Call from a layer's compile. */
+clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
+                                  const char *what, const clt_gemm_product *p,
+                                  const clt_tensor *a, const clt_tensor *b,
+                                  clt_tensor *c, clt_gemm_plan *plan);
+
+/* Whether this compile may measure (plan mode not off): a layer then fills
+ * the operands it owns with clt_graph_plan_fill before planning. */
+bool clt_graph_plans_measure(const clt_graph *g);
+
+/* Fills t with values spread over [-1, 1] (a fixed sequence), so that a
+ * measured candidate computing with the wrong operand block shows. */
+clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t);
 
 /* Glorot/He bound for a weight with the given fans, per the init option. */
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);

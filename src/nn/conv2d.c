@@ -6,8 +6,11 @@
  *   forward  y' [filters, batch*OH*OW] = W col, then y = swap(y') + bias;
  *   backward dy' = swap(dy), dW = dy' col^T, db = row sums of dy',
  *            dcol = W^T dy', dx = col2im(dcol).
- * Large products suit CLBlast better than many small ones, and no batched
- * call with a shared (stride 0) operand is needed. */
+ * Each product may also run per image (the column blocks of col) and the
+ * weight gradient split along k into partial products (ops/gemm_plan.h);
+ * which is fastest depends on the device (one GEMM suits POCL, per image
+ * an H100's weight gradient 50x better), so compile measures them
+ * (graph/plan.c) and the steps run the plans chosen. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +27,43 @@ typedef struct conv_state {
   bool bias;
   clt_tensor *col; /* [C*KH*KW, max_batch*OH*OW]; reused for dcol */
   clt_tensor *tmp; /* [filters, max_batch*OH*OW]: y' and dy' */
+  clt_tensor *work; /* split-K partial products of dW (NULL: none) */
+  /* Plans for the products over max_batch (forward, dW, dcol). */
+  clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
 } conv_state;
+
+/* The three products over `batch` images (conv2d's header comment). */
+static clt_gemm_product forward_product(const conv_state *s, int64_t batch) {
+  const clt_window *w = &s->w;
+  return (clt_gemm_product){CLT_NO_TRANS, CLT_NO_TRANS, s->filters,
+                            batch * w->OH * w->OW, w->C * w->KH * w->KW,
+                            batch, false};
+}
+
+static clt_gemm_product wgrad_product(const conv_state *s, int64_t batch) {
+  const clt_window *w = &s->w;
+  return (clt_gemm_product){CLT_NO_TRANS, CLT_TRANS, s->filters,
+                            w->C * w->KH * w->KW, batch * w->OH * w->OW,
+                            batch, true};
+}
+
+static clt_gemm_product dgrad_product(const conv_state *s, int64_t batch) {
+  const clt_window *w = &s->w;
+  return (clt_gemm_product){CLT_TRANS, CLT_NO_TRANS, w->C * w->KH * w->KW,
+                            batch * w->OH * w->OW, s->filters, batch, false};
+}
+
+/* Runs one product over the current batch with the plan chosen for the
+ * compiled one. */
+static clt_status run_product(clt_graph *g, conv_state *s,
+                              clt_gemm_product (*make)(const conv_state *,
+                                                       int64_t),
+                              const clt_gemm_plan *chosen, const clt_tensor *a,
+                              const clt_tensor *b, clt_tensor *c) {
+  clt_gemm_product planned = make(s, g->max_batch), run = make(s, g->batch);
+  clt_gemm_plan plan = clt_gemm_plan_for(chosen, &planned, &run);
+  return clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, a, b, 0.0f, c, s->work);
+}
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
@@ -108,7 +147,34 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
 static void conv_release(conv_state *s) {
   clt_tensor_destroy(s->col);
   clt_tensor_destroy(s->tmp);
-  s->col = s->tmp = NULL;
+  clt_tensor_destroy(s->work);
+  s->col = s->tmp = s->work = NULL;
+}
+
+/* Chooses the plans, measuring on the layer's own buffers: col and tmp
+ * hold a fixed spread of values, each product writes what the next one
+ * reads (y' into tmp, dW from tmp and col, dcol from W and tmp). */
+static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
+  conv_state *s = n->state;
+  if (clt_graph_plans_measure(g)) {
+    CLT_TRY(clt_graph_plan_fill(g, s->col));
+    CLT_TRY(clt_graph_plan_fill(g, s->tmp));
+  }
+  clt_gemm_product fwd = forward_product(s, g->max_batch),
+                   dw = wgrad_product(s, g->max_batch),
+                   dcol = dgrad_product(s, g->max_batch);
+  CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, &n->params[0].value,
+                                 s->col, s->tmp, &s->plan_fwd));
+  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, s->tmp, s->col,
+                                 &n->params[0].grad, &s->plan_dw));
+  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  if (clt_graph_in(g, n, 0)->needs_grad)
+    CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,
+                                   &n->params[0].value, s->tmp, s->col,
+                                   &s->plan_dcol));
+  int64_t work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
+  return work > 0 ? clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work)
+                  : CLT_OK;
 }
 
 static clt_status conv_compile(clt_graph *g, clt_graph_node *n) {
@@ -118,18 +184,18 @@ static clt_status conv_compile(clt_graph *g, clt_graph_node *n) {
   int64_t cols = g->max_batch * w->OH * w->OW;
   int64_t col = w->C * w->KH * w->KW * cols, tmp = s->filters * cols;
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &col, &s->col));
-  return clt_tensor_create(g->ctx, CLT_F32, 1, &tmp, &s->tmp);
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &tmp, &s->tmp));
+  return plan_products(g, n);
 }
 
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
-  int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
-  int64_t cols = g->batch * ohw;
+  int64_t ohw = w->OH * w->OW;
   CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
                              g->batch, w));
-  CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, s->filters, cols, ckk,
-                   1.0f, &n->params[0].value, s->col, 0.0f, s->tmp));
+  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd,
+                      &n->params[0].value, s->col, s->tmp));
   return clt_swap_axes01(g->ctx, n->out, s->tmp,
                          s->bias ? &n->params[1].value : NULL, s->filters,
                          g->batch, ohw);
@@ -138,22 +204,21 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
-  int64_t ckk = w->C * w->KH * w->KW, ohw = w->OH * w->OW;
-  int64_t cols = g->batch * ohw;
+  int64_t ohw = w->OH * w->OW, cols = g->batch * ohw;
   /* dy' [filters, batch*OH*OW] */
   CLT_TRY(clt_swap_axes01(g->ctx, s->tmp, n->grad, NULL, g->batch, s->filters,
                           ohw));
   if (s->bias)
     CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, s->tmp, 1,
                                      s->filters, cols, false));
-  CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_TRANS, s->filters, ckk, cols,
-                   1.0f, s->tmp, s->col, 0.0f, &n->params[0].grad));
+  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, s->tmp, s->col,
+                      &n->params[0].grad));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
   /* dcol = W^T dy', into the col buffer (col is no longer needed). */
-  CLT_TRY(clt_gemm(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, cols, s->filters,
-                   1.0f, &n->params[0].value, s->tmp, 0.0f, s->col));
+  CLT_TRY(run_product(g, s, dgrad_product, &s->plan_dcol,
+                      &n->params[0].value, s->tmp, s->col));
   return clt_col2im_backward(g->ctx, dx, s->col, g->batch, w, acc);
 }
 

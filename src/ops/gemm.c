@@ -1,5 +1,6 @@
 /* GEMM through CLBlast: row-major, either transpose, single and
- * strided-batched. */
+ * strided-batched, on whole matrices or on blocks of wider ones (explicit
+ * leading dimensions). */
 #include <clblast_c.h>
 #include <stdio.h>
 
@@ -80,29 +81,66 @@ CLT_API clt_status clt_gemm_strided_batched(
     int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
     const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
     int64_t stride_c, int64_t batch) {
+  /* Row-major leading dimensions are the stored row lengths. */
+  int64_t lda = ta == CLT_TRANS ? m : k;
+  int64_t ldb = tb == CLT_TRANS ? k : n;
+  return clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                     stride_b, beta, c, n, stride_c, batch);
+}
+
+/* Elements an operand of rows x cols stored with leading dimension ld
+ * spans, over batch matrices stride apart. */
+static int64_t operand_span(int64_t rows, int64_t cols, int64_t ld,
+                            int64_t stride, int64_t batch) {
+  return stride * (batch - 1) + (rows - 1) * ld + cols;
+}
+
+static clt_status check_ld(clt_context *ctx, const char *routine,
+                           const char *which, int64_t ld, int64_t cols) {
+  if (ld < cols)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: leading dimension of %s is %lld, its rows hold "
+                        "%lld",
+                        routine, which, (long long)ld, (long long)cols);
+  return CLT_OK;
+}
+
+clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
+                       int64_t m, int64_t n, int64_t k, float alpha,
+                       const clt_tensor *a, int64_t lda, int64_t stride_a,
+                       const clt_tensor *b, int64_t ldb, int64_t stride_b,
+                       float beta, clt_tensor *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch) {
   const char *routine = batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched";
   CLT_TRY(check_dims(ctx, routine, m, n, k));
   if (batch < 1)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "%s: batch %lld",
                         routine, (long long)batch);
-  /* Row-major leading dimensions are the stored row lengths. */
-  size_t lda = (size_t)(ta == CLT_TRANS ? m : k);
-  size_t ldb = (size_t)(tb == CLT_TRANS ? k : n);
-  size_t ldc = (size_t)n;
-  CLT_TRY(check_operand(ctx, routine, "A", a, stride_a * (batch - 1) + m * k));
-  CLT_TRY(check_operand(ctx, routine, "B", b, stride_b * (batch - 1) + k * n));
-  CLT_TRY(check_operand(ctx, routine, "C", c, stride_c * (batch - 1) + m * n));
+  int64_t a_rows = ta == CLT_TRANS ? k : m, a_cols = ta == CLT_TRANS ? m : k;
+  int64_t b_rows = tb == CLT_TRANS ? n : k, b_cols = tb == CLT_TRANS ? k : n;
+  CLT_TRY(check_ld(ctx, routine, "A", lda, a_cols));
+  CLT_TRY(check_ld(ctx, routine, "B", ldb, b_cols));
+  CLT_TRY(check_ld(ctx, routine, "C", ldc, n));
+  CLT_TRY(check_operand(ctx, routine, "A", a,
+                        operand_span(a_rows, a_cols, lda, stride_a, batch)));
+  CLT_TRY(check_operand(ctx, routine, "B", b,
+                        operand_span(b_rows, b_cols, ldb, stride_b, batch)));
+  CLT_TRY(check_operand(ctx, routine, "C", c,
+                        operand_span(m, n, ldc, stride_c, batch)));
   /* CLBlast 1.5.3's indirect batched kernel ignores operand strides and
    * offsets in some cases (see gemm_tuning.c): where we moved its
    * threshold, such products go one by one. */
   int64_t lim = ctx->gemm_indirect_min;
   if (batch > 1 && lim > 0 && m * n * k >= lim * lim * lim) {
     for (int64_t i = 0; i < batch; i++) {
-      clt_tensor ai = clt_tensor_slice_1d(a, i * stride_a, m * k);
-      clt_tensor bi = clt_tensor_slice_1d(b, i * stride_b, k * n);
-      clt_tensor ci = clt_tensor_slice_1d(c, i * stride_c, m * n);
-      CLT_TRY(clt_gemm_strided_batched(ctx, ta, tb, m, n, k, alpha, &ai, 0,
-                                       &bi, 0, beta, &ci, 0, 1));
+      clt_tensor ai = clt_tensor_slice_1d(
+          a, i * stride_a, operand_span(a_rows, a_cols, lda, 0, 1));
+      clt_tensor bi = clt_tensor_slice_1d(
+          b, i * stride_b, operand_span(b_rows, b_cols, ldb, 0, 1));
+      clt_tensor ci =
+          clt_tensor_slice_1d(c, i * stride_c, operand_span(m, n, ldc, 0, 1));
+      CLT_TRY(clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, &ai, lda, 0, &bi, ldb,
+                          0, beta, &ci, ldc, 0, 1));
     }
     return CLT_OK;
   }
@@ -113,15 +151,16 @@ CLT_API clt_status clt_gemm_strided_batched(
   if (batch == 1)
     rc = CLBlastSgemm(CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb),
                       (size_t)m, (size_t)n, (size_t)k, alpha, a->buffer,
-                      (size_t)a->offset, lda, b->buffer, (size_t)b->offset, ldb,
-                      beta, c->buffer, (size_t)c->offset, ldc, &ctx->queue, ev);
+                      (size_t)a->offset, (size_t)lda, b->buffer,
+                      (size_t)b->offset, (size_t)ldb, beta, c->buffer,
+                      (size_t)c->offset, (size_t)ldc, &ctx->queue, ev);
   else
     rc = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb), (size_t)m,
-        (size_t)n, (size_t)k, alpha, a->buffer, (size_t)a->offset, lda,
-        (size_t)stride_a, b->buffer, (size_t)b->offset, ldb, (size_t)stride_b,
-        beta, c->buffer, (size_t)c->offset, ldc, (size_t)stride_c,
-        (size_t)batch, &ctx->queue, ev);
+        (size_t)n, (size_t)k, alpha, a->buffer, (size_t)a->offset,
+        (size_t)lda, (size_t)stride_a, b->buffer, (size_t)b->offset,
+        (size_t)ldb, (size_t)stride_b, beta, c->buffer, (size_t)c->offset,
+        (size_t)ldc, (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
   if (rc != CLBlastSuccess) return clblast_fail(ctx, routine, rc, m, n, k);
   return CLT_OK;
 }

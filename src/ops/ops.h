@@ -8,6 +8,25 @@
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
 
+/* Row-major strided-batched GEMM with explicit leading dimensions (the
+ * stored row length of each operand, at least its row's width), so that
+ * a product can run on blocks of wider matrices: the column block of one
+ * image, or one k-chunk. clt_gemm_strided_batched is this with the
+ * natural ones. Operand extents are checked against the tensors. */
+clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
+                       int64_t m, int64_t n, int64_t k, float alpha,
+                       const clt_tensor *a, int64_t lda, int64_t stride_a,
+                       const clt_tensor *b, int64_t ldb, int64_t stride_b,
+                       float beta, clt_tensor *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch);
+
+/* out = alpha * (sum over s < slices of ws[s * n + i]) (+ beta * out) over
+ * n elements, slices summed in order (the same bits every run); out is not
+ * read when beta is 0. */
+clt_status clt_sum_slices(clt_context *ctx, clt_tensor *out,
+                          const clt_tensor *ws, int64_t n, int64_t slices,
+                          float alpha, float beta);
+
 /* out = a + b over n elements. */
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,

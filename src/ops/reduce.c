@@ -27,3 +27,10 @@ clt_status clt_sumsq_into(clt_context *ctx, clt_tensor *acc, int index,
   return CLT_RUN(ctx, CLT_K_sumsq_into, 1, &local, &local, KT(acc), KT(x),
                  KI(n), KI(index));
 }
+
+clt_status clt_sum_slices(clt_context *ctx, clt_tensor *out,
+                          const clt_tensor *ws, int64_t n, int64_t slices,
+                          float alpha, float beta) {
+  return CLT_RUN_1D(ctx, CLT_K_sum_slices, (size_t)n, KT(out), KT(ws), KI(n),
+                    KI(slices), KF(alpha), KF(beta));
+}

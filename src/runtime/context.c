@@ -146,6 +146,10 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   bool cache_on = false;
   if (st == CLT_OK) st = resolve_cache(&opts, ctx, cache_dir, sizeof cache_dir,
                                        &cache_on);
+  if (st == CLT_OK && cache_on)
+    snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", cache_dir);
+  ctx->cache_on = cache_on;
+  ctx->plan_option = opts.plan;
   if (st == CLT_OK) {
     double t0 = now_seconds();
     st = clt_programs_build(ctx, cache_dir, cache_on);

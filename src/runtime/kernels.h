@@ -21,6 +21,7 @@
   X(sum_columns, "reduce")                                                    \
   X(sum_into, "reduce")                                                        \
   X(sumsq_into, "reduce")                                                      \
+  X(sum_slices, "reduce")                                                      \
   X(sgd_step, "optim")                                                         \
   X(adam_step, "optim")                                                        \
   X(channel_slice_copy, "elementwise")                                         \

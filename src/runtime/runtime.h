@@ -41,6 +41,11 @@ struct clt_context {
   /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
    * batched products at or above its cube run one at a time. */
   int64_t gemm_indirect_min;
+  /* The kernel cache folder ("" when the cache is off): measured plans
+   * are kept beside it (plan_store.h). */
+  char cache_dir[4096];
+  bool cache_on;
+  clt_plan_mode plan_option; /* clt_context_options.plan */
   clt_kernel_stats kernel_stats;
   clt_memory_stats memory_stats;
   clt_pool_block *pool;      /* freed device buffers kept for reuse */

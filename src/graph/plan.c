@@ -1,0 +1,203 @@
+/* Measured plans of a graph's products: chosen when the graph is compiled
+ * for a batch size, from the plan cache or by timing the candidates on the
+ * device (DESIGN.md: "Choices are measured on the device, then
+ * remembered"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph/graph.h"
+#include "ops/gemm_measure.h"
+#include "runtime/plan_store.h"
+#include "tensor/tensor.h"
+
+/* Split-K partial products may use this many floats of workspace at most
+ * (and never more than a quarter of the device's largest buffer). */
+#define MAX_WORKSPACE_FLOATS ((int64_t)16 << 20)
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+CLT_API int clt_graph_plan_count(const clt_graph *g) { return g->plan_count; }
+
+CLT_API clt_status clt_graph_plan_info(const clt_graph *g, int index,
+                                       clt_plan_info *out) {
+  if (index < 0 || index >= g->plan_count)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: no planned product %d (%d planned)", index,
+                        g->plan_count);
+  *out = g->plans[index];
+  return CLT_OK;
+}
+
+CLT_API double clt_graph_plan_seconds(const clt_graph *g) {
+  return g->plan_seconds;
+}
+
+bool clt_graph_plans_measure(const clt_graph *g) {
+  return g->plan_mode != CLT_PLAN_OFF;
+}
+
+clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t) {
+  float *host = malloc((size_t)t->numel * sizeof(float));
+  if (!host) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "plan operands");
+  uint32_t x = 0x9e3779b9u;
+  for (int64_t i = 0; i < t->numel; i++) {
+    x = x * 1664525u + 1013904223u; /* LCG: values only need to differ */
+    host[i] = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  }
+  clt_status st = clt_tensor_upload(t, host);
+  free(host);
+  return st;
+}
+
+/* A zeroed record appended to g's plans; NULL (error on the context) when
+ * the host is out of memory. */
+static clt_plan_info *new_record(clt_graph *g) {
+  if (g->plan_count == g->plan_cap) {
+    int cap = g->plan_cap ? 2 * g->plan_cap : 8;
+    clt_plan_info *grown = realloc(g->plans, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "plans");
+      return NULL;
+    }
+    g->plans = grown;
+    g->plan_cap = cap;
+  }
+  clt_plan_info *r = &g->plans[g->plan_count++];
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
+/* What the key covers: the product, how images lie in it, and the
+ * candidates in order (a change to the list is a different plan). */
+static void describe(const clt_gemm_product *p, const clt_plan_info *r,
+                     char *buf, size_t len) {
+  size_t w = (size_t)snprintf(buf, len, "gemm %s images %lld along %c:",
+                              r->shape, (long long)p->images,
+                              p->images_along_k ? 'k' : 'n');
+  for (int i = 0; i < r->candidate_count && w < len; i++)
+    w += (size_t)snprintf(buf + w, len - w, " %s;", r->candidates[i].name);
+}
+
+/* "chosen I" then one line per candidate: "seconds rejected name". */
+static void format_plan(const clt_plan_info *r, char *buf, size_t len) {
+  size_t w = (size_t)snprintf(buf, len, "chosen %d\n", r->chosen);
+  for (int i = 0; i < r->candidate_count && w < len; i++)
+    w += (size_t)snprintf(buf + w, len - w, "%.9g %d %s\n",
+                          r->candidates[i].seconds,
+                          r->candidates[i].rejected ? 1 : 0,
+                          r->candidates[i].name);
+}
+
+/* Reads format_plan's text back into r; false if it does not describe r's
+ * candidates (then the entry is measured again). */
+static bool parse_plan(const char *text, clt_plan_info *r) {
+  int chosen = -1, used = 0;
+  if (sscanf(text, "chosen %d\n%n", &chosen, &used) != 1 || used == 0)
+    return false;
+  const char *s = text + used;
+  for (int i = 0; i < r->candidate_count; i++) {
+    double secs = 0.0;
+    int rejected = 0, n = 0;
+    if (sscanf(s, "%lf %d %n", &secs, &rejected, &n) != 2 || n == 0)
+      return false;
+    s += n;
+    const char *eol = strchr(s, '\n');
+    size_t name_len = strlen(r->candidates[i].name);
+    if (!eol || (size_t)(eol - s) != name_len ||
+        strncmp(s, r->candidates[i].name, name_len) != 0 || secs < 0 ||
+        (rejected != 0 && rejected != 1))
+      return false;
+    r->candidates[i].seconds = secs;
+    r->candidates[i].rejected = rejected;
+    s = eol + 1;
+  }
+  if (*s != '\0' || chosen < 0 || chosen >= r->candidate_count ||
+      r->candidates[chosen].rejected)
+    return false;
+  r->chosen = chosen;
+  return true;
+}
+
+static void set_gflops(const clt_gemm_product *p, clt_plan_info *r) {
+  double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+  for (int i = 0; i < r->candidate_count; i++) {
+    clt_plan_candidate *c = &r->candidates[i];
+    c->gflops = c->seconds > 0 ? flops / c->seconds * 1e-9 : 0.0;
+  }
+}
+
+static clt_status measure(clt_graph *g, const clt_gemm_product *p,
+                          const clt_gemm_plan *cands, clt_plan_info *r,
+                          const clt_tensor *a, const clt_tensor *b,
+                          clt_tensor *c) {
+  clt_gemm_timing t[CLT_GEMM_MAX_CANDIDATES];
+  for (int i = 0; i < r->candidate_count; i++) t[i].plan = cands[i];
+  double t0 = now_seconds();
+  CLT_TRY(clt_gemm_measure(g->ctx, p, t, r->candidate_count, a, b, c,
+                           &r->chosen));
+  g->plan_seconds += now_seconds() - t0;
+  for (int i = 0; i < r->candidate_count; i++) {
+    r->candidates[i].seconds = t[i].seconds;
+    r->candidates[i].rejected = t[i].rejected;
+  }
+  r->source = CLT_PLAN_FROM_MEASURED;
+  return CLT_OK;
+}
+
+clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
+                                  const char *what, const clt_gemm_product *p,
+                                  const clt_tensor *a, const clt_tensor *b,
+                                  clt_tensor *c, clt_gemm_plan *plan) {
+  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  clt_plan_info *r = new_record(g);
+  if (!r) return CLT_ERR_HOST_MEMORY;
+  snprintf(r->layer, sizeof r->layer, "%s", n->name);
+  snprintf(r->product, sizeof r->product, "%s", what);
+  clt_gemm_product_str(p, r->shape, sizeof r->shape);
+  r->m = p->m;
+  r->n = p->n;
+  r->k = p->k;
+  int64_t max_ws = (int64_t)(g->ctx->info.max_alloc_bytes / 4 / sizeof(float));
+  if (max_ws > MAX_WORKSPACE_FLOATS) max_ws = MAX_WORKSPACE_FLOATS;
+  clt_gemm_plan cands[CLT_GEMM_MAX_CANDIDATES];
+  r->candidate_count = clt_gemm_candidates(p, max_ws, cands);
+  for (int i = 0; i < r->candidate_count; i++)
+    clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
+                       sizeof r->candidates[i].name);
+  r->source = CLT_PLAN_FROM_DEFAULT;
+  if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
+  char desc[1024], text[2048];
+  describe(p, r, desc, sizeof desc);
+  bool have = false;
+  if (g->plan_mode == CLT_PLAN_ON) {
+    char *stored = NULL;
+    clt_cache_result got = clt_plan_store_load(g->ctx, desc, &stored);
+    have = got == CLT_CACHE_HIT && parse_plan(stored, r);
+    r->cache_rejected = got == CLT_CACHE_REJECTED ||
+                        (got == CLT_CACHE_HIT && !have);
+    free(stored);
+    if (r->cache_rejected)
+      clt_ctx_log(g->ctx, CLT_LOG_WARN,
+                  "plan cache: the entry for %s %s (%s) was unusable; "
+                  "measuring again",
+                  n->name, what, r->shape);
+    if (have) r->source = CLT_PLAN_FROM_CACHE;
+  }
+  if (!have) {
+    CLT_TRY(measure(g, p, cands, r, a, b, c));
+    format_plan(r, text, sizeof text);
+    clt_plan_store_save(g->ctx, desc, text);
+  }
+  set_gflops(p, r);
+  *plan = cands[r->chosen];
+  clt_ctx_log(g->ctx, CLT_LOG_INFO, "plan: %s %s (%s): %s%s", n->name, what,
+              r->shape, r->candidates[r->chosen].name,
+              r->source == CLT_PLAN_FROM_CACHE ? " (stored)" : "");
+  return CLT_OK;
+}

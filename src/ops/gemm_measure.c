@@ -1,0 +1,151 @@
+/* Timing the candidate plans of one GEMM product on the device. */
+#include "ops/gemm_measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tensor/tensor.h"
+
+/* Timed rounds: each round times every candidate once, so that a change
+ * in the machine's load (other processes on shared cores) falls on all of
+ * them alike; each keeps its fastest run. At least MIN_ROUNDS, then more
+ * up to MAX_ROUNDS while the timed runs of this product have cost less
+ * than BUDGET_SECONDS: a slow device (rusticl's llvmpipe runs these
+ * products at 1 GFLOP/s) then pays a few seconds, not a minute. After
+ * each round a candidate slower than DROP_RATIO times the fastest one so
+ * far is timed no more: it cannot win. */
+#define MIN_ROUNDS 2
+#define MAX_ROUNDS 5
+#define BUDGET_SECONDS 0.5
+#define DROP_RATIO 1.5
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct measure_bufs {
+  const clt_gemm_product *p;
+  const clt_tensor *a, *b;
+  clt_tensor *c, *ws;
+  float *ref, *got; /* [m*n] on the host */
+  double tol;
+} measure_bufs;
+
+static clt_status run_once(clt_context *ctx, measure_bufs *mb,
+                           const clt_gemm_plan *plan) {
+  return clt_gemm_plan_run(ctx, mb->p, plan, 1.0f, mb->a, mb->b, 0.0f, mb->c,
+                           mb->ws);
+}
+
+static clt_status time_plan(clt_context *ctx, measure_bufs *mb,
+                            clt_gemm_timing *t) {
+  double t0 = now_seconds();
+  CLT_TRY(run_once(ctx, mb, &t->plan));
+  CLT_TRY(clt_context_finish(ctx));
+  double dt = now_seconds() - t0;
+  if (t->seconds == 0.0 || dt < t->seconds) t->seconds = dt;
+  return CLT_OK;
+}
+
+/* Sums in another order differ by rounding only: relative to the largest
+ * value, far below this. A stride bug gives errors of order 1 or 1e36. */
+static bool matches(const measure_bufs *mb) {
+  int64_t n = mb->p->m * mb->p->n;
+  for (int64_t i = 0; i < n; i++)
+    if (!(fabs((double)mb->got[i] - mb->ref[i]) <= mb->tol)) return false;
+  return true;
+}
+
+static double reference_tolerance(const float *ref, int64_t n) {
+  double max = 1.0;
+  for (int64_t i = 0; i < n; i++)
+    if (fabs(ref[i]) > max) max = fabs(ref[i]);
+  return 1e-3 * max;
+}
+
+/* A candidate other than one GEMM that fails is only rejected (logged):
+ * the others may still run. */
+static clt_status reject_failed(clt_context *ctx, clt_gemm_timing *t,
+                                clt_status st, bool is_reference) {
+  if (st == CLT_OK || is_reference) return st;
+  clt_ctx_log(ctx, CLT_LOG_WARN, "GEMM plan: a candidate failed: %s",
+              clt_context_last_error(ctx));
+  clt_err_clear(&ctx->err);
+  t->rejected = true;
+  t->seconds = 0.0;
+  return CLT_OK;
+}
+
+/* round < 0: the warm-up call and the check against the reference (or
+ * taking it, for one GEMM); else one timed run. */
+static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
+                              clt_gemm_timing *t, bool is_reference,
+                              int round) {
+  if (t->rejected) return CLT_OK;
+  if (round >= 0)
+    return reject_failed(ctx, t, time_plan(ctx, mb, t), is_reference);
+  clt_tensor c = clt_tensor_slice_1d(mb->c, 0, mb->p->m * mb->p->n);
+  clt_status st = run_once(ctx, mb, &t->plan);
+  if (st == CLT_OK)
+    st = clt_tensor_download(&c, is_reference ? mb->ref : mb->got);
+  if (st == CLT_OK && is_reference)
+    mb->tol = reference_tolerance(mb->ref, mb->p->m * mb->p->n);
+  if (st == CLT_OK && !is_reference && !matches(mb)) {
+    clt_ctx_log(ctx, CLT_LOG_WARN,
+                "GEMM plan: a candidate (method %d, %lld splits) gave other "
+                "numbers than one GEMM on this device; not used",
+                (int)t->plan.method, (long long)t->plan.splits);
+    t->rejected = true;
+    return CLT_OK;
+  }
+  return reject_failed(ctx, t, st, is_reference);
+}
+
+clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
+                            clt_gemm_timing *t, int count,
+                            const clt_tensor *a, const clt_tensor *b,
+                            clt_tensor *c, int *best) {
+  *best = 0;
+  if (count < 1 || count > CLT_GEMM_MAX_CANDIDATES ||
+      t[0].plan.method != CLT_GEMM_ONE)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "GEMM plan: %d candidates, the first must be one GEMM",
+                        count);
+  int64_t ws_len = 1;
+  for (int i = 0; i < count; i++) {
+    int64_t need = clt_gemm_plan_workspace(p, &t[i].plan);
+    if (need > ws_len) ws_len = need;
+    t[i].seconds = 0.0;
+    t[i].rejected = false;
+  }
+  measure_bufs mb = {.p = p, .a = a, .b = b, .c = c};
+  int64_t mn = p->m * p->n;
+  mb.ref = malloc((size_t)mn * sizeof(float));
+  mb.got = malloc((size_t)mn * sizeof(float));
+  clt_status st = mb.ref && mb.got
+                      ? clt_tensor_create(ctx, CLT_F32, 1, &ws_len, &mb.ws)
+                      : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY,
+                                     "GEMM plan: %lld floats", (long long)mn);
+  bool timing[CLT_GEMM_MAX_CANDIDATES];
+  for (int i = 0; i < count; i++) timing[i] = true;
+  double t0 = 0.0;
+  for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
+    if (round == 0) t0 = now_seconds();
+    if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
+    for (int i = 0; st == CLT_OK && i < count; i++)
+      if (timing[i]) st = measure_one(ctx, &mb, &t[i], i == 0, round);
+    if (round < 0) continue;
+    *best = 0;
+    for (int i = 1; st == CLT_OK && i < count; i++)
+      if (!t[i].rejected && t[i].seconds < t[*best].seconds) *best = i;
+    for (int i = 0; i < count; i++)
+      if (t[i].seconds > DROP_RATIO * t[*best].seconds) timing[i] = false;
+  }
+  clt_tensor_destroy(mb.ws);
+  free(mb.ref);
+  free(mb.got);
+  return st;
+}

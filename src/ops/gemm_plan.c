@@ -1,0 +1,143 @@
+/* The ways one GEMM product of a layer can run (see gemm_plan.h). */
+#include "ops/gemm_plan.h"
+
+#include <stdio.h>
+
+#include "tensor/tensor.h"
+
+/* Chunks of split-K hold at least this much of k: below it the partial
+ * products are mostly overhead on any device. */
+#define SPLIT_K_MIN_CHUNK 16
+#define SPLIT_K_MAX 256
+
+int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
+                        clt_gemm_plan *out) {
+  int count = 0;
+  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  if (p->images > 1 && !p->images_along_k && p->n % p->images == 0)
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images};
+  if (!p->images_along_k) return count;
+  if (p->images > 1 && p->k % p->images == 0 &&
+      p->images * p->m * p->n <= max_workspace)
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images};
+  for (int64_t s = 2; s <= SPLIT_K_MAX && count < CLT_GEMM_MAX_CANDIDATES;
+       s *= 2) {
+    if (s * SPLIT_K_MIN_CHUNK > p->k || s * p->m * p->n > max_workspace)
+      break;
+    if (s != p->images || p->k % p->images != 0)
+      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s};
+  }
+  return count;
+}
+
+int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,
+                                const clt_gemm_plan *plan) {
+  return plan->method == CLT_GEMM_SPLIT_K ? plan->splits * p->m * p->n : 0;
+}
+
+void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
+                        char *buf, size_t len) {
+  bool per_image = plan->splits == p->images && p->images > 1 &&
+                   (p->images_along_k ? p->k : p->n) % p->images == 0;
+  if (plan->method == CLT_GEMM_ONE)
+    snprintf(buf, len, "one gemm");
+  else if (per_image)
+    snprintf(buf, len, "per image %lld", (long long)plan->splits);
+  else
+    snprintf(buf, len, "%s %lld",
+             plan->method == CLT_GEMM_SPLIT_K ? "split-k" : "split-n",
+             (long long)plan->splits);
+}
+
+void clt_gemm_product_str(const clt_gemm_product *p, char *buf, size_t len) {
+  snprintf(buf, len, "%c%c %lldx%lldx%lld", p->ta == CLT_TRANS ? 'T' : 'N',
+           p->tb == CLT_TRANS ? 'T' : 'N', (long long)p->m, (long long)p->n,
+           (long long)p->k);
+}
+
+clt_gemm_plan clt_gemm_plan_for(const clt_gemm_plan *plan,
+                                const clt_gemm_product *planned,
+                                const clt_gemm_product *run) {
+  clt_gemm_plan out = *plan;
+  if (plan->method == CLT_GEMM_ONE) return out;
+  if (plan->splits == planned->images) out.splits = run->images;
+  if (out.method == CLT_GEMM_SPLIT_K && out.splits > run->k)
+    out.splits = run->k;
+  return out;
+}
+
+/* Natural leading dimensions of the whole operands. */
+static int64_t ld_a(const clt_gemm_product *p) {
+  return p->ta == CLT_TRANS ? p->m : p->k;
+}
+
+static int64_t ld_b(const clt_gemm_product *p) {
+  return p->tb == CLT_TRANS ? p->k : p->n;
+}
+
+/* The rest of t from element offset on, as a flat tensor. */
+static clt_tensor tail_of(const clt_tensor *t, int64_t offset) {
+  return clt_tensor_slice_1d(t, offset, t->numel - offset);
+}
+
+static clt_status run_split_n(clt_context *ctx, const clt_gemm_product *p,
+                              int64_t splits, float alpha, const clt_tensor *a,
+                              const clt_tensor *b, float beta, clt_tensor *c) {
+  int64_t nb = p->n / splits;
+  /* Column j of op(B) starts at j in a stored [k, n], at j*ldb in [n, k]. */
+  int64_t step_b = p->tb == CLT_TRANS ? nb * ld_b(p) : nb;
+  return clt_gemm_ld(ctx, p->ta, p->tb, p->m, nb, p->k, alpha, a, ld_a(p), 0,
+                     b, ld_b(p), step_b, beta, c, p->n, nb, splits);
+}
+
+static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
+                              int64_t splits, float alpha, const clt_tensor *a,
+                              const clt_tensor *b, float beta, clt_tensor *c,
+                              clt_tensor *ws) {
+  int64_t chunk = (p->k + splits - 1) / splits;
+  int64_t full = p->k / chunk, rest = p->k - full * chunk;
+  int64_t mn = p->m * p->n;
+  /* k index kk of op(A) is column kk of a stored [m, k] or row kk of a
+   * stored [k, m]; of op(B), row kk of [k, n] or column kk of [n, k]. */
+  int64_t step_a = p->ta == CLT_TRANS ? chunk * ld_a(p) : chunk;
+  int64_t step_b = p->tb == CLT_TRANS ? chunk : chunk * ld_b(p);
+  CLT_TRY(clt_gemm_ld(ctx, p->ta, p->tb, p->m, p->n, chunk, 1.0f, a, ld_a(p),
+                      step_a, b, ld_b(p), step_b, 0.0f, ws, p->n, mn, full));
+  if (rest > 0) {
+    clt_tensor al = tail_of(a, full * step_a), bl = tail_of(b, full * step_b);
+    clt_tensor wl = tail_of(ws, full * mn);
+    CLT_TRY(clt_gemm_ld(ctx, p->ta, p->tb, p->m, p->n, rest, 1.0f, &al,
+                        ld_a(p), 0, &bl, ld_b(p), 0, 0.0f, &wl, p->n, 0, 1));
+  }
+  return clt_sum_slices(ctx, c, ws, mn, full + (rest > 0), alpha, beta);
+}
+
+clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
+                             const clt_gemm_plan *plan, float alpha,
+                             const clt_tensor *a, const clt_tensor *b,
+                             float beta, clt_tensor *c,
+                             clt_tensor *workspace) {
+  int64_t s = plan->splits;
+  switch (plan->method) {
+  case CLT_GEMM_ONE:
+    return clt_gemm(ctx, p->ta, p->tb, p->m, p->n, p->k, alpha, a, b, beta, c);
+  case CLT_GEMM_SPLIT_N:
+    if (s < 1 || p->n % s != 0) break;
+    return run_split_n(ctx, p, s, alpha, a, b, beta, c);
+  case CLT_GEMM_SPLIT_K:
+    if (s < 1 || s > p->k) break;
+    if (!workspace || workspace->numel < clt_gemm_plan_workspace(p, plan))
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "split-k %lld: workspace of %lld floats, it needs "
+                          "%lld",
+                          (long long)s,
+                          (long long)(workspace ? workspace->numel : 0),
+                          (long long)clt_gemm_plan_workspace(p, plan));
+    return run_split_k(ctx, p, s, alpha, a, b, beta, c, workspace);
+  }
+  char shape[64];
+  clt_gemm_product_str(p, shape, sizeof shape);
+  return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "GEMM plan (method %d, %lld splits) does not fit %s",
+                      (int)plan->method, (long long)s, shape);
+}

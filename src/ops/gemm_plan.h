@@ -1,0 +1,79 @@
+/* The ways one GEMM product of a layer can run, and running it one way.
+ *
+ * A product C[m,n] = alpha op(A) op(B) + beta C over whole, contiguous
+ * matrices (natural leading dimensions) may span a batch of images side by
+ * side, along n (the im2col columns of a convolution's forward and data
+ * gradient) or along k (its weight gradient). Besides one GEMM over the
+ * whole product, that structure allows:
+ *   - per image, along n: one strided-batched GEMM over the images' column
+ *     blocks (the shared operand with stride 0);
+ *   - split-K, along k: k cut into S chunks of ceil(k/S), the full chunks
+ *     as one strided-batched GEMM writing S partial products into a
+ *     workspace, a shorter last chunk as one more GEMM, then the partials
+ *     summed in order by cl/reduce.cl's sum_slices. Per image is split-K
+ *     with S = images.
+ * Which is fastest depends on the device (one GEMM with a huge k runs at
+ * 13 GFLOP/s on an H100, per image at 714), so the graph measures them
+ * (gemm_measure.h) and remembers the choice. */
+#ifndef CLT_OPS_GEMM_PLAN_H
+#define CLT_OPS_GEMM_PLAN_H
+
+#include "ops/ops.h"
+
+typedef enum clt_gemm_method {
+  CLT_GEMM_ONE = 0, /* one GEMM over the whole product: the default */
+  CLT_GEMM_SPLIT_N, /* n in `splits` equal blocks, one batched GEMM */
+  CLT_GEMM_SPLIT_K, /* k in `splits` chunks, partials summed */
+} clt_gemm_method;
+
+typedef struct clt_gemm_plan {
+  clt_gemm_method method;
+  int64_t splits; /* 1 for CLT_GEMM_ONE */
+} clt_gemm_plan;
+
+typedef struct clt_gemm_product {
+  clt_transpose ta, tb;
+  int64_t m, n, k;
+  int64_t images;      /* images side by side in the product (1: none) */
+  bool images_along_k; /* their blocks cut k (else n) into equal parts */
+} clt_gemm_product;
+
+/* Most candidates one product has. */
+#define CLT_GEMM_MAX_CANDIDATES 12
+
+/* Lists the plans worth measuring for p into out (room for
+ * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts are powers of
+ * two from 2 whose chunks hold at least 16 of k and whose partials fit in
+ * max_workspace floats, plus the per-image split. Returns the count. */
+int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
+                        clt_gemm_plan *out);
+
+/* Floats of workspace the plan needs (0 but for split-K). */
+int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,
+                                const clt_gemm_plan *plan);
+
+/* A short name: "one gemm", "per image 64", "split-k 8". */
+void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
+                        char *buf, size_t len);
+
+/* "NT 64x288x7744": transposes and m x n x k, for keys and reports. */
+void clt_gemm_product_str(const clt_gemm_product *p, char *buf, size_t len);
+
+/* The plan chosen for `planned` (a product over the compiled batch) as
+ * it applies to `run`, the same product over a smaller last batch: per
+ * image stays per image (splits = run's images), split-K keeps its count
+ * up to run's k. */
+clt_gemm_plan clt_gemm_plan_for(const clt_gemm_plan *plan,
+                                const clt_gemm_product *planned,
+                                const clt_gemm_product *run);
+
+/* Runs p with the plan: C = alpha op(A) op(B) + beta C. workspace holds at
+ * least clt_gemm_plan_workspace floats (may be NULL when that is 0). A
+ * plan that does not fit p (splits out of range, blocks that do not
+ * divide n) is CLT_ERR_INVALID_ARGUMENT. */
+clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
+                             const clt_gemm_plan *plan, float alpha,
+                             const clt_tensor *a, const clt_tensor *b,
+                             float beta, clt_tensor *c, clt_tensor *workspace);
+
+#endif

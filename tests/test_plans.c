@@ -1,0 +1,423 @@
+/* Measured plans: every way to run a product (one GEMM, per image,
+ * split-K with counts that do not divide k) against the host reference on
+ * odd shapes, the same bits run to run, the plan cache (miss, hit, a
+ * damaged entry measured again), CLT_PLAN and the context option, and a
+ * training step that repeats bit for bit under stored plans. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "graph_helpers.h"
+#include "ops/gemm_plan.h"
+#include "ops/opcheck.h"
+#include "tensor/tensor.h"
+
+#define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+typedef struct product_case {
+  clt_transpose ta, tb;
+  int64_t m, per_image, other, images; /* per_image: n or k of one image */
+  bool along_k;
+} product_case;
+
+#define N CLT_NO_TRANS
+#define T CLT_TRANS
+
+/* The conv2d forms (NN and TN along n, NT along k) and the other
+ * transposes along k, on sizes from {1, 3, 7, 33, 127}. */
+static const product_case cases[] = {
+    {N, N, 7, 33, 3, 3, false},  {T, N, 33, 7, 1, 7, false},
+    {N, N, 1, 1, 7, 7, false},   {N, T, 3, 127, 7, 1, true},
+    {N, T, 33, 7, 3, 7, true},   {N, T, 1, 3, 33, 3, true},
+    {T, T, 7, 127, 3, 1, true},  {T, N, 3, 33, 7, 3, true},
+    {N, N, 7, 3, 1, 7, true},
+};
+
+static clt_gemm_product make_product(const product_case *c, int64_t images) {
+  clt_gemm_product p = {c->ta, c->tb, c->m, 0, 0, images, c->along_k};
+  p.n = c->along_k ? c->other : c->per_image * images;
+  p.k = c->along_k ? c->per_image * images : c->other;
+  return p;
+}
+
+static void gemm_ref(const clt_gemm_product *p, float alpha, const float *a,
+                     const float *b, float beta, float *c) {
+  for (int64_t i = 0; i < p->m; i++)
+    for (int64_t j = 0; j < p->n; j++) {
+      double s = 0.0;
+      for (int64_t q = 0; q < p->k; q++) {
+        double x = p->ta == T ? a[q * p->m + i] : a[i * p->k + q];
+        double y = p->tb == T ? b[j * p->k + q] : b[q * p->n + j];
+        s += x * y;
+      }
+      double old = beta != 0.0f ? beta * (double)c[i * p->n + j] : 0.0;
+      c[i * p->n + j] = (float)(alpha * s + old);
+    }
+}
+
+typedef struct operands {
+  clt_tensor *a, *b, *c, *ws;
+  float *ha, *hb, *hc, *want, *got, *again;
+} operands;
+
+static clt_tensor *upload(const float *host, int64_t n) {
+  clt_tensor *t;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &n, &t));
+  ck_assert_ok(clt_tensor_upload(t, host));
+  return t;
+}
+
+static float *random_host(int64_t n, uint64_t seed) {
+  float *h = malloc((size_t)n * sizeof(float));
+  clt_random_fill(h, n, seed, -1.0f, 1.0f);
+  return h;
+}
+
+/* Runs plan on p (C starts as hc) and compares with the reference; runs
+ * it again and compares the bits. */
+static void check_plan(const clt_gemm_product *p, const clt_gemm_plan *plan,
+                       operands *o, float alpha, float beta) {
+  char name[32], shape[64];
+  clt_gemm_plan_name(p, plan, name, sizeof name);
+  clt_gemm_product_str(p, shape, sizeof shape);
+  int64_t mn = p->m * p->n;
+  memcpy(o->want, o->hc, (size_t)mn * sizeof(float));
+  gemm_ref(p, alpha, o->ha, o->hb, beta, o->want);
+  for (int run = 0; run < 2; run++) {
+    ck_assert_ok(clt_tensor_upload(o->c, o->hc));
+    ck_assert_ok(clt_gemm_plan_run(g_ctx, p, plan, alpha, o->a, o->b, beta,
+                                   o->c, o->ws));
+    ck_assert_ok(clt_tensor_download(o->c, run ? o->again : o->got));
+  }
+  double tol = 2e-6 * (double)p->k + 1e-6;
+  for (int64_t i = 0; i < mn; i++)
+    ck_assert_msg(fabs(o->got[i] - o->want[i]) <= tol * fmax(1, fabs(o->want[i])),
+                  "%s %s (images %lld) beta %g: C[%lld] = %g, want %g", shape,
+                  name, (long long)p->images, beta, (long long)i, o->got[i],
+                  o->want[i]);
+  ck_assert_msg(memcmp(o->got, o->again, (size_t)mn * sizeof(float)) == 0,
+                "%s %s: two runs differ in their bits", shape, name);
+}
+
+/* _i: a case. Every candidate, the split-K counts 3, 5 and k (which do
+ * not divide k, or cut it to single columns), and each plan applied to a
+ * smaller last batch as conv2d does. */
+START_TEST(plan_candidates_match_reference) {
+  const product_case *c = &cases[_i];
+  clt_gemm_product p = make_product(c, c->images);
+  int64_t big_a = p.m * p.k, big_b = p.k * p.n, big_c = p.m * p.n;
+  operands o = {0};
+  o.ha = random_host(big_a, 1 + _i);
+  o.hb = random_host(big_b, 100 + _i);
+  o.hc = random_host(big_c, 200 + _i);
+  o.want = malloc((size_t)big_c * sizeof(float));
+  o.got = malloc((size_t)big_c * sizeof(float));
+  o.again = malloc((size_t)big_c * sizeof(float));
+  o.a = upload(o.ha, big_a);
+  o.b = upload(o.hb, big_b);
+  o.c = upload(o.hc, big_c);
+  clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES + 3];
+  int count = clt_gemm_candidates(&p, 1 << 20, plans);
+  ck_assert_int_ge(count, 1);
+  ck_assert_int_eq(plans[0].method, CLT_GEMM_ONE);
+  if (c->images > 1) ck_assert_int_ge(count, 2); /* per image at least */
+  if (c->along_k) {
+    static const int64_t extra[] = {3, 5, 0};
+    for (int e = 0; e < COUNT(extra); e++) {
+      int64_t s = extra[e] ? extra[e] : p.k;
+      if (s <= p.k) plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s};
+    }
+  }
+  int64_t ws = 1;
+  for (int i = 0; i < count; i++)
+    if (clt_gemm_plan_workspace(&p, &plans[i]) > ws)
+      ws = clt_gemm_plan_workspace(&p, &plans[i]);
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ws, &o.ws));
+  for (int i = 0; i < count; i++) {
+    check_plan(&p, &plans[i], &o, 1.0f, 0.0f);
+    if (i == count - 1) check_plan(&p, &plans[i], &o, 0.5f, 1.0f);
+    if (c->images > 1) {
+      clt_gemm_product last = make_product(c, c->images - 1);
+      clt_gemm_plan adapted = clt_gemm_plan_for(&plans[i], &p, &last);
+      check_plan(&last, &adapted, &o, 1.0f, 0.0f);
+    }
+  }
+  clt_tensor *all[] = {o.a, o.b, o.c, o.ws};
+  for (int i = 0; i < 4; i++) clt_tensor_destroy(all[i]);
+  float *host[] = {o.ha, o.hb, o.hc, o.want, o.got, o.again};
+  for (int i = 0; i < 6; i++) free(host[i]);
+}
+END_TEST
+
+START_TEST(plan_rejects_misfits) {
+  clt_gemm_product p = {N, N, 3, 7, 5, 1, false};
+  clt_tensor *t;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){64}, &t));
+  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2}; /* 2 does not divide 7 */
+  ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_n, 1.0f, t, t, 0.0f,
+                                     t, NULL),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "3x7x5"));
+  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2}; /* no workspace */
+  ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_k, 1.0f, t, t, 0.0f,
+                                     t, NULL),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "workspace"));
+  clt_tensor_destroy(t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Plans of a graph and the plan cache                                       */
+
+/* Two convolutions (the second has a data gradient) and a dense head. */
+static const char *model =
+    "input shape=3x9x9\n"
+    "conv2d filters=5 kernel=3 activation=relu\n"
+    "conv2d filters=4 kernel=3\n"
+    "flatten\n"
+    "dense units=3\n"
+    "softmax_cross_entropy\n";
+
+enum { BATCH = 7, PRODUCTS = 5 };
+
+static char g_dir[64];        /* kernel cache folder of the contexts below */
+static char g_plan_dir[128];  /* its plans/ */
+static clt_context *g_main;   /* the suite's own context, kept aside */
+
+/* A context on the suite's device with the cache in g_dir. */
+static clt_context *open_ctx(clt_plan_mode plan) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache_dir = g_dir;
+  opts.cache = 1;
+  opts.plan = plan;
+  clt_context *ctx = NULL;
+  char err[4096];
+  clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
+  ck_assert_msg(st == CLT_OK, "context: %s", err);
+  return ctx;
+}
+
+static int count_entries(void) {
+  DIR *d = opendir(g_plan_dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".clbin")) n++;
+  closedir(d);
+  return n;
+}
+
+/* Compiles the model on g_ctx and checks that every product's plan came
+ * from `source`. */
+static clt_graph *compile_expecting(clt_plan_source source) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  ck_assert_int_eq(clt_graph_plan_count(g), PRODUCTS);
+  for (int i = 0; i < PRODUCTS; i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    ck_assert_msg(p.source == source, "%s %s: source %d, expected %d",
+                  p.layer, p.product, (int)p.source, (int)source);
+    ck_assert_int_ge(p.candidate_count, 2);
+    ck_assert(p.chosen >= 0 && p.chosen < p.candidate_count);
+    ck_assert(!p.candidates[p.chosen].rejected);
+    if (source != CLT_PLAN_FROM_DEFAULT)
+      ck_assert(p.candidates[p.chosen].seconds > 0);
+    else
+      ck_assert_int_eq(p.chosen, 0);
+  }
+  clt_plan_info p;
+  ck_assert_int_eq(clt_graph_plan_info(g, PRODUCTS, &p),
+                   CLT_ERR_INVALID_ARGUMENT);
+  return g;
+}
+
+/* Flips one byte in the middle of every stored plan. */
+static void damage_entries(void) {
+  DIR *d = opendir(g_plan_dir);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strstr(e->d_name, ".clbin")) continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_plan_dir, e->d_name);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    off_t size = lseek(fd, 0, SEEK_END);
+    unsigned char byte;
+    ck_assert_int_eq(pread(fd, &byte, 1, size - 3), 1);
+    byte ^= 0x20;
+    ck_assert_int_eq(pwrite(fd, &byte, 1, size - 3), 1);
+    close(fd);
+  }
+  closedir(d);
+}
+
+/* The suite's tests below run on a context of their own (g_ctx swapped),
+ * whose caches live in a fresh folder. */
+static void use_ctx(clt_context *ctx) { g_ctx = ctx; }
+
+START_TEST(plan_cache_miss_hit_damaged) {
+  unsetenv("CLT_PLAN");
+  clt_context *ctx = open_ctx(CLT_PLAN_ENV);
+  use_ctx(ctx);
+  ck_assert_int_eq(count_entries(), 0);
+  clt_graph *g = compile_expecting(CLT_PLAN_FROM_MEASURED); /* miss */
+  ck_assert(clt_graph_plan_seconds(g) > 0);
+  clt_graph_destroy(g);
+  ck_assert_int_eq(count_entries(), PRODUCTS);
+  g = compile_expecting(CLT_PLAN_FROM_CACHE); /* hit */
+  ck_assert(clt_graph_plan_seconds(g) == 0);
+  clt_graph_destroy(g);
+  damage_entries();
+  g = compile_expecting(CLT_PLAN_FROM_MEASURED); /* damaged: measured */
+  for (int i = 0; i < PRODUCTS; i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    ck_assert_msg(p.cache_rejected, "%s %s: damage not noticed", p.layer,
+                  p.product);
+  }
+  clt_graph_destroy(g);
+  ck_assert_int_eq(count_entries(), PRODUCTS);
+  g = compile_expecting(CLT_PLAN_FROM_CACHE); /* and stored again */
+  clt_graph_destroy(g);
+  setenv("CLT_PLAN", "remeasure", 1);
+  g = compile_expecting(CLT_PLAN_FROM_MEASURED);
+  clt_graph_destroy(g);
+  setenv("CLT_PLAN", "OFF", 1);
+  g = compile_expecting(CLT_PLAN_FROM_DEFAULT);
+  ck_assert(clt_graph_plan_seconds(g) == 0);
+  clt_graph_destroy(g);
+  setenv("CLT_PLAN", "sometimes", 1);
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_int_eq(clt_graph_compile(g, BATCH, 5), CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(ctx), "CLT_PLAN=sometimes"));
+  clt_graph_destroy(g);
+  unsetenv("CLT_PLAN");
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* The option wins over $CLT_PLAN; off measures nothing and stores
+ * nothing; the kernel cache off means plans off unless asked for. */
+START_TEST(plan_off_gives_defaults) {
+  setenv("CLT_PLAN", "remeasure", 1);
+  clt_context *ctx = open_ctx(CLT_PLAN_OFF);
+  use_ctx(ctx);
+  int before = count_entries();
+  clt_graph *g = compile_expecting(CLT_PLAN_FROM_DEFAULT);
+  ck_assert(clt_graph_plan_seconds(g) == 0);
+  clt_graph_destroy(g);
+  ck_assert_int_eq(count_entries(), before);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+  unsetenv("CLT_PLAN");
+
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache = 0;
+  char err[4096];
+  ck_assert_int_eq(clt_context_create(&opts, &ctx, err, sizeof err), CLT_OK);
+  use_ctx(ctx);
+  g = compile_expecting(CLT_PLAN_FROM_DEFAULT);
+  clt_graph_destroy(g);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* Parameters after a few steps from one seed. */
+static float *train_steps(clt_graph *g) {
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.momentum = 0.9f;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  for (int step = 0; step < 3; step++) {
+    /* The last step on a partial batch: plans fitted to fewer images. */
+    random_batch(g, step == 2 ? BATCH - 4 : BATCH, 40 + step, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+  float *p = malloc((size_t)g->param_count * sizeof(float));
+  ck_assert_ok(clt_tensor_download(g->params, p));
+  clt_optimizer_destroy(opt);
+  return p;
+}
+
+/* Stored plans give the same bits run to run, and numbers close to the
+ * defaults' (one GEMM per product). */
+START_TEST(plan_same_bits_run_to_run) {
+  unsetenv("CLT_PLAN");
+  clt_context *ctx = open_ctx(CLT_PLAN_ON);
+  use_ctx(ctx);
+  clt_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
+  ck_assert_ok(graph_from_text(model, &g1));
+  ck_assert_ok(clt_graph_compile(g1, BATCH, 5));
+  float *p1 = train_steps(g1);
+  ck_assert_ok(graph_from_text(model, &g2));
+  ck_assert_ok(clt_graph_compile(g2, BATCH, 5));
+  ck_assert(clt_graph_plan_seconds(g2) == 0); /* all stored */
+  float *p2 = train_steps(g2);
+  int64_t n = g1->param_count;
+  ck_assert_msg(memcmp(p1, p2, (size_t)n * sizeof(float)) == 0,
+                "two runs with the same plans differ");
+  setenv("CLT_PLAN", "off", 1);
+  ck_assert_ok(graph_from_text(model, &g3));
+  ck_assert_ok(clt_graph_compile(g3, BATCH, 5));
+  unsetenv("CLT_PLAN");
+  float *p3 = train_steps(g3);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabs(p1[i] - p3[i]) <= 1e-4 * fmax(1, fabs(p3[i])),
+                  "parameter %lld: %g with plans, %g without", (long long)i,
+                  p1[i], p3[i]);
+  free(p1);
+  free(p2);
+  free(p3);
+  clt_graph_destroy(g1);
+  clt_graph_destroy(g2);
+  clt_graph_destroy(g3);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+static void make_dirs(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/clt_plans_XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(g_dir));
+  snprintf(g_plan_dir, sizeof g_plan_dir, "%s/plans", g_dir);
+  g_main = g_ctx;
+}
+
+static void remove_dirs(void) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+}
+
+static Suite *plans_suite(void) {
+  Suite *s = suite_create("plans");
+  TCase *run = tcase_create("candidates");
+  tcase_add_loop_test(run, plan_candidates_match_reference, 0, COUNT(cases));
+  tcase_add_test(run, plan_rejects_misfits);
+  suite_add_tcase(s, run);
+  TCase *cache = tcase_create("cache");
+  tcase_add_unchecked_fixture(cache, make_dirs, remove_dirs);
+  tcase_set_timeout(cache, 600);
+  tcase_add_test(cache, plan_cache_miss_hit_damaged);
+  tcase_add_test(cache, plan_off_gives_defaults);
+  tcase_add_test(cache, plan_same_bits_run_to_run);
+  suite_add_tcase(s, cache);
+  return s;
+}
+
+int main(void) { return test_run_suite("plans", plans_suite); }
