@@ -453,9 +453,10 @@ typedef struct clt_data_options {
   /* Image folders: decoding threads (0: up to 4). */
   int threads;
   /* Image folders: decoded datasets are kept as packed files in
-   * <cache_dir>/data (NULL: as the kernel cache, $CLT_CACHE_DIR, else
-   * $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain). cache: 1 on, 0 off,
-   * -1 on unless $CLT_CACHE is "0". */
+   * <cache_dir>/data (NULL: $CLT_DATA_CACHE_DIR itself when set, else the
+   * data folder of the kernel cache: $CLT_CACHE_DIR, $XDG_CACHE_HOME/cltrain
+   * or ~/.cache/cltrain). cache: 1 on, 0 off, -1 on unless $CLT_CACHE is
+   * "0". */
   const char *cache_dir;
   int cache;
   /* Image folders: the classes, in label order, that folder names map to

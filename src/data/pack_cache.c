@@ -1,5 +1,6 @@
 /* Packed datasets: "CLTPACK1", then count, channels, height, width as
- * little-endian i64, then count i32 labels, then the u8 pixels. The cache
+ * little-endian i64, then count i32 labels (in the host's byte order: the
+ * cache belongs to one machine), then the u8 pixels. The cache
  * layer checks the entry's integrity; this checks that it holds what the
  * caller expects. */
 #include "data/pack_cache.h"
@@ -16,6 +17,11 @@
 bool clt_pack_cache_dir(const char *cache_dir, int cache, char *out,
                         size_t len) {
   if (cache == 0 || (cache < 0 && !clt_cache_enabled_by_env())) return false;
+  const char *env = getenv("CLT_DATA_CACHE_DIR");
+  if (!cache_dir && env && *env) {
+    int n = snprintf(out, len, "%s", env);
+    return n > 0 && (size_t)n < len;
+  }
   char root[CLT_CACHE_PATH_MAX];
   if (clt_cache_dir_resolve(cache_dir, root, sizeof root, NULL) != CLT_OK)
     return false;

@@ -13,7 +13,9 @@
 
 #include "data/dataset.h"
 
-/* The folder <cache_dir or the default>/data into out (len bytes), or
+/* The folder into out (len bytes): cache_dir/data when cache_dir is
+ * given, else $CLT_DATA_CACHE_DIR when set, else <the kernel cache
+ * folder>/data; or
  * false when caching is off (cache 0, or -1 and $CLT_CACHE=0) or no
  * folder can be named. */
 bool clt_pack_cache_dir(const char *cache_dir, int cache, char *out,
