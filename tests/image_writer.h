@@ -82,6 +82,15 @@ static inline void tw_pattern(uint8_t *px, int w, int h, int channels,
     }
 }
 
+/* Whether this build can write the images tw_write_folder makes. */
+static inline bool tw_can_write(void) {
+#ifdef CLT_HAVE_PNG
+  return true;
+#else
+  return false;
+#endif
+}
+
 static inline bool tw_mkdir(const char *path) {
   return mkdir(path, 0755) == 0 || errno == EEXIST;
 }
@@ -101,7 +110,12 @@ static inline bool tw_write_folder(const char *dir, int classes, int per_class,
     ok = tw_mkdir(sub);
     for (int k = 0; ok && k < per_class; k++) {
       int channels = k % 2 ? 3 : 1;
+#ifdef CLT_HAVE_JPEG
       bool jpeg = with_jpeg && k % 3 == 2;
+#else
+      bool jpeg = false;
+      (void)with_jpeg;
+#endif
       char path[1200];
       snprintf(path, sizeof path, "%s/img%02d.%s", sub, k,
                jpeg ? "jpg" : "png");

@@ -285,11 +285,13 @@ static void print_progress(const clt_progress *p, void *user) {
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < filled ? '=' : ' ';
   bar[width] = '\0';
-  fprintf(stderr, "\r\033[Kepoch %d/%d %s [%s] %lld/%lld  loss %.4f acc %.4f"
+  char acc[32] = "";
+  if (!po->regression) snprintf(acc, sizeof acc, " acc %.4f", p->accuracy);
+  fprintf(stderr, "\r\033[Kepoch %d/%d %s [%s] %lld/%lld  loss %.4f%s"
                   "  %.0f images/s",
           p->epoch, p->epochs, p->phase == CLT_PHASE_TRAIN ? "train" : "test ",
-          bar, (long long)p->batch, (long long)p->batches, p->loss,
-          p->accuracy, p->images_per_sec);
+          bar, (long long)p->batch, (long long)p->batches, p->loss, acc,
+          p->images_per_sec);
   fflush(stderr);
 }
 

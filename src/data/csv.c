@@ -230,6 +230,9 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
   while (st == CLT_OK && (len = getline(&line, &size, f)) >= 0) {
     r->line++;
     csv_chomp(line, &len);
+    /* Spreadsheets save UTF-8 with a byte-order mark in front. */
+    if (r->line == 1 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3))
+      memmove(line, line + 3, (size_t)len - 2);
     if (csv_blank(line)) continue;
     if (first && csv_is_header(line)) {
       *had_header = true;

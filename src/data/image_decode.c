@@ -35,6 +35,7 @@ bool clt_image_decode_jpeg_supported(void) {
 #endif
 }
 
+#if defined(CLT_HAVE_PNG) || defined(CLT_HAVE_JPEG)
 static clt_status decode_size_check(const char *path, const char *format,
                                     unsigned w, unsigned h, clt_err *err) {
   if (w < 1 || h < 1 || w > DECODE_MAX_SIDE || h > DECODE_MAX_SIDE)
@@ -43,6 +44,7 @@ static clt_status decode_size_check(const char *path, const char *format,
                        path, format, w, h, DECODE_MAX_SIDE);
   return CLT_OK;
 }
+#endif
 
 /* ---- PNG ----------------------------------------------------------------- */
 
