@@ -189,24 +189,22 @@ int cli_eval(int argc, char **argv) {
     rc = fail(ctx);
     goto done;
   }
-  /* The checkpoint's classes name the rows, and map image folders to the
-   * labels the model learnt. */
-  if (saved && !labels) {
+  /* The checkpoint's classes map image folders to the labels the model
+   * learnt, and name the rows unless --labels does. */
+  const char *const *trained = (const char *const *)(saved ? saved : labels);
+  dopt.class_names = trained;
+  dopt.n_class_names = saved ? n_saved : n_labels;
+  if (!labels) {
     labels = saved;
     n_labels = n_saved;
-    saved = NULL;
   }
-  dopt.class_names = (const char *const *)labels;
-  dopt.n_class_names = labels ? n_labels : 0;
   dopt.test_limit = dopt.train_limit = a.limit;
   dopt.resize = a.resize;
   if (a.holdout && (!cli_parse_double("--holdout", a.holdout, &dopt.holdout) ||
                     dopt.holdout < 0 || dopt.holdout >= 1)) {
-    clt_class_names_free(saved, n_saved);
     fprintf(stderr, "cltrain: --holdout takes a fraction from 0 to below 1\n");
     goto done;
   }
-  clt_class_names_free(saved, n_saved);
   bool on_train = !strcmp(a.split, "train");
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
                        on_train ? NULL : &ds) != CLT_OK) {
@@ -258,6 +256,7 @@ done:
   clt_dataset_destroy(ds);
   clt_graph_destroy(g);
   clt_context_destroy(ctx);
-  clt_class_names_free(labels, n_labels);
+  if (labels != saved) clt_class_names_free(labels, n_labels);
+  clt_class_names_free(saved, n_saved);
   return rc;
 }
