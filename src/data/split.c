@@ -68,11 +68,9 @@ clt_status clt_dataset_split_tail(clt_dataset *ds, double fraction,
   held->target_size = ds->target_size;
   held->num_classes = ds->num_classes;
   bool ok = split_copy(ds, ds->count - n, n, held);
-  held->num_classes = 0; /* set with the names, or below */
   if (ok && ds->class_names)
     ok = clt_dataset_set_class_names(held, (const char *const *)ds->class_names,
                                      ds->num_classes, err) == CLT_OK;
-  held->num_classes = ds->num_classes;
   if (!ok) {
     clt_dataset_free(held);
     return clt_err_set(err, CLT_ERR_HOST_MEMORY,
