@@ -400,6 +400,27 @@ START_TEST(folder_cache_used_then_rebuilt) {
 }
 END_TEST
 
+/* One thread or four: the same dataset, whatever the timing. */
+START_TEST(folder_threads_agree) {
+  char dir[512];
+  path_in(dir, sizeof dir, "f7");
+  ck_assert(tw_write_folder(dir, 3, 7, 8, 8, with_jpeg()));
+  clt_data_options o = opts_images(3, 8, 8);
+  o.cache = 0;
+  o.threads = 1;
+  clt_dataset a, b;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_folder_read(dir, &o, &a, &err), CLT_OK);
+  o.threads = 4;
+  ck_assert_int_eq(clt_folder_read(dir, &o, &b, &err), CLT_OK);
+  ck_assert_ptr_nonnull(strstr(b.source, "decoded on 4 threads"));
+  ck_assert_mem_eq(a.pixels, b.pixels, (size_t)(a.count * 3 * 64));
+  ck_assert_mem_eq(a.labels, b.labels, (size_t)a.count * 4);
+  clt_dataset_free(&a);
+  clt_dataset_free(&b);
+}
+END_TEST
+
 /* A build without libjpeg says so for a JPEG, naming the file. */
 START_TEST(folder_jpeg_without_libjpeg) {
   if (with_jpeg()) return;
@@ -459,6 +480,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(img, folder_wrong_size_without_resize);
   tcase_add_test(img, folder_classes_beyond_the_model);
   tcase_add_test(img, folder_cache_used_then_rebuilt);
+  tcase_add_test(img, folder_threads_agree);
   return s;
 }
 
