@@ -497,6 +497,135 @@ CLT_API clt_status clt_dataset_load_files(clt_context *ctx,
 CLT_API void clt_dataset_destroy(clt_dataset *ds);
 CLT_API int64_t clt_dataset_count(const clt_dataset *ds);
 
+/* Your own data: CSV files, image folders, arrays in memory. A dataset is
+ * held in host memory; clt_fit and clt_evaluate read it. */
+
+typedef struct clt_data_options {
+  /* Each sample's shape, the model's input (1x28x28: channels 1, height
+   * 28, width 28; flat inputs of N values: 1x1xN). Required by CSV and
+   * image folders: a row or an image of another size is an error. */
+  int channels, height, width;
+  /* Classifier: labels must lie in [0, num_classes) (0: no upper bound). */
+  int num_classes;
+  /* > 0: regression (the mse loss) with this many float targets per
+   * sample; a CSV row then starts with these targets instead of a label.
+   * Image folders always give labels. */
+  int64_t targets;
+  /* > 0: keep only the first so many samples of the training and the test
+   * split (after the hold-out below). */
+  int64_t train_limit, test_limit;
+  /* clt_dataset_open without a test split: the fraction of the training
+   * data held out as the test set (default 0.1; 0: no test set). */
+  double holdout;
+  /* Image folders: resize (bilinear) images whose size differs from
+   * height x width, instead of stopping with an error. */
+  bool resize;
+  /* Image folders: decoding threads (0: up to 4). */
+  int threads;
+  /* Image folders: decoded datasets are kept as packed files in
+   * <cache_dir>/data (NULL: $CLT_DATA_CACHE_DIR itself when set, else the
+   * data folder of the kernel cache: $CLT_CACHE_DIR, $XDG_CACHE_HOME/cltrain
+   * or ~/.cache/cltrain). cache: 1 on, 0 off, -1 on unless $CLT_CACHE is
+   * "0". */
+  const char *cache_dir;
+  int cache;
+  /* Image folders: the classes, in label order, that folder names map to
+   * (e.g. a checkpoint's, see clt_checkpoint_class_names); a folder not
+   * among them is an error. NULL: the folder names in sorted order. */
+  const char *const *class_names;
+  int n_class_names;
+} clt_data_options;
+
+/* Fills o with the defaults: no shape, no bound on labels, no limits,
+ * holdout 0.1, no resizing, threads 0, cache -1, no class names. */
+CLT_API void clt_data_options_init(clt_data_options *o);
+
+/* Sets o's shape from g's input and, from its loss, num_classes
+ * (softmax_cross_entropy) or targets (mse). g need not be compiled. */
+CLT_API clt_status clt_data_options_from_graph(const clt_graph *g,
+                                               clt_data_options *o);
+
+/* A dataset from arrays in memory, for programs that embed cltrain. */
+typedef struct clt_dataset_desc {
+  int64_t count;               /* samples, >= 1 */
+  int channels, height, width; /* each sample's shape */
+  /* The samples, count * channels * height * width values in NCHW order:
+   * exactly one of pixels_u8 (scaled to [0, 1] as the loader batches
+   * them) and values_f32 (used as they are). */
+  const uint8_t *pixels_u8;
+  const float *values_f32;
+  /* Exactly one of labels (count class indices in [0, num_classes)) and
+   * targets (count * target_size floats, for the mse loss). */
+  const int32_t *labels;
+  int num_classes; /* 0: the largest label + 1 */
+  const float *targets;
+  int64_t target_size;
+  /* num_classes names (saved in checkpoints), or NULL. */
+  const char *const *class_names;
+} clt_dataset_desc;
+
+/* Copies the arrays of d (and the class names) into a new dataset: the
+ * caller keeps owning, and may free, everything d points to. The caller
+ * destroys *out with clt_dataset_destroy. A bad description (no samples,
+ * both or neither of the sample arrays, a label out of range) is
+ * CLT_ERR_INVALID_ARGUMENT with a message on ctx. */
+CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
+                                           const clt_dataset_desc *d,
+                                           clt_dataset **out);
+
+/* Reads a CSV file of rows `label,pixel1,...,pixelN` (Fashion-MNIST's and
+ * MNIST's CSV layout; with o->targets = K, `t1,...,tK,pixel1,...`): N =
+ * channels * height * width pixels, whole numbers 0 to 255, in NCHW order.
+ * A first line whose first field is not a number is a header and skipped;
+ * blank lines are skipped. Errors name the file and line: a row with too
+ * few or too many values (with both sizes), a value that is not a number,
+ * a pixel outside 0..255, a negative label or one >= o->num_classes. */
+CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,
+                                        const clt_data_options *o,
+                                        clt_dataset **out);
+
+/* Reads a folder of class folders, dir/<class>/<image>, PNG or JPEG (by
+ * their contents), as Keras's image_dataset_from_directory: classes are
+ * the folder names in sorted order (or o->class_names). Images become the
+ * channels o asks for (colour to grey by ITU-R 601 luma, grey to colour by
+ * copying; alpha composited onto black) and must have o's height and
+ * width unless o->resize. A corrupt image, or one of the wrong size, is an
+ * error naming the file. Samples are ordered by a fixed shuffle of the
+ * sorted file list, so a limit or hold-out takes every class. Decoded
+ * datasets are cached (see clt_data_options.cache_dir), keyed by the file
+ * list with sizes and modification times and the options that shape the
+ * pixels; a changed file makes a new entry. */
+CLT_API clt_status clt_dataset_load_folder(clt_context *ctx, const char *dir,
+                                           const clt_data_options *o,
+                                           clt_dataset **out);
+
+/* Opens the training and test data a user names, as `cltrain train --data
+ * SPEC [--test-data TEST]` does:
+ *   "fashion-mnist", or a folder of the four IDX files: those;
+ *   FILE.csv (any regular file): CSV training data;
+ *   a folder holding train.csv (and test.csv): CSV;
+ *   a folder holding train/ (and test/) of class folders: images.
+ * The test split comes from test_spec when given (a CSV file or a folder of
+ * class folders), else from the folder's test file or folder, else it is
+ * the last o->holdout of the training data (the same samples on every run,
+ * so eval sees what training did not); clt_dataset_source says which.
+ * Either of train and test may be NULL when not wanted; spec may be NULL
+ * with a test_spec when only the test data is wanted. The caller destroys
+ * what it receives (*test may be NULL: no test data, holdout 0). */
+CLT_API clt_status clt_dataset_open(clt_context *ctx, const char *spec,
+                                    const char *test_spec,
+                                    const clt_data_options *o,
+                                    clt_dataset **train, clt_dataset **test);
+
+/* Classes of a classifier dataset (0 for targets), and class i's name
+ * (NULL when the data names none; owned by ds). */
+CLT_API int clt_dataset_num_classes(const clt_dataset *ds);
+CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int i);
+/* A line saying where the data came from, for people: the file or folder,
+ * its kind and size, "held out" or "from the cache" where so. Owned by
+ * ds. */
+CLT_API const char *clt_dataset_source(const clt_dataset *ds);
+
 typedef enum clt_progress_phase {
   CLT_PHASE_TRAIN, /* within an epoch's training batches */
   CLT_PHASE_EVAL,  /* evaluating the test set */
@@ -584,7 +713,8 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
  *   __train__.history         F64 [epochs, 5]: epoch, train loss, train
  *                             accuracy, test loss, test accuracy
  * (the training state only when an optimizer was given) and __metadata__
- * holds "format": "pt", "cltrain_version",
+ * holds "format": "pt", "cltrain_version", "class_names" (a JSON array of
+ * strings, when the training data named its classes),
  * "model_sha256" (of the model file, when the graph came from one),
  * "optimizer", "optimizer_options", "epoch", "step", "seed". */
 
@@ -634,6 +764,15 @@ CLT_API clt_status clt_checkpoint_resume(clt_graph *g, clt_optimizer *opt,
  * Errors go to ctx. */
 CLT_API clt_status clt_checkpoint_read_info(clt_context *ctx, const char *path,
                                             clt_checkpoint_info *info);
+
+/* The class names a checkpoint was trained with (saved by clt_fit from a
+ * dataset that has them, e.g. image folders), in label order. *names is
+ * NULL and *count 0 when it has none. The caller frees *names with
+ * clt_class_names_free. Errors go to ctx. */
+CLT_API clt_status clt_checkpoint_class_names(clt_context *ctx,
+                                              const char *path, char ***names,
+                                              int *count);
+CLT_API void clt_class_names_free(char **names, int count);
 
 /* ------------------------------------------------------------------------ */
 /* Inference                                                                 */

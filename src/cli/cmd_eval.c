@@ -10,18 +10,27 @@
 #include "graph/graph.h"
 
 typedef struct eval_args {
-  const char *model, *weights, *data, *device, *labels, *split;
+  const char *model, *weights, *data, *test_data, *device, *labels, *split;
+  const char *holdout;
   long long batch, limit;
+  bool resize;
 } eval_args;
 
 static void eval_usage(FILE *out) {
   fprintf(out,
-          "usage: cltrain eval MODEL --weights FILE --data DIR|fashion-mnist "
-          "[options]\n"
+          "usage: cltrain eval MODEL --weights FILE --data DATA [options]\n"
           "  prints the loss, the accuracy and the confusion matrix\n"
           "  --weights FILE      trained weights (a checkpoint from "
           "train --save)\n"
-          "  --data D            fashion-mnist, or a folder of IDX files\n"
+          "  --data D            as for train: fashion-mnist, IDX folder, "
+          "FILE.csv,\n"
+          "                      a folder with train.csv/test.csv or "
+          "train/ and test/\n"
+          "  --test-data T       the test data (then --data may be left "
+          "out)\n"
+          "  --holdout F         the fraction train held out without test "
+          "data (0.1)\n"
+          "  --resize            resize images of another size\n"
           "  --split S           test (default) or train\n"
           "  --batch B           batch size (default 100)\n"
           "  --test-limit N      the first N images only\n"
@@ -42,6 +51,8 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
     }
     if (cli_opt_value(argc, argv, &i, "--weights", &a->weights, &bad) ||
         cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
+        cli_opt_value(argc, argv, &i, "--test-data", &a->test_data, &bad) ||
+        cli_opt_value(argc, argv, &i, "--holdout", &a->holdout, &bad) ||
         cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
         cli_opt_value(argc, argv, &i, "--labels", &a->labels, &bad) ||
         cli_opt_value(argc, argv, &i, "--split", &a->split, &bad)) {
@@ -50,6 +61,8 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
       if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &a->batch)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
       if (bad || !cli_parse_int("--test-limit", v, 1, LLONG_MAX, &a->limit)) return 2;
+    } else if (!strcmp(argv[i], "--resize")) {
+      a->resize = true;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "cltrain eval: unknown option '%s' (see --help)\n",
               argv[i]);
@@ -63,10 +76,13 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
   }
   const char *missing = !a->model     ? "no MODEL file given"
                         : !a->weights ? "--weights FILE is required"
-                        : !a->data    ? "--data is required"
-                                      : NULL;
+                        : !a->data && !a->test_data
+                            ? "--data (or --test-data) is required"
+                            : NULL;
   if (!missing && strcmp(a->split, "test") && strcmp(a->split, "train"))
     missing = "--split must be test or train";
+  if (!missing && !a->data && !strcmp(a->split, "train"))
+    missing = "--split train needs --data";
   if (missing) {
     fprintf(stderr, "cltrain eval: %s\n", missing);
     eval_usage(stderr);
@@ -161,13 +177,43 @@ int cli_eval(int argc, char **argv) {
   int64_t *cm = NULL;
   clt_checkpoint_info info;
   rc = 1;
+  char **saved = NULL;
+  int n_saved = 0;
+  clt_data_options dopt;
+  clt_data_options_init(&dopt);
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK ||
       clt_graph_compile(g, a.batch, 1) != CLT_OK ||
       clt_checkpoint_load_weights(g, a.weights) != CLT_OK ||
       clt_checkpoint_read_info(ctx, a.weights, &info) != CLT_OK ||
-      clt_dataset_load(ctx, a.data, !strcmp(a.split, "train"), a.limit, &ds) !=
-          CLT_OK) {
+      clt_checkpoint_class_names(ctx, a.weights, &saved, &n_saved) != CLT_OK ||
+      clt_data_options_from_graph(g, &dopt) != CLT_OK) {
     rc = fail(ctx);
+    goto done;
+  }
+  /* The checkpoint's classes map image folders to the labels the model
+   * learnt, and name the rows unless --labels does. */
+  const char *const *trained = (const char *const *)(saved ? saved : labels);
+  dopt.class_names = trained;
+  dopt.n_class_names = saved ? n_saved : n_labels;
+  if (!labels) {
+    labels = saved;
+    n_labels = n_saved;
+  }
+  dopt.test_limit = dopt.train_limit = a.limit;
+  dopt.resize = a.resize;
+  if (a.holdout && (!cli_parse_double("--holdout", a.holdout, &dopt.holdout) ||
+                    dopt.holdout < 0 || dopt.holdout >= 1)) {
+    fprintf(stderr, "cltrain: --holdout takes a fraction from 0 to below 1\n");
+    goto done;
+  }
+  bool on_train = !strcmp(a.split, "train");
+  if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
+                       on_train ? NULL : &ds) != CLT_OK) {
+    rc = fail(ctx);
+    goto done;
+  }
+  if (!ds) {
+    fprintf(stderr, "cltrain: %s has no test split (--holdout 0)\n", a.data);
     goto done;
   }
   if (g->loss_node < 0 || g->labels->dtype != CLT_I32) {
@@ -189,7 +235,7 @@ int cli_eval(int argc, char **argv) {
   if (labels && n_labels < classes)
     fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
                     "%lld\n",
-            a.labels, n_labels, (long long)classes);
+            a.labels ? a.labels : a.weights, n_labels, (long long)classes);
   cm = calloc((size_t)(classes * classes), sizeof *cm);
   clt_metrics m;
   if (!cm || run_eval(g, ds, (int)a.batch, classes, cm, &m) != CLT_OK) {
@@ -200,8 +246,8 @@ int cli_eval(int argc, char **argv) {
   for (int64_t c = 0; c < classes; c++) correct += cm[c * classes + c];
   printf("model: %s  weights: %s (epoch %d)\n", a.model, a.weights,
          info.epoch);
-  printf("data: %lld %s images from %s\n", (long long)m.samples, a.split,
-         a.data);
+  printf("data: %lld %s samples: %s\n", (long long)m.samples, a.split,
+         clt_dataset_source(ds));
   printf("loss %.4f  accuracy %.4f (%lld/%lld)\n", m.loss, m.accuracy,
          (long long)correct, (long long)m.samples);
   print_confusion(cm, classes, labels, n_labels);
@@ -211,6 +257,7 @@ done:
   clt_dataset_destroy(ds);
   clt_graph_destroy(g);
   clt_context_destroy(ctx);
-  cli_labels_free(labels, n_labels);
+  if (labels != saved) clt_class_names_free(labels, n_labels);
+  clt_class_names_free(saved, n_saved);
   return rc;
 }

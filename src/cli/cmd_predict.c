@@ -73,7 +73,9 @@ static void predict_usage(FILE *out) {
           "  --weights FILE      trained weights (a checkpoint from "
           "train --save)\n"
           "  --labels FILE       class names, one a line (e.g. "
-          "samples/fashion_labels.txt)\n"
+          "samples/fashion_labels.txt);\n"
+          "                      default: those saved in the checkpoint, "
+          "if any\n"
           "  --top K             classes shown per image (default 3)\n"
           "  --limit N           at most N images of an IDX file "
           "(default 10)\n"
@@ -216,14 +218,16 @@ int cli_predict(int argc, char **argv) {
   clt_model *m = NULL;
   rc = 1;
   if (!ctx) goto done;
-  if (clt_model_load(ctx, a.model, a.weights, &m) != CLT_OK) {
+  if (clt_model_load(ctx, a.model, a.weights, &m) != CLT_OK ||
+      (!labels && clt_checkpoint_class_names(ctx, a.weights, &labels,
+                                             &n_labels) != CLT_OK)) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     goto done;
   }
   if (labels && n_labels < clt_model_output_size(m))
     fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
                     "%lld outputs\n",
-            a.labels, n_labels, (long long)clt_model_output_size(m));
+            a.labels ? a.labels : a.weights, n_labels, (long long)clt_model_output_size(m));
   rc = 0;
   for (int i = 0; i < a.n_inputs; i++)
     if (predict_file(ctx, m, &a, a.inputs[i], labels, n_labels) != 0) rc = 1;

@@ -18,17 +18,32 @@
 #include "ops/opcheck.h"
 
 typedef struct train_args {
-  const char *model, *data, *device, *log_path;
+  const char *model, *data, *test_data, *device, *log_path;
   const char *save, *resume, *init, *plot;
   long long epochs, batch, seed, train_limit, test_limit, save_every;
   clt_optimizer_options opt;
-  bool quiet, shuffle, seed_given, hflip;
+  bool quiet, shuffle, seed_given, hflip, resize;
   long long pad_crop;
+  double holdout;
 } train_args;
 
 static void train_usage(FILE *out) {
   fprintf(out,
-          "usage: cltrain train MODEL --data DIR|fashion-mnist [options]\n"
+          "usage: cltrain train MODEL --data DATA [--test-data TEST] "
+          "[options]\n"
+          "  DATA: fashion-mnist, a folder of IDX files, FILE.csv, a folder "
+          "holding\n"
+          "  train.csv (and test.csv), or a folder holding train/<class>/"
+          "<images>\n"
+          "  (and test/<class>/...); see README.md \"Your own data\"\n"
+          "  --test-data TEST      test data: a CSV file or a folder of "
+          "class folders\n"
+          "  --holdout F           without test data: hold out this fraction "
+          "of the\n"
+          "                        training data as the test set (default "
+          "0.1; 0: none)\n"
+          "  --resize              resize images of another size than the "
+          "model's input\n"
           "  --epochs N            epochs (default 5)\n"
           "  --batch B             batch size (default 32)\n"
           "  --optimizer NAME      sgd, adam (default) or adamw\n"
@@ -79,7 +94,8 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   a->shuffle = true;
   clt_optimizer_options_init(&a->opt, CLT_OPT_ADAM);
   const char *opt_name = "adam", *lr = NULL, *momentum = NULL, *wd = NULL,
-             *clip = NULL, *schedule = NULL, *step = NULL, *gamma = NULL, *v;
+             *clip = NULL, *schedule = NULL, *step = NULL, *gamma = NULL,
+             *holdout = NULL, *v;
   bool nesterov = false, bad = false;
   for (int i = 0; i < argc; i++) {
     const char *s = argv[i];
@@ -88,6 +104,8 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
       return 0;
     }
     if (cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
+        cli_opt_value(argc, argv, &i, "--test-data", &a->test_data, &bad) ||
+        cli_opt_value(argc, argv, &i, "--holdout", &holdout, &bad) ||
         cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
         cli_opt_value(argc, argv, &i, "--log", &a->log_path, &bad) ||
         cli_opt_value(argc, argv, &i, "--save", &a->save, &bad) ||
@@ -127,6 +145,8 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
       a->shuffle = false;
     } else if (!strcmp(s, "--hflip")) {
       a->hflip = true;
+    } else if (!strcmp(s, "--resize")) {
+      a->resize = true;
     } else if (cli_opt_value(argc, argv, &i, "--pad-crop", &v, &bad)) {
       if (bad || !cli_parse_int("--pad-crop", v, 0, CLI_MAX_PAD_CROP, &a->pad_crop)) return 2;
     } else if (s[0] == '-') {
@@ -164,6 +184,16 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   }
   clt_optimizer_options_init(&a->opt, (clt_optimizer_kind)kind);
   double d;
+  a->holdout = 0.1;
+  if (holdout) {
+    if (!cli_parse_double("--holdout", holdout, &a->holdout)) return 2;
+    if (a->holdout < 0 || a->holdout >= 1) {
+      fprintf(stderr, "cltrain train: --holdout must be 0 or more and below "
+                      "1, got '%s'\n",
+              holdout);
+      return 2;
+    }
+  }
   if (lr) {
     if (!cli_parse_double("--lr", lr, &d)) return 2;
     a->opt.lr = (float)d;
@@ -218,6 +248,7 @@ typedef struct progress_out {
   clt_progress_phase phase;
   double phase_start;
   watchdog *dog; /* NULL unless on a terminal */
+  bool regression; /* mse: a loss, no accuracy */
 } progress_out;
 
 /* On a terminal, a line that says the run is alive when the library has
@@ -323,13 +354,14 @@ static void draw_progress_line(progress_out *po, const clt_progress *p) {
     format_duration(elapsed * (double)(p->batches - p->batch) /
                         (double)p->batch,
                     left, sizeof left);
-  char head[64], tail[160];
+  char head[64], tail[160], acc[32] = "";
+  if (!po->regression) snprintf(acc, sizeof acc, " acc %.4f", p->accuracy);
   snprintf(head, sizeof head, "epoch %d/%d %s ", p->epoch, p->epochs,
            p->phase == CLT_PHASE_TRAIN ? "train" : "test ");
   snprintf(tail, sizeof tail,
-           " %lld/%lld %s ETA %s loss %.4f acc %.4f %.0f img/s",
+           " %lld/%lld %s ETA %s loss %.4f%s %.0f img/s",
            (long long)p->batch, (long long)p->batches, spent, left, p->loss,
-           p->accuracy, p->images_per_sec);
+           acc, p->images_per_sec);
   int room = terminal_columns() - 1 - (int)strlen(head) - (int)strlen(tail);
   int width = room - 2 < 30 ? room - 2 : 30; /* 2: the brackets */
   char bar[40] = "";
@@ -381,7 +413,12 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
   if (p->phase == CLT_PHASE_EPOCH) {
     const clt_epoch_stats *s = p->stats;
     if (po->tty) fprintf(stderr, "\r\033[K");
-    if (!po->quiet)
+    if (!po->quiet && po->regression)
+      printf("epoch %d/%d  train loss %.6g  test loss %.6g  %.1f s  %.0f "
+             "samples/s  lr %g\n",
+             s->epoch, p->epochs, s->train_loss, s->test_loss, s->seconds,
+             s->images_per_sec, (double)s->lr);
+    else if (!po->quiet)
       printf("epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f"
              "  %.1f s  %.0f images/s  lr %g\n",
              s->epoch, p->epochs, s->train_loss, s->train_acc, s->test_loss,
@@ -444,8 +481,18 @@ int cli_train(int argc, char **argv) {
     fail(ctx, NULL);
     goto done;
   }
-  if (clt_dataset_load(ctx, a.data, true, a.train_limit, &train) != CLT_OK ||
-      clt_dataset_load(ctx, a.data, false, a.test_limit, &test) != CLT_OK) {
+  clt_data_options dopt;
+  clt_data_options_init(&dopt);
+  if (clt_data_options_from_graph(g, &dopt) != CLT_OK) {
+    fail(ctx, a.model);
+    goto done;
+  }
+  dopt.train_limit = a.train_limit;
+  dopt.test_limit = a.test_limit;
+  dopt.holdout = a.holdout;
+  dopt.resize = a.resize;
+  if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
+      CLT_OK) {
     fail(ctx, NULL);
     goto done;
   }
@@ -466,7 +513,8 @@ int cli_train(int argc, char **argv) {
                      .log = log,
                      .plot = a.plot,
                      .title = a.model,
-                     .hist = hist};
+                     .hist = hist,
+                     .regression = dopt.targets > 0};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
@@ -496,9 +544,12 @@ int cli_train(int argc, char **argv) {
     clt_graph_summary(g, summary, sizeof summary);
     printf("device: %s (%s)\n%s", clt_context_device(ctx)->name,
            clt_context_device(ctx)->platform_name, summary);
-    printf("data: %lld training and %lld test images; batch %lld, %s lr %g\n",
+    printf("training data: %s\ntest data: %s\n", clt_dataset_source(train),
+           test ? clt_dataset_source(test) : "none (--holdout 0)");
+    printf("data: %lld training and %lld test samples; batch %lld, %s lr "
+           "%g\n",
            (long long)clt_dataset_count(train),
-           (long long)clt_dataset_count(test), a.batch,
+           (long long)(test ? clt_dataset_count(test) : 0), a.batch,
            optimizer_names[a.opt.kind], (double)a.opt.lr);
     fflush(stdout);
   }
@@ -537,8 +588,12 @@ int cli_train(int argc, char **argv) {
     fail(ctx, NULL);
   } else {
     const clt_epoch_stats *last = &hist[a.epochs - 1];
-    printf("final: test accuracy %.4f, test loss %.4f after %lld epochs\n",
-           last->test_acc, last->test_loss, a.epochs);
+    if (po.regression)
+      printf("final: test loss %.6g, train loss %.6g after %lld epochs\n",
+             last->test_loss, last->train_loss, a.epochs);
+    else
+      printf("final: test accuracy %.4f, test loss %.4f after %lld epochs\n",
+             last->test_acc, last->test_loss, a.epochs);
     if (a.save && !a.quiet) printf("saved %s\n", a.save);
     rc = 0;
   }

@@ -52,6 +52,7 @@ enum {
   CLT_RNG_SHUFFLE = 2, /* per-epoch shuffle, index = epoch */
   CLT_RNG_AUGMENT = 3, /* augmentation, index = epoch */
   CLT_RNG_DROPOUT = 4, /* dropout masks, index = node */
+  CLT_RNG_DATA_ORDER = 5, /* the fixed order of an image folder's files */
 };
 
 #endif

@@ -17,7 +17,12 @@
 void clt_dataset_free(clt_dataset *ds) {
   if (!ds) return;
   free(ds->pixels);
+  free(ds->fpixels);
   free(ds->labels);
+  free(ds->targets);
+  if (ds->class_names)
+    for (int i = 0; i < ds->num_classes; i++) free(ds->class_names[i]);
+  free(ds->class_names);
   memset(ds, 0, sizeof *ds);
 }
 
@@ -160,6 +165,9 @@ clt_status clt_dataset_load_idx(const char *images_path,
   }
   clt_idx_free(&img);
   if (status != CLT_OK) clt_dataset_free(out);
+  else
+    snprintf(out->source, sizeof out->source, "%s (IDX, %lld images)",
+             images_path, (long long)out->count);
   return status;
 }
 

@@ -1,7 +1,10 @@
-/* Image classification datasets held in host memory as raw bytes.
+/* Datasets held in host memory.
  *
- * Pixels stay u8 (a quarter of the memory of floats); the loader scales
- * them to [0, 1] one batch at a time. */
+ * Samples are images (C, H, W), as u8 pixels (a quarter of the memory of
+ * floats; the loader scales them to [0, 1] one batch at a time) or, for
+ * data given as floats, f32 values used as they are. Each sample has an
+ * integer label (classification) or target_size float targets
+ * (regression, the mse loss). */
 #ifndef CLT_DATA_DATASET_H
 #define CLT_DATA_DATASET_H
 
@@ -11,13 +14,26 @@
 
 #include "common/error.h"
 
+#define CLT_DATASET_SOURCE_MAX 1024
+
 typedef struct clt_dataset {
-  int64_t count; /* images */
+  int64_t count; /* samples */
   int channels, height, width;
-  uint8_t *pixels; /* count * channels * height * width, NCHW */
-  int32_t *labels; /* count, each in [0, num_classes) */
-  int num_classes; /* max label + 1 */
+  uint8_t *pixels;   /* count * C * H * W, NCHW; NULL when fpixels is set */
+  float *fpixels;    /* the same as floats, used as they are */
+  int32_t *labels;   /* count, each in [0, num_classes); NULL for targets */
+  float *targets;    /* count * target_size floats (regression) or NULL */
+  int64_t target_size;
+  int num_classes;   /* max label + 1, or the class names' count */
+  char **class_names; /* num_classes names (malloc'd) or NULL */
+  bool from_cache;   /* image folders: read from the packed cache */
+  char source[CLT_DATASET_SOURCE_MAX]; /* where it came from, for people */
 } clt_dataset;
+
+/* Values per sample: C * H * W. */
+static inline int64_t clt_dataset_sample_size(const clt_dataset *ds) {
+  return (int64_t)ds->channels * ds->height * ds->width;
+}
 
 /* Loads images and labels from two IDX files (plain or gzip). Images are
  * u8 with 3 dimensions (N, H, W; one channel) or 4 (N, C, H, W); labels
@@ -30,6 +46,23 @@ typedef struct clt_dataset {
 clt_status clt_dataset_load_idx(const char *images_path,
                                 const char *labels_path, int64_t limit,
                                 clt_dataset *out, clt_err *err);
+
+/* Moves the last `fraction` of ds's samples (rounded to the nearest
+ * whole sample; at least 1 and at most count - 1 when fraction > 0) into
+ * *held (a new dataset the caller frees with clt_dataset_free), keeping
+ * the rest in ds. The class names are copied. CLT_ERR_INVALID_ARGUMENT for
+ * a fraction outside [0, 1) or a dataset of one sample;
+ * CLT_ERR_HOST_MEMORY. */
+clt_status clt_dataset_split_tail(clt_dataset *ds, double fraction,
+                                  clt_dataset *held, clt_err *err);
+
+/* Keeps the first limit samples (limit <= 0 or >= count: all). */
+void clt_dataset_truncate(clt_dataset *ds, int64_t limit);
+
+/* Copies count names into ds->class_names (ds->num_classes = count). */
+clt_status clt_dataset_set_class_names(clt_dataset *ds,
+                                       const char *const *names, int count,
+                                       clt_err *err);
 
 /* Frees the arrays and empties *ds. Accepts NULL. */
 void clt_dataset_free(clt_dataset *ds);

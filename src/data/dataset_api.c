@@ -1,7 +1,13 @@
-/* The public face of datasets: loading by name or by files. */
+/* The public face of datasets: loading by name, by files, CSV and image
+ * folders, and what a dataset says about itself. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "data/csv.h"
 #include "data/dataset.h"
+#include "data/folder.h"
+#include "graph/graph.h"
 #include "runtime/runtime.h"
 
 static clt_status finish_load(clt_context *ctx, clt_status st, clt_err *err,
@@ -45,3 +51,79 @@ CLT_API void clt_dataset_destroy(clt_dataset *ds) {
 }
 
 CLT_API int64_t clt_dataset_count(const clt_dataset *ds) { return ds->count; }
+
+/* ---- your own data ------------------------------------------------------- */
+
+CLT_API void clt_data_options_init(clt_data_options *o) {
+  memset(o, 0, sizeof *o);
+  o->holdout = 0.1;
+  o->cache = -1;
+}
+
+CLT_API clt_status clt_data_options_from_graph(const clt_graph *g,
+                                               clt_data_options *o) {
+  if (!g || g->input_node < 0)
+    return clt_ctx_fail(g ? g->ctx : NULL, CLT_ERR_INVALID_ARGUMENT,
+                        "data options: the graph has no input layer");
+  const clt_graph_node *in = &g->nodes[g->input_node];
+  int64_t c = 1, h = 1, w = in->shape[in->ndim - 1];
+  if (in->ndim >= 2) h = in->shape[in->ndim - 2];
+  if (in->ndim >= 3) c = in->shape[in->ndim - 3];
+  if (in->ndim > 3 || c > INT32_MAX || h > INT32_MAX || w > INT32_MAX)
+    return clt_ctx_fail(g->ctx, CLT_ERR_UNSUPPORTED,
+                        "data options: input '%s' has %d dimensions; data "
+                        "files give samples of up to 3 (CxHxW)",
+                        in->name, in->ndim);
+  o->channels = (int)c;
+  o->height = (int)h;
+  o->width = (int)w;
+  o->num_classes = 0;
+  o->targets = 0;
+  if (g->loss_node >= 0) {
+    const clt_graph_node *loss = &g->nodes[g->loss_node];
+    if (!strcmp(loss->ops->type, "mse")) o->targets = loss->size;
+    else if (loss->size <= INT32_MAX) o->num_classes = (int)loss->size;
+  }
+  return CLT_OK;
+}
+
+static clt_status load_with(clt_context *ctx, const char *path,
+                            const clt_data_options *o, bool csv,
+                            clt_dataset **out) {
+  *out = NULL;
+  if (!path || !o)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "dataset: NULL path or options");
+  clt_dataset *ds = calloc(1, sizeof *ds);
+  if (!ds) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "dataset");
+  clt_err err = {0};
+  clt_status st = csv ? clt_csv_read(path, o, ds, &err)
+                      : clt_folder_read(path, o, ds, &err);
+  if (st == CLT_OK) clt_dataset_truncate(ds, o->train_limit);
+  return finish_load(ctx, st, &err, ds, out);
+}
+
+CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,
+                                        const clt_data_options *o,
+                                        clt_dataset **out) {
+  return load_with(ctx, path, o, true, out);
+}
+
+CLT_API clt_status clt_dataset_load_folder(clt_context *ctx, const char *dir,
+                                           const clt_data_options *o,
+                                           clt_dataset **out) {
+  return load_with(ctx, dir, o, false, out);
+}
+
+CLT_API int clt_dataset_num_classes(const clt_dataset *ds) {
+  return ds->targets ? 0 : ds->num_classes;
+}
+
+CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int i) {
+  if (!ds->class_names || i < 0 || i >= ds->num_classes) return NULL;
+  return ds->class_names[i];
+}
+
+CLT_API const char *clt_dataset_source(const clt_dataset *ds) {
+  return ds->source;
+}

@@ -29,6 +29,7 @@ typedef struct loader_slot {
   int64_t n;     /* images filled */
   float *images;
   int32_t *labels;
+  float *targets;
 } loader_slot;
 
 struct clt_loader {
@@ -65,10 +66,19 @@ int64_t clt_loader_batches_per_epoch(const clt_loader *l) {
 
 /* ---- worker ------------------------------------------------------------ */
 
-/* Copies one image to dst scaled to [0, 1], shifted by a random crop of
- * the zero-padded image and possibly mirrored. The draws per image are
- * fixed (crop y, crop x, flip) so the stream stays aligned. */
-static void loader_copy_image(clt_loader *l, const uint8_t *src, float *dst) {
+/* Value i of sample `index`, as the model sees it. */
+static inline float loader_value(const clt_loader *l, int64_t index,
+                                 int64_t i) {
+  const clt_dataset *ds = l->ds;
+  if (ds->fpixels) return ds->fpixels[index * l->image_size + i];
+  return l->scale[ds->pixels[index * l->image_size + i]];
+}
+
+/* Copies sample `index` to dst (u8 scaled to [0, 1], f32 as is), shifted
+ * by a random crop of the zero-padded image and possibly mirrored. The
+ * draws per image are fixed (crop y, crop x, flip) so the stream stays
+ * aligned. */
+static void loader_copy_image(clt_loader *l, int64_t index, float *dst) {
   const clt_dataset *ds = l->ds;
   int pad = l->opts.pad_crop;
   int64_t dy = 0, dx = 0;
@@ -78,6 +88,12 @@ static void loader_copy_image(clt_loader *l, const uint8_t *src, float *dst) {
   }
   bool flip = l->opts.hflip && clt_rng_below(&l->augment, 2) == 1;
   if (pad == 0 && !flip) {
+    if (ds->fpixels) {
+      memcpy(dst, ds->fpixels + index * l->image_size,
+             (size_t)l->image_size * sizeof *dst);
+      return;
+    }
+    const uint8_t *src = ds->pixels + index * l->image_size;
     for (int64_t i = 0; i < l->image_size; i++) dst[i] = l->scale[src[i]];
     return;
   }
@@ -85,27 +101,30 @@ static void loader_copy_image(clt_loader *l, const uint8_t *src, float *dst) {
   for (int64_t c = 0; c < ds->channels; c++) {
     for (int64_t y = 0; y < h; y++) {
       int64_t sy = y + dy;
-      const uint8_t *row = src + (c * h + sy) * w;
       float *out = dst + (c * h + y) * w;
       for (int64_t x = 0; x < w; x++) {
         int64_t sx = (flip ? w - 1 - x : x) + dx;
         bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
-        out[x] = inside ? l->scale[row[sx]] : 0.0f;
+        out[x] = inside ? loader_value(l, index, (c * h + sy) * w + sx) : 0.0f;
       }
     }
   }
 }
 
 static void loader_fill(clt_loader *l, loader_slot *slot) {
+  const clt_dataset *ds = l->ds;
   int64_t batch = l->opts.batch;
   int64_t first = slot->batch * batch;
-  int64_t left = l->ds->count - first;
+  int64_t left = ds->count - first;
+  int64_t tsize = ds->target_size;
   slot->n = left < batch ? left : batch;
   for (int64_t i = 0; i < slot->n; i++) {
     int64_t index = l->order[first + i];
-    slot->labels[i] = l->ds->labels[index];
-    loader_copy_image(l, l->ds->pixels + index * l->image_size,
-                      slot->images + i * l->image_size);
+    if (ds->labels) slot->labels[i] = ds->labels[index];
+    if (ds->targets)
+      memcpy(slot->targets + i * tsize, ds->targets + index * tsize,
+             (size_t)tsize * sizeof(float));
+    loader_copy_image(l, index, slot->images + i * l->image_size);
   }
 }
 
@@ -148,10 +167,12 @@ static void *loader_main(void *arg) {
 
 static clt_status loader_check(const clt_dataset *ds,
                                const clt_loader_options *opts, clt_err *err) {
-  if (!ds || !opts || ds->count <= 0 || !ds->pixels || !ds->labels) {
+  if (!ds || !opts || ds->count <= 0 || !(ds->pixels || ds->fpixels) ||
+      !(ds->labels || (ds->targets && ds->target_size > 0))) {
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
                        "clt_loader_create: needs options and a dataset "
-                       "holding at least one image");
+                       "holding at least one image, with labels or "
+                       "targets");
   }
   if (opts->batch < 1) {
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
@@ -179,6 +200,7 @@ static void loader_free(clt_loader *l) {
     for (int i = 0; i < l->opts.depth; i++) {
       free(l->slots[i].images);
       free(l->slots[i].labels);
+      free(l->slots[i].targets);
     }
   }
   free(l->slots);
@@ -196,8 +218,13 @@ static clt_status loader_alloc(clt_loader *l, clt_err *err) {
   for (int i = 0; ok && i < l->opts.depth; i++) {
     loader_slot *slot = &l->slots[i];
     slot->images = malloc((size_t)(capacity * l->image_size) * sizeof(float));
-    slot->labels = malloc((size_t)capacity * sizeof *slot->labels);
-    ok = slot->images && slot->labels;
+    if (l->ds->labels)
+      slot->labels = malloc((size_t)capacity * sizeof *slot->labels);
+    if (l->ds->targets)
+      slot->targets = malloc((size_t)(capacity * l->ds->target_size) *
+                             sizeof *slot->targets);
+    ok = slot->images && (slot->labels || !l->ds->labels) &&
+         (slot->targets || !l->ds->targets);
   }
   if (ok) return CLT_OK;
   return clt_err_set(err, CLT_ERR_HOST_MEMORY,
@@ -331,6 +358,7 @@ bool clt_loader_next(clt_loader *l, clt_host_batch *out) {
     out->n = slot->n;
     out->images = slot->images;
     out->labels = slot->labels;
+    out->targets = slot->targets;
   }
   pthread_mutex_unlock(&l->mutex);
   return slot != NULL;

@@ -33,8 +33,9 @@ typedef struct clt_loader_options {
 typedef struct clt_host_batch {
   int slot;        /* ring slot, for clt_loader_release */
   int64_t n;       /* images in this batch (the last may be partial) */
-  float *images;   /* n * C * H * W, pixels / 255 in [0, 1] */
-  int32_t *labels; /* n */
+  float *images;   /* n * C * H * W: u8 pixels / 255 in [0, 1], f32 as is */
+  int32_t *labels; /* n, or NULL for a dataset of targets */
+  float *targets;  /* n * target_size, or NULL for a dataset of labels */
 } clt_host_batch;
 
 typedef struct clt_loader clt_loader;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/class_names.h"
 #include "io/safetensors.h"
 #include "nn/dropout.h"
 #include "optim/optimizer.h"
@@ -163,6 +164,15 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
   CLT_TRY(clt_st_writer_set_metadata(w, "epoch", buf, err));
   snprintf(buf, sizeof buf, "%" PRIu64, g->seed);
   CLT_TRY(clt_st_writer_set_metadata(w, "seed", buf, err));
+  if (t->class_names && t->n_class_names > 0) {
+    char *json = NULL;
+    CLT_TRY(clt_class_names_encode((const char *const *)t->class_names,
+                                   t->n_class_names, &json, err));
+    clt_status st =
+        clt_st_writer_set_metadata(w, CLT_CLASS_NAMES_KEY, json, err);
+    free(json);
+    CLT_TRY(st);
+  }
   if (!opt) return CLT_OK;
   snprintf(buf, sizeof buf, "%" PRId64, opt->step);
   CLT_TRY(clt_st_writer_set_metadata(w, "step", buf, err));
@@ -209,7 +219,7 @@ CLT_API clt_status clt_checkpoint_save(clt_graph *g, const clt_optimizer *opt,
                                        int epoch,
                                        const clt_epoch_stats *history,
                                        const char *path) {
-  clt_checkpoint_train t = {epoch, g->seed, history};
+  clt_checkpoint_train t = {epoch, g->seed, history, NULL, 0};
   return clt_checkpoint_write(g, opt, &t, path);
 }
 

@@ -14,6 +14,9 @@ typedef struct clt_checkpoint_train {
   int epoch;                      /* epochs done */
   uint64_t data_seed;             /* the fit's shuffling seed */
   const clt_epoch_stats *history; /* epoch entries, or NULL */
+  /* The training data's class names (saved as metadata), or NULL. */
+  char *const *class_names;
+  int n_class_names;
 } clt_checkpoint_train;
 
 /* clt_checkpoint_save with the fit's data seed (the public function

@@ -39,14 +39,44 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
                         (long long)sample, in->name,
                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
   }
-  if (g->loss_node >= 0 && g->labels->dtype == CLT_I32) {
-    int64_t classes = g->nodes[g->loss_node].size;
-    if (ds->num_classes > classes)
+  if (g->loss_node < 0) return CLT_OK;
+  int64_t outputs = g->nodes[g->loss_node].size;
+  if (g->labels->dtype == CLT_F32) {
+    if (!ds->targets)
       return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
-                          "%s data has labels up to %d, but the model has %lld "
-                          "outputs",
-                          which, ds->num_classes - 1, (long long)classes);
+                          "%s data has class labels, but the model's loss is "
+                          "mse, which needs %lld float targets per sample",
+                          which, (long long)outputs);
+    if (ds->target_size != outputs)
+      return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                          "%s data has %lld targets per sample, the model "
+                          "has %lld outputs",
+                          which, (long long)ds->target_size,
+                          (long long)outputs);
+    return CLT_OK;
   }
+  if (!ds->labels)
+    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                        "%s data has float targets, but the model's loss is "
+                        "softmax_cross_entropy, which needs class labels",
+                        which);
+  if (ds->num_classes > outputs)
+    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                        "%s data has labels up to %d, but the model has %lld "
+                        "outputs",
+                        which, ds->num_classes - 1, (long long)outputs);
+  return CLT_OK;
+}
+
+/* A regression (mse, float targets) has a loss but no accuracy. */
+static bool is_regression(const clt_graph *g) {
+  return g->labels && g->labels->dtype == CLT_F32;
+}
+
+/* clt_graph_metrics, with the accuracy NaN where there is none. */
+static clt_status read_metrics(clt_graph *g, clt_metrics *m, bool reset) {
+  CLT_TRY(clt_graph_metrics(g, m, reset));
+  if (is_regression(g)) m->accuracy = NAN;
   return CLT_OK;
 }
 
@@ -55,8 +85,11 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
                                cl_event *done) {
   clt_graph_node *in = &g->nodes[g->input_node];
   clt_tensor x = clt_tensor_slice_1d(in->out, 0, b->n * in->size);
-  clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n);
-  CLT_TRY(clt_tensor_upload_async(&y, b->labels, NULL));
+  bool targets = is_regression(g);
+  int64_t per = targets ? g->nodes[g->loss_node].size : 1;
+  clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n * per);
+  CLT_TRY(clt_tensor_upload_async(
+      &y, targets ? (const void *)b->targets : (const void *)b->labels, NULL));
   CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
   g->batch = b->n;
   return CLT_OK;
@@ -102,7 +135,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
   double t0 = now_s();
-  clt_status st = clt_graph_metrics(g, out, true);
+  clt_status st = read_metrics(g, out, true);
   while (st == CLT_OK && clt_loader_next(l, &b)) {
     cl_event next_ev = NULL;
     st = upload_batch(g, &b, &next_ev);
@@ -120,7 +153,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     bool report =
         rs->fo && rs->fo->progress && (done % every == 0 || done == 1);
     if (st == CLT_OK && (report || (training && done % every == 0))) {
-      st = clt_graph_metrics(g, out, false);
+      st = read_metrics(g, out, false);
       if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
       if (st == CLT_OK && report) {
         double el = now_s() - t0;
@@ -133,7 +166,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     }
   }
   release_held(l, &held, &ev);
-  if (st == CLT_OK) st = clt_graph_metrics(g, out, true);
+  if (st == CLT_OK) st = read_metrics(g, out, true);
   if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
   return st;
 }
@@ -165,10 +198,6 @@ static clt_status check_batch(clt_graph *g, int64_t batch) {
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "batch %lld: the graph was compiled for 1 to %lld",
                         (long long)batch, (long long)g->max_batch);
-  if (g->labels->dtype != CLT_I32)
-    return clt_ctx_fail(g->ctx, CLT_ERR_UNSUPPORTED,
-                        "fit/evaluate on image datasets need a classifier "
-                        "(softmax_cross_entropy) loss");
   return CLT_OK;
 }
 
@@ -224,12 +253,14 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
  * end, when a path is set. */
 static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                                    const clt_fit_options *fo, int e,
-                                   const clt_epoch_stats *history) {
+                                   const clt_epoch_stats *history,
+                                   const clt_dataset *train) {
   if (!fo->checkpoint_path) return CLT_OK;
   bool due = e == fo->epochs ||
              (fo->checkpoint_every > 0 && e % fo->checkpoint_every == 0);
   if (!due) return CLT_OK;
-  clt_checkpoint_train t = {e, fo->seed, history};
+  clt_checkpoint_train t = {e, fo->seed, history, train->class_names,
+                            train->class_names ? train->num_classes : 0};
   return clt_checkpoint_write(g, opt, &t, fo->checkpoint_path);
 }
 
@@ -266,7 +297,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     run_state rs = {g, opt, fo, e};
     st = fit_epoch(&rs, l, test, &es);
     if (st == CLT_OK && history) history[e - 1] = es;
-    if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history);
+    if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history, train);
   }
   clt_loader_destroy(l);
   free(own);

@@ -1,0 +1,166 @@
+#!/bin/bash
+# End-to-end checks of your own data through the command, as a user runs
+# it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
+# split, bad rows), regression with the mse loss from CSV, and image
+# folders (PNG and JPEG, grey and colour) made here: training, the packed
+# cache on the second run and after a change, --resize, a corrupt file,
+# class names in eval and predict.
+# usage: cli_data.sh CLTRAIN MAKE_IMAGE_FOLDER
+set -euo pipefail
+C=$1
+MK=$2
+T=$(mktemp -d /tmp/clt_cli_data_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+# The packed cache of this test's images goes to its own folder; kernels
+# keep using the usual cache.
+export CLT_DATA_CACHE_DIR=$T/datacache
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# Runs a command that must fail with every given text in stderr.
+expect_error() {
+  local what=$1
+  shift
+  local needles=()
+  while [ "$1" != "--" ]; do
+    needles+=("$1")
+    shift
+  done
+  shift
+  if "$@" >"$T/out" 2>"$T/err"; then fail "$what: succeeded"; fi
+  for n in "${needles[@]}"; do
+    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
+  done
+  echo "ok: $what: $(head -c 300 "$T/err")"
+}
+must_say() {
+  local what=$1 needle=$2 file=$3
+  grep -qF -- "$needle" "$file" || fail "$what: '$needle' not in: $(cat "$file")"
+}
+
+# ---- CSV ------------------------------------------------------------------
+cat >"$T/tiny.model" <<'EOF2'
+input shape=1x4x4
+flatten
+dense name=fc1 units=8 activation=relu
+dense name=fc2 units=3
+softmax_cross_entropy
+EOF2
+# Class k lights row k of a 4x4 image.
+csv_rows() { # first count
+  local i r k
+  for ((i = $1; i < $1 + $2; i++)); do
+    k=$((i % 3))
+    r="$k"
+    for ((p = 0; p < 16; p++)); do
+      if ((p / 4 == k)); then r+=",$((200 + i % 50))"; else r+=",$(((i * p) % 40))"; fi
+    done
+    echo "$r"
+  done
+}
+mkdir -p "$T/csv"
+{ printf 'label'; for ((p = 1; p <= 16; p++)); do printf ',pixel%d' $p; done; echo
+  csv_rows 0 300; } >"$T/csv/train.csv"
+csv_rows 300 60 >"$T/csv/test.csv"
+"$C" train "$T/tiny.model" --data "$T/csv" --epochs 8 --batch 20 --lr 0.01 \
+  --save "$T/csv.st" >"$T/out"
+must_say "csv folder" "/csv/train.csv (CSV, 300 rows after a header line)" "$T/out"
+must_say "csv folder" "/csv/test.csv (CSV, 60 rows)" "$T/out"
+acc=$(sed -n 's/^final: test accuracy \([0-9.]*\).*/\1/p' "$T/out")
+awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }' || fail "csv accuracy $acc"
+echo "ok: train on a folder of train.csv and test.csv (accuracy $acc)"
+
+"$C" train "$T/tiny.model" --data "$T/csv/train.csv" --epochs 1 --batch 20 \
+  >"$T/out"
+must_say "held out" "the last 10% (30 samples) of $T/csv/train.csv" "$T/out"
+echo "ok: a single CSV file: 10% held out, said so"
+"$C" train "$T/tiny.model" --data "$T/csv/train.csv" \
+  --test-data "$T/csv/test.csv" --epochs 1 --batch 20 --quiet >"$T/out"
+"$C" eval "$T/tiny.model" --weights "$T/csv.st" --test-data "$T/csv/test.csv" \
+  >"$T/out"
+must_say "eval csv" "60 test samples: $T/csv/test.csv" "$T/out"
+echo "ok: --test-data in train and eval"
+
+{ head -3 "$T/csv/test.csv"; head -4 "$T/csv/test.csv" | tail -1 | cut -d, -f1-12; } \
+  >"$T/short.csv"
+expect_error "short CSV row" "short.csv:4:" "the row has 12 values, it needs 17" \
+  "1x4x4" -- "$C" train "$T/tiny.model" --data "$T/short.csv" --quiet
+{ head -2 "$T/csv/test.csv"; head -3 "$T/csv/test.csv" | tail -1 | sed 's/^[0-9]*,/7,/'; } \
+  >"$T/label.csv"
+expect_error "CSV label out of range" "label.csv:3:" "the label is 7, out of range" \
+  "3 classes" -- "$C" train "$T/tiny.model" --data "$T/label.csv" --quiet
+
+# ---- regression (mse) from CSV ---------------------------------------------
+cat >"$T/reg.model" <<'EOF2'
+input shape=4
+dense name=fc units=2
+mse
+EOF2
+{ echo "y1,y2,a,b,c,d"
+  for ((i = 0; i < 200; i++)); do
+    a=$(((i * 37) % 256)) b=$(((i * 91) % 256)) c=$(((i * 53) % 256)) d=$(((i * 17) % 256))
+    awk -v a=$a -v b=$b -v c=$c -v d=$d 'BEGIN { printf "%.5f,%.5f,%d,%d,%d,%d\n",
+      (2*a - b)/255 + 0.3, (c - 1.5*d)/255, a, b, c, d }'
+  done; } >"$T/reg.csv"
+"$C" train "$T/reg.model" --data "$T/reg.csv" --epochs 30 --batch 20 \
+  --lr 0.05 >"$T/out"
+grep -q "acc" <(grep '^epoch' "$T/out") && fail "regression prints an accuracy"
+first=$(sed -n 's/^epoch 1\/30  train loss \([^ ]*\).*/\1/p' "$T/out")
+last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 5) }' ||
+  fail "mse did not fall: $first -> $last"
+echo "ok: mse trains through train (loss $first -> $last)"
+
+# ---- image folders ---------------------------------------------------------
+mkdir -p "$T/img"
+if ! "$MK" "$T/probe" 1 1 2 2 2>/dev/null; then
+  echo "image folders: skipped (this build has no libpng)"
+  exit 0
+fi
+"$MK" "$T/img/train" 4 12 16 16 jpeg
+"$MK" "$T/img/test" 4 3 16 16 jpeg
+cat >"$T/img.model" <<'EOF2'
+input shape=1x16x16
+conv2d name=c1 filters=4 kernel=3 activation=relu
+maxpool kernel=2
+flatten
+dense name=fc units=4
+softmax_cross_entropy
+EOF2
+"$C" train "$T/img.model" --data "$T/img" --epochs 2 --batch 8 \
+  --save "$T/img.st" >"$T/out"
+must_say "images" "$T/img/train (image folders: 48 images in 4 classes, decoded" "$T/out"
+must_say "images" "packed into the cache" "$T/out"
+"$C" train "$T/img.model" --data "$T/img" --epochs 1 --batch 8 >"$T/out"
+must_say "cache" "48 images in 4 classes, read from the packed cache" "$T/out"
+echo "ok: image folders train; the second run reads the packed cache"
+touch -d '2001-01-01' "$T/img/train/class_b/img03.png"
+"$C" train "$T/img.model" --data "$T/img" --epochs 1 --batch 8 >"$T/out"
+must_say "cache rebuilt" "train (image folders: 48 images in 4 classes, decoded" "$T/out"
+echo "ok: a changed file: decoded again"
+
+"$C" eval "$T/img.model" --weights "$T/img.st" --data "$T/img" >"$T/out"
+must_say "eval names" "class_c" "$T/out"
+"$C" predict "$T/img.model" --weights "$T/img.st" \
+  "$T/img/test/class_a/img00.png" >"$T/out"
+must_say "predict names" "class_" "$T/out"
+echo "ok: eval and predict print the class names saved in the checkpoint"
+
+mv "$T/img/test" "$T/img_test"
+"$C" train "$T/img.model" --data "$T/img" --epochs 1 --batch 8 --holdout 0.25 \
+  >"$T/out"
+must_say "holdout" "the last 25% (12 samples) of $T/img/train" "$T/out"
+echo "ok: no test/ folder: a held-out quarter, said so"
+
+"$MK" "$T/big" 1 1 20 12
+cp "$T/big/class_a/img00.png" "$T/img/train/class_d/wide.png"
+expect_error "wrong-size image" "class_d/wide.png" "20x12 pixels" "16x16" \
+  "--resize" -- "$C" train "$T/img.model" --data "$T/img" --quiet
+"$C" train "$T/img.model" --data "$T/img" --epochs 1 --batch 8 --resize --quiet
+echo "ok: --resize trains with it"
+printf '\377\330\377\340 not a jpeg' >"$T/img/train/class_a/broken.jpg"
+expect_error "corrupt image" "class_a/broken.jpg" "JPEG" -- \
+  "$C" train "$T/img.model" --data "$T/img" --resize --quiet
+echo "all data checks passed"

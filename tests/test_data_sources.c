@@ -1,0 +1,499 @@
+/* Tests of the data a user brings (host only, no device): CSV files, image
+ * folders (PNG and JPEG, grey and colour, corrupt and wrong-sized files),
+ * the packed cache, hold-out splits and class names in JSON. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkdtemp, nftw */
+#endif
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/csv.h"
+#include "data/dataset.h"
+#include "data/folder.h"
+#include "data/image_decode.h"
+#include "image_writer.h"
+#include "io/class_names.h"
+
+static char g_dir[256];
+
+static void path_in(char *out, size_t len, const char *name) {
+  snprintf(out, len, "%s/%s", g_dir, name);
+}
+
+static void write_text(const char *name, const char *text, char *path,
+                       size_t len) {
+  path_in(path, len, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Samples of 1x2x2: a label and 4 pixels per row. */
+static clt_data_options opts_2x2(int classes) {
+  clt_data_options o;
+  clt_data_options_init(&o);
+  o.channels = 1;
+  o.height = 2;
+  o.width = 2;
+  o.num_classes = classes;
+  return o;
+}
+
+/* Reads the CSV text, expecting failure with every needle in the
+ * message. */
+static void csv_expect_error(const char *text, int classes, const char *needle1,
+                             const char *needle2) {
+  char path[512];
+  write_text("bad.csv", text, path, sizeof path);
+  clt_data_options o = opts_2x2(classes);
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, needle1), "'%s' not in: %s", needle1, err.msg);
+  if (needle2)
+    ck_assert_msg(strstr(err.msg, needle2), "'%s' not in: %s", needle2,
+                  err.msg);
+  ck_assert_ptr_null(ds.pixels);
+}
+
+START_TEST(csv_with_header) {
+  char path[512];
+  write_text("h.csv",
+             "label,pixel1,pixel2,pixel3,pixel4\n"
+             "2,0,1,2,255\r\n"
+             "0, 10 ,20,30,40\n"
+             "\n"
+             "1,5,6,7,8.0\n",
+             path, sizeof path);
+  clt_data_options o = opts_2x2(3);
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 3);
+  ck_assert_int_eq(ds.num_classes, 3);
+  ck_assert_int_eq(ds.labels[0], 2);
+  ck_assert_int_eq(ds.labels[2], 1);
+  ck_assert_int_eq(ds.pixels[3], 255);
+  ck_assert_int_eq(ds.pixels[5], 20);
+  ck_assert_int_eq(ds.pixels[11], 8);
+  ck_assert_ptr_nonnull(strstr(ds.source, "after a header line"));
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(csv_without_header) {
+  char path[512];
+  write_text("n.csv", "\xef\xbb\xbf"
+             "1,1,2,3,4\n0,5,6,7,8", path, sizeof path);
+  clt_data_options o = opts_2x2(0);
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_int_eq(ds.labels[0], 1);
+  ck_assert_int_eq(ds.pixels[7], 8);
+  ck_assert_ptr_null(strstr(ds.source, "header"));
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(csv_short_row) {
+  csv_expect_error("label,a,b,c,d\n1,1,2,3,4\n0,5,6,7\n", 10, "bad.csv:3:",
+                   "the row has 4 values, it needs 5: a label and 4 pixels "
+                   "for the model's 1x2x2 input");
+  csv_expect_error("1,1,2,3,4,5\n", 10, "bad.csv:1:", "has 6 values");
+}
+END_TEST
+
+START_TEST(csv_label_out_of_range) {
+  csv_expect_error("1,1,2,3,4\n3,5,6,7,8\n", 3, "bad.csv:2:",
+                   "the label is 3, out of range: the model has 3 classes");
+  csv_expect_error("1,1,2,3,4\n-1,5,6,7,8\n", 3,
+                   "bad.csv:2:", "cannot be negative");
+  csv_expect_error("1.5,1,2,3,4\n", 3, "bad.csv:1:", "whole numbers");
+}
+END_TEST
+
+START_TEST(csv_bad_values) {
+  csv_expect_error("1,1,2,3,4\n1,1,x2,3,4\n", 3,
+                   "bad.csv:2:", "column 3 is 'x2', not a number");
+  csv_expect_error("1,1,2,300,4\n", 3,
+                   "bad.csv:1:", "column 4 (pixel 3) is 300");
+  csv_expect_error("1,1,2,-3,4\n", 3, "bad.csv:1:", "0 to 255");
+  csv_expect_error("label,a,b,c,d\n", 3, "bad.csv holds no data rows", NULL);
+}
+END_TEST
+
+START_TEST(csv_targets) {
+  char path[512];
+  write_text("t.csv", "y1,y2,a,b,c,d\n0.5,-2e-1,1,2,3,4\n", path, sizeof path);
+  clt_data_options o = opts_2x2(0);
+  o.targets = 2;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 1);
+  ck_assert_ptr_null(ds.labels);
+  ck_assert_int_eq(ds.target_size, 2);
+  ck_assert_float_eq_tol(ds.targets[1], -0.2f, 1e-6f);
+  ck_assert_int_eq(ds.pixels[0], 1);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(split_tail_holds_out_the_last) {
+  char path[512];
+  write_text("s.csv", "0,0,0,0,0\n1,1,1,1,1\n2,2,2,2,2\n0,3,3,3,3\n1,4,4,4,4\n",
+             path, sizeof path);
+  clt_data_options o = opts_2x2(3);
+  clt_dataset ds, held;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_OK);
+  ck_assert_int_eq(clt_dataset_split_tail(&ds, 0.4, &held, &err), CLT_OK);
+  ck_assert_int_eq(ds.count, 3);
+  ck_assert_int_eq(held.count, 2);
+  ck_assert_int_eq(held.labels[0], 0);
+  ck_assert_int_eq(held.pixels[4], 4);
+  clt_dataset_truncate(&ds, 1);
+  ck_assert_int_eq(ds.count, 1);
+  clt_dataset_free(&held);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(class_names_round_trip) {
+  const char *names[] = {"cat", "dog \"big\"", "caf\xc3\xa9"};
+  char *json = NULL;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_class_names_encode(names, 3, &json, &err), CLT_OK);
+  char **back = NULL;
+  int n = 0;
+  ck_assert_int_eq(clt_class_names_decode(json, "x", &back, &n, &err), CLT_OK);
+  ck_assert_int_eq(n, 3);
+  for (int i = 0; i < 3; i++) ck_assert_str_eq(back[i], names[i]);
+  clt_class_names_free(back, n);
+  free(json);
+  ck_assert_int_eq(clt_class_names_decode("[1]", "x", &back, &n, &err),
+                   CLT_ERR_FORMAT);
+}
+END_TEST
+
+/* ---- image folders ------------------------------------------------------- */
+
+static clt_data_options opts_images(int c, int h, int w) {
+  clt_data_options o;
+  clt_data_options_init(&o);
+  o.channels = c;
+  o.height = h;
+  o.width = w;
+  static char cache[512];
+  path_in(cache, sizeof cache, "cache");
+  o.cache_dir = cache;
+  o.cache = 1;
+  return o;
+}
+
+static bool with_jpeg(void) { return clt_image_decode_jpeg_supported(); }
+
+START_TEST(folder_reads_grey_and_colour) {
+  char dir[512];
+  path_in(dir, sizeof dir, "f1");
+  ck_assert(tw_write_folder(dir, 3, 6, 8, 8, with_jpeg()));
+  clt_data_options o = opts_images(1, 8, 8);
+  o.cache = 0;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_folder_read(dir, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 18);
+  ck_assert_int_eq(ds.num_classes, 3);
+  ck_assert_str_eq(ds.class_names[0], "class_a");
+  ck_assert_str_eq(ds.class_names[2], "class_c");
+  /* Every class is there, in a shuffled order. */
+  int seen[3] = {0};
+  for (int64_t i = 0; i < ds.count; i++) seen[ds.labels[i]]++;
+  ck_assert_int_eq(seen[0] + seen[1] + seen[2], 18);
+  ck_assert_int_eq(seen[1], 6);
+  ck_assert(ds.labels[0] != ds.labels[1] || ds.labels[1] != ds.labels[2] ||
+            ds.labels[2] != ds.labels[3]);
+  /* The lit quarter of each image says its class (grey, RGB or JPEG). */
+  for (int64_t i = 0; i < ds.count; i++) {
+    int label = ds.labels[i];
+    const uint8_t *px = ds.pixels + i * 64;
+    int lx = (label % 2) * 4 + 1, ly = (label / 2) * 4 + 1;
+    ck_assert_int_gt(px[ly * 8 + lx], 150);
+  }
+  clt_dataset_free(&ds);
+  /* As colour: grey images are copied to the three channels. */
+  o = opts_images(3, 8, 8);
+  o.cache = 0;
+  ck_assert_msg(clt_folder_read(dir, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  for (int i = 0; i < 64; i++) {
+    ck_assert_int_eq(ds.pixels[i], ds.pixels[64 + i]);
+    ck_assert_int_eq(ds.pixels[i], ds.pixels[128 + i]);
+  }
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(folder_colour_to_grey_by_luma) {
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "f2");
+  ck_assert(tw_mkdir(dir));
+  snprintf(path, sizeof path, "%s/red", dir);
+  ck_assert(tw_mkdir(path));
+  snprintf(path, sizeof path, "%s/red/r.png", dir);
+  uint8_t px[4 * 3];
+  for (int i = 0; i < 4; i++)
+    px[3 * i] = 255, px[3 * i + 1] = 0, px[3 * i + 2] = 0;
+  ck_assert(tw_write_png(path, px, 2, 2, 3));
+  clt_data_options o = opts_images(1, 2, 2);
+  o.cache = 0;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_folder_read(dir, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.pixels[0], 76); /* 0.299 * 255, PIL's convert("L") */
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+static void folder_expect_error(const char *dir, clt_data_options *o,
+                                clt_status want, const char *n1,
+                                const char *n2) {
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_folder_read(dir, o, &ds, &err), want);
+  ck_assert_msg(strstr(err.msg, n1), "'%s' not in: %s", n1, err.msg);
+  if (n2) ck_assert_msg(strstr(err.msg, n2), "'%s' not in: %s", n2, err.msg);
+}
+
+START_TEST(folder_corrupt_image_is_named) {
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "f3");
+  ck_assert(tw_write_folder(dir, 2, 5, 8, 8, false));
+  /* A PNG cut short: the header is there, the pixels are not. */
+  snprintf(path, sizeof path, "%s/class_b/img03.png", dir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+  clt_data_options o = opts_images(1, 8, 8);
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "class_b/img03.png",
+                      "not a readable PNG");
+  /* Bytes of no image format at all. */
+  ck_assert_int_eq(truncate(path, 0), 0);
+  FILE *f = fopen(path, "w");
+  fputs("this is not an image", f);
+  fclose(f);
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "class_b/img03.png",
+                      "neither a PNG nor a JPEG");
+}
+END_TEST
+
+START_TEST(folder_corrupt_jpeg_is_named) {
+  if (!with_jpeg()) return;
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "f3j");
+  ck_assert(tw_write_folder(dir, 2, 6, 16, 16, true));
+  snprintf(path, sizeof path, "%s/class_a/img05.jpg", dir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+  clt_data_options o = opts_images(1, 16, 16);
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "class_a/img05.jpg", "JPEG");
+}
+END_TEST
+
+START_TEST(folder_wrong_size_without_resize) {
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "f4");
+  ck_assert(tw_write_folder(dir, 2, 4, 8, 8, false));
+  uint8_t px[10 * 6];
+  memset(px, 100, sizeof px);
+  snprintf(path, sizeof path, "%s/class_a/wide.png", dir);
+  ck_assert(tw_write_png(path, px, 10, 6, 1));
+  clt_data_options o = opts_images(1, 8, 8);
+  folder_expect_error(dir, &o, CLT_ERR_SHAPE, "class_a/wide.png",
+                      "the image is 10x6 pixels (width x height), the "
+                      "model's input is 8x8; pass --resize");
+  o.resize = true;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_folder_read(dir, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 9);
+  /* The uniform image stays uniform through bilinear resizing. */
+  bool found = false;
+  for (int64_t i = 0; i < ds.count; i++) {
+    const uint8_t *p = ds.pixels + i * 64;
+    bool uniform = true;
+    for (int k = 0; k < 64; k++) uniform = uniform && p[k] == 100;
+    found = found || uniform;
+  }
+  ck_assert(found);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(folder_classes_beyond_the_model) {
+  char dir[512];
+  path_in(dir, sizeof dir, "f5");
+  ck_assert(tw_write_folder(dir, 3, 2, 4, 4, false));
+  clt_data_options o = opts_images(1, 4, 4);
+  o.num_classes = 2;
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "holds 3 class folders",
+                      "the model has 2 classes");
+  /* Mapped to a trained model's classes: an unknown folder is named. */
+  const char *names[] = {"class_c", "class_a"};
+  o.num_classes = 0;
+  o.class_names = names;
+  o.n_class_names = 2;
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "class 'class_b' is not one",
+                      NULL);
+  const char *all[] = {"class_c", "class_b", "class_a"};
+  o.class_names = all;
+  o.n_class_names = 3;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_folder_read(dir, &o, &ds, &err), CLT_OK);
+  ck_assert_str_eq(ds.class_names[0], "class_c");
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+START_TEST(folder_cache_used_then_rebuilt) {
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "f6");
+  ck_assert(tw_write_folder(dir, 2, 5, 8, 8, with_jpeg()));
+  clt_data_options o = opts_images(1, 8, 8);
+  clt_dataset a, b, c;
+  clt_err err = {0};
+  ck_assert_msg(clt_folder_read(dir, &o, &a, &err) == CLT_OK, "%s", err.msg);
+  ck_assert(!a.from_cache);
+  ck_assert_ptr_nonnull(strstr(a.source, "packed into the cache"));
+  ck_assert_int_eq(clt_folder_read(dir, &o, &b, &err), CLT_OK);
+  ck_assert(b.from_cache);
+  ck_assert_ptr_nonnull(strstr(b.source, "read from the packed cache"));
+  ck_assert_int_eq(b.count, a.count);
+  ck_assert_mem_eq(a.pixels, b.pixels, (size_t)(a.count * 64));
+  ck_assert_mem_eq(a.labels, b.labels, (size_t)a.count * 4);
+  /* A file changes: its pixels are new, so is the key. */
+  snprintf(path, sizeof path, "%s/class_a/img00.png", dir);
+  uint8_t px[64];
+  memset(px, 7, sizeof px);
+  ck_assert(tw_write_png(path, px, 8, 8, 1));
+  ck_assert_int_eq(clt_folder_read(dir, &o, &c, &err), CLT_OK);
+  ck_assert(!c.from_cache);
+  bool changed = memcmp(a.pixels, c.pixels, (size_t)(a.count * 64)) != 0;
+  ck_assert(changed);
+  clt_dataset_free(&a);
+  clt_dataset_free(&b);
+  clt_dataset_free(&c);
+  /* The same options with a different shape make another entry. */
+  clt_data_options o2 = opts_images(3, 8, 8);
+  ck_assert_int_eq(clt_folder_read(dir, &o2, &a, &err), CLT_OK);
+  ck_assert(!a.from_cache);
+  clt_dataset_free(&a);
+}
+END_TEST
+
+/* One thread or four: the same dataset, whatever the timing. */
+START_TEST(folder_threads_agree) {
+  char dir[512];
+  path_in(dir, sizeof dir, "f7");
+  ck_assert(tw_write_folder(dir, 3, 7, 8, 8, with_jpeg()));
+  clt_data_options o = opts_images(3, 8, 8);
+  o.cache = 0;
+  o.threads = 1;
+  clt_dataset a, b;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_folder_read(dir, &o, &a, &err), CLT_OK);
+  o.threads = 4;
+  ck_assert_int_eq(clt_folder_read(dir, &o, &b, &err), CLT_OK);
+  ck_assert_ptr_nonnull(strstr(b.source, "decoded on 4 threads"));
+  ck_assert_mem_eq(a.pixels, b.pixels, (size_t)(a.count * 3 * 64));
+  ck_assert_mem_eq(a.labels, b.labels, (size_t)a.count * 4);
+  clt_dataset_free(&a);
+  clt_dataset_free(&b);
+}
+END_TEST
+
+/* A build without libjpeg says so for a JPEG, naming the file. */
+START_TEST(folder_jpeg_without_libjpeg) {
+  if (with_jpeg()) return;
+  char dir[512], path[600];
+  path_in(dir, sizeof dir, "nojpeg");
+  ck_assert(tw_mkdir(dir));
+  snprintf(path, sizeof path, "%s/a", dir);
+  ck_assert(tw_mkdir(path));
+  snprintf(path, sizeof path, "%s/a/photo.jpg", dir);
+  FILE *f = fopen(path, "wb");
+  fputs("\xff\xd8\xff\xe0 a jpeg", f);
+  fclose(f);
+  clt_data_options o = opts_images(1, 8, 8);
+  folder_expect_error(dir, &o, CLT_ERR_UNSUPPORTED, "a/photo.jpg",
+                      "built without libjpeg");
+}
+END_TEST
+
+START_TEST(folder_needs_class_folders) {
+  char dir[512];
+  path_in(dir, sizeof dir, "empty");
+  ck_assert(tw_mkdir(dir));
+  clt_data_options o = opts_images(1, 8, 8);
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT, "holds no class folders", NULL);
+}
+END_TEST
+
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+                        struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static Suite *data_sources_suite(void) {
+  Suite *s = suite_create("data_sources");
+  TCase *csv = tcase_create("csv");
+  tcase_add_test(csv, csv_with_header);
+  tcase_add_test(csv, csv_without_header);
+  tcase_add_test(csv, csv_short_row);
+  tcase_add_test(csv, csv_label_out_of_range);
+  tcase_add_test(csv, csv_bad_values);
+  tcase_add_test(csv, csv_targets);
+  tcase_add_test(csv, split_tail_holds_out_the_last);
+  tcase_add_test(csv, class_names_round_trip);
+  suite_add_tcase(s, csv);
+  TCase *img = tcase_create("folders");
+  tcase_set_timeout(img, 60);
+  tcase_add_test(img, folder_jpeg_without_libjpeg);
+  tcase_add_test(img, folder_needs_class_folders);
+  suite_add_tcase(s, img);
+  /* The rest writes PNG files: not in a build without libpng. */
+  if (!tw_can_write()) return s;
+  tcase_add_test(img, folder_reads_grey_and_colour);
+  tcase_add_test(img, folder_colour_to_grey_by_luma);
+  tcase_add_test(img, folder_corrupt_image_is_named);
+  tcase_add_test(img, folder_corrupt_jpeg_is_named);
+  tcase_add_test(img, folder_wrong_size_without_resize);
+  tcase_add_test(img, folder_classes_beyond_the_model);
+  tcase_add_test(img, folder_cache_used_then_rebuilt);
+  tcase_add_test(img, folder_threads_agree);
+  return s;
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/clt_data_sources_XXXXXX");
+  if (!mkdtemp(g_dir)) return EXIT_FAILURE;
+  printf("data_sources: PNG %s, JPEG %s\n",
+         clt_image_decode_png_supported() ? "yes" : "no (skipped)",
+         clt_image_decode_jpeg_supported() ? "yes" : "no (skipped)");
+  SRunner *r = srunner_create(data_sources_suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

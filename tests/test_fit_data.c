@@ -1,0 +1,342 @@
+/* Training on the data a user brings, on the device: a dataset from
+ * memory, the mse loss through clt_fit (a regression whose loss falls),
+ * class names into checkpoints, and an image-folder dataset made here
+ * (PNG, and JPEG where built with it) that trains end to end. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkdtemp, nftw */
+#endif
+#include <ftw.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image_writer.h"
+
+static char g_dir[] = "/tmp/clt_fit_data_XXXXXX";
+
+static const char *tmp_path(const char *name) {
+  static char buf[4][512];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 512, "%s/%s", g_dir, name);
+  return p;
+}
+
+static clt_optimizer *adam(clt_graph *g, float lr) {
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  oo.lr = lr;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  return opt;
+}
+
+/* y = (2 x0 - x1 + 0.5 x2 x3 ... as a linear map) + 0.3: two targets of
+ * four inputs, learnt by one dense layer. */
+START_TEST(test_mse_regression_through_fit) {
+  enum { N = 256, IN = 4, OUT = 2 };
+  static float x[N * IN], y[N * OUT];
+  for (int i = 0; i < N; i++) {
+    float *xi = x + i * IN;
+    for (int k = 0; k < IN; k++)
+      xi[k] = (float)((i * 7 + k * 13) % 17) / 8.0f - 1.0f;
+    y[i * OUT] = 2.0f * xi[0] - xi[1] + 0.3f;
+    y[i * OUT + 1] = 0.5f * xi[2] - 1.5f * xi[3];
+  }
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = IN;
+  d.values_f32 = x;
+  d.targets = y;
+  d.target_size = OUT;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  memset(x, 0, sizeof x); /* the dataset holds its own copy */
+  ck_assert_int_eq(clt_dataset_count(ds), N);
+  ck_assert_int_eq(clt_dataset_num_classes(ds), 0);
+
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){IN}, &in));
+  ck_assert_ok(clt_graph_dense(g, in, OUT, &out));
+  ck_assert_ok(clt_graph_mse(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 32, 3));
+  clt_data_options o;
+  clt_data_options_init(&o);
+  ck_assert_ok(clt_data_options_from_graph(g, &o));
+  ck_assert_int_eq(o.targets, OUT);
+  ck_assert_int_eq(o.width, IN);
+  clt_optimizer *opt = adam(g, 0.05f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 8;
+  fo.batch = 32;
+  clt_epoch_stats hist[8];
+  ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+  ck_assert(isnan(hist[0].train_acc));
+  ck_assert_msg(hist[7].train_loss < 0.2 * hist[0].train_loss,
+                "mse loss %g -> %g did not fall", hist[0].train_loss,
+                hist[7].train_loss);
+  ck_assert_msg(hist[7].test_loss < 0.05, "test mse %g", hist[7].test_loss);
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate(g, ds, 32, &m));
+  ck_assert_double_eq_tol(m.loss, hist[7].test_loss, 1e-5);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
+START_TEST(test_mismatched_data_is_refused) {
+  float v[4] = {0};
+  int32_t labels[1] = {1};
+  clt_dataset_desc d = {0};
+  d.count = 1;
+  d.channels = d.height = 1;
+  d.width = 4;
+  d.values_f32 = v;
+  d.labels = labels;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){4}, &in));
+  ck_assert_ok(clt_graph_dense(g, in, 2, &out));
+  ck_assert_ok(clt_graph_mse(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer *opt = adam(g, 0.01f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.batch = 4;
+  ck_assert_int_eq(clt_fit(g, opt, ds, NULL, &fo, NULL), CLT_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                               "has class labels, but the "
+                               "model's loss is mse"));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+  /* Bad descriptions. */
+  d.values_f32 = NULL;
+  ck_assert_int_eq(clt_dataset_from_memory(g_ctx, &d, &ds),
+                   CLT_ERR_INVALID_ARGUMENT);
+  d.values_f32 = v;
+  d.num_classes = 1;
+  ck_assert_int_eq(clt_dataset_from_memory(g_ctx, &d, &ds),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "label 0 is 1"));
+}
+END_TEST
+
+/* A classifier from u8 arrays with class names, which the checkpoint
+ * keeps. */
+START_TEST(test_memory_classifier_names_in_checkpoint) {
+  enum { N = 64 };
+  static uint8_t px[N * 16];
+  int32_t labels[N];
+  for (int i = 0; i < N; i++) {
+    labels[i] = i % 3;
+    for (int k = 0; k < 16; k++)
+      px[i * 16 + k] = (uint8_t)(k / 5 == labels[i] ? 250 : (i * k) % 30);
+  }
+  const char *names[] = {"left", "middle", "right"};
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = 1;
+  d.height = d.width = 4;
+  d.pixels_u8 = px;
+  d.labels = labels;
+  d.num_classes = 3;
+  d.class_names = names;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_str_eq(clt_dataset_class_name(ds, 2), "right");
+  ck_assert_ptr_null(clt_dataset_class_name(ds, 3));
+
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, flat, out;
+  ck_assert_ok(clt_graph_input(g, 3, (int64_t[]){1, 4, 4}, &in));
+  ck_assert_ok(clt_graph_flatten(g, in, &flat));
+  ck_assert_ok(clt_graph_dense(g, flat, 3, &out));
+  ck_assert_ok(clt_graph_softmax_cross_entropy(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 16, 2));
+  clt_optimizer *opt = adam(g, 0.05f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 5;
+  fo.batch = 16;
+  fo.checkpoint_path = tmp_path("mem.safetensors");
+  clt_epoch_stats hist[5];
+  ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+  ck_assert_msg(hist[4].test_acc > 0.9, "accuracy %g", hist[4].test_acc);
+  char **saved = NULL;
+  int n = 0;
+  ck_assert_ok(
+      clt_checkpoint_class_names(g_ctx, fo.checkpoint_path, &saved, &n));
+  ck_assert_int_eq(n, 3);
+  ck_assert_str_eq(saved[1], "middle");
+  clt_class_names_free(saved, n);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
+static const char *write_model(const char *name, const char *text) {
+  const char *path = tmp_path(name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* Folders of 16x16 PNG (grey and colour) and JPEG images in 4 classes:
+ * train/ and test/, opened as the command does, trained for two epochs. */
+START_TEST(test_image_folders_train_end_to_end) {
+  if (!tw_can_write()) {
+    printf("image folders: skipped, this build has no libpng\n");
+    return;
+  }
+  char root[512];
+  snprintf(root, sizeof root, "%s", tmp_path("images"));
+  ck_assert(tw_mkdir(root));
+  char train_dir[600], test_dir[600];
+  snprintf(train_dir, sizeof train_dir, "%s/train", root);
+  snprintf(test_dir, sizeof test_dir, "%s/test", root);
+  ck_assert(tw_write_folder(train_dir, 4, 12, 16, 16, true));
+  ck_assert(tw_write_folder(test_dir, 4, 4, 16, 16, true));
+  const char *model = write_model("img.model",
+                                  "input shape=3x16x16\n"
+                                  "conv2d name=c1 filters=4 kernel=3 "
+                                  "activation=relu\n"
+                                  "maxpool kernel=2\n"
+                                  "flatten\n"
+                                  "dense name=fc units=4\n"
+                                  "softmax_cross_entropy\n");
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_load_model(g_ctx, model, &g));
+  ck_assert_ok(clt_graph_compile(g, 8, 4));
+  clt_data_options o;
+  clt_data_options_init(&o);
+  ck_assert_ok(clt_data_options_from_graph(g, &o));
+  ck_assert_int_eq(o.channels, 3);
+  ck_assert_int_eq(o.num_classes, 4);
+  o.cache_dir = tmp_path("cache");
+  clt_dataset *train = NULL, *test = NULL;
+  ck_assert_ok(clt_dataset_open(g_ctx, root, NULL, &o, &train, &test));
+  ck_assert_int_eq(clt_dataset_count(train), 48);
+  ck_assert_int_eq(clt_dataset_count(test), 16);
+  ck_assert_str_eq(clt_dataset_class_name(test, 3), "class_d");
+  ck_assert_ptr_nonnull(strstr(clt_dataset_source(train), "/train (image"));
+  clt_optimizer *opt = adam(g, 0.01f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 2;
+  fo.batch = 8;
+  fo.checkpoint_path = tmp_path("img.safetensors");
+  clt_epoch_stats hist[2];
+  ck_assert_ok(clt_fit(g, opt, train, test, &fo, hist));
+  ck_assert(isfinite(hist[1].test_loss));
+  char **saved = NULL;
+  int n = 0;
+  ck_assert_ok(
+      clt_checkpoint_class_names(g_ctx, fo.checkpoint_path, &saved, &n));
+  ck_assert_int_eq(n, 4);
+  ck_assert_str_eq(saved[0], "class_a");
+  clt_class_names_free(saved, n);
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+
+  /* Without test/: the tail of train/ is held out, and says so. */
+  ck_assert_int_eq(rename(test_dir, tmp_path("elsewhere")), 0);
+  o.holdout = 0.25;
+  ck_assert_ok(clt_dataset_open(g_ctx, root, NULL, &o, &train, &test));
+  ck_assert_int_eq(clt_dataset_count(train), 36);
+  ck_assert_int_eq(clt_dataset_count(test), 12);
+  ck_assert_ptr_nonnull(strstr(clt_dataset_source(test), "held out"));
+  ck_assert_ptr_nonnull(strstr(clt_dataset_source(train), "packed cache"));
+  fo.epochs = 1;
+  fo.checkpoint_path = NULL;
+  ck_assert_ok(clt_fit(g, opt, train, test, &fo, hist));
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+
+  /* A corrupt image stops it, naming the file. */
+  char bad[700];
+  snprintf(bad, sizeof bad, "%s/class_c/img04.png", train_dir);
+  FILE *f = fopen(bad, "w");
+  fputs("\x89PNG\r\n\x1a\n broken", f);
+  fclose(f);
+  ck_assert_int_eq(clt_dataset_open(g_ctx, root, NULL, &o, &train, &test),
+                   CLT_ERR_FORMAT);
+  ck_assert_ptr_null(train);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "class_c/img04.png"));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_open_csv_folder) {
+  const char *dir = tmp_path("csv");
+  ck_assert(tw_mkdir(dir));
+  char path[700];
+  snprintf(path, sizeof path, "%s/train.csv", dir);
+  FILE *f = fopen(path, "w");
+  fputs("label,p1,p2,p3,p4\n", f);
+  for (int i = 0; i < 40; i++)
+    fprintf(f, "%d,%d,%d,%d,%d\n", i % 2, i % 2 ? 200 : 10, 30, 40,
+            i % 2 ? 10 : 200);
+  fclose(f);
+  clt_data_options o;
+  clt_data_options_init(&o);
+  o.channels = 1;
+  o.height = o.width = 2;
+  o.num_classes = 2;
+  o.train_limit = 30;
+  clt_dataset *train = NULL, *test = NULL;
+  ck_assert_ok(clt_dataset_open(g_ctx, dir, NULL, &o, &train, &test));
+  ck_assert_int_eq(clt_dataset_count(train), 30);
+  ck_assert_int_eq(clt_dataset_count(test), 4);
+  ck_assert_ptr_nonnull(strstr(clt_dataset_source(test), "last 10%"));
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+  /* Only the test split, from a file of its own. */
+  ck_assert_ok(clt_dataset_open(g_ctx, NULL, path, &o, NULL, &test));
+  ck_assert_int_eq(clt_dataset_count(test), 40);
+  clt_dataset_destroy(test);
+  ck_assert_int_eq(
+      clt_dataset_open(g_ctx, tmp_path("nothing"), NULL, &o, &train, &test),
+      CLT_ERR_IO);
+}
+END_TEST
+
+static Suite *fit_data_suite(void) {
+  Suite *s = suite_create("fit_data");
+  TCase *tc = tcase_create("fit_data");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_mse_regression_through_fit);
+  tcase_add_test(tc, test_mismatched_data_is_refused);
+  tcase_add_test(tc, test_memory_classifier_names_in_checkpoint);
+  tcase_add_test(tc, test_image_folders_train_end_to_end);
+  tcase_add_test(tc, test_open_csv_folder);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+                        struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+int main(void) {
+  if (!mkdtemp(g_dir)) return EXIT_FAILURE;
+  int rc = test_run_suite("fit_data", fit_data_suite);
+  nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return rc;
+}
