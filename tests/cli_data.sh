@@ -148,6 +148,29 @@ must_say "eval names" "class_c" "$T/out"
 must_say "predict names" "class_" "$T/out"
 echo "ok: eval and predict print the class names saved in the checkpoint"
 
+# A colour model predicts on grey and colour PNGs and on JPEGs (each made
+# what the model takes), and on another size only with --resize.
+sed 's/input shape=1x16x16/input shape=3x16x16/' "$T/img.model" >"$T/rgb.model"
+"$C" train "$T/rgb.model" --data "$T/img" --epochs 1 --batch 8 \
+  --save "$T/rgb.st" >/dev/null
+for f in img00.png img01.png img02.jpg; do
+  "$C" predict "$T/rgb.model" --weights "$T/rgb.st" \
+    "$T/img/test/class_a/$f" >"$T/out" 2>"$T/err" ||
+    fail "colour predict on $f: $(cat "$T/err")"
+  must_say "colour predict $f" "class_" "$T/out"
+done
+sed 's/input shape=3x16x16/input shape=3x12x12/; s/units=4/units=4/' \
+  "$T/rgb.model" >"$T/small.model"
+"$C" train "$T/small.model" --data "$T/img" --resize --epochs 1 --batch 8 \
+  --save "$T/small.st" >/dev/null
+expect_error "predict on another size" "16x16" "12x12" -- \
+  "$C" predict "$T/small.model" --weights "$T/small.st" \
+  "$T/img/test/class_a/img01.png"
+"$C" predict "$T/small.model" --weights "$T/small.st" --resize \
+  "$T/img/test/class_a/img01.png" >"$T/out" || fail "predict --resize"
+must_say "predict --resize" "class_" "$T/out"
+echo "ok: predict on a colour model: grey and colour PNG, JPEG, --resize"
+
 mv "$T/img/test" "$T/img_test"
 "$C" train "$T/img.model" --data "$T/img" --epochs 1 --batch 8 --holdout 0.25 \
   >"$T/out"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "data/image_decode.h"
 #include "data/image.h"
 
 void cli_labels_free(char **labels, int count) {
@@ -59,6 +60,7 @@ char **cli_labels_read(const char *path, int *count) {
 typedef struct predict_args {
   const char *model, *weights, *labels, *device;
   long long top, limit;
+  bool resize;
   const char **inputs;
   int n_inputs;
 } predict_args;
@@ -68,8 +70,11 @@ static void predict_usage(FILE *out) {
           "usage: cltrain predict MODEL --weights FILE [options] INPUT...\n"
           "  classifies each image of each INPUT: an IDX file (every image "
           "in it),\n"
-          "  a PGM (P2 or P5) or a PNG (8-bit gray or colour, made gray%s).\n"
-          "  Images must have the model's input size: nothing is resized.\n"
+          "  a PGM (P2 or P5), a PNG or a JPEG%s. PNG and JPEG are made grey "
+          "or colour\n"
+          "  as the model's input asks; sizes must match unless --resize.\n"
+          "  --resize            resize (bilinear) PNG/JPEG images to the "
+          "model's input\n"
           "  --weights FILE      trained weights (a checkpoint from "
           "train --save)\n"
           "  --labels FILE       class names, one a line (e.g. "
@@ -80,7 +85,9 @@ static void predict_usage(FILE *out) {
           "  --limit N           at most N images of an IDX file "
           "(default 10)\n"
           "  --device D          device (see `cltrain devices`)\n",
-          clt_image_png_supported() ? "" : "; this build lacks libpng");
+          !clt_image_decode_png_supported()    ? " (this build lacks libpng)"
+          : !clt_image_decode_jpeg_supported() ? " (this build lacks JPEG)"
+                                               : "");
 }
 
 static int parse_predict_args(int argc, char **argv, predict_args *a) {
@@ -100,6 +107,8 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
         cli_opt_value(argc, argv, &i, "--labels", &a->labels, &bad) ||
         cli_opt_value(argc, argv, &i, "--device", &a->device, &bad)) {
       if (bad) return 2;
+    } else if (!strcmp(argv[i], "--resize")) {
+      a->resize = true;
     } else if (cli_opt_value(argc, argv, &i, "--top", &v, &bad)) {
       if (bad || !cli_parse_int("--top", v, 1, INT_MAX, &a->top)) return 2;
     } else if (cli_opt_value(argc, argv, &i, "--limit", &v, &bad)) {
@@ -169,11 +178,59 @@ static void print_top(const float *probs, int64_t classes, long long top,
   free(used);
 }
 
+/* PNG or JPEG, by the first bytes. */
+static bool is_png_or_jpeg(const char *path) {
+  unsigned char head[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t n = fread(head, 1, sizeof head, f);
+  fclose(f);
+  return n == 4 && ((head[0] == 0x89 && head[1] == 'P' && head[2] == 'N' &&
+                     head[3] == 'G') ||
+                    (head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff));
+}
+
+/* A PNG or JPEG made what the model takes: its channels (grey or colour,
+ * as training made them), its size (resized only when asked). */
+static clt_status read_for_model(const char *path, clt_model *m, bool resize,
+                                 clt_image_set *s, clt_err *err) {
+  memset(s, 0, sizeof *s);
+  int64_t shape[CLT_MAX_DIMS];
+  if (clt_model_input_shape(m, shape) != 3) return clt_image_read(path, s, err);
+  clt_decoded_image img;
+  CLT_TRY(clt_image_decode_file(path, &img, err));
+  size_t size = (size_t)(shape[0] * shape[1] * shape[2]);
+  uint8_t *chw = malloc(size);
+  s->pixels = malloc(size * sizeof(float));
+  clt_status st = !chw || !s->pixels
+                      ? clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path)
+                      : clt_image_to_chw(&img, path, (int)shape[0],
+                                         (int)shape[1], (int)shape[2], resize,
+                                         chw, err);
+  if (st == CLT_OK) {
+    for (size_t i = 0; i < size; i++) s->pixels[i] = chw[i] / 255.0f;
+    s->count = 1;
+    s->channels = (int)shape[0];
+    s->height = (int)shape[1];
+    s->width = (int)shape[2];
+    s->format = img.channels == 1 ? "grey image" : "colour image";
+  } else {
+    free(s->pixels);
+    s->pixels = NULL;
+  }
+  free(chw);
+  free(img.pixels);
+  return st;
+}
+
 static int predict_file(clt_context *ctx, clt_model *m, const predict_args *a,
                         const char *path, char **labels, int n_labels) {
   clt_image_set s;
   clt_err err = {0};
-  if (clt_image_read(path, &s, &err) != CLT_OK) {
+  clt_status read = is_png_or_jpeg(path)
+                        ? read_for_model(path, m, a->resize, &s, &err)
+                        : clt_image_read(path, &s, &err);
+  if (read != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", err.msg);
     return 1;
   }
