@@ -1,9 +1,11 @@
 /* Files replaced atomically: written to a temporary file in the same
  * folder, synced, then renamed over the real name, so that a crash, a full
  * disk or a kill -9 leaves either the old file or the new one, never half a
- * file and never a temporary beside it (once the process is gone, a
- * temporary of a killed writer is the only trace, under a name that says
- * what it is). The kernel cache, checkpoints and charts all write this way.
+ * file and never a temporary beside it. Where the file system allows
+ * (Linux's O_TMPFILE), the new file has no name at all until it is
+ * complete, so a kill -9 while writing leaves nothing; elsewhere a named
+ * temporary "<path>.tmp-<pid>-<tag>" is used, and the next writer of the
+ * same path removes those of writers that no longer run. The kernel cache, checkpoints and charts all write this way.
  *
  *   clt_atomic_file f;
  *   CLT_TRY(clt_atomic_open(&f, path, err));
@@ -23,6 +25,7 @@ typedef struct clt_atomic_file {
   char *path; /* where the file goes */
   char *tmp;  /* where it is written first */
   int write_errno; /* the first failed write's errno, 0 if none */
+  bool anonymous;  /* O_TMPFILE: no name until the commit */
 } clt_atomic_file;
 
 /* Creates a new temporary file next to path (a name no other writer has:
