@@ -4,6 +4,7 @@
 #include <clblast_c.h>
 #include <stdio.h>
 
+#include "ops/gemm_tuning.h"
 #include "ops/ops.h"
 #include "tensor/tensor.h"
 
@@ -130,7 +131,7 @@ clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
   /* CLBlast 1.5.3's indirect batched kernel ignores operand strides and
    * offsets in some cases (see gemm_tuning.c): where we moved its
    * threshold, such products go one by one. */
-  int64_t lim = ctx->gemm_indirect_min;
+  int64_t lim = clt_gemm_state_of(ctx)->indirect_min;
   if (batch > 1 && lim > 0 && m * n * k >= lim * lim * lim) {
     for (int64_t i = 0; i < batch; i++) {
       clt_tensor ai = clt_tensor_slice_1d(

@@ -21,6 +21,7 @@
 #include "ops/gemm_tuning.h"
 
 #include <clblast_c.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* m*n*k from which POCL's CPU device gets the indirect kernel: this^3. */
@@ -67,7 +68,7 @@ typedef struct tuning_set {
  * ignoring its stride and offset (288x121x64 TN batch 64 with stride_a 0
  * gave errors of 1e36; upstream CLBlast issue #346 reports stride-0
  * batches computing wrong results). The threshold is one value for
- * CLBlastSgemm and CLBlastSgemmStridedBatched, so ctx->gemm_indirect_min
+ * CLBlastSgemm and CLBlastSgemmStridedBatched, so the state's indirect_min
  * records it and clt_gemm_strided_batched runs products at or above it one
  * CLBlastSgemm at a time (whose offsets are handled). conv2d makes one
  * product per layer over the whole batch anyway. */
@@ -90,8 +91,8 @@ static bool is_pocl_cpu(const clt_context *ctx) {
          strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
 }
 
-void clt_gemm_tune_for_device(clt_context *ctx) {
-  if (!ctx || !ctx->device || !is_pocl_cpu(ctx)) return;
+static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
+  if (!ctx->device || !is_pocl_cpu(ctx)) return;
   size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
   for (size_t i = 0; i < n; i++) {
     const tuning_set *set = &pocl_cpu_sets[i];
@@ -113,5 +114,16 @@ void clt_gemm_tune_for_device(clt_context *ctx) {
   }
   /* Batched products from here on go one by one (see above); even where an
    * override failed, staying careful costs little. */
-  ctx->gemm_indirect_min = POCL_INDIRECT_MIN;
+  state->indirect_min = POCL_INDIRECT_MIN;
+}
+
+const clt_gemm_state *clt_gemm_state_of(clt_context *ctx) {
+  static const clt_gemm_state defaults = {0};
+  if (ctx->ops_state) return ctx->ops_state;
+  clt_gemm_state *state = calloc(1, sizeof *state);
+  if (!state) return &defaults;
+  tune_for_device(ctx, state);
+  ctx->ops_state = state;
+  ctx->ops_state_free = free;
+  return state;
 }

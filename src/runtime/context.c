@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/gemm_tuning.h"
 #include "runtime/cache.h"
 #include "runtime/runtime.h"
 
@@ -166,7 +165,6 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
               ctx->info.name, ctx->info.platform_name,
               ctx->kernel_stats.programs, ctx->kernel_stats.cache_hits,
               ctx->kernel_stats.build_seconds);
-  clt_gemm_tune_for_device(ctx);
   *out = ctx;
   return CLT_OK;
 }
@@ -194,6 +192,7 @@ CLT_API void clt_context_destroy(clt_context *ctx) {
   if (!ctx) return;
   if (ctx->queue) drain_queue(ctx->queue);
   clt_profile_release(ctx);
+  if (ctx->ops_state_free) ctx->ops_state_free(ctx->ops_state);
   clt_pool_release_all(ctx);
   clt_programs_release(ctx);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);

@@ -38,9 +38,11 @@ struct clt_context {
   int program_count;
   cl_kernel kernels[CLT_KERNEL_COUNT];
   size_t work_group;         /* size used by kernels with a fixed group */
-  /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
-   * batched products at or above its cube run one at a time. */
-  int64_t gemm_indirect_min;
+  /* State a layer above keeps per context (ops/ keeps its GEMM set-up
+   * here), made by that layer on first use; runtime only frees it, with
+   * the destructor stored beside it, and knows nothing of its contents. */
+  void *ops_state;
+  void (*ops_state_free)(void *state);
   /* The kernel cache folder ("" when the cache is off): measured plans
    * are kept beside it (plan_store.h). */
   char cache_dir[4096];
