@@ -496,6 +496,16 @@ CLT_API clt_status clt_dataset_load_files(clt_context *ctx,
                                           int64_t limit, clt_dataset **out);
 CLT_API void clt_dataset_destroy(clt_dataset *ds);
 CLT_API int64_t clt_dataset_count(const clt_dataset *ds);
+/* Values per sample (channels x height x width). */
+CLT_API int64_t clt_dataset_sample_values(const clt_dataset *ds);
+/* Copies samples [first, first + n) into host as floats [n, values] (pixels
+ * scaled to [0, 1], as training sees them) and, when labels is not NULL,
+ * their labels as int32 [n] (a classifier's dataset only). The caller owns
+ * both buffers. CLT_ERR_INVALID_ARGUMENT for a range outside the dataset
+ * or labels asked of a regression dataset. */
+CLT_API clt_status clt_dataset_samples(const clt_dataset *ds, int64_t first,
+                                       int64_t n, float *host,
+                                       int32_t *labels);
 
 /* Your own data: CSV files, image folders, arrays in memory. A dataset is
  * held in host memory; clt_fit and clt_evaluate read it. */

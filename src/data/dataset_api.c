@@ -52,6 +52,26 @@ CLT_API void clt_dataset_destroy(clt_dataset *ds) {
 
 CLT_API int64_t clt_dataset_count(const clt_dataset *ds) { return ds->count; }
 
+CLT_API int64_t clt_dataset_sample_values(const clt_dataset *ds) {
+  return clt_dataset_sample_size(ds);
+}
+
+CLT_API clt_status clt_dataset_samples(const clt_dataset *ds, int64_t first,
+                                       int64_t n, float *host,
+                                       int32_t *labels) {
+  if (!ds || !host || first < 0 || n < 0 || first > ds->count - n ||
+      (labels && !ds->labels))
+    return CLT_ERR_INVALID_ARGUMENT;
+  int64_t size = clt_dataset_sample_size(ds);
+  for (int64_t i = 0; i < n * size; i++) {
+    int64_t j = first * size + i;
+    host[i] = ds->fpixels ? ds->fpixels[j] : ds->pixels[j] / 255.0f;
+  }
+  if (labels)
+    memcpy(labels, ds->labels + first, (size_t)n * sizeof *labels);
+  return CLT_OK;
+}
+
 /* ---- your own data ------------------------------------------------------- */
 
 CLT_API void clt_data_options_init(clt_data_options *o) {
