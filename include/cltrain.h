@@ -397,6 +397,19 @@ CLT_API double clt_graph_plan_seconds(const clt_graph *g);
 CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
                                         int *ndim, int64_t *shape);
 CLT_API int64_t clt_graph_parameter_count(const clt_graph *g);
+/* Values per sample the input takes (C * H * W); 0 without an input. */
+CLT_API int64_t clt_graph_input_size(const clt_graph *g);
+/* Outputs per sample the loss reads (classes, or regression targets); 0
+ * without a loss. */
+CLT_API int64_t clt_graph_output_size(const clt_graph *g);
+
+typedef enum clt_loss_kind {
+  CLT_LOSS_NONE,       /* no loss layer: inference only */
+  CLT_LOSS_CLASSIFIER, /* softmax_cross_entropy: integer labels */
+  CLT_LOSS_MSE,        /* mse: float targets, a loss but no accuracy */
+} clt_loss_kind;
+
+CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
  * buf, like Keras's model.summary(). */
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen);
@@ -409,6 +422,13 @@ CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
 /* Forward pass over the current batch. training selects batch statistics
  * and dropout where layers have them; the loss (if any) is computed and
  * added to the metrics. */
+/* The same from tensors already on the device (n * input size f32 values;
+ * labels: n i32 class labels, or n * outputs f32 targets, or NULL to keep
+ * the labels), copied on the device: benchmarks, data made on the device. */
+CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
+                                              const clt_tensor *inputs,
+                                              const clt_tensor *labels,
+                                              int64_t n);
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
 /* Backward pass: gradients of the loss for every parameter. */
 CLT_API clt_status clt_graph_backward(clt_graph *g);
@@ -441,6 +461,12 @@ typedef enum clt_schedule {
   CLT_SCHEDULE_CONSTANT,
   CLT_SCHEDULE_STEP,   /* lr * gamma^floor(epoch / step_epochs) */
   CLT_SCHEDULE_COSINE, /* min_lr + (lr - min_lr)(1 + cos(pi epoch / T)) / 2 */
+  /* Reduce on plateau (Keras's ReduceLROnPlateau): lr * gamma after every
+   * `patience` epochs in a row whose monitored loss (clt_optimizer_observe;
+   * clt_fit passes the validation, else test, else training loss) is not
+   * lower than the best so far by more than min_delta; never below
+   * min_lr. */
+  CLT_SCHEDULE_PLATEAU,
 } clt_schedule;
 
 typedef struct clt_optimizer_options {
@@ -455,11 +481,18 @@ typedef struct clt_optimizer_options {
   int step_epochs;           /* STEP: epochs between decays */
   float gamma;               /* STEP: decay factor */
   int total_epochs;          /* COSINE: T */
-  float min_lr;              /* COSINE */
+  float min_lr;              /* COSINE, PLATEAU: the lowest rate */
+  int patience;              /* PLATEAU: default 10 */
+  float min_delta;           /* PLATEAU: an improvement is lower by more */
+  /* Linear warm-up: over the first warmup_epochs epochs the rate rises
+   * from lr / (warmup steps) to the schedule's rate, step by step when
+   * clt_fit drives the optimizer (epoch by epoch otherwise). 0: none. */
+  int warmup_epochs;
 } clt_optimizer_options;
 
 /* PyTorch's defaults for kind: SGD lr 0.01; Adam lr 0.001, betas (0.9,
- * 0.999), eps 1e-8; AdamW likewise with weight decay 0.01. */
+ * 0.999), eps 1e-8; AdamW likewise with weight decay 0.01; plateau
+ * patience 10, gamma 0.1. */
 CLT_API void clt_optimizer_options_init(clt_optimizer_options *opts,
                                         clt_optimizer_kind kind);
 
@@ -476,6 +509,11 @@ CLT_API clt_status clt_optimizer_step(clt_optimizer *opt);
 /* Sets the epoch (0-based) the schedule reads; returns the new rate. */
 CLT_API float clt_optimizer_set_epoch(clt_optimizer *opt, int epoch);
 CLT_API float clt_optimizer_lr(const clt_optimizer *opt);
+/* Tells a PLATEAU schedule the monitored loss of the epoch just ended (as
+ * PyTorch's ReduceLROnPlateau.step(loss)); returns true when the rate was
+ * reduced (from the next clt_optimizer_set_epoch on). A NaN is ignored.
+ * Other schedules ignore it. */
+CLT_API bool clt_optimizer_observe(clt_optimizer *opt, double loss);
 
 /* ------------------------------------------------------------------------ */
 /* Data and training                                                         */
@@ -647,6 +685,8 @@ typedef struct clt_epoch_stats {
   double train_loss, train_acc, test_loss, test_acc;
   double seconds, images_per_sec;
   float lr;
+  double val_loss, val_acc; /* NaN without a validation set */
+  bool best; /* early stopping: the best monitored loss so far */
 } clt_epoch_stats;
 
 typedef struct clt_progress {
@@ -682,7 +722,29 @@ typedef struct clt_fit_options {
    * CLT_ERR_IO; the previous checkpoint stays intact. */
   const char *checkpoint_path;
   int checkpoint_every;
+  /* A validation set (e.g. from clt_dataset_split), evaluated after each
+   * epoch like test; its loss is the one monitored. May be NULL. */
+  const clt_dataset *validation;
+  /* Early stopping (Keras's EarlyStopping with restore_best_weights): stop
+   * after early_stop epochs in a row whose monitored loss (validation,
+   * else test, else training) is not lower than the best by more than
+   * min_delta, then put back the weights of the best epoch. A checkpoint
+   * path then receives the best weights at each improvement (and
+   * checkpoint_every must be 0). 0: off. */
+  int early_stop;
+  double min_delta;
+  /* Filled by clt_fit when not NULL: how the run ended. */
+  struct clt_fit_result *result;
 } clt_fit_options;
+
+typedef struct clt_fit_result {
+  int last_epoch;      /* the last epoch run (below epochs if stopped) */
+  int best_epoch;      /* the epoch of the lowest monitored loss */
+  double best_loss;    /* that loss */
+  const char *monitor; /* "validation", "test" or "training" */
+  bool stopped_early;
+  bool restored_best;  /* the weights are the best epoch's, not the last */
+} clt_fit_result;
 
 CLT_API void clt_fit_options_init(clt_fit_options *opts);
 
@@ -696,6 +758,21 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            const clt_dataset *train, const clt_dataset *test,
                            const clt_fit_options *opts,
                            clt_epoch_stats *history);
+
+/* clt_evaluate of a classifier that also counts confusion[true * classes
+ * + predicted] (classes = clt_graph_output_size; the array is zeroed
+ * first) over ds in batches of `batch`. */
+CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
+                                          int64_t batch, int64_t *confusion,
+                                          clt_metrics *m);
+
+/* Splits ds into *rest and *part: a random `fraction` of its samples
+ * (at least one, chosen by seed, the same for the same seed), and the rest,
+ * both in the original order (Keras's validation_split, but shuffled).
+ * ds is unchanged; destroy all three. */
+CLT_API clt_status clt_dataset_split(clt_context *ctx, const clt_dataset *ds,
+                                     double fraction, uint64_t seed,
+                                     clt_dataset **rest, clt_dataset **part);
 
 /* Loss and accuracy of g over ds, in batches of `batch`. */
 CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
@@ -720,8 +797,11 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
  *   __train__.state           I64 [6]: format version (1), epochs done,
  *                             optimizer steps, seed, data seed, optimizer
  *                             kind (-1: none)
- *   __train__.history         F64 [epochs, 5]: epoch, train loss, train
- *                             accuracy, test loss, test accuracy
+ *   __train__.history         F64 [epochs, 7]: epoch, train loss, train
+ *                             accuracy, test loss, test accuracy,
+ *                             validation loss, validation accuracy (NaN
+ *                             where unknown; files of [epochs, 5] from
+ *                             before validation are read too)
  * (the training state only when an optimizer was given) and __metadata__
  * holds "format": "pt", "cltrain_version", "class_names" (a JSON array of
  * strings, when the training data named its classes),

@@ -315,6 +315,236 @@ START_TEST(test_open_csv_folder) {
 }
 END_TEST
 
+/* --val-split: the same seed gives the same split, another seed another;
+ * the two parts are disjoint and together the whole, each in file order. */
+START_TEST(test_split_is_seeded_and_disjoint) {
+  enum { N = 200 };
+  static float x[N];
+  int32_t labels[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)i; /* each sample names itself */
+    labels[i] = i % 4;
+  }
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = d.width = 1;
+  d.values_f32 = x;
+  d.labels = labels;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  float seen[3][N];
+  int32_t lab[N];
+  int64_t first_val[3];
+  for (int run = 0; run < 3; run++) {
+    uint64_t seed = run == 2 ? 99 : 5;
+    clt_dataset *rest = NULL, *val = NULL;
+    ck_assert_ok(clt_dataset_split(g_ctx, ds, 0.15, seed, &rest, &val));
+    ck_assert_int_eq(clt_dataset_count(val), 30);
+    ck_assert_int_eq(clt_dataset_count(rest), N - 30);
+    ck_assert_int_eq(clt_dataset_count(ds), N); /* unchanged */
+    float *vv = seen[run], rv[N];
+    ck_assert_ok(clt_dataset_samples(val, 0, 30, vv, lab));
+    for (int i = 0; i < 30; i++)
+      ck_assert_int_eq(lab[i], (int)vv[i] % 4); /* labels travel along */
+    ck_assert_ok(clt_dataset_samples(rest, 0, N - 30, rv, NULL));
+    int count[N] = {0};
+    for (int i = 0; i < 30; i++) count[(int)vv[i]]++;
+    for (int i = 0; i < N - 30; i++) count[(int)rv[i]]++;
+    for (int i = 0; i < N; i++) ck_assert_int_eq(count[i], 1);
+    for (int i = 1; i < 30; i++) ck_assert(vv[i] > vv[i - 1]); /* in order */
+    first_val[run] = (int64_t)vv[0];
+    clt_dataset_destroy(rest);
+    clt_dataset_destroy(val);
+  }
+  ck_assert(memcmp(seen[0], seen[1], 30 * sizeof(float)) == 0);
+  ck_assert(memcmp(seen[0], seen[2], 30 * sizeof(float)) != 0);
+  (void)first_val;
+  clt_dataset *a = NULL, *b = NULL;
+  ck_assert_int_eq(clt_dataset_split(g_ctx, ds, 1.0, 1, &a, &b),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(clt_dataset_split(g_ctx, ds, 0.0, 1, &a, &b),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(a);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
+/* A 16-pixel, 3-class problem the model learns fast, and a validation set
+ * of the same images with shuffled labels: its loss rises as training
+ * fits, so early stopping stops and puts back the best epoch's weights;
+ * the checkpoint holds them too (reloaded and evaluated here). */
+START_TEST(test_early_stop_keeps_the_best_weights) {
+  enum { N = 96 };
+  static uint8_t px[N * 16];
+  int32_t labels[N], wrong[N];
+  for (int i = 0; i < N; i++) {
+    labels[i] = i % 3;
+    wrong[i] = (i * 7 + i / 3) % 3;
+    for (int k = 0; k < 16; k++)
+      px[i * 16 + k] = (uint8_t)(k / 5 == labels[i] ? 240 : (i * k) % 40);
+  }
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = 1;
+  d.height = d.width = 4;
+  d.pixels_u8 = px;
+  d.labels = labels;
+  d.num_classes = 3;
+  clt_dataset *train = NULL, *val = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &train));
+  d.labels = wrong;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &val));
+
+  const char *model = write_model("es.model",
+                                  "input shape=1x4x4\nflatten\n"
+                                  "dense units=3\nsoftmax_cross_entropy\n");
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_load_model(g_ctx, model, &g));
+  ck_assert_ok(clt_graph_compile(g, 16, 3));
+  clt_optimizer *opt = adam(g, 0.05f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 30;
+  fo.batch = 16;
+  fo.validation = val;
+  fo.early_stop = 2;
+  fo.checkpoint_path = tmp_path("best.safetensors");
+  clt_fit_result r;
+  fo.result = &r;
+  clt_epoch_stats hist[30];
+  for (int e = 0; e < 30; e++) hist[e].epoch = 0;
+  ck_assert_ok(clt_fit(g, opt, train, NULL, &fo, hist));
+  ck_assert_str_eq(r.monitor, "validation");
+  ck_assert_msg(r.stopped_early && r.last_epoch < 30, "ran %d epochs",
+                r.last_epoch);
+  ck_assert_int_eq(r.last_epoch, r.best_epoch + 2);
+  ck_assert(r.restored_best);
+  double lowest = INFINITY;
+  for (int e = 0; e < r.last_epoch; e++) {
+    ck_assert(!isnan(hist[e].val_loss));
+    ck_assert_int_eq(hist[e].best, hist[e].val_loss < lowest);
+    if (hist[e].val_loss < lowest) lowest = hist[e].val_loss;
+  }
+  ck_assert_double_eq(r.best_loss, hist[r.best_epoch - 1].val_loss);
+  /* The weights in the graph, and those saved, are the best epoch's. */
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate(g, val, 16, &m));
+  ck_assert_double_eq_tol(m.loss, r.best_loss, 1e-5);
+  clt_graph *g2 = NULL;
+  ck_assert_ok(clt_graph_load_model(g_ctx, model, &g2));
+  ck_assert_ok(clt_graph_compile(g2, 16, 9));
+  ck_assert_ok(clt_checkpoint_load_weights(g2, fo.checkpoint_path));
+  ck_assert_ok(clt_evaluate(g2, val, 16, &m));
+  ck_assert_double_eq_tol(m.loss, r.best_loss, 1e-5);
+  clt_checkpoint_info info;
+  ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
+  ck_assert_int_eq(info.epoch, r.best_epoch);
+  /* checkpoint_every with early stopping is refused. */
+  fo.checkpoint_every = 1;
+  ck_assert_int_eq(clt_fit(g, opt, train, NULL, &fo, hist),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_graph_destroy(g2);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(val);
+}
+END_TEST
+
+/* Reduce on plateau and warm-up, against scripted losses and steps. */
+START_TEST(test_plateau_and_warmup_schedules) {
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){2}, &in));
+  ck_assert_ok(clt_graph_dense(g, in, 2, &out));
+  ck_assert_ok(clt_graph_softmax_cross_entropy(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  ck_assert_int_eq(oo.patience, 10);
+  oo.lr = 0.1f;
+  oo.schedule = CLT_SCHEDULE_PLATEAU;
+  oo.patience = 2;
+  oo.gamma = 0.5f;
+  oo.min_lr = 0.02f;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  const double losses[] = {1.0, 0.9, 0.95, 0.91, 0.8, NAN, 0.85, 0.82,
+                           0.9, 0.9, 0.9, 0.9, 0.9, 0.9};
+  /* Two epochs in a row without a better loss halve the rate (the NaN
+   * counts for nothing), never below min_lr. */
+  const float want[] = {0.1f,  0.1f,  0.1f,   0.1f,   0.05f, 0.05f, 0.05f,
+                        0.05f, 0.025f, 0.025f, 0.02f, 0.02f, 0.02f, 0.02f};
+  for (int e = 0; e < 14; e++) {
+    ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, e), want[e], 1e-7);
+    clt_optimizer_observe(opt, losses[e]);
+  }
+  clt_optimizer_destroy(opt);
+  oo.patience = 0;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  /* Warm-up over 2 epochs, by epochs (no clt_fit) and by steps. */
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.lr = 0.1f;
+  oo.warmup_epochs = 2;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 0), 0.05f, 1e-7);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 1), 0.1f, 1e-7);
+  ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, 2), 0.1f, 1e-7);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+END_TEST
+
+/* clt_fit drives warm-up step by step: the rate of epoch 1 starts at
+ * lr / (2 epochs x 4 steps) and the one of epoch 2 at 5/8 of it. */
+START_TEST(test_warmup_steps_through_fit) {
+  enum { N = 16 };
+  static float x[N * 2];
+  int32_t labels[N];
+  for (int i = 0; i < N; i++) {
+    x[2 * i] = (float)(i % 2);
+    x[2 * i + 1] = 1.0f - (float)(i % 2);
+    labels[i] = i % 2;
+  }
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = 2;
+  d.values_f32 = x;
+  d.labels = labels;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){2}, &in));
+  ck_assert_ok(clt_graph_dense(g, in, 2, &out));
+  ck_assert_ok(clt_graph_softmax_cross_entropy(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.lr = 0.8f;
+  oo.warmup_epochs = 2;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 3;
+  fo.batch = 4;
+  clt_epoch_stats hist[3];
+  ck_assert_ok(clt_fit(g, opt, ds, NULL, &fo, hist));
+  ck_assert_float_eq_tol(hist[0].lr, 0.1f, 1e-6);
+  ck_assert_float_eq_tol(hist[1].lr, 0.5f, 1e-6);
+  ck_assert_float_eq_tol(hist[2].lr, 0.8f, 1e-6);
+  ck_assert_float_eq_tol(clt_optimizer_lr(opt), 0.8f, 1e-6);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
 static Suite *fit_data_suite(void) {
   Suite *s = suite_create("fit_data");
   TCase *tc = tcase_create("fit_data");
@@ -324,6 +554,10 @@ static Suite *fit_data_suite(void) {
   tcase_add_test(tc, test_memory_classifier_names_in_checkpoint);
   tcase_add_test(tc, test_image_folders_train_end_to_end);
   tcase_add_test(tc, test_open_csv_folder);
+  tcase_add_test(tc, test_split_is_seeded_and_disjoint);
+  tcase_add_test(tc, test_early_stop_keeps_the_best_weights);
+  tcase_add_test(tc, test_plateau_and_warmup_schedules);
+  tcase_add_test(tc, test_warmup_steps_through_fit);
   suite_add_tcase(s, tc);
   return s;
 }

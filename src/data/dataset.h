@@ -56,6 +56,14 @@ clt_status clt_dataset_load_idx(const char *images_path,
 clt_status clt_dataset_split_tail(clt_dataset *ds, double fraction,
                                   clt_dataset *held, clt_err *err);
 
+/* Copies a random `fraction` of ds's samples (rounded, at least 1 and at
+ * most count - 1; chosen by seed) into *part and the others into *rest,
+ * each in ds's order; ds is unchanged. CLT_ERR_INVALID_ARGUMENT for a
+ * fraction outside (0, 1) or fewer than two samples; CLT_ERR_HOST_MEMORY. */
+clt_status clt_dataset_split_random(const clt_dataset *ds, double fraction,
+                                    uint64_t seed, clt_dataset *rest,
+                                    clt_dataset *part, clt_err *err);
+
 /* Keeps the first limit samples (limit <= 0 or >= count: all). */
 void clt_dataset_truncate(clt_dataset *ds, int64_t limit);
 

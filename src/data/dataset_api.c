@@ -44,6 +44,27 @@ CLT_API clt_status clt_dataset_load(clt_context *ctx, const char *spec,
   return clt_dataset_load_files(ctx, images, labels, limit, out);
 }
 
+CLT_API clt_status clt_dataset_split(clt_context *ctx, const clt_dataset *ds,
+                                     double fraction, uint64_t seed,
+                                     clt_dataset **rest, clt_dataset **part) {
+  *rest = *part = NULL;
+  clt_dataset *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+  if (!a || !b) {
+    free(a);
+    free(b);
+    return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "dataset split");
+  }
+  clt_err err = {0};
+  if (clt_dataset_split_random(ds, fraction, seed, a, b, &err) != CLT_OK) {
+    free(a);
+    free(b);
+    return clt_ctx_fail(ctx, err.status, "%s", err.msg);
+  }
+  *rest = a;
+  *part = b;
+  return CLT_OK;
+}
+
 CLT_API void clt_dataset_destroy(clt_dataset *ds) {
   if (!ds) return;
   clt_dataset_free(ds);

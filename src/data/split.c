@@ -1,9 +1,11 @@
 /* Cutting datasets: the held-out tail (a test set where the user gave
  * none, as Keras's validation_split) and limits. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "data/dataset.h"
 
 clt_status clt_dataset_set_class_names(clt_dataset *ds,
@@ -78,6 +80,98 @@ clt_status clt_dataset_split_tail(clt_dataset *ds, double fraction,
                        (long long)n);
   }
   ds->count -= n;
+  return CLT_OK;
+}
+
+/* Copies sample `from` of src into slot `to` of dst (same layout). */
+static void copy_sample(const clt_dataset *src, int64_t from,
+                        clt_dataset *dst, int64_t to) {
+  int64_t size = clt_dataset_sample_size(src), ts = src->target_size;
+  if (src->pixels)
+    memcpy(dst->pixels + to * size, src->pixels + from * size, (size_t)size);
+  if (src->fpixels)
+    memcpy(dst->fpixels + to * size, src->fpixels + from * size,
+           (size_t)size * 4);
+  if (src->labels) dst->labels[to] = src->labels[from];
+  if (src->targets)
+    memcpy(dst->targets + to * ts, src->targets + from * ts, (size_t)ts * 4);
+}
+
+static bool alloc_like(const clt_dataset *src, int64_t n, clt_dataset *dst,
+                       clt_err *err) {
+  memset(dst, 0, sizeof *dst);
+  int64_t size = clt_dataset_sample_size(src);
+  dst->count = n;
+  dst->channels = src->channels;
+  dst->height = src->height;
+  dst->width = src->width;
+  dst->target_size = src->target_size;
+  dst->num_classes = src->num_classes;
+  size_t k = (size_t)(n > 0 ? n : 1);
+  bool ok = (!src->pixels || (dst->pixels = malloc(k * (size_t)size))) &&
+            (!src->fpixels || (dst->fpixels = malloc(k * (size_t)size * 4))) &&
+            (!src->labels || (dst->labels = malloc(k * 4))) &&
+            (!src->targets ||
+             (dst->targets = malloc(k * (size_t)src->target_size * 4)));
+  if (ok && src->class_names)
+    ok = clt_dataset_set_class_names(dst, (const char *const *)src->class_names,
+                                     src->num_classes, err) == CLT_OK;
+  return ok;
+}
+
+clt_status clt_dataset_split_random(const clt_dataset *ds, double fraction,
+                                    uint64_t seed, clt_dataset *rest,
+                                    clt_dataset *part, clt_err *err) {
+  memset(rest, 0, sizeof *rest);
+  memset(part, 0, sizeof *part);
+  if (!(fraction > 0.0 && fraction < 1.0) || ds->count < 2)
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "%s: cannot split %g of %lld samples off (the "
+                       "fraction must be above 0 and below 1, and the data "
+                       "hold two samples or more)",
+                       ds->source, fraction, (long long)ds->count);
+  int64_t n = (int64_t)llround(fraction * (double)ds->count);
+  if (n < 1) n = 1;
+  if (n > ds->count - 1) n = ds->count - 1;
+  /* The first n of a seeded Fisher-Yates shuffle, marked, then both sides
+   * taken in file order. */
+  int64_t *idx = malloc((size_t)ds->count * sizeof *idx);
+  uint8_t *chosen = calloc((size_t)ds->count, 1);
+  bool ok = idx && chosen;
+  if (ok) {
+    for (int64_t i = 0; i < ds->count; i++) idx[i] = i;
+    clt_rng r = clt_rng_derive(seed, 0x76616c73706c6974ULL /* "valsplit" */,
+                               0);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t j = i + (int64_t)clt_rng_below(&r, (uint64_t)(ds->count - i));
+      int64_t t = idx[i];
+      idx[i] = idx[j];
+      idx[j] = t;
+      chosen[idx[i]] = 1;
+    }
+    ok = alloc_like(ds, ds->count - n, rest, err) &&
+         alloc_like(ds, n, part, err);
+  }
+  if (ok) {
+    int64_t a = 0, b = 0;
+    for (int64_t i = 0; i < ds->count; i++) {
+      if (chosen[i]) copy_sample(ds, i, part, b++);
+      else copy_sample(ds, i, rest, a++);
+    }
+    snprintf(rest->source, sizeof rest->source, "%.900s (%lld not split off)",
+             ds->source, (long long)rest->count);
+    snprintf(part->source, sizeof part->source,
+             "%.900s (%lld split off at random, seed %llu)", ds->source,
+             (long long)n, (unsigned long long)seed);
+  }
+  free(idx);
+  free(chosen);
+  if (!ok) {
+    clt_dataset_free(rest);
+    clt_dataset_free(part);
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: no memory to split",
+                       ds->source);
+  }
   return CLT_OK;
 }
 

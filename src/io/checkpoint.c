@@ -20,7 +20,10 @@
 #define NAME_LEN (CLT_NAME_MAX + 32)
 #define STATE_LEN 6
 enum { ST_FORMAT, ST_EPOCH, ST_STEP, ST_SEED, ST_DATA_SEED, ST_OPT_KIND };
-#define HISTORY_COLS 5
+/* epoch, train loss and accuracy, test loss and accuracy, validation loss
+ * and accuracy; files of cltrain 0.1 before validation hold the first 5. */
+#define HISTORY_COLS 7
+#define HISTORY_COLS_OLD 5
 
 static const char *const kind_names[] = {"sgd", "adam", "adamw"};
 static const char *const schedule_names[] = {"constant", "step", "cosine"};
@@ -140,8 +143,9 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
   if (!h) return clt_err_set(err, CLT_ERR_HOST_MEMORY, "checkpoint history");
   for (int e = 0; e < t->epoch; e++) {
     const clt_epoch_stats *s = &t->history[e];
-    double row[HISTORY_COLS] = {e + 1, s->train_loss, s->train_acc,
-                                s->test_loss, s->test_acc};
+    double row[HISTORY_COLS] = {e + 1,         s->train_loss, s->train_acc,
+                                s->test_loss,  s->test_acc,   s->val_loss,
+                                s->val_acc};
     memcpy(h + (size_t)e * HISTORY_COLS, row, sizeof row);
   }
   int64_t shape[2] = {t->epoch, HISTORY_COLS};
@@ -456,7 +460,10 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
   }
   const clt_st_tensor *h = clt_st_find(f, "__train__.history");
   if (h) {
-    int64_t shape[2] = {h->ndim == 2 ? h->shape[0] : 0, HISTORY_COLS};
+    int64_t shape[2] = {h->ndim == 2 ? h->shape[0] : 0,
+                        h->ndim == 2 && h->shape[1] == HISTORY_COLS_OLD
+                            ? HISTORY_COLS_OLD
+                            : HISTORY_COLS};
     CLT_TRY(expect(g->ctx, f, "__train__.history", CLT_ST_F64, 2, shape,
                    &p->history));
   }
@@ -481,9 +488,11 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
                          clt_epoch_stats *history, int cap) {
   if (!t || !history) return;
   const uint8_t *data = clt_st_tensor_data(f, t);
+  int64_t cols = t->shape[1];
   for (int64_t e = 0; e < t->shape[0] && e < cap; e++) {
-    double row[HISTORY_COLS];
-    memcpy(row, data + (size_t)e * sizeof row, sizeof row);
+    double row[HISTORY_COLS] = {0, 0, 0, 0, 0, NAN, NAN};
+    memcpy(row, data + (size_t)(e * cols) * sizeof(double),
+           (size_t)cols * sizeof(double));
     clt_epoch_stats *s = &history[e];
     memset(s, 0, sizeof *s);
     s->epoch = (int)row[0];
@@ -491,6 +500,8 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
     s->train_acc = row[2];
     s->test_loss = row[3];
     s->test_acc = row[4];
+    s->val_loss = row[5];
+    s->val_acc = row[6];
   }
 }
 

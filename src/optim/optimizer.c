@@ -20,6 +20,7 @@ CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
   o->schedule = CLT_SCHEDULE_CONSTANT;
   o->step_epochs = 1;
   o->gamma = 0.1f;
+  o->patience = 10;
 }
 
 static clt_status check_options(clt_context *ctx,
@@ -39,6 +40,14 @@ static clt_status check_options(clt_context *ctx,
     bad = "step schedule needs step_epochs >= 1";
   else if (o->schedule == CLT_SCHEDULE_COSINE && o->total_epochs < 1)
     bad = "cosine schedule needs total_epochs >= 1";
+  else if (o->schedule == CLT_SCHEDULE_PLATEAU &&
+           (o->patience < 1 || !(o->gamma > 0.0f && o->gamma < 1.0f)))
+    bad = "plateau schedule needs patience >= 1 and gamma in (0, 1)";
+  else if (o->schedule > CLT_SCHEDULE_PLATEAU || o->schedule < 0)
+    bad = "unknown schedule";
+  else if (o->warmup_epochs < 0) bad = "warmup_epochs must be >= 0";
+  else if (!(o->min_delta >= 0.0f)) bad = "min_delta must be >= 0";
+  else if (!(o->min_lr >= 0.0f)) bad = "min_lr must be >= 0";
   if (bad)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "optimizer: %s", bad);
   return CLT_OK;
@@ -62,7 +71,9 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   if (!o) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "optimizer");
   o->g = g;
   o->opts = *opts;
-  o->lr = opts->lr;
+  o->lr = o->epoch_lr = opts->lr;
+  o->plateau_scale = 1.0f;
+  o->plateau_best = INFINITY;
   int64_t n = clt_graph_parameter_count(g);
   /* Trainable parameters come first in the graph's buffer. */
   o->params = clt_tensor_slice_1d(g->params, 0, n > 0 ? n : 1);
@@ -89,22 +100,59 @@ CLT_API void clt_optimizer_destroy(clt_optimizer *o) {
   free(o);
 }
 
+/* The warm-up factor at the optimizer's position: step k of W epochs of
+ * S steps gets (k + 1) / (W S); without S, epoch e gets (e + 1) / W. */
+static float warmup_factor(const clt_optimizer *o) {
+  int w = o->opts.warmup_epochs;
+  if (w <= 0 || o->epoch >= w) return 1.0f;
+  double f = o->steps_per_epoch > 0
+                 ? (double)(o->epoch * o->steps_per_epoch + o->epoch_step + 1) /
+                       (double)(w * o->steps_per_epoch)
+                 : (double)(o->epoch + 1) / w;
+  return f < 1.0 ? (float)f : 1.0f;
+}
+
 CLT_API float clt_optimizer_set_epoch(clt_optimizer *o, int epoch) {
   const clt_optimizer_options *p = &o->opts;
   switch (p->schedule) {
   case CLT_SCHEDULE_STEP:
-    o->lr = p->lr * powf(p->gamma, (float)(epoch / p->step_epochs));
+    o->epoch_lr = p->lr * powf(p->gamma, (float)(epoch / p->step_epochs));
     break;
   case CLT_SCHEDULE_COSINE: {
     double t = epoch < p->total_epochs ? epoch : p->total_epochs;
-    o->lr = (float)(p->min_lr + (p->lr - p->min_lr) *
-                                    (1.0 + cos(M_PI * t / p->total_epochs)) /
-                                    2.0);
+    o->epoch_lr = (float)(p->min_lr + (p->lr - p->min_lr) *
+                                          (1.0 + cos(M_PI * t / p->total_epochs)) /
+                                          2.0);
     break;
   }
-  case CLT_SCHEDULE_CONSTANT: o->lr = p->lr; break;
+  case CLT_SCHEDULE_PLATEAU:
+    o->epoch_lr = fmaxf(p->lr * o->plateau_scale, p->min_lr);
+    break;
+  case CLT_SCHEDULE_CONSTANT: o->epoch_lr = p->lr; break;
   }
+  o->epoch = epoch;
+  o->epoch_step = 0;
+  o->lr = o->epoch_lr * warmup_factor(o);
   return o->lr;
+}
+
+CLT_API bool clt_optimizer_observe(clt_optimizer *o, double loss) {
+  const clt_optimizer_options *p = &o->opts;
+  if (p->schedule != CLT_SCHEDULE_PLATEAU || isnan(loss)) return false;
+  if (loss < o->plateau_best - p->min_delta) {
+    o->plateau_best = loss;
+    o->plateau_wait = 0;
+    return false;
+  }
+  if (++o->plateau_wait < p->patience) return false;
+  o->plateau_wait = 0;
+  if (p->lr * o->plateau_scale <= p->min_lr) return false;
+  o->plateau_scale *= p->gamma;
+  return true;
+}
+
+void clt_optimizer_set_steps_per_epoch(clt_optimizer *o, int64_t steps) {
+  o->steps_per_epoch = steps > 0 ? steps : 0;
 }
 
 CLT_API float clt_optimizer_lr(const clt_optimizer *o) { return o->lr; }
@@ -161,6 +209,9 @@ static clt_status enqueue_update(clt_optimizer *o) {
 
 CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
   o->step++;
+  if (o->opts.warmup_epochs > 0 && o->steps_per_epoch > 0)
+    o->lr = o->epoch_lr * warmup_factor(o);
+  o->epoch_step++;
   CLT_TRY(enqueue_update(o));
   return throttle(o);
 }

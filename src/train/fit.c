@@ -10,6 +10,7 @@
 #include "data/loader.h"
 #include "graph/graph.h"
 #include "io/checkpoint.h"
+#include "optim/optimizer.h"
 
 CLT_API void clt_fit_options_init(clt_fit_options *o) {
   memset(o, 0, sizeof *o);
@@ -214,10 +215,26 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   return st;
 }
 
+/* Loss and accuracy of ds after an epoch (reported as CLT_PHASE_EVAL). */
+static clt_status eval_set(run_state *rs, const clt_dataset *ds, double *loss,
+                           double *acc) {
+  clt_loader *l = NULL;
+  CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0, NULL, &l));
+  run_state ers = {rs->g, NULL, rs->fo, rs->epoch};
+  clt_metrics m;
+  clt_status st = clt_loader_start_epoch(l, 0);
+  if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), &m);
+  clt_loader_destroy(l);
+  CLT_TRY(st);
+  *loss = m.loss;
+  *acc = m.accuracy;
+  return CLT_OK;
+}
+
 static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
                             const clt_dataset *test, clt_epoch_stats *es) {
-  clt_graph *g = rs->g;
   const clt_fit_options *fo = rs->fo;
+  memset(es, 0, sizeof *es);
   es->epoch = rs->epoch;
   es->lr = clt_optimizer_set_epoch(rs->opt, rs->epoch - 1);
   double t0 = now_s();
@@ -229,24 +246,24 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   es->train_loss = m.loss;
   es->train_acc = m.accuracy;
   es->test_loss = es->test_acc = NAN;
-  if (test) {
-    clt_loader *tl = NULL;
-    CLT_TRY(make_loader(g, test, g->max_batch, false, 0, NULL, &tl));
-    run_state ers = {g, NULL, fo, rs->epoch};
-    clt_status st = clt_loader_start_epoch(tl, 0);
-    if (st == CLT_OK)
-      st = run_batches(&ers, tl, clt_loader_batches_per_epoch(tl), &m);
-    clt_loader_destroy(tl);
-    CLT_TRY(st);
-    es->test_loss = m.loss;
-    es->test_acc = m.accuracy;
-  }
-  if (fo->progress) {
-    clt_progress p = {CLT_PHASE_EPOCH, rs->epoch, fo->epochs, 0, 0,
-                      es->train_loss, es->train_acc, es->images_per_sec, es};
-    fo->progress(&p, fo->progress_user);
-  }
+  es->val_loss = es->val_acc = NAN;
+  if (fo->validation)
+    CLT_TRY(eval_set(rs, fo->validation, &es->val_loss, &es->val_acc));
+  if (test) CLT_TRY(eval_set(rs, test, &es->test_loss, &es->test_acc));
   return CLT_OK;
+}
+
+static void report_epoch(const clt_fit_options *fo, const clt_epoch_stats *es) {
+  if (!fo->progress) return;
+  clt_progress p = {CLT_PHASE_EPOCH, es->epoch, fo->epochs, 0, 0,
+                    es->train_loss, es->train_acc, es->images_per_sec, es};
+  fo->progress(&p, fo->progress_user);
+}
+
+/* The loss early stopping and the plateau schedule watch. */
+static double monitored(const clt_fit_options *fo, const clt_dataset *test,
+                        const clt_epoch_stats *es) {
+  return fo->validation ? es->val_loss : test ? es->test_loss : es->train_loss;
 }
 
 /* After epoch e: a checkpoint every checkpoint_every epochs and at the
@@ -256,12 +273,43 @@ static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                                    const clt_epoch_stats *history,
                                    const clt_dataset *train) {
   if (!fo->checkpoint_path) return CLT_OK;
-  bool due = e == fo->epochs ||
-             (fo->checkpoint_every > 0 && e % fo->checkpoint_every == 0);
+  bool due = fo->early_stop > 0
+                 ? history[e - 1].best
+                 : e == fo->epochs || (fo->checkpoint_every > 0 &&
+                                       e % fo->checkpoint_every == 0);
   if (!due) return CLT_OK;
   clt_checkpoint_train t = {e, fo->seed, history, train->class_names,
                             train->class_names ? train->num_classes : 0};
   return clt_checkpoint_write(g, opt, &t, fo->checkpoint_path);
+}
+
+/* Early stopping's state: the best monitored loss, its epoch, and the
+ * weights then (one device copy of the graph's parameter buffer, batch-norm
+ * statistics included). */
+typedef struct best_state {
+  double loss;
+  int epoch, wait;
+  clt_tensor *weights;
+} best_state;
+
+/* Epochs done before a resumed run: the schedule and early stopping see
+ * their losses again, so that they go on as if the run had not stopped. */
+static void replay_history(clt_optimizer *opt, const clt_fit_options *fo,
+                           const clt_dataset *test,
+                           const clt_epoch_stats *history, int first,
+                           best_state *b) {
+  for (int e = 1; history && e < first; e++) {
+    double loss = monitored(fo, test, &history[e - 1]);
+    if (isnan(loss)) continue;
+    clt_optimizer_observe(opt, loss);
+    if (loss < b->loss - fo->min_delta) {
+      b->loss = loss;
+      b->epoch = e;
+      b->wait = 0;
+    } else {
+      b->wait++;
+    }
+  }
 }
 
 CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
@@ -270,35 +318,88 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            clt_epoch_stats *history) {
   CLT_TRY(check_batch(g, fo->batch));
   int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
-  if (fo->epochs < 1 || first > fo->epochs || fo->checkpoint_every < 0)
+  if (fo->epochs < 1 || first > fo->epochs || fo->checkpoint_every < 0 ||
+      fo->early_stop < 0 || !(fo->min_delta >= 0) ||
+      (fo->early_stop > 0 && fo->checkpoint_every > 0))
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "fit: epochs %d to %d (checkpoint every %d)", first,
-                        fo->epochs, fo->checkpoint_every);
+                        "fit: epochs %d to %d, checkpoint every %d, early stop "
+                        "%d, min delta %g (early stopping writes checkpoints "
+                        "at improvements: checkpoint_every must be 0)",
+                        first, fo->epochs, fo->checkpoint_every,
+                        fo->early_stop, fo->min_delta);
   CLT_TRY(check_data(g, train, "training"));
   if (test) CLT_TRY(check_data(g, test, "test"));
-  /* Checkpoints carry the history; without the caller's, keep our own
-   * (epochs before `first` then read as unknown). */
+  if (fo->validation) CLT_TRY(check_data(g, fo->validation, "validation"));
+  /* Checkpoints and early stopping read the history; without the
+   * caller's, keep our own (epochs before `first` then read as unknown). */
   clt_epoch_stats *own = NULL;
-  if (fo->checkpoint_path && !history) {
+  if ((fo->checkpoint_path || fo->early_stop > 0) && !history) {
     own = calloc((size_t)fo->epochs, sizeof *own);
     if (!own) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "fit history");
     for (int e = 0; e < fo->epochs; e++) {
       own[e].epoch = e + 1;
       own[e].train_loss = own[e].train_acc = NAN;
       own[e].test_loss = own[e].test_acc = NAN;
+      own[e].val_loss = own[e].val_acc = NAN;
     }
     history = own;
   }
+  best_state best = {INFINITY, 0, 0, NULL};
+  replay_history(opt, fo, test, history, first, &best);
   clt_loader *l = NULL;
   clt_status st =
       make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, &l);
-  for (int e = first; st == CLT_OK && e <= fo->epochs; e++) {
+  if (st == CLT_OK)
+    clt_optimizer_set_steps_per_epoch(opt, clt_loader_batches_per_epoch(l));
+  if (st == CLT_OK && fo->early_stop > 0 && g->param_count > 0) {
+    st = clt_tensor_create(g->ctx, CLT_F32, 1, &g->param_count, &best.weights);
+    /* A resumed run starts from the best weights its checkpoint holds. */
+    if (st == CLT_OK) st = clt_tensor_copy(best.weights, g->params);
+  }
+  int e = first;
+  bool stopped = false;
+  for (; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
     run_state rs = {g, opt, fo, e};
     st = fit_epoch(&rs, l, test, &es);
-    if (st == CLT_OK && history) history[e - 1] = es;
+    if (st != CLT_OK) break;
+    double loss = monitored(fo, test, &es);
+    clt_optimizer_observe(opt, loss);
+    if (!isnan(loss) && loss < best.loss - fo->min_delta) {
+      best.loss = loss;
+      best.epoch = e;
+      best.wait = 0;
+      es.best = true;
+      if (best.weights) st = clt_tensor_copy(best.weights, g->params);
+    } else {
+      best.wait++;
+    }
+    if (history) history[e - 1] = es;
+    report_epoch(fo, &es);
     if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history, train);
+    if (fo->early_stop > 0 && best.wait >= fo->early_stop) {
+      stopped = e < fo->epochs;
+      e++;
+      break;
+    }
   }
+  int last = e - 1;
+  bool restored = false;
+  if (st == CLT_OK && best.weights && best.epoch > 0 && best.epoch != last) {
+    st = clt_tensor_copy(g->params, best.weights);
+    restored = st == CLT_OK;
+  }
+  if (st == CLT_OK) st = clt_context_finish(g->ctx);
+  if (fo->result) {
+    *fo->result = (clt_fit_result){
+        .last_epoch = last,
+        .best_epoch = best.epoch,
+        .best_loss = best.epoch > 0 ? best.loss : NAN,
+        .monitor = fo->validation ? "validation" : test ? "test" : "training",
+        .stopped_early = stopped,
+        .restored_best = restored};
+  }
+  clt_tensor_destroy(best.weights);
   clt_loader_destroy(l);
   free(own);
   return st;
