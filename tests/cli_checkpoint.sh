@@ -57,7 +57,7 @@ echo "ok: 1 epoch + resume to 3 == 3 epochs straight (identical files)"
 diff <(cut -d, -f1-5 "$T/s.csv") <(cut -d, -f1-5 "$T/r.csv") ||
   fail "logs differ"
 head -1 "$T/s.csv" | grep -qx \
-  'epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_sec' ||
+  'epoch,train_loss,train_acc,test_loss,test_acc,val_loss,val_acc,seconds,images_per_sec,lr' ||
   fail "CSV header"
 [ "$(wc -l <"$T/r.csv")" = 4 ] || fail "resumed log has $(wc -l <"$T/r.csv") lines"
 

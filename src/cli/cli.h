@@ -33,18 +33,6 @@ void cli_labels_free(char **labels, int count);
  * printing the error to stderr on failure. */
 clt_context *cli_open_context(const char *device, bool profiling);
 
-/* If argv[*i] is `--name VALUE` or `--name=VALUE`, stores VALUE, advances
- * *i and returns true. A missing or empty value prints an error and sets
- * *bad. */
-bool cli_opt_value(int argc, char **argv, int *i, const char *name,
-                   const char **value, bool *bad);
-/* Parses a whole number in [min, max] (an overflow is out of range, never
- * clamped); prints the error, naming opt, and returns false otherwise. */
-bool cli_parse_int(const char *opt, const char *s, long long min,
-                   long long max, long long *out);
-/* Parses a finite number; prints the error and returns false otherwise. */
-bool cli_parse_double(const char *opt, const char *s, double *out);
-
 /* Whether a file can be written at path (its folder exists and is
  * writable, and path is not a folder), checked before any work so that a
  * long run does not end by losing its result; prints why not, naming opt. */

@@ -8,6 +8,7 @@
 #include <clblast_c.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "ops/opcheck.h"
 
 #ifdef CLT_HAVE_OPENBLAS
@@ -148,27 +149,24 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s) {
 }
 
 static int bench_gemm(int argc, char **argv) {
-  const char *device = NULL, *max_size = NULL, *only = NULL;
-  bool bad = false;
+  const char *device = NULL, *only = NULL;
   long long limit = 2048;
-  for (int i = 0; i < argc; i++) {
-    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--max-size", &max_size, &bad)) {
-      if (bad || !cli_parse_int("--max-size", max_size, 1, 65536, &limit)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--only", &only, &bad)) {
-      if (bad) return 2;
-    } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: cltrain bench gemm [--device D] [--max-size N] "
-             "[--only TEXT]\n"
-             "  --max-size N  skip square sizes above N (default 2048)\n"
-             "  --only TEXT   only the shapes whose name contains TEXT\n");
-      return 0;
-    } else {
-      fprintf(stderr, "cltrain bench gemm: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  const cli_option options[] = {
+      {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
+       0, 0, 0, 0},
+      {"max-size", CLI_INT, &limit, "N",
+       "skip square sizes above N (default 2048)", 1, 65536, 0, 0, 0},
+      {"only", CLI_STRING, &only, "TEXT",
+       "only the shapes whose name contains TEXT", 0, 0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "bench gemm", "[--device D] [--max-size N] [--only TEXT]",
+      "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
+      "  squares (and OpenBLAS's on the CPU, where built with it)\n",
+      options, (int)(sizeof options / sizeof options[0]), 0, 0, NULL};
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
+  if (rc >= 0) return rc;
   clt_context *ctx = cli_open_context(device, false);
   if (!ctx) return 1;
   printf("device: %s (%s)\n", clt_context_device(ctx)->name,
@@ -181,7 +179,7 @@ static int bench_gemm(int argc, char **argv) {
   printf("  (OpenBLAS not built in: no reference column)");
 #endif
   printf("\n");
-  int rc = 0;
+  rc = 0;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     if (shapes[i].m > limit && shapes[i].n > limit) continue;
     if (only && !strstr(shapes[i].name, only)) continue;
@@ -297,15 +295,18 @@ static clt_status bench_conv_case(clt_context *ctx, const conv_case *c) {
  * anyway, and convgemm has no backward). */
 static int bench_conv(int argc, char **argv) {
   const char *device = NULL;
-  bool bad = false;
-  for (int i = 0; i < argc; i++) {
-    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else {
-      printf("usage: cltrain bench conv [--device D]\n");
-      return strcmp(argv[i], "--help") ? 2 : 0;
-    }
-  }
+  const cli_option options[] = {
+      {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
+       0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "bench conv", "[--device D]",
+      "  the forward convolution as im2col + GEMM against CLBlast's "
+      "convgemm\n",
+      options, 1, 0, 0, NULL};
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
+  if (rc >= 0) return rc;
   clt_context *ctx = cli_open_context(device, false);
   if (!ctx) return 1;
   printf("device: %s (%s)\n", clt_context_device(ctx)->name,
@@ -314,7 +315,7 @@ static int bench_conv(int argc, char **argv) {
          "filters", "batch", "im2col+GEMM", "convgemm", "speed-up");
   printf("%-12s %4s %7s %7s %6s %12s %12s %7s\n", "", "", "", "", "",
          "GFLOP/s", "GFLOP/s", "");
-  int rc = 0;
+  rc = 0;
   for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
     if (bench_conv_case(ctx, &conv_cases[i]) != CLT_OK) {
       fprintf(stderr, "cltrain: %s: %s\n", conv_cases[i].name,
@@ -329,11 +330,23 @@ static int bench_conv(int argc, char **argv) {
 int cli_bench_train(int argc, char **argv);
 
 int cli_bench(int argc, char **argv) {
+  static const char *const what[] = {"gemm", "train", "conv"};
   if (argc >= 1 && !strcmp(argv[0], "gemm"))
     return bench_gemm(argc - 1, argv + 1);
   if (argc >= 1 && !strcmp(argv[0], "train"))
     return cli_bench_train(argc - 1, argv + 1);
   if (argc >= 1 && !strcmp(argv[0], "conv")) return bench_conv(argc - 1, argv + 1);
-  fprintf(stderr, "usage: cltrain bench gemm|train|conv ...\n");
-  return 2;
+  bool help = argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"));
+  FILE *out = help ? stdout : stderr;
+  if (argc >= 1 && !help) {
+    const char *near = cli_nearest(argv[0], what, 3);
+    fprintf(stderr, "cltrain bench: unknown benchmark '%s'%s%s%s\n", argv[0],
+            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+  }
+  fprintf(out, "usage: cltrain bench gemm|train|conv [options]\n"
+               "  gemm   GEMM GFLOP/s (and OpenBLAS's)\n"
+               "  train  steady-state training images/s of a model file\n"
+               "  conv   im2col + GEMM against CLBlast's convgemm\n"
+               "run `cltrain bench WHICH --help` for its options\n");
+  return help ? 0 : 2;
 }

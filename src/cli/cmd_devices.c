@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 
 static const char *type_name(clt_device_type t) {
   switch (t) {
@@ -94,21 +95,21 @@ static void print_table(const clt_device_list *list, size_t chosen) {
 }
 
 int cli_devices(int argc, char **argv) {
-  bool json = false, bad = false;
+  bool json = false;
   const char *device = getenv("CLT_DEVICE");
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--json"))
-      json = true;
-    else if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: cltrain devices [--json] [--device D]\n");
-      return 0;
-    } else {
-      fprintf(stderr, "cltrain devices: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  const cli_option options[] = {
+      {"json", CLI_FLAG, &json, NULL,
+       "one JSON object: platforms, devices, the default", 0, 0, 0, 0, 0},
+      {"device", CLI_STRING, &device, "D",
+       "mark this device as chosen (as --device elsewhere)", 0, 0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "devices", "[--json] [--device D]",
+      "  lists the OpenCL platforms and devices, and the one chosen\n",
+      options, 2, 0, 0, NULL};
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
+  if (rc >= 0) return rc;
   clt_device_list list;
   char err[8192];
   clt_status st = clt_device_list_get(&list, err, sizeof err);

@@ -1,132 +1,76 @@
 /* cltrain eval: loss, accuracy and the confusion matrix of trained
  * weights on a dataset. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "data/loader.h"
-#include "graph/graph.h"
+#include "cli/options.h"
 
 typedef struct eval_args {
-  const char *model, *weights, *data, *test_data, *device, *labels, *split;
-  const char *holdout;
+  const char *model, *weights, *data, *test_data, *device, *labels;
   long long batch, limit;
-  bool resize;
+  double holdout;
+  int split; /* 0 test, 1 train */
+  bool resize, json;
 } eval_args;
 
-static void eval_usage(FILE *out) {
-  fprintf(out,
-          "usage: cltrain eval MODEL --weights FILE --data DATA [options]\n"
-          "  prints the loss, the accuracy and the confusion matrix\n"
-          "  --weights FILE      trained weights (a checkpoint from "
-          "train --save)\n"
-          "  --data D            as for train: fashion-mnist, IDX folder, "
-          "FILE.csv,\n"
-          "                      a folder with train.csv/test.csv or "
-          "train/ and test/\n"
-          "  --test-data T       the test data (then --data may be left "
-          "out)\n"
-          "  --holdout F         the fraction train held out without test "
-          "data (0.1)\n"
-          "  --resize            resize images of another size\n"
-          "  --split S           test (default) or train\n"
-          "  --batch B           batch size (default 100)\n"
-          "  --test-limit N      the first N images only\n"
-          "  --labels FILE       class names, one a line\n"
-          "  --device D          device (see `cltrain devices`)\n");
-}
+static const char *const split_names[] = {"test", "train", NULL};
 
 static int parse_eval_args(int argc, char **argv, eval_args *a) {
   memset(a, 0, sizeof *a);
   a->batch = 100;
-  a->split = "test";
-  bool bad = false;
-  const char *v;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help")) {
-      eval_usage(stdout);
-      return 0;
-    }
-    if (cli_opt_value(argc, argv, &i, "--weights", &a->weights, &bad) ||
-        cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
-        cli_opt_value(argc, argv, &i, "--test-data", &a->test_data, &bad) ||
-        cli_opt_value(argc, argv, &i, "--holdout", &a->holdout, &bad) ||
-        cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
-        cli_opt_value(argc, argv, &i, "--labels", &a->labels, &bad) ||
-        cli_opt_value(argc, argv, &i, "--split", &a->split, &bad)) {
-      if (bad) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &a->batch)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--test-limit", v, 1, LLONG_MAX, &a->limit)) return 2;
-    } else if (!strcmp(argv[i], "--resize")) {
-      a->resize = true;
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "cltrain eval: unknown option '%s' (see --help)\n",
-              argv[i]);
-      return 2;
-    } else if (!a->model) {
-      a->model = argv[i];
-    } else {
-      fprintf(stderr, "cltrain eval: unexpected argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  const char *missing = !a->model     ? "no MODEL file given"
-                        : !a->weights ? "--weights FILE is required"
+  a->holdout = 0.1;
+  const cli_option options[] = {
+      {"weights", CLI_STRING, &a->weights, "FILE",
+       "trained weights (a checkpoint from train --save)", 0, 0, 0, 0, 0},
+      {"data", CLI_STRING, &a->data, "D",
+       "as for train: fashion-mnist, IDX folder, FILE.csv,\n"
+       "a folder with train.csv/test.csv or train/ and test/",
+       0, 0, 0, 0, 0},
+      {"test-data", CLI_STRING, &a->test_data, "T",
+       "the test data (then --data may be left out)", 0, 0, 0, 0, 0},
+      {"holdout", CLI_DOUBLE, &a->holdout, "F",
+       "the fraction train held out without test data (0.1)", 0, 0.99, 0, 0,
+       0},
+      {"resize", CLI_FLAG, &a->resize, NULL, "resize images of another size",
+       0, 0, 0, 0, 0},
+      {"split", CLI_CHOICE, &a->split, "S", "test (default) or train", 0, 0, 0,
+       split_names, 0},
+      {"batch", CLI_INT, &a->batch, "B", "batch size (default 100)", 1,
+       INT_MAX, 0, 0, 0},
+      {"test-limit", CLI_INT, &a->limit, "N", "the first N samples only", 1,
+       (double)LLONG_MAX, 0, 0, 0},
+      {"labels", CLI_STRING, &a->labels, "FILE", "class names, one a line", 0,
+       0, 0, 0, 0},
+      {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
+       0, 0, 0, 0, 0},
+      {"json", CLI_FLAG, &a->json, NULL,
+       "print the result as one JSON object", 0, 0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "eval", "MODEL --weights FILE --data DATA [options]",
+      "  prints the loss, the accuracy and the confusion matrix (a\n"
+      "  regression model, mse: the loss)\n",
+      options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
+  const char *pos[1];
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, pos, &npos);
+  if (rc >= 0) return rc;
+  a->model = pos[0];
+  const char *missing = !a->weights ? "--weights FILE is required"
                         : !a->data && !a->test_data
                             ? "--data (or --test-data) is required"
+                        : !a->data && a->split == 1
+                            ? "--split train needs --data"
                             : NULL;
-  if (!missing && strcmp(a->split, "test") && strcmp(a->split, "train"))
-    missing = "--split must be test or train";
-  if (!missing && !a->data && !strcmp(a->split, "train"))
-    missing = "--split train needs --data";
   if (missing) {
-    fprintf(stderr, "cltrain eval: %s\n", missing);
-    eval_usage(stderr);
+    fprintf(stderr, "cltrain eval: %s (see cltrain eval --help)\n", missing);
     return 2;
   }
   return -1;
-}
-
-/* Runs every batch, adding each prediction to confusion[true][predicted];
- * the loss and accuracy gather on the device. */
-static clt_status run_eval(clt_graph *g, const clt_dataset *ds, int batch,
-                           int64_t classes, int64_t *confusion,
-                           clt_metrics *m) {
-  clt_loader_options lo;
-  clt_loader_options_init(&lo);
-  lo.batch = batch;
-  lo.shuffle = false;
-  clt_loader *l = NULL;
-  clt_err err = {0};
-  if (clt_loader_create(ds, &lo, &l, &err) != CLT_OK)
-    return clt_ctx_fail(g->ctx, err.status, "%s", err.msg);
-  float *probs = malloc((size_t)(batch * classes) * sizeof(float));
-  clt_status st = probs ? clt_graph_metrics(g, m, true) : CLT_ERR_HOST_MEMORY;
-  if (st == CLT_OK) st = clt_loader_start_epoch(l, 0);
-  clt_host_batch b;
-  while (st == CLT_OK && clt_loader_next(l, &b)) {
-    int64_t outputs = 0;
-    st = clt_graph_set_batch(g, b.images, b.labels, b.n);
-    if (st == CLT_OK) st = clt_graph_forward(g, false);
-    if (st == CLT_OK) st = clt_graph_predictions(g, probs, &outputs);
-    for (int64_t i = 0; st == CLT_OK && i < b.n; i++) {
-      const float *p = probs + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; c++)
-        if (p[c] > p[best]) best = c;
-      int64_t truth = b.labels[i];
-      if (truth >= 0 && truth < classes) confusion[truth * classes + best]++;
-    }
-    clt_loader_release(l, &b);
-  }
-  if (st == CLT_OK) st = clt_graph_metrics(g, m, true);
-  free(probs);
-  clt_loader_destroy(l);
-  return st;
 }
 
 static void print_confusion(const int64_t *cm, int64_t classes, char **labels,
@@ -160,6 +104,40 @@ static int fail(clt_context *ctx) {
   return 1;
 }
 
+static void print_json(const eval_args *a, const clt_dataset *ds,
+                       const clt_metrics *m, const int64_t *cm,
+                       int64_t classes, char **labels, int n_labels,
+                       int epoch) {
+  printf("{\"model\": ");
+  cli_json_string(stdout, a->model);
+  printf(", \"weights\": ");
+  cli_json_string(stdout, a->weights);
+  printf(", \"epoch\": %d, \"split\": \"%s\", \"data\": ", epoch,
+         split_names[a->split]);
+  cli_json_string(stdout, clt_dataset_source(ds));
+  printf(", \"samples\": %lld, \"loss\": ", (long long)m->samples);
+  cli_json_number(stdout, m->loss);
+  printf(", \"accuracy\": ");
+  cli_json_number(stdout, cm ? m->accuracy : NAN);
+  if (cm) {
+    printf(", \"classes\": [");
+    for (int64_t c = 0; c < classes; c++) {
+      printf("%s", c ? ", " : "");
+      if (labels && c < n_labels) cli_json_string(stdout, labels[c]);
+      else printf("\"%lld\"", (long long)c);
+    }
+    printf("], \"confusion\": [");
+    for (int64_t t = 0; t < classes; t++) {
+      printf("%s[", t ? ", " : "");
+      for (int64_t c = 0; c < classes; c++)
+        printf("%s%lld", c ? ", " : "", (long long)cm[t * classes + c]);
+      printf("]");
+    }
+    printf("]");
+  }
+  printf("}\n");
+}
+
 int cli_eval(int argc, char **argv) {
   eval_args a;
   int rc = parse_eval_args(argc, argv, &a);
@@ -190,6 +168,13 @@ int cli_eval(int argc, char **argv) {
     rc = fail(ctx);
     goto done;
   }
+  clt_loss_kind kind = clt_graph_loss_kind(g);
+  if (kind == CLT_LOSS_NONE) {
+    fprintf(stderr, "cltrain: %s: eval needs a model with a loss layer "
+                    "(softmax_cross_entropy or mse)\n",
+            a.model);
+    goto done;
+  }
   /* The checkpoint's classes map image folders to the labels the model
    * learnt, and name the rows unless --labels does. */
   const char *const *trained = (const char *const *)(saved ? saved : labels);
@@ -201,12 +186,8 @@ int cli_eval(int argc, char **argv) {
   }
   dopt.test_limit = dopt.train_limit = a.limit;
   dopt.resize = a.resize;
-  if (a.holdout && (!cli_parse_double("--holdout", a.holdout, &dopt.holdout) ||
-                    dopt.holdout < 0 || dopt.holdout >= 1)) {
-    fprintf(stderr, "cltrain: --holdout takes a fraction from 0 to below 1\n");
-    goto done;
-  }
-  bool on_train = !strcmp(a.split, "train");
+  dopt.holdout = a.holdout;
+  bool on_train = a.split == 1;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
                        on_train ? NULL : &ds) != CLT_OK) {
     rc = fail(ctx);
@@ -216,38 +197,41 @@ int cli_eval(int argc, char **argv) {
     fprintf(stderr, "cltrain: %s has no test split (--holdout 0)\n", a.data);
     goto done;
   }
-  if (g->loss_node < 0 || g->labels->dtype != CLT_I32) {
-    fprintf(stderr, "cltrain: %s: eval needs a classifier "
-                    "(softmax_cross_entropy)\n",
-            a.model);
-    goto done;
-  }
-  int64_t classes = g->nodes[g->loss_node].size;
-  int64_t sample = (int64_t)ds->channels * ds->height * ds->width;
-  if (sample != g->nodes[g->input_node].size || ds->num_classes > classes) {
-    fprintf(stderr,
-            "cltrain: %s: the data has %dx%dx%d images in %d classes, the "
-            "model takes %lld values and has %lld classes\n",
-            a.data, ds->channels, ds->height, ds->width, ds->num_classes,
-            (long long)g->nodes[g->input_node].size, (long long)classes);
-    goto done;
-  }
-  if (labels && n_labels < classes)
-    fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
-                    "%lld\n",
-            a.labels ? a.labels : a.weights, n_labels, (long long)classes);
-  cm = calloc((size_t)(classes * classes), sizeof *cm);
+  int64_t classes = clt_graph_output_size(g);
   clt_metrics m;
-  if (!cm || run_eval(g, ds, (int)a.batch, classes, cm, &m) != CLT_OK) {
-    rc = fail(ctx);
+  if (kind == CLT_LOSS_MSE) {
+    if (clt_evaluate(g, ds, a.batch, &m) != CLT_OK) {
+      rc = fail(ctx);
+      goto done;
+    }
+  } else {
+    if (labels && n_labels < classes)
+      fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
+                      "%lld\n",
+              a.labels ? a.labels : a.weights, n_labels, (long long)classes);
+    cm = calloc((size_t)(classes * classes), sizeof *cm);
+    if (!cm || clt_evaluate_confusion(g, ds, a.batch, cm, &m) != CLT_OK) {
+      if (cm) rc = fail(ctx);
+      else fprintf(stderr, "cltrain: out of memory\n");
+      goto done;
+    }
+  }
+  if (a.json) {
+    print_json(&a, ds, &m, cm, classes, labels, n_labels, info.epoch);
+    rc = 0;
+    goto done;
+  }
+  printf("model: %s  weights: %s (epoch %d)\n", a.model, a.weights,
+         info.epoch);
+  printf("data: %lld %s samples: %s\n", (long long)m.samples,
+         split_names[a.split], clt_dataset_source(ds));
+  if (!cm) {
+    printf("loss %.6g (mse, %lld outputs)\n", m.loss, (long long)classes);
+    rc = 0;
     goto done;
   }
   int64_t correct = 0;
   for (int64_t c = 0; c < classes; c++) correct += cm[c * classes + c];
-  printf("model: %s  weights: %s (epoch %d)\n", a.model, a.weights,
-         info.epoch);
-  printf("data: %lld %s samples: %s\n", (long long)m.samples, a.split,
-         clt_dataset_source(ds));
   printf("loss %.4f  accuracy %.4f (%lld/%lld)\n", m.loss, m.accuracy,
          (long long)correct, (long long)m.samples);
   print_confusion(cm, classes, labels, n_labels);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "data/image_decode.h"
 #include "data/image.h"
 
@@ -60,35 +61,11 @@ char **cli_labels_read(const char *path, int *count) {
 typedef struct predict_args {
   const char *model, *weights, *labels, *device;
   long long top, limit;
-  bool resize;
+  bool resize, json;
   const char **inputs;
   int n_inputs;
+  int printed; /* --json: predictions written so far */
 } predict_args;
-
-static void predict_usage(FILE *out) {
-  fprintf(out,
-          "usage: cltrain predict MODEL --weights FILE [options] INPUT...\n"
-          "  classifies each image of each INPUT: an IDX file (every image "
-          "in it),\n"
-          "  a PGM (P2 or P5), a PNG or a JPEG%s. PNG and JPEG are made grey "
-          "or colour\n"
-          "  as the model's input asks; sizes must match unless --resize.\n"
-          "  --resize            resize (bilinear) PNG/JPEG images to the "
-          "model's input\n"
-          "  --weights FILE      trained weights (a checkpoint from "
-          "train --save)\n"
-          "  --labels FILE       class names, one a line (e.g. "
-          "samples/fashion_labels.txt);\n"
-          "                      default: those saved in the checkpoint, "
-          "if any\n"
-          "  --top K             classes shown per image (default 3)\n"
-          "  --limit N           at most N images of an IDX file "
-          "(default 10)\n"
-          "  --device D          device (see `cltrain devices`)\n",
-          !clt_image_decode_png_supported()    ? " (this build lacks libpng)"
-          : !clt_image_decode_jpeg_supported() ? " (this build lacks JPEG)"
-                                               : "");
-}
 
 static int parse_predict_args(int argc, char **argv, predict_args *a) {
   memset(a, 0, sizeof *a);
@@ -96,43 +73,53 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
   a->limit = 10;
   a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
   if (!a->inputs) return 1;
-  bool bad = false;
-  const char *v;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help")) {
-      predict_usage(stdout);
-      return 0;
-    }
-    if (cli_opt_value(argc, argv, &i, "--weights", &a->weights, &bad) ||
-        cli_opt_value(argc, argv, &i, "--labels", &a->labels, &bad) ||
-        cli_opt_value(argc, argv, &i, "--device", &a->device, &bad)) {
-      if (bad) return 2;
-    } else if (!strcmp(argv[i], "--resize")) {
-      a->resize = true;
-    } else if (cli_opt_value(argc, argv, &i, "--top", &v, &bad)) {
-      if (bad || !cli_parse_int("--top", v, 1, INT_MAX, &a->top)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--limit", v, 1, LLONG_MAX, &a->limit)) return 2;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      fprintf(stderr, "cltrain predict: unknown option '%s' (see --help)\n",
-              argv[i]);
-      return 2;
-    } else if (!a->model) {
-      a->model = argv[i];
-    } else {
-      a->inputs[a->n_inputs++] = argv[i];
+  const cli_option options[] = {
+      {"weights", CLI_STRING, &a->weights, "FILE",
+       "trained weights (a checkpoint from train --save)", 0, 0, 0, 0, 0},
+      {"labels", CLI_STRING, &a->labels, "FILE",
+       "class names, one a line (e.g. samples/fashion_labels.txt);\n"
+       "default: those saved in the checkpoint, if any",
+       0, 0, 0, 0, 0},
+      {"top", CLI_INT, &a->top, "K", "classes shown per image (default 3)", 1,
+       INT_MAX, 0, 0, 0},
+      {"limit", CLI_INT, &a->limit, "N",
+       "at most N images of an IDX file (default 10)", 1, (double)LLONG_MAX, 0,
+       0, 0},
+      {"resize", CLI_FLAG, &a->resize, NULL,
+       "resize (bilinear) PNG/JPEG images to the model's input", 0, 0, 0, 0,
+       0},
+      {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
+       0, 0, 0, 0, 0},
+      {"json", CLI_FLAG, &a->json, NULL,
+       "print the predictions as one JSON object", 0, 0, 0, 0, 0},
+  };
+  char about[512];
+  snprintf(about, sizeof about,
+           "  classifies each image of each INPUT: an IDX file (every image "
+           "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s. PNG and JPEG are "
+           "made grey or\n  colour as the model's input asks; sizes must "
+           "match unless --resize.\n",
+           !clt_image_decode_png_supported()    ? " (this build lacks libpng)"
+           : !clt_image_decode_jpeg_supported() ? " (this build lacks JPEG)"
+                                                : "");
+  const cli_command cmd = {
+      "predict", "MODEL --weights FILE [options] INPUT...", about, options,
+      (int)(sizeof options / sizeof options[0]), 2, -1, "MODEL file and INPUT"};
+  const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+  if (!pos) return 1;
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, pos, &npos);
+  if (rc < 0) {
+    a->model = pos[0];
+    for (int i = 1; i < npos; i++) a->inputs[a->n_inputs++] = pos[i];
+    if (!a->weights) {
+      fprintf(stderr, "cltrain predict: --weights FILE is required (see "
+                      "cltrain predict --help)\n");
+      rc = 2;
     }
   }
-  const char *missing = !a->model     ? "no MODEL file given"
-                        : !a->weights ? "--weights FILE is required"
-                        : !a->n_inputs ? "no INPUT image given"
-                                       : NULL;
-  if (missing) {
-    fprintf(stderr, "cltrain predict: %s\n", missing);
-    predict_usage(stderr);
-    return 2;
-  }
-  return -1;
+  free(pos);
+  return rc;
 }
 
 /* Whether the images fit the model's input; prints why not. */
@@ -160,7 +147,7 @@ static bool images_fit(const clt_image_set *s, const char *path,
 }
 
 static void print_top(const float *probs, int64_t classes, long long top,
-                      char **labels, int n_labels) {
+                      char **labels, int n_labels, bool json) {
   bool *used = calloc((size_t)classes, sizeof *used);
   if (!used) return;
   for (long long k = 0; k < top && k < classes; k++) {
@@ -168,13 +155,21 @@ static void print_top(const float *probs, int64_t classes, long long top,
     for (int64_t c = 0; c < classes; c++)
       if (!used[c] && (best < 0 || probs[c] > probs[best])) best = c;
     used[best] = true;
-    if (labels && best < n_labels)
+    if (json) {
+      printf("%s{\"class\": %lld, \"label\": ", k ? ", " : "",
+             (long long)best);
+      if (labels && best < n_labels) cli_json_string(stdout, labels[best]);
+      else printf("null");
+      printf(", \"probability\": ");
+      cli_json_number(stdout, probs[best]);
+      printf("}");
+    } else if (labels && best < n_labels)
       printf("  %lld. %-14s %.4f", k + 1, labels[best], (double)probs[best]);
     else
       printf("  %lld. class %-8lld %.4f", k + 1, (long long)best,
              (double)probs[best]);
   }
-  printf("\n");
+  if (!json) printf("\n");
   free(used);
 }
 
@@ -223,7 +218,7 @@ static clt_status read_for_model(const char *path, clt_model *m, bool resize,
   return st;
 }
 
-static int predict_file(clt_context *ctx, clt_model *m, const predict_args *a,
+static int predict_file(clt_context *ctx, clt_model *m, predict_args *a,
                         const char *path, char **labels, int n_labels) {
   clt_image_set s;
   clt_err err = {0};
@@ -244,11 +239,22 @@ static int predict_file(clt_context *ctx, clt_model *m, const predict_args *a,
     goto done;
   }
   for (int64_t i = 0; i < n; i++) {
+    if (a->json) {
+      printf("%s{\"file\": ", a->printed++ ? ",\n  " : "\n  ");
+      cli_json_string(stdout, path);
+      printf(", \"index\": %lld, \"top\": [", (long long)i);
+      print_top(probs + i * classes, classes, a->top, labels, n_labels, true);
+      printf("]}");
+      continue;
+    }
     if (s.count > 1) printf("%s[%lld]:", path, (long long)i);
     else printf("%s:", path);
-    print_top(probs + i * classes, classes, a->top, labels, n_labels);
+    print_top(probs + i * classes, classes, a->top, labels, n_labels, false);
   }
-  if (n < s.count)
+  if (n < s.count && a->json)
+    fprintf(stderr, "cltrain: %lld more images in %s; --limit N shows more\n",
+            (long long)(s.count - n), path);
+  else if (n < s.count)
     printf("(%lld more images in %s; --limit N shows more)\n",
            (long long)(s.count - n), path);
   rc = 0;
@@ -286,8 +292,16 @@ int cli_predict(int argc, char **argv) {
                     "%lld outputs\n",
             a.labels ? a.labels : a.weights, n_labels, (long long)clt_model_output_size(m));
   rc = 0;
+  if (a.json) {
+    printf("{\"model\": ");
+    cli_json_string(stdout, a.model);
+    printf(", \"weights\": ");
+    cli_json_string(stdout, a.weights);
+    printf(", \"predictions\": [");
+  }
   for (int i = 0; i < a.n_inputs; i++)
     if (predict_file(ctx, m, &a, a.inputs[i], labels, n_labels) != 0) rc = 1;
+  if (a.json) printf("%s]}\n", a.printed ? "\n" : "");
 done:
   clt_model_destroy(m);
   clt_context_destroy(ctx);

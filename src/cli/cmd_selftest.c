@@ -4,22 +4,22 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "ops/opcheck.h"
 
 int cli_selftest(int argc, char **argv) {
   const char *device = NULL;
-  bool bad = false;
-  for (int i = 0; i < argc; i++) {
-    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else if (!strcmp(argv[i], "--help")) {
-      printf("usage: cltrain selftest [--device D]\n");
-      return 0;
-    } else {
-      fprintf(stderr, "cltrain selftest: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  const cli_option options[] = {
+      {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
+       0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "selftest", "[--device D]",
+      "  builds every kernel and checks every op against its host reference\n",
+      options, 1, 0, 0, NULL};
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
+  if (rc >= 0) return rc;
   double t0 = cli_now();
   clt_context *ctx = cli_open_context(device, false);
   if (!ctx) return 1;

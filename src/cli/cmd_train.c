@@ -12,225 +12,166 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "data/dataset.h"
-#include "graph/graph.h"
+#include "cli/options.h"
 #include "io/plot.h"
-#include "ops/opcheck.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;
   const char *save, *resume, *init, *plot;
   long long epochs, batch, seed, train_limit, test_limit, save_every;
+  long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
   clt_optimizer_options opt;
-  bool quiet, shuffle, seed_given, hflip, resize;
-  long long pad_crop;
-  double holdout;
+  bool quiet, no_shuffle, seed_given, hflip, resize, nesterov, json;
+  bool lr_given, wd_given;
+  double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
+  double min_delta;
+  int optimizer, schedule;
 } train_args;
 
-static void train_usage(FILE *out) {
-  fprintf(out,
-          "usage: cltrain train MODEL --data DATA [--test-data TEST] "
-          "[options]\n"
-          "  DATA: fashion-mnist, a folder of IDX files, FILE.csv, a folder "
-          "holding\n"
-          "  train.csv (and test.csv), or a folder holding train/<class>/"
-          "<images>\n"
-          "  (and test/<class>/...); see README.md \"Your own data\"\n"
-          "  --test-data TEST      test data: a CSV file or a folder of "
-          "class folders\n"
-          "  --holdout F           without test data: hold out this fraction "
-          "of the\n"
-          "                        training data as the test set (default "
-          "0.1; 0: none)\n"
-          "  --resize              resize images of another size than the "
-          "model's input\n"
-          "  --epochs N            epochs (default 5)\n"
-          "  --batch B             batch size (default 32)\n"
-          "  --optimizer NAME      sgd, adam (default) or adamw\n"
-          "  --lr X                learning rate (default: 0.01 sgd, 0.001 "
-          "adam/adamw)\n"
-          "  --momentum M          SGD momentum (default 0)\n"
-          "  --nesterov            SGD with Nesterov momentum\n"
-          "  --weight-decay W      L2 (sgd, adam) or decoupled (adamw; "
-          "default 0.01)\n"
-          "  --clip-norm X         clip gradients by global norm X\n"
-          "  --schedule S          constant (default), step or cosine\n"
-          "  --step-epochs N       step schedule: epochs between decays "
-          "(default 1)\n"
-          "  --gamma G             step schedule: decay factor (default "
-          "0.1)\n"
-          "  --seed S              seed for initialisation and shuffling "
-          "(default 1)\n"
-          "  --device D            device (see `cltrain devices`)\n"
-          "  --train-limit N       train on the first N images only\n"
-          "  --test-limit N        test on the first N images only\n"
-          "  --no-shuffle          keep the file order\n"
-          "  --pad-crop N          augment: random crop after zero padding "
-          "by N pixels\n"
-          "  --hflip               augment: random horizontal flips\n"
-          "  --log FILE.csv        one row per epoch (appended to when "
-          "resuming)\n"
-          "  --save FILE           checkpoint (safetensors) after the last "
-          "epoch, atomically\n"
-          "  --save-every N        ... and after every N epochs\n"
-          "  --resume FILE         continue from a checkpoint (same model "
-          "file, optimizer\n"
-          "                        and data): --epochs is the total to "
-          "reach\n"
-          "  --init FILE           start from a checkpoint's weights only "
-          "(fine-tuning)\n"
-          "  --plot FILE.svg       chart of loss and accuracy per epoch, "
-          "updated each epoch\n"
-          "  --quiet               only the final line\n");
-}
+static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
+static const char *const schedule_names[] = {"constant", "step", "cosine",
+                                             "plateau", NULL};
 
-static const char *optimizer_names[] = {"sgd", "adam", "adamw"};
+#define TRAIN_OPTIONS(a)                                                       \
+  {"data", CLI_STRING, &(a)->data, "DATA",                                     \
+   "fashion-mnist, a folder of IDX files, FILE.csv, a folder\n"                \
+   "holding train.csv (and test.csv), or a folder holding\n"                   \
+   "train/<class>/<images> (and test/<class>/...)", 0, 0, 0, 0, 0},            \
+  {"test-data", CLI_STRING, &(a)->test_data, "TEST",                           \
+   "test data: a CSV file or a folder of class folders", 0, 0, 0, 0, 0},       \
+  {"val-split", CLI_DOUBLE, &(a)->val_split, "F",                              \
+   "hold out a random fraction F of the training data (seeded\n"               \
+   "by --seed) as the validation set: its loss drives\n"                       \
+   "--early-stop and --schedule plateau (default 0: none)",                    \
+   0, 0.99, 0, 0, 0},                                                          \
+  {"holdout", CLI_DOUBLE, &(a)->holdout, "F",                                  \
+   "without test data: the last fraction F of the training\n"                  \
+   "data is the test set (default 0.1; 0: none)", 0, 0.99, 0, 0, 0},           \
+  {"resize", CLI_FLAG, &(a)->resize, NULL,                                     \
+   "resize images of another size than the model's input", 0, 0, 0, 0, 0},     \
+  {"epochs", CLI_INT, &(a)->epochs, "N", "epochs (default 5)", 1,              \
+   CLI_MAX_EPOCHS, 0, 0, 0},                                                   \
+  {"batch", CLI_INT, &(a)->batch, "B", "batch size (default 32)", 1,           \
+   INT_MAX, 0, 0, 0},                                                          \
+  {"optimizer", CLI_CHOICE, &(a)->optimizer, "NAME",                           \
+   "sgd, adam (default) or adamw", 0, 0, 0, optimizer_names, 0},               \
+  {"lr", CLI_DOUBLE, &(a)->lr, "X",                                            \
+   "learning rate (default: 0.01 sgd, 0.001 adam/adamw)", 0, 1e6, 1, 0,        \
+   &(a)->lr_given},                                                            \
+  {"momentum", CLI_DOUBLE, &(a)->momentum, "M", "SGD momentum (default 0)",    \
+   0, 1, 0, 0, 0},                                                             \
+  {"nesterov", CLI_FLAG, &(a)->nesterov, NULL, "SGD with Nesterov momentum",   \
+   0, 0, 0, 0, 0},                                                             \
+  {"weight-decay", CLI_DOUBLE, &(a)->weight_decay, "W",                        \
+   "L2 (sgd, adam) or decoupled (adamw; default 0.01)", 0, 1e6, 0, 0,          \
+   &(a)->wd_given},                                                            \
+  {"clip-norm", CLI_DOUBLE, &(a)->clip_norm, "X",                              \
+   "clip gradients by global norm X (default 0: off)", 0, HUGE_VAL, 0, 0, 0},  \
+  {"schedule", CLI_CHOICE, &(a)->schedule, "S",                                \
+   "constant (default), step, cosine or plateau (multiply\n"                   \
+   "the rate by --gamma after --patience epochs without a\n"                   \
+   "better validation, else test, loss)", 0, 0, 0, schedule_names, 0},         \
+  {"step-epochs", CLI_INT, &(a)->step_epochs, "N",                             \
+   "step schedule: epochs between decays (default 1)", 1, INT_MAX, 0, 0, 0},   \
+  {"gamma", CLI_DOUBLE, &(a)->gamma, "G",                                      \
+   "step and plateau: decay factor (default 0.1)", 0, 1, 1, 0, 0},             \
+  {"patience", CLI_INT, &(a)->patience, "N",                                   \
+   "plateau: epochs without improvement before a decay\n"                      \
+   "(default 10)", 1, INT_MAX, 0, 0, 0},                                        \
+  {"warmup-epochs", CLI_INT, &(a)->warmup_epochs, "N",                         \
+   "raise the rate linearly from near 0 over the first N\n"                    \
+   "epochs, step by step (default 0)", 0, CLI_MAX_EPOCHS, 0, 0, 0},            \
+  {"early-stop", CLI_INT, &(a)->early_stop, "N",                               \
+   "stop after N epochs without a better validation (else\n"                   \
+   "test) loss, and keep the best weights (--save writes\n"                    \
+   "them at each improvement)", 1, CLI_MAX_EPOCHS, 0, 0, 0},                   \
+  {"min-delta", CLI_DOUBLE, &(a)->min_delta, "D",                              \
+   "--early-stop, plateau: an improvement is a loss lower by\n"                \
+   "more than D (default 0)", 0, HUGE_VAL, 0, 0, 0},                           \
+  {"seed", CLI_INT, &(a)->seed, "S",                                           \
+   "seed for initialisation, shuffling and --val-split\n(default 1)", 0,       \
+   (double)LLONG_MAX, 0, 0, &(a)->seed_given},                                 \
+  {"device", CLI_STRING, &(a)->device, "D",                                    \
+   "device (see `cltrain devices`)", 0, 0, 0, 0, 0},                           \
+  {"train-limit", CLI_INT, &(a)->train_limit, "N",                             \
+   "train on the first N samples only", 1, (double)LLONG_MAX, 0, 0, 0},        \
+  {"test-limit", CLI_INT, &(a)->test_limit, "N",                               \
+   "test on the first N samples only", 1, (double)LLONG_MAX, 0, 0, 0},         \
+  {"no-shuffle", CLI_FLAG, &(a)->no_shuffle, NULL, "keep the file order", 0,   \
+   0, 0, 0, 0},                                                                \
+  {"pad-crop", CLI_INT, &(a)->pad_crop, "N",                                   \
+   "augment: random crop after zero padding by N pixels", 0,                   \
+   CLI_MAX_PAD_CROP, 0, 0, 0},                                                 \
+  {"hflip", CLI_FLAG, &(a)->hflip, NULL, "augment: random horizontal flips",   \
+   0, 0, 0, 0, 0},                                                             \
+  {"log", CLI_STRING, &(a)->log_path, "FILE.csv",                              \
+   "one row per epoch (appended to when resuming)", 0, 0, 0, 0, 0},            \
+  {"save", CLI_STRING, &(a)->save, "FILE",                                     \
+   "checkpoint (safetensors) after the last epoch, atomically", 0, 0, 0, 0,    \
+   0},                                                                         \
+  {"save-every", CLI_INT, &(a)->save_every, "N", "... and after every N epochs",\
+   1, INT_MAX, 0, 0, 0},                                                       \
+  {"resume", CLI_STRING, &(a)->resume, "FILE",                                 \
+   "continue from a checkpoint (same model file, optimizer\n"                  \
+   "and data): --epochs is the total to reach", 0, 0, 0, 0, 0},                \
+  {"init", CLI_STRING, &(a)->init, "FILE",                                     \
+   "start from a checkpoint's weights only (fine-tuning)", 0, 0, 0, 0, 0},     \
+  {"plot", CLI_STRING, &(a)->plot, "FILE.svg",                                 \
+   "chart of loss and accuracy per epoch, updated each epoch", 0, 0, 0, 0, 0}, \
+  {"json", CLI_FLAG, &(a)->json, NULL,                                         \
+   "print the result as one JSON object on stdout (the\n"                      \
+   "epoch lines go to stderr)", 0, 0, 0, 0, 0},                                \
+  {"quiet", CLI_FLAG, &(a)->quiet, NULL, "only the final line", 0, 0, 0, 0, 0}
 
 static int parse_train_args(int argc, char **argv, train_args *a) {
   memset(a, 0, sizeof *a);
   a->epochs = 5;
   a->batch = 32;
   a->seed = 1;
-  a->shuffle = true;
-  clt_optimizer_options_init(&a->opt, CLT_OPT_ADAM);
-  const char *opt_name = "adam", *lr = NULL, *momentum = NULL, *wd = NULL,
-             *clip = NULL, *schedule = NULL, *step = NULL, *gamma = NULL,
-             *holdout = NULL, *v;
-  bool nesterov = false, bad = false;
-  for (int i = 0; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help")) {
-      train_usage(stdout);
-      return 0;
-    }
-    if (cli_opt_value(argc, argv, &i, "--data", &a->data, &bad) ||
-        cli_opt_value(argc, argv, &i, "--test-data", &a->test_data, &bad) ||
-        cli_opt_value(argc, argv, &i, "--holdout", &holdout, &bad) ||
-        cli_opt_value(argc, argv, &i, "--device", &a->device, &bad) ||
-        cli_opt_value(argc, argv, &i, "--log", &a->log_path, &bad) ||
-        cli_opt_value(argc, argv, &i, "--save", &a->save, &bad) ||
-        cli_opt_value(argc, argv, &i, "--resume", &a->resume, &bad) ||
-        cli_opt_value(argc, argv, &i, "--init", &a->init, &bad) ||
-        cli_opt_value(argc, argv, &i, "--plot", &a->plot, &bad) ||
-        cli_opt_value(argc, argv, &i, "--optimizer", &opt_name, &bad) ||
-        cli_opt_value(argc, argv, &i, "--lr", &lr, &bad) ||
-        cli_opt_value(argc, argv, &i, "--momentum", &momentum, &bad) ||
-        cli_opt_value(argc, argv, &i, "--weight-decay", &wd, &bad) ||
-        cli_opt_value(argc, argv, &i, "--clip-norm", &clip, &bad) ||
-        cli_opt_value(argc, argv, &i, "--schedule", &schedule, &bad) ||
-        cli_opt_value(argc, argv, &i, "--step-epochs", &step, &bad) ||
-        cli_opt_value(argc, argv, &i, "--gamma", &gamma, &bad)) {
-      if (bad) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--epochs", &v, &bad)) {
-      if (bad || !cli_parse_int("--epochs", v, 1, CLI_MAX_EPOCHS, &a->epochs)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &a->batch)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--seed", &v, &bad)) {
-      if (bad || !cli_parse_int("--seed", v, 0, LLONG_MAX, &a->seed)) return 2;
-      a->seed_given = true;
-    } else if (cli_opt_value(argc, argv, &i, "--save-every", &v, &bad)) {
-      if (bad || !cli_parse_int("--save-every", v, 1, INT_MAX, &a->save_every))
-        return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--train-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--train-limit", v, 1, LLONG_MAX, &a->train_limit))
-        return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--test-limit", &v, &bad)) {
-      if (bad || !cli_parse_int("--test-limit", v, 1, LLONG_MAX, &a->test_limit))
-        return 2;
-    } else if (!strcmp(s, "--nesterov")) {
-      nesterov = true;
-    } else if (!strcmp(s, "--quiet")) {
-      a->quiet = true;
-    } else if (!strcmp(s, "--no-shuffle")) {
-      a->shuffle = false;
-    } else if (!strcmp(s, "--hflip")) {
-      a->hflip = true;
-    } else if (!strcmp(s, "--resize")) {
-      a->resize = true;
-    } else if (cli_opt_value(argc, argv, &i, "--pad-crop", &v, &bad)) {
-      if (bad || !cli_parse_int("--pad-crop", v, 0, CLI_MAX_PAD_CROP, &a->pad_crop)) return 2;
-    } else if (s[0] == '-') {
-      fprintf(stderr, "cltrain train: unknown option '%s' (see --help)\n", s);
-      return 2;
-    } else if (!a->model) {
-      a->model = s;
-    } else {
-      fprintf(stderr, "cltrain train: unexpected argument '%s'\n", s);
-      return 2;
-    }
-  }
-  if (!a->model || !a->data) {
-    fprintf(stderr, "cltrain train: %s\n",
-            !a->model ? "no MODEL file given" : "--data is required");
-    train_usage(stderr);
-    return 2;
-  }
-  if ((a->resume && a->init) || (a->save_every && !a->save)) {
-    fprintf(stderr, "cltrain train: %s\n",
-            a->save_every ? "--save-every needs --save FILE"
-                          : "--resume and --init exclude each other (--resume "
-                            "continues a run, --init starts a new one from "
-                            "its weights)");
-    return 2;
-  }
-  int kind = -1;
-  for (int k = 0; k < 3; k++)
-    if (!strcmp(opt_name, optimizer_names[k])) kind = k;
-  if (kind < 0) {
-    fprintf(stderr, "cltrain train: --optimizer must be sgd, adam or adamw, "
-                    "got '%s'\n",
-            opt_name);
-    return 2;
-  }
-  clt_optimizer_options_init(&a->opt, (clt_optimizer_kind)kind);
-  double d;
   a->holdout = 0.1;
-  if (holdout) {
-    if (!cli_parse_double("--holdout", holdout, &a->holdout)) return 2;
-    if (a->holdout < 0 || a->holdout >= 1) {
-      fprintf(stderr, "cltrain train: --holdout must be 0 or more and below "
-                      "1, got '%s'\n",
-              holdout);
-      return 2;
-    }
+  a->optimizer = CLT_OPT_ADAM;
+  a->schedule = CLT_SCHEDULE_CONSTANT;
+  a->gamma = 0.1;
+  a->step_epochs = 1;
+  a->patience = 10;
+  const cli_option options[] = {TRAIN_OPTIONS(a)};
+  const cli_command cmd = {
+      "train", "MODEL --data DATA [--test-data TEST] [options]",
+      "  trains MODEL (a model file, see samples/) on DATA; see README.md\n"
+      "  \"Your own data\" for the layouts DATA may have\n",
+      options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
+  const char *pos[1];
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, pos, &npos);
+  if (rc >= 0) return rc;
+  a->model = pos[0];
+  const char *bad = !a->data ? "--data is required"
+                    : a->resume && a->init
+                        ? "--resume and --init exclude each other (--resume "
+                          "continues a run, --init starts a new one from its "
+                          "weights)"
+                    : a->save_every && !a->save ? "--save-every needs --save FILE"
+                    : a->save_every && a->early_stop
+                        ? "--save-every and --early-stop exclude each other "
+                          "(with --early-stop, --save writes the best "
+                          "weights at each improvement)"
+                        : NULL;
+  if (bad) {
+    fprintf(stderr, "cltrain train: %s\n", bad);
+    return 2;
   }
-  if (lr) {
-    if (!cli_parse_double("--lr", lr, &d)) return 2;
-    a->opt.lr = (float)d;
-  }
-  if (momentum) {
-    if (!cli_parse_double("--momentum", momentum, &d)) return 2;
-    a->opt.momentum = (float)d;
-  }
-  if (wd) {
-    if (!cli_parse_double("--weight-decay", wd, &d)) return 2;
-    a->opt.weight_decay = (float)d;
-  }
-  if (clip) {
-    if (!cli_parse_double("--clip-norm", clip, &d)) return 2;
-    a->opt.clip_norm = (float)d;
-  }
-  if (gamma) {
-    if (!cli_parse_double("--gamma", gamma, &d)) return 2;
-    a->opt.gamma = (float)d;
-  }
-  if (step) {
-    long long n;
-    if (!cli_parse_int("--step-epochs", step, 1, INT_MAX, &n)) return 2;
-    a->opt.step_epochs = (int)n;
-  }
-  a->opt.nesterov = nesterov;
-  if (schedule) {
-    if (!strcmp(schedule, "constant")) a->opt.schedule = CLT_SCHEDULE_CONSTANT;
-    else if (!strcmp(schedule, "step")) a->opt.schedule = CLT_SCHEDULE_STEP;
-    else if (!strcmp(schedule, "cosine")) a->opt.schedule = CLT_SCHEDULE_COSINE;
-    else {
-      fprintf(stderr, "cltrain train: --schedule must be constant, step or "
-                      "cosine, got '%s'\n",
-              schedule);
-      return 2;
-    }
-  }
+  clt_optimizer_options_init(&a->opt, (clt_optimizer_kind)a->optimizer);
+  if (a->lr_given) a->opt.lr = (float)a->lr;
+  if (a->wd_given) a->opt.weight_decay = (float)a->weight_decay;
+  a->opt.momentum = (float)a->momentum;
+  a->opt.nesterov = a->nesterov;
+  a->opt.clip_norm = (float)a->clip_norm;
+  a->opt.schedule = (clt_schedule)a->schedule;
+  a->opt.gamma = (float)a->gamma;
+  a->opt.step_epochs = (int)a->step_epochs;
+  a->opt.patience = (int)a->patience;
+  a->opt.min_delta = (float)a->min_delta;
+  a->opt.warmup_epochs = (int)a->warmup_epochs;
   a->opt.total_epochs = (int)a->epochs;
   return -1;
 }
@@ -249,6 +190,8 @@ typedef struct progress_out {
   double phase_start;
   watchdog *dog; /* NULL unless on a terminal */
   bool regression; /* mse: a loss, no accuracy */
+  bool early_stop;  /* mark the best epochs */
+  FILE *out;        /* the epoch lines: stdout, or stderr under --json */
 } progress_out;
 
 /* On a terminal, a line that says the run is alive when the library has
@@ -413,21 +356,29 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
   if (p->phase == CLT_PHASE_EPOCH) {
     const clt_epoch_stats *s = p->stats;
     if (po->tty) fprintf(stderr, "\r\033[K");
-    if (!po->quiet && po->regression)
-      printf("epoch %d/%d  train loss %.6g  test loss %.6g  %.1f s  %.0f "
-             "samples/s  lr %g\n",
-             s->epoch, p->epochs, s->train_loss, s->test_loss, s->seconds,
-             s->images_per_sec, (double)s->lr);
-    else if (!po->quiet)
-      printf("epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f"
-             "  %.1f s  %.0f images/s  lr %g\n",
-             s->epoch, p->epochs, s->train_loss, s->train_acc, s->test_loss,
-             s->test_acc, s->seconds, s->images_per_sec, (double)s->lr);
-    fflush(stdout);
+    if (!po->quiet) {
+      FILE *out = po->out;
+      fprintf(out, "epoch %d/%d  train loss %.4f", s->epoch, p->epochs,
+              s->train_loss);
+      if (!po->regression) fprintf(out, " acc %.4f", s->train_acc);
+      if (!isnan(s->val_loss)) {
+        fprintf(out, "  val loss %.4f", s->val_loss);
+        if (!po->regression) fprintf(out, " acc %.4f", s->val_acc);
+      }
+      if (!isnan(s->test_loss)) {
+        fprintf(out, "  test loss %.4f", s->test_loss);
+        if (!po->regression) fprintf(out, " acc %.4f", s->test_acc);
+      }
+      fprintf(out, "  %.1f s  %.0f %s/s  lr %g%s\n", s->seconds,
+              s->images_per_sec, po->regression ? "samples" : "images",
+              (double)s->lr, s->best && po->early_stop ? "  (best)" : "");
+      fflush(out);
+    }
     if (po->log) {
-      fprintf(po->log, "%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f\n", s->epoch,
-              s->train_loss, s->train_acc, s->test_loss, s->test_acc,
-              s->seconds, s->images_per_sec);
+      fprintf(po->log, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%g\n",
+              s->epoch, s->train_loss, s->train_acc, s->test_loss,
+              s->test_acc, s->val_loss, s->val_acc, s->seconds,
+              s->images_per_sec, (double)s->lr);
       fflush(po->log); /* a crash later keeps the epochs done */
     }
     po->hist[s->epoch - 1] = *s;
@@ -445,6 +396,62 @@ static int fail(clt_context *ctx, const char *what) {
   return 1;
 }
 
+/* The final result as one JSON object (--json). */
+static void print_json_result(const train_args *a, const clt_context *ctx,
+                              const clt_epoch_stats *hist,
+                              const clt_epoch_stats *last,
+                              const clt_fit_result *r, bool regression,
+                              int64_t train_n, int64_t val_n, int64_t test_n) {
+  printf("{\"model\": ");
+  cli_json_string(stdout, a->model);
+  printf(", \"device\": ");
+  cli_json_string(stdout, clt_context_device(ctx)->name);
+  printf(", \"epochs\": %d, \"batch\": %lld, \"training_samples\": %lld, "
+         "\"validation_samples\": %lld, \"test_samples\": %lld",
+         r->last_epoch, a->batch, (long long)train_n, (long long)val_n,
+         (long long)test_n);
+  printf(", \"regression\": %s, \"kept_epoch\": %d, \"train_loss\": ",
+         regression ? "true" : "false", last->epoch);
+  cli_json_number(stdout, last->train_loss);
+  printf(", \"train_accuracy\": ");
+  cli_json_number(stdout, regression ? NAN : last->train_acc);
+  printf(", \"validation_loss\": ");
+  cli_json_number(stdout, last->val_loss);
+  printf(", \"validation_accuracy\": ");
+  cli_json_number(stdout, regression ? NAN : last->val_acc);
+  printf(", \"test_loss\": ");
+  cli_json_number(stdout, last->test_loss);
+  printf(", \"test_accuracy\": ");
+  cli_json_number(stdout, regression ? NAN : last->test_acc);
+  printf(", \"monitor\": ");
+  cli_json_string(stdout, r->monitor);
+  printf(", \"best_epoch\": %d, \"best_loss\": ", r->best_epoch);
+  cli_json_number(stdout, r->best_loss);
+  printf(", \"stopped_early\": %s, \"restored_best\": %s, \"saved\": ",
+         r->stopped_early ? "true" : "false",
+         r->restored_best ? "true" : "false");
+  if (a->save) cli_json_string(stdout, a->save);
+  else printf("null");
+  printf(", \"history\": [");
+  for (int e = 0; e < r->last_epoch; e++) {
+    const clt_epoch_stats *s = &hist[e];
+    printf("%s{\"epoch\": %d, \"train_loss\": ", e ? ", " : "", s->epoch);
+    cli_json_number(stdout, s->train_loss);
+    printf(", \"train_accuracy\": ");
+    cli_json_number(stdout, regression ? NAN : s->train_acc);
+    printf(", \"validation_loss\": ");
+    cli_json_number(stdout, s->val_loss);
+    printf(", \"test_loss\": ");
+    cli_json_number(stdout, s->test_loss);
+    printf(", \"test_accuracy\": ");
+    cli_json_number(stdout, regression ? NAN : s->test_acc);
+    printf(", \"lr\": ");
+    cli_json_number(stdout, s->lr);
+    printf("}");
+  }
+  printf("]}\n");
+}
+
 int cli_train(int argc, char **argv) {
   train_args a;
   int rc = parse_train_args(argc, argv, &a);
@@ -453,6 +460,7 @@ int cli_train(int argc, char **argv) {
       (a.plot && !cli_check_output_path("--plot", a.plot)) ||
       (a.log_path && !cli_check_output_path("--log", a.log_path)))
     return 2;
+  FILE *out = a.json ? stderr : stdout;
   FILE *log = NULL;
   if (a.log_path) {
     /* A resumed run goes on with the log of the run it continues. */
@@ -463,8 +471,8 @@ int cli_train(int argc, char **argv) {
       return 1;
     }
     if (ftell(log) == 0)
-      fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,"
-                   "images_per_sec\n");
+      fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,val_loss,"
+                   "val_acc,seconds,images_per_sec,lr\n");
     fflush(log);
   }
   clt_context *ctx = cli_open_context(a.device, false);
@@ -474,7 +482,7 @@ int cli_train(int argc, char **argv) {
   }
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
-  clt_dataset *train = NULL, *test = NULL;
+  clt_dataset *train = NULL, *test = NULL, *val = NULL;
   clt_epoch_stats *hist = NULL;
   rc = 1;
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK) {
@@ -496,6 +504,16 @@ int cli_train(int argc, char **argv) {
     fail(ctx, NULL);
     goto done;
   }
+  if (a.val_split > 0) {
+    clt_dataset *rest = NULL;
+    if (clt_dataset_split(ctx, train, a.val_split, (uint64_t)a.seed, &rest,
+                          &val) != CLT_OK) {
+      fail(ctx, "--val-split");
+      goto done;
+    }
+    clt_dataset_destroy(train);
+    train = rest;
+  }
   if (clt_graph_compile(g, a.batch, (uint64_t)a.seed) != CLT_OK ||
       clt_optimizer_create(g, &a.opt, &opt) != CLT_OK) {
     fail(ctx, a.model);
@@ -507,6 +525,7 @@ int cli_train(int argc, char **argv) {
     hist[e].epoch = (int)e + 1;
     hist[e].train_loss = hist[e].train_acc = NAN;
     hist[e].test_loss = hist[e].test_acc = NAN;
+    hist[e].val_loss = hist[e].val_acc = NAN;
   }
   progress_out po = {.tty = isatty(STDERR_FILENO) != 0,
                      .quiet = a.quiet,
@@ -514,7 +533,9 @@ int cli_train(int argc, char **argv) {
                      .plot = a.plot,
                      .title = a.model,
                      .hist = hist,
-                     .regression = dopt.targets > 0};
+                     .regression = dopt.targets > 0,
+                     .early_stop = a.early_stop > 0,
+                     .out = out};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
@@ -531,9 +552,9 @@ int cli_train(int argc, char **argv) {
                       "the resumed run keeps (not %lld)\n",
               a.resume, (unsigned long long)info.seed, a.seed);
     if (info.epoch >= a.epochs) {
-      printf("nothing to do: %s holds %d epochs, --epochs %lld asks for no "
-             "more\n",
-             a.resume, info.epoch, a.epochs);
+      fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
+                   "for no more\n",
+              a.resume, info.epoch, a.epochs);
       rc = 0;
       goto done;
     }
@@ -542,23 +563,27 @@ int cli_train(int argc, char **argv) {
   if (!a.quiet) {
     char summary[8192];
     clt_graph_summary(g, summary, sizeof summary);
-    printf("device: %s (%s)\n%s", clt_context_device(ctx)->name,
-           clt_context_device(ctx)->platform_name, summary);
-    printf("training data: %s\ntest data: %s\n", clt_dataset_source(train),
-           test ? clt_dataset_source(test) : "none (--holdout 0)");
-    printf("data: %lld training and %lld test samples; batch %lld, %s lr "
-           "%g\n",
-           (long long)clt_dataset_count(train),
-           (long long)(test ? clt_dataset_count(test) : 0), a.batch,
-           optimizer_names[a.opt.kind], (double)a.opt.lr);
-    fflush(stdout);
+    fprintf(out, "device: %s (%s)\n%s", clt_context_device(ctx)->name,
+            clt_context_device(ctx)->platform_name, summary);
+    fprintf(out, "training data: %s\n", clt_dataset_source(train));
+    if (val) fprintf(out, "validation data: %s\n", clt_dataset_source(val));
+    fprintf(out, "test data: %s\n",
+            test ? clt_dataset_source(test) : "none (--holdout 0)");
+    fprintf(out, "data: %lld training, %lld validation and %lld test "
+                 "samples; batch %lld, %s lr %g\n",
+            (long long)clt_dataset_count(train),
+            (long long)(val ? clt_dataset_count(val) : 0),
+            (long long)(test ? clt_dataset_count(test) : 0), a.batch,
+            optimizer_names[a.opt.kind], (double)a.opt.lr);
+    fflush(out);
   }
+  clt_fit_result result = {0};
   clt_fit_options fo;
   clt_fit_options_init(&fo);
   fo.epochs = (int)a.epochs;
   fo.batch = a.batch;
   fo.seed = (uint64_t)a.seed;
-  fo.shuffle = a.shuffle;
+  fo.shuffle = !a.no_shuffle;
   fo.pad_crop = (int)a.pad_crop;
   fo.hflip = a.hflip;
   fo.progress = print_progress;
@@ -566,12 +591,16 @@ int cli_train(int argc, char **argv) {
   fo.progress_every = 20;
   fo.checkpoint_path = a.save;
   fo.checkpoint_every = (int)a.save_every;
+  fo.validation = val;
+  fo.early_stop = (int)a.early_stop;
+  fo.min_delta = a.min_delta;
+  fo.result = &result;
   if (a.resume) {
     fo.first_epoch = info.epoch + 1;
     fo.seed = info.data_seed;
     if (!a.quiet)
-      printf("resuming from %s: %d epochs and %lld steps done\n", a.resume,
-             info.epoch, (long long)info.step);
+      fprintf(out, "resuming from %s: %d epochs and %lld steps done\n",
+              a.resume, info.epoch, (long long)info.step);
   }
   watchdog dog;
   if (po.tty && !po.quiet) {
@@ -586,17 +615,40 @@ int cli_train(int argc, char **argv) {
   if (fit_status != CLT_OK) {
     if (po.tty) fprintf(stderr, "\n");
     fail(ctx, NULL);
-  } else {
-    const clt_epoch_stats *last = &hist[a.epochs - 1];
-    if (po.regression)
-      printf("final: test loss %.6g, train loss %.6g after %lld epochs\n",
-             last->test_loss, last->train_loss, a.epochs);
-    else
-      printf("final: test accuracy %.4f, test loss %.4f after %lld epochs\n",
-             last->test_acc, last->test_loss, a.epochs);
-    if (a.save && !a.quiet) printf("saved %s\n", a.save);
-    rc = 0;
+    goto done;
   }
+  if (result.stopped_early && !a.quiet)
+    fprintf(out, "early stop: the %s loss has not improved for %lld epochs "
+                 "(best %.4f after epoch %d)\n",
+            result.monitor, a.early_stop, result.best_loss,
+            result.best_epoch);
+  if (result.restored_best && !a.quiet)
+    fprintf(out, "kept the weights of epoch %d, the best %s loss%s\n",
+            result.best_epoch, result.monitor,
+            a.save ? " (as saved)" : "");
+  const clt_epoch_stats *last = &hist[result.last_epoch - 1];
+  if (a.early_stop > 0 && result.best_epoch > 0)
+    last = &hist[result.best_epoch - 1]; /* the weights kept */
+  if (a.json) {
+    print_json_result(&a, ctx, hist, last, &result, po.regression,
+                      clt_dataset_count(train),
+                      val ? clt_dataset_count(val) : 0,
+                      test ? clt_dataset_count(test) : 0);
+  } else if (po.regression) {
+    printf("final: test loss %.6g, train loss %.6g after %d epochs%s\n",
+           last->test_loss, last->train_loss, result.last_epoch,
+           last->epoch != result.last_epoch ? " (the best epoch's weights)"
+                                            : "");
+  } else {
+    printf("final: test accuracy %.4f, test loss %.4f after %d epochs%s\n",
+           last->test_acc, last->test_loss, result.last_epoch,
+           last->epoch != result.last_epoch ? " (the best epoch's weights)"
+                                            : "");
+  }
+  if (a.save && !a.quiet)
+    fprintf(out, "saved %s%s\n", a.save,
+            a.early_stop > 0 ? " (the best epoch's weights)" : "");
+  rc = 0;
 done:
   free(hist);
   if (log && fclose(log) != 0) {
@@ -606,6 +658,7 @@ done:
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   clt_dataset_destroy(train);
+  clt_dataset_destroy(val);
   clt_dataset_destroy(test);
   clt_context_destroy(ctx);
   return rc;
@@ -624,10 +677,18 @@ done:
 
 typedef struct bench_data {
   clt_tensor *x, *y;
+  clt_tensor **xs, **ys; /* the batches: views of x and y */
   int64_t batch, size, batches;
+  bool labels; /* a classifier: ys are its labels (else targets stay 0) */
 } bench_data;
 
 static void bench_data_free(bench_data *d) {
+  for (int64_t k = 0; d->xs && k < d->batches; k++) {
+    clt_tensor_destroy(d->xs[k]);
+    clt_tensor_destroy(d->ys[k]);
+  }
+  free(d->xs);
+  free(d->ys);
   clt_tensor_destroy(d->x);
   clt_tensor_destroy(d->y);
 }
@@ -638,31 +699,54 @@ static clt_status bench_data_upload(clt_context *ctx, bench_data *d,
   CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){n * d->size}, &d->x));
   CLT_TRY(clt_tensor_create(ctx, CLT_I32, 1, (int64_t[]){n}, &d->y));
   CLT_TRY(clt_tensor_upload(d->x, x));
-  return clt_tensor_upload(d->y, y);
+  CLT_TRY(clt_tensor_upload(d->y, y));
+  d->xs = calloc((size_t)d->batches, sizeof *d->xs);
+  d->ys = calloc((size_t)d->batches, sizeof *d->ys);
+  if (!d->xs || !d->ys) return CLT_ERR_HOST_MEMORY;
+  for (int64_t k = 0; k < d->batches; k++) {
+    int64_t nx = d->batch * d->size;
+    CLT_TRY(clt_tensor_view(d->x, k * nx, 1, &nx, &d->xs[k]));
+    CLT_TRY(clt_tensor_view(d->y, k * d->batch, 1, &d->batch, &d->ys[k]));
+  }
+  return CLT_OK;
+}
+
+/* Uniform floats in [0, 1) from a fixed seed (splitmix64). */
+static void bench_random_fill(float *x, int64_t n) {
+  uint64_t s = 7;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    x[i] = (float)((z ^ (z >> 31)) >> 40) / 16777216.0f;
+  }
 }
 
 static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
                                   int64_t batch, bench_data *d) {
-  clt_graph_node *in = &g->nodes[g->input_node];
-  int64_t classes = g->loss_node >= 0 ? g->nodes[g->loss_node].size : 1;
+  int64_t classes = clt_graph_loss_kind(g) == CLT_LOSS_CLASSIFIER
+                        ? clt_graph_output_size(g)
+                        : 1;
   d->batch = batch;
-  d->size = in->size;
+  d->size = clt_graph_input_size(g);
+  d->labels = clt_graph_loss_kind(g) == CLT_LOSS_CLASSIFIER;
   clt_dataset *ds = NULL;
   bool real = clt_dataset_load(ctx, "fashion-mnist", true, 0, &ds) == CLT_OK &&
-              (int64_t)ds->channels * ds->height * ds->width == d->size &&
-              ds->num_classes <= classes && ds->count >= batch;
-  d->batches = real ? ds->count / batch : BENCH_RANDOM_BATCHES;
+              clt_dataset_sample_values(ds) == d->size &&
+              clt_dataset_num_classes(ds) <= classes &&
+              clt_dataset_count(ds) >= batch;
+  d->batches = real ? clt_dataset_count(ds) / batch : BENCH_RANDOM_BATCHES;
   int64_t n = d->batches * batch;
   float *x = malloc((size_t)(n * d->size) * sizeof(float));
   int32_t *y = malloc((size_t)n * sizeof(int32_t));
   clt_status st = CLT_OK;
   if (!x || !y) {
-    st = clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "bench data");
+    st = CLT_ERR_HOST_MEMORY;
+    fprintf(stderr, "cltrain: no memory for the bench data\n");
   } else if (real) {
-    for (int64_t i = 0; i < n * d->size; i++) x[i] = ds->pixels[i] / 255.0f;
-    memcpy(y, ds->labels, (size_t)n * sizeof(int32_t));
+    st = clt_dataset_samples(ds, 0, n, x, y);
   } else {
-    clt_random_fill(x, n * d->size, 7, 0.0f, 1.0f);
+    bench_random_fill(x, n * d->size);
     for (int64_t i = 0; i < n; i++) y[i] = (int32_t)(i % classes);
   }
   clt_dataset_destroy(ds);
@@ -674,17 +758,10 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
 
 static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
                               const bench_data *d, int steps) {
-  clt_graph_node *in = &g->nodes[g->input_node];
-  clt_tensor x_in = clt_tensor_slice_1d(in->out, 0, d->batch * d->size);
-  clt_tensor y_in = clt_tensor_slice_1d(g->labels, 0, d->batch);
   for (int i = 0; i < steps; i++) {
     int64_t k = i % d->batches;
-    clt_tensor xs = clt_tensor_slice_1d(d->x, k * d->batch * d->size,
-                                        d->batch * d->size);
-    clt_tensor ys = clt_tensor_slice_1d(d->y, k * d->batch, d->batch);
-    CLT_TRY(clt_tensor_copy(&x_in, &xs));
-    CLT_TRY(clt_tensor_copy(&y_in, &ys));
-    g->batch = d->batch;
+    CLT_TRY(clt_graph_set_batch_device(g, d->xs[k],
+                                       d->labels ? d->ys[k] : NULL, d->batch));
     CLT_TRY(clt_graph_forward(g, true));
     CLT_TRY(clt_graph_backward(g));
     CLT_TRY(clt_optimizer_step(opt));
@@ -799,41 +876,31 @@ static int bench_all_devices(const char *model, long long batch,
 }
 
 int cli_bench_train(int argc, char **argv) {
-  const char *model = NULL, *device = NULL, *v;
+  const char *device = NULL;
   long long batch = 32, steps = 200;
-  bool profile = false, bad = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help")) {
-      printf("usage: cltrain bench train MODEL [--batch B] [--steps N] "
-             "[--device D|all] [--profile]\n"
-             "  steady-state images/s of forward + backward + Adam update,\n"
-             "  the data already on the device; --profile adds device time "
-             "per op;\n  --device all trains on every device and compares "
-             "them\n");
-      return 0;
-    }
-    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--batch", &v, &bad)) {
-      if (bad || !cli_parse_int("--batch", v, 1, INT_MAX, &batch)) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--steps", &v, &bad)) {
-      if (bad || !cli_parse_int("--steps", v, 1, INT_MAX, &steps)) return 2;
-    } else if (!strcmp(argv[i], "--profile")) {
-      profile = true;
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "cltrain bench train: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else if (!model) {
-      model = argv[i];
-    } else {
-      fprintf(stderr, "cltrain bench train: unexpected '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!model) {
-    fprintf(stderr, "cltrain bench train: no MODEL file given\n");
-    return 2;
-  }
+  bool profile = false;
+  const cli_option options[] = {
+      {"batch", CLI_INT, &batch, "B", "batch size (default 32)", 1, INT_MAX,
+       0, 0, 0},
+      {"steps", CLI_INT, &steps, "N", "timed steps (default 200)", 1, INT_MAX,
+       0, 0, 0},
+      {"device", CLI_STRING, &device, "D|all",
+       "device (see `cltrain devices`); all: every device,\n"
+       "compared in a table",
+       0, 0, 0, 0, 0},
+      {"profile", CLI_FLAG, &profile, NULL, "add the device time of each op",
+       0, 0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "bench train", "MODEL [--batch B] [--steps N] [--device D|all] "
+                     "[--profile]",
+      "  steady-state images/s of forward + backward + Adam update, the data\n"
+      "  already on the device\n",
+      options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
+  const char *model = NULL;
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, &model, &npos);
+  if (rc >= 0) return rc;
   if (device && !strcasecmp(device, "all"))
     return bench_all_devices(model, batch, steps);
   double ips;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 
 static const char *source_name(clt_plan_source s) {
   switch (s) {
@@ -35,39 +36,32 @@ static void print_plan(const clt_plan_info *p) {
   }
 }
 
-static int usage(FILE *out, int rc) {
-  fprintf(out,
-          "usage: cltrain tune MODEL --batch B [--device D] [--cached]\n"
-          "  measures every product of MODEL compiled for batch B on the "
-          "device,\n"
-          "  prints each way to run it (time, GFLOP/s) and the one chosen, "
-          "and\n"
-          "  stores the plans beside the kernel cache for later runs\n"
-          "  --cached  show the stored plans, measuring only those missing\n");
-  return rc;
-}
-
 int cli_tune(int argc, char **argv) {
-  const char *model = NULL, *device = NULL, *batch_s = NULL;
-  bool bad = false, cached = false;
+  const char *device = NULL;
+  bool cached = false;
   long long batch = 0;
-  for (int i = 0; i < argc; i++) {
-    if (cli_opt_value(argc, argv, &i, "--device", &device, &bad)) {
-      if (bad) return 2;
-    } else if (cli_opt_value(argc, argv, &i, "--batch", &batch_s, &bad)) {
-      if (bad || !cli_parse_int("--batch", batch_s, 1, INT_MAX, &batch)) return 2;
-    } else if (!strcmp(argv[i], "--cached")) {
-      cached = true;
-    } else if (!strcmp(argv[i], "--help")) {
-      return usage(stdout, 0);
-    } else if (argv[i][0] == '-' || model) {
-      fprintf(stderr, "cltrain tune: unexpected argument '%s'\n", argv[i]);
-      return usage(stderr, 2);
-    } else {
-      model = argv[i];
-    }
+  const cli_option options[] = {
+      {"batch", CLI_INT, &batch, "B", "the batch to plan for (required)", 1,
+       INT_MAX, 0, 0, 0},
+      {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
+       0, 0, 0, 0},
+      {"cached", CLI_FLAG, &cached, NULL,
+       "show the stored plans, measuring only those missing", 0, 0, 0, 0, 0},
+  };
+  const cli_command cmd = {
+      "tune", "MODEL --batch B [--device D] [--cached]",
+      "  measures every product of MODEL compiled for batch B on the device,\n"
+      "  prints each way to run it (time, GFLOP/s) and the one chosen, and\n"
+      "  stores the plans beside the kernel cache for later runs\n",
+      options, 3, 1, 1, "MODEL file"};
+  const char *model = NULL;
+  int npos = 0;
+  int rc = cli_parse(&cmd, argc, argv, &model, &npos);
+  if (rc >= 0) return rc;
+  if (batch < 1) {
+    fprintf(stderr, "cltrain tune: --batch B is required\n");
+    return 2;
   }
-  if (!model || batch < 1) return usage(stderr, 2);
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.device = device;

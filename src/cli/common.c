@@ -1,0 +1,113 @@
+/* What the commands share: a context that reports its first-run
+ * compilation, output paths checked before work, the clock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+/* The library's warnings (a kernel cache that cannot be written, ...) are
+ * for the user; its information and debug lines are not. */
+static void print_warnings(clt_log_level level, const char *message,
+                           void *user) {
+  (void)user;
+  if (level >= CLT_LOG_WARN)
+    fprintf(stderr, "cltrain: %s: %s\n",
+            level == CLT_LOG_WARN ? "warning" : "error", message);
+}
+
+/* What a first run on a device says while it compiles (tens of seconds on
+ * a small CPU), so that it never sits silent. */
+typedef struct build_report {
+  bool tty;
+  int compiled;
+  double start;
+} build_report;
+
+static void print_build_progress(const clt_device_info *device,
+                                 const char *program, int index, int total,
+                                 bool compiling, void *user) {
+  build_report *r = user;
+  if (!compiling) return;
+  if (r->compiled++ == 0) {
+    r->start = cli_now();
+    if (!r->tty)
+      fprintf(stderr, "cltrain: compiling kernels for %s (first run on this "
+                      "device and driver)...\n",
+              device->name);
+  }
+  if (r->tty) {
+    fprintf(stderr, "\r\033[Kcompiling kernels for %.40s: %d/%d (%s)",
+            device->name, index, total, program);
+    fflush(stderr);
+  }
+}
+
+clt_context *cli_open_context(const char *device, bool profiling) {
+  build_report report = {.tty = isatty(STDERR_FILENO) != 0};
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.device = device;
+  opts.profiling = profiling;
+  opts.log = print_warnings;
+  opts.build_progress = print_build_progress;
+  opts.build_progress_user = &report;
+  clt_context *ctx = NULL;
+  char err[8192];
+  clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
+  if (report.compiled && report.tty) fprintf(stderr, "\r\033[K");
+  if (report.compiled && st == CLT_OK) {
+    clt_kernel_stats ks;
+    clt_context_kernel_stats(ctx, &ks);
+    fprintf(stderr, "cltrain: compiled %d kernel program%s in %.1f s%s\n",
+            report.compiled, report.compiled == 1 ? "" : "s",
+            cli_now() - report.start,
+            ks.cache_stored == report.compiled
+                ? "; later runs load them from the cache"
+                : " (not cached: later runs compile them again)");
+  }
+  if (st != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err[0] ? err : clt_status_string(st));
+    return NULL;
+  }
+  return ctx;
+}
+
+bool cli_check_output_path(const char *opt, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "cltrain: %s %s: that is a folder; give a file name\n",
+            opt, path);
+    return false;
+  }
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  int n = slash ? snprintf(dir, sizeof dir, "%.*s",
+                           slash == path ? 1 : (int)(slash - path), path)
+                : snprintf(dir, sizeof dir, ".");
+  if (n < 0 || (size_t)n >= sizeof dir) {
+    fprintf(stderr, "cltrain: %s: path too long\n", opt);
+    return false;
+  }
+  bool exists = stat(dir, &st) == 0;
+  if (!exists || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "cltrain: %s %s: %s %s\n", opt, path, dir,
+            exists ? "is not a folder" : "does not exist");
+    return false;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "cltrain: %s %s: the folder %s is not writable\n", opt,
+            path, dir);
+    return false;
+  }
+  return true;
+}
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,150 @@
+#!/bin/bash
+# The command line as other tools behave: -h and --help on every command
+# (exit 0), "did you mean" for a mistyped command, option or choice, a bad
+# value blamed on its option before any work, `--` ending the options, and
+# --json on train, eval and predict giving one JSON object a script reads.
+# usage: cli_options.sh CLTRAIN
+set -euo pipefail
+C=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$(mktemp -d /tmp/clt_options_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# expect_exit CODE WHAT NEEDLE... -- COMMAND...: COMMAND exits with CODE and
+# every NEEDLE is in its stderr (or stdout for exit 0).
+expect_exit() {
+  local code=$1 what=$2
+  shift 2
+  local needles=()
+  while [ "$1" != "--" ]; do
+    needles+=("$1")
+    shift
+  done
+  shift
+  local rc=0
+  timeout 20 "$@" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
+  local where="$T/err"
+  [ "$code" -eq 0 ] && where="$T/out"
+  for n in "${needles[@]}"; do
+    grep -qF -- "$n" "$where" || fail "$what: '$n' not in: $(cat "$where")"
+  done
+  echo "ok: $what"
+}
+
+# Help: every command, both spellings, on stdout, exit 0.
+for cmd in devices selftest "bench gemm" "bench train" "bench conv" bench \
+  train eval predict tune; do
+  for h in -h --help; do
+    # shellcheck disable=SC2086
+    expect_exit 0 "$cmd $h" "usage: cltrain" -- "$C" $cmd $h
+  done
+done
+expect_exit 0 "help" "usage: cltrain COMMAND" -- "$C" help
+expect_exit 0 "--help" "usage: cltrain COMMAND" -- "$C" --help
+# Every option the help lists is documented in the README.
+for cmd in train eval predict "bench train" tune; do
+  # shellcheck disable=SC2086
+  "$C" $cmd --help | grep -o -- '^  --[a-z0-9-]*' | sed 's/^  //' |
+    while read -r opt; do
+      grep -qF -- "$opt" "$(dirname "$0")/../README.md" ||
+        fail "README.md does not document $cmd $opt"
+    done
+done
+echo "ok: README documents every option of train, eval, predict, bench train, tune"
+
+# Mistakes get a suggestion, exit 2, and no work is done (the model file
+# does not even exist).
+expect_exit 2 "mistyped option" "unknown option '--epcohs'" \
+  "did you mean '--epochs'?" -- "$C" train none.model --data x --epcohs 3
+expect_exit 2 "one dash" "did you mean '--epochs'?" -- \
+  "$C" train none.model --data x -epochs 3
+expect_exit 2 "mistyped command" "did you mean 'train'?" -- "$C" trian
+expect_exit 2 "mistyped bench" "did you mean 'train'?" -- "$C" bench trian
+expect_exit 2 "mistyped choice" "--schedule must be constant, step, cosine or plateau" \
+  "did you mean 'plateau'?" -- "$C" train none.model --data x --schedule platau
+expect_exit 2 "ambiguous prefix" "is ambiguous" "--epochs" "--early-stop" -- \
+  "$C" train none.model --data x --e 3
+expect_exit 2 "flag with a value" "--quiet takes no value" -- \
+  "$C" train none.model --data x --quiet=yes
+expect_exit 2 "eval option" "did you mean '--weights'?" -- \
+  "$C" eval none.model --wieghts w --data x
+expect_exit 2 "predict option" "did you mean '--labels'?" -- \
+  "$C" predict none.model --weights w --lables l x.png
+
+# A value out of range is blamed on its option, never on the model file.
+expect_exit 2 "--lr -1" "--lr must be above 0" -- \
+  "$C" train none.model --data x --lr -1
+grep -q "none.model" "$T/err" && fail "--lr -1 blamed the model file"
+expect_exit 2 "--val-split 1" "--val-split must be at least 0 and at most 0.99" -- \
+  "$C" train none.model --data x --val-split 1
+expect_exit 2 "--early-stop 0" "--early-stop must be between 1" -- \
+  "$C" train none.model --data x --early-stop 0
+expect_exit 2 "--patience x" "--patience expects a whole number, got 'x'" -- \
+  "$C" train none.model --data x --patience x
+expect_exit 2 "--save-every with --early-stop" "exclude each other" -- \
+  "$C" train none.model --data x --save a --save-every 1 --early-stop 2
+expect_exit 2 "--top 0" "--top must be between 1" -- \
+  "$C" predict none.model --weights w --top 0 x.png
+expect_exit 2 "--split" "--split must be test or train" -- \
+  "$C" eval none.model --weights w --data x --split val
+
+# A small model trained for real: --json, then eval and predict on it.
+cat >"$T/tiny.model" <<'EOF'
+input shape=1x28x28
+flatten
+dense units=16 activation=relu
+dense units=10
+softmax_cross_entropy
+EOF
+if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  fail "Debian's dataset-fashion-mnist is missing (.ci/install-deps installs it)"
+fi
+"$C" train "$T/tiny.model" --data fashion-mnist --train-limit 400 \
+  --test-limit 100 --epochs 3 --batch 50 --val-split 0.25 --early-stop 5 \
+  --schedule plateau --patience 1 --warmup-epochs 1 --save "$T/w.st" \
+  --json >"$T/train.json" 2>"$T/train.err" || fail "train --json: $(cat "$T/train.err")"
+python3 - "$T/train.json" <<'EOF' || fail "train --json output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["training_samples"] == 300 and d["validation_samples"] == 100, d
+assert d["test_samples"] == 100 and d["epochs"] == 3, d
+assert d["monitor"] == "validation" and 1 <= d["best_epoch"] <= 3, d
+assert len(d["history"]) == 3 and d["saved"].endswith("w.st"), d
+assert 0 <= d["test_accuracy"] <= 1 and d["validation_loss"] > 0, d
+assert d["history"][0]["lr"] < d["history"][1]["lr"], "warm-up"
+print("ok: train --json:", d["test_accuracy"], d["best_epoch"])
+EOF
+grep -q "^epoch 3/3" "$T/train.err" || fail "train --json: the epoch lines are not on stderr"
+
+"$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
+  --test-limit 100 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"
+python3 - "$T/eval.json" <<'EOF' || fail "eval --json output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["samples"] == 100 and len(d["confusion"]) == 10, d
+assert sum(map(sum, d["confusion"])) == 100, d
+assert abs(sum(d["confusion"][i][i] for i in range(10)) / 100 - d["accuracy"]) < 1e-6
+print("ok: eval --json:", d["accuracy"])
+EOF
+
+python3 - "$T" <<'EOF'
+import gzip, sys
+d = gzip.open('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz').read()
+open(sys.argv[1] + '/--odd.pgm', 'wb').write(b'P5 28 28 255\n' + d[16:16 + 784])
+EOF
+# `--` ends the options: a file whose name starts with dashes is an input.
+(cd "$T" && "$C" predict tiny.model --weights w.st --top 2 --json -- --odd.pgm) \
+  >"$T/pred.json" 2>"$T/pred.err" || fail "predict -- --odd.pgm: $(cat "$T/pred.err")"
+python3 - "$T/pred.json" <<'EOF' || fail "predict --json output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["predictions"]
+assert len(p) == 1 and p[0]["file"] == "--odd.pgm" and len(p[0]["top"]) == 2, d
+assert p[0]["top"][0]["probability"] >= p[0]["top"][1]["probability"], d
+print("ok: predict --json --:", p[0]["top"][0])
+EOF
+echo "all cli option checks passed"
