@@ -40,4 +40,16 @@ bool cli_check_output_path(const char *opt, const char *path);
 
 double cli_now(void);
 
+/* Under mpirun (Open MPI's or a PMI launcher's environment): joins the job
+ * (*dist, NULL for one process) and returns 0; prints why not and returns
+ * non-zero when the launch asks for several ranks and MPI cannot be had. */
+int cli_dist_open(clt_dist **dist);
+
+/* The device spec of this rank (into buf): spec (or $CLT_DEVICE) with
+ * "%r" replaced by the rank; with several ranks and no spec, or a type
+ * ("gpu", "cpu", "accelerator"), the (rank mod count)-th device of that
+ * type (no spec: GPUs if there are any, else CPUs); else spec itself. */
+const char *cli_rank_device(const char *spec, const clt_dist *dist,
+                            char *buf, size_t len);
+
 #endif

@@ -452,33 +452,76 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
   printf("]}\n");
 }
 
+/* Over MPI (collective): images/s of each rank and in total, and the
+ * share of the step each rank spent waiting for the gradient allreduce
+ * once its own backward pass had finished; printed by rank 0. */
+static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
+  int n = clt_dist_size(dist);
+  clt_dist_stats *all = calloc((size_t)n, sizeof *all);
+  if (!all || clt_dist_stats_gather(dist, all) != CLT_OK) {
+    free(all);
+    fprintf(stderr, "cltrain: could not gather the ranks' statistics\n");
+    return 1;
+  }
+  if (clt_dist_rank(dist) == 0 && !quiet) {
+    double total = 0;
+    for (int r = 0; r < n; r++) {
+      double ips = all[r].step_seconds > 0
+                       ? (double)all[r].images / all[r].step_seconds
+                       : 0;
+      total += ips;
+      fprintf(out, "rank %d: %.1f images/s, %lld steps, allreduce wait "
+                   "%.1f%% of the step\n",
+              r, ips, (long long)all[r].steps,
+              all[r].step_seconds > 0
+                  ? 100.0 * all[r].wait_seconds / all[r].step_seconds
+                  : 0.0);
+    }
+    fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
+    fflush(out);
+  }
+  free(all);
+  return 0;
+}
+
 int cli_train(int argc, char **argv) {
   train_args a;
   int rc = parse_train_args(argc, argv, &a);
   if (rc >= 0) return rc;
-  if ((a.save && !cli_check_output_path("--save", a.save)) ||
-      (a.plot && !cli_check_output_path("--plot", a.plot)) ||
-      (a.log_path && !cli_check_output_path("--log", a.log_path)))
-    return 2;
+  /* Under mpirun: one replica per rank; rank 0 alone prints and writes. */
+  clt_dist *dist = NULL;
+  if (cli_dist_open(&dist) != 0) return 1;
+  bool lead = clt_dist_rank(dist) == 0;
+  if (!lead) a.quiet = true;
+  if (lead && ((a.save && !cli_check_output_path("--save", a.save)) ||
+               (a.plot && !cli_check_output_path("--plot", a.plot)) ||
+               (a.log_path && !cli_check_output_path("--log", a.log_path)))) {
+    rc = 2;
+    goto stop_ranks;
+  }
   FILE *out = a.json ? stderr : stdout;
   FILE *log = NULL;
-  if (a.log_path) {
+  if (a.log_path && lead) {
     /* A resumed run goes on with the log of the run it continues. */
     log = fopen(a.log_path, a.resume ? "a" : "w");
     if (!log) {
       fprintf(stderr, "cltrain: cannot write %s: %s\n", a.log_path,
               strerror(errno));
-      return 1;
+      rc = 1;
+      goto stop_ranks;
     }
     if (ftell(log) == 0)
       fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,val_loss,"
                    "val_acc,seconds,images_per_sec,lr\n");
     fflush(log);
   }
-  clt_context *ctx = cli_open_context(a.device, false);
+  char device[64];
+  clt_context *ctx = cli_open_context(
+      cli_rank_device(a.device, dist, device, sizeof device), false);
   if (!ctx) {
     if (log) fclose(log);
-    return 1;
+    rc = 1;
+    goto stop_ranks;
   }
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
@@ -552,7 +595,8 @@ int cli_train(int argc, char **argv) {
                       "the resumed run keeps (not %lld)\n",
               a.resume, (unsigned long long)info.seed, a.seed);
     if (info.epoch >= a.epochs) {
-      fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
+      if (lead)
+        fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
                    "for no more\n",
               a.resume, info.epoch, a.epochs);
       rc = 0;
@@ -575,6 +619,10 @@ int cli_train(int argc, char **argv) {
             (long long)(val ? clt_dataset_count(val) : 0),
             (long long)(test ? clt_dataset_count(test) : 0), a.batch,
             optimizer_names[a.opt.kind], (double)a.opt.lr);
+    if (clt_dist_size(dist) > 1)
+      fprintf(out, "data parallel: %d ranks of batch %lld (global batch "
+                   "%lld)\n",
+              clt_dist_size(dist), a.batch, a.batch * clt_dist_size(dist));
     fflush(out);
   }
   clt_fit_result result = {0};
@@ -586,8 +634,9 @@ int cli_train(int argc, char **argv) {
   fo.shuffle = !a.no_shuffle;
   fo.pad_crop = (int)a.pad_crop;
   fo.hflip = a.hflip;
-  fo.progress = print_progress;
+  fo.progress = lead ? print_progress : NULL;
   fo.progress_user = &po;
+  fo.dist = dist;
   fo.progress_every = 20;
   fo.checkpoint_path = a.save;
   fo.checkpoint_every = (int)a.save_every;
@@ -603,7 +652,7 @@ int cli_train(int argc, char **argv) {
               a.resume, info.epoch, (long long)info.step);
   }
   watchdog dog;
-  if (po.tty && !po.quiet) {
+  if (po.tty && !po.quiet && lead) {
     watchdog_start(&dog, fo.first_epoch > 1 ? fo.first_epoch : 1, fo.epochs);
     if (dog.running) po.dog = &dog;
   }
@@ -613,8 +662,17 @@ int cli_train(int argc, char **argv) {
     po.dog = NULL;
   }
   if (fit_status != CLT_OK) {
-    if (po.tty) fprintf(stderr, "\n");
-    fail(ctx, NULL);
+    /* An error every rank agreed on: rank 0 tells it. */
+    if (lead || !clt_dist_failed_together(dist)) {
+      if (po.tty) fprintf(stderr, "\n");
+      fail(ctx, NULL);
+    }
+    goto done;
+  }
+  if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet) != 0)
+    goto done;
+  if (!lead) {
+    rc = 0;
     goto done;
   }
   if (result.stopped_early && !a.quiet)
@@ -661,6 +719,15 @@ done:
   clt_dataset_destroy(val);
   clt_dataset_destroy(test);
   clt_context_destroy(ctx);
+stop_ranks:
+  /* A failure the other ranks do not know of would leave them waiting. */
+  if (rc != 0 && clt_dist_size(dist) > 1 && !clt_dist_failed_together(dist)) {
+    fprintf(stderr, "cltrain: rank %d of %d failed: stopping every rank\n",
+            clt_dist_rank(dist), clt_dist_size(dist));
+    fflush(stderr);
+    clt_dist_abort(dist, rc);
+  }
+  clt_dist_destroy(dist);
   return rc;
 }
 
