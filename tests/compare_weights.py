@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""compare_weights.py A.safetensors B.safetensors [TOLERANCE]
+"""compare_weights.py [--all] A.safetensors B.safetensors [TOLERANCE]
 
 Compares the float32 tensors two checkpoints share (the model's weights;
-optimizer state and metadata are left out): prints the largest relative
+optimizer state and metadata are left out unless --all): prints the largest relative
 difference, max |a - b| / max(|a|, |b|, 1e-3), over every element, and
 exits 1 when it is above TOLERANCE (default 0: bit-identical)."""
 import json
 import struct
 import sys
 from array import array
+
+
+ALL = "--all" in sys.argv
+if ALL:
+    sys.argv.remove("--all")
 
 
 def tensors(path):
@@ -20,7 +25,7 @@ def tensors(path):
     for name, t in header.items():
         if name == "__metadata__" or t["dtype"] != "F32":
             continue
-        if name.startswith("__"):
+        if name.startswith("__") and not ALL:
             continue
         a, b = t["data_offsets"]
         v = array("f")
