@@ -140,7 +140,15 @@ const char *cli_rank_device(const char *spec, const clt_dist *dist,
   if (spec && !*spec) spec = NULL;
   int rank = clt_dist_rank(dist), size = clt_dist_size(dist);
   const char *mark = spec ? strstr(spec, "%r") : NULL;
-  if (mark) {
+  /* "gpu:%r": the rank-th GPU, wrapping round, as without a spec. */
+  bool typed = mark && mark > spec && mark[-1] == ':' && mark[2] == '\0' &&
+               (!strncasecmp(spec, "gpu:", 4) || !strncasecmp(spec, "cpu:", 4) ||
+                !strncasecmp(spec, "accelerator:", 12));
+  if (typed) {
+    snprintf(buf, len, "%.*s", (int)(mark - 1 - spec), spec);
+    spec = buf; /* the type's name; buf then receives the index */
+    size = 2; /* choose by type even for one rank */
+  } else if (mark) {
     snprintf(buf, len, "%.*s%d%s", (int)(mark - spec), spec, rank, mark + 2);
     return buf;
   }
