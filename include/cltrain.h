@@ -812,6 +812,8 @@ typedef struct clt_dist_stats {
                           the reduced gradients' upload, summed */
   double wait_seconds; /* of it, time spent waiting for the allreduce after
                           this rank's backward pass had finished */
+  double train_seconds; /* wall time of clt_fit's training epochs (loading,
+                           steps and updates; not evaluation), summed */
 } clt_dist_stats;
 
 /* This rank's counters. */

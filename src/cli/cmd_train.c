@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "dist/dist.h"
 #include "io/plot.h"
 
 typedef struct train_args {
@@ -466,16 +467,13 @@ static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
   if (clt_dist_rank(dist) == 0 && !quiet) {
     double total = 0;
     for (int r = 0; r < n; r++) {
-      double ips = all[r].step_seconds > 0
-                       ? (double)all[r].images / all[r].step_seconds
-                       : 0;
+      double secs = all[r].train_seconds;
+      double ips = secs > 0 ? (double)all[r].images / secs : 0;
       total += ips;
       fprintf(out, "rank %d: %.1f images/s, %lld steps, allreduce wait "
                    "%.1f%% of the step\n",
               r, ips, (long long)all[r].steps,
-              all[r].step_seconds > 0
-                  ? 100.0 * all[r].wait_seconds / all[r].step_seconds
-                  : 0.0);
+              secs > 0 ? 100.0 * all[r].wait_seconds / secs : 0.0);
     }
     fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
     fflush(out);
@@ -899,6 +897,97 @@ done:
   return rc;
 }
 
+/* bench_steps of one rank under mpirun: the step of clt_fit over MPI,
+ * the gradients averaged over the ranks. Rank r starts r batches on, so
+ * that the ranks train on different images. */
+static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
+                                   clt_optimizer *opt, const bench_data *d,
+                                   int steps) {
+  int ranks = clt_dist_size(dist);
+  for (int i = 0; i < steps; i++) {
+    int64_t k = (i + clt_dist_rank(dist)) % d->batches;
+    clt_dist_step_begin(dist, d->batch, d->batch * ranks);
+    clt_status st = clt_graph_set_batch_device(
+        g, d->xs[k], d->labels ? d->ys[k] : NULL, d->batch);
+    if (st == CLT_OK) st = clt_graph_forward(g, true);
+    if (st == CLT_OK) st = clt_graph_backward(g);
+    CLT_TRY(clt_dist_step_end(dist, g, st));
+    CLT_TRY(clt_optimizer_step(opt));
+  }
+  return CLT_OK;
+}
+
+/* cltrain bench train under mpirun: every rank times the same steps,
+ * with the allreduce; rank 0 prints each rank's images/s, the total and
+ * the share of the step spent waiting for the allreduce. */
+static int bench_train_ranks(clt_dist *dist, const char *model,
+                             const char *device, long long batch,
+                             long long steps) {
+  char spec[64];
+  clt_context *ctx =
+      cli_open_context(cli_rank_device(device, dist, spec, sizeof spec), false);
+  if (!ctx) return 1;
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  bench_data data = {0};
+  int n = clt_dist_size(dist), rc = 1;
+  clt_dist_stats *all = calloc((size_t)n, sizeof *all);
+  clt_dist_stats *before = calloc((size_t)n, sizeof *before);
+  clt_status st = all && before ? CLT_OK : CLT_ERR_HOST_MEMORY;
+  if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
+  if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
+  if (st == CLT_OK) st = clt_optimizer_create(g, &oo, &opt);
+  if (st == CLT_OK) st = bench_data_make(ctx, g, batch, &data);
+  st = clt_dist_agree(dist, ctx, st);
+  if (st == CLT_OK) st = clt_dist_attach(dist, g, batch, steps);
+  st = clt_dist_agree(dist, ctx, st);
+  /* Warm-up (CLBlast builds), then every rank starts the clock together. */
+  if (st == CLT_OK) st = bench_steps_dist(dist, g, opt, &data, 3);
+  if (st == CLT_OK) st = clt_dist_agree(dist, ctx, clt_context_finish(ctx));
+  if (st == CLT_OK) st = clt_dist_stats_gather(dist, before);
+  double t0 = cli_now();
+  if (st == CLT_OK) st = bench_steps_dist(dist, g, opt, &data, (int)steps);
+  if (st == CLT_OK) st = clt_context_finish(ctx);
+  double secs = cli_now() - t0;
+  clt_dist_detach(dist, g);
+  st = clt_dist_agree(dist, ctx, st);
+  if (st == CLT_OK) st = clt_dist_stats_gather(dist, all);
+  if (st != CLT_OK) {
+    if (clt_dist_rank(dist) == 0 || !clt_dist_failed_together(dist))
+      fail(ctx, model);
+    goto done;
+  }
+  if (clt_dist_rank(dist) == 0) {
+    double total = 0;
+    printf("cltrain model=%s batch=%lld per rank, ranks=%d device=\"%s\" "
+           "steps=%lld\n",
+           model, batch, n, clt_context_device(ctx)->name, steps);
+    for (int r = 0; r < n; r++) {
+      /* The timed steps alone: the counters less the warm-up's. The
+       * ranks go in step, so their images/s are the same. */
+      double wait_s = all[r].wait_seconds - before[r].wait_seconds;
+      double ips = (double)(batch * steps) / secs;
+      total += ips;
+      printf("rank %d: images_per_sec=%.1f allreduce_wait=%.1f%% of the "
+             "step\n",
+             r, ips, 100.0 * wait_s / secs);
+    }
+    printf("ranks=%d total_images_per_sec=%.1f step_ms=%.3f\n", n, total,
+           secs * 1e3 / (double)steps);
+  }
+  rc = 0;
+done:
+  free(all);
+  free(before);
+  bench_data_free(&data);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_context_destroy(ctx);
+  return rc;
+}
+
 /* Trains the model on every device present and prints a table: the
  * answer to "do I need a GPU?" on this machine. */
 static int bench_all_devices(const char *model, long long batch,
@@ -970,6 +1059,15 @@ int cli_bench_train(int argc, char **argv) {
   if (rc >= 0) return rc;
   if (device && !strcasecmp(device, "all"))
     return bench_all_devices(model, batch, steps);
+  clt_dist *dist = NULL;
+  if (cli_dist_open(&dist) != 0) return 1;
+  if (dist && clt_dist_size(dist) > 1) {
+    rc = bench_train_ranks(dist, model, device, batch, steps);
+    if (rc != 0 && !clt_dist_failed_together(dist)) clt_dist_abort(dist, rc);
+    clt_dist_destroy(dist);
+    return rc;
+  }
+  clt_dist_destroy(dist);
   double ips;
   return bench_train_one(model, device, batch, steps, profile, &ips);
 }

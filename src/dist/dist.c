@@ -68,6 +68,10 @@ CLT_API bool clt_dist_failed_together(const clt_dist *d) {
   return d && d->failed_together;
 }
 
+void clt_dist_add_train_time(clt_dist *d, double seconds) {
+  if (d) d->stats.train_seconds += seconds;
+}
+
 CLT_API void clt_dist_stats_get(const clt_dist *d, clt_dist_stats *s) {
   if (d) *s = d->stats;
   else memset(s, 0, sizeof *s);
@@ -482,14 +486,15 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
     clt_dist_stats_get(d, all);
     return CLT_OK;
   }
-  double mine[4] = {(double)d->stats.steps, (double)d->stats.images,
-                    d->stats.step_seconds, d->stats.wait_seconds};
+  double mine[5] = {(double)d->stats.steps, (double)d->stats.images,
+                    d->stats.step_seconds, d->stats.wait_seconds,
+                    d->stats.train_seconds};
   double *v = malloc((size_t)d->size * sizeof mine);
   if (!v) return CLT_ERR_HOST_MEMORY;
-  int rc = MPI_Allgather(mine, 4, MPI_DOUBLE, v, 4, MPI_DOUBLE, d->comm);
+  int rc = MPI_Allgather(mine, 5, MPI_DOUBLE, v, 5, MPI_DOUBLE, d->comm);
   for (int r = 0; rc == MPI_SUCCESS && r < d->size; r++)
-    all[r] = (clt_dist_stats){(int64_t)v[4 * r], (int64_t)v[4 * r + 1],
-                              v[4 * r + 2], v[4 * r + 3]};
+    all[r] = (clt_dist_stats){(int64_t)v[5 * r], (int64_t)v[5 * r + 1],
+                              v[5 * r + 2], v[5 * r + 3], v[5 * r + 4]};
   free(v);
   return rc == MPI_SUCCESS ? CLT_OK : CLT_ERR_INTERNAL;
 }

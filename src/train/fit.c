@@ -216,6 +216,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
     }
   }
   release_held(l, &held, &ev);
+  clt_dist_add_train_time(d, now_s() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
   clt_status m_st = read_metrics(g, out, true);
   if (pending == CLT_OK) pending = m_st;
