@@ -779,7 +779,7 @@ typedef struct clt_dist clt_dist;
 CLT_API bool clt_dist_available(void);
 
 /* Joins the job. mpi_comm: NULL, and the library initialises MPI (with
- * MPI_THREAD_FUNNELED) unless the program has, uses MPI_COMM_WORLD and
+ * MPI_THREAD_SERIALIZED) unless the program has, uses MPI_COMM_WORLD and
  * finalises MPI in clt_dist_destroy if it initialised it; or a pointer to
  * an MPI_Comm of the caller's (MPI initialised by the caller), which the
  * library duplicates. On success the caller owns *out. Errors go to err

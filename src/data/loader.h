@@ -40,8 +40,8 @@ typedef struct clt_loader_options {
 typedef struct clt_host_batch {
   int slot;        /* ring slot, for clt_loader_release */
   int64_t n;       /* images in this batch (the last may be partial) */
-  int64_t global_n; /* images in the global batch this is a shard of (n
-                       without sharding) */
+  /* Images in the global batch this is a shard of (n without sharding). */
+  int64_t global_n;
   float *images;   /* n * C * H * W: u8 pixels / 255 in [0, 1], f32 as is */
   int32_t *labels; /* n, or NULL for a dataset of targets */
   float *targets;  /* n * target_size, or NULL for a dataset of labels */

@@ -69,12 +69,15 @@ CLT_API bool clt_dist_failed_together(const clt_dist *d) {
 }
 
 void clt_dist_add_train_time(clt_dist *d, double seconds) {
-  if (d) d->stats.train_seconds += seconds;
+  if (d)
+    d->stats.train_seconds += seconds;
 }
 
 CLT_API void clt_dist_stats_get(const clt_dist *d, clt_dist_stats *s) {
-  if (d) *s = d->stats;
-  else memset(s, 0, sizeof *s);
+  if (d)
+    *s = d->stats;
+  else
+    memset(s, 0, sizeof *s);
 }
 
 #ifndef CLT_HAVE_MPI
@@ -86,8 +89,9 @@ CLT_API clt_status clt_dist_create(void *mpi_comm, clt_dist **out, char *err,
   (void)mpi_comm;
   *out = NULL;
   if (err && errlen)
-    snprintf(err, errlen, "this cltrain was built without MPI (meson "
-                          "-Dmpi=enabled, with Debian's libopenmpi-dev)");
+    snprintf(err, errlen,
+             "this cltrain was built without MPI (meson "
+             "-Dmpi=enabled, with Debian's libopenmpi-dev)");
   return CLT_ERR_UNSUPPORTED;
 }
 
@@ -122,8 +126,7 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
   clt_dist_stats_get(d, all);
   return CLT_OK;
 }
-clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g,
-                                   clt_metrics *m) {
+clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m) {
   (void)d, (void)g, (void)m;
   return CLT_OK;
 }
@@ -139,7 +142,8 @@ CLT_API bool clt_dist_available(void) { return true; }
 static void mpi_message(int code, char *buf, size_t len) {
   char s[MPI_MAX_ERROR_STRING];
   int n = 0;
-  if (MPI_Error_string(code, s, &n) != MPI_SUCCESS) n = 0;
+  if (MPI_Error_string(code, s, &n) != MPI_SUCCESS)
+    n = 0;
   s[n] = '\0';
   snprintf(buf, len, "%s", n ? s : "unknown MPI error");
 }
@@ -155,27 +159,31 @@ static clt_status mpi_fail(clt_context *ctx, int code, const char *what) {
 #define MPI_TRY(ctx, call, what)                                               \
   do {                                                                         \
     int mpi_rc_ = (call);                                                      \
-    if (mpi_rc_ != MPI_SUCCESS) return mpi_fail((ctx), mpi_rc_, (what));       \
+    if (mpi_rc_ != MPI_SUCCESS)                                                \
+      return mpi_fail((ctx), mpi_rc_, (what));                                 \
   } while (0)
 
 CLT_API clt_status clt_dist_create(void *mpi_comm, clt_dist **out, char *err,
                                    size_t errlen) {
   *out = NULL;
   clt_dist *d = calloc(1, sizeof *d);
-  if (!d) return CLT_ERR_HOST_MEMORY;
+  if (!d)
+    return CLT_ERR_HOST_MEMORY;
   int inited = 0, rc = MPI_SUCCESS;
   MPI_Initialized(&inited);
   if (!inited) {
     if (mpi_comm) {
       free(d);
       if (err && errlen)
-        snprintf(err, errlen, "clt_dist_create: a communicator was given but "
-                              "MPI is not initialised");
+        snprintf(err, errlen,
+                 "clt_dist_create: a communicator was given but "
+                 "MPI is not initialised");
       return CLT_ERR_INVALID_ARGUMENT;
     }
-    /* Only the thread that calls clt_fit calls MPI. */
+    /* One thread at a time calls MPI: the one in clt_fit (which need not
+     * be the main thread). */
     int provided = 0;
-    rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
     d->owns_mpi = rc == MPI_SUCCESS;
   }
   if (rc == MPI_SUCCESS)
@@ -192,7 +200,8 @@ CLT_API clt_status clt_dist_create(void *mpi_comm, clt_dist **out, char *err,
       mpi_message(rc, m, sizeof m);
       snprintf(err, errlen, "MPI could not start: %s", m);
     }
-    if (d->owns_mpi) MPI_Finalize();
+    if (d->owns_mpi)
+      MPI_Finalize();
     free(d);
     return CLT_ERR_UNSUPPORTED;
   }
@@ -201,30 +210,35 @@ CLT_API clt_status clt_dist_create(void *mpi_comm, clt_dist **out, char *err,
 }
 
 CLT_API void clt_dist_destroy(clt_dist *d) {
-  if (!d) return;
+  if (!d)
+    return;
   MPI_Comm_free(&d->comm);
   if (d->owns_mpi) {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized)
+      MPI_Finalize();
   }
   free(d);
 }
 
 CLT_API void clt_dist_abort(clt_dist *d, int code) {
-  if (!d) return;
+  if (!d)
+    return;
   MPI_Abort(d->comm, code);
 }
 
 CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
                                   clt_status st) {
-  if (!d) return st;
+  if (!d)
+    return st;
   d->failed_together = false;
   /* The lowest failing rank, or size when none failed. */
   int mine = st != CLT_OK ? d->rank : d->size, first = d->size;
   MPI_TRY(ctx, MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, d->comm),
           "agreeing on errors");
-  if (first == d->size) return CLT_OK;
+  if (first == d->size)
+    return CLT_OK;
   struct {
     int status;
     char msg[CLT_ERR_MSG_MAX - 32];
@@ -241,8 +255,7 @@ CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
    * prints the same line. */
   if (strncmp(e.msg, "rank ", 5) == 0)
     return clt_ctx_fail(ctx, (clt_status)e.status, "%s", e.msg);
-  return clt_ctx_fail(ctx, (clt_status)e.status, "rank %d: %s", first,
-                      e.msg);
+  return clt_ctx_fail(ctx, (clt_status)e.status, "rank %d: %s", first, e.msg);
 }
 
 /* ---- the gradient buckets ----------------------------------------------- */
@@ -251,14 +264,16 @@ static clt_status grads_final(clt_graph *g, int64_t final_from, void *user);
 
 static void release_reads(clt_dist *d) {
   for (int b = 0; b < d->nbuckets; b++) {
-    if (d->buckets[b].read) clReleaseEvent(d->buckets[b].read);
+    if (d->buckets[b].read)
+      clReleaseEvent(d->buckets[b].read);
     d->buckets[b].read = NULL;
   }
 }
 
 clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
                            int64_t batches) {
-  if (!d) return CLT_OK;
+  if (!d)
+    return CLT_OK;
   clt_context *ctx = g->ctx;
   long long mine[3] = {(long long)g->param_count, (long long)batch,
                        (long long)batches};
@@ -275,11 +290,11 @@ clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
         "options and data)",
         lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]);
   int64_t n = g->param_count;
-  d->nbuckets = n > 0 ? (int)((n + DIST_BUCKET_ELEMS - 1) / DIST_BUCKET_ELEMS)
-                      : 0;
+  d->nbuckets =
+      n > 0 ? (int)((n + DIST_BUCKET_ELEMS - 1) / DIST_BUCKET_ELEMS) : 0;
   d->host = malloc((size_t)(n > 0 ? n : 1) * sizeof *d->host);
-  d->buckets = calloc((size_t)(d->nbuckets > 0 ? d->nbuckets : 1),
-                      sizeof *d->buckets);
+  d->buckets =
+      calloc((size_t)(d->nbuckets > 0 ? d->nbuckets : 1), sizeof *d->buckets);
   if (!d->host || !d->buckets) {
     free(d->host);
     free(d->buckets);
@@ -317,7 +332,8 @@ clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
 }
 
 void clt_dist_detach(clt_dist *d, clt_graph *g) {
-  if (!d || d->g != g) return;
+  if (!d || d->g != g)
+    return;
   clt_context_finish(g->ctx); /* the last upload reads d->host */
   release_reads(d);
   g->grads_final = NULL;
@@ -332,12 +348,14 @@ void clt_dist_detach(clt_dist *d, clt_graph *g) {
 }
 
 void clt_dist_step_begin(clt_dist *d, int64_t mine, int64_t total) {
-  if (!d || !d->g) return;
+  if (!d || !d->g)
+    return;
   d->t_begin = dist_now();
   d->weight = total > 0 ? (float)((double)mine / (double)total) : 0.0f;
   d->idle = mine == 0;
   d->next_read = 0;
-  for (int b = 0; b < d->nbuckets; b++) d->buckets[b].state = BUCKET_WAITING;
+  for (int b = 0; b < d->nbuckets; b++)
+    d->buckets[b].state = BUCKET_WAITING;
   d->stats.images += mine;
 }
 
@@ -346,8 +364,8 @@ static clt_status read_bucket(clt_dist *d, int b) {
   clt_graph *g = d->g;
   dist_bucket *k = &d->buckets[b];
   size_t at = (size_t)(g->grads->offset + k->start) * sizeof(float);
-  cl_int rc = clEnqueueReadBuffer(g->ctx->queue, g->grads->buffer, CL_FALSE,
-                                  at, (size_t)k->n * sizeof(float),
+  cl_int rc = clEnqueueReadBuffer(g->ctx->queue, g->grads->buffer, CL_FALSE, at,
+                                  (size_t)k->n * sizeof(float),
                                   d->host + k->start, 0, NULL, &k->read);
   if (rc != CL_SUCCESS) {
     k->read = NULL;
@@ -370,13 +388,15 @@ static clt_status grads_final(clt_graph *g, int64_t final_from, void *user) {
     any = true;
   }
   /* Have the device start the reads after what it is computing. */
-  if (any) clFlush(g->ctx->queue);
+  if (any)
+    clFlush(g->ctx->queue);
   return CLT_OK;
 }
 
 /* 1: the read of bucket k has completed; 0: not yet; -1: it failed. */
 static int read_done(const dist_bucket *k) {
-  if (!k->read) return 1;
+  if (!k->read)
+    return 1;
   cl_int s = CL_QUEUED;
   if (clGetEventInfo(k->read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s,
                      NULL) != CL_SUCCESS)
@@ -385,16 +405,19 @@ static int read_done(const dist_bucket *k) {
 }
 
 clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
-  if (!d || !d->g) return st;
+  if (!d || !d->g)
+    return st;
   clt_context *ctx = g->ctx;
   bool zeros = st != CLT_OK || d->idle;
   /* What the hook has not read yet: every node's backward is enqueued now
    * (or failed, or never ran). */
   while (st == CLT_OK && !d->idle && d->next_read < d->nbuckets) {
     st = read_bucket(d, d->next_read++);
-    if (st != CLT_OK) zeros = true;
+    if (st != CLT_OK)
+      zeros = true;
   }
-  if (d->nbuckets > 0) clFlush(ctx->queue);
+  if (d->nbuckets > 0)
+    clFlush(ctx->queue);
   /* Start each bucket's allreduce, in order, once its read is done. */
   double t_local_done = 0.0;
   int started = 0, finished = 0;
@@ -415,22 +438,26 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
           zeros = true;
         }
         float *v = d->host + k->start;
-        if (zeros) memset(v, 0, (size_t)k->n * sizeof *v);
+        if (zeros)
+          memset(v, 0, (size_t)k->n * sizeof *v);
         else
-          for (int64_t i = 0; i < k->n; i++) v[i] *= d->weight;
-        mpi_rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)k->n, MPI_FLOAT,
-                                MPI_SUM, d->comm, &k->req);
+          for (int64_t i = 0; i < k->n; i++)
+            v[i] *= d->weight;
+        mpi_rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)k->n, MPI_FLOAT, MPI_SUM,
+                                d->comm, &k->req);
         k->state = BUCKET_REDUCING;
         started++;
         progress = true;
-        if (started == d->nbuckets) t_local_done = dist_now();
+        if (started == d->nbuckets)
+          t_local_done = dist_now();
         continue;
       }
     }
     for (int b = finished; b < started && mpi_rc == MPI_SUCCESS; b++) {
       int flag = 0;
       mpi_rc = MPI_Test(&d->buckets[b].req, &flag, MPI_STATUS_IGNORE);
-      if (!flag) break;
+      if (!flag)
+        break;
       d->buckets[b].state = BUCKET_DONE;
       finished = b + 1;
       progress = true;
@@ -446,15 +473,16 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
     }
   }
   release_reads(d);
-  if (mpi_rc != MPI_SUCCESS) return mpi_fail(ctx, mpi_rc, "gradient allreduce");
+  if (mpi_rc != MPI_SUCCESS)
+    return mpi_fail(ctx, mpi_rc, "gradient allreduce");
   double t_end = dist_now();
   if (d->nbuckets > 0) {
     d->stats.wait_seconds += t_end - t_local_done;
     if (st == CLT_OK) {
-      cl_int rc = clEnqueueWriteBuffer(
-          ctx->queue, g->grads->buffer, CL_FALSE,
-          (size_t)g->grads->offset * sizeof(float),
-          (size_t)g->param_count * sizeof(float), d->host, 0, NULL, NULL);
+      cl_int rc = clEnqueueWriteBuffer(ctx->queue, g->grads->buffer, CL_FALSE,
+                                       (size_t)g->grads->offset * sizeof(float),
+                                       (size_t)g->param_count * sizeof(float),
+                                       d->host, 0, NULL, NULL);
       if (rc != CL_SUCCESS)
         st = clt_ctx_fail(ctx, CLT_ERR_OPENCL,
                           "uploading the reduced gradients: OpenCL error %d",
@@ -466,13 +494,13 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
   return clt_dist_agree(d, ctx, st);
 }
 
-clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g,
-                                   clt_metrics *m) {
-  if (!d) return CLT_OK;
-  double v[3] = {m->loss * (double)m->samples,
-                 m->accuracy * (double)m->samples, (double)m->samples};
-  MPI_TRY(g->ctx, MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM,
-                                d->comm),
+clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m) {
+  if (!d)
+    return CLT_OK;
+  double v[3] = {m->loss * (double)m->samples, m->accuracy * (double)m->samples,
+                 (double)m->samples};
+  MPI_TRY(g->ctx,
+          MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, d->comm),
           "summing the metrics");
   double count = v[2] > 0 ? v[2] : 1.0;
   m->loss = v[0] / count;
@@ -490,7 +518,8 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
                     d->stats.step_seconds, d->stats.wait_seconds,
                     d->stats.train_seconds};
   double *v = malloc((size_t)d->size * sizeof mine);
-  if (!v) return CLT_ERR_HOST_MEMORY;
+  if (!v)
+    return CLT_ERR_HOST_MEMORY;
   int rc = MPI_Allgather(mine, 5, MPI_DOUBLE, v, 5, MPI_DOUBLE, d->comm);
   for (int r = 0; rc == MPI_SUCCESS && r < d->size; r++)
     all[r] = (clt_dist_stats){(int64_t)v[5 * r], (int64_t)v[5 * r + 1],
@@ -500,7 +529,8 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
 }
 
 clt_status clt_dist_broadcast(clt_dist *d, clt_graph *g, double *v, int n) {
-  if (!d) return CLT_OK;
+  if (!d)
+    return CLT_OK;
   MPI_TRY(g->ctx, MPI_Bcast(v, n, MPI_DOUBLE, 0, d->comm),
           "broadcasting rank 0's results");
   return CLT_OK;

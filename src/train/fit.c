@@ -394,19 +394,11 @@ static void replay_history(clt_optimizer *opt, const clt_fit_options *fo,
   }
 }
 
-CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
-                           const clt_dataset *train, const clt_dataset *test,
-                           const clt_fit_options *fo,
-                           clt_epoch_stats *history) {
+/* What clt_fit checks before it begins. */
+static clt_status check_fit(clt_graph *g, const clt_dataset *train,
+                            const clt_dataset *test,
+                            const clt_fit_options *fo, int first) {
   CLT_TRY(check_batch(g, fo->batch));
-  /* Over MPI only rank 0 reports. */
-  clt_fit_options quiet_rank;
-  if (fo->dist && clt_dist_rank(fo->dist) != 0) {
-    quiet_rank = *fo;
-    quiet_rank.progress = NULL;
-    fo = &quiet_rank;
-  }
-  int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
   if (fo->epochs < 1 || first > fo->epochs || fo->checkpoint_every < 0 ||
       fo->early_stop < 0 || !(fo->min_delta >= 0) ||
       (fo->early_stop > 0 && fo->checkpoint_every > 0))
@@ -419,6 +411,25 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   CLT_TRY(check_data(g, train, "training"));
   if (test) CLT_TRY(check_data(g, test, "test"));
   if (fo->validation) CLT_TRY(check_data(g, fo->validation, "validation"));
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
+                           const clt_dataset *train, const clt_dataset *test,
+                           const clt_fit_options *fo,
+                           clt_epoch_stats *history) {
+  int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
+  clt_status checked = check_fit(g, train, test, fo, first);
+  /* Over MPI a rank that cannot begin must not leave the others waiting. */
+  if (fo->dist) checked = clt_dist_agree(fo->dist, g->ctx, checked);
+  CLT_TRY(checked);
+  /* Over MPI only rank 0 reports. */
+  clt_fit_options quiet_rank;
+  if (fo->dist && clt_dist_rank(fo->dist) != 0) {
+    quiet_rank = *fo;
+    quiet_rank.progress = NULL;
+    fo = &quiet_rank;
+  }
   /* Checkpoints and early stopping read the history; without the
    * caller's, keep our own (epochs before `first` then read as unknown). */
   clt_epoch_stats *own = NULL;
