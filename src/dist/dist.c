@@ -467,7 +467,7 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
         /* Nothing in flight: sleep on the device instead of spinning. */
         clWaitForEvents(1, &d->buckets[started].read);
       } else {
-        struct timespec nap = {0, 20000};
+        struct timespec nap = {0, 50000};
         nanosleep(&nap, NULL);
       }
     }
