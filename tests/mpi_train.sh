@@ -6,6 +6,7 @@
 #     exactly those of a plain run;
 #   - a rank that fails on bad data ends both ranks, with its message and
 #     a non-zero exit, within seconds; ranks whose data differ are told so;
+#     an infinite loss stops every rank together;
 #   - --resume under MPI continues bit-identically to an uninterrupted
 #     MPI run.
 # (That the shards of an epoch cover every image once is test_data's
@@ -110,6 +111,25 @@ if timeout 60 "${MR[@]}" -np 1 "$C" train "$T/tiny.model" --data "$T/good.csv" \
 fi
 grep -qF "the ranks differ" "$T/out" || fail "different data: $(cat "$T/out")"
 echo "ok: ranks with different data stop together"
+
+# A loss that becomes infinite on one rank's shard stops every rank at the
+# same step, and rank 0 alone says so.
+printf 'input shape=4\ndense name=fc units=2\nmse\n' >"$T/reg.model"
+{ echo "y1,y2,a,b,c,d"
+  for ((i = 0; i < 200; i++)); do
+    y=1
+    [ $i = 123 ] && y=1e30
+    echo "$y,0.5,$((i % 256)),$((i * 7 % 256)),3,4"
+  done; } >"$T/reg.csv"
+if timeout 60 "${MR[@]}" -np 2 "$C" train "$T/reg.model" --data "$T/reg.csv" \
+  --epochs 3 --batch 8 --quiet >"$T/out" 2>&1; then
+  fail "an infinite loss: the job succeeded"
+fi
+grep -qF "rank 0: the training loss became infinite" "$T/out" ||
+  fail "infinite loss: $(cat "$T/out")"
+[ "$(grep -c "training loss became" "$T/out")" = 1 ] ||
+  fail "infinite loss: said more than once: $(cat "$T/out")"
+echo "ok: an infinite loss stops every rank, reported once"
 
 # ---- resume under MPI -----------------------------------------------------
 RES=(--data fashion-mnist --train-limit 1000 --test-limit 200 --batch 32

@@ -205,8 +205,10 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
     clt_status m_st = read_metrics(g, out, false);
     if (pending == CLT_OK) pending = m_st;
     st = clt_dist_reduce_metrics(d, g, out);
-    if (st == CLT_OK && done % every == 0)
-      st = nan_check(g, out, rs->epoch, done); /* the same on every rank */
+    /* The same on every rank: agreed, so that rank 0 alone reports it. */
+    if (st == CLT_OK && done % every == 0 &&
+        nan_check(g, out, rs->epoch, done) != CLT_OK)
+      st = clt_dist_agree(d, g->ctx, CLT_ERR_NAN);
     if (st == CLT_OK && pending == CLT_OK && rs->fo->progress) {
       double el = now_s() - t0;
       clt_progress p = {CLT_PHASE_TRAIN, rs->epoch, rs->fo->epochs, done,
@@ -222,7 +224,8 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   if (pending == CLT_OK) pending = m_st;
   st = clt_dist_reduce_metrics(d, g, out);
   if (st == CLT_OK) st = clt_dist_agree(d, g->ctx, pending);
-  if (st == CLT_OK) st = nan_check(g, out, rs->epoch, done);
+  if (st == CLT_OK && nan_check(g, out, rs->epoch, done) != CLT_OK)
+    st = clt_dist_agree(d, g->ctx, CLT_ERR_NAN);
   return st;
 }
 
