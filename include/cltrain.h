@@ -250,6 +250,15 @@ CLT_API clt_status clt_tensor_download(const clt_tensor *t, void *host);
 CLT_API clt_status clt_tensor_fill(clt_tensor *t, double value);
 /* dst = src; both must have the same dtype and element count. */
 CLT_API clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src);
+/* dst = src converted between f32 and f16 (same element count), rounding
+ * to nearest even; the same dtype copies. f16 tensors are storage on every
+ * device (vload_half/vstore_half, no cl_khr_fp16 needed). */
+CLT_API clt_status clt_tensor_convert(clt_tensor *dst, const clt_tensor *src);
+
+/* IEEE 754 half precision on the host: round to nearest even, subnormals,
+ * overflow to infinity, NaN kept NaN (what the device's conversions do). */
+CLT_API void clt_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+CLT_API void clt_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 
 /* ------------------------------------------------------------------------ */
 /* GEMM (CLBlast)                                                            */
@@ -514,6 +523,34 @@ CLT_API float clt_optimizer_lr(const clt_optimizer *opt);
  * reduced (from the next clt_optimizer_set_epoch on). A NaN is ignored.
  * Other schedules ignore it. */
 CLT_API bool clt_optimizer_observe(clt_optimizer *opt, double loss);
+
+/* Dynamic loss scaling for mixed precision (torch.amp.GradScaler): scale
+ * the loss by clt_loss_scaler_scale before backward, then call
+ * clt_loss_scaler_unscale on the f32 gradients before the step; skip the
+ * step when it says so. The scale halves (backoff_factor) at each overflow
+ * and doubles (growth_factor) after growth_interval clean steps in a row. */
+typedef struct clt_loss_scaler clt_loss_scaler;
+
+typedef struct clt_loss_scaler_options {
+  float init_scale;     /* 65536 */
+  float growth_factor;  /* 2 */
+  float backoff_factor; /* 0.5 */
+  int growth_interval;  /* 2000 */
+} clt_loss_scaler_options;
+
+CLT_API void clt_loss_scaler_options_init(clt_loss_scaler_options *opts);
+CLT_API clt_status clt_loss_scaler_create(clt_context *ctx,
+                                          const clt_loss_scaler_options *opts,
+                                          clt_loss_scaler **out);
+CLT_API void clt_loss_scaler_destroy(clt_loss_scaler *s);
+CLT_API float clt_loss_scaler_scale(const clt_loss_scaler *s);
+/* grads /= scale, in place; *skip = true when any gradient is infinite or
+ * NaN (the step must be skipped). Updates the scale. Reads one flag back
+ * from the device. */
+CLT_API clt_status clt_loss_scaler_unscale(clt_loss_scaler *s,
+                                           clt_tensor *grads, bool *skip);
+/* Steps skipped so far for an overflow. */
+CLT_API int64_t clt_loss_scaler_skipped(const clt_loss_scaler *s);
 
 /* ------------------------------------------------------------------------ */
 /* Data and training                                                         */
