@@ -306,6 +306,36 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
 
+/* CLBlast's GEMM kernel parameters, measured on the device (what `cltrain
+ * tune --gemm` runs): a handful of parameter sets of its direct
+ * (XgemmDirect) and indirect (Xgemm) kernels, each timed on the products
+ * the sample models train with, and the size threshold between the two
+ * kernels. The fastest are applied at once and stored beside the kernel
+ * cache for the device and driver; later contexts apply them (unless
+ * measuring is off, CLT_PLAN=off). Takes a compile per set: about a minute
+ * on a CPU. Call it before any GEMM of the process: the first set of each
+ * kernel is the one in force, which CLBlast cannot restore once changed. */
+#define CLT_GEMM_TUNE_MAX_ROWS 16
+typedef struct clt_gemm_tune_row {
+  char kernel[16]; /* "XgemmDirect" or "Xgemm" */
+  char label[48];  /* "in force", "32x32, 4x4 items, vw 8", ... */
+  double seconds;  /* the products' total, each its fastest run */
+  bool rejected;   /* failed to build or run, or gave other numbers */
+  bool chosen;
+} clt_gemm_tune_row;
+
+typedef struct clt_gemm_tune_report {
+  clt_gemm_tune_row rows[CLT_GEMM_TUNE_MAX_ROWS];
+  int count, shapes;
+  int64_t indirect_min;    /* the threshold chosen (m*n*k from its cube) */
+  double seconds_chosen;   /* the products' total with the choice */
+  double seconds_first_direct, seconds_first_indirect; /* in force before */
+  double search_seconds;   /* what the search cost, compiles included */
+} clt_gemm_tune_report;
+
+CLT_API clt_status clt_gemm_tune(clt_context *ctx,
+                                 clt_gemm_tune_report *report);
+
 /* ------------------------------------------------------------------------ */
 /* Graphs: models built from layers                                          */
 
