@@ -819,8 +819,10 @@ CLT_API void clt_fit_options_init(clt_fit_options *opts);
  * train, evaluating on test (may be NULL) after each epoch. history (may be
  * NULL) has room for opts->epochs entries; entry e-1 receives epoch e for
  * every epoch run (from opts->first_epoch on), and the entries before it
- * are read, as clt_checkpoint_resume filled them, for checkpoints. Stops with CLT_ERR_NAN, naming the
- * epoch and batch, if the loss becomes NaN or infinite. */
+ * are read, as clt_checkpoint_resume filled them, for checkpoints and to
+ * replay their monitored losses into a PLATEAU schedule and early stopping
+ * (so a resumed run goes on as one would have). Stops with CLT_ERR_NAN,
+ * naming the epoch and batch, if the loss becomes NaN or infinite. */
 CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            const clt_dataset *train, const clt_dataset *test,
                            const clt_fit_options *opts,
