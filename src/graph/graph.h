@@ -4,7 +4,7 @@
 #ifndef CLT_GRAPH_GRAPH_H
 #define CLT_GRAPH_GRAPH_H
 
-#include "io/model_file.h"
+#include "graph/layer_args.h"
 #include "ops/gemm_plan.h"
 #include "ops/ops.h"
 
@@ -84,7 +84,7 @@ struct clt_layer_ops {
   /* Reads options, checks input shapes, sets the output shape and
    * declares parameters. Errors name the node. */
   clt_status (*configure)(clt_graph *g, clt_graph_node *n,
-                          const clt_model_desc *d, clt_model_layer *l);
+                          clt_layer_args *a);
   /* Allocates the layer's own device buffers for max_batch (optional). */
   clt_status (*compile)(clt_graph *g, clt_graph_node *n);
   clt_status (*forward)(clt_graph *g, clt_graph_node *n);
@@ -92,11 +92,29 @@ struct clt_layer_ops {
    * parameter gradients. Optional for layers without gradients. */
   clt_status (*backward)(clt_graph *g, clt_graph_node *n);
   void (*destroy)(clt_graph_node *n); /* frees state (optional) */
+  /* State that checkpoints save beside the parameters, as a counter (a
+   * random stream's position: dropout's masks); NULL where none
+   * (optional). */
+  uint64_t *(*saved_counter)(clt_graph_node *n);
+  /* A loss layer: the model's outputs for the current batch into host
+   * (batch x size floats), for clt_graph_predictions (optional). */
+  clt_status (*predict)(clt_graph *g, clt_graph_node *n, float *host);
   /* Output reuses the input's buffer (flatten, reshape). */
   bool aliases_input;
 };
 
 const clt_layer_ops *clt_layer_find(const char *type);
+/* The i-th layer type of the registry (nn/layers.c), NULL past the last. */
+const char *clt_layer_type_at(int i);
+
+/* Adds one layer described by a (the model file's lines and the C
+ * builders both end here); `activation=` adds an activation node after
+ * it. inputs (n_inputs of them) are used when a names none (input=,
+ * inputs=); with neither, the last node added. name (NULL: a's name=, else
+ * the type and a counter). */
+clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a,
+                              const char *name, const clt_node *inputs,
+                              int n_inputs, clt_node *out);
 
 static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
                                            int i) {
@@ -108,6 +126,9 @@ static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
  * input needs no gradient. Marks it written. */
 clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
                                  bool *accumulate);
+
+/* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
+uint64_t *clt_node_saved_counter(clt_graph_node *n);
 
 /* Declares a parameter of n (during configure). */
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
@@ -122,13 +143,13 @@ clt_status clt_node_fail(clt_graph *g, const clt_graph_node *n,
 const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
                           size_t len);
 
-/* Reports a clt_err (from model-file getters) onto the context. */
+/* Reports a clt_err (from the option getters) onto the context. */
 clt_status clt_graph_err(clt_graph *g, clt_err *err);
 
 /* Reads option key as "3" or "3x5" into (h, w); def for both when the
  * option is absent and not required. */
-clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
-                              clt_model_layer *l, const char *key,
+clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
+                              const char *key,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
 

@@ -67,11 +67,11 @@ static clt_status run_product(clt_graph *g, conv_state *s,
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
-                              const clt_model_desc *d, clt_model_layer *l,
+                              clt_layer_args *a,
                               clt_window *w) {
   clt_err err = {0};
   const char *p = "0";
-  if (clt_model_get_string(d, l, "padding", false, "0", &p, &err) != CLT_OK)
+  if (clt_args_get_string(a, "padding", false, "0", &p, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (!strcmp(p, "valid")) {
     w->pad_h = w->pad_w = 0;
@@ -87,11 +87,11 @@ static clt_status get_padding(clt_graph *g, clt_graph_node *n,
     w->pad_w = ew / 2;
     return CLT_OK;
   }
-  return clt_layer_get_pair(g, d, l, "padding", false, 0, &w->pad_h, &w->pad_w);
+  return clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w);
 }
 
 static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l) {
+                                 clt_layer_args *a) {
   clt_err err = {0};
   clt_graph_node *in = clt_graph_in(g, n, 0);
   if (in->ndim != 3) {
@@ -106,16 +106,16 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
   n->state = s;
   clt_window *w = &s->w;
   int init = 0;
-  if (clt_model_get_int(d, l, "filters", true, 0, 1, &s->filters, &err) !=
+  if (clt_args_get_int(a, "filters", true, 0, 1, &s->filters, &err) !=
           CLT_OK ||
-      clt_model_get_bool(d, l, "bias", true, &s->bias, &err) != CLT_OK ||
-      clt_model_get_choice(d, l, "init", inits, "glorot", &init, &err) !=
+      clt_args_get_bool(a, "bias", true, &s->bias, &err) != CLT_OK ||
+      clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
-  CLT_TRY(clt_layer_get_pair(g, d, l, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, d, l, "stride", false, 1, &w->stride_h, &w->stride_w));
-  CLT_TRY(clt_layer_get_pair(g, d, l, "dilation", false, 1, &w->dil_h, &w->dil_w));
-  CLT_TRY(get_padding(g, n, d, l, w));
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, &w->stride_h, &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, &w->dil_h, &w->dil_w));
+  CLT_TRY(get_padding(g, n, a, w));
   w->C = in->shape[0];
   w->H = in->shape[1];
   w->W = in->shape[2];

@@ -7,7 +7,6 @@
 
 #include "common/rng.h"
 #include "graph/graph.h"
-#include "nn/dropout.h"
 
 static const char *const keys[] = {"rate", "name", "input", "inputs", NULL};
 
@@ -19,11 +18,10 @@ typedef struct dropout_state {
 } dropout_state;
 
 static clt_status dropout_configure(clt_graph *g, clt_graph_node *n,
-                                    const clt_model_desc *d,
-                                    clt_model_layer *l) {
+                                    clt_layer_args *a) {
   clt_err err = {0};
   double rate = 0.5;
-  if (clt_model_get_float(d, l, "rate", false, 0.5, &rate, &err) != CLT_OK)
+  if (clt_args_get_float(a, "rate", false, 0.5, &rate, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (rate < 0.0 || rate >= 1.0)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,
@@ -75,6 +73,12 @@ static void dropout_destroy(clt_graph_node *n) {
   free(s);
 }
 
+/* The counter that drives the random masks (training forwards so far),
+ * which checkpoints save and restore. */
+static uint64_t *dropout_counter(clt_graph_node *n) {
+  return n->state ? &((dropout_state *)n->state)->calls : NULL;
+}
+
 const clt_layer_ops clt_layer_dropout = {
     .type = "dropout",
     .min_inputs = 1,
@@ -85,9 +89,5 @@ const clt_layer_ops clt_layer_dropout = {
     .forward = dropout_forward,
     .backward = dropout_backward,
     .destroy = dropout_destroy,
+    .saved_counter = dropout_counter,
 };
-
-uint64_t *clt_dropout_counter(clt_graph_node *n) {
-  if (n->ops != &clt_layer_dropout || !n->state) return NULL;
-  return &((dropout_state *)n->state)->calls;
-}

@@ -16,9 +16,8 @@ typedef struct loss_state {
 } loss_state;
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                 clt_layer_args *a) {
+  (void)a;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   if (!strcmp(n->ops->type, "softmax_cross_entropy") && in->ndim != 1) {
     char s[96];
@@ -99,6 +98,24 @@ static void loss_destroy(clt_graph_node *n) {
   free(n->state);
 }
 
+/* The model's prediction for the current batch (clt_graph_predictions):
+ * softmax probabilities. The gradient buffer doubles as scratch: the next
+ * forward rewrites it. */
+static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
+  loss_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
+  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
+  return clt_tensor_download(&p, host);
+}
+
+/* mse: the raw output. */
+static clt_status mse_predict(clt_graph *g, clt_graph_node *n, float *host) {
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
+  return clt_tensor_download(&x, host);
+}
+
 const clt_layer_ops clt_layer_softmax_xent = {
     .type = "softmax_cross_entropy",
     .min_inputs = 1,
@@ -109,6 +126,7 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .forward = xent_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,
+    .predict = xent_predict,
 };
 
 const clt_layer_ops clt_layer_mse = {
@@ -121,26 +139,5 @@ const clt_layer_ops clt_layer_mse = {
     .forward = mse_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,
+    .predict = mse_predict,
 };
-
-/* The model's prediction: softmax probabilities for a classifier, the raw
- * output for mse. */
-CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
-                                         int64_t *outputs) {
-  if (!g->compiled || g->loss_node < 0 || g->batch < 1)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "predictions: compile, set a batch and run forward "
-                        "on a graph with a loss layer first");
-  clt_graph_node *n = &g->nodes[g->loss_node];
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  *outputs = n->size;
-  if (n->ops == &clt_layer_mse) {
-    clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
-    return clt_tensor_download(&x, host);
-  }
-  loss_state *s = n->state;
-  /* The gradient buffer doubles as scratch: the next forward rewrites it. */
-  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
-  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
-  return clt_tensor_download(&p, host);
-}
