@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "common/rng.h"
 #include "graph_helpers.h"
 #include "ops/gemm_plan.h"
-#include "ops/opcheck.h"
 #include "tensor/tensor.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))

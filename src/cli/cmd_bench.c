@@ -8,7 +8,8 @@
 #include <clblast_c.h>
 
 #include "cli/cli.h"
-#include "ops/opcheck.h"
+#include "common/rng.h"
+#include "ops/ops.h"
 
 #ifdef CLT_HAVE_OPENBLAS
 #include <cblas.h>

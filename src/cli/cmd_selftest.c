@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ops/opcheck.h"
+#include "check/check.h"
 
 int cli_selftest(int argc, char **argv) {
   const char *device = NULL;

@@ -15,7 +15,7 @@
 #include "data/dataset.h"
 #include "graph/graph.h"
 #include "io/plot.h"
-#include "ops/opcheck.h"
+#include "common/rng.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;

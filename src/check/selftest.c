@@ -1,5 +1,7 @@
-/* The cases `cltrain selftest` runs: every op on small random inputs. */
-#include "ops/opcheck.h"
+/* The cases `cltrain selftest` runs: every op on small random inputs. The
+ * checks themselves are in the files beside this one, one per kernel
+ * family. */
+#include "check/check.h"
 
 static clt_status st_fill(clt_context *ctx, double *e) {
   return clt_check_fill(ctx, 1000, e);
