@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/plot.h"
 #include "data/image.h"
 #include "graph_helpers.h"
 #include "io/json.h"
-#include "io/plot.h"
 #include "io/safetensors.h"
 #include "nn/dropout.h"
 #include "optim/optimizer.h"

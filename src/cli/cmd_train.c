@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "data/dataset.h"
 #include "graph/graph.h"
-#include "io/plot.h"
+#include "cli/plot.h"
 #include "common/rng.h"
 
 typedef struct train_args {
