@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "data/image_decode.h"
-#include "data/image.h"
+#include "cli/image.h"
 
 void cli_labels_free(char **labels, int count) {
   if (!labels) return;
