@@ -3,17 +3,17 @@
  * valid safetensors whose JSON header's offsets tile the data exactly;
  * every kind of bad file gets an error that names the file (and the
  * tensor and both shapes where it applies) and leaves the model as it
- * was; the SVG chart and the PGM reader. */
+ * was; the SVG chart and the PGM reader (the command's, src/cli/). */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/image.h"
+#include "cli/image.h"
+#include "cli/plot.h"
 #include "graph_helpers.h"
 #include "io/json.h"
-#include "io/plot.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
 

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "common/rng.h"
 #include "graph_helpers.h"
 #include "ops/gemm_plan.h"
 #include "ops/gemm_search.h"
-#include "ops/opcheck.h"
 #include "tensor/tensor.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))

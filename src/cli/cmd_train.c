@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "io/plot.h"
+#include "cli/plot.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;
