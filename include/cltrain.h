@@ -201,6 +201,7 @@ typedef struct clt_memory_stats {
   uint64_t device_bytes_live;  /* bytes in buffers held (pooled included) */
   uint64_t pool_reuses;        /* allocations served from the free pool */
   uint64_t host_allocations;   /* library-internal host allocations */
+  uint64_t device_bytes_peak;  /* the most bytes held in buffers at once */
 } clt_memory_stats;
 
 CLT_API void clt_context_memory_stats(const clt_context *ctx,
