@@ -26,8 +26,8 @@
 #include "graph/graph.h"
 #include "tensor/tensor.h"
 
-/* Offsets in elements: 4 KiB, beyond any device's base address alignment. */
-#define ALIGN_ELEMS ((int64_t)1024)
+/* Offsets in elements: 256 bytes, a cache line or more on every device. */
+#define ALIGN_ELEMS ((int64_t)64)
 
 static int64_t align_up(int64_t x) {
   return (x + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS;
@@ -249,6 +249,12 @@ clt_status clt_graph_plan_place(clt_graph *g) {
     st = clt_tensor_view(g->arenas[r->arena], r->offset, 1, &r->numel, slot);
     if (st == CLT_OK) (*slot)->dtype = r->dtype;
   }
+  if (st == CLT_OK && count > 0)
+    clt_ctx_log(g->ctx, CLT_LOG_INFO,
+                "buffer plan, round %d: %d buffers; so far %.1f MiB asked, "
+                "%.1f MiB held in %d shared buffers",
+                round, count, (double)g->requested_bytes / 1048576.0,
+                (double)g->arena_bytes / 1048576.0, g->n_arenas);
   free(order);
   free(sizes);
   return st;
