@@ -201,6 +201,7 @@ typedef struct clt_memory_stats {
   uint64_t device_bytes_live;  /* bytes in buffers held (pooled included) */
   uint64_t pool_reuses;        /* allocations served from the free pool */
   uint64_t host_allocations;   /* library-internal host allocations */
+  uint64_t device_bytes_peak;  /* the most bytes held in buffers at once */
 } clt_memory_stats;
 
 CLT_API void clt_context_memory_stats(const clt_context *ctx,
@@ -384,11 +385,15 @@ CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
 /* Plans every buffer for batches of up to max_batch samples and
  * initialises the parameters from seed (Glorot uniform by default, or
  * init=he; biases zero), as Keras does. After this, forward, backward and
- * optimizer steps allocate nothing. May be called again (new batch size);
- * parameters are kept. Where a product has several ways to run, picks
- * one per the context's plan mode: from the plan cache, or by timing the
- * candidates on the device (their operands are the layer's own buffers:
- * parameter gradients are overwritten, values are not). */
+ * optimizer steps allocate nothing. Layer outputs, their gradients and
+ * layers' scratch buffers share device memory wherever they are not
+ * needed at the same time in a forward and backward pass; parameters,
+ * their gradients and optimizer state are never shared. May be called
+ * again (new batch size); parameters are kept. Where a product has
+ * several ways to run, picks one per the context's plan mode: from the
+ * plan cache, or by timing the candidates on the device (their operands
+ * are the graph's buffers: parameter gradients are overwritten, values
+ * are not). */
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
                                      uint64_t seed);
 
@@ -469,11 +474,14 @@ CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
                                               const clt_tensor *labels,
                                               int64_t n);
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
-/* Backward pass: gradients of the loss for every parameter. */
+/* Backward pass: gradients of the loss for every parameter, from what
+ * the last forward pass left (one backward per forward: it reuses the
+ * memory of outputs it has consumed). */
 CLT_API clt_status clt_graph_backward(clt_graph *g);
 /* Downloads the output of the node before the loss (the model's
  * prediction: probabilities for a softmax cross-entropy model) for the
- * current batch into host [n, outputs]. */
+ * current batch into host [n, outputs]. Valid from a forward pass until
+ * the next one (a backward pass and optimizer steps keep it). */
 CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
                                          int64_t *outputs);
 

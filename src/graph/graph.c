@@ -16,6 +16,7 @@ CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   if (!g) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "graph");
   g->ctx = ctx;
   g->input_node = g->loss_node = -1;
+  g->share_buffers = true;
   *out = g;
   return CLT_OK;
 }
@@ -27,6 +28,7 @@ static void release_buffers(clt_graph *g) {
     clt_tensor_destroy(n->grad);
     n->out = n->grad = NULL;
   }
+  clt_graph_plan_release(g);
   clt_tensor_destroy(g->labels);
   clt_tensor_destroy(g->metrics);
   g->labels = g->metrics = NULL;
@@ -41,6 +43,8 @@ CLT_API void clt_graph_destroy(clt_graph *g) {
   clt_tensor_destroy(g->params);
   clt_tensor_destroy(g->grads);
   free(g->plans);
+  free(g->requests);
+  free(g->arenas);
   free(g->nodes);
   free(g);
 }
@@ -497,19 +501,34 @@ static clt_status plan_params(clt_graph *g) {
   return st;
 }
 
-static clt_status plan_node(clt_graph *g, clt_graph_node *n) {
+/* A reshape's output and gradient: views of its input's, once those are
+ * placed. */
+static clt_status alias_node(clt_graph *g, clt_graph_node *n) {
   int64_t len = g->max_batch * n->size;
-  if (n->ops->aliases_input) {
-    clt_graph_node *in = clt_graph_in(g, n, 0);
-    CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
-    if (n->needs_grad && in->grad)
-      CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
-  } else {
-    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->out));
-    if (n->needs_grad && !n->is_loss)
-      CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->grad));
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
+  if (n->needs_grad && in->grad)
+    CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
+  return CLT_OK;
+}
+
+/* Every output, gradient and workspace goes into shared device buffers
+ * planned by liveness (graph/memplan.c): first what is known before the
+ * layers measure their plans, then what those plans need. */
+static clt_status plan_buffers(clt_graph *g) {
+  CLT_TRY(clt_graph_plan_node_buffers(g));
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->reserve) CLT_TRY(n->ops->reserve(g, n));
   }
-  return n->ops->compile ? n->ops->compile(g, n) : CLT_OK;
+  CLT_TRY(clt_graph_plan_place(g));
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].ops->aliases_input) CLT_TRY(alias_node(g, &g->nodes[i]));
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->compile) CLT_TRY(n->ops->compile(g, n));
+  }
+  return clt_graph_plan_place(g);
 }
 
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
@@ -530,7 +549,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   if (!g->initialised) g->seed = seed;
   mark_needs_grad(g);
   CLT_TRY(plan_params(g));
-  for (int i = 0; i < g->n_nodes; i++) CLT_TRY(plan_node(g, &g->nodes[i]));
+  CLT_TRY(plan_buffers(g));
   int64_t nb = max_batch, four = 4;
   bool float_targets =
       g->loss_node >= 0 && strcmp(g->nodes[g->loss_node].ops->type, "mse") == 0;

@@ -15,6 +15,32 @@
 typedef struct clt_graph_node clt_graph_node;
 typedef struct clt_layer_ops clt_layer_ops;
 
+/* When a layer's workspace must hold its contents (graph/memplan.c). A
+ * compile runs the graph as 2N steps over its N nodes: node i's forward
+ * is step i, its backward step 2N-1-i; buffers whose steps do not overlap
+ * share device memory. */
+typedef enum clt_live {
+  CLT_LIVE_FORWARD,  /* during the node's forward only */
+  CLT_LIVE_BACKWARD, /* during the node's backward only */
+  CLT_LIVE_SAVED,    /* written in the forward, read in the backward */
+  CLT_LIVE_ALWAYS,   /* never shared: read between steps (metrics,
+                        predictions) */
+} clt_live;
+
+/* A buffer the graph places in its shared device memory: a node's output
+ * or gradient, or a layer's workspace. */
+typedef struct clt_buffer_request {
+  int node;
+  enum { CLT_REQ_OUT, CLT_REQ_GRAD, CLT_REQ_WORK } kind;
+  clt_tensor **slot; /* CLT_REQ_WORK: where the view goes (layer state) */
+  clt_dtype dtype;   /* 4-byte types only */
+  int64_t numel;
+  int first, last;   /* steps it lives over, inclusive */
+  int round;         /* 0: before the layers' compile, 1: during it */
+  int arena;         /* where it was placed */
+  int64_t offset;    /* elements into that arena */
+} clt_buffer_request;
+
 /* A parameter (or a buffer saved with the model, like batch-norm running
  * statistics): a slice of the graph's one parameter tensor, so that one
  * optimizer kernel updates every parameter. */
@@ -73,6 +99,15 @@ struct clt_graph {
   clt_plan_info *plans;
   int plan_count, plan_cap;
   double plan_seconds;
+  /* Shared device buffers of the last compile (graph/memplan.c). */
+  bool share_buffers; /* false: every buffer its own memory (tests) */
+  int plan_round;
+  clt_buffer_request *requests;
+  int n_requests, cap_requests;
+  clt_tensor **arenas;
+  int n_arenas, cap_arenas;
+  int64_t requested_bytes; /* sum of every planned buffer */
+  int64_t arena_bytes;     /* what they were given: the arenas' sizes */
 };
 
 /* A layer type: darknet-style table of functions. */
@@ -85,7 +120,11 @@ struct clt_layer_ops {
    * declares parameters. Errors name the node. */
   clt_status (*configure)(clt_graph *g, clt_graph_node *n,
                           clt_layer_args *a);
-  /* Allocates the layer's own device buffers for max_batch (optional). */
+  /* Declares the layer's workspaces for max_batch with
+   * clt_graph_workspace (optional); the graph then places them. */
+  clt_status (*reserve)(clt_graph *g, clt_graph_node *n);
+  /* Runs once every output, gradient and reserved workspace is in place:
+   * measures plans, may ask for more workspace (optional). */
   clt_status (*compile)(clt_graph *g, clt_graph_node *n);
   clt_status (*forward)(clt_graph *g, clt_graph_node *n);
   /* Writes (or adds into, see clt_graph_input_grad) input gradients and
@@ -129,6 +168,25 @@ clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
 
 /* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
 uint64_t *clt_node_saved_counter(clt_graph_node *n);
+
+/* Asks for numel elements of dtype (4-byte types) for node n, alive as
+ * live says. From reserve, *slot is a view into the graph's shared
+ * buffers when compile calls the layers' compile; from compile, when
+ * clt_graph_compile returns. The graph owns the view: the layer must not
+ * destroy it, and it is NULL again after the next compile's start. */
+clt_status clt_graph_workspace(clt_graph *g, const clt_graph_node *n,
+                               clt_dtype dtype, int64_t numel, clt_live live,
+                               clt_tensor **slot);
+
+/* Plans the outputs and gradients of every node (graph/memplan.c). */
+clt_status clt_graph_plan_node_buffers(clt_graph *g);
+
+/* Places every request of the current round in shared device buffers and
+ * hands out the views, then starts the next round. */
+clt_status clt_graph_plan_place(clt_graph *g);
+
+/* Destroys every planned view and the shared buffers. */
+void clt_graph_plan_release(clt_graph *g);
 
 /* Declares a parameter of n (during configure). */
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,

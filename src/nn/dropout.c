@@ -13,7 +13,7 @@ static const char *const keys[] = {"rate", "name", "input", "inputs", NULL};
 typedef struct dropout_state {
   float rate;
   uint64_t calls; /* training forwards so far: the generator's counter */
-  clt_tensor *mask;
+  clt_tensor *mask; /* planned by the graph, which owns it */
   bool trained;
 } dropout_state;
 
@@ -36,12 +36,10 @@ static clt_status dropout_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static clt_status dropout_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status dropout_reserve(clt_graph *g, clt_graph_node *n) {
   dropout_state *s = n->state;
-  clt_tensor_destroy(s->mask);
-  s->mask = NULL;
-  int64_t len = g->max_batch * n->size;
-  return clt_tensor_create(g->ctx, CLT_F32, 1, &len, &s->mask);
+  return clt_graph_workspace(g, n, CLT_F32, g->max_batch * n->size,
+                             CLT_LIVE_SAVED, &s->mask);
 }
 
 static clt_status dropout_forward(clt_graph *g, clt_graph_node *n) {
@@ -67,11 +65,7 @@ static clt_status dropout_backward(clt_graph *g, clt_graph_node *n) {
   return clt_mul_forward(g->ctx, dx, n->grad, s->mask, count, acc);
 }
 
-static void dropout_destroy(clt_graph_node *n) {
-  dropout_state *s = n->state;
-  if (s) clt_tensor_destroy(s->mask);
-  free(s);
-}
+static void dropout_destroy(clt_graph_node *n) { free(n->state); }
 
 /* The counter that drives the random masks (training forwards so far),
  * which checkpoints save and restore. */
@@ -85,7 +79,7 @@ const clt_layer_ops clt_layer_dropout = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = dropout_configure,
-    .compile = dropout_compile,
+    .reserve = dropout_reserve,
     .forward = dropout_forward,
     .backward = dropout_backward,
     .destroy = dropout_destroy,

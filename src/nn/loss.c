@@ -9,10 +9,11 @@
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
 
+/* Planned by the graph (which owns them), never shared: the metrics and
+ * predictions read them between steps. */
 typedef struct loss_state {
   clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
   clt_tensor *dinput;                   /* [max_batch * input size] */
-  clt_tensor *probs;                    /* softmax, for predictions */
 } loss_state;
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
@@ -36,22 +37,14 @@ static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static void loss_release(loss_state *s) {
-  clt_tensor_destroy(s->loss_rows);
-  clt_tensor_destroy(s->correct_rows);
-  clt_tensor_destroy(s->dinput);
-  clt_tensor_destroy(s->probs);
-  memset(s, 0, sizeof *s);
-}
-
-static clt_status loss_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status loss_reserve(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
-  loss_release(s);
   int64_t rows = g->max_batch, all = g->max_batch * n->size;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->loss_rows));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->correct_rows));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &all, &s->dinput));
-  return CLT_OK;
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, rows, CLT_LIVE_ALWAYS,
+                              &s->loss_rows));
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, rows, CLT_LIVE_ALWAYS,
+                              &s->correct_rows));
+  return clt_graph_workspace(g, n, CLT_F32, all, CLT_LIVE_ALWAYS, &s->dinput);
 }
 
 static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
@@ -93,10 +86,7 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
                            acc);
 }
 
-static void loss_destroy(clt_graph_node *n) {
-  if (n->state) loss_release(n->state);
-  free(n->state);
-}
+static void loss_destroy(clt_graph_node *n) { free(n->state); }
 
 /* The model's prediction for the current batch (clt_graph_predictions):
  * softmax probabilities. The gradient buffer doubles as scratch: the next
@@ -122,7 +112,7 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = loss_configure,
-    .compile = loss_compile,
+    .reserve = loss_reserve,
     .forward = xent_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,
@@ -135,7 +125,7 @@ const clt_layer_ops clt_layer_mse = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = loss_configure,
-    .compile = loss_compile,
+    .reserve = loss_reserve,
     .forward = mse_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,

@@ -11,7 +11,7 @@ static const char *const global_keys[] = {"name", "input", "inputs", NULL};
 
 typedef struct pool_state {
   clt_window w; /* w.C: channels per sample */
-  clt_tensor *argmax;
+  clt_tensor *argmax; /* maxpool; planned by the graph, which owns it */
   bool is_max;
 } pool_state;
 
@@ -77,13 +77,11 @@ static clt_status global_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static clt_status pool_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status pool_reserve(clt_graph *g, clt_graph_node *n) {
   pool_state *s = n->state;
-  clt_tensor_destroy(s->argmax);
-  s->argmax = NULL;
   if (!s->is_max) return CLT_OK;
-  int64_t len = g->max_batch * n->size;
-  return clt_tensor_create(g->ctx, CLT_I32, 1, &len, &s->argmax);
+  return clt_graph_workspace(g, n, CLT_I32, g->max_batch * n->size,
+                             CLT_LIVE_SAVED, &s->argmax);
 }
 
 /* The window over this batch's planes. */
@@ -112,11 +110,7 @@ static clt_status pool_backward(clt_graph *g, clt_graph_node *n) {
   return clt_avgpool_backward(g->ctx, dx, n->grad, &w, acc);
 }
 
-static void pool_destroy(clt_graph_node *n) {
-  pool_state *s = n->state;
-  if (s) clt_tensor_destroy(s->argmax);
-  free(s);
-}
+static void pool_destroy(clt_graph_node *n) { free(n->state); }
 
 #define POOL_LAYER(var, name, k, conf)                                         \
   const clt_layer_ops var = {                                                  \
@@ -125,7 +119,7 @@ static void pool_destroy(clt_graph_node *n) {
       .max_inputs = 1,                                                         \
       .option_keys = k,                                                        \
       .configure = conf,                                                       \
-      .compile = pool_compile,                                                 \
+      .reserve = pool_reserve,                                                 \
       .forward = pool_forward,                                                 \
       .backward = pool_backward,                                               \
       .destroy = pool_destroy,                                                 \
