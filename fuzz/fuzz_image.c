@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/image.h"
 #include "common/error.h"
-#include "data/image.h"
 
 static void require(int ok, const char *what) {
   if (!ok) {

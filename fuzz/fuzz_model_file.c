@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/words.h"
 #include "io/model_file.h"
 
 #define SOURCE "fuzz.model"
@@ -25,6 +26,8 @@ static void require(int ok, const char *what) {
 static void exercise_getters(const clt_model_desc *d, clt_model_layer *l) {
   static const char *const choices[] = {"relu", "tanh", "sigmoid", NULL};
   clt_err err;
+  clt_layer_args args = clt_model_layer_args(d, l);
+  clt_layer_args *a = &args;
   for (int k = 0; k < l->option_count; k++) {
     const char *key = l->options[k].key;
     require(key && key[0], "non-empty key");
@@ -35,20 +38,20 @@ static void exercise_getters(const clt_model_desc *d, clt_model_layer *l) {
     int idx, ndim;
     char **items = NULL;
     int count = 0;
-    clt_model_get_int(d, l, key, true, 0, INT64_MIN, &i, &err);
-    clt_model_get_float(d, l, key, true, 0.0, &f, &err);
-    clt_model_get_string(d, l, key, true, NULL, &s, &err);
-    clt_model_get_choice(d, l, key, choices, "relu", &idx, &err);
-    clt_model_get_bool(d, l, key, false, &b, &err);
-    if (clt_model_get_dims(d, l, key, true, 8, dims, &ndim, &err) == CLT_OK)
+    clt_args_get_int(a, key, true, 0, INT64_MIN, &i, &err);
+    clt_args_get_float(a, key, true, 0.0, &f, &err);
+    clt_args_get_string(a, key, true, NULL, &s, &err);
+    clt_args_get_choice(a, key, choices, "relu", &idx, &err);
+    clt_args_get_bool(a, key, false, &b, &err);
+    if (clt_args_get_dims(a, key, true, 8, dims, &ndim, &err) == CLT_OK)
       require(ndim >= 1 && ndim <= 8, "dims count");
-    if (clt_model_get_list(d, l, key, &items, &count, &err) == CLT_OK)
-      clt_model_list_free(items, count);
-    clt_model_closest(key, choices, 2);
+    if (clt_args_get_list(a, key, &items, &count, &err) == CLT_OK)
+      clt_args_list_free(items, count);
+    clt_closest_word(key, choices, 2);
   }
   /* Every option has been read now. */
-  require(clt_model_check_all_used(d, l, NULL, &err) == CLT_OK, "all used");
-  clt_model_get_int(d, l, "units", false, 1, 1, &(int64_t){0}, &err);
+  require(clt_args_check_all_used(a, NULL, &err) == CLT_OK, "all used");
+  clt_args_get_int(a, "units", false, 1, 1, &(int64_t){0}, &err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

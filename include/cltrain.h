@@ -201,6 +201,7 @@ typedef struct clt_memory_stats {
   uint64_t device_bytes_live;  /* bytes in buffers held (pooled included) */
   uint64_t pool_reuses;        /* allocations served from the free pool */
   uint64_t host_allocations;   /* library-internal host allocations */
+  uint64_t device_bytes_peak;  /* the most bytes held in buffers at once */
 } clt_memory_stats;
 
 CLT_API void clt_context_memory_stats(const clt_context *ctx,
@@ -250,6 +251,15 @@ CLT_API clt_status clt_tensor_download(const clt_tensor *t, void *host);
 CLT_API clt_status clt_tensor_fill(clt_tensor *t, double value);
 /* dst = src; both must have the same dtype and element count. */
 CLT_API clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src);
+/* dst = src converted between f32 and f16 (same element count), rounding
+ * to nearest even; the same dtype copies. f16 tensors are storage on every
+ * device (vload_half/vstore_half, no cl_khr_fp16 needed). */
+CLT_API clt_status clt_tensor_convert(clt_tensor *dst, const clt_tensor *src);
+
+/* IEEE 754 half precision on the host: round to nearest even, subnormals,
+ * overflow to infinity, NaN kept NaN (what the device's conversions do). */
+CLT_API void clt_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+CLT_API void clt_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 
 /* ------------------------------------------------------------------------ */
 /* GEMM (CLBlast)                                                            */
@@ -296,6 +306,36 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
                                        size_t *count);
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
+
+/* CLBlast's GEMM kernel parameters, measured on the device (what `cltrain
+ * tune --gemm` runs): a handful of parameter sets of its direct
+ * (XgemmDirect) and indirect (Xgemm) kernels, each timed on the products
+ * the sample models train with, and the size threshold between the two
+ * kernels. The fastest are applied at once and stored beside the kernel
+ * cache for the device and driver; later contexts apply them (unless
+ * measuring is off, CLT_PLAN=off). Takes a compile per set: about a minute
+ * on a CPU. Call it before any GEMM of the process: the first set of each
+ * kernel is the one in force, which CLBlast cannot restore once changed. */
+#define CLT_GEMM_TUNE_MAX_ROWS 16
+typedef struct clt_gemm_tune_row {
+  char kernel[16]; /* "XgemmDirect" or "Xgemm" */
+  char label[48];  /* "in force", "32x32, 4x4 items, vw 8", ... */
+  double seconds;  /* the products' total, each its fastest run */
+  bool rejected;   /* failed to build or run, or gave other numbers */
+  bool chosen;
+} clt_gemm_tune_row;
+
+typedef struct clt_gemm_tune_report {
+  clt_gemm_tune_row rows[CLT_GEMM_TUNE_MAX_ROWS];
+  int count, shapes;
+  int64_t indirect_min;    /* the threshold chosen (m*n*k from its cube) */
+  double seconds_chosen;   /* the products' total with the choice */
+  double seconds_first_direct, seconds_first_indirect; /* in force before */
+  double search_seconds;   /* what the search cost, compiles included */
+} clt_gemm_tune_report;
+
+CLT_API clt_status clt_gemm_tune(clt_context *ctx,
+                                 clt_gemm_tune_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* Graphs: models built from layers                                          */
@@ -345,11 +385,15 @@ CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
 /* Plans every buffer for batches of up to max_batch samples and
  * initialises the parameters from seed (Glorot uniform by default, or
  * init=he; biases zero), as Keras does. After this, forward, backward and
- * optimizer steps allocate nothing. May be called again (new batch size);
- * parameters are kept. Where a product has several ways to run, picks
- * one per the context's plan mode: from the plan cache, or by timing the
- * candidates on the device (their operands are the layer's own buffers:
- * parameter gradients are overwritten, values are not). */
+ * optimizer steps allocate nothing. Layer outputs, their gradients and
+ * layers' scratch buffers share device memory wherever they are not
+ * needed at the same time in a forward and backward pass; parameters,
+ * their gradients and optimizer state are never shared. May be called
+ * again (new batch size); parameters are kept. Where a product has
+ * several ways to run, picks one per the context's plan mode: from the
+ * plan cache, or by timing the candidates on the device (their operands
+ * are the graph's buffers: parameter gradients are overwritten, values
+ * are not). */
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
                                      uint64_t seed);
 
@@ -430,11 +474,14 @@ CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
                                               const clt_tensor *labels,
                                               int64_t n);
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
-/* Backward pass: gradients of the loss for every parameter. */
+/* Backward pass: gradients of the loss for every parameter, from what
+ * the last forward pass left (one backward per forward: it reuses the
+ * memory of outputs it has consumed). */
 CLT_API clt_status clt_graph_backward(clt_graph *g);
 /* Downloads the output of the node before the loss (the model's
  * prediction: probabilities for a softmax cross-entropy model) for the
- * current batch into host [n, outputs]. */
+ * current batch into host [n, outputs]. Valid from a forward pass until
+ * the next one (a backward pass and optimizer steps keep it). */
 CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
                                          int64_t *outputs);
 
@@ -514,6 +561,34 @@ CLT_API float clt_optimizer_lr(const clt_optimizer *opt);
  * reduced (from the next clt_optimizer_set_epoch on). A NaN is ignored.
  * Other schedules ignore it. */
 CLT_API bool clt_optimizer_observe(clt_optimizer *opt, double loss);
+
+/* Dynamic loss scaling for mixed precision (torch.amp.GradScaler): scale
+ * the loss by clt_loss_scaler_scale before backward, then call
+ * clt_loss_scaler_unscale on the f32 gradients before the step; skip the
+ * step when it says so. The scale halves (backoff_factor) at each overflow
+ * and doubles (growth_factor) after growth_interval clean steps in a row. */
+typedef struct clt_loss_scaler clt_loss_scaler;
+
+typedef struct clt_loss_scaler_options {
+  float init_scale;     /* 65536 */
+  float growth_factor;  /* 2 */
+  float backoff_factor; /* 0.5 */
+  int growth_interval;  /* 2000 */
+} clt_loss_scaler_options;
+
+CLT_API void clt_loss_scaler_options_init(clt_loss_scaler_options *opts);
+CLT_API clt_status clt_loss_scaler_create(clt_context *ctx,
+                                          const clt_loss_scaler_options *opts,
+                                          clt_loss_scaler **out);
+CLT_API void clt_loss_scaler_destroy(clt_loss_scaler *s);
+CLT_API float clt_loss_scaler_scale(const clt_loss_scaler *s);
+/* grads /= scale, in place; *skip = true when any gradient is infinite or
+ * NaN (the step must be skipped). Updates the scale. Reads one flag back
+ * from the device. */
+CLT_API clt_status clt_loss_scaler_unscale(clt_loss_scaler *s,
+                                           clt_tensor *grads, bool *skip);
+/* Steps skipped so far for an overflow. */
+CLT_API int64_t clt_loss_scaler_skipped(const clt_loss_scaler *s);
 
 /* ------------------------------------------------------------------------ */
 /* Data and training                                                         */
@@ -830,8 +905,10 @@ CLT_API void clt_dist_destroy(clt_dist *d);
  * train, evaluating on test (may be NULL) after each epoch. history (may be
  * NULL) has room for opts->epochs entries; entry e-1 receives epoch e for
  * every epoch run (from opts->first_epoch on), and the entries before it
- * are read, as clt_checkpoint_resume filled them, for checkpoints. Stops with CLT_ERR_NAN, naming the
- * epoch and batch, if the loss becomes NaN or infinite. */
+ * are read, as clt_checkpoint_resume filled them, for checkpoints and to
+ * replay their monitored losses into a PLATEAU schedule and early stopping
+ * (so a resumed run goes on as one would have). Stops with CLT_ERR_NAN,
+ * naming the epoch and batch, if the loss becomes NaN or infinite. */
 CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            const clt_dataset *train, const clt_dataset *test,
                            const clt_fit_options *opts,

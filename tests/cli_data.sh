@@ -2,7 +2,8 @@
 # End-to-end checks of your own data through the command, as a user runs
 # it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
 # split, bad rows), regression with the mse loss from CSV, and image
-# folders (PNG and JPEG, grey and colour) made here: training, the packed
+# folders (PNG and JPEG, grey and colour; with train/ and test/, or one
+# folder of class folders split by --val-split) made here: training, the packed
 # cache on the second run and after a change, --resize, a corrupt file,
 # class names in eval and predict.
 # usage: cli_data.sh CLTRAIN MAKE_IMAGE_FOLDER
@@ -176,6 +177,23 @@ mv "$T/img/test" "$T/img_test"
   >"$T/out"
 must_say "holdout" "the last 25% (12 samples) of $T/img/train" "$T/out"
 echo "ok: no test/ folder: a held-out quarter, said so"
+
+# One folder of class folders (no train/): split by --val-split (seeded:
+# the same samples again with the same --seed) and held out for the test.
+"$C" train "$T/img.model" --data "$T/img/train" --epochs 1 --batch 8 \
+  --val-split 0.25 --holdout 0.1 --seed 3 --json >"$T/a.json" 2>"$T/a.err" ||
+  fail "class folders with --val-split: $(cat "$T/a.err")"
+must_say "flat class folders" "validation data: $T/img/train" "$T/a.err"
+"$C" train "$T/img.model" --data "$T/img/train" --epochs 1 --batch 8 \
+  --val-split 0.25 --holdout 0.1 --seed 3 --json >"$T/b.json" 2>/dev/null
+python3 - "$T/a.json" "$T/b.json" <<'PYEOF' || fail "--val-split on class folders"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+total = a["training_samples"] + a["validation_samples"] + a["test_samples"]
+assert a["validation_samples"] == round(0.25 * (total - a["test_samples"])), a
+assert a["validation_loss"] == b["validation_loss"], (a, b)  # same seed, same split
+PYEOF
+echo "ok: one folder of class folders, split by --val-split and --holdout"
 
 "$MK" "$T/big" 1 1 20 12
 cp "$T/big/class_a/img00.png" "$T/img/train/class_d/wide.png"

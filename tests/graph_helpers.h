@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "common/rng.h"
 #include "graph/graph.h"
-#include "ops/opcheck.h"
 
 /* A graph from model-file text written to a temporary file. */
 static inline clt_status graph_from_text(const char *text, clt_graph **g) {

@@ -3,19 +3,18 @@
  * valid safetensors whose JSON header's offsets tile the data exactly;
  * every kind of bad file gets an error that names the file (and the
  * tensor and both shapes where it applies) and leaves the model as it
- * was; the SVG chart and the PGM reader. */
+ * was; the SVG chart and the PGM reader (the command's, src/cli/). */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/image.h"
+#include "cli/image.h"
+#include "cli/plot.h"
 #include "graph_helpers.h"
 #include "io/json.h"
-#include "io/plot.h"
 #include "io/safetensors.h"
-#include "nn/dropout.h"
 #include "optim/optimizer.h"
 
 /* Conv, 2-D batch norm, dense, 1-D batch norm and dropout: every kind of
@@ -76,8 +75,18 @@ static float *params_of(clt_graph *g) {
   return p;
 }
 
-static float *moment_of(clt_optimizer *o, clt_tensor *t) {
-  int64_t n = o->params.numel;
+/* The optimizer's state, as checkpoints read it. */
+static clt_optimizer_saved saved_of(clt_optimizer *o) {
+  clt_optimizer_saved s;
+  clt_optimizer_saved_state(o, &s);
+  return s;
+}
+
+/* Moment m (1) or v (0) of the optimizer, over its trainable values. */
+static float *moment_of(clt_optimizer *o, int which) {
+  clt_optimizer_saved os = saved_of(o);
+  clt_tensor *t = which ? os.m : os.v;
+  int64_t n = clt_graph_parameter_count(os.g);
   float *p = malloc((size_t)n * sizeof *p);
   clt_tensor s = clt_tensor_slice_1d(t, 0, n);
   ck_assert_ok(clt_tensor_download(&s, p));
@@ -306,12 +315,12 @@ static void run_epochs(int variant, int first, int last, const char *from,
   }
   ck_assert_ok(clt_fit(g, opt, train, test, &fo, r->hist));
   r->params = params_of(g);
-  r->v = moment_of(opt, opt->v);
-  if (opt->m) r->m = moment_of(opt, opt->m);
-  r->step = opt->step;
+  r->v = moment_of(opt, 0);
+  if (saved_of(opt).m) r->m = moment_of(opt, 1);
+  r->step = saved_of(opt).step;
   for (int i = 0; i < g->n_nodes; i++)
-    if (clt_dropout_counter(&g->nodes[i]))
-      r->dropout_calls = *clt_dropout_counter(&g->nodes[i]);
+    if (clt_node_saved_counter(&g->nodes[i]))
+      r->dropout_calls = *clt_node_saved_counter(&g->nodes[i]);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
 }
@@ -660,23 +669,24 @@ START_TEST(test_shape_mismatch_and_damaged_resume) {
   f = fopen(cut, "wb");
   fwrite(bytes, 1, (size_t)size - 5, f);
   fclose(f);
-  float *before = params_of(g), *m_before = moment_of(opt, opt->m);
-  int64_t step = opt->step;
+  float *before = params_of(g), *m_before = moment_of(opt, 1);
+  int64_t step = saved_of(opt).step;
   train_steps(g, opt, 1);
   free(before);
   free(m_before);
   before = params_of(g);
-  m_before = moment_of(opt, opt->m);
+  m_before = moment_of(opt, 1);
   ck_assert_int_eq(clt_checkpoint_resume(g, opt, cut, NULL, NULL, 0),
                    CLT_ERR_FORMAT);
   expect_message(cut);
-  float *after = params_of(g), *m_after = moment_of(opt, opt->m);
+  float *after = params_of(g), *m_after = moment_of(opt, 1);
   ck_assert_mem_eq(before, after, (size_t)g->param_count * 4);
-  ck_assert_mem_eq(m_before, m_after, (size_t)opt->params.numel * 4);
-  ck_assert_int_eq(opt->step, step + 1);
+  ck_assert_mem_eq(m_before, m_after,
+                   (size_t)clt_graph_parameter_count(g) * 4);
+  ck_assert_int_eq(saved_of(opt).step, step + 1);
   /* The intact file resumes the state it holds. */
   ck_assert_ok(clt_checkpoint_resume(g, opt, path, NULL, NULL, 0));
-  ck_assert_int_eq(opt->step, step);
+  ck_assert_int_eq(saved_of(opt).step, step);
   free(before);
   free(after);
   free(m_before);

@@ -5,7 +5,8 @@
 #include <math.h>
 
 #include "common.h"
-#include "ops/opcheck.h"
+#include "check/check.h"
+#include "common/rng.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 

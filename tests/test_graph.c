@@ -92,6 +92,38 @@ START_TEST(test_model_file_errors) {
 }
 END_TEST
 
+/* The typed builders hand the graph values, not text: a bad one is named
+ * as the model file's getters name it; the list of layer types comes from
+ * the registry. */
+START_TEST(test_typed_builders_checked) {
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  ck_assert_int_eq(clt_graph_input(g, 0, (int64_t[]){1}, &in),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ok(clt_graph_input(g, 3, (int64_t[]){1, 5, 3}, &in));
+  ck_assert_int_eq(clt_graph_dense(g, in, 4, &out), CLT_ERR_SHAPE);
+  ck_assert_ok(clt_graph_flatten(g, in, &in));
+  ck_assert_int_eq(clt_graph_dense(g, in, 0, &out), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx),
+                       "dense:1: dense: option 'units' expects a positive "
+                       "integer, got '0'"),
+                "%s", clt_context_last_error(g_ctx));
+  ck_assert_ok(clt_graph_dense(g, in, 4, &out));
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  ck_assert_ok(clt_graph_node_shape(g, out, &ndim, shape));
+  ck_assert(ndim == 1 && shape[0] == 4);
+  ck_assert_int_eq(clt_graph_add(g, "conv3d", NULL, &out, 1, NULL, NULL),
+                   CLT_ERR_FORMAT);
+  const char *msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(strstr(msg, "(known: input, flatten, reshape, dense, conv2d") &&
+                    strstr(msg, "softmax_cross_entropy, mse)"),
+                "%s", msg);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_c_api_shapes) {
   clt_graph *g = NULL;
   clt_node x, h;
@@ -302,6 +334,7 @@ static Suite *graph_suite(void) {
   Suite *s = suite_create("graph");
   TCase *fd = tcase_create("finite differences");
   tcase_add_test(fd, test_fd_relu);
+  tcase_add_test(fd, test_typed_builders_checked);
   tcase_add_test(fd, test_fd_leaky_relu);
   tcase_add_test(fd, test_fd_sigmoid);
   tcase_add_test(fd, test_fd_tanh);

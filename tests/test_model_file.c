@@ -10,6 +10,11 @@
 #include <unistd.h>
 
 #include "io/model_file.h"
+#include "common/words.h"
+
+/* The graph's view of layer l's options (the getters mark l's options). */
+#define ARGS(d, l) (&(clt_layer_args){(l)->type, (d)->source_name, (l)->line, \
+                                      (l)->options, (l)->option_count})
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -202,7 +207,7 @@ START_TEST(test_default_source_name) {
   clt_err err = {0};
   int64_t v;
   ck_assert_int_eq(
-      clt_model_get_int(&d, &d.layers[0], "units", true, 0, 1, &v, &err),
+      clt_args_get_int(ARGS(&d, &d.layers[0]), "units", true, 0, 1, &v, &err),
       CLT_ERR_FORMAT);
   expect_msg(&err, "<model>:1: dense:");
   clt_model_desc_free(&d);
@@ -386,23 +391,23 @@ START_TEST(test_get_int) {
   clt_model_layer *l = &d.layers[0];
   clt_err err = {0};
   int64_t v = 0;
-  ck_assert_int_eq(clt_model_get_int(&d, l, "units", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "units", true, 0, 1, &v, &err),
                    CLT_OK);
   ck_assert_int_eq(v, 128);
   ck_assert(l->options[0].used);
   ck_assert_int_eq(
-      clt_model_get_int(&d, l, "neg", true, 0, INT64_MIN, &v, &err), CLT_OK);
+      clt_args_get_int(ARGS(&d, l), "neg", true, 0, INT64_MIN, &v, &err), CLT_OK);
   ck_assert_int_eq(v, -7);
-  ck_assert_int_eq(clt_model_get_int(&d, l, "plus", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "plus", true, 0, 1, &v, &err),
                    CLT_OK);
   ck_assert_int_eq(v, 5);
-  ck_assert_int_eq(clt_model_get_int(&d, l, "zero", true, 0, 0, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "zero", true, 0, 0, &v, &err),
                    CLT_OK);
   ck_assert_int_eq(v, 0);
-  ck_assert_int_eq(clt_model_get_int(&d, l, "groups", false, 3, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "groups", false, 3, 1, &v, &err),
                    CLT_OK);
   ck_assert_int_eq(v, 3);
-  ck_assert_int_eq(clt_model_check_all_used(&d, l, NULL, &err), CLT_OK);
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, l), NULL, &err), CLT_OK);
   clt_model_desc_free(&d);
 }
 END_TEST
@@ -414,32 +419,32 @@ START_TEST(test_get_int_errors) {
   clt_model_layer *l = &d.layers[0];
   clt_err err = {0};
   int64_t v = 42;
-  ck_assert_int_eq(clt_model_get_int(&d, l, "units", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "units", true, 0, 1, &v, &err),
                    CLT_ERR_FORMAT);
   ck_assert_str_eq(err.msg,
                    "net.model:3: dense: option 'units' expects a "
                    "positive integer, got 'abc'");
   ck_assert_int_eq(v, 42);
-  ck_assert_int_eq(clt_model_get_int(&d, l, "zero", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "zero", true, 0, 1, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "positive integer, got '0'");
-  ck_assert_int_eq(clt_model_get_int(&d, l, "big", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "big", true, 0, 1, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "out of range");
-  ck_assert_int_eq(clt_model_get_int(&d, l, "tail", true, 0, 0, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "tail", true, 0, 0, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "non-negative integer, got '12abc'");
-  ck_assert_int_eq(clt_model_get_int(&d, l, "low", true, 0, -2, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "low", true, 0, -2, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "an integer >= -2, got '-3'");
   ck_assert_int_eq(
-      clt_model_get_int(&d, l, "min", true, 0, INT64_MIN, &v, &err), CLT_OK);
+      clt_args_get_int(ARGS(&d, l), "min", true, 0, INT64_MIN, &v, &err), CLT_OK);
   ck_assert(v == INT64_MIN);
-  ck_assert_int_eq(clt_model_get_int(&d, l, "filters", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "filters", true, 0, 1, &v, &err),
                    CLT_ERR_FORMAT);
   ck_assert_str_eq(err.msg,
                    "net.model:3: dense: missing required option 'filters'");
-  ck_assert_int_eq(clt_model_get_int(&d, NULL, "x", true, 0, 1, &v, &err),
+  ck_assert_int_eq(clt_args_get_int(NULL, "x", true, 0, 1, &v, &err),
                    CLT_ERR_INVALID_ARGUMENT);
   clt_model_desc_free(&d);
 }
@@ -454,15 +459,15 @@ START_TEST(test_get_float) {
   const double want[] = {0.001, 1e-3, -2.5, 3.0, 0.5, 2.0, 100.0, 0.0};
   for (int i = 0; i < 8; i++) {
     double v = -1;
-    ck_assert_int_eq(clt_model_get_float(&d, l, keys[i], true, 0, &v, &err),
+    ck_assert_int_eq(clt_args_get_float(ARGS(&d, l), keys[i], true, 0, &v, &err),
                      CLT_OK);
     ck_assert_double_eq_tol(v, want[i], 1e-12);
   }
   double v = 0;
-  ck_assert_int_eq(clt_model_get_float(&d, l, "lr", false, 0.01, &v, &err),
+  ck_assert_int_eq(clt_args_get_float(ARGS(&d, l), "lr", false, 0.01, &v, &err),
                    CLT_OK);
   ck_assert_double_eq(v, 0.01);
-  ck_assert_int_eq(clt_model_get_float(&d, l, "lr", true, 0.01, &v, &err),
+  ck_assert_int_eq(clt_args_get_float(ARGS(&d, l), "lr", true, 0.01, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "missing required option 'lr'");
   clt_model_desc_free(&d);
@@ -479,7 +484,7 @@ START_TEST(test_get_float_errors) {
     clt_err err = {0};
     double v = 7;
     ck_assert_int_eq(
-        clt_model_get_float(&d, &d.layers[0], "lr", true, 0, &v, &err),
+        clt_args_get_float(ARGS(&d, &d.layers[0]), "lr", true, 0, &v, &err),
         CLT_ERR_FORMAT);
     ck_assert_double_eq(v, 7);
     expect_msg(&err,
@@ -500,7 +505,7 @@ START_TEST(test_get_float_ignores_locale) {
   clt_model_desc d = one_layer("lr=0.25");
   double v = 0;
   ck_assert_int_eq(
-      clt_model_get_float(&d, &d.layers[0], "lr", true, 0, &v, NULL), CLT_OK);
+      clt_args_get_float(ARGS(&d, &d.layers[0]), "lr", true, 0, &v, NULL), CLT_OK);
   ck_assert_double_eq(v, 0.25);
   clt_model_desc_free(&d);
   setlocale(LC_NUMERIC, "C");
@@ -512,17 +517,17 @@ START_TEST(test_get_string) {
   clt_model_layer *l = &d.layers[0];
   clt_err err = {0};
   const char *s = NULL;
-  ck_assert_int_eq(clt_model_get_string(&d, l, "name", true, NULL, &s, &err),
+  ck_assert_int_eq(clt_args_get_string(ARGS(&d, l), "name", true, NULL, &s, &err),
                    CLT_OK);
   ck_assert_str_eq(s, "encoder");
   ck_assert_ptr_eq(s, l->options[0].value);
   ck_assert_int_eq(
-      clt_model_get_string(&d, l, "input", false, "prev", &s, &err), CLT_OK);
+      clt_args_get_string(ARGS(&d, l), "input", false, "prev", &s, &err), CLT_OK);
   ck_assert_str_eq(s, "prev");
-  ck_assert_int_eq(clt_model_get_string(&d, l, "input", false, NULL, &s, &err),
+  ck_assert_int_eq(clt_args_get_string(ARGS(&d, l), "input", false, NULL, &s, &err),
                    CLT_OK);
   ck_assert_ptr_null(s);
-  ck_assert_int_eq(clt_model_get_string(&d, l, "input", true, NULL, &s, &err),
+  ck_assert_int_eq(clt_args_get_string(ARGS(&d, l), "input", true, NULL, &s, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "net.model:3: dense: missing required option 'input'");
   clt_model_desc_free(&d);
@@ -536,17 +541,17 @@ START_TEST(test_get_choice) {
   clt_err err = {0};
   int i = -1;
   ck_assert_int_eq(
-      clt_model_get_choice(&d, l, "activation", acts, "none", &i, &err),
+      clt_args_get_choice(ARGS(&d, l), "activation", acts, "none", &i, &err),
       CLT_OK);
   ck_assert_int_eq(i, 3);
   ck_assert_int_eq(
-      clt_model_get_choice(&d, l, "padding_act", acts, "relu", &i, &err),
+      clt_args_get_choice(ARGS(&d, l), "padding_act", acts, "relu", &i, &err),
       CLT_OK);
   ck_assert_int_eq(i, 1);
-  ck_assert_int_eq(clt_model_get_choice(&d, l, "other", acts, NULL, &i, &err),
+  ck_assert_int_eq(clt_args_get_choice(ARGS(&d, l), "other", acts, NULL, &i, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "missing required option 'other'");
-  ck_assert_int_eq(clt_model_get_choice(&d, l, "other", acts, "gelu", &i, &err),
+  ck_assert_int_eq(clt_args_get_choice(ARGS(&d, l), "other", acts, "gelu", &i, &err),
                    CLT_ERR_INVALID_ARGUMENT);
   expect_msg(&err, "'gelu'");
   clt_model_desc_free(&d);
@@ -560,17 +565,17 @@ START_TEST(test_get_choice_errors) {
   clt_err err = {0};
   int i = 99;
   ck_assert_int_eq(
-      clt_model_get_choice(&d, l, "activation", acts, "none", &i, &err),
+      clt_args_get_choice(ARGS(&d, l), "activation", acts, "none", &i, &err),
       CLT_ERR_FORMAT);
   ck_assert_str_eq(err.msg,
                    "net.model:3: dense: option 'activation' expects "
                    "one of none, relu, sigmoid, tanh, got 'rleu'; "
                    "did you mean 'relu'?");
   ck_assert_int_eq(i, 99);
-  ck_assert_int_eq(clt_model_get_choice(&d, l, "a2", acts, NULL, &i, &err),
+  ck_assert_int_eq(clt_args_get_choice(ARGS(&d, l), "a2", acts, NULL, &i, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "did you mean 'relu'?");
-  ck_assert_int_eq(clt_model_get_choice(&d, l, "a3", acts, NULL, &i, &err),
+  ck_assert_int_eq(clt_args_get_choice(ARGS(&d, l), "a3", acts, NULL, &i, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "got 'softmax'");
   ck_assert_ptr_null(strstr(err.msg, "did you mean"));
@@ -587,14 +592,14 @@ START_TEST(test_get_bool) {
   const bool want[] = {true, false, true, false, true, false, true, false};
   for (int i = 0; i < 8; i++) {
     bool v = !want[i];
-    ck_assert_int_eq(clt_model_get_bool(&d, l, keys[i], false, &v, &err),
+    ck_assert_int_eq(clt_args_get_bool(ARGS(&d, l), keys[i], false, &v, &err),
                      CLT_OK);
     ck_assert(v == want[i]);
   }
   bool v = false;
-  ck_assert_int_eq(clt_model_get_bool(&d, l, "bias", true, &v, &err), CLT_OK);
+  ck_assert_int_eq(clt_args_get_bool(ARGS(&d, l), "bias", true, &v, &err), CLT_OK);
   ck_assert(v);
-  ck_assert_int_eq(clt_model_get_bool(&d, l, "x", true, &v, &err),
+  ck_assert_int_eq(clt_args_get_bool(ARGS(&d, l), "x", true, &v, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "net.model:3: dense: option 'x' expects true or false");
   expect_msg(&err, "got 'maybe'");
@@ -608,23 +613,23 @@ START_TEST(test_get_dims) {
   clt_err err = {0};
   int64_t dims[4] = {0};
   int n = -1;
-  ck_assert_int_eq(clt_model_get_dims(&d, l, "shape", true, 4, dims, &n, &err),
+  ck_assert_int_eq(clt_args_get_dims(ARGS(&d, l), "shape", true, 4, dims, &n, &err),
                    CLT_OK);
   ck_assert_int_eq(n, 3);
   ck_assert_int_eq(dims[0], 1);
   ck_assert_int_eq(dims[1], 28);
   ck_assert_int_eq(dims[2], 28);
-  ck_assert_int_eq(clt_model_get_dims(&d, l, "kernel", true, 2, dims, &n, &err),
+  ck_assert_int_eq(clt_args_get_dims(ARGS(&d, l), "kernel", true, 2, dims, &n, &err),
                    CLT_OK);
   ck_assert_int_eq(n, 1);
   ck_assert_int_eq(dims[0], 3);
-  ck_assert_int_eq(clt_model_get_dims(&d, l, "big", true, 2, dims, &n, &err),
+  ck_assert_int_eq(clt_args_get_dims(ARGS(&d, l), "big", true, 2, dims, &n, &err),
                    CLT_OK);
   ck_assert_int_eq(dims[0], 2147483647);
   ck_assert_int_eq(
-      clt_model_get_dims(&d, l, "stride", false, 2, dims, &n, &err), CLT_OK);
+      clt_args_get_dims(ARGS(&d, l), "stride", false, 2, dims, &n, &err), CLT_OK);
   ck_assert_int_eq(n, 0);
-  ck_assert_int_eq(clt_model_get_dims(&d, l, "stride", true, 2, dims, &n, &err),
+  ck_assert_int_eq(clt_args_get_dims(ARGS(&d, l), "stride", true, 2, dims, &n, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err, "missing required option 'stride'");
   clt_model_desc_free(&d);
@@ -648,7 +653,7 @@ START_TEST(test_get_dims_errors) {
     int64_t dims[3] = {-5, -5, -5};
     int n = -5;
     ck_assert_int_eq(
-        clt_model_get_dims(&d, &d.layers[0], "shape", true, 3, dims, &n, &err),
+        clt_args_get_dims(ARGS(&d, &d.layers[0]), "shape", true, 3, dims, &n, &err),
         CLT_ERR_FORMAT);
     expect_msg(&err,
                "net.model:3: dense: option 'shape' expects 1 to 3 "
@@ -663,7 +668,7 @@ START_TEST(test_get_dims_errors) {
   int64_t dims[1];
   int n;
   ck_assert_int_eq(
-      clt_model_get_dims(&d, &d.layers[0], "kernel", true, 1, dims, &n, &err),
+      clt_args_get_dims(ARGS(&d, &d.layers[0]), "kernel", true, 1, dims, &n, &err),
       CLT_ERR_FORMAT);
   expect_msg(&err, "option 'kernel' expects a positive integer, got '3x3'");
   clt_model_desc_free(&d);
@@ -676,23 +681,23 @@ START_TEST(test_get_list) {
   clt_err err = {0};
   char **items = NULL;
   int count = 0;
-  ck_assert_int_eq(clt_model_get_list(&d, l, "inputs", &items, &count, &err),
+  ck_assert_int_eq(clt_args_get_list(ARGS(&d, l), "inputs", &items, &count, &err),
                    CLT_OK);
   ck_assert_int_eq(count, 3);
   ck_assert_str_eq(items[0], "a");
   ck_assert_str_eq(items[1], "b");
   ck_assert_str_eq(items[2], "conv_1");
-  clt_model_list_free(items, count);
-  ck_assert_int_eq(clt_model_get_list(&d, l, "one", &items, &count, &err),
+  clt_args_list_free(items, count);
+  ck_assert_int_eq(clt_args_get_list(ARGS(&d, l), "one", &items, &count, &err),
                    CLT_OK);
   ck_assert_int_eq(count, 1);
   ck_assert_str_eq(items[0], "x");
-  clt_model_list_free(items, count);
-  ck_assert_int_eq(clt_model_get_list(&d, l, "absent", &items, &count, &err),
+  clt_args_list_free(items, count);
+  ck_assert_int_eq(clt_args_get_list(ARGS(&d, l), "absent", &items, &count, &err),
                    CLT_OK);
   ck_assert_ptr_null(items);
   ck_assert_int_eq(count, 0);
-  clt_model_list_free(NULL, 0);
+  clt_args_list_free(NULL, 0);
   clt_model_desc_free(&d);
 }
 END_TEST
@@ -707,7 +712,7 @@ START_TEST(test_get_list_errors) {
     char **items = (char **)1;
     int count = 5;
     ck_assert_int_eq(
-        clt_model_get_list(&d, &d.layers[0], "inputs", &items, &count, &err),
+        clt_args_get_list(ARGS(&d, &d.layers[0]), "inputs", &items, &count, &err),
         CLT_ERR_FORMAT);
     expect_msg(&err,
                "net.model:3: dense: option 'inputs' expects a "
@@ -730,12 +735,12 @@ START_TEST(test_unknown_option_did_you_mean) {
   int64_t units;
   /* The layer reads "units" (absent, so the default) and "activation". */
   ck_assert_int_eq(
-      clt_model_get_int(&d, l, "units", false, 10, 1, &units, &err), CLT_OK);
+      clt_args_get_int(ARGS(&d, l), "units", false, 10, 1, &units, &err), CLT_OK);
   const char *act;
   ck_assert_int_eq(
-      clt_model_get_string(&d, l, "activation", false, "none", &act, &err),
+      clt_args_get_string(ARGS(&d, l), "activation", false, "none", &act, &err),
       CLT_OK);
-  ck_assert_int_eq(clt_model_check_all_used(&d, l, DENSE_KEYS, &err),
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, l), DENSE_KEYS, &err),
                    CLT_ERR_FORMAT);
   ck_assert_str_eq(err.msg,
                    "net.model:3: dense: unknown option 'untis' (known: units, "
@@ -749,9 +754,9 @@ START_TEST(test_unknown_option_without_hint) {
   clt_model_layer *l = &d.layers[0];
   clt_err err = {0};
   int64_t units;
-  ck_assert_int_eq(clt_model_get_int(&d, l, "units", true, 0, 1, &units, &err),
+  ck_assert_int_eq(clt_args_get_int(ARGS(&d, l), "units", true, 0, 1, &units, &err),
                    CLT_OK);
-  ck_assert_int_eq(clt_model_check_all_used(&d, l, DENSE_KEYS, &err),
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, l), DENSE_KEYS, &err),
                    CLT_ERR_FORMAT);
   expect_msg(&err,
              "net.model:3: dense: unknown option 'momentum' (known: "
@@ -759,9 +764,9 @@ START_TEST(test_unknown_option_without_hint) {
   ck_assert_ptr_null(strstr(err.msg, "did you mean"));
 
   static const char *const none[] = {NULL};
-  ck_assert_int_eq(clt_model_check_all_used(&d, l, none, &err), CLT_ERR_FORMAT);
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, l), none, &err), CLT_ERR_FORMAT);
   expect_msg(&err, "unknown option 'momentum' (dense takes no options)");
-  ck_assert_int_eq(clt_model_check_all_used(&d, l, NULL, &err), CLT_ERR_FORMAT);
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, l), NULL, &err), CLT_ERR_FORMAT);
   expect_msg(&err, "unknown option 'momentum'");
   clt_model_desc_free(&d);
 }
@@ -770,7 +775,7 @@ END_TEST
 START_TEST(test_known_but_unread_is_a_bug) {
   clt_model_desc d = one_layer("bias=false");
   clt_err err = {0};
-  ck_assert_int_eq(clt_model_check_all_used(&d, &d.layers[0], DENSE_KEYS, &err),
+  ck_assert_int_eq(clt_args_check_all_used(ARGS(&d, &d.layers[0]), DENSE_KEYS, &err),
                    CLT_ERR_INTERNAL);
   expect_msg(&err, "'bias'");
   expect_msg(&err, "never read");
@@ -781,16 +786,16 @@ END_TEST
 START_TEST(test_closest) {
   static const char *const types[] = {"input",  "flatten",   "dense",
                                       "conv2d", "maxpool2d", NULL};
-  ck_assert_str_eq(clt_model_closest("dens", types, 2), "dense");
-  ck_assert_str_eq(clt_model_closest("denes", types, 2), "dense");
-  ck_assert_str_eq(clt_model_closest("flaten", types, 2), "flatten");
-  ck_assert_str_eq(clt_model_closest("conv_2d", types, 2), "conv2d");
-  ck_assert_str_eq(clt_model_closest("maxpool", types, 2), "maxpool2d");
-  ck_assert_ptr_null(clt_model_closest("softmax", types, 2));
-  ck_assert_ptr_null(clt_model_closest("dense", types, 2)); /* exact */
-  ck_assert_ptr_null(clt_model_closest("x", types, 2));
-  ck_assert_ptr_null(clt_model_closest("dens", NULL, 2));
-  ck_assert_ptr_null(clt_model_closest(NULL, types, 2));
+  ck_assert_str_eq(clt_closest_word("dens", types, 2), "dense");
+  ck_assert_str_eq(clt_closest_word("denes", types, 2), "dense");
+  ck_assert_str_eq(clt_closest_word("flaten", types, 2), "flatten");
+  ck_assert_str_eq(clt_closest_word("conv_2d", types, 2), "conv2d");
+  ck_assert_str_eq(clt_closest_word("maxpool", types, 2), "maxpool2d");
+  ck_assert_ptr_null(clt_closest_word("softmax", types, 2));
+  ck_assert_ptr_null(clt_closest_word("dense", types, 2)); /* exact */
+  ck_assert_ptr_null(clt_closest_word("x", types, 2));
+  ck_assert_ptr_null(clt_closest_word("dens", NULL, 2));
+  ck_assert_ptr_null(clt_closest_word(NULL, types, 2));
 }
 END_TEST
 
@@ -816,16 +821,16 @@ static void exercise_getters(clt_model_desc *d) {
       int n;
       const char *sv;
       char **items;
-      clt_model_get_int(d, l, key, true, 0, INT64_MIN, &iv, &err);
-      clt_model_get_float(d, l, key, true, 0, &fv, &err);
-      clt_model_get_bool(d, l, key, false, &bv, &err);
-      clt_model_get_dims(d, l, key, true, 4, dims, &n, &err);
-      clt_model_get_string(d, l, key, true, NULL, &sv, &err);
-      clt_model_get_choice(d, l, key, choices, NULL, &n, &err);
-      if (clt_model_get_list(d, l, key, &items, &n, &err) == CLT_OK)
-        clt_model_list_free(items, n);
+      clt_args_get_int(ARGS(d, l), key, true, 0, INT64_MIN, &iv, &err);
+      clt_args_get_float(ARGS(d, l), key, true, 0, &fv, &err);
+      clt_args_get_bool(ARGS(d, l), key, false, &bv, &err);
+      clt_args_get_dims(ARGS(d, l), key, true, 4, dims, &n, &err);
+      clt_args_get_string(ARGS(d, l), key, true, NULL, &sv, &err);
+      clt_args_get_choice(ARGS(d, l), key, choices, NULL, &n, &err);
+      if (clt_args_get_list(ARGS(d, l), key, &items, &n, &err) == CLT_OK)
+        clt_args_list_free(items, n);
     }
-    clt_model_check_all_used(d, l, DENSE_KEYS, &err);
+    clt_args_check_all_used(ARGS(d, l), DENSE_KEYS, &err);
   }
 }
 

@@ -11,7 +11,9 @@
 #include <math.h>
 
 #include "common.h"
-#include "ops/opcheck.h"
+#include "check/check.h"
+#include "check/harness.h"
+#include "common/rng.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes                                                                    */
@@ -58,6 +60,66 @@ static int grid_count(void) { return rows_list().count * cols_list().count; }
 #define TOL 1e-5
 
 /* ------------------------------------------------------------------------ */
+/* The harness itself (check/harness.h): what every check below relies on    */
+
+/* Fills elements [from, from + count) of the operand's base buffer (its
+ * canaries are at [0, CHECK_GUARD) and past CHECK_GUARD + 7) with 0.5; the
+ * reference says 0.25 within the operand. */
+typedef struct stray_fill {
+  int64_t from, count;
+} stray_fill;
+
+static clt_status stray_fill_body(check_set *s, const void *arg) {
+  const stray_fill *f = arg;
+  check_f32 *x;
+  clt_tensor *v;
+  CLT_TRY(check_operand(s, 7, -1.0f, 1.0f, &x));
+  CLT_TRY(check_view(s, x->base, f->from, f->count, &v));
+  CLT_TRY(clt_tensor_fill(v, 0.5));
+  for (int64_t i = 0; i < 7; i++) x->host[i] = 0.25f;
+  return CLT_OK;
+}
+
+START_TEST(harness_measures_and_catches_strays) {
+  double e = -1.0;
+  /* Within the operand: a wrong value is an error of |0.5 - 0.25|. */
+  stray_fill inside = {CHECK_GUARD, 7};
+  ck_assert_ok(check_run(g_ctx, 1, stray_fill_body, &inside, &e));
+  ck_assert_double_eq_tol(e, 0.25, 1e-12);
+  /* One element past the end, or before the start: the check fails and
+   * the context says where. */
+  stray_fill past = {CHECK_GUARD, 8}, before = {CHECK_GUARD - 1, 8};
+  ck_assert_int_eq(check_run(g_ctx, 1, stray_fill_body, &past, &e),
+                   CLT_ERR_INTERNAL);
+  ck_assert_msg(isinf(e), "error %g", e);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "element 1 past its end"));
+  ck_assert_int_eq(check_run(g_ctx, 1, stray_fill_body, &before, &e),
+                   CLT_ERR_INTERNAL);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "element 1 before its start"));
+}
+END_TEST
+
+/* An i32 operand filled with 7 where the reference wants 7 but for one
+ * element: an integer that differs counts as 1. */
+static clt_status int_fill_body(check_set *s, const void *arg) {
+  (void)arg;
+  check_i32 *x;
+  CLT_TRY(check_operand_i32(s, 5, &x));
+  CLT_TRY(clt_tensor_fill(x->t, 7));
+  for (int64_t i = 0; i < 5; i++) x->host[i] = i == 3 ? 6 : 7;
+  return CLT_OK;
+}
+
+START_TEST(harness_counts_integers) {
+  double e = -1.0;
+  ck_assert_ok(check_run(g_ctx, 2, int_fill_body, NULL, &e));
+  ck_assert_double_eq(e, 1.0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Element-wise ops and bias                                                 */
 
 START_TEST(add_lengths) {
@@ -68,6 +130,19 @@ START_TEST(add_lengths) {
                     "n=%lld", (long long)n.v[k]);
     ck_assert_check(clt_check_add(g_ctx, n.v[k], true, &e), e, TOL_EXACT,
                     "n=%lld accumulate", (long long)n.v[k]);
+  }
+}
+END_TEST
+
+/* cl/half.cl: conversions and the loss scaler's kernel, guarded. */
+START_TEST(half_lengths) {
+  shape_list n = lengths_list();
+  double e;
+  for (int k = 0; k < n.count; k++) {
+    ck_assert_check(clt_check_half_round_trip(g_ctx, n.v[k], &e), e, 0.0,
+                    "n=%lld", (long long)n.v[k]);
+    ck_assert_check(clt_check_loss_scaler_unscale(g_ctx, n.v[k], &e), e, 0.0,
+                    "n=%lld", (long long)n.v[k]);
   }
 }
 END_TEST
@@ -929,9 +1004,15 @@ END_TEST
 static Suite *ops_suite(void) {
   Suite *s = suite_create("ops");
 
+  TCase *harness = tcase_create("harness");
+  tcase_add_test(harness, harness_measures_and_catches_strays);
+  tcase_add_test(harness, harness_counts_integers);
+  suite_add_tcase(s, harness);
+
   TCase *ew = tcase_create("elementwise");
   tcase_add_test(ew, add_lengths);
   tcase_add_test(ew, scale_lengths);
+  tcase_add_test(ew, half_lengths);
   tcase_add_loop_test(ew, bias_rows_grid, 0, grid_count());
   tcase_add_test(ew, bias_channels_shapes);
   suite_add_tcase(s, ew);

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "common/rng.h"
 #include "graph_helpers.h"
 #include "ops/gemm_plan.h"
-#include "ops/opcheck.h"
+#include "ops/gemm_search.h"
 #include "tensor/tensor.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -404,6 +405,94 @@ static void remove_dirs(void) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
 }
 
+/* The CLBlast parameter search on a small space: a set CLBlast refuses is
+ * rejected and the search goes on; one set of each kernel is chosen; the
+ * choice is stored, a new context applies it, and its GEMMs are right. */
+START_TEST(clblast_search_stored_and_applied) {
+  static const clt_gemm_search_shape shapes[] = {
+      {CLT_NO_TRANS, CLT_NO_TRANS, 5, 7, 3},
+      {CLT_NO_TRANS, CLT_TRANS, 33, 17, 9},
+      {CLT_TRANS, CLT_NO_TRANS, 16, 31, 20},
+  };
+  static const clt_clblast_set direct[] = {
+      {"in force", "XgemmDirect", 0, {0}, {0}},
+      {"incomplete", "XgemmDirect", 1, {"WGD"}, {32}}, /* refused */
+      {"16, 4x4 items, vw 4", "XgemmDirect", 10,
+       {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
+        "VWND", "WGD"},
+       {2, 4, 4, 4, 4, 0, 0, 4, 4, 16}},
+  };
+  static const clt_clblast_set indirect[] = {
+      {"in force", "Xgemm", 0, {0}, {0}},
+      {"32x32, 4x4 items, vw 8", "Xgemm", 16,
+       {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
+        "NDIMC", "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"},
+       {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
+  };
+  const clt_gemm_search_space space = {shapes, 3, direct, indirect, 3, 2, 1};
+  int before = count_entries();
+  clt_context *ctx = open_ctx(CLT_PLAN_ON);
+  clt_gemm_tune_report r;
+  clt_status st = clt_gemm_search_run(ctx, &space, &r);
+  ck_assert_msg(st == CLT_OK, "search: %s", clt_context_last_error(ctx));
+  ck_assert_int_eq(r.count, 5);
+  ck_assert_int_eq(r.shapes, 3);
+  ck_assert(r.rows[1].rejected && !r.rows[1].chosen);
+  int chosen_direct = 0, chosen_indirect = 0;
+  for (int i = 0; i < r.count; i++) {
+    if (!r.rows[i].chosen) continue;
+    ck_assert(!r.rows[i].rejected && r.rows[i].seconds > 0);
+    if (i < 3) chosen_direct++;
+    else chosen_indirect++;
+  }
+  ck_assert_int_eq(chosen_direct, 1);
+  ck_assert_int_eq(chosen_indirect, 1);
+  ck_assert(r.seconds_chosen > 0 && r.search_seconds >= r.seconds_chosen);
+  int64_t lim = r.indirect_min > 0 ? r.indirect_min : 1;
+  ck_assert_int_eq(clt_gemm_state_of(ctx)->indirect_min, lim);
+  ck_assert_int_eq(count_entries(), before + 1);
+  clt_context_destroy(ctx);
+
+  /* A new context applies the stored choice, and computes right. */
+  ctx = open_ctx(CLT_PLAN_ON);
+  ck_assert_int_eq(clt_gemm_state_of(ctx)->indirect_min, lim);
+  enum { M = 13, NN = 11, K = 29 };
+  float a[M * K], b[K * NN], c[M * NN];
+  for (int i = 0; i < M * K; i++) a[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < K * NN; i++) b[i] = (float)(i % 5) * 0.5f - 1.0f;
+  clt_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){M * K}, &ta),
+                   CLT_OK);
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){K * NN}, &tb),
+                   CLT_OK);
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){M * NN}, &tc),
+                   CLT_OK);
+  ck_assert_int_eq(clt_tensor_upload(ta, a), CLT_OK);
+  ck_assert_int_eq(clt_tensor_upload(tb, b), CLT_OK);
+  ck_assert_int_eq(clt_gemm(ctx, CLT_NO_TRANS, CLT_NO_TRANS, M, NN, K, 1.0f,
+                            ta, tb, 0.0f, tc),
+                   CLT_OK);
+  ck_assert_int_eq(clt_tensor_download(tc, c), CLT_OK);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < NN; j++) {
+      float want = 0.0f;
+      for (int k = 0; k < K; k++) want += a[i * K + k] * b[k * NN + j];
+      ck_assert_float_eq_tol(c[i * NN + j], want, 1e-4f);
+    }
+  clt_tensor_destroy(ta);
+  clt_tensor_destroy(tb);
+  clt_tensor_destroy(tc);
+  clt_context_destroy(ctx);
+
+  /* A damaged entry is not applied (the cache drops it), and a context
+   * still runs. */
+  damage_entries();
+  ctx = open_ctx(CLT_PLAN_ON);
+  (void)clt_gemm_state_of(ctx);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *plans_suite(void) {
   Suite *s = suite_create("plans");
   TCase *run = tcase_create("candidates");
@@ -416,6 +505,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, plan_cache_miss_hit_damaged);
   tcase_add_test(cache, plan_off_gives_defaults);
   tcase_add_test(cache, plan_same_bits_run_to_run);
+  tcase_add_test(cache, clblast_search_stored_and_applied);
   suite_add_tcase(s, cache);
   return s;
 }

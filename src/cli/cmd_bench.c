@@ -9,7 +9,8 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "ops/opcheck.h"
+#include "common/rng.h"
+#include "ops/ops.h"
 
 #ifdef CLT_HAVE_OPENBLAS
 #include <cblas.h>

@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "data/image_decode.h"
-#include "data/image.h"
+#include "cli/image.h"
 
 void cli_labels_free(char **labels, int count) {
   if (!labels) return;

@@ -5,7 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "ops/opcheck.h"
+#include "check/check.h"
 
 int cli_selftest(int argc, char **argv) {
   const char *device = NULL;

@@ -13,8 +13,8 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/plot.h"
 #include "dist/dist.h"
-#include "io/plot.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;
@@ -864,10 +864,13 @@ static int bench_train_one(const char *model, const char *device,
   }
   secs = cli_now() - t0;
   *images_per_sec = (double)(batch * steps) / secs;
+  clt_memory_stats mem;
+  clt_context_memory_stats(ctx, &mem);
   printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
-         "images_per_sec=%.1f step_ms=%.3f\n",
+         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f\n",
          model, batch, clt_context_device(ctx)->name, steps,
-         (double)(batch * steps) / secs, secs * 1e3 / (double)steps);
+         (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
+         (double)mem.device_bytes_peak / 1048576.0);
   if (profile) {
     clt_profile_row *rows = NULL;
     size_t n = 0;

@@ -36,9 +36,39 @@ static void print_plan(const clt_plan_info *p) {
   }
 }
 
+/* The CLBlast parameter search, as a table. */
+static int tune_gemm(clt_context *ctx) {
+  printf("searching CLBlast's GEMM parameters (a compile per set)...\n");
+  fflush(stdout);
+  clt_gemm_tune_report r;
+  if (clt_gemm_tune(ctx, &r) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    return 1;
+  }
+  printf("  %-12s %-36s %12s\n", "kernel", "parameters", "total");
+  for (int i = 0; i < r.count; i++) {
+    const clt_gemm_tune_row *row = &r.rows[i];
+    if (row->rejected)
+      printf("  %-12s %-36s %12s  rejected (failed or gave other numbers)\n",
+             row->kernel, row->label, "-");
+    else
+      printf("  %-12s %-36s %9.3f ms%s\n", row->kernel, row->label,
+             row->seconds * 1e3, row->chosen ? "  <- chosen" : "");
+  }
+  double before = r.seconds_first_direct < r.seconds_first_indirect
+                      ? r.seconds_first_direct
+                      : r.seconds_first_indirect;
+  printf("chosen: XgemmDirect below m*n*k = %lld^3, Xgemm from there; %d "
+         "products in %.3f ms (the parameters in force: %.3f ms on the "
+         "faster kernel alone); search %.1f s, stored for this device\n",
+         (long long)r.indirect_min, r.shapes, r.seconds_chosen * 1e3,
+         before * 1e3, r.search_seconds);
+  return 0;
+}
+
 int cli_tune(int argc, char **argv) {
   const char *device = NULL;
-  bool cached = false;
+  bool cached = false, gemm = false;
   long long batch = 0;
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "the batch to plan for (required)", 1,
@@ -47,18 +77,27 @@ int cli_tune(int argc, char **argv) {
        0, 0, 0, 0},
       {"cached", CLI_FLAG, &cached, NULL,
        "show the stored plans, measuring only those missing", 0, 0, 0, 0, 0},
+      {"gemm", CLI_FLAG, &gemm, NULL,
+       "first search CLBlast's GEMM parameters for the device\n"
+       "(about a minute on a CPU; MODEL may then be left out)",
+       0, 0, 0, 0, 0},
   };
   const cli_command cmd = {
-      "tune", "MODEL --batch B [--device D] [--cached]",
+      "tune", "[MODEL --batch B] [--gemm] [--device D] [--cached]",
       "  measures every product of MODEL compiled for batch B on the device,\n"
       "  prints each way to run it (time, GFLOP/s) and the one chosen, and\n"
-      "  stores the plans beside the kernel cache for later runs\n",
-      options, 3, 1, 1, "MODEL file"};
+      "  stores the plans beside the kernel cache for later runs; --gemm\n"
+      "  first measures CLBlast's kernel parameters for the device\n",
+      options, 4, 0, 1, "MODEL file"};
   const char *model = NULL;
-  int npos = 0;
+  int npos = 0; /* model stays NULL without one */
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
   if (rc >= 0) return rc;
-  if (batch < 1) {
+  if (npos == 0 && !gemm) {
+    fprintf(stderr, "cltrain tune: no MODEL file given (or --gemm)\n");
+    return 2;
+  }
+  if (npos == 1 && batch < 1) {
     fprintf(stderr, "cltrain tune: --batch B is required\n");
     return 2;
   }
@@ -76,6 +115,14 @@ int cli_tune(int argc, char **argv) {
   const clt_device_info *d = clt_context_device(ctx);
   printf("device: %s (%s, driver %s)\n", d->name, d->platform_name,
          d->driver_version);
+  if (gemm && tune_gemm(ctx) != 0) {
+    clt_context_destroy(ctx);
+    return 1;
+  }
+  if (!model) {
+    clt_context_destroy(ctx);
+    return 0;
+  }
   clt_graph *g = NULL;
   double t0 = cli_now();
   st = clt_graph_load_model(ctx, model, &g);

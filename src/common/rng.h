@@ -46,6 +46,15 @@ static inline uint64_t clt_rng_below(clt_rng *r, uint64_t n) {
   return (uint64_t)(((unsigned __int128)clt_rng_next(r) * n) >> 64);
 }
 
+/* Fills host[n] with values uniform in [lo, hi) from a stream of its own
+ * for seed (test data, benchmark inputs, the checks' operands). */
+static inline void clt_random_fill(float *host, int64_t n, uint64_t seed,
+                                   float lo, float hi) {
+  clt_rng r = clt_rng_derive(seed, 99, 0);
+  for (int64_t i = 0; i < n; i++)
+    host[i] = lo + (hi - lo) * (float)clt_rng_uniform(&r);
+}
+
 /* Purposes for clt_rng_derive: one constant per consumer. */
 enum {
   CLT_RNG_INIT = 1,    /* parameter initialisation, index = node */

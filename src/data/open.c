@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "data/csv.h"
@@ -46,6 +47,22 @@ static bool has_idx(const char *dir) {
          (join(p, sizeof p, dir, "train-images-idx3-ubyte.gz") && is_file(p));
 }
 
+/* Whether dir holds a folder (a class folder: dir is then one image-folder
+ * dataset, split by --holdout / --val-split). Hidden entries do not
+ * count. */
+static bool has_subdir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  struct dirent *e;
+  char p[4096];
+  while (!found && (e = readdir(d)))
+    found = e->d_name[0] != '.' && join(p, sizeof p, dir, e->d_name) &&
+            is_dir(p);
+  closedir(d);
+  return found;
+}
+
 /* What spec names, for the training split; *test_found says whether the
  * folder holds its own test split too (written to test). */
 static clt_status open_resolve(const char *spec, open_source *train,
@@ -82,11 +99,16 @@ static clt_status open_resolve(const char *spec, open_source *train,
     snprintf(test->path, sizeof test->path, "%s", b);
     return CLT_OK;
   }
+  if (has_subdir(spec)) { /* spec/<class>/<image>: one split */
+    train->kind = OPEN_FOLDERS;
+    return CLT_OK;
+  }
   return clt_err_set(err, CLT_ERR_FORMAT,
                      "%s: no dataset found in this folder: cltrain reads the "
                      "four IDX files (train-images-idx3-ubyte, ...), "
-                     "train.csv (and test.csv), or train/<class>/<image> "
-                     "folders (and test/<class>/...)",
+                     "train.csv (and test.csv), train/<class>/<image> "
+                     "folders (and test/<class>/...), or <class>/<image> "
+                     "folders",
                      spec);
 }
 

@@ -9,7 +9,6 @@
 #include "common/rng.h"
 #include "graph/graph.h"
 #include "runtime/plan_store.h"
-#include "runtime/sha256.h"
 
 CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   *out = NULL;
@@ -17,6 +16,7 @@ CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   if (!g) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "graph");
   g->ctx = ctx;
   g->input_node = g->loss_node = -1;
+  g->share_buffers = true;
   *out = g;
   return CLT_OK;
 }
@@ -28,6 +28,7 @@ static void release_buffers(clt_graph *g) {
     clt_tensor_destroy(n->grad);
     n->out = n->grad = NULL;
   }
+  clt_graph_plan_release(g);
   clt_tensor_destroy(g->labels);
   clt_tensor_destroy(g->metrics);
   g->labels = g->metrics = NULL;
@@ -42,6 +43,8 @@ CLT_API void clt_graph_destroy(clt_graph *g) {
   clt_tensor_destroy(g->params);
   clt_tensor_destroy(g->grads);
   free(g->plans);
+  free(g->requests);
+  free(g->arenas);
   free(g->nodes);
   free(g);
 }
@@ -87,23 +90,26 @@ clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
   return p;
 }
 
+uint64_t *clt_node_saved_counter(clt_graph_node *n) {
+  return n->ops && n->ops->saved_counter ? n->ops->saved_counter(n) : NULL;
+}
+
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out) {
   if (init_kind == 1) return sqrt(6.0 / (double)fan_in); /* He uniform */
   return sqrt(6.0 / (double)(fan_in + fan_out));         /* Glorot */
 }
 
-clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
-                              clt_model_layer *l, const char *key,
-                              bool required, int64_t def, int64_t *h,
-                              int64_t *w) {
+clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
+                              const char *key, bool required, int64_t def,
+                              int64_t *h, int64_t *w) {
   clt_err err = {0};
   int64_t dims[2] = {def, def};
   int nd = 0;
   bool present = false;
-  for (int i = 0; i < l->option_count; i++)
-    if (!strcmp(l->options[i].key, key)) present = true;
+  for (int i = 0; i < a->count; i++)
+    if (!strcmp(a->args[i].key, key)) present = true;
   if (present || required) {
-    if (clt_model_get_dims(d, l, key, true, 2, dims, &nd, &err) != CLT_OK)
+    if (clt_args_get_dims(a, key, true, 2, dims, &nd, &err) != CLT_OK)
       return clt_graph_err(g, &err);
     if (nd == 1) dims[1] = dims[0];
   }
@@ -121,24 +127,23 @@ static int find_node(const clt_graph *g, const char *name) {
 /* Input nodes named by the line's input=/inputs= option, else the given
  * ones, else the last node added. */
 static clt_status resolve_inputs(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l,
+                                 clt_layer_args *a,
                                  const clt_node *inputs, int n_inputs) {
   clt_err err = {0};
   char **names = NULL;
   int count = 0;
   const char *key = NULL;
-  for (int i = 0; i < l->option_count; i++)
-    if (!strcmp(l->options[i].key, "input") ||
-        !strcmp(l->options[i].key, "inputs"))
-      key = l->options[i].key;
+  for (int i = 0; i < a->count; i++)
+    if (!strcmp(a->args[i].key, "input") || !strcmp(a->args[i].key, "inputs"))
+      key = a->args[i].key;
   if (key) {
-    if (clt_model_get_list(d, l, key, &names, &count, &err) != CLT_OK)
+    if (clt_args_get_list(a, key, &names, &count, &err) != CLT_OK)
       return clt_graph_err(g, &err);
     if (count > CLT_MAX_INPUTS) {
-      clt_model_list_free(names, count);
+      clt_args_list_free(names, count);
       return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
-                          "%s:%d: %s: at most %d inputs", d->source_name,
-                          l->line, l->type, CLT_MAX_INPUTS);
+                          "%s:%d: %s: at most %d inputs", a->source,
+                          a->line, a->type, CLT_MAX_INPUTS);
     }
     for (int i = 0; i < count; i++) {
       int idx = find_node(g, names[i]);
@@ -146,21 +151,21 @@ static clt_status resolve_inputs(clt_graph *g, clt_graph_node *n,
         clt_status st = clt_ctx_fail(
             g->ctx, CLT_ERR_FORMAT,
             "%s:%d: %s: input '%s' is not the name of an earlier layer",
-            d->source_name, l->line, l->type, names[i]);
-        clt_model_list_free(names, count);
+            a->source, a->line, a->type, names[i]);
+        clt_args_list_free(names, count);
         return st;
       }
       n->inputs[i] = idx;
     }
     n->n_inputs = count;
-    clt_model_list_free(names, count);
+    clt_args_list_free(names, count);
   } else if (n_inputs > 0) {
     if (n_inputs > CLT_MAX_INPUTS)
       return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT, "too many inputs");
     for (int i = 0; i < n_inputs; i++) {
       if (inputs[i] < 0 || inputs[i] >= g->n_nodes)
         return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                            "%s: input node %d does not exist", l->type,
+                            "%s: input node %d does not exist", a->type,
                             inputs[i]);
       n->inputs[i] = inputs[i];
     }
@@ -170,46 +175,46 @@ static clt_status resolve_inputs(clt_graph *g, clt_graph_node *n,
       return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                           "%s:%d: %s has no input: the first layer must be "
                           "'input shape=...'",
-                          d->source_name, l->line, l->type);
+                          a->source, a->line, a->type);
     n->inputs[0] = g->n_nodes - 1;
     n->n_inputs = 1;
   }
   if (n->n_inputs < n->ops->min_inputs || n->n_inputs > n->ops->max_inputs)
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                         "%s:%d: %s takes %d to %d inputs, got %d",
-                        d->source_name, l->line, l->type, n->ops->min_inputs,
+                        a->source, a->line, a->type, n->ops->min_inputs,
                         n->ops->max_inputs, n->n_inputs);
   for (int i = 0; i < n->n_inputs; i++)
     if (g->nodes[n->inputs[i]].is_loss)
       return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
-                          "%s:%d: %s reads the loss '%s'", d->source_name,
-                          l->line, l->type, g->nodes[n->inputs[i]].name);
+                          "%s:%d: %s reads the loss '%s'", a->source,
+                          a->line, a->type, g->nodes[n->inputs[i]].name);
   return CLT_OK;
 }
 
 static clt_status name_node(clt_graph *g, clt_graph_node *n,
-                            const clt_model_desc *d, clt_model_layer *l,
+                            clt_layer_args *a,
                             const char *name) {
   clt_err err = {0};
   const char *given = NULL;
-  if (clt_model_get_string(d, l, "name", false, name, &given, &err) != CLT_OK)
+  if (clt_args_get_string(a, "name", false, name, &given, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (given) {
     if (strlen(given) >= CLT_NAME_MAX || strchr(given, '.'))
       return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                           "%s:%d: layer name '%s' must be under %d characters "
                           "without '.'",
-                          d->source_name, l->line, given, CLT_NAME_MAX);
+                          a->source, a->line, given, CLT_NAME_MAX);
     if (find_node(g, given) >= 0)
       return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                           "%s:%d: a layer named '%s' exists already",
-                          d->source_name, l->line, given);
+                          a->source, a->line, given);
     snprintf(n->name, sizeof n->name, "%s", given);
     return CLT_OK;
   }
   /* PyTorch-like default names: the type and a counter. */
   for (int k = 1;; k++) {
-    snprintf(n->name, sizeof n->name, "%s%d", l->type, k);
+    snprintf(n->name, sizeof n->name, "%s%d", a->type, k);
     if (find_node(g, n->name) < 0) return CLT_OK;
   }
 }
@@ -233,22 +238,22 @@ static bool known_key(const char *const *keys, const char *key) {
 /* Reports an option the layer does not know (a typo, with a suggestion)
  * before the layer reads its options, so that "untis=3" is named as such
  * rather than as a missing "units". */
-static clt_status check_option_names(clt_graph *g, const clt_model_desc *d,
-                                     clt_model_layer *l,
+static clt_status check_option_names(clt_graph *g, clt_layer_args *a,
                                      const clt_layer_ops *ops) {
   bool unknown = false;
-  for (int i = 0; i < l->option_count; i++)
-    if (!known_key(ops->option_keys, l->options[i].key)) unknown = true;
+  for (int i = 0; i < a->count; i++)
+    if (!known_key(ops->option_keys, a->args[i].key)) unknown = true;
   if (!unknown) return CLT_OK;
-  bool saved[CLT_MODEL_MAX_OPTIONS];
-  for (int i = 0; i < l->option_count; i++) {
-    saved[i] = l->options[i].used;
-    if (known_key(ops->option_keys, l->options[i].key))
-      l->options[i].used = true;
+  bool *saved = malloc((size_t)a->count * sizeof *saved);
+  if (!saved) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "options");
+  for (int i = 0; i < a->count; i++) {
+    saved[i] = a->args[i].used;
+    if (known_key(ops->option_keys, a->args[i].key)) a->args[i].used = true;
   }
   clt_err err = {0};
-  clt_status st = clt_model_check_all_used(d, l, ops->option_keys, &err);
-  for (int i = 0; i < l->option_count; i++) l->options[i].used = saved[i];
+  clt_status st = clt_args_check_all_used(a, ops->option_keys, &err);
+  for (int i = 0; i < a->count; i++) a->args[i].used = saved[i];
+  free(saved);
   return st == CLT_OK ? CLT_OK : clt_graph_err(g, &err);
 }
 
@@ -257,46 +262,47 @@ static const char *const activation_names[] = {
 
 /* Adds one layer line; `activation=` on a layer adds an activation node
  * after it (Keras's Dense(128, activation='relu')). */
-static clt_status add_layer(clt_graph *g, const clt_model_desc *d,
-                            clt_model_layer *l, const char *name,
+clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a, const char *name,
                             const clt_node *inputs, int n_inputs,
                             clt_node *out) {
   if (g->compiled)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "graph: layers cannot be added after compiling");
-  const clt_layer_ops *ops = clt_layer_find(l->type);
-  if (!ops)
+  const clt_layer_ops *ops = clt_layer_find(a->type);
+  if (!ops) {
+    char known[1024] = "";
+    size_t w = 0;
+    for (int i = 0; clt_layer_type_at(i) && w < sizeof known; i++)
+      w += (size_t)snprintf(known + w, sizeof known - w, "%s%s",
+                            i ? ", " : "", clt_layer_type_at(i));
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
-                        "%s:%d: unknown layer type '%s' (known: input, "
-                        "flatten, reshape, dense, conv2d, maxpool, avgpool, "
-                        "global_avgpool, batchnorm, dropout, add, concat, "
-                        "relu, leaky_relu, sigmoid, tanh, gelu, softmax, "
-                        "softmax_cross_entropy, mse)",
-                        d->source_name, l->line, l->type);
+                        "%s:%d: unknown layer type '%s' (known: %s)",
+                        a->source, a->line, a->type, known);
+  }
   if (g->loss_node >= 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                         "%s:%d: %s after the loss: the loss must be the last "
                         "layer",
-                        d->source_name, l->line, l->type);
+                        a->source, a->line, a->type);
   CLT_TRY(grow_nodes(g));
   clt_graph_node *n = &g->nodes[g->n_nodes];
   memset(n, 0, sizeof *n);
   n->ops = ops;
   n->index = g->n_nodes;
-  CLT_TRY(name_node(g, n, d, l, name));
-  CLT_TRY(resolve_inputs(g, n, d, l, inputs, n_inputs));
+  CLT_TRY(name_node(g, n, a, name));
+  CLT_TRY(resolve_inputs(g, n, a, inputs, n_inputs));
   int act = 5; /* none */
   bool has_act = false;
-  for (int i = 0; i < l->option_count; i++)
-    if (!strcmp(l->options[i].key, "activation")) has_act = true;
+  for (int i = 0; i < a->count; i++)
+    if (!strcmp(a->args[i].key, "activation")) has_act = true;
   clt_err err = {0};
-  if (has_act && clt_model_get_choice(d, l, "activation", activation_names,
+  if (has_act && clt_args_get_choice(a, "activation", activation_names,
                                       "none", &act, &err) != CLT_OK)
     return clt_graph_err(g, &err);
-  CLT_TRY(check_option_names(g, d, l, ops));
-  clt_status st = ops->configure(g, n, d, l);
+  CLT_TRY(check_option_names(g, a, ops));
+  clt_status st = ops->configure(g, n, a);
   if (st == CLT_OK &&
-      clt_model_check_all_used(d, l, ops->option_keys, &err) != CLT_OK)
+      clt_args_check_all_used(a, ops->option_keys, &err) != CLT_OK)
     st = clt_graph_err(g, &err);
   if (st != CLT_OK) {
     if (ops->destroy) ops->destroy(n);
@@ -312,75 +318,43 @@ static clt_status add_layer(clt_graph *g, const clt_model_desc *d,
   char act_name[CLT_NAME_MAX + 8];
   snprintf(act_name, sizeof act_name, "%s_%s", n->name, activation_names[act]);
   clt_node from = n->index;
-  return clt_graph_add(g, activation_names[act], act_name, &from, 1, NULL,
-                       out);
-}
-
-CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
-                                 const char *name, const clt_node *inputs,
-                                 int n_inputs, const char *options,
-                                 clt_node *out) {
-  if (!type || !*type)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "graph: a layer needs a type");
-  char text[4096];
-  snprintf(text, sizeof text, "%s %s\n", type, options ? options : "");
-  clt_model_desc d;
-  clt_err err = {0};
-  if (clt_model_parse_text(text, type, &d, &err) != CLT_OK)
-    return clt_graph_err(g, &err);
-  clt_status st = add_layer(g, &d, &d.layers[0], name, inputs, n_inputs, out);
-  clt_model_desc_free(&d);
-  return st;
-}
-
-CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
-                                        clt_graph **out) {
-  *out = NULL;
-  clt_model_desc d;
-  clt_err err = {0};
-  if (clt_model_parse_file(path, &d, &err) != CLT_OK)
-    return clt_ctx_fail(ctx, err.status, "%s", err.msg);
-  clt_graph *g = NULL;
-  clt_status st = clt_graph_create(ctx, &g);
-  for (int i = 0; st == CLT_OK && i < d.layer_count; i++)
-    st = add_layer(g, &d, &d.layers[i], NULL, NULL, 0, NULL);
-  if (st == CLT_OK && g->input_node < 0)
-    st = clt_ctx_fail(ctx, CLT_ERR_FORMAT, "%s: no 'input' layer", path);
-  if (st == CLT_OK) {
-    uint8_t digest[32];
-    clt_sha256_buffer(d.text, strlen(d.text), digest);
-    clt_sha256_hex(digest, g->source_hash);
-    *out = g;
-  } else {
-    clt_graph_destroy(g);
-  }
-  clt_model_desc_free(&d);
-  return st;
+  clt_layer_args follow = {activation_names[act], a->source, a->line, NULL, 0};
+  return clt_graph_add_args(g, &follow, act_name, &from, 1, out);
 }
 
 /* ---- shorthands ---------------------------------------------------------- */
+/* The typed builders set their options as values: no text in between.
+ * Messages name the type as their source ("dense:1: dense: ..."). */
+
+static clt_status add_typed(clt_graph *g, const char *type,
+                            const clt_node *inputs, int n_inputs,
+                            clt_layer_arg *args, int count, clt_node *out) {
+  for (int i = 0; i < count; i++) args[i].line = 1;
+  clt_layer_args a = {type, type, 1, args, count};
+  return clt_graph_add_args(g, &a, NULL, inputs, n_inputs, out);
+}
 
 CLT_API clt_status clt_graph_input(clt_graph *g, int ndim,
                                    const int64_t *sample_shape, clt_node *out) {
-  char opts[256] = "shape=";
-  for (int i = 0; i < ndim; i++) {
-    size_t w = strlen(opts);
-    snprintf(opts + w, sizeof opts - w, "%s%lld", i ? "x" : "",
-             (long long)sample_shape[i]);
-  }
-  return clt_graph_add(g, "input", NULL, NULL, 0, opts, out);
+  clt_layer_arg shape = {.key = (char *)"shape", .kind = CLT_ARG_DIMS};
+  if (ndim < 1 || ndim > CLT_MAX_DIMS - 1 || !sample_shape)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "graph: an input of %d dimensions (1 to %d)", ndim,
+                        CLT_MAX_DIMS - 1);
+  shape.ndim = ndim;
+  memcpy(shape.dims, sample_shape, (size_t)ndim * sizeof *sample_shape);
+  return add_typed(g, "input", NULL, 0, &shape, 1, out);
 }
 
 CLT_API clt_status clt_graph_flatten(clt_graph *g, clt_node in, clt_node *out) {
-  return clt_graph_add(g, "flatten", NULL, &in, 1, NULL, out);
+  return add_typed(g, "flatten", &in, 1, NULL, 0, out);
 }
 
 CLT_API clt_status clt_graph_dense(clt_graph *g, clt_node in, int64_t units,
                                    clt_node *out) {
-  char opts[64];
-  snprintf(opts, sizeof opts, "units=%lld", (long long)units);
-  return clt_graph_add(g, "dense", NULL, &in, 1, opts, out);
+  clt_layer_arg arg = {.key = (char *)"units", .kind = CLT_ARG_INT,
+                       .i = units};
+  return add_typed(g, "dense", &in, 1, &arg, 1, out);
 }
 
 CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
@@ -388,20 +362,35 @@ CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
   if ((int)kind < 0 || kind > CLT_ACT_GELU)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "graph: unknown activation %d", (int)kind);
-  return clt_graph_add(g, activation_names[kind], NULL, &in, 1, NULL, out);
+  return add_typed(g, activation_names[kind], &in, 1, NULL, 0, out);
 }
 
 CLT_API clt_status clt_graph_softmax(clt_graph *g, clt_node in, clt_node *out) {
-  return clt_graph_add(g, "softmax", NULL, &in, 1, NULL, out);
+  return add_typed(g, "softmax", &in, 1, NULL, 0, out);
 }
 
 CLT_API clt_status clt_graph_softmax_cross_entropy(clt_graph *g, clt_node in,
                                                    clt_node *out) {
-  return clt_graph_add(g, "softmax_cross_entropy", NULL, &in, 1, NULL, out);
+  return add_typed(g, "softmax_cross_entropy", &in, 1, NULL, 0, out);
 }
 
 CLT_API clt_status clt_graph_mse(clt_graph *g, clt_node in, clt_node *out) {
-  return clt_graph_add(g, "mse", NULL, &in, 1, NULL, out);
+  return add_typed(g, "mse", &in, 1, NULL, 0, out);
+}
+
+CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
+                                         int64_t *outputs) {
+  if (!g->compiled || g->loss_node < 0 || g->batch < 1)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "predictions: compile, set a batch and run forward "
+                        "on a graph with a loss layer first");
+  clt_graph_node *n = &g->nodes[g->loss_node];
+  if (!n->ops->predict)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INTERNAL,
+                        "predictions: the loss layer '%s' gives none",
+                        n->name);
+  *outputs = n->size;
+  return n->ops->predict(g, n, host);
 }
 
 CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
@@ -512,19 +501,34 @@ static clt_status plan_params(clt_graph *g) {
   return st;
 }
 
-static clt_status plan_node(clt_graph *g, clt_graph_node *n) {
+/* A reshape's output and gradient: views of its input's, once those are
+ * placed. */
+static clt_status alias_node(clt_graph *g, clt_graph_node *n) {
   int64_t len = g->max_batch * n->size;
-  if (n->ops->aliases_input) {
-    clt_graph_node *in = clt_graph_in(g, n, 0);
-    CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
-    if (n->needs_grad && in->grad)
-      CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
-  } else {
-    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->out));
-    if (n->needs_grad && !n->is_loss)
-      CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &n->grad));
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
+  if (n->needs_grad && in->grad)
+    CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
+  return CLT_OK;
+}
+
+/* Every output, gradient and workspace goes into shared device buffers
+ * planned by liveness (graph/memplan.c): first what is known before the
+ * layers measure their plans, then what those plans need. */
+static clt_status plan_buffers(clt_graph *g) {
+  CLT_TRY(clt_graph_plan_node_buffers(g));
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->reserve) CLT_TRY(n->ops->reserve(g, n));
   }
-  return n->ops->compile ? n->ops->compile(g, n) : CLT_OK;
+  CLT_TRY(clt_graph_plan_place(g));
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].ops->aliases_input) CLT_TRY(alias_node(g, &g->nodes[i]));
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->compile) CLT_TRY(n->ops->compile(g, n));
+  }
+  return clt_graph_plan_place(g);
 }
 
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
@@ -545,7 +549,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   if (!g->initialised) g->seed = seed;
   mark_needs_grad(g);
   CLT_TRY(plan_params(g));
-  for (int i = 0; i < g->n_nodes; i++) CLT_TRY(plan_node(g, &g->nodes[i]));
+  CLT_TRY(plan_buffers(g));
   int64_t nb = max_batch, four = 4;
   bool float_targets =
       g->loss_node >= 0 && strcmp(g->nodes[g->loss_node].ops->type, "mse") == 0;

@@ -4,7 +4,7 @@
 #ifndef CLT_GRAPH_GRAPH_H
 #define CLT_GRAPH_GRAPH_H
 
-#include "io/model_file.h"
+#include "graph/layer_args.h"
 #include "ops/gemm_plan.h"
 #include "ops/ops.h"
 
@@ -14,6 +14,32 @@
 
 typedef struct clt_graph_node clt_graph_node;
 typedef struct clt_layer_ops clt_layer_ops;
+
+/* When a layer's workspace must hold its contents (graph/memplan.c). A
+ * compile runs the graph as 2N steps over its N nodes: node i's forward
+ * is step i, its backward step 2N-1-i; buffers whose steps do not overlap
+ * share device memory. */
+typedef enum clt_live {
+  CLT_LIVE_FORWARD,  /* during the node's forward only */
+  CLT_LIVE_BACKWARD, /* during the node's backward only */
+  CLT_LIVE_SAVED,    /* written in the forward, read in the backward */
+  CLT_LIVE_ALWAYS,   /* never shared: read between steps (metrics,
+                        predictions) */
+} clt_live;
+
+/* A buffer the graph places in its shared device memory: a node's output
+ * or gradient, or a layer's workspace. */
+typedef struct clt_buffer_request {
+  int node;
+  enum { CLT_REQ_OUT, CLT_REQ_GRAD, CLT_REQ_WORK } kind;
+  clt_tensor **slot; /* CLT_REQ_WORK: where the view goes (layer state) */
+  clt_dtype dtype;   /* 4-byte types only */
+  int64_t numel;
+  int first, last;   /* steps it lives over, inclusive */
+  int round;         /* 0: before the layers' compile, 1: during it */
+  int arena;         /* where it was placed */
+  int64_t offset;    /* elements into that arena */
+} clt_buffer_request;
 
 /* A parameter (or a buffer saved with the model, like batch-norm running
  * statistics): a slice of the graph's one parameter tensor, so that one
@@ -73,6 +99,15 @@ struct clt_graph {
   clt_plan_info *plans;
   int plan_count, plan_cap;
   double plan_seconds;
+  /* Shared device buffers of the last compile (graph/memplan.c). */
+  bool share_buffers; /* false: every buffer its own memory (tests) */
+  int plan_round;
+  clt_buffer_request *requests;
+  int n_requests, cap_requests;
+  clt_tensor **arenas;
+  int n_arenas, cap_arenas;
+  int64_t requested_bytes; /* sum of every planned buffer */
+  int64_t arena_bytes;     /* what they were given: the arenas' sizes */
   /* Called by clt_graph_backward after each node with parameters has
    * enqueued its backward: the gradients from element final_from to the
    * end of grads are final (parameters lie in node order). NULL: none. */
@@ -89,19 +124,41 @@ struct clt_layer_ops {
   /* Reads options, checks input shapes, sets the output shape and
    * declares parameters. Errors name the node. */
   clt_status (*configure)(clt_graph *g, clt_graph_node *n,
-                          const clt_model_desc *d, clt_model_layer *l);
-  /* Allocates the layer's own device buffers for max_batch (optional). */
+                          clt_layer_args *a);
+  /* Declares the layer's workspaces for max_batch with
+   * clt_graph_workspace (optional); the graph then places them. */
+  clt_status (*reserve)(clt_graph *g, clt_graph_node *n);
+  /* Runs once every output, gradient and reserved workspace is in place:
+   * measures plans, may ask for more workspace (optional). */
   clt_status (*compile)(clt_graph *g, clt_graph_node *n);
   clt_status (*forward)(clt_graph *g, clt_graph_node *n);
   /* Writes (or adds into, see clt_graph_input_grad) input gradients and
    * parameter gradients. Optional for layers without gradients. */
   clt_status (*backward)(clt_graph *g, clt_graph_node *n);
   void (*destroy)(clt_graph_node *n); /* frees state (optional) */
+  /* State that checkpoints save beside the parameters, as a counter (a
+   * random stream's position: dropout's masks); NULL where none
+   * (optional). */
+  uint64_t *(*saved_counter)(clt_graph_node *n);
+  /* A loss layer: the model's outputs for the current batch into host
+   * (batch x size floats), for clt_graph_predictions (optional). */
+  clt_status (*predict)(clt_graph *g, clt_graph_node *n, float *host);
   /* Output reuses the input's buffer (flatten, reshape). */
   bool aliases_input;
 };
 
 const clt_layer_ops *clt_layer_find(const char *type);
+/* The i-th layer type of the registry (nn/layers.c), NULL past the last. */
+const char *clt_layer_type_at(int i);
+
+/* Adds one layer described by a (the model file's lines and the C
+ * builders both end here); `activation=` adds an activation node after
+ * it. inputs (n_inputs of them) are used when a names none (input=,
+ * inputs=); with neither, the last node added. name (NULL: a's name=, else
+ * the type and a counter). */
+clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a,
+                              const char *name, const clt_node *inputs,
+                              int n_inputs, clt_node *out);
 
 static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
                                            int i) {
@@ -113,6 +170,28 @@ static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
  * input needs no gradient. Marks it written. */
 clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
                                  bool *accumulate);
+
+/* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
+uint64_t *clt_node_saved_counter(clt_graph_node *n);
+
+/* Asks for numel elements of dtype (4-byte types) for node n, alive as
+ * live says. From reserve, *slot is a view into the graph's shared
+ * buffers when compile calls the layers' compile; from compile, when
+ * clt_graph_compile returns. The graph owns the view: the layer must not
+ * destroy it, and it is NULL again after the next compile's start. */
+clt_status clt_graph_workspace(clt_graph *g, const clt_graph_node *n,
+                               clt_dtype dtype, int64_t numel, clt_live live,
+                               clt_tensor **slot);
+
+/* Plans the outputs and gradients of every node (graph/memplan.c). */
+clt_status clt_graph_plan_node_buffers(clt_graph *g);
+
+/* Places every request of the current round in shared device buffers and
+ * hands out the views, then starts the next round. */
+clt_status clt_graph_plan_place(clt_graph *g);
+
+/* Destroys every planned view and the shared buffers. */
+void clt_graph_plan_release(clt_graph *g);
 
 /* Declares a parameter of n (during configure). */
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
@@ -127,13 +206,13 @@ clt_status clt_node_fail(clt_graph *g, const clt_graph_node *n,
 const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
                           size_t len);
 
-/* Reports a clt_err (from model-file getters) onto the context. */
+/* Reports a clt_err (from the option getters) onto the context. */
 clt_status clt_graph_err(clt_graph *g, clt_err *err);
 
 /* Reads option key as "3" or "3x5" into (h, w); def for both when the
  * option is absent and not required. */
-clt_status clt_layer_get_pair(clt_graph *g, const clt_model_desc *d,
-                              clt_model_layer *l, const char *key,
+clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
+                              const char *key,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
 

@@ -12,7 +12,6 @@
 
 #include "io/class_names.h"
 #include "io/safetensors.h"
-#include "nn/dropout.h"
 #include "optim/optimizer.h"
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
@@ -26,7 +25,8 @@ enum { ST_FORMAT, ST_EPOCH, ST_STEP, ST_SEED, ST_DATA_SEED, ST_OPT_KIND };
 #define HISTORY_COLS_OLD 5
 
 static const char *const kind_names[] = {"sgd", "adam", "adamw"};
-static const char *const schedule_names[] = {"constant", "step", "cosine"};
+static const char *const schedule_names[] = {"constant", "step", "cosine",
+                                             "plateau"};
 
 static const char *kind_name(int kind) {
   return kind >= 0 && kind < 3 ? kind_names[kind] : "none";
@@ -120,21 +120,23 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
                                   const clt_optimizer *opt,
                                   const clt_checkpoint_train *t, clt_err *err) {
   int64_t n = trainable_count(g);
-  if (opt->m && n > 0)
-    CLT_TRY(add_device_vector(w, g, "__optim__.m", opt->m, n, err));
-  if (opt->v && n > 0)
-    CLT_TRY(add_device_vector(w, g, "__optim__.v", opt->v, n, err));
+  clt_optimizer_saved os;
+  clt_optimizer_saved_state(opt, &os);
+  if (os.m && n > 0)
+    CLT_TRY(add_device_vector(w, g, "__optim__.m", os.m, n, err));
+  if (os.v && n > 0)
+    CLT_TRY(add_device_vector(w, g, "__optim__.v", os.v, n, err));
   for (int i = 0; i < g->n_nodes; i++) {
-    uint64_t *counter = clt_dropout_counter(&g->nodes[i]);
+    uint64_t *counter = clt_node_saved_counter(&g->nodes[i]);
     if (!counter) continue;
     char name[NAME_LEN];
     snprintf(name, sizeof name, "__rng__.%s", g->nodes[i].name);
     int64_t value = (int64_t)*counter;
     CLT_TRY(clt_st_writer_add(w, name, CLT_ST_I64, 0, NULL, &value, err));
   }
-  int64_t state[STATE_LEN] = {CLT_CHECKPOINT_FORMAT, t->epoch, opt->step,
+  int64_t state[STATE_LEN] = {CLT_CHECKPOINT_FORMAT, t->epoch, os.step,
                               (int64_t)g->seed, (int64_t)t->data_seed,
-                              (int64_t)opt->opts.kind};
+                              (int64_t)os.opts->kind};
   int64_t len = STATE_LEN;
   CLT_TRY(clt_st_writer_add(w, "__train__.state", CLT_ST_I64, 1, &len, state,
                             err));
@@ -178,22 +180,25 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
     CLT_TRY(st);
   }
   if (!opt) return CLT_OK;
-  snprintf(buf, sizeof buf, "%" PRId64, opt->step);
+  clt_optimizer_saved os;
+  clt_optimizer_saved_state(opt, &os);
+  snprintf(buf, sizeof buf, "%" PRId64, os.step);
   CLT_TRY(clt_st_writer_set_metadata(w, "step", buf, err));
-  CLT_TRY(clt_st_writer_set_metadata(w, "optimizer", kind_name(opt->opts.kind),
+  CLT_TRY(clt_st_writer_set_metadata(w, "optimizer", kind_name(os.opts->kind),
                                      err));
-  const clt_optimizer_options *o = &opt->opts;
+  const clt_optimizer_options *o = os.opts;
   snprintf(buf, sizeof buf,
            "lr=%.7g momentum=%.7g dampening=%.7g nesterov=%d "
            "weight_decay=%.7g beta1=%.7g beta2=%.7g eps=%.7g clip_norm=%.7g "
            "schedule=%s step_epochs=%d gamma=%.7g total_epochs=%d "
-           "min_lr=%.7g",
+           "min_lr=%.7g patience=%d min_delta=%.7g warmup_epochs=%d",
            (double)o->lr, (double)o->momentum, (double)o->dampening,
            o->nesterov ? 1 : 0, (double)o->weight_decay, (double)o->beta1,
            (double)o->beta2, (double)o->eps, (double)o->clip_norm,
-           (unsigned)o->schedule < 3 ? schedule_names[o->schedule] : "?",
+           (unsigned)o->schedule < 4 ? schedule_names[o->schedule] : "?",
            o->step_epochs, (double)o->gamma, o->total_epochs,
-           (double)o->min_lr);
+           (double)o->min_lr, o->patience, (double)o->min_delta,
+           o->warmup_epochs);
   return clt_st_writer_set_metadata(w, "optimizer_options", buf, err);
 }
 
@@ -201,7 +206,9 @@ clt_status clt_checkpoint_write(clt_graph *g, const clt_optimizer *opt,
                                 const clt_checkpoint_train *t,
                                 const char *path) {
   CLT_TRY(need_compiled(g, "checkpoint save"));
-  if (!path || !*path || t->epoch < 0 || (opt && opt->g != g))
+  clt_optimizer_saved os = {0};
+  if (opt) clt_optimizer_saved_state(opt, &os);
+  if (!path || !*path || t->epoch < 0 || (opt && os.g != g))
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "checkpoint save: needs a path, epoch >= 0 and the "
                         "graph's own optimizer");
@@ -439,20 +446,22 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
                         "it; load it with --init to start a new run from "
                         "these weights",
                         f->source);
+  clt_optimizer_saved os;
+  clt_optimizer_saved_state(opt, &os);
   int64_t kind = read_i64(f, p->state, ST_OPT_KIND);
-  if (kind != (int64_t)opt->opts.kind)
+  if (kind != (int64_t)os.opts->kind)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "%s: trained with the %s optimizer, resuming with %s: "
                         "use the same optimizer",
                         f->source, kind_name((int)kind),
-                        kind_name(opt->opts.kind));
+                        kind_name(os.opts->kind));
   CLT_TRY(download_params(g, &p->params));
   CLT_TRY(read_params(g, f, p->params));
   int64_t n = trainable_count(g);
-  CLT_TRY(check_moment(g, f, "__optim__.m", opt->m, n, &p->m));
-  CLT_TRY(check_moment(g, f, "__optim__.v", opt->v, n, &p->v));
+  CLT_TRY(check_moment(g, f, "__optim__.m", os.m, n, &p->m));
+  CLT_TRY(check_moment(g, f, "__optim__.v", os.v, n, &p->v));
   for (int i = 0; i < g->n_nodes; i++) {
-    if (!clt_dropout_counter(&g->nodes[i])) continue;
+    if (!clt_node_saved_counter(&g->nodes[i])) continue;
     char name[NAME_LEN];
     int64_t count;
     snprintf(name, sizeof name, "__rng__.%s", g->nodes[i].name);
@@ -508,10 +517,12 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
 static clt_status apply_resume(clt_graph *g, clt_optimizer *opt,
                                const clt_st_file *f, const resume_plan *p) {
   CLT_TRY(clt_tensor_upload(g->params, p->params));
-  if (p->m) CLT_TRY(upload_moment(g, f, p->m, opt->m));
-  if (p->v) CLT_TRY(upload_moment(g, f, p->v, opt->v));
+  clt_optimizer_saved os;
+  clt_optimizer_saved_state(opt, &os);
+  if (p->m) CLT_TRY(upload_moment(g, f, p->m, os.m));
+  if (p->v) CLT_TRY(upload_moment(g, f, p->v, os.v));
   for (int i = 0; i < g->n_nodes; i++) {
-    uint64_t *counter = clt_dropout_counter(&g->nodes[i]);
+    uint64_t *counter = clt_node_saved_counter(&g->nodes[i]);
     if (!counter) continue;
     char name[NAME_LEN];
     int64_t count = 0;
@@ -519,7 +530,7 @@ static clt_status apply_resume(clt_graph *g, clt_optimizer *opt,
     CLT_TRY(read_counter(g->ctx, f, name, &count));
     *counter = (uint64_t)count;
   }
-  opt->step = read_i64(f, p->state, ST_STEP);
+  clt_optimizer_restore_step(opt, read_i64(f, p->state, ST_STEP));
   g->seed = (uint64_t)read_i64(f, p->state, ST_SEED);
   return CLT_OK;
 }
@@ -530,7 +541,9 @@ CLT_API clt_status clt_checkpoint_resume(clt_graph *g, clt_optimizer *opt,
                                          clt_epoch_stats *history,
                                          int history_cap) {
   CLT_TRY(need_compiled(g, "checkpoint resume"));
-  if (!opt || opt->g != g)
+  clt_optimizer_saved os = {0};
+  if (opt) clt_optimizer_saved_state(opt, &os);
+  if (!opt || os.g != g)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "checkpoint resume: needs the graph's optimizer");
   clt_st_file f;

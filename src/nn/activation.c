@@ -14,7 +14,7 @@ typedef struct act_state {
 } act_state;
 
 static clt_status act_configure(clt_graph *g, clt_graph_node *n,
-                                const clt_model_desc *d, clt_model_layer *l) {
+                                clt_layer_args *a) {
   act_state *s = calloc(1, sizeof *s);
   if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
   n->state = s;
@@ -27,7 +27,7 @@ static clt_status act_configure(clt_graph *g, clt_graph_node *n,
   if (s->kind == CLT_ACT_LEAKY_RELU) {
     clt_err err = {0};
     double alpha = 0.01;
-    if (clt_model_get_float(d, l, "alpha", false, 0.01, &alpha, &err) != CLT_OK)
+    if (clt_args_get_float(a, "alpha", false, 0.01, &alpha, &err) != CLT_OK)
       return clt_graph_err(g, &err);
     s->alpha = (float)alpha;
   }

@@ -22,12 +22,12 @@ typedef struct bn_state {
 enum { BN_WEIGHT, BN_BIAS, BN_RMEAN, BN_RVAR, BN_TRACKED };
 
 static clt_status bn_configure(clt_graph *g, clt_graph_node *n,
-                               const clt_model_desc *d, clt_model_layer *l) {
+                               clt_layer_args *a) {
   clt_err err = {0};
   double momentum = 0.1, eps = 1e-5;
-  if (clt_model_get_float(d, l, "momentum", false, 0.1, &momentum, &err) !=
+  if (clt_args_get_float(a, "momentum", false, 0.1, &momentum, &err) !=
           CLT_OK ||
-      clt_model_get_float(d, l, "eps", false, 1e-5, &eps, &err) != CLT_OK)
+      clt_args_get_float(a, "eps", false, 1e-5, &eps, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (momentum < 0.0 || momentum > 1.0 || eps <= 0.0)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,

@@ -4,8 +4,13 @@
  * Every product covers the whole batch in one CLBlast GEMM: im2col lays the
  * batch side by side, col [C*KH*KW, batch*OH*OW], so
  *   forward  y' [filters, batch*OH*OW] = W col, then y = swap(y') + bias;
- *   backward dy' = swap(dy), dW = dy' col^T, db = row sums of dy',
- *            dcol = W^T dy', dx = col2im(dcol).
+ *   backward col = im2col(x) again, dy' = swap(dy), dW = dy' col^T,
+ *            db = row sums of dy', dcol = W^T dy', dx = col2im(dcol).
+ * col is the largest buffer of a layer (KH*KW times its input), so it is
+ * not kept from the forward to the backward but made again there: then
+ * every convolution's col and tmp are workspaces of one step, which the
+ * graph shares between layers (graph/memplan.c), for the price of one
+ * im2col per layer and step.
  * Each product may also run per image (the column blocks of col) and the
  * weight gradient split along k into partial products (ops/gemm_plan.h);
  * which is fastest depends on the device (one GEMM suits POCL, per image
@@ -25,9 +30,13 @@ typedef struct conv_state {
   clt_window w;
   int64_t filters;
   bool bias;
-  clt_tensor *col; /* [C*KH*KW, max_batch*OH*OW]; reused for dcol */
-  clt_tensor *tmp; /* [filters, max_batch*OH*OW]: y' and dy' */
-  clt_tensor *work; /* split-K partial products of dW (NULL: none) */
+  /* Workspaces, planned by the graph (which owns them); the forward's
+   * and the backward's may share memory with other layers' in between. */
+  clt_tensor *col;   /* forward: [C*KH*KW, max_batch*OH*OW] */
+  clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' */
+  clt_tensor *bcol;  /* backward: col again, then dcol */
+  clt_tensor *btmp;  /* backward: dy' */
+  clt_tensor *work;  /* backward: split-K partial products of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
 } conv_state;
@@ -67,11 +76,11 @@ static clt_status run_product(clt_graph *g, conv_state *s,
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
-                              const clt_model_desc *d, clt_model_layer *l,
+                              clt_layer_args *a,
                               clt_window *w) {
   clt_err err = {0};
   const char *p = "0";
-  if (clt_model_get_string(d, l, "padding", false, "0", &p, &err) != CLT_OK)
+  if (clt_args_get_string(a, "padding", false, "0", &p, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (!strcmp(p, "valid")) {
     w->pad_h = w->pad_w = 0;
@@ -87,11 +96,11 @@ static clt_status get_padding(clt_graph *g, clt_graph_node *n,
     w->pad_w = ew / 2;
     return CLT_OK;
   }
-  return clt_layer_get_pair(g, d, l, "padding", false, 0, &w->pad_h, &w->pad_w);
+  return clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w);
 }
 
 static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l) {
+                                 clt_layer_args *a) {
   clt_err err = {0};
   clt_graph_node *in = clt_graph_in(g, n, 0);
   if (in->ndim != 3) {
@@ -106,16 +115,16 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
   n->state = s;
   clt_window *w = &s->w;
   int init = 0;
-  if (clt_model_get_int(d, l, "filters", true, 0, 1, &s->filters, &err) !=
+  if (clt_args_get_int(a, "filters", true, 0, 1, &s->filters, &err) !=
           CLT_OK ||
-      clt_model_get_bool(d, l, "bias", true, &s->bias, &err) != CLT_OK ||
-      clt_model_get_choice(d, l, "init", inits, "glorot", &init, &err) !=
+      clt_args_get_bool(a, "bias", true, &s->bias, &err) != CLT_OK ||
+      clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
-  CLT_TRY(clt_layer_get_pair(g, d, l, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, d, l, "stride", false, 1, &w->stride_h, &w->stride_w));
-  CLT_TRY(clt_layer_get_pair(g, d, l, "dilation", false, 1, &w->dil_h, &w->dil_w));
-  CLT_TRY(get_padding(g, n, d, l, w));
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, &w->stride_h, &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, &w->dil_h, &w->dil_w));
+  CLT_TRY(get_padding(g, n, a, w));
   w->C = in->shape[0];
   w->H = in->shape[1];
   w->W = in->shape[2];
@@ -144,49 +153,47 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static void conv_release(conv_state *s) {
-  clt_tensor_destroy(s->col);
-  clt_tensor_destroy(s->tmp);
-  clt_tensor_destroy(s->work);
-  s->col = s->tmp = s->work = NULL;
-}
-
-/* Chooses the plans, measuring on the layer's own buffers: col and tmp
- * hold a fixed spread of values, each product writes what the next one
- * reads (y' into tmp, dW from tmp and col, dcol from W and tmp). */
+/* Chooses the plans, measuring on the backward's workspaces (nothing
+ * else lives in them while the graph compiles): col and tmp hold a fixed
+ * spread of values, each product writes what the next one reads (y' into
+ * tmp, dW from tmp and col, dcol from W and tmp). */
 static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
+  clt_tensor *col = s->bcol, *tmp = s->btmp;
   if (clt_graph_plans_measure(g)) {
-    CLT_TRY(clt_graph_plan_fill(g, s->col));
-    CLT_TRY(clt_graph_plan_fill(g, s->tmp));
+    CLT_TRY(clt_graph_plan_fill(g, col));
+    CLT_TRY(clt_graph_plan_fill(g, tmp));
   }
   clt_gemm_product fwd = forward_product(s, g->max_batch),
                    dw = wgrad_product(s, g->max_batch),
                    dcol = dgrad_product(s, g->max_batch);
   CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, &n->params[0].value,
-                                 s->col, s->tmp, &s->plan_fwd));
-  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, s->tmp, s->col,
+                                 col, tmp, &s->plan_fwd));
+  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                  &n->params[0].grad, &s->plan_dw));
   s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1};
   if (clt_graph_in(g, n, 0)->needs_grad)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,
-                                   &n->params[0].value, s->tmp, s->col,
+                                   &n->params[0].value, tmp, col,
                                    &s->plan_dcol));
   int64_t work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
-  return work > 0 ? clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work)
+  return work > 0 ? clt_graph_workspace(g, n, CLT_F32, work,
+                                        CLT_LIVE_BACKWARD, &s->work)
                   : CLT_OK;
 }
 
-static clt_status conv_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  conv_release(s);
   const clt_window *w = &s->w;
   int64_t cols = g->max_batch * w->OH * w->OW;
   int64_t col = w->C * w->KH * w->KW * cols, tmp = s->filters * cols;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &col, &s->col));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &tmp, &s->tmp));
-  return plan_products(g, n);
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, col, CLT_LIVE_FORWARD, &s->col));
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, tmp, CLT_LIVE_FORWARD, &s->tmp));
+  CLT_TRY(
+      clt_graph_workspace(g, n, CLT_F32, col, CLT_LIVE_BACKWARD, &s->bcol));
+  return clt_graph_workspace(g, n, CLT_F32, tmp, CLT_LIVE_BACKWARD, &s->btmp);
 }
+
 
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
@@ -205,27 +212,26 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, cols = g->batch * ohw;
+  CLT_TRY(clt_im2col_forward(g->ctx, s->bcol, clt_graph_in(g, n, 0)->out,
+                             g->batch, w));
   /* dy' [filters, batch*OH*OW] */
-  CLT_TRY(clt_swap_axes01(g->ctx, s->tmp, n->grad, NULL, g->batch, s->filters,
-                          ohw));
+  CLT_TRY(clt_swap_axes01(g->ctx, s->btmp, n->grad, NULL, g->batch,
+                          s->filters, ohw));
   if (s->bias)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, s->tmp, 1,
+    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, s->btmp, 1,
                                      s->filters, cols, false));
-  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, s->tmp, s->col,
+  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, s->btmp, s->bcol,
                       &n->params[0].grad));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
   /* dcol = W^T dy', into the col buffer (col is no longer needed). */
   CLT_TRY(run_product(g, s, dgrad_product, &s->plan_dcol,
-                      &n->params[0].value, s->tmp, s->col));
-  return clt_col2im_backward(g->ctx, dx, s->col, g->batch, w, acc);
+                      &n->params[0].value, s->btmp, s->bcol));
+  return clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, w, acc);
 }
 
-static void conv_destroy(clt_graph_node *n) {
-  if (n->state) conv_release(n->state);
-  free(n->state);
-}
+static void conv_destroy(clt_graph_node *n) { free(n->state); }
 
 const clt_layer_ops clt_layer_conv2d = {
     .type = "conv2d",
@@ -233,7 +239,8 @@ const clt_layer_ops clt_layer_conv2d = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = conv_configure,
-    .compile = conv_compile,
+    .reserve = conv_reserve,
+    .compile = plan_products,
     .forward = conv_forward,
     .backward = conv_backward,
     .destroy = conv_destroy,

@@ -14,15 +14,14 @@ typedef struct dense_state {
 } dense_state;
 
 static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
-                                  const clt_model_desc *d,
-                                  clt_model_layer *l) {
+                                  clt_layer_args *a) {
   clt_err err = {0};
   int64_t units = 0;
   bool bias = true;
   int init = 0;
-  if (clt_model_get_int(d, l, "units", true, 0, 1, &units, &err) != CLT_OK ||
-      clt_model_get_bool(d, l, "bias", true, &bias, &err) != CLT_OK ||
-      clt_model_get_choice(d, l, "init", inits, "glorot", &init, &err) !=
+  if (clt_args_get_int(a, "units", true, 0, 1, &units, &err) != CLT_OK ||
+      clt_args_get_bool(a, "bias", true, &bias, &err) != CLT_OK ||
+      clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
   clt_graph_node *in = clt_graph_in(g, n, 0);

@@ -7,23 +7,21 @@
 
 #include "common/rng.h"
 #include "graph/graph.h"
-#include "nn/dropout.h"
 
 static const char *const keys[] = {"rate", "name", "input", "inputs", NULL};
 
 typedef struct dropout_state {
   float rate;
   uint64_t calls; /* training forwards so far: the generator's counter */
-  clt_tensor *mask;
+  clt_tensor *mask; /* planned by the graph, which owns it */
   bool trained;
 } dropout_state;
 
 static clt_status dropout_configure(clt_graph *g, clt_graph_node *n,
-                                    const clt_model_desc *d,
-                                    clt_model_layer *l) {
+                                    clt_layer_args *a) {
   clt_err err = {0};
   double rate = 0.5;
-  if (clt_model_get_float(d, l, "rate", false, 0.5, &rate, &err) != CLT_OK)
+  if (clt_args_get_float(a, "rate", false, 0.5, &rate, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (rate < 0.0 || rate >= 1.0)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,
@@ -38,12 +36,10 @@ static clt_status dropout_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static clt_status dropout_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status dropout_reserve(clt_graph *g, clt_graph_node *n) {
   dropout_state *s = n->state;
-  clt_tensor_destroy(s->mask);
-  s->mask = NULL;
-  int64_t len = g->max_batch * n->size;
-  return clt_tensor_create(g->ctx, CLT_F32, 1, &len, &s->mask);
+  return clt_graph_workspace(g, n, CLT_F32, g->max_batch * n->size,
+                             CLT_LIVE_SAVED, &s->mask);
 }
 
 static clt_status dropout_forward(clt_graph *g, clt_graph_node *n) {
@@ -69,10 +65,12 @@ static clt_status dropout_backward(clt_graph *g, clt_graph_node *n) {
   return clt_mul_forward(g->ctx, dx, n->grad, s->mask, count, acc);
 }
 
-static void dropout_destroy(clt_graph_node *n) {
-  dropout_state *s = n->state;
-  if (s) clt_tensor_destroy(s->mask);
-  free(s);
+static void dropout_destroy(clt_graph_node *n) { free(n->state); }
+
+/* The counter that drives the random masks (training forwards so far),
+ * which checkpoints save and restore. */
+static uint64_t *dropout_counter(clt_graph_node *n) {
+  return n->state ? &((dropout_state *)n->state)->calls : NULL;
 }
 
 const clt_layer_ops clt_layer_dropout = {
@@ -81,13 +79,9 @@ const clt_layer_ops clt_layer_dropout = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = dropout_configure,
-    .compile = dropout_compile,
+    .reserve = dropout_reserve,
     .forward = dropout_forward,
     .backward = dropout_backward,
     .destroy = dropout_destroy,
+    .saved_counter = dropout_counter,
 };
-
-uint64_t *clt_dropout_counter(clt_graph_node *n) {
-  if (n->ops != &clt_layer_dropout || !n->state) return NULL;
-  return &((dropout_state *)n->state)->calls;
-}

@@ -4,14 +4,13 @@
 static const char *const keys[] = {"shape", "name", NULL};
 
 static clt_status input_configure(clt_graph *g, clt_graph_node *n,
-                                  const clt_model_desc *d,
-                                  clt_model_layer *l) {
+                                  clt_layer_args *a) {
   clt_err err = {0};
   if (g->input_node >= 0)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,
                          "a graph has one input layer ('%s' exists)",
                          g->nodes[g->input_node].name);
-  if (clt_model_get_dims(d, l, "shape", true, CLT_MAX_DIMS - 1, n->shape,
+  if (clt_args_get_dims(a, "shape", true, CLT_MAX_DIMS - 1, n->shape,
                          &n->ndim, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   return CLT_OK;

@@ -9,16 +9,16 @@
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
 
+/* Planned by the graph (which owns them), never shared: the metrics and
+ * predictions read them between steps. */
 typedef struct loss_state {
   clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
   clt_tensor *dinput;                   /* [max_batch * input size] */
-  clt_tensor *probs;                    /* softmax, for predictions */
 } loss_state;
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                 clt_layer_args *a) {
+  (void)a;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   if (!strcmp(n->ops->type, "softmax_cross_entropy") && in->ndim != 1) {
     char s[96];
@@ -37,22 +37,14 @@ static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static void loss_release(loss_state *s) {
-  clt_tensor_destroy(s->loss_rows);
-  clt_tensor_destroy(s->correct_rows);
-  clt_tensor_destroy(s->dinput);
-  clt_tensor_destroy(s->probs);
-  memset(s, 0, sizeof *s);
-}
-
-static clt_status loss_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status loss_reserve(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
-  loss_release(s);
   int64_t rows = g->max_batch, all = g->max_batch * n->size;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->loss_rows));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rows, &s->correct_rows));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &all, &s->dinput));
-  return CLT_OK;
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, rows, CLT_LIVE_ALWAYS,
+                              &s->loss_rows));
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, rows, CLT_LIVE_ALWAYS,
+                              &s->correct_rows));
+  return clt_graph_workspace(g, n, CLT_F32, all, CLT_LIVE_ALWAYS, &s->dinput);
 }
 
 static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
@@ -94,9 +86,24 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
                            acc);
 }
 
-static void loss_destroy(clt_graph_node *n) {
-  if (n->state) loss_release(n->state);
-  free(n->state);
+static void loss_destroy(clt_graph_node *n) { free(n->state); }
+
+/* The model's prediction for the current batch (clt_graph_predictions):
+ * softmax probabilities. The gradient buffer doubles as scratch: the next
+ * forward rewrites it. */
+static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
+  loss_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
+  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
+  return clt_tensor_download(&p, host);
+}
+
+/* mse: the raw output. */
+static clt_status mse_predict(clt_graph *g, clt_graph_node *n, float *host) {
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
+  return clt_tensor_download(&x, host);
 }
 
 const clt_layer_ops clt_layer_softmax_xent = {
@@ -105,10 +112,11 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = loss_configure,
-    .compile = loss_compile,
+    .reserve = loss_reserve,
     .forward = xent_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,
+    .predict = xent_predict,
 };
 
 const clt_layer_ops clt_layer_mse = {
@@ -117,30 +125,9 @@ const clt_layer_ops clt_layer_mse = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = loss_configure,
-    .compile = loss_compile,
+    .reserve = loss_reserve,
     .forward = mse_forward,
     .backward = loss_backward,
     .destroy = loss_destroy,
+    .predict = mse_predict,
 };
-
-/* The model's prediction: softmax probabilities for a classifier, the raw
- * output for mse. */
-CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
-                                         int64_t *outputs) {
-  if (!g->compiled || g->loss_node < 0 || g->batch < 1)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "predictions: compile, set a batch and run forward "
-                        "on a graph with a loss layer first");
-  clt_graph_node *n = &g->nodes[g->loss_node];
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  *outputs = n->size;
-  if (n->ops == &clt_layer_mse) {
-    clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
-    return clt_tensor_download(&x, host);
-  }
-  loss_state *s = n->state;
-  /* The gradient buffer doubles as scratch: the next forward rewrites it. */
-  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
-  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
-  return clt_tensor_download(&p, host);
-}

@@ -30,13 +30,12 @@ static clt_status same_rest(clt_graph *g, clt_graph_node *n, bool all_dims) {
 }
 
 static clt_status add_configure(clt_graph *g, clt_graph_node *n,
-                                const clt_model_desc *d, clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                clt_layer_args *a) {
+  (void)a;
   CLT_TRY(same_rest(g, n, true));
-  clt_graph_node *a = clt_graph_in(g, n, 0);
-  n->ndim = a->ndim;
-  memcpy(n->shape, a->shape, sizeof n->shape);
+  clt_graph_node *first = clt_graph_in(g, n, 0);
+  n->ndim = first->ndim;
+  memcpy(n->shape, first->shape, sizeof n->shape);
   return CLT_OK;
 }
 
@@ -62,14 +61,12 @@ static clt_status add_backward(clt_graph *g, clt_graph_node *n) {
 }
 
 static clt_status concat_configure(clt_graph *g, clt_graph_node *n,
-                                   const clt_model_desc *d,
-                                   clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                   clt_layer_args *a) {
+  (void)a;
   CLT_TRY(same_rest(g, n, false));
-  clt_graph_node *a = clt_graph_in(g, n, 0);
-  n->ndim = a->ndim;
-  memcpy(n->shape, a->shape, sizeof n->shape);
+  clt_graph_node *first = clt_graph_in(g, n, 0);
+  n->ndim = first->ndim;
+  memcpy(n->shape, first->shape, sizeof n->shape);
   n->shape[0] = 0;
   for (int i = 0; i < n->n_inputs; i++)
     n->shape[0] += clt_graph_in(g, n, i)->shape[0];

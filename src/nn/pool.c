@@ -11,7 +11,7 @@ static const char *const global_keys[] = {"name", "input", "inputs", NULL};
 
 typedef struct pool_state {
   clt_window w; /* w.C: channels per sample */
-  clt_tensor *argmax;
+  clt_tensor *argmax; /* maxpool; planned by the graph, which owns it */
   bool is_max;
 } pool_state;
 
@@ -36,15 +36,15 @@ static clt_status pool_input(clt_graph *g, clt_graph_node *n, pool_state **s) {
 }
 
 static clt_status pool_configure(clt_graph *g, clt_graph_node *n,
-                                 const clt_model_desc *d, clt_model_layer *l) {
+                                 clt_layer_args *a) {
   pool_state *s;
   CLT_TRY(pool_input(g, n, &s));
   clt_window *w = &s->w;
-  CLT_TRY(clt_layer_get_pair(g, d, l, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, d, l, "stride", false, 0, &w->stride_h, &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 0, &w->stride_h, &w->stride_w));
   if (w->stride_h == 0) w->stride_h = w->KH;
   if (w->stride_w == 0) w->stride_w = w->KW;
-  CLT_TRY(clt_layer_get_pair(g, d, l, "padding", false, 0, &w->pad_h, &w->pad_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w));
   if (2 * w->pad_h > w->KH || 2 * w->pad_w > w->KW)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,
                          "padding must be at most half the kernel (as "
@@ -64,10 +64,8 @@ static clt_status pool_configure(clt_graph *g, clt_graph_node *n,
 }
 
 static clt_status global_configure(clt_graph *g, clt_graph_node *n,
-                                   const clt_model_desc *d,
-                                   clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                   clt_layer_args *a) {
+  (void)a;
   pool_state *s;
   CLT_TRY(pool_input(g, n, &s));
   clt_window *w = &s->w;
@@ -79,13 +77,11 @@ static clt_status global_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-static clt_status pool_compile(clt_graph *g, clt_graph_node *n) {
+static clt_status pool_reserve(clt_graph *g, clt_graph_node *n) {
   pool_state *s = n->state;
-  clt_tensor_destroy(s->argmax);
-  s->argmax = NULL;
   if (!s->is_max) return CLT_OK;
-  int64_t len = g->max_batch * n->size;
-  return clt_tensor_create(g->ctx, CLT_I32, 1, &len, &s->argmax);
+  return clt_graph_workspace(g, n, CLT_I32, g->max_batch * n->size,
+                             CLT_LIVE_SAVED, &s->argmax);
 }
 
 /* The window over this batch's planes. */
@@ -114,11 +110,7 @@ static clt_status pool_backward(clt_graph *g, clt_graph_node *n) {
   return clt_avgpool_backward(g->ctx, dx, n->grad, &w, acc);
 }
 
-static void pool_destroy(clt_graph_node *n) {
-  pool_state *s = n->state;
-  if (s) clt_tensor_destroy(s->argmax);
-  free(s);
-}
+static void pool_destroy(clt_graph_node *n) { free(n->state); }
 
 #define POOL_LAYER(var, name, k, conf)                                         \
   const clt_layer_ops var = {                                                  \
@@ -127,7 +119,7 @@ static void pool_destroy(clt_graph_node *n) {
       .max_inputs = 1,                                                         \
       .option_keys = k,                                                        \
       .configure = conf,                                                       \
-      .compile = pool_compile,                                                 \
+      .reserve = pool_reserve,                                                 \
       .forward = pool_forward,                                                 \
       .backward = pool_backward,                                               \
       .destroy = pool_destroy,                                                 \

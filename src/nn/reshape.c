@@ -7,10 +7,8 @@ static const char *const reshape_keys[] = {"shape", "name", "input", "inputs",
                                            NULL};
 
 static clt_status flatten_configure(clt_graph *g, clt_graph_node *n,
-                                    const clt_model_desc *d,
-                                    clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                    clt_layer_args *a) {
+  (void)a;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   n->ndim = 1;
   n->shape[0] = 1;
@@ -19,25 +17,24 @@ static clt_status flatten_configure(clt_graph *g, clt_graph_node *n,
 }
 
 static clt_status reshape_configure(clt_graph *g, clt_graph_node *n,
-                                    const clt_model_desc *d,
-                                    clt_model_layer *l) {
+                                    clt_layer_args *a) {
   clt_err err = {0};
-  if (clt_model_get_dims(d, l, "shape", true, CLT_MAX_DIMS - 1, n->shape,
+  if (clt_args_get_dims(a, "shape", true, CLT_MAX_DIMS - 1, n->shape,
                          &n->ndim, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   clt_graph_node *in = clt_graph_in(g, n, 0);
-  int64_t a = 1, b = 1;
-  for (int i = 0; i < in->ndim; i++) a *= in->shape[i];
-  for (int i = 0; i < n->ndim; i++) b *= n->shape[i];
-  if (a != b) {
+  int64_t from = 1, to = 1;
+  for (int i = 0; i < in->ndim; i++) from *= in->shape[i];
+  for (int i = 0; i < n->ndim; i++) to *= n->shape[i];
+  if (from != to) {
     char s1[96], s2[96];
     return clt_node_fail(g, n, CLT_ERR_SHAPE,
                          "cannot reshape %s (%lld elements) from '%s' to %s "
                          "(%lld elements)",
                          clt_shape_str(in->ndim, in->shape, s1, sizeof s1),
-                         (long long)a, in->name,
+                         (long long)from, in->name,
                          clt_shape_str(n->ndim, n->shape, s2, sizeof s2),
-                         (long long)b);
+                         (long long)to);
   }
   return CLT_OK;
 }

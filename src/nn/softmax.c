@@ -7,10 +7,8 @@
 static const char *const keys[] = {"name", "input", "inputs", NULL};
 
 static clt_status softmax_configure(clt_graph *g, clt_graph_node *n,
-                                    const clt_model_desc *d,
-                                    clt_model_layer *l) {
-  (void)d;
-  (void)l;
+                                    clt_layer_args *a) {
+  (void)a;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   n->ndim = in->ndim;
   memcpy(n->shape, in->shape, sizeof n->shape);

@@ -1,4 +1,9 @@
-/* CLBlast tuning overrides for devices its database serves poorly.
+/* CLBlast's parameters per device. `cltrain tune --gemm` (clt_gemm_tune)
+ * measures candidate sets on the device and stores the fastest beside the
+ * kernel cache; later contexts apply what was stored. Without a stored
+ * search, POCL's CPU device gets the seed sets below (the best of the
+ * search on POCL 3.1, AVX-512, 2 cores, kept as its starting point) and
+ * every other device CLBlast's database.
  *
  * CLBlast 1.5 has no database entry for POCL's CPU device, so it falls back
  * to parameters chosen for GPUs: tiny 16x16 work-group tiles, padding of the
@@ -21,18 +26,16 @@
 #include "ops/gemm_tuning.h"
 
 #include <clblast_c.h>
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/plan_store.h"
 
 /* m*n*k from which POCL's CPU device gets the indirect kernel: this^3. */
 #define POCL_INDIRECT_MIN 96
 
-typedef struct tuning_set {
-  const char *kernel;
-  size_t count;
-  const char *names[16];
-  size_t values[16];
-} tuning_set;
 
 /* XgemmDirect on a POCL CPU device: 32x32 work-group tiles, 4x4 work items
  * each computing an 8x8 block with float8 loads, unpadded local tiles.
@@ -72,18 +75,19 @@ typedef struct tuning_set {
  * records it and clt_gemm_strided_batched runs products at or above it one
  * CLBlastSgemm at a time (whose offsets are handled). conv2d makes one
  * product per layer over the whole batch anyway. */
-static const tuning_set pocl_cpu_sets[] = {
-    {"XgemmDirect",
+static const clt_clblast_set pocl_cpu_sets[] = {
+    {"pocl seed", "XgemmDirect",
      10,
      {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
       "VWND", "WGD"},
      {2, 4, 4, 4, 4, 0, 0, 8, 8, 32}},
-    {"Xgemm",
+    {"pocl seed", "Xgemm",
      16,
      {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC",
       "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"},
      {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
-    {"GemmRoutine", 1, {"XGEMM_MIN_INDIRECT_SIZE"}, {POCL_INDIRECT_MIN}},
+    {"pocl seed", "GemmRoutine", 1, {"XGEMM_MIN_INDIRECT_SIZE"},
+     {POCL_INDIRECT_MIN}},
 };
 
 static bool is_pocl_cpu(const clt_context *ctx) {
@@ -91,30 +95,111 @@ static bool is_pocl_cpu(const clt_context *ctx) {
          strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
 }
 
-static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
-  if (!ctx->device || !is_pocl_cpu(ctx)) return;
-  size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
-  for (size_t i = 0; i < n; i++) {
-    const tuning_set *set = &pocl_cpu_sets[i];
-    const char *names[16];
-    memcpy(names, set->names, sizeof names);
-    CLBlastStatusCode code = CLBlastOverrideParameters(
-        ctx->device, set->kernel, CLBlastPrecisionSingle, set->count, names,
-        set->values);
-    if (code != CLBlastSuccess) {
-      clt_ctx_log(ctx, CLT_LOG_INFO,
-                  "CLBlast: override of %s for %s rejected (%d); keeping its "
-                  "defaults",
-                  set->kernel, ctx->info.name, (int)code);
-    } else {
-      clt_ctx_log(ctx, CLT_LOG_INFO,
-                  "CLBlast: %s tuned for POCL CPU device %s", set->kernel,
-                  ctx->info.name);
-    }
+bool clt_clblast_apply(clt_context *ctx, const clt_clblast_set *set) {
+  if (set->count == 0 || !ctx->device) return true;
+  const char *names[CLT_CLBLAST_MAX_PARAMS];
+  size_t values[CLT_CLBLAST_MAX_PARAMS];
+  memcpy(names, set->names, sizeof names);
+  memcpy(values, set->values, sizeof values);
+  CLBlastStatusCode code = CLBlastOverrideParameters(
+      ctx->device, set->kernel, CLBlastPrecisionSingle, (size_t)set->count,
+      names, values);
+  if (code != CLBlastSuccess) {
+    clt_ctx_log(ctx, CLT_LOG_INFO,
+                "CLBlast: parameters '%s' of %s rejected for %s (%d)",
+                set->label, set->kernel, ctx->info.name, (int)code);
+    return false;
   }
+  clt_ctx_log(ctx, CLT_LOG_INFO, "CLBlast: %s set to '%s' for %s",
+              set->kernel, set->label, ctx->info.name);
+  return true;
+}
+
+/* Parses one stored line "KERNEL NAME=VALUE ..." into set (names point
+ * into line, which it cuts). */
+static bool parse_set(char *line, clt_clblast_set *set) {
+  memset(set, 0, sizeof *set);
+  set->label = "stored search";
+  char *save = NULL, *word = strtok_r(line, " ", &save);
+  if (!word) return false;
+  set->kernel = word;
+  while ((word = strtok_r(NULL, " ", &save))) {
+    char *eq = strchr(word, '=');
+    if (!eq || eq == word || set->count == CLT_CLBLAST_MAX_PARAMS) return false;
+    *eq = '\0';
+    for (char *c = word; *c; c++)
+      if (!isalnum((unsigned char)*c) && *c != '_') return false;
+    char *end = NULL;
+    unsigned long long v = strtoull(eq + 1, &end, 10);
+    if (!eq[1] || *end) return false;
+    set->names[set->count] = word;
+    set->values[set->count++] = (size_t)v;
+  }
+  return strcmp(set->kernel, "Xgemm") == 0 ||
+         strcmp(set->kernel, "XgemmDirect") == 0 ||
+         strcmp(set->kernel, "GemmRoutine") == 0;
+}
+
+/* Applies a stored search result: lines of sets, and "indirect_min T".
+ * false (nothing applied) when none is stored or it does not parse. */
+static bool apply_stored(clt_context *ctx, clt_gemm_state *state) {
+  clt_plan_mode mode;
+  if (clt_plan_mode_get(ctx, &mode) != CLT_OK) {
+    clt_err_clear(&ctx->err);
+    return false;
+  }
+  char *text = NULL;
+  if (mode == CLT_PLAN_OFF ||
+      clt_plan_store_load(ctx, CLT_CLBLAST_STORE_KEY, &text) != CLT_CACHE_HIT)
+    return false;
+  clt_clblast_set sets[4];
+  int n = 0;
+  long long indirect_min = -1;
+  bool ok = true;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); ok && line;
+       line = strtok_r(NULL, "\n", &save)) {
+    if (sscanf(line, "indirect_min %lld", &indirect_min) == 1) continue;
+    ok = n < 4 && parse_set(line, &sets[n]);
+    n++;
+  }
+  ok = ok && indirect_min >= 0;
+  if (ok) {
+    clt_clblast_set threshold = {"stored search", "GemmRoutine", 1,
+                                 {"XGEMM_MIN_INDIRECT_SIZE"},
+                                 {(size_t)indirect_min}};
+    clt_clblast_apply(ctx, &threshold);
+    for (int i = 0; i < n; i++) clt_clblast_apply(ctx, &sets[i]);
+    /* Batched products on the indirect path go one by one (gemm.c). */
+    state->indirect_min = indirect_min > 0 ? indirect_min : 1;
+  }
+  else
+    clt_ctx_log(ctx, CLT_LOG_WARN,
+                "CLBlast: the stored parameter search for %s is damaged; "
+                "run `cltrain tune --gemm` again",
+                ctx->info.name);
+  free(text);
+  return ok;
+}
+
+static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
+  if (!ctx->device || apply_stored(ctx, state) || !is_pocl_cpu(ctx)) return;
+  size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
+  for (size_t i = 0; i < n; i++) clt_clblast_apply(ctx, &pocl_cpu_sets[i]);
   /* Batched products from here on go one by one (see above); even where an
    * override failed, staying careful costs little. */
   state->indirect_min = POCL_INDIRECT_MIN;
+}
+
+void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min) {
+  clt_gemm_state *state = ctx->ops_state;
+  if (!state) {
+    state = calloc(1, sizeof *state);
+    if (!state) return;
+    ctx->ops_state = state;
+    ctx->ops_state_free = free;
+  }
+  state->indirect_min = indirect_min;
 }
 
 const clt_gemm_state *clt_gemm_state_of(clt_context *ctx) {

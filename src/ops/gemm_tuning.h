@@ -1,4 +1,6 @@
-/* CLBlast tuning overrides for devices its database serves poorly. */
+/* CLBlast's kernel parameters per device: a measured search (gemm_search.c)
+ * stored beside the kernel cache, else a seed set for devices CLBlast's
+ * database serves poorly. */
 #ifndef CLT_OPS_GEMM_TUNING_H
 #define CLT_OPS_GEMM_TUNING_H
 
@@ -11,12 +13,35 @@ typedef struct clt_gemm_state {
   int64_t indirect_min;
 } clt_gemm_state;
 
-/* The context's GEMM state, set up on the first call: CLBlast parameter
- * overrides suited to the device, if any are known (today: CPU devices of
- * the POCL platform; CLBlast stores them per cl_device_id, so a second
- * context on the device repeats them harmlessly). Never fails: an override
- * CLBlast rejects is logged and skipped, leaving its defaults, and without
- * host memory for the state the defaults serve (a static one). */
+/* One set of CLBlast parameters for one of its kernels ("Xgemm",
+ * "XgemmDirect", "GemmRoutine"); count 0: the parameters in force. */
+#define CLT_CLBLAST_MAX_PARAMS 16
+typedef struct clt_clblast_set {
+  const char *label;
+  const char *kernel;
+  int count;
+  const char *names[CLT_CLBLAST_MAX_PARAMS];
+  size_t values[CLT_CLBLAST_MAX_PARAMS];
+} clt_clblast_set;
+
+/* Overrides CLBlast's parameters of set->kernel on the context's device
+ * (nothing for count 0). false, logged, when CLBlast refuses them. */
+bool clt_clblast_apply(clt_context *ctx, const clt_clblast_set *set);
+
+/* The context's GEMM state, set up on the first call: the parameters a
+ * search stored for this device and driver (unless measuring is off), else
+ * the seed sets for CPU devices of the POCL platform, else CLBlast's own.
+ * CLBlast stores overrides per cl_device_id, so a second context on the
+ * device repeats them harmlessly. Never fails: an override CLBlast rejects
+ * is logged and skipped, and without host memory for the state the
+ * defaults serve (a static one). */
 const clt_gemm_state *clt_gemm_state_of(clt_context *ctx);
+
+/* Sets the context's state (for the search, which sets the parameters
+ * itself). */
+void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min);
+
+/* The plan store's name for the stored search result. */
+#define CLT_CLBLAST_STORE_KEY "clblast gemm parameters"
 
 #endif

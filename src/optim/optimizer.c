@@ -7,6 +7,38 @@
 
 #include "optim/optimizer.h"
 
+/* Steps the host may enqueue ahead of the device. */
+#define CLT_STEPS_IN_FLIGHT 3
+
+struct clt_optimizer {
+  clt_graph *g;
+  clt_optimizer_options opts;
+  float lr;
+  int64_t step;
+  clt_tensor params, grads; /* the trainable prefix of the graph's buffers */
+  clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum */
+  clt_tensor *norm_sq;      /* [1]: the squared global norm when clipping */
+  /* Markers of the last CLT_STEPS_IN_FLIGHT steps (see clt_optimizer_step). */
+  cl_event in_flight[CLT_STEPS_IN_FLIGHT];
+  /* Schedules: the rate of the epoch before warm-up, and where in it. */
+  float epoch_lr;
+  int epoch;
+  int64_t epoch_step, steps_per_epoch; /* 0: warm up by epochs */
+  /* PLATEAU: the factor reached, the best loss, epochs since it. */
+  float plateau_scale;
+  double plateau_best;
+  int plateau_wait;
+};
+
+void clt_optimizer_saved_state(const clt_optimizer *o,
+                               clt_optimizer_saved *out) {
+  *out = (clt_optimizer_saved){o->g, &o->opts, o->step, o->m, o->v};
+}
+
+void clt_optimizer_restore_step(clt_optimizer *o, int64_t step) {
+  o->step = step;
+}
+
 
 CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
                                         clt_optimizer_kind kind) {

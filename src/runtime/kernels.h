@@ -7,6 +7,10 @@
   X(fill_f32, "tensor")                                                        \
   X(fill_i32, "tensor")                                                        \
   X(fill_u8, "tensor")                                                         \
+  X(fill_f16, "half")                                                          \
+  X(f32_to_f16, "half")                                                        \
+  X(f16_to_f32, "half")                                                        \
+  X(unscale_check_f32, "half")                                                 \
   X(add_f32, "elementwise")                                                    \
   X(scale_f32, "elementwise")                                                  \
   X(bias_add_rows, "elementwise")                                              \

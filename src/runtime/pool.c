@@ -64,6 +64,9 @@ static clt_status pool_new(clt_context *ctx, size_t bytes,
   ctx->pool = b;
   ctx->memory_stats.device_allocations++;
   ctx->memory_stats.device_bytes_live += bytes;
+  if (ctx->memory_stats.device_bytes_live >
+      ctx->memory_stats.device_bytes_peak)
+    ctx->memory_stats.device_bytes_peak = ctx->memory_stats.device_bytes_live;
   *out = b;
   return CLT_OK;
 }

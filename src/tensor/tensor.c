@@ -50,10 +50,6 @@ CLT_API clt_status clt_tensor_create(clt_context *ctx, clt_dtype dtype,
                                      int ndim, const int64_t *shape,
                                      clt_tensor **out) {
   *out = NULL;
-  if (dtype == CLT_F16 && !ctx->info.fp16)
-    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
-                        "tensor: f16 needs cl_khr_fp16, which %s lacks",
-                        ctx->info.name);
   int64_t numel;
   CLT_TRY(check_shape(ctx, ndim, shape, &numel));
   clt_tensor *t = calloc(1, sizeof *t);
@@ -172,10 +168,30 @@ CLT_API clt_status clt_tensor_fill(clt_tensor *t, double value) {
   case CLT_U8:
     return CLT_RUN_1D(ctx, CLT_K_fill_u8, (size_t)t->numel, KT(t),
                       KI(t->numel), KI((int)value));
-  case CLT_F16: break;
+  case CLT_F16:
+    return CLT_RUN_1D(ctx, CLT_K_fill_f16, (size_t)t->numel, KT(t),
+                      KI(t->numel), KF(value));
   }
   return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "tensor fill: dtype %s",
                       dtype_name(t->dtype));
+}
+
+CLT_API clt_status clt_tensor_convert(clt_tensor *dst, const clt_tensor *src) {
+  clt_context *ctx = dst->ctx;
+  if (dst->numel != src->numel)
+    return clt_ctx_fail(ctx, CLT_ERR_SHAPE,
+                        "tensor convert: %lld elements into %lld",
+                        (long long)src->numel, (long long)dst->numel);
+  if (dst->dtype == src->dtype) return clt_tensor_copy(dst, src);
+  if (dst->dtype == CLT_F16 && src->dtype == CLT_F32)
+    return CLT_RUN_1D(ctx, CLT_K_f32_to_f16, (size_t)dst->numel, KT(dst),
+                      KT(src), KI(dst->numel));
+  if (dst->dtype == CLT_F32 && src->dtype == CLT_F16)
+    return CLT_RUN_1D(ctx, CLT_K_f16_to_f32, (size_t)dst->numel, KT(dst),
+                      KT(src), KI(dst->numel));
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "tensor convert: %s to %s (f32 and f16 convert)",
+                      dtype_name(src->dtype), dtype_name(dst->dtype));
 }
 
 CLT_API clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src) {

@@ -1,9 +1,10 @@
 /* Training curves as an SVG chart a browser shows: two panels, loss and
  * accuracy per epoch, training and test, with axes, ticks, grid and a
  * legend. Values that are NaN (no test set, epochs a resumed run does not
- * know) leave gaps. */
-#ifndef CLT_IO_PLOT_H
-#define CLT_IO_PLOT_H
+ * know) leave gaps. The command's own (`cltrain train --plot`): not part
+ * of the library. */
+#ifndef CLT_CLI_PLOT_H
+#define CLT_CLI_PLOT_H
 
 #include <stddef.h>
 

@@ -1,6 +1,14 @@
-/* The cases `cltrain selftest` runs: every op on small random inputs. */
-#include "ops/opcheck.h"
+/* The cases `cltrain selftest` runs: every op on small random inputs. The
+ * checks themselves are in the files beside this one, one per kernel
+ * family. */
+#include "check/check.h"
 
+static clt_status st_half(clt_context *ctx, double *e) {
+  return clt_check_half_round_trip(ctx, 1001, e);
+}
+static clt_status st_unscale(clt_context *ctx, double *e) {
+  return clt_check_loss_scaler_unscale(ctx, 1001, e);
+}
 static clt_status st_fill(clt_context *ctx, double *e) {
   return clt_check_fill(ctx, 1000, e);
 }
@@ -210,6 +218,8 @@ static clt_status st_concat_bwd(clt_context *ctx, double *e) {
 const clt_selftest_case clt_selftest_cases[] = {
     {"tensor fill", st_fill, 0.0},
     {"tensor copy (views)", st_copy_view, 0.0},
+    {"f32 -> f16 -> f32 1001", st_half, 0.0},
+    {"loss scaler unscale 1001", st_unscale, 0.0},
     {"gemm nn 33x17x65", st_gemm_nn, 1e-5},
     {"gemm tn 31x7x19 beta=1", st_gemm_tn, 1e-5},
     {"gemm nt 64x10x127", st_gemm_nt, 1e-5},

@@ -1,5 +1,5 @@
 /* SVG line charts of a training history. */
-#include "io/plot.h"
+#include "cli/plot.h"
 
 #include "common/atomic_file.h"
 

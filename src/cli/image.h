@@ -1,11 +1,13 @@
-/* Images for prediction: IDX files (every image in them), PGM (P2, P5) and,
- * when built with libpng, PNG. The format comes from the file's first
- * bytes, not its name. Pixels become floats in [0, 1] as in training
- * (value / maximum: / 255 for 8-bit files). Colour PNGs become gray by
- * ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, as PIL's convert("L")),
- * composited onto black where they have alpha. Nothing is resized. */
-#ifndef CLT_DATA_IMAGE_H
-#define CLT_DATA_IMAGE_H
+/* Images for `cltrain predict`: IDX files (every image in them), PGM (P2,
+ * P5) and, when built with libpng, PNG. The format comes from the file's
+ * first bytes, not its name. Pixels become floats in [0, 1] as in training
+ * (value / maximum: / 255 for 8-bit files). PNGs are decoded by the
+ * library's decoder (data/image_decode.h) and made grey as image folders
+ * are for a grey model: composited onto black where they have alpha, then
+ * ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, as PIL's convert("L")).
+ * Nothing is resized. (The command's own: not part of the library.) */
+#ifndef CLT_CLI_IMAGE_H
+#define CLT_CLI_IMAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,8 +38,5 @@ clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
                                clt_err *err);
 
 void clt_image_set_free(clt_image_set *s);
-
-/* Whether this build reads PNG. */
-bool clt_image_png_supported(void);
 
 #endif

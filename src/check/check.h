@@ -1,26 +1,50 @@
-/* Checks of device ops against host references on random inputs. Each
- * returns the largest error found (relative to max(1, |reference|)) in
- * *max_err. Shared by `cltrain selftest` and the test suites.
+/* Checks of device ops against host references on random inputs, one
+ * file per kernel family under src/check/ (named as in cl/: the checks of
+ * cl/pool.cl are in src/check/pool.c; GEMM, which is CLBlast's, in
+ * gemm.c), run by the harness of check/harness.h. Each returns the largest
+ * error found (relative to max(1, |reference|)) in *max_err. Shared by
+ * `cltrain selftest` and the test suites; not part of the installed
+ * library (the build makes them a static library of their own).
  *
  * The references are plain C in double precision, written from the ops'
  * definitions (PyTorch's, where the op has one), not from the kernels.
- * Every operand of the checks after GEMM's (integer ones included) is a
- * view at an odd offset into a larger buffer whose guard elements on both
- * sides are compared too, so a kernel that ignores an offset or writes
- * past its range shows as an error. A NaN or infinity where the
+ * Every operand (integer ones included) is a view at an odd offset into a
+ * larger buffer whose guard elements on both sides hold canaries, so a
+ * kernel that ignores an offset shows as an error and one that writes
+ * past its range fails the check (CLT_ERR_INTERNAL, naming the operand
+ * and the element, on the context). A NaN or infinity where the
  * reference is finite gives an infinite error. */
-#ifndef CLT_OPS_OPCHECK_H
-#define CLT_OPS_OPCHECK_H
+#ifndef CLT_CHECK_CHECK_H
+#define CLT_CHECK_CHECK_H
 
 #include "ops/ops.h"
 
+/* ---- cl/tensor.cl: check/tensor.c --------------------------------------- */
+/* Fills an operand of n elements with 0.25. */
 clt_status clt_check_fill(clt_context *ctx, int64_t n, double *max_err);
+/* Copies the last third of one operand into the first third of another
+ * through views of them (views of views). */
 clt_status clt_check_copy_view(clt_context *ctx, int64_t n, double *max_err);
-/* Scaled by 1/sqrt(k): k products are summed per element. */
+
+/* ---- cl/half.cl: check/half.c ------------------------------------------- */
+/* An operand of n floats over many binades to f16 and back, against the
+ * host's IEEE rounding. */
+clt_status clt_check_half_round_trip(clt_context *ctx, int64_t n,
+                                     double *max_err);
+/* The loss scaler divides n finite gradients by its scale (4) and finds
+ * no overflow. */
+clt_status clt_check_loss_scaler_unscale(clt_context *ctx, int64_t n,
+                                         double *max_err);
+
+/* ---- GEMM (CLBlast): check/gemm.c --------------------------------------- */
+/* c = alpha op(a) op(b) + beta c, batch times (strided batched), the
+ * operands at odd offsets as everywhere. The error is scaled by
+ * 1/sqrt(k): k products are summed per element. */
 clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           float beta, int64_t batch, double *max_err);
 
+/* ---- cl/elementwise.cl: check/elementwise.c ----------------------------- */
 /* out = a + b (+ out) over n elements. */
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
                          double *max_err);
@@ -33,6 +57,15 @@ clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
                                    int64_t channels, int64_t spatial,
                                    double *max_err);
 
+/* Concatenation along channels: forward copies x [N, Cx, S] into channels
+ * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;
+ * backward copies (adds) that slice of y into x. */
+clt_status clt_check_channel_slice(clt_context *ctx, int64_t N, int64_t Cy,
+                                   int64_t Cx, int64_t c_off, int64_t S,
+                                   bool backward, bool accumulate,
+                                   double *max_err);
+
+/* ---- cl/activation.cl: check/activation.c ------------------------------- */
 /* Forward on x uniform in [-4, 4] (one element exactly 0). */
 clt_status clt_check_activation_forward(clt_context *ctx, clt_activation kind,
                                         int64_t n, float alpha,
@@ -43,6 +76,7 @@ clt_status clt_check_activation_backward(clt_context *ctx, clt_activation kind,
                                          int64_t n, float alpha,
                                          bool accumulate, double *max_err);
 
+/* ---- cl/loss.cl: check/loss.c ------------------------------------------- */
 /* Softmax of rows of x uniform in [-5, 5]. */
 clt_status clt_check_softmax_forward(clt_context *ctx, int64_t rows,
                                      int64_t cols, double *max_err);
@@ -60,6 +94,7 @@ clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
 clt_status clt_check_mse(clt_context *ctx, int64_t rows, int64_t cols,
                          double *max_err);
 
+/* ---- cl/reduce.cl: check/reduce.c --------------------------------------- */
 /* out[c] (+)= sum of x[outer, channels, inner] over outer and inner. */
 clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
                                   int64_t channels, int64_t inner,
@@ -71,6 +106,7 @@ clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
 clt_status clt_check_sumsq_into(clt_context *ctx, int64_t n, int index,
                                 double *max_err);
 
+/* ---- cl/optim.cl: check/optim.c ----------------------------------------- */
 /* `steps` steps of torch.optim.SGD from step 1 (hp->first is set by the
  * check: the first step starts the momentum buffer from the gradient, and
  * the device buffer holds NaN before it to prove it is not read). With
@@ -88,10 +124,10 @@ clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
                                const clt_adam_params *hp, int steps,
                                double *max_err);
 
-/* ---- convolution, pooling, normalisation, dropout, concatenation ----
- * The window checks take the geometry in w without w->OH and w->OW, which
- * they derive with clt_window_out (PyTorch's formula); a window that does
- * not fit gives CLT_ERR_INVALID_ARGUMENT. */
+/* ---- cl/conv.cl: check/conv.c ------------------------------------------- */
+/* The window checks (here and pooling's) take the geometry in w without
+ * w->OH and w->OW, which they derive by PyTorch's formula; a window that
+ * does not fit gives CLT_ERR_INVALID_ARGUMENT. */
 
 /* col [C*KH*KW, batch*OH*OW] = im2col(x [batch, C, H, W]), as
  * torch.nn.functional.unfold: zeros where a window reads padding. */
@@ -107,6 +143,7 @@ clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
                                  int64_t S, bool bias, double *max_err);
 
+/* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
  * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,
  * padding must be at most half the window. */
@@ -130,6 +167,7 @@ clt_status clt_check_avgpool_forward(clt_context *ctx, const clt_window *w,
 clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
                                       bool accumulate, double *max_err);
 
+/* ---- cl/norm.cl: check/norm.c ------------------------------------------- */
 /* Batch normalisation of x [N, C, HW] as torch.nn.BatchNorm1d/2d. Inputs
  * are uniform in [-1, 1] plus a per-channel offset (up to +-4), so a
  * one-pass variance would lose digits. */
@@ -154,6 +192,7 @@ clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
                                  bool accumulate, double *max_err);
 
+/* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or
  * 1 / (1 - p), y = x * mask; the kept count is within 5 standard
  * deviations of n (1 - p); the same seed and counter give the same mask
@@ -162,19 +201,12 @@ clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
  * mask where n is large enough to tell. A failed statistical or
  * determinism test counts as an error of 1. */
 clt_status clt_check_dropout(clt_context *ctx, int64_t n, float p,
-                             uint64_t seed, uint64_t counter,
-                             double *max_err);
+                             uint64_t seed, uint64_t counter, double *max_err);
 /* out = a * b (+ out) over n elements. */
 clt_status clt_check_mul(clt_context *ctx, int64_t n, bool accumulate,
                          double *max_err);
-/* Concatenation along channels: forward copies x [N, Cx, S] into channels
- * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;
- * backward copies (adds) that slice of y into x. */
-clt_status clt_check_channel_slice(clt_context *ctx, int64_t N, int64_t Cy,
-                                   int64_t Cx, int64_t c_off, int64_t S,
-                                   bool backward, bool accumulate,
-                                   double *max_err);
 
+/* ---- cltrain selftest: check/selftest.c --------------------------------- */
 /* One self-test case: a name and a check on small fixed shapes. */
 typedef struct clt_selftest_case {
   const char *name;
@@ -184,8 +216,5 @@ typedef struct clt_selftest_case {
 
 extern const clt_selftest_case clt_selftest_cases[];
 extern const int clt_selftest_case_count;
-
-/* Fills host[n] with uniform values in [lo, hi) from a seeded stream. */
-void clt_random_fill(float *host, int64_t n, uint64_t seed, float lo, float hi);
 
 #endif

@@ -1,5 +1,5 @@
-/* Image files for prediction: IDX, PGM and (with libpng) PNG. */
-#include "data/image.h"
+/* Image files for `cltrain predict`: IDX, PGM and (with libpng) PNG. */
+#include "cli/image.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,23 +8,12 @@
 #include <sys/stat.h>
 
 #include "data/idx.h"
-
-#ifdef CLT_HAVE_PNG
-#include <png.h>
-#endif
+#include "data/image_decode.h"
 
 void clt_image_set_free(clt_image_set *s) {
   if (!s) return;
   free(s->pixels);
   memset(s, 0, sizeof *s);
-}
-
-bool clt_image_png_supported(void) {
-#ifdef CLT_HAVE_PNG
-  return true;
-#else
-  return false;
-#endif
 }
 
 static clt_status alloc_pixels(clt_image_set *s, const char *name,
@@ -190,61 +179,32 @@ static clt_status read_idx(const char *path, clt_image_set *out,
 
 /* ---- PNG ----------------------------------------------------------------- */
 
-#ifdef CLT_HAVE_PNG
+/* Through the library's decoder (data/image_decode.h), made grey the way
+ * image folders are for a grey model. */
 static clt_status read_png(const char *path, clt_image_set *out,
                            clt_err *err) {
-  png_image img;
-  memset(&img, 0, sizeof img);
-  img.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&img, path))
-    return clt_err_set(err, CLT_ERR_FORMAT,
-                       "%s: not a readable PNG (truncated or corrupt?): %s",
-                       path, img.message);
-  bool color = (img.format & PNG_FORMAT_FLAG_COLOR) != 0;
-  img.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
-  int comps = color ? 4 : 2;
-  if (img.width < 1 || img.height < 1 || img.width > 65536 ||
-      img.height > 65536) {
-    png_image_free(&img);
-    return clt_err_set(err, CLT_ERR_FORMAT, "%s: PNG of %ux%u pixels", path,
-                       img.width, img.height);
-  }
-  size_t n = (size_t)img.width * img.height;
-  uint8_t *buf = malloc(n * (size_t)comps);
-  if (!buf) {
-    png_image_free(&img);
-    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", path, n);
-  }
-  if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) {
-    free(buf);
-    clt_status st =
-        clt_err_set(err, CLT_ERR_FORMAT,
-                    "%s: not a readable PNG (truncated or corrupt?): %s", path,
-                    img.message);
-    png_image_free(&img);
-    return st;
-  }
+  clt_decoded_image img;
+  CLT_TRY(clt_image_decode_file(path, &img, err));
   out->count = 1;
   out->channels = 1;
-  out->height = (int)img.height;
-  out->width = (int)img.width;
+  out->height = img.height;
+  out->width = img.width;
   out->format = "PNG";
-  png_image_free(&img);
-  clt_status st = alloc_pixels(out, path, err);
-  for (size_t i = 0; st == CLT_OK && i < n; i++) {
-    const uint8_t *px = buf + i * (size_t)comps;
-    /* PIL's convert("L"): L = (299 R + 587 G + 114 B) / 1000. */
-    unsigned gray =
-        color ? (299u * px[0] + 587u * px[1] + 114u * px[2] + 500u) / 1000u
-              : px[0];
-    unsigned alpha = px[comps - 1];
-    if (alpha != 255) gray = (gray * alpha + 127u) / 255u;
-    out->pixels[i] = (float)gray / 255.0f;
-  }
-  free(buf);
+  size_t n = (size_t)img.width * (size_t)img.height;
+  uint8_t *grey = malloc(n > 0 ? n : 1);
+  clt_status st =
+      grey ? alloc_pixels(out, path, err)
+           : clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", path, n);
+  if (st == CLT_OK)
+    st = clt_image_to_chw(&img, path, 1, img.height, img.width, false, grey,
+                          err);
+  for (size_t i = 0; st == CLT_OK && i < n; i++)
+    out->pixels[i] = (float)grey[i] / 255.0f;
+  free(grey);
+  free(img.pixels);
+  if (st != CLT_OK) clt_image_set_free(out);
   return st;
 }
-#endif
 
 /* ---- dispatch ------------------------------------------------------------ */
 
@@ -293,15 +253,13 @@ clt_status clt_image_read(const char *path, clt_image_set *out, clt_err *err) {
   static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
                                        '\n'};
   if (got == 8 && memcmp(magic, png_magic, 8) == 0) {
-#ifdef CLT_HAVE_PNG
+    if (!clt_image_decode_png_supported())
+      return clt_err_set(err, CLT_ERR_UNSUPPORTED,
+                         "%s: a PNG file, but this cltrain was built without "
+                         "libpng (install libpng-dev and rebuild; PGM and IDX "
+                         "work without it)",
+                         path);
     return read_png(path, out, err);
-#else
-    return clt_err_set(err, CLT_ERR_UNSUPPORTED,
-                       "%s: a PNG file, but this cltrain was built without "
-                       "libpng (install libpng-dev and rebuild; PGM and IDX "
-                       "work without it)",
-                       path);
-#endif
   }
   if (got >= 2 && magic[0] == 'P' && (magic[1] == '2' || magic[1] == '5')) {
     uint8_t *bytes = NULL;

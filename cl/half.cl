@@ -1,0 +1,34 @@
+/* fp16 storage on every OpenCL 1.2 device: vload_half and vstore_half are
+ * core functions, so half buffers need no cl_khr_fp16 (arithmetic stays
+ * in float). Stores round to nearest even, as IEEE 754 and the host's
+ * clt_f32_to_f16 do; overflow gives infinity, NaN stays NaN. */
+
+__kernel void fill_f16(__global half *x, int x_off, int n, float value) {
+  int i = get_global_id(0);
+  if (i < n) vstore_half_rte(value, x_off + i, x);
+}
+
+__kernel void f32_to_f16(__global half *y, int y_off,
+                         __global const float *x, int x_off, int n) {
+  int i = get_global_id(0);
+  if (i < n) vstore_half_rte(x[x_off + i], y_off + i, y);
+}
+
+__kernel void f16_to_f32(__global float *y, int y_off,
+                         __global const half *x, int x_off, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[y_off + i] = vload_half(x_off + i, x);
+}
+
+/* Dynamic loss scaling: g *= inv_scale, and found[0] = 1 when any
+ * gradient is infinite or NaN (then the step is skipped; the gradients
+ * are thrown away, so scaling them anyway does no harm). */
+__kernel void unscale_check_f32(__global float *g, int g_off, int n,
+                                float inv_scale, __global int *found,
+                                int found_off) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float v = g[g_off + i];
+  if (!isfinite(v)) atomic_max(found + found_off, 1);
+  g[g_off + i] = v * inv_scale;
+}

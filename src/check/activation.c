@@ -1,0 +1,96 @@
+/* Checks of cl/activation.cl: relu, leaky relu, sigmoid, tanh, gelu. */
+#include <math.h>
+
+#include "check/harness.h"
+
+static double act_ref(clt_activation kind, double x, double alpha) {
+  switch (kind) {
+  case CLT_ACT_RELU: return x > 0.0 ? x : 0.0;
+  case CLT_ACT_LEAKY_RELU: return x > 0.0 ? x : alpha * x;
+  case CLT_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case CLT_ACT_TANH: return tanh(x);
+  case CLT_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  }
+  return NAN;
+}
+
+/* d act / dx at x, as PyTorch defines it (relu and leaky relu at 0 take
+ * the left-hand slope). */
+static double act_grad_ref(clt_activation kind, double x, double alpha) {
+  switch (kind) {
+  case CLT_ACT_RELU: return x > 0.0 ? 1.0 : 0.0;
+  case CLT_ACT_LEAKY_RELU: return x > 0.0 ? 1.0 : alpha;
+  case CLT_ACT_SIGMOID: {
+    double s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 - s);
+  }
+  case CLT_ACT_TANH: {
+    double t = tanh(x);
+    return 1.0 - t * t;
+  }
+  case CLT_ACT_GELU: {
+    double cdf = 0.5 * (1.0 + erf(x / sqrt(2.0)));
+    double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+    return cdf + x * pdf;
+  }
+  }
+  return NAN;
+}
+
+typedef struct act_args {
+  clt_activation kind;
+  int64_t n;
+  float alpha;
+  bool accumulate;
+} act_args;
+
+/* x uniform in [-4, 4] with one exact zero (the kink of relu). */
+static clt_status act_input(check_set *s, int64_t n, check_f32 **x) {
+  CLT_TRY(check_operand(s, n, -4.0f, 4.0f, x));
+  (*x)->host[n / 2] = 0.0f;
+  return check_upload(*x);
+}
+
+static clt_status act_forward_body(check_set *s, const void *arg) {
+  const act_args *a = arg;
+  check_f32 *x, *y;
+  CLT_TRY(act_input(s, a->n, &x));
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &y));
+  CLT_TRY(clt_activation_forward(s->ctx, y->t, x->t, a->n, a->kind, a->alpha));
+  for (int64_t i = 0; i < a->n; i++)
+    y->host[i] = (float)act_ref(a->kind, x->host[i], a->alpha);
+  return CLT_OK;
+}
+
+clt_status clt_check_activation_forward(clt_context *ctx, clt_activation kind,
+                                        int64_t n, float alpha,
+                                        double *max_err) {
+  act_args a = {kind, n, alpha, false};
+  return check_run(ctx, 60, act_forward_body, &a, max_err);
+}
+
+static clt_status act_backward_body(check_set *s, const void *arg) {
+  const act_args *a = arg;
+  check_f32 *x, *y, *dy, *dx;
+  CLT_TRY(act_input(s, a->n, &x));
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &y));
+  for (int64_t i = 0; i < a->n; i++)
+    y->host[i] = (float)act_ref(a->kind, x->host[i], a->alpha);
+  CLT_TRY(check_upload(y));
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &dx));
+  CLT_TRY(clt_activation_backward(s->ctx, dx->t, dy->t, x->t, y->t, a->n,
+                                  a->kind, a->alpha, a->accumulate));
+  for (int64_t i = 0; i < a->n; i++) {
+    double g = dy->host[i] * act_grad_ref(a->kind, x->host[i], a->alpha);
+    dx->host[i] = (float)(a->accumulate ? dx->host[i] + g : g);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_activation_backward(clt_context *ctx, clt_activation kind,
+                                         int64_t n, float alpha,
+                                         bool accumulate, double *max_err) {
+  act_args a = {kind, n, alpha, accumulate};
+  return check_run(ctx, 70, act_backward_body, &a, max_err);
+}

@@ -1,0 +1,203 @@
+/* Checks of cl/norm.cl: batch normalisation of x [N, C, HW] as
+ * torch.nn.BatchNorm1d/2d. Inputs are uniform in [-1, 1] plus a
+ * per-channel offset (up to +-4), so a one-pass variance would lose
+ * digits. */
+#include <math.h>
+
+#include "check/harness.h"
+
+typedef struct bn_args {
+  int64_t N, C, HW;
+  float eps;
+  bool training, accumulate;
+} bn_args;
+
+/* The offset of channel c's inputs: -4, -2, 0, 2, 4, -4, ... */
+static float bn_offset(int64_t c) { return (float)((c % 5) - 2) * 2.0f; }
+
+/* x [N, C, HW] uniform in [-1, 1] plus its channel's offset. */
+static clt_status bn_input(check_set *s, const bn_args *a, check_f32 **x) {
+  int64_t n = a->N * a->C * a->HW;
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, x));
+  for (int64_t i = 0; i < n; i++)
+    (*x)->host[i] += bn_offset((i / a->HW) % a->C);
+  return check_upload(*x);
+}
+
+/* Per-channel mean and biased variance in double, two passes. */
+static void bn_stats_ref(const float *x, const bn_args *a, int64_t c,
+                         double *mean, double *var) {
+  int64_t N = a->N, C = a->C, HW = a->HW;
+  double sum = 0.0, sq = 0.0;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t j = 0; j < HW; j++) sum += x[(n * C + c) * HW + j];
+  *mean = sum / (double)(N * HW);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t j = 0; j < HW; j++) {
+      double d = x[(n * C + c) * HW + j] - *mean;
+      sq += d * d;
+    }
+  *var = sq / (double)(N * HW);
+}
+
+static clt_status bn_stats_body(check_set *s, const void *arg) {
+  const bn_args *a = arg;
+  check_f32 *x, *mean, *var;
+  CLT_TRY(bn_input(s, a, &x));
+  CLT_TRY(check_operand(s, a->C, -1.0f, 1.0f, &mean));
+  CLT_TRY(check_operand(s, a->C, -1.0f, 1.0f, &var));
+  CLT_TRY(clt_bn_stats(s->ctx, mean->t, var->t, x->t, a->N, a->C, a->HW));
+  for (int64_t c = 0; c < a->C; c++) {
+    double m, v;
+    bn_stats_ref(x->host, a, c, &m, &v);
+    mean->host[c] = (float)m;
+    var->host[c] = (float)v;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
+                              int64_t HW, double *max_err) {
+  bn_args a = {.N = N, .C = C, .HW = HW};
+  return check_run(ctx, 240, bn_stats_body, &a, max_err);
+}
+
+typedef struct bn_running_args {
+  int64_t C, M;
+  float momentum;
+} bn_running_args;
+
+static clt_status bn_running_body(check_set *s, const void *arg) {
+  const bn_running_args *a = arg;
+  int64_t C = a->C, M = a->M;
+  if (M < 2)
+    return clt_ctx_fail(s->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "check: batch statistics need 2 values per channel "
+                        "(PyTorch refuses 1)");
+  check_f32 *rmean, *rvar, *tracked, *mean, *var;
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &rmean));
+  CLT_TRY(check_operand(s, C, 0.5f, 2.0f, &rvar));
+  CLT_TRY(check_operand(s, 1, -1.0f, 1.0f, &tracked));
+  tracked->host[0] = 3.0f;
+  CLT_TRY(check_upload(tracked));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &mean));
+  CLT_TRY(check_operand(s, C, 0.0f, 2.0f, &var));
+  CLT_TRY(clt_bn_update_running(s->ctx, rmean->t, rvar->t, tracked->t, mean->t,
+                                var->t, C, M, a->momentum));
+  double m = a->momentum;
+  for (int64_t c = 0; c < C; c++) {
+    double unbiased = var->host[c] * (double)M / (double)(M - 1);
+    rmean->host[c] = (float)((1.0 - m) * rmean->host[c] + m * mean->host[c]);
+    rvar->host[c] = (float)((1.0 - m) * rvar->host[c] + m * unbiased);
+  }
+  tracked->host[0] = 4.0f;
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
+                                       float momentum, double *max_err) {
+  bn_running_args a = {C, M, momentum};
+  return check_run(ctx, 250, bn_running_body, &a, max_err);
+}
+
+/* mean[c] near channel c's offset (or its batch mean), var in [0.25, 2]
+ * (or the batch variance), both as float. */
+static clt_status bn_moments(check_set *s, const check_f32 *x, const bn_args *a,
+                             bool batch, check_f32 **mean, check_f32 **var) {
+  CLT_TRY(check_operand(s, a->C, -0.5f, 0.5f, mean));
+  CLT_TRY(check_operand(s, a->C, 0.25f, 2.0f, var));
+  for (int64_t c = 0; c < a->C; c++) {
+    if (batch) {
+      double m, v;
+      bn_stats_ref(x->host, a, c, &m, &v);
+      (*mean)->host[c] = (float)m;
+      (*var)->host[c] = (float)v;
+    } else {
+      (*mean)->host[c] += bn_offset(c);
+    }
+  }
+  CLT_TRY(check_upload(*mean));
+  return check_upload(*var);
+}
+
+static clt_status bn_forward_body(check_set *s, const void *arg) {
+  const bn_args *a = arg;
+  int64_t C = a->C, HW = a->HW, n = a->N * C * HW;
+  check_f32 *x, *mean, *var, *gamma, *beta, *y;
+  CLT_TRY(bn_input(s, a, &x));
+  CLT_TRY(bn_moments(s, x, a, false, &mean, &var));
+  CLT_TRY(check_operand(s, C, -1.5f, 1.5f, &gamma));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &beta));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  CLT_TRY(clt_bn_forward(s->ctx, y->t, x->t, mean->t, var->t, gamma->t, beta->t,
+                         a->N, C, HW, a->eps));
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = (i / HW) % C;
+    double inv = 1.0 / sqrt((double)var->host[c] + a->eps);
+    y->host[i] =
+        (float)(((double)x->host[i] - mean->host[c]) * inv * gamma->host[c] +
+                beta->host[c]);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
+                                int64_t HW, float eps, double *max_err) {
+  bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps};
+  return check_run(ctx, 260, bn_forward_body, &a, max_err);
+}
+
+static clt_status bn_backward_body(check_set *s, const void *arg) {
+  const bn_args *a = arg;
+  int64_t N = a->N, C = a->C, HW = a->HW, M = N * HW, n = N * C * HW;
+  float eps = a->eps;
+  bool training = a->training, accumulate = a->accumulate;
+  check_f32 *x, *mean, *var, *gamma, *dy, *dx, *dgamma, *dbeta, *dgamma2,
+      *dbeta2;
+  CLT_TRY(bn_input(s, a, &x));
+  CLT_TRY(bn_moments(s, x, a, training, &mean, &var));
+  CLT_TRY(check_operand(s, C, -1.5f, 1.5f, &gamma));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &dx));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dgamma));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dbeta));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dgamma2));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dbeta2));
+  CLT_TRY(clt_bn_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
+                          mean->t, var->t, gamma->t, N, C, HW, eps, training,
+                          accumulate));
+  /* Without dx, dgamma and dbeta must come all the same. */
+  CLT_TRY(clt_bn_backward(s->ctx, NULL, dgamma2->t, dbeta2->t, dy->t, x->t,
+                          mean->t, var->t, gamma->t, N, C, HW, eps, training,
+                          accumulate));
+  for (int64_t c = 0; c < C; c++) {
+    double mu = mean->host[c], inv = 1.0 / sqrt((double)var->host[c] + eps);
+    double sg = 0.0, sb = 0.0;
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t j = 0; j < HW; j++) {
+        int64_t i = (b * C + c) * HW + j;
+        sb += dy->host[i];
+        sg += dy->host[i] * ((x->host[i] - mu) * inv);
+      }
+    double k = gamma->host[c] * inv;
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t j = 0; j < HW; j++) {
+        int64_t i = (b * C + c) * HW + j;
+        double xhat = (x->host[i] - mu) * inv;
+        double g = training ? k / (double)M *
+                                  ((double)M * dy->host[i] - sb - xhat * sg)
+                            : k * dy->host[i];
+        dx->host[i] = (float)(accumulate ? dx->host[i] + g : g);
+      }
+    dgamma->host[c] = dgamma2->host[c] = (float)sg;
+    dbeta->host[c] = dbeta2->host[c] = (float)sb;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
+                                 int64_t HW, float eps, bool training,
+                                 bool accumulate, double *max_err) {
+  bn_args a = {N, C, HW, eps, training, accumulate};
+  return check_run(ctx, 270, bn_backward_body, &a, max_err);
+}

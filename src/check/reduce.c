@@ -1,0 +1,75 @@
+/* Checks of cl/reduce.cl: sums over channels, sums into an accumulator. */
+#include "check/harness.h"
+
+typedef struct sum_channels_args {
+  int64_t outer, channels, inner;
+  bool accumulate;
+} sum_channels_args;
+
+static clt_status sum_channels_body(check_set *s, const void *arg) {
+  const sum_channels_args *a = arg;
+  int64_t channels = a->channels, inner = a->inner;
+  check_f32 *x, *out;
+  CLT_TRY(check_operand(s, a->outer * channels * inner, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, channels, -1.0f, 1.0f, &out));
+  CLT_TRY(clt_sum_channels_forward(s->ctx, out->t, x->t, a->outer, channels,
+                                   inner, a->accumulate));
+  for (int64_t c = 0; c < channels; c++) {
+    double sum = a->accumulate ? out->host[c] : 0.0;
+    for (int64_t o = 0; o < a->outer; o++)
+      for (int64_t i = 0; i < inner; i++)
+        sum += x->host[(o * channels + c) * inner + i];
+    out->host[c] = (float)sum;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
+                                  int64_t channels, int64_t inner,
+                                  bool accumulate, double *max_err) {
+  sum_channels_args a = {outer, channels, inner, accumulate};
+  return check_run(ctx, 120, sum_channels_body, &a, max_err);
+}
+
+/* The accumulator's length: the slots beside `index` must not change. */
+#define ACC_SLOTS 5
+
+typedef struct sum_into_args {
+  int64_t n;
+  int index;
+  float scale;
+  bool squares;
+} sum_into_args;
+
+static clt_status sum_into_body(check_set *s, const void *arg) {
+  const sum_into_args *a = arg;
+  if (a->index < 0 || a->index >= ACC_SLOTS)
+    return clt_ctx_fail(s->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "check: accumulator index %d outside 0..%d", a->index,
+                        ACC_SLOTS - 1);
+  check_f32 *x, *acc;
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, ACC_SLOTS, -1.0f, 1.0f, &acc));
+  if (a->squares)
+    CLT_TRY(clt_sumsq_into(s->ctx, acc->t, a->index, x->t, a->n));
+  else
+    CLT_TRY(clt_sum_into(s->ctx, acc->t, a->index, x->t, a->n, a->scale));
+  double sum = 0.0;
+  for (int64_t i = 0; i < a->n; i++)
+    sum += a->squares ? (double)x->host[i] * x->host[i] : x->host[i];
+  acc->host[a->index] =
+      (float)(acc->host[a->index] + (a->squares ? sum : a->scale * sum));
+  return CLT_OK;
+}
+
+clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
+                              float scale, double *max_err) {
+  sum_into_args a = {n, index, scale, false};
+  return check_run(ctx, 130, sum_into_body, &a, max_err);
+}
+
+clt_status clt_check_sumsq_into(clt_context *ctx, int64_t n, int index,
+                                double *max_err) {
+  sum_into_args a = {n, index, 1.0f, true};
+  return check_run(ctx, 140, sum_into_body, &a, max_err);
+}

@@ -1,0 +1,275 @@
+/* Buffer planning by liveness (DESIGN.md: buffers are planned when the
+ * graph is compiled for a batch size, so that a training step allocates
+ * nothing). Every node output, gradient and layer workspace is a request
+ * with the steps it lives over; requests whose steps do not overlap share
+ * device memory. A compile runs the graph as 2N steps over its N nodes:
+ * node i's forward is step i and its backward step 2N-1-i.
+ *
+ * What lives how long:
+ *   - an output from its forward to its own backward, 2N-1-i: its
+ *     consumers come later, so their backwards (which read it) come
+ *     earlier; reshapes are views and change nothing;
+ *   - the input's output (the loader writes it before step 0) and the
+ *     loss's input (clt_graph_predictions reads it after any step): always;
+ *   - a gradient from the backward of its last consumer (the first to
+ *     write it) to its own backward;
+ *   - a workspace as its layer declares (clt_live).
+ * Placement is greedy by size (largest first, each at the lowest offset
+ * free over its steps) in arenas of at most the device's largest buffer;
+ * offsets are aligned so that kernels and CLBlast see aligned operands.
+ * Views carry the offset (KT passes it to every kernel), so no OpenCL
+ * sub-buffers and their alignment rules are involved. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+
+/* Offsets in elements: 256 bytes, a cache line or more on every device. */
+#define ALIGN_ELEMS ((int64_t)64)
+
+static int64_t align_up(int64_t x) {
+  return (x + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS;
+}
+
+static int step_forward(const clt_graph *g, int node) {
+  (void)g;
+  return node;
+}
+
+static int step_backward(const clt_graph *g, int node) {
+  return 2 * g->n_nodes - 1 - node;
+}
+
+static clt_status add_request(clt_graph *g, int node, int kind,
+                              clt_tensor **slot, clt_dtype dtype,
+                              int64_t numel, int first, int last) {
+  if (clt_dtype_size(dtype) != 4)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INTERNAL,
+                        "buffer plan: only 4-byte element types");
+  if (g->n_requests == g->cap_requests) {
+    int cap = g->cap_requests ? 2 * g->cap_requests : 64;
+    clt_buffer_request *r = realloc(g->requests, (size_t)cap * sizeof *r);
+    if (!r) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "buffer plan");
+    g->requests = r;
+    g->cap_requests = cap;
+  }
+  clt_buffer_request *r = &g->requests[g->n_requests++];
+  memset(r, 0, sizeof *r);
+  r->node = node;
+  r->kind = kind;
+  r->slot = slot;
+  r->dtype = dtype;
+  r->numel = numel;
+  r->first = first;
+  r->last = last;
+  r->round = g->plan_round;
+  r->arena = -1;
+  return CLT_OK;
+}
+
+clt_status clt_graph_workspace(clt_graph *g, const clt_graph_node *n,
+                               clt_dtype dtype, int64_t numel, clt_live live,
+                               clt_tensor **slot) {
+  int f = step_forward(g, n->index), b = step_backward(g, n->index);
+  int first = 0, last = 2 * g->n_nodes - 1;
+  switch (live) {
+  case CLT_LIVE_FORWARD: first = last = f; break;
+  case CLT_LIVE_BACKWARD: first = last = b; break;
+  case CLT_LIVE_SAVED: first = f, last = b; break;
+  case CLT_LIVE_ALWAYS: break;
+  }
+  *slot = NULL;
+  return add_request(g, n->index, CLT_REQ_WORK, slot, dtype, numel, first,
+                     last);
+}
+
+static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
+  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
+  return n;
+}
+
+clt_status clt_graph_plan_node_buffers(clt_graph *g) {
+  int n_nodes = g->n_nodes, all_last = 2 * n_nodes - 1;
+  int *grad_first = malloc((size_t)n_nodes * sizeof *grad_first);
+  if (!grad_first)
+    return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "buffer plan");
+  for (int i = 0; i < n_nodes; i++) grad_first[i] = step_backward(g, i);
+  /* A gradient is first written by the backward of its last consumer
+   * (through reshapes, whose gradients are views of their input's). */
+  for (int c = 0; c < n_nodes; c++) {
+    clt_graph_node *n = &g->nodes[c];
+    if (n->ops->aliases_input) continue;
+    for (int k = 0; k < n->n_inputs; k++) {
+      int o = owner_of(g, clt_graph_in(g, n, k))->index;
+      if (step_backward(g, c) < grad_first[o])
+        grad_first[o] = step_backward(g, c);
+    }
+  }
+  int pinned = -1;
+  if (g->loss_node >= 0)
+    pinned = owner_of(g, clt_graph_in(g, &g->nodes[g->loss_node], 0))->index;
+  clt_status st = CLT_OK;
+  for (int i = 0; st == CLT_OK && i < n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (n->ops->aliases_input) continue;
+    int64_t len = g->max_batch * n->size;
+    bool always = i == g->input_node || i == pinned;
+    st = add_request(g, i, CLT_REQ_OUT, NULL, CLT_F32, len,
+                     always ? 0 : step_forward(g, i),
+                     always ? all_last : step_backward(g, i));
+    if (st == CLT_OK && n->needs_grad && !n->is_loss)
+      st = add_request(g, i, CLT_REQ_GRAD, NULL, CLT_F32, len, grad_first[i],
+                       step_backward(g, i));
+  }
+  free(grad_first);
+  return st;
+}
+
+static clt_tensor **slot_of(clt_graph *g, const clt_buffer_request *r) {
+  if (r->kind == CLT_REQ_OUT) return &g->nodes[r->node].out;
+  if (r->kind == CLT_REQ_GRAD) return &g->nodes[r->node].grad;
+  return r->slot;
+}
+
+static bool overlap_in_time(const clt_buffer_request *a,
+                            const clt_buffer_request *b) {
+  return a->first <= b->last && b->first <= a->last;
+}
+
+/* Largest first; ties in the order asked, so that plans are reproducible. */
+static bool before_by_size(const clt_buffer_request *rs, int a, int b) {
+  if (rs[a].numel != rs[b].numel) return rs[a].numel > rs[b].numel;
+  return a < b;
+}
+
+static bool before_by_offset(const clt_buffer_request *rs, int a, int b) {
+  if (rs[a].offset != rs[b].offset) return rs[a].offset < rs[b].offset;
+  return a < b;
+}
+
+/* Insertion sort of request indices (a graph has hundreds at most). */
+static void sort_requests(int *idx, int count, const clt_buffer_request *rs,
+                          bool (*before)(const clt_buffer_request *, int,
+                                         int)) {
+  for (int i = 1; i < count; i++) {
+    int v = idx[i], j = i;
+    for (; j > 0 && before(rs, v, idx[j - 1]); j--) idx[j] = idx[j - 1];
+    idx[j] = v;
+  }
+}
+
+/* The lowest aligned offset in arena a where r fits beside the requests
+ * already placed there that live at the same time; -1 if none below cap.
+ * near: scratch of n_requests ints. */
+static int64_t lowest_fit(clt_graph *g, int a, const clt_buffer_request *r,
+                          int64_t cap, int *near) {
+  int count = 0;
+  for (int i = 0; i < g->n_requests; i++) {
+    const clt_buffer_request *p = &g->requests[i];
+    if (p->arena == a && p != r && overlap_in_time(p, r)) near[count++] = i;
+  }
+  sort_requests(near, count, g->requests, before_by_offset);
+  int64_t off = 0;
+  for (int i = 0; i < count; i++) {
+    const clt_buffer_request *p = &g->requests[near[i]];
+    if (off + r->numel <= p->offset) break;
+    int64_t end = align_up(p->offset + p->numel);
+    if (end > off) off = end;
+  }
+  return off + r->numel <= cap ? off : -1;
+}
+
+static clt_status add_arena(clt_graph *g, int64_t numel) {
+  if (g->n_arenas == g->cap_arenas) {
+    int cap = g->cap_arenas ? 2 * g->cap_arenas : 4;
+    clt_tensor **a = realloc(g->arenas, (size_t)cap * sizeof *a);
+    if (!a) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "buffer plan");
+    g->arenas = a;
+    g->cap_arenas = cap;
+  }
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &numel,
+                            &g->arenas[g->n_arenas]));
+  g->n_arenas++;
+  g->arena_bytes += numel * 4;
+  return CLT_OK;
+}
+
+clt_status clt_graph_plan_place(clt_graph *g) {
+  int round = g->plan_round++;
+  /* An arena is at most the device's largest buffer (and what a tensor
+   * may index); a larger request gets its own and fails there, with the
+   * pool's message. */
+  int64_t cap = (int64_t)(g->ctx->info.max_alloc_bytes / 4);
+  if (cap > INT32_MAX) cap = INT32_MAX;
+  cap = cap / ALIGN_ELEMS * ALIGN_ELEMS;
+  int *order = malloc((size_t)(2 * g->n_requests + 1) * sizeof *order);
+  int64_t *sizes = calloc((size_t)g->n_requests + 1, sizeof *sizes);
+  if (!order || !sizes) {
+    free(order);
+    free(sizes);
+    return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "buffer plan");
+  }
+  int *near = order + g->n_requests;
+  int count = 0;
+  for (int i = 0; i < g->n_requests; i++)
+    if (g->requests[i].round == round) {
+      clt_buffer_request *r = &g->requests[i];
+      if (!g->share_buffers) { /* every buffer alive all the time */
+        r->first = 0;
+        r->last = INT_MAX;
+      }
+      g->requested_bytes += r->numel * 4;
+      order[count++] = i;
+    }
+  sort_requests(order, count, g->requests, before_by_size);
+  int first_arena = g->n_arenas, n_new = 0;
+  for (int k = 0; k < count; k++) {
+    clt_buffer_request *r = &g->requests[order[k]];
+    for (int a = 0; a < n_new && r->arena < 0; a++) {
+      int64_t off = lowest_fit(g, first_arena + a, r, cap, near);
+      if (off >= 0) {
+        r->arena = first_arena + a;
+        r->offset = off;
+      }
+    }
+    if (r->arena < 0) {
+      r->arena = first_arena + n_new++;
+      r->offset = 0;
+    }
+    int64_t *size = &sizes[r->arena - first_arena];
+    if (r->offset + r->numel > *size) *size = r->offset + r->numel;
+  }
+  clt_status st = CLT_OK;
+  for (int a = 0; st == CLT_OK && a < n_new; a++) st = add_arena(g, sizes[a]);
+  for (int k = 0; st == CLT_OK && k < count; k++) {
+    clt_buffer_request *r = &g->requests[order[k]];
+    clt_tensor **slot = slot_of(g, r);
+    st = clt_tensor_view(g->arenas[r->arena], r->offset, 1, &r->numel, slot);
+    if (st == CLT_OK) (*slot)->dtype = r->dtype;
+  }
+  if (st == CLT_OK && count > 0)
+    clt_ctx_log(g->ctx, CLT_LOG_INFO,
+                "buffer plan, round %d: %d buffers; so far %.1f MiB asked, "
+                "%.1f MiB held in %d shared buffers",
+                round, count, (double)g->requested_bytes / 1048576.0,
+                (double)g->arena_bytes / 1048576.0, g->n_arenas);
+  free(order);
+  free(sizes);
+  return st;
+}
+
+void clt_graph_plan_release(clt_graph *g) {
+  for (int i = 0; i < g->n_requests; i++) {
+    clt_buffer_request *r = &g->requests[i];
+    if (r->kind != CLT_REQ_WORK) continue; /* the nodes' own: graph.c */
+    clt_tensor_destroy(*r->slot);
+    *r->slot = NULL;
+  }
+  g->n_requests = 0;
+  for (int a = 0; a < g->n_arenas; a++) clt_tensor_destroy(g->arenas[a]);
+  g->n_arenas = 0;
+  g->plan_round = 0;
+  g->requested_bytes = g->arena_bytes = 0;
+}
