@@ -48,7 +48,8 @@ int cli_dist_open(clt_dist **dist);
 /* The device spec of this rank (into buf): spec (or $CLT_DEVICE) with
  * "%r" replaced by the rank; "TYPE:%r", or with several ranks no spec or
  * a TYPE ("gpu", "cpu", "accelerator"): the (rank mod count)-th device of
- * that type (no spec: GPUs if there are any, else CPUs); else spec. */
+ * that type, rank counted on this machine where the launcher says (no
+ * spec: GPUs if there are any, else CPUs); else spec. */
 const char *cli_rank_device(const char *spec, const clt_dist *dist,
                             char *buf, size_t len);
 

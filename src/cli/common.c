@@ -170,6 +170,11 @@ const char *cli_rank_device(const char *spec, const clt_dist *dist,
   int count = 0;
   for (size_t i = 0; i < list.count; i++)
     if ((int)list.devices[i].type == type) count++;
+  /* Across machines: the rank among this machine's ranks, where the
+   * launcher says (Open MPI, else PMI). */
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!local) local = getenv("PMI_LOCAL_RANK");
+  if (local && *local) rank = atoi(local);
   const char *out = spec;
   for (size_t i = 0, k = 0; count > 0 && i < list.count; i++) {
     if ((int)list.devices[i].type != type) continue;
