@@ -196,17 +196,26 @@ static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
 }
 
 
+typedef struct forward_gemm {
+  clt_graph *g;
+  clt_graph_node *n;
+} forward_gemm;
+
+static clt_status run_forward_gemm(void *user) {
+  forward_gemm *f = user;
+  conv_state *s = f->n->state;
+  return run_product(f->g, s, forward_product, &s->plan_fwd,
+                     &f->n->params[0].value, s->col, s->tmp);
+}
+
+/* The op clt_conv2d_forward runs, with the measured plan's GEMM. */
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  const clt_window *w = &s->w;
-  int64_t ohw = w->OH * w->OW;
-  CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
-                             g->batch, w));
-  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd,
-                      &n->params[0].value, s->col, s->tmp));
-  return clt_swap_axes01(g->ctx, n->out, s->tmp,
-                         s->bias ? &n->params[1].value : NULL, s->filters,
-                         g->batch, ohw);
+  forward_gemm f = {g, n};
+  return clt_conv2d_forward_with(g->ctx, &s->w, s->filters, g->batch,
+                                 clt_graph_in(g, n, 0)->out,
+                                 s->bias ? &n->params[1].value : NULL, s->col,
+                                 s->tmp, n->out, run_forward_gemm, &f);
 }
 
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
