@@ -307,6 +307,39 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
 
+/* A 2-D convolution's forward (cross-correlation, as PyTorch's Conv2d):
+ * input x [batch, C, H, W], weight [filters, C, KH, KW], bias [filters]
+ * (may be NULL), output y [batch, filters, OH, OW], all NCHW f32. */
+typedef struct clt_conv2d_shape {
+  int64_t batch, C, H, W, filters, KH, KW;
+  int64_t stride_h, stride_w; /* 0 means 1 */
+  int64_t pad_h, pad_w;
+  int64_t dil_h, dil_w;       /* 0 means 1 */
+} clt_conv2d_shape;
+
+/* The output's height and width, and the floats of the two workspaces the
+ * forward needs (col: C*KH*KW x batch*OH*OW; tmp: filters x batch*OH*OW).
+ * CLT_ERR_SHAPE when the window does not fit the padded input. */
+CLT_API clt_status clt_conv2d_sizes(const clt_conv2d_shape *s, int64_t *oh,
+                                    int64_t *ow, int64_t *col_floats,
+                                    int64_t *tmp_floats);
+/* y = conv(x, weight) + bias the way the conv2d layer runs it: im2col
+ * into col, one GEMM into tmp, an axis swap (with the bias) into y. */
+CLT_API clt_status clt_conv2d_forward(clt_context *ctx,
+                                      const clt_conv2d_shape *s,
+                                      const clt_tensor *x,
+                                      const clt_tensor *weight,
+                                      const clt_tensor *bias, clt_tensor *col,
+                                      clt_tensor *tmp, clt_tensor *y);
+/* The same (no bias) through CLBlast's convgemm, for comparison (`cltrain
+ * bench conv`); x, weight and y must start at element 0 of their
+ * buffers. */
+CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
+                                               const clt_conv2d_shape *s,
+                                               const clt_tensor *x,
+                                               const clt_tensor *weight,
+                                               clt_tensor *y);
+
 /* CLBlast's GEMM kernel parameters, measured on the device (what `cltrain
  * tune --gemm` runs): a handful of parameter sets of its direct
  * (XgemmDirect) and indirect (Xgemm) kernels, each timed on the products

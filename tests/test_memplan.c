@@ -66,6 +66,13 @@ static void check_no_overlap(const clt_graph *g) {
   for (int i = 0; i < g->n_requests; i++)
     for (int j = i + 1; j < g->n_requests; j++) {
       const clt_buffer_request *a = &g->requests[i], *b = &g->requests[j];
+      if (a->partner == j && b->merged) {
+        /* A kept pair: one buffer, alive from the forward to the
+         * backward. */
+        ck_assert(a->arena == b->arena && a->offset == b->offset);
+        ck_assert(a->first <= b->first && b->last <= a->last);
+        continue;
+      }
       if (a->arena != b->arena) continue;
       bool same_time = a->first <= b->last && b->first <= a->last;
       bool same_memory = a->offset < b->offset + b->numel &&
@@ -83,6 +90,11 @@ START_TEST(test_buffers_are_shared) {
   for (int m = 0; m < 3; m++) {
     clt_graph *g = compiled(models[m], 16, true);
     check_no_overlap(g);
+    /* The CNN's convolutions keep their im2col from the forward to the
+     * backward: it costs the plan less than an eighth more. */
+    int kept = 0;
+    for (int i = 0; i < g->n_requests; i++) kept += g->requests[i].merged;
+    if (m == 0) ck_assert_int_gt(kept, 0);
     ck_assert_int_gt(g->n_arenas, 0);
     /* The sum of what every node and layer asked for, and what they got
      * (the small mse model keeps most of its buffers: its input and the

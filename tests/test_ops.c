@@ -643,6 +643,71 @@ static void assert_adjoint(double lhs, double rhs, double mag,
                 "%s: <A x, d> = %.9g but <x, A^T d> = %.9g", what, lhs, rhs);
 }
 
+/* The public convolution op (the layer's path) and CLBlast's convgemm
+ * against a direct host convolution, odd shape, stride, padding,
+ * dilation, bias. */
+START_TEST(conv2d_public_op) {
+  clt_conv2d_shape sh = {.batch = 3, .C = 2, .H = 7, .W = 9, .filters = 5,
+                         .KH = 3, .KW = 2, .stride_h = 2, .stride_w = 1,
+                         .pad_h = 1, .pad_w = 0, .dil_h = 1, .dil_w = 2};
+  int64_t oh, ow, ncol, ntmp;
+  ck_assert_ok(clt_conv2d_sizes(&sh, &oh, &ow, &ncol, &ntmp));
+  ck_assert_int_eq(oh, 4);
+  ck_assert_int_eq(ow, 7);
+  int64_t nx = 3 * 2 * 7 * 9, nw = 5 * 2 * 3 * 2, ny = 3 * 5 * oh * ow;
+  float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc(5 * 4),
+        *y = malloc(ny * 4), *ref = calloc(ny, 4);
+  for (int64_t i = 0; i < nx; i++) x[i] = (float)((i * 37) % 11) / 5.0f - 1;
+  for (int64_t i = 0; i < nw; i++) w[i] = (float)((i * 13) % 7) / 3.0f - 1;
+  for (int i = 0; i < 5; i++) b[i] = 0.1f * (float)i;
+  for (int n = 0; n < 3; n++)
+    for (int f = 0; f < 5; f++)
+      for (int i = 0; i < oh; i++)
+        for (int j = 0; j < ow; j++) {
+          double acc = b[f];
+          for (int c = 0; c < 2; c++)
+            for (int p = 0; p < 3; p++)
+              for (int q = 0; q < 2; q++) {
+                int64_t r = i * 2 - 1 + p, t = j + 2 * q;
+                if (r < 0 || r >= 7 || t < 0 || t >= 9) continue;
+                acc += (double)x[((n * 2 + c) * 7 + r) * 9 + t] *
+                       w[((f * 2 + c) * 3 + p) * 2 + q];
+              }
+          ref[((n * 5 + f) * oh + i) * ow + j] = (float)acc;
+        }
+  clt_tensor *tx, *tw, *tb, *tc, *tt, *ty;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &nx, &tx));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &nw, &tw));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){5}, &tb));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ncol, &tc));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ntmp, &tt));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ny, &ty));
+  ck_assert_ok(clt_tensor_upload(tx, x));
+  ck_assert_ok(clt_tensor_upload(tw, w));
+  ck_assert_ok(clt_tensor_upload(tb, b));
+  ck_assert_ok(clt_conv2d_forward(g_ctx, &sh, tx, tw, tb, tc, tt, ty));
+  ck_assert_ok(clt_tensor_download(ty, y));
+  for (int64_t i = 0; i < ny; i++)
+    ck_assert_msg(fabsf(y[i] - ref[i]) < 1e-4f, "y[%lld] %g, want %g",
+                  (long long)i, (double)y[i], (double)ref[i]);
+  if (!test_tiny()) { /* oclgrind runs no CLBlast */
+    ck_assert_ok(clt_conv2d_forward_convgemm(g_ctx, &sh, tx, tw, ty));
+    ck_assert_ok(clt_tensor_download(ty, y));
+    for (int64_t i = 0; i < ny; i++) {
+      int64_t f = i / (oh * ow) % 5;
+      ck_assert_msg(fabsf(y[i] + b[f] - ref[i]) < 1e-4f, "convgemm y[%lld]",
+                    (long long)i);
+    }
+  }
+  sh.KH = 9; /* does not fit */
+  ck_assert_int_eq(clt_conv2d_forward(g_ctx, &sh, tx, tw, tb, tc, tt, ty),
+                   CLT_ERR_SHAPE);
+  clt_tensor *all[] = {tx, tw, tb, tc, tt, ty};
+  for (int i = 0; i < 6; i++) clt_tensor_destroy(all[i]);
+  free(x), free(w), free(b), free(y), free(ref);
+}
+END_TEST
+
 START_TEST(im2col_windows) {
   static const int64_t full_batches[] = {1, 3}, tiny_batches[] = {1, 2};
   const int64_t *batches = test_tiny() ? tiny_batches : full_batches;
@@ -1046,6 +1111,7 @@ static Suite *ops_suite(void) {
   suite_add_tcase(s, opt);
 
   TCase *conv = tcase_create("conv");
+  tcase_add_test(conv, conv2d_public_op);
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());

@@ -3,6 +3,7 @@
 #define CLT_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cltrain.h"
@@ -39,6 +40,17 @@ clt_context *cli_open_context(const char *device, bool profiling);
 bool cli_check_output_path(const char *opt, const char *path);
 
 double cli_now(void);
+
+/* Returns from the calling function with the status of expr unless it is
+ * CLT_OK. */
+#define CLI_TRY(expr)                                                          \
+  do {                                                                         \
+    clt_status cli_try_status_ = (expr);                                       \
+    if (cli_try_status_ != CLT_OK) return cli_try_status_;                     \
+  } while (0)
+
+/* n floats uniform in [lo, hi) from seed (splitmix64), for benchmarks. */
+void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi);
 
 /* Under mpirun (Open MPI's or a PMI launcher's environment): joins the job
  * (*dist, NULL for one process) and returns 0; prints why not and returns

@@ -5,12 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <clblast_c.h>
-
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "common/rng.h"
-#include "ops/ops.h"
 
 #ifdef CLT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -64,8 +60,8 @@ static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
                               clt_tensor **t, float **host) {
   *host = malloc((size_t)n * sizeof(float));
   if (!*host) return CLT_ERR_HOST_MEMORY;
-  clt_random_fill(*host, n, seed, -1.0f, 1.0f);
-  CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, &n, t));
+  cli_random_fill(*host, n, seed, -1.0f, 1.0f);
+  CLI_TRY(clt_tensor_create(ctx, CLT_F32, 1, &n, t));
   return clt_tensor_upload(*t, *host);
 }
 
@@ -77,21 +73,21 @@ static clt_status time_clblast(clt_context *ctx, const gemm_shape *s,
   /* Two untimed calls: the first compiles CLBlast's kernel. */
   for (int i = -2; elapsed < 0.5 || reps < 3; i++) {
     if (i == 0) {
-      CLT_TRY(clt_context_finish(ctx));
+      CLI_TRY(clt_context_finish(ctx));
       t0 = cli_now();
     }
-    CLT_TRY(clt_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f,
+    CLI_TRY(clt_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f,
                                      a, s->m * s->k, b, s->k * s->n, 0.0f, c,
                                      s->m * s->n, s->batch));
     if (i >= 0) {
       reps++;
       if (reps % 4 == 0 || reps < 4) {
-        CLT_TRY(clt_context_finish(ctx));
+        CLI_TRY(clt_context_finish(ctx));
         elapsed = cli_now() - t0;
       }
     }
   }
-  CLT_TRY(clt_context_finish(ctx));
+  CLI_TRY(clt_context_finish(ctx));
   *seconds = (cli_now() - t0) / reps;
   return CLT_OK;
 }
@@ -212,14 +208,14 @@ static const conv_case conv_cases[] = {
 static clt_status time_calls(clt_context *ctx,
                              clt_status (*fn)(clt_context *, void *),
                              void *user, double *seconds) {
-  CLT_TRY(fn(ctx, user));
-  CLT_TRY(fn(ctx, user));
-  CLT_TRY(clt_context_finish(ctx));
+  CLI_TRY(fn(ctx, user));
+  CLI_TRY(fn(ctx, user));
+  CLI_TRY(clt_context_finish(ctx));
   int reps = 0;
   double t0 = cli_now();
   while (reps < 3 || cli_now() - t0 < 0.5) {
-    CLT_TRY(fn(ctx, user));
-    CLT_TRY(clt_context_finish(ctx));
+    CLI_TRY(fn(ctx, user));
+    CLI_TRY(clt_context_finish(ctx));
     reps++;
   }
   *seconds = (cli_now() - t0) / reps;
@@ -227,53 +223,37 @@ static clt_status time_calls(clt_context *ctx,
 }
 
 typedef struct conv_bufs {
-  clt_window w;
-  int64_t filters, batch;
+  clt_conv2d_shape shape;
   clt_tensor *x, *weight, *col, *tmp, *y;
 } conv_bufs;
 
-/* cltrain's forward path: im2col, one GEMM, the axis swap. */
+/* cltrain's forward path (the conv2d layer's): im2col, one GEMM, the axis
+ * swap. */
 static clt_status run_im2col_gemm(clt_context *ctx, void *user) {
   conv_bufs *b = user;
-  int64_t ckk = b->w.C * b->w.KH * b->w.KW, ohw = b->w.OH * b->w.OW;
-  CLT_TRY(clt_im2col_forward(ctx, b->col, b->x, b->batch, &b->w));
-  CLT_TRY(clt_gemm(ctx, CLT_NO_TRANS, CLT_NO_TRANS, b->filters,
-                   b->batch * ohw, ckk, 1.0f, b->weight, b->col, 0.0f,
-                   b->tmp));
-  return clt_swap_axes01(ctx, b->y, b->tmp, NULL, b->filters, b->batch, ohw);
+  return clt_conv2d_forward(ctx, &b->shape, b->x, b->weight, NULL, b->col,
+                            b->tmp, b->y);
 }
 
 static clt_status run_convgemm(clt_context *ctx, void *user) {
   conv_bufs *b = user;
-  const clt_window *w = &b->w;
-  CLBlastStatusCode rc = CLBlastSconvgemm(
-      CLBlastKernelModeCrossCorrelation, (size_t)w->C, (size_t)w->H,
-      (size_t)w->W, (size_t)w->KH, (size_t)w->KW, (size_t)w->pad_h,
-      (size_t)w->pad_w, (size_t)w->stride_h, (size_t)w->stride_w,
-      (size_t)w->dil_h, (size_t)w->dil_w, (size_t)b->filters,
-      (size_t)b->batch, b->x->buffer, 0, b->weight->buffer, 0, b->y->buffer,
-      0, &ctx->queue, NULL);
-  if (rc != CLBlastSuccess)
-    return clt_ctx_fail(ctx, CLT_ERR_CLBLAST, "CLBlastSconvgemm: %d",
-                        (int)rc);
-  return CLT_OK;
+  return clt_conv2d_forward_convgemm(ctx, &b->shape, b->x, b->weight, b->y);
 }
 
 static clt_status bench_conv_case(clt_context *ctx, const conv_case *c) {
-  conv_bufs b = {.filters = c->filters, .batch = c->batch};
-  b.w = (clt_window){.C = c->C, .H = c->H, .W = c->W, .KH = c->K,
-                     .KW = c->K, .stride_h = 1, .stride_w = 1, .dil_h = 1,
-                     .dil_w = 1};
-  b.w.OH = clt_window_out(c->H, c->K, 0, 1, 1);
-  b.w.OW = clt_window_out(c->W, c->K, 0, 1, 1);
-  int64_t ckk = c->C * c->K * c->K, cols = c->batch * b.w.OH * b.w.OW;
-  int64_t nx = c->batch * c->C * c->H * c->W, nw = c->filters * ckk,
-          ncol = ckk * cols, ny = c->filters * cols;
-  clt_status st = clt_tensor_create(ctx, CLT_F32, 1, &nx, &b.x);
+  conv_bufs b = {0};
+  b.shape = (clt_conv2d_shape){.batch = c->batch, .C = c->C, .H = c->H,
+                               .W = c->W, .filters = c->filters, .KH = c->K,
+                               .KW = c->K};
+  int64_t oh = 0, ow = 0, ncol = 0, ntmp = 0;
+  clt_status st = clt_conv2d_sizes(&b.shape, &oh, &ow, &ncol, &ntmp);
+  int64_t ckk = c->C * c->K * c->K, cols = c->batch * oh * ow;
+  int64_t nx = c->batch * c->C * c->H * c->W, nw = c->filters * ckk;
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &nx, &b.x);
   if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &nw, &b.weight);
   if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ncol, &b.col);
-  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ny, &b.tmp);
-  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ny, &b.y);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ntmp, &b.tmp);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &ntmp, &b.y);
   if (st == CLT_OK) st = clt_tensor_fill(b.x, 0.5);
   if (st == CLT_OK) st = clt_tensor_fill(b.weight, 0.25);
   double ours = 0, theirs = 0;

@@ -761,30 +761,19 @@ static void bench_data_free(bench_data *d) {
 static clt_status bench_data_upload(clt_context *ctx, bench_data *d,
                                     const float *x, const int32_t *y) {
   int64_t n = d->batches * d->batch;
-  CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){n * d->size}, &d->x));
-  CLT_TRY(clt_tensor_create(ctx, CLT_I32, 1, (int64_t[]){n}, &d->y));
-  CLT_TRY(clt_tensor_upload(d->x, x));
-  CLT_TRY(clt_tensor_upload(d->y, y));
+  CLI_TRY(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){n * d->size}, &d->x));
+  CLI_TRY(clt_tensor_create(ctx, CLT_I32, 1, (int64_t[]){n}, &d->y));
+  CLI_TRY(clt_tensor_upload(d->x, x));
+  CLI_TRY(clt_tensor_upload(d->y, y));
   d->xs = calloc((size_t)d->batches, sizeof *d->xs);
   d->ys = calloc((size_t)d->batches, sizeof *d->ys);
   if (!d->xs || !d->ys) return CLT_ERR_HOST_MEMORY;
   for (int64_t k = 0; k < d->batches; k++) {
     int64_t nx = d->batch * d->size;
-    CLT_TRY(clt_tensor_view(d->x, k * nx, 1, &nx, &d->xs[k]));
-    CLT_TRY(clt_tensor_view(d->y, k * d->batch, 1, &d->batch, &d->ys[k]));
+    CLI_TRY(clt_tensor_view(d->x, k * nx, 1, &nx, &d->xs[k]));
+    CLI_TRY(clt_tensor_view(d->y, k * d->batch, 1, &d->batch, &d->ys[k]));
   }
   return CLT_OK;
-}
-
-/* Uniform floats in [0, 1) from a fixed seed (splitmix64). */
-static void bench_random_fill(float *x, int64_t n) {
-  uint64_t s = 7;
-  for (int64_t i = 0; i < n; i++) {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    x[i] = (float)((z ^ (z >> 31)) >> 40) / 16777216.0f;
-  }
 }
 
 static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
@@ -811,7 +800,7 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
   } else if (real) {
     st = clt_dataset_samples(ds, 0, n, x, y);
   } else {
-    bench_random_fill(x, n * d->size);
+    cli_random_fill(x, n * d->size, 7, 0.0f, 1.0f);
     for (int64_t i = 0; i < n; i++) y[i] = (int32_t)(i % classes);
   }
   clt_dataset_destroy(ds);
@@ -825,11 +814,11 @@ static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
                               const bench_data *d, int steps) {
   for (int i = 0; i < steps; i++) {
     int64_t k = i % d->batches;
-    CLT_TRY(clt_graph_set_batch_device(g, d->xs[k],
+    CLI_TRY(clt_graph_set_batch_device(g, d->xs[k],
                                        d->labels ? d->ys[k] : NULL, d->batch));
-    CLT_TRY(clt_graph_forward(g, true));
-    CLT_TRY(clt_graph_backward(g));
-    CLT_TRY(clt_optimizer_step(opt));
+    CLI_TRY(clt_graph_forward(g, true));
+    CLI_TRY(clt_graph_backward(g));
+    CLI_TRY(clt_optimizer_step(opt));
   }
   return CLT_OK;
 }

@@ -113,6 +113,17 @@ double cli_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi) {
+  uint64_t s = seed;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    float u = (float)((z ^ (z >> 31)) >> 40) / 16777216.0f;
+    x[i] = lo + (hi - lo) * u;
+  }
+}
+
 int cli_dist_open(clt_dist **dist) {
   *dist = NULL;
   const char *n = getenv("OMPI_COMM_WORLD_SIZE");

@@ -37,6 +37,12 @@ typedef struct clt_buffer_request {
   int64_t numel;
   int first, last;   /* steps it lives over, inclusive */
   int round;         /* 0: before the layers' compile, 1: during it */
+  /* A pair (clt_graph_workspace_keep): the forward request names its
+   * backward partner; merged when the forward's contents are kept for
+   * the backward (the partner then shares its memory). */
+  int partner;       /* -1: none */
+  bool merged;
+  bool *kept;        /* the forward's: told whether they were merged */
   int arena;         /* where it was placed */
   int64_t offset;    /* elements into that arena */
 } clt_buffer_request;
@@ -182,6 +188,17 @@ uint64_t *clt_node_saved_counter(clt_graph_node *n);
 clt_status clt_graph_workspace(clt_graph *g, const clt_graph_node *n,
                                clt_dtype dtype, int64_t numel, clt_live live,
                                clt_tensor **slot);
+
+/* Two workspaces of numel elements: *fwd alive in n's forward, *bwd in
+ * its backward. The graph makes them one buffer, kept from the forward to
+ * the backward, where that does not raise the planned memory; *kept then
+ * says so when compile returns (and *bwd holds what the forward left in
+ * *fwd), else the backward must make its contents again. Only from
+ * reserve. */
+clt_status clt_graph_workspace_keep(clt_graph *g, const clt_graph_node *n,
+                                    clt_dtype dtype, int64_t numel,
+                                    clt_tensor **fwd, clt_tensor **bwd,
+                                    bool *kept);
 
 /* Plans the outputs and gradients of every node (graph/memplan.c). */
 clt_status clt_graph_plan_node_buffers(clt_graph *g);

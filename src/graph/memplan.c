@@ -66,6 +66,7 @@ static clt_status add_request(clt_graph *g, int node, int kind,
   r->last = last;
   r->round = g->plan_round;
   r->arena = -1;
+  r->partner = -1;
   return CLT_OK;
 }
 
@@ -83,6 +84,19 @@ clt_status clt_graph_workspace(clt_graph *g, const clt_graph_node *n,
   *slot = NULL;
   return add_request(g, n->index, CLT_REQ_WORK, slot, dtype, numel, first,
                      last);
+}
+
+clt_status clt_graph_workspace_keep(clt_graph *g, const clt_graph_node *n,
+                                    clt_dtype dtype, int64_t numel,
+                                    clt_tensor **fwd, clt_tensor **bwd,
+                                    bool *kept) {
+  *kept = false;
+  CLT_TRY(clt_graph_workspace(g, n, dtype, numel, CLT_LIVE_FORWARD, fwd));
+  CLT_TRY(clt_graph_workspace(g, n, dtype, numel, CLT_LIVE_BACKWARD, bwd));
+  clt_buffer_request *f = &g->requests[g->n_requests - 2];
+  f->partner = g->n_requests - 1;
+  f->kept = kept;
+  return CLT_OK;
 }
 
 static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
@@ -196,6 +210,76 @@ static clt_status add_arena(clt_graph *g, int64_t numel) {
   return CLT_OK;
 }
 
+/* Places the requests order[0..count) (sorted, merged partners left out)
+ * into new arenas from first_arena on: their arena and offset, the
+ * arenas' sizes into sizes (room for count). Returns the arenas used. */
+static int assign(clt_graph *g, const int *order, int count, int first_arena,
+                  int64_t cap, int64_t *sizes, int *near) {
+  int n_new = 0;
+  for (int k = 0; k < count; k++) g->requests[order[k]].arena = -1;
+  for (int k = 0; k < count; k++) {
+    clt_buffer_request *r = &g->requests[order[k]];
+    for (int a = 0; a < n_new && r->arena < 0; a++) {
+      int64_t off = lowest_fit(g, first_arena + a, r, cap, near);
+      if (off >= 0) {
+        r->arena = first_arena + a;
+        r->offset = off;
+      }
+    }
+    if (r->arena < 0) {
+      r->arena = first_arena + n_new;
+      sizes[n_new++] = 0;
+      r->offset = 0;
+    }
+    int64_t *size = &sizes[r->arena - first_arena];
+    if (r->offset + r->numel > *size) *size = r->offset + r->numel;
+  }
+  return n_new;
+}
+
+static int64_t total(const int64_t *sizes, int n) {
+  int64_t t = 0;
+  for (int i = 0; i < n; i++) t += sizes[i];
+  return t;
+}
+
+/* The round's requests to place, sorted (merged partners left out). */
+static int placeable(clt_graph *g, int round, int *order) {
+  int count = 0;
+  for (int i = 0; i < g->n_requests; i++)
+    if (g->requests[i].round == round && !g->requests[i].merged)
+      order[count++] = i;
+  sort_requests(order, count, g->requests, before_by_size);
+  return count;
+}
+
+/* Keeps a pair's forward contents for its backward (one buffer alive
+ * from the forward to the backward, saving the backward the work of making
+ * them again) where the plan grows by at most KEEP_GROWTH of what it was
+ * before any pair was kept: memory for speed, within a bound. */
+#define KEEP_GROWTH 0.125
+static void try_merges(clt_graph *g, int round, int64_t cap, int *order,
+                       int64_t *sizes, int *near) {
+  int first = g->n_arenas;
+  int count = placeable(g, round, order);
+  int64_t best = total(sizes, assign(g, order, count, first, cap, sizes, near));
+  int64_t limit = best + (int64_t)((double)best * KEEP_GROWTH);
+  for (int i = 0; i < g->n_requests; i++) {
+    clt_buffer_request *f = &g->requests[i];
+    if (f->round != round || f->partner < 0) continue;
+    clt_buffer_request *b = &g->requests[f->partner];
+    int last = f->last;
+    f->last = b->last;
+    b->merged = true;
+    count = placeable(g, round, order);
+    int64_t t = total(sizes, assign(g, order, count, first, cap, sizes, near));
+    if (t > limit) {
+      f->last = last;
+      b->merged = false;
+    }
+  }
+}
+
 clt_status clt_graph_plan_place(clt_graph *g) {
   int round = g->plan_round++;
   /* An arena is at most the device's largest buffer (and what a tensor
@@ -212,7 +296,6 @@ clt_status clt_graph_plan_place(clt_graph *g) {
     return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "buffer plan");
   }
   int *near = order + g->n_requests;
-  int count = 0;
   for (int i = 0; i < g->n_requests; i++)
     if (g->requests[i].round == round) {
       clt_buffer_request *r = &g->requests[i];
@@ -221,32 +304,26 @@ clt_status clt_graph_plan_place(clt_graph *g) {
         r->last = INT_MAX;
       }
       g->requested_bytes += r->numel * 4;
-      order[count++] = i;
     }
-  sort_requests(order, count, g->requests, before_by_size);
-  int first_arena = g->n_arenas, n_new = 0;
-  for (int k = 0; k < count; k++) {
-    clt_buffer_request *r = &g->requests[order[k]];
-    for (int a = 0; a < n_new && r->arena < 0; a++) {
-      int64_t off = lowest_fit(g, first_arena + a, r, cap, near);
-      if (off >= 0) {
-        r->arena = first_arena + a;
-        r->offset = off;
-      }
-    }
-    if (r->arena < 0) {
-      r->arena = first_arena + n_new++;
-      r->offset = 0;
-    }
-    int64_t *size = &sizes[r->arena - first_arena];
-    if (r->offset + r->numel > *size) *size = r->offset + r->numel;
-  }
+  try_merges(g, round, cap, order, sizes, near);
+  int count = placeable(g, round, order);
+  int first_arena = g->n_arenas;
+  int n_new = assign(g, order, count, first_arena, cap, sizes, near);
   clt_status st = CLT_OK;
   for (int a = 0; st == CLT_OK && a < n_new; a++) st = add_arena(g, sizes[a]);
-  for (int k = 0; st == CLT_OK && k < count; k++) {
-    clt_buffer_request *r = &g->requests[order[k]];
+  for (int i = 0; st == CLT_OK && i < g->n_requests; i++) {
+    clt_buffer_request *r = &g->requests[i];
+    if (r->round != round) continue;
+    const clt_buffer_request *at = r;
+    if (r->merged) { /* the backward half of a kept pair: the forward's */
+      for (int j = 0; j < g->n_requests; j++)
+        if (g->requests[j].partner == i) at = &g->requests[j];
+      r->arena = at->arena;
+      r->offset = at->offset;
+    }
+    if (r->kept) *r->kept = r->partner >= 0 && g->requests[r->partner].merged;
     clt_tensor **slot = slot_of(g, r);
-    st = clt_tensor_view(g->arenas[r->arena], r->offset, 1, &r->numel, slot);
+    st = clt_tensor_view(g->arenas[at->arena], at->offset, 1, &r->numel, slot);
     if (st == CLT_OK) (*slot)->dtype = r->dtype;
   }
   if (st == CLT_OK && count > 0)

@@ -34,7 +34,9 @@ typedef struct conv_state {
    * and the backward's may share memory with other layers' in between. */
   clt_tensor *col;   /* forward: [C*KH*KW, max_batch*OH*OW] */
   clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' */
-  clt_tensor *bcol;  /* backward: col again, then dcol */
+  clt_tensor *bcol;  /* backward: col again (kept from the forward where
+                        that costs no memory, else made again), then dcol */
+  bool col_kept;
   clt_tensor *btmp;  /* backward: dy' */
   clt_tensor *work;  /* backward: split-K partial products of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
@@ -187,33 +189,42 @@ static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
   const clt_window *w = &s->w;
   int64_t cols = g->max_batch * w->OH * w->OW;
   int64_t col = w->C * w->KH * w->KW * cols, tmp = s->filters * cols;
-  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, col, CLT_LIVE_FORWARD, &s->col));
+  CLT_TRY(clt_graph_workspace_keep(g, n, CLT_F32, col, &s->col, &s->bcol,
+                                   &s->col_kept));
   CLT_TRY(clt_graph_workspace(g, n, CLT_F32, tmp, CLT_LIVE_FORWARD, &s->tmp));
-  CLT_TRY(
-      clt_graph_workspace(g, n, CLT_F32, col, CLT_LIVE_BACKWARD, &s->bcol));
   return clt_graph_workspace(g, n, CLT_F32, tmp, CLT_LIVE_BACKWARD, &s->btmp);
 }
 
 
+typedef struct forward_gemm {
+  clt_graph *g;
+  clt_graph_node *n;
+} forward_gemm;
+
+static clt_status run_forward_gemm(void *user) {
+  forward_gemm *f = user;
+  conv_state *s = f->n->state;
+  return run_product(f->g, s, forward_product, &s->plan_fwd,
+                     &f->n->params[0].value, s->col, s->tmp);
+}
+
+/* The op clt_conv2d_forward runs, with the measured plan's GEMM. */
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  const clt_window *w = &s->w;
-  int64_t ohw = w->OH * w->OW;
-  CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
-                             g->batch, w));
-  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd,
-                      &n->params[0].value, s->col, s->tmp));
-  return clt_swap_axes01(g->ctx, n->out, s->tmp,
-                         s->bias ? &n->params[1].value : NULL, s->filters,
-                         g->batch, ohw);
+  forward_gemm f = {g, n};
+  return clt_conv2d_forward_with(g->ctx, &s->w, s->filters, g->batch,
+                                 clt_graph_in(g, n, 0)->out,
+                                 s->bias ? &n->params[1].value : NULL, s->col,
+                                 s->tmp, n->out, run_forward_gemm, &f);
 }
 
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, cols = g->batch * ohw;
-  CLT_TRY(clt_im2col_forward(g->ctx, s->bcol, clt_graph_in(g, n, 0)->out,
-                             g->batch, w));
+  if (!s->col_kept)
+    CLT_TRY(clt_im2col_forward(g->ctx, s->bcol, clt_graph_in(g, n, 0)->out,
+                               g->batch, w));
   /* dy' [filters, batch*OH*OW] */
   CLT_TRY(clt_swap_axes01(g->ctx, s->btmp, n->grad, NULL, g->batch,
                           s->filters, ohw));

@@ -1,5 +1,9 @@
-/* im2col / col2im and the axis swap (cl/conv.cl). */
+/* im2col / col2im and the axis swap (cl/conv.cl), and the convolution's
+ * forward made of them. */
+#include <clblast_c.h>
+
 #include "ops/ops.h"
+#include "tensor/tensor.h"
 
 #define WINDOW_ARGS(w)                                                         \
   KI((w)->C), KI((w)->H), KI((w)->W), KI((w)->KH), KI((w)->KW), KI((w)->OH),   \
@@ -28,4 +32,108 @@ clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
   /* Without a bias, x stands in for the unread bias buffer. */
   return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
                     KT(bias ? bias : x), KI(A), KI(B), KI(S), KI(bias != NULL));
+}
+
+clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,
+                                   int64_t filters, int64_t batch,
+                                   const clt_tensor *x, const clt_tensor *bias,
+                                   clt_tensor *col, clt_tensor *tmp,
+                                   clt_tensor *y,
+                                   clt_status (*gemm)(void *user),
+                                   void *user) {
+  CLT_TRY(clt_im2col_forward(ctx, col, x, batch, w));
+  CLT_TRY(gemm(user));
+  return clt_swap_axes01(ctx, y, tmp, bias, filters, batch, w->OH * w->OW);
+}
+
+static clt_status window_of(const clt_conv2d_shape *s, clt_window *w) {
+  *w = (clt_window){.C = s->C, .H = s->H, .W = s->W, .KH = s->KH,
+                    .KW = s->KW, .pad_h = s->pad_h, .pad_w = s->pad_w,
+                    .stride_h = s->stride_h ? s->stride_h : 1,
+                    .stride_w = s->stride_w ? s->stride_w : 1,
+                    .dil_h = s->dil_h ? s->dil_h : 1,
+                    .dil_w = s->dil_w ? s->dil_w : 1};
+  w->OH = clt_window_out(s->H, s->KH, s->pad_h, w->stride_h, w->dil_h);
+  w->OW = clt_window_out(s->W, s->KW, s->pad_w, w->stride_w, w->dil_w);
+  bool ok = s->batch > 0 && s->C > 0 && s->H > 0 && s->W > 0 &&
+            s->filters > 0 && s->KH > 0 && s->KW > 0 && s->pad_h >= 0 &&
+            s->pad_w >= 0 && w->stride_h > 0 && w->stride_w > 0 &&
+            w->dil_h > 0 && w->dil_w > 0 && w->OH > 0 && w->OW > 0;
+  return ok ? CLT_OK : CLT_ERR_SHAPE;
+}
+
+CLT_API clt_status clt_conv2d_sizes(const clt_conv2d_shape *s, int64_t *oh,
+                                    int64_t *ow, int64_t *col_floats,
+                                    int64_t *tmp_floats) {
+  clt_window w;
+  CLT_TRY(window_of(s, &w));
+  int64_t cols = s->batch * w.OH * w.OW;
+  if (oh) *oh = w.OH;
+  if (ow) *ow = w.OW;
+  if (col_floats) *col_floats = s->C * s->KH * s->KW * cols;
+  if (tmp_floats) *tmp_floats = s->filters * cols;
+  return CLT_OK;
+}
+
+typedef struct one_gemm {
+  clt_context *ctx;
+  int64_t m, n, k;
+  const clt_tensor *a, *b;
+  clt_tensor *c;
+} one_gemm;
+
+static clt_status run_one_gemm(void *user) {
+  one_gemm *p = user;
+  return clt_gemm(p->ctx, CLT_NO_TRANS, CLT_NO_TRANS, p->m, p->n, p->k, 1.0f,
+                  p->a, p->b, 0.0f, p->c);
+}
+
+CLT_API clt_status clt_conv2d_forward(clt_context *ctx,
+                                      const clt_conv2d_shape *s,
+                                      const clt_tensor *x,
+                                      const clt_tensor *weight,
+                                      const clt_tensor *bias, clt_tensor *col,
+                                      clt_tensor *tmp, clt_tensor *y) {
+  clt_window w;
+  if (window_of(s, &w) != CLT_OK)
+    return clt_ctx_fail(ctx, CLT_ERR_SHAPE,
+                        "conv2d: a %lldx%lld window (stride, padding, "
+                        "dilation) does not fit a %lldx%lld input",
+                        (long long)s->KH, (long long)s->KW, (long long)s->H,
+                        (long long)s->W);
+  int64_t ohw = w.OH * w.OW, ckk = s->C * s->KH * s->KW;
+  if (x->numel < s->batch * s->C * s->H * s->W ||
+      weight->numel < s->filters * ckk ||
+      col->numel < ckk * s->batch * ohw ||
+      tmp->numel < s->filters * s->batch * ohw ||
+      y->numel < s->batch * s->filters * ohw ||
+      (bias && bias->numel < s->filters))
+    return clt_ctx_fail(ctx, CLT_ERR_SHAPE,
+                        "conv2d: a tensor is smaller than the shape needs "
+                        "(see clt_conv2d_sizes)");
+  one_gemm p = {ctx, s->filters, s->batch * ohw, ckk, weight, col, tmp};
+  return clt_conv2d_forward_with(ctx, &w, s->filters, s->batch, x, bias, col,
+                                 tmp, y, run_one_gemm, &p);
+}
+
+CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
+                                               const clt_conv2d_shape *s,
+                                               const clt_tensor *x,
+                                               const clt_tensor *weight,
+                                               clt_tensor *y) {
+  clt_window w;
+  if (window_of(s, &w) != CLT_OK)
+    return clt_ctx_fail(ctx, CLT_ERR_SHAPE, "conv2d (convgemm): bad shape");
+  CLBlastStatusCode rc = CLBlastSconvgemm(
+      CLBlastKernelModeCrossCorrelation, (size_t)w.C, (size_t)w.H,
+      (size_t)w.W, (size_t)w.KH, (size_t)w.KW, (size_t)w.pad_h,
+      (size_t)w.pad_w, (size_t)w.stride_h, (size_t)w.stride_w,
+      (size_t)w.dil_h, (size_t)w.dil_w, (size_t)s->filters,
+      (size_t)s->batch, x->buffer, (size_t)x->offset, weight->buffer,
+      (size_t)weight->offset, y->buffer, (size_t)y->offset, &ctx->queue,
+      NULL);
+  if (rc != CLBlastSuccess)
+    return clt_ctx_fail(ctx, CLT_ERR_CLBLAST, "CLBlastSconvgemm: %d",
+                        (int)rc);
+  return CLT_OK;
 }

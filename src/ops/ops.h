@@ -135,6 +135,18 @@ clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
                            const clt_tensor *x, const clt_tensor *bias,
                            int64_t A, int64_t B, int64_t S);
 
+/* The conv2d forward (clt_conv2d_forward) given the GEMM as a function:
+ * im2col of batch images into col, gemm(user) making tmp = weight col
+ * [filters, batch*OH*OW], then y = swap(tmp) + bias. The layer passes its
+ * measured plan; the public op one GEMM. */
+clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,
+                                   int64_t filters, int64_t batch,
+                                   const clt_tensor *x, const clt_tensor *bias,
+                                   clt_tensor *col, clt_tensor *tmp,
+                                   clt_tensor *y,
+                                   clt_status (*gemm)(void *user),
+                                   void *user);
+
 /* Pooling over batch*C planes (w->C counts planes here). */
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
