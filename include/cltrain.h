@@ -843,6 +843,10 @@ typedef struct clt_fit_options {
   double min_delta;
   /* Filled by clt_fit when not NULL: how the run ended. */
   struct clt_fit_result *result;
+  /* Data-parallel training (see clt_dist_create), or NULL: one process.
+   * Every rank of the job calls clt_fit with the same model, data, options
+   * (batch is per rank) and seed; see clt_dist_create for what happens. */
+  struct clt_dist *dist;
 } clt_fit_options;
 
 typedef struct clt_fit_result {
@@ -855,6 +859,80 @@ typedef struct clt_fit_result {
 } clt_fit_result;
 
 CLT_API void clt_fit_options_init(clt_fit_options *opts);
+
+/* ---- Data-parallel training over MPI ----------------------------------
+ *
+ * A clt_dist joins the processes (ranks) of an MPI job. clt_fit with
+ * opts->dist trains one replica per rank, DistributedDataParallel-style:
+ *   - the weights of rank 0 are broadcast to every rank before training;
+ *   - each epoch's shuffled order is the one of a single process with the
+ *     same seed; every global batch (batch x ranks images) is cut into
+ *     ranks contiguous shards, rank r taking the r-th;
+ *   - after the backward pass the gradients are summed over the ranks with
+ *     MPI_Iallreduce, in buckets that start as soon as the layers
+ *     producing them have finished, each rank weighting its gradient by its
+ *     share of the global batch (so the last, partial batch is weighted by
+ *     sample counts, exactly as one process would average it);
+ *   - batch-norm statistics stay per rank; loss and accuracy are summed
+ *     over the ranks; test and validation results are rank 0's;
+ *   - only rank 0 writes checkpoints and calls opts->progress;
+ *   - an error on any rank (an OpenCL error, a NaN loss, a failed
+ *     checkpoint) ends clt_fit on every rank with that rank's message,
+ *     prefixed "rank R: ", at the next step.
+ * Without MPI in the build the functions below return
+ * CLT_ERR_UNSUPPORTED (clt_dist_create) or act as one rank. */
+typedef struct clt_dist clt_dist;
+
+/* True when the library was built with MPI (meson -Dmpi). */
+CLT_API bool clt_dist_available(void);
+
+/* Joins the job. mpi_comm: NULL, and the library initialises MPI (with
+ * MPI_THREAD_SERIALIZED) unless the program has, uses MPI_COMM_WORLD and
+ * finalises MPI in clt_dist_destroy if it initialised it; or a pointer to
+ * an MPI_Comm of the caller's (MPI initialised by the caller), which the
+ * library duplicates. On success the caller owns *out. Errors go to err
+ * (errlen bytes, may be NULL). */
+CLT_API clt_status clt_dist_create(void *mpi_comm, clt_dist **out, char *err,
+                                   size_t errlen);
+/* This process's rank and the number of ranks (0 and 1 for NULL). */
+CLT_API int clt_dist_rank(const clt_dist *d);
+CLT_API int clt_dist_size(const clt_dist *d);
+/* Collective: every rank passes its own status (and ctx holding its
+ * message). Returns CLT_OK when every rank passed CLT_OK; else the status
+ * of the lowest failing rank, whose message (prefixed "rank R: ") is set on
+ * every rank's ctx. A NULL d returns st. */
+CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
+                                  clt_status st);
+/* True when the last error came from clt_dist_agree (every rank knows of
+ * it, so every rank can end cleanly); false for an error only this rank
+ * knows, after which the program should call clt_dist_abort, since the
+ * other ranks may wait for it forever. */
+CLT_API bool clt_dist_failed_together(const clt_dist *d);
+/* Ends every rank of the job at once (MPI_Abort): what a program calls
+ * when this rank cannot go on and the others do not know. Does not return
+ * when d is not NULL. */
+CLT_API void clt_dist_abort(clt_dist *d, int code);
+
+typedef struct clt_dist_stats {
+  int64_t steps;       /* training steps since clt_dist_create */
+  int64_t images;      /* images this rank trained on */
+  double step_seconds; /* wall time from the start of the forward pass to
+                          the reduced gradients' upload, summed */
+  double wait_seconds; /* of it, time spent waiting for the allreduce after
+                          this rank's backward pass had finished */
+  double train_seconds; /* wall time of clt_fit's training epochs (loading,
+                           steps and updates; not evaluation), summed */
+} clt_dist_stats;
+
+/* This rank's counters. */
+CLT_API void clt_dist_stats_get(const clt_dist *d, clt_dist_stats *s);
+/* Collective: every rank's counters, all[r] for rank r (all has
+ * clt_dist_size(d) entries; for NULL d, this process's one). */
+CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all);
+
+/* Frees d (finalising MPI if clt_dist_create initialised it). Accepts
+ * NULL. */
+CLT_API void clt_dist_destroy(clt_dist *d);
 
 /* Trains g (compiled for opts->batch or more) with opt for opts->epochs on
  * train, evaluating on test (may be NULL) after each epoch. history (may be

@@ -741,6 +741,100 @@ static void check_permutation(const int64_t *order, int64_t count) {
   free(hit);
 }
 
+/* Data parallelism: the shards of `shards` loaders, read global batch by
+ * global batch, are one loader's epoch of batch * shards: every image
+ * once, in the same order, with the same augmentation. */
+static void check_shards(int64_t count, int batch, int shards, int pad,
+                         bool flip) {
+  clt_dataset ds = make_indexed(count, 1, 4, 4);
+  int64_t size = 16, global = (int64_t)batch * shards;
+  clt_loader_options opts;
+  clt_loader_options_init(&opts);
+  opts.batch = (int)global;
+  opts.seed = 11;
+  opts.pad_crop = pad;
+  opts.hflip = flip;
+  clt_loader *whole = NULL, *part[4] = {NULL};
+  clt_err err = {0};
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &whole, &err), CLT_OK);
+  opts.batch = batch;
+  opts.shard_count = shards;
+  for (int r = 0; r < shards; r++) {
+    opts.shard_rank = r;
+    ck_assert_int_eq(clt_loader_create(&ds, &opts, &part[r], &err), CLT_OK);
+    ck_assert_int_eq(clt_loader_batches_per_epoch(part[r]),
+                     clt_loader_batches_per_epoch(whole));
+  }
+  char *hit = calloc((size_t)count, 1);
+  for (int epoch = 0; epoch < 2; epoch++) {
+    memset(hit, 0, (size_t)count);
+    ck_assert_int_eq(clt_loader_start_epoch(whole, epoch), CLT_OK);
+    for (int r = 0; r < shards; r++)
+      ck_assert_int_eq(clt_loader_start_epoch(part[r], epoch), CLT_OK);
+    clt_host_batch w, b;
+    int64_t seen = 0;
+    while (clt_loader_next(whole, &w)) {
+      int64_t at = 0;
+      for (int r = 0; r < shards; r++) {
+        ck_assert(clt_loader_next(part[r], &b));
+        ck_assert_int_eq(b.global_n, w.n);
+        ck_assert_int_le(b.n, batch);
+        /* the images and labels of this part of the global batch */
+        ck_assert_mem_eq(b.images, w.images + at * size,
+                         (size_t)(b.n * size) * sizeof(float));
+        ck_assert_mem_eq(b.labels, w.labels + at,
+                         (size_t)b.n * sizeof(int32_t));
+        for (int64_t i = 0; pad == 0 && !flip && i < b.n; i++) {
+          int64_t index = image_index(b.images + i * size);
+          ck_assert_int_eq(hit[index], 0);
+          hit[index] = 1;
+        }
+        at += b.n;
+        clt_loader_release(part[r], &b);
+      }
+      ck_assert_int_eq(at, w.n);
+      seen += w.n;
+      clt_loader_release(whole, &w);
+    }
+    for (int r = 0; r < shards; r++) ck_assert(!clt_loader_next(part[r], &b));
+    ck_assert_int_eq(seen, count);
+    for (int64_t i = 0; pad == 0 && !flip && i < count; i++)
+      ck_assert_int_eq(hit[i], 1);
+  }
+  free(hit);
+  for (int r = 0; r < shards; r++) clt_loader_destroy(part[r]);
+  clt_loader_destroy(whole);
+  clt_dataset_free(&ds);
+}
+
+START_TEST(test_loader_shards_cover_epoch_once) {
+  check_shards(1000, 32, 2, 0, false); /* 15 full global batches + 40 */
+  check_shards(103, 10, 3, 0, false);  /* last global batch of 13: 4/4/5 */
+  check_shards(65, 16, 4, 0, false);   /* last of 1: three empty shards */
+}
+END_TEST
+
+START_TEST(test_loader_shards_augment_as_one) {
+  check_shards(301, 8, 2, 2, true);
+  check_shards(50, 5, 3, 1, true);
+}
+END_TEST
+
+START_TEST(test_loader_bad_shard) {
+  clt_dataset ds = make_indexed(10, 1, 2, 2);
+  clt_loader_options opts;
+  clt_loader_options_init(&opts);
+  opts.shard_count = 2;
+  opts.shard_rank = 2;
+  clt_loader *l = NULL;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &l, &err),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(l);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
 START_TEST(test_loader_batches) {
   clt_dataset ds = make_indexed(103, 1, 3, 3);
   clt_loader *l = make_loader(&ds, 10, true, 1);
@@ -1131,6 +1225,9 @@ static Suite *data_suite(void) {
   tcase_set_timeout(loader, 60);
   tcase_add_test(loader, test_loader_batches);
   tcase_add_test(loader, test_loader_each_index_once);
+  tcase_add_test(loader, test_loader_shards_cover_epoch_once);
+  tcase_add_test(loader, test_loader_shards_augment_as_one);
+  tcase_add_test(loader, test_loader_bad_shard);
   tcase_add_test(loader, test_loader_identity_without_shuffle);
   tcase_add_test(loader, test_loader_order_by_seed_and_epoch);
   tcase_add_test(loader, test_loader_pixel_scaling);

@@ -52,4 +52,17 @@ double cli_now(void);
 /* n floats uniform in [lo, hi) from seed (splitmix64), for benchmarks. */
 void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi);
 
+/* Under mpirun (Open MPI's or a PMI launcher's environment): joins the job
+ * (*dist, NULL for one process) and returns 0; prints why not and returns
+ * non-zero when the launch asks for several ranks and MPI cannot be had. */
+int cli_dist_open(clt_dist **dist);
+
+/* The device spec of this rank (into buf): spec (or $CLT_DEVICE) with
+ * "%r" replaced by the rank; "TYPE:%r", or with several ranks no spec or
+ * a TYPE ("gpu", "cpu", "accelerator"): the (rank mod count)-th device of
+ * that type, rank counted on this machine where the launcher says (no
+ * spec: GPUs if there are any, else CPUs); else spec. */
+const char *cli_rank_device(const char *spec, const clt_dist *dist,
+                            char *buf, size_t len);
+
 #endif

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/plot.h"
+#include "dist/dist.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;
@@ -452,33 +453,73 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
   printf("]}\n");
 }
 
+/* Over MPI (collective): images/s of each rank and in total, and the
+ * share of the step each rank spent waiting for the gradient allreduce
+ * once its own backward pass had finished; printed by rank 0. */
+static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
+  int n = clt_dist_size(dist);
+  clt_dist_stats *all = calloc((size_t)n, sizeof *all);
+  if (!all || clt_dist_stats_gather(dist, all) != CLT_OK) {
+    free(all);
+    fprintf(stderr, "cltrain: could not gather the ranks' statistics\n");
+    return 1;
+  }
+  if (clt_dist_rank(dist) == 0 && !quiet) {
+    double total = 0;
+    for (int r = 0; r < n; r++) {
+      double secs = all[r].train_seconds;
+      double ips = secs > 0 ? (double)all[r].images / secs : 0;
+      total += ips;
+      fprintf(out, "rank %d: %.1f images/s, %lld steps, allreduce wait "
+                   "%.1f%% of the step\n",
+              r, ips, (long long)all[r].steps,
+              secs > 0 ? 100.0 * all[r].wait_seconds / secs : 0.0);
+    }
+    fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
+    fflush(out);
+  }
+  free(all);
+  return 0;
+}
+
 int cli_train(int argc, char **argv) {
   train_args a;
   int rc = parse_train_args(argc, argv, &a);
   if (rc >= 0) return rc;
-  if ((a.save && !cli_check_output_path("--save", a.save)) ||
-      (a.plot && !cli_check_output_path("--plot", a.plot)) ||
-      (a.log_path && !cli_check_output_path("--log", a.log_path)))
-    return 2;
+  /* Under mpirun: one replica per rank; rank 0 alone prints and writes. */
+  clt_dist *dist = NULL;
+  if (cli_dist_open(&dist) != 0) return 1;
+  bool lead = clt_dist_rank(dist) == 0;
+  if (!lead) a.quiet = true;
+  if (lead && ((a.save && !cli_check_output_path("--save", a.save)) ||
+               (a.plot && !cli_check_output_path("--plot", a.plot)) ||
+               (a.log_path && !cli_check_output_path("--log", a.log_path)))) {
+    rc = 2;
+    goto stop_ranks;
+  }
   FILE *out = a.json ? stderr : stdout;
   FILE *log = NULL;
-  if (a.log_path) {
+  if (a.log_path && lead) {
     /* A resumed run goes on with the log of the run it continues. */
     log = fopen(a.log_path, a.resume ? "a" : "w");
     if (!log) {
       fprintf(stderr, "cltrain: cannot write %s: %s\n", a.log_path,
               strerror(errno));
-      return 1;
+      rc = 1;
+      goto stop_ranks;
     }
     if (ftell(log) == 0)
       fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,val_loss,"
                    "val_acc,seconds,images_per_sec,lr\n");
     fflush(log);
   }
-  clt_context *ctx = cli_open_context(a.device, false);
+  char device[64];
+  clt_context *ctx = cli_open_context(
+      cli_rank_device(a.device, dist, device, sizeof device), false);
   if (!ctx) {
     if (log) fclose(log);
-    return 1;
+    rc = 1;
+    goto stop_ranks;
   }
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
@@ -552,7 +593,8 @@ int cli_train(int argc, char **argv) {
                       "the resumed run keeps (not %lld)\n",
               a.resume, (unsigned long long)info.seed, a.seed);
     if (info.epoch >= a.epochs) {
-      fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
+      if (lead)
+        fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
                    "for no more\n",
               a.resume, info.epoch, a.epochs);
       rc = 0;
@@ -575,6 +617,10 @@ int cli_train(int argc, char **argv) {
             (long long)(val ? clt_dataset_count(val) : 0),
             (long long)(test ? clt_dataset_count(test) : 0), a.batch,
             optimizer_names[a.opt.kind], (double)a.opt.lr);
+    if (clt_dist_size(dist) > 1)
+      fprintf(out, "data parallel: %d ranks of batch %lld (global batch "
+                   "%lld)\n",
+              clt_dist_size(dist), a.batch, a.batch * clt_dist_size(dist));
     fflush(out);
   }
   clt_fit_result result = {0};
@@ -586,8 +632,9 @@ int cli_train(int argc, char **argv) {
   fo.shuffle = !a.no_shuffle;
   fo.pad_crop = (int)a.pad_crop;
   fo.hflip = a.hflip;
-  fo.progress = print_progress;
+  fo.progress = lead ? print_progress : NULL;
   fo.progress_user = &po;
+  fo.dist = dist;
   fo.progress_every = 20;
   fo.checkpoint_path = a.save;
   fo.checkpoint_every = (int)a.save_every;
@@ -603,7 +650,7 @@ int cli_train(int argc, char **argv) {
               a.resume, info.epoch, (long long)info.step);
   }
   watchdog dog;
-  if (po.tty && !po.quiet) {
+  if (po.tty && !po.quiet && lead) {
     watchdog_start(&dog, fo.first_epoch > 1 ? fo.first_epoch : 1, fo.epochs);
     if (dog.running) po.dog = &dog;
   }
@@ -613,8 +660,17 @@ int cli_train(int argc, char **argv) {
     po.dog = NULL;
   }
   if (fit_status != CLT_OK) {
-    if (po.tty) fprintf(stderr, "\n");
-    fail(ctx, NULL);
+    /* An error every rank agreed on: rank 0 tells it. */
+    if (lead || !clt_dist_failed_together(dist)) {
+      if (po.tty) fprintf(stderr, "\n");
+      fail(ctx, NULL);
+    }
+    goto done;
+  }
+  if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet) != 0)
+    goto done;
+  if (!lead) {
+    rc = 0;
     goto done;
   }
   if (result.stopped_early && !a.quiet)
@@ -661,6 +717,15 @@ done:
   clt_dataset_destroy(val);
   clt_dataset_destroy(test);
   clt_context_destroy(ctx);
+stop_ranks:
+  /* A failure the other ranks do not know of would leave them waiting. */
+  if (rc != 0 && clt_dist_size(dist) > 1 && !clt_dist_failed_together(dist)) {
+    fprintf(stderr, "cltrain: rank %d of %d failed: stopping every rank\n",
+            clt_dist_rank(dist), clt_dist_size(dist));
+    fflush(stderr);
+    clt_dist_abort(dist, rc);
+  }
+  clt_dist_destroy(dist);
   return rc;
 }
 
@@ -824,6 +889,97 @@ done:
   return rc;
 }
 
+/* bench_steps of one rank under mpirun: the step of clt_fit over MPI,
+ * the gradients averaged over the ranks. Rank r starts r batches on, so
+ * that the ranks train on different images. */
+static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
+                                   clt_optimizer *opt, const bench_data *d,
+                                   int steps) {
+  int ranks = clt_dist_size(dist);
+  for (int i = 0; i < steps; i++) {
+    int64_t k = (i + clt_dist_rank(dist)) % d->batches;
+    clt_dist_step_begin(dist, d->batch, d->batch * ranks);
+    clt_status st = clt_graph_set_batch_device(
+        g, d->xs[k], d->labels ? d->ys[k] : NULL, d->batch);
+    if (st == CLT_OK) st = clt_graph_forward(g, true);
+    if (st == CLT_OK) st = clt_graph_backward(g);
+    CLT_TRY(clt_dist_step_end(dist, g, st));
+    CLT_TRY(clt_optimizer_step(opt));
+  }
+  return CLT_OK;
+}
+
+/* cltrain bench train under mpirun: every rank times the same steps,
+ * with the allreduce; rank 0 prints each rank's images/s, the total and
+ * the share of the step spent waiting for the allreduce. */
+static int bench_train_ranks(clt_dist *dist, const char *model,
+                             const char *device, long long batch,
+                             long long steps) {
+  char spec[64];
+  clt_context *ctx =
+      cli_open_context(cli_rank_device(device, dist, spec, sizeof spec), false);
+  if (!ctx) return 1;
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  bench_data data = {0};
+  int n = clt_dist_size(dist), rc = 1;
+  clt_dist_stats *all = calloc((size_t)n, sizeof *all);
+  clt_dist_stats *before = calloc((size_t)n, sizeof *before);
+  clt_status st = all && before ? CLT_OK : CLT_ERR_HOST_MEMORY;
+  if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
+  if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
+  if (st == CLT_OK) st = clt_optimizer_create(g, &oo, &opt);
+  if (st == CLT_OK) st = bench_data_make(ctx, g, batch, &data);
+  st = clt_dist_agree(dist, ctx, st);
+  if (st == CLT_OK) st = clt_dist_attach(dist, g, batch, steps);
+  st = clt_dist_agree(dist, ctx, st);
+  /* Warm-up (CLBlast builds), then every rank starts the clock together. */
+  if (st == CLT_OK) st = bench_steps_dist(dist, g, opt, &data, 3);
+  if (st == CLT_OK) st = clt_dist_agree(dist, ctx, clt_context_finish(ctx));
+  if (st == CLT_OK) st = clt_dist_stats_gather(dist, before);
+  double t0 = cli_now();
+  if (st == CLT_OK) st = bench_steps_dist(dist, g, opt, &data, (int)steps);
+  if (st == CLT_OK) st = clt_context_finish(ctx);
+  double secs = cli_now() - t0;
+  clt_dist_detach(dist, g);
+  st = clt_dist_agree(dist, ctx, st);
+  if (st == CLT_OK) st = clt_dist_stats_gather(dist, all);
+  if (st != CLT_OK) {
+    if (clt_dist_rank(dist) == 0 || !clt_dist_failed_together(dist))
+      fail(ctx, model);
+    goto done;
+  }
+  if (clt_dist_rank(dist) == 0) {
+    double total = 0;
+    printf("cltrain model=%s batch=%lld per rank, ranks=%d device=\"%s\" "
+           "steps=%lld\n",
+           model, batch, n, clt_context_device(ctx)->name, steps);
+    for (int r = 0; r < n; r++) {
+      /* The timed steps alone: the counters less the warm-up's. The
+       * ranks go in step, so their images/s are the same. */
+      double wait_s = all[r].wait_seconds - before[r].wait_seconds;
+      double ips = (double)(batch * steps) / secs;
+      total += ips;
+      printf("rank %d: images_per_sec=%.1f allreduce_wait=%.1f%% of the "
+             "step\n",
+             r, ips, 100.0 * wait_s / secs);
+    }
+    printf("ranks=%d total_images_per_sec=%.1f step_ms=%.3f\n", n, total,
+           secs * 1e3 / (double)steps);
+  }
+  rc = 0;
+done:
+  free(all);
+  free(before);
+  bench_data_free(&data);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_context_destroy(ctx);
+  return rc;
+}
+
 /* Trains the model on every device present and prints a table: the
  * answer to "do I need a GPU?" on this machine. */
 static int bench_all_devices(const char *model, long long batch,
@@ -895,6 +1051,15 @@ int cli_bench_train(int argc, char **argv) {
   if (rc >= 0) return rc;
   if (device && !strcasecmp(device, "all"))
     return bench_all_devices(model, batch, steps);
+  clt_dist *dist = NULL;
+  if (cli_dist_open(&dist) != 0) return 1;
+  if (dist && clt_dist_size(dist) > 1) {
+    rc = bench_train_ranks(dist, model, device, batch, steps);
+    if (rc != 0 && !clt_dist_failed_together(dist)) clt_dist_abort(dist, rc);
+    clt_dist_destroy(dist);
+    return rc;
+  }
+  clt_dist_destroy(dist);
   double ips;
   return bench_train_one(model, device, batch, steps, profile, &ips);
 }

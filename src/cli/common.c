@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,4 +122,79 @@ void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi) {
     float u = (float)((z ^ (z >> 31)) >> 40) / 16777216.0f;
     x[i] = lo + (hi - lo) * u;
   }
+}
+
+int cli_dist_open(clt_dist **dist) {
+  *dist = NULL;
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!n) n = getenv("PMI_SIZE");
+  if (!n) return 0; /* not launched by mpirun: one process, as always */
+  if (!clt_dist_available()) {
+    if (atoi(n) <= 1) return 0;
+    fprintf(stderr, "cltrain: launched as %s ranks, but this cltrain was "
+                    "built without MPI (meson -Dmpi=enabled with Debian's "
+                    "libopenmpi-dev)\n",
+            n);
+    return 1;
+  }
+  char err[1024] = "";
+  if (clt_dist_create(NULL, dist, err, sizeof err) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
+const char *cli_rank_device(const char *spec, const clt_dist *dist,
+                            char *buf, size_t len) {
+  if (!spec || !*spec) spec = getenv("CLT_DEVICE");
+  if (spec && !*spec) spec = NULL;
+  int rank = clt_dist_rank(dist), size = clt_dist_size(dist);
+  const char *mark = spec ? strstr(spec, "%r") : NULL;
+  /* "gpu:%r": the rank-th GPU, wrapping round, as without a spec. */
+  bool typed = mark && mark > spec && mark[-1] == ':' && mark[2] == '\0' &&
+               (!strncasecmp(spec, "gpu:", 4) || !strncasecmp(spec, "cpu:", 4) ||
+                !strncasecmp(spec, "accelerator:", 12));
+  if (typed) {
+    snprintf(buf, len, "%.*s", (int)(mark - 1 - spec), spec);
+    spec = buf; /* the type's name; buf then receives the index */
+    size = 2; /* choose by type even for one rank */
+  } else if (mark) {
+    snprintf(buf, len, "%.*s%d%s", (int)(mark - spec), spec, rank, mark + 2);
+    return buf;
+  }
+  if (size <= 1) return spec;
+  int type = -1; /* -1: GPUs if any, else CPUs */
+  if (spec && strcasecmp(spec, "default") == 0) spec = NULL;
+  if (!spec) type = -1;
+  else if (strcasecmp(spec, "gpu") == 0) type = CLT_DEVICE_GPU;
+  else if (strcasecmp(spec, "cpu") == 0) type = CLT_DEVICE_CPU;
+  else if (strcasecmp(spec, "accelerator") == 0) type = CLT_DEVICE_ACCELERATOR;
+  else return spec; /* a name or an index: the same device on every rank */
+  clt_device_list list;
+  if (clt_device_list_get(&list, NULL, 0) != CLT_OK) return spec;
+  if (type < 0) {
+    type = CLT_DEVICE_CPU;
+    for (size_t i = 0; i < list.count; i++)
+      if (list.devices[i].type == CLT_DEVICE_GPU) type = CLT_DEVICE_GPU;
+  }
+  int count = 0;
+  for (size_t i = 0; i < list.count; i++)
+    if ((int)list.devices[i].type == type) count++;
+  /* Across machines: the rank among this machine's ranks, where the
+   * launcher says (Open MPI, else PMI). */
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!local) local = getenv("PMI_LOCAL_RANK");
+  if (local && *local) rank = atoi(local);
+  const char *out = spec;
+  for (size_t i = 0, k = 0; count > 0 && i < list.count; i++) {
+    if ((int)list.devices[i].type != type) continue;
+    if ((int)k++ == rank % count) {
+      snprintf(buf, len, "%d", list.devices[i].index);
+      out = buf;
+      break;
+    }
+  }
+  clt_device_list_free(&list);
+  return out;
 }

@@ -27,6 +27,7 @@ typedef struct loader_slot {
   loader_slot_state state;
   int64_t batch; /* index within the epoch, while FILLING or READY */
   int64_t n;     /* images filled */
+  int64_t global_n;
   float *images;
   int32_t *labels;
   float *targets;
@@ -111,21 +112,40 @@ static void loader_copy_image(clt_loader *l, int64_t index, float *dst) {
   }
 }
 
+/* Makes the augmentation draws of one image without copying it: what
+ * another shard's loader copies, so that the stream stays aligned. */
+static void loader_skip_image(clt_loader *l) {
+  int pad = l->opts.pad_crop;
+  if (pad > 0) {
+    clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1);
+    clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1);
+  }
+  if (l->opts.hflip) clt_rng_below(&l->augment, 2);
+}
+
 static void loader_fill(clt_loader *l, loader_slot *slot) {
   const clt_dataset *ds = l->ds;
-  int64_t batch = l->opts.batch;
-  int64_t first = slot->batch * batch;
+  int64_t shards = l->opts.shard_count > 1 ? l->opts.shard_count : 1;
+  int64_t rank = shards > 1 ? l->opts.shard_rank : 0;
+  int64_t global = (int64_t)l->opts.batch * shards;
+  int64_t first = slot->batch * global;
   int64_t left = ds->count - first;
+  int64_t m = left < global ? left : global;
+  int64_t lo = first + rank * m / shards, hi = first + (rank + 1) * m / shards;
   int64_t tsize = ds->target_size;
-  slot->n = left < batch ? left : batch;
+  bool draws = l->opts.pad_crop > 0 || l->opts.hflip;
+  for (int64_t i = first; draws && i < lo; i++) loader_skip_image(l);
+  slot->global_n = m;
+  slot->n = hi - lo;
   for (int64_t i = 0; i < slot->n; i++) {
-    int64_t index = l->order[first + i];
+    int64_t index = l->order[lo + i];
     if (ds->labels) slot->labels[i] = ds->labels[index];
     if (ds->targets)
       memcpy(slot->targets + i * tsize, ds->targets + index * tsize,
              (size_t)tsize * sizeof(float));
     loader_copy_image(l, index, slot->images + i * l->image_size);
   }
+  for (int64_t i = hi; draws && i < first + m; i++) loader_skip_image(l);
 }
 
 /* Under the lock: a free slot for the next batch, or NULL. */
@@ -252,6 +272,11 @@ clt_status clt_loader_create(const clt_dataset *ds,
   }
   *out = NULL;
   CLT_TRY(loader_check(ds, opts, err));
+  if (opts->shard_count < 0 || opts->shard_rank < 0 ||
+      (opts->shard_count > 1 && opts->shard_rank >= opts->shard_count))
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "loader: shard %d of %d", opts->shard_rank,
+                       opts->shard_count);
   clt_loader *l = calloc(1, sizeof *l);
   if (!l) return clt_err_set(err, CLT_ERR_HOST_MEMORY, "out of memory");
   pthread_mutex_init(&l->mutex, NULL);
@@ -261,7 +286,9 @@ clt_status clt_loader_create(const clt_dataset *ds,
   l->opts = *opts;
   if (l->opts.depth == 0) l->opts.depth = LOADER_DEFAULT_DEPTH;
   l->image_size = (int64_t)ds->channels * ds->height * ds->width;
-  l->nbatches = (ds->count + opts->batch - 1) / opts->batch;
+  int64_t global = (int64_t)opts->batch *
+                   (opts->shard_count > 1 ? opts->shard_count : 1);
+  l->nbatches = (ds->count + global - 1) / global;
   /* No epoch yet: nothing to fill, nothing to take. */
   l->fill_next = l->take_next = l->nbatches;
   for (int v = 0; v < 256; v++) l->scale[v] = (float)v / 255.0f;
@@ -356,6 +383,7 @@ bool clt_loader_next(clt_loader *l, clt_host_batch *out) {
     l->take_next++;
     out->slot = (int)(slot - l->slots);
     out->n = slot->n;
+    out->global_n = slot->global_n;
     out->images = slot->images;
     out->labels = slot->labels;
     out->targets = slot->targets;

@@ -28,11 +28,20 @@ typedef struct clt_loader_options {
                     0 = off */
   bool hflip;    /* random horizontal flip, probability 1/2 */
   int depth;     /* ring size, >= 2; 0 means the default, 3 */
+  /* Data parallelism: the epoch's order is cut into global batches of
+   * batch * shard_count images, and this loader hands out shard
+   * shard_rank of each: images [r*m/S, (r+1)*m/S) of a global batch of m
+   * (so the last, partial one is split as evenly as can be, and a shard
+   * may be empty). Augmentation draws as one loader of the global batch
+   * would. shard_count 0 or 1: no sharding. */
+  int shard_rank, shard_count;
 } clt_loader_options;
 
 typedef struct clt_host_batch {
   int slot;        /* ring slot, for clt_loader_release */
   int64_t n;       /* images in this batch (the last may be partial) */
+  /* Images in the global batch this is a shard of (n without sharding). */
+  int64_t global_n;
   float *images;   /* n * C * H * W: u8 pixels / 255 in [0, 1], f32 as is */
   int32_t *labels; /* n, or NULL for a dataset of targets */
   float *targets;  /* n * target_size, or NULL for a dataset of labels */
@@ -72,7 +81,7 @@ bool clt_loader_next(clt_loader *l, clt_host_batch *out);
  * with its host memory (uploaded it). */
 void clt_loader_release(clt_loader *l, const clt_host_batch *b);
 
-/* ceil(count / batch). */
+/* ceil(count / (batch * shard_count)). */
 int64_t clt_loader_batches_per_epoch(const clt_loader *l);
 
 /* Stops and joins the thread and frees the ring; safe mid-epoch. Batches

@@ -637,9 +637,11 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
       for (int k = 0; k < n->n_params; k++)
         if (n->params[k].trainable)
           CLT_TRY(clt_tensor_fill(&n->params[k].grad, 0.0));
-      continue;
+    } else {
+      CLT_TRY(n->ops->backward(g, n));
     }
-    CLT_TRY(n->ops->backward(g, n));
+    if (g->grads_final && n->n_params > 0)
+      CLT_TRY(g->grads_final(g, n->params[0].offset, g->grads_final_user));
   }
   return CLT_OK;
 }

@@ -114,6 +114,11 @@ struct clt_graph {
   int n_arenas, cap_arenas;
   int64_t requested_bytes; /* sum of every planned buffer */
   int64_t arena_bytes;     /* what they were given: the arenas' sizes */
+  /* Called by clt_graph_backward after each node with parameters has
+   * enqueued its backward: the gradients from element final_from to the
+   * end of grads are final (parameters lie in node order). NULL: none. */
+  clt_status (*grads_final)(clt_graph *g, int64_t final_from, void *user);
+  void *grads_final_user;
 };
 
 /* A layer type: darknet-style table of functions. */

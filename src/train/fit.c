@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "data/loader.h"
+#include "dist/dist.h"
 #include "graph/graph.h"
 #include "io/checkpoint.h"
 #include "optim/optimizer.h"
@@ -125,6 +126,7 @@ typedef struct run_state {
   clt_optimizer *opt; /* NULL: evaluation */
   const clt_fit_options *fo;
   int epoch;
+  clt_dist *dist; /* training over MPI, else NULL */
 } run_state;
 
 static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
@@ -172,6 +174,61 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   return st;
 }
 
+/* run_batches of a training epoch over MPI. Every rank must make the
+ * same collective calls in the same order, so nothing local ends the loop:
+ * a rank's error waits for the next step's agreement (clt_dist_step_end)
+ * or the one at the end, and the loop stops on every rank together. */
+static clt_status run_batches_dist(run_state *rs, clt_loader *l,
+                                   int64_t batches, clt_metrics *out) {
+  clt_graph *g = rs->g;
+  clt_dist *d = rs->dist;
+  clt_host_batch b, held = {0};
+  cl_event ev = NULL;
+  int64_t done = 0;
+  int every = rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
+  double t0 = now_s();
+  clt_status pending = read_metrics(g, out, true), st = CLT_OK;
+  while (st == CLT_OK && clt_loader_next(l, &b)) {
+    cl_event next_ev = NULL;
+    clt_dist_step_begin(d, b.n, b.global_n);
+    if (pending == CLT_OK && b.n > 0) pending = upload_batch(g, &b, &next_ev);
+    release_held(l, &held, &ev);
+    held = b;
+    ev = next_ev;
+    if (pending == CLT_OK && b.n > 0) pending = clt_graph_forward(g, true);
+    if (pending == CLT_OK && b.n > 0) pending = clt_graph_backward(g);
+    st = clt_dist_step_end(d, g, pending);
+    if (st != CLT_OK) break;
+    pending = clt_optimizer_step(rs->opt);
+    done++;
+    if (done % every != 0 && done != 1) continue;
+    clt_status m_st = read_metrics(g, out, false);
+    if (pending == CLT_OK) pending = m_st;
+    st = clt_dist_reduce_metrics(d, g, out);
+    /* The same on every rank: agreed, so that rank 0 alone reports it. */
+    if (st == CLT_OK && done % every == 0 &&
+        nan_check(g, out, rs->epoch, done) != CLT_OK)
+      st = clt_dist_agree(d, g->ctx, CLT_ERR_NAN);
+    if (st == CLT_OK && pending == CLT_OK && rs->fo->progress) {
+      double el = now_s() - t0;
+      clt_progress p = {CLT_PHASE_TRAIN, rs->epoch, rs->fo->epochs, done,
+                        batches, out->loss, out->accuracy,
+                        el > 0 ? (double)out->samples / el : 0.0, NULL};
+      rs->fo->progress(&p, rs->fo->progress_user);
+    }
+  }
+  release_held(l, &held, &ev);
+  clt_dist_add_train_time(d, now_s() - t0);
+  if (st != CLT_OK) return st; /* every rank stopped at the same point */
+  clt_status m_st = read_metrics(g, out, true);
+  if (pending == CLT_OK) pending = m_st;
+  st = clt_dist_reduce_metrics(d, g, out);
+  if (st == CLT_OK) st = clt_dist_agree(d, g->ctx, pending);
+  if (st == CLT_OK && nan_check(g, out, rs->epoch, done) != CLT_OK)
+    st = clt_dist_agree(d, g->ctx, CLT_ERR_NAN);
+  return st;
+}
+
 static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
                               int64_t batch, bool shuffle, uint64_t seed,
                               const clt_fit_options *fo, clt_loader **out) {
@@ -183,6 +240,10 @@ static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
   if (fo && shuffle) {
     lo.pad_crop = fo->pad_crop;
     lo.hflip = fo->hflip;
+  }
+  if (fo && fo->dist) {
+    lo.shard_rank = clt_dist_rank(fo->dist);
+    lo.shard_count = clt_dist_size(fo->dist);
   }
   clt_err err = {0};
   if (clt_loader_create(ds, &lo, out, &err) != CLT_OK)
@@ -208,7 +269,7 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   CLT_TRY(check_data(g, ds, "evaluation"));
   clt_loader *l = NULL;
   CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, &l));
-  run_state rs = {g, NULL, NULL, 0};
+  run_state rs = {g, NULL, NULL, 0, NULL};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&rs, l, clt_loader_batches_per_epoch(l), out);
   clt_loader_destroy(l);
@@ -220,7 +281,7 @@ static clt_status eval_set(run_state *rs, const clt_dataset *ds, double *loss,
                            double *acc) {
   clt_loader *l = NULL;
   CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0, NULL, &l));
-  run_state ers = {rs->g, NULL, rs->fo, rs->epoch};
+  run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL};
   clt_metrics m;
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), &m);
@@ -228,6 +289,27 @@ static clt_status eval_set(run_state *rs, const clt_dataset *ds, double *loss,
   CLT_TRY(st);
   *loss = m.loss;
   *acc = m.accuracy;
+  return CLT_OK;
+}
+
+/* Over MPI every rank evaluates (no rank waits for another), then agrees,
+ * and rank 0's results, those of the batch-norm statistics it saves, are
+ * everyone's: early stopping and the schedule decide the same way. */
+static clt_status eval_sets_dist(run_state *rs, const clt_dataset *test,
+                                 clt_epoch_stats *es) {
+  const clt_fit_options *fo = rs->fo;
+  clt_status st = CLT_OK;
+  if (fo->validation)
+    st = eval_set(rs, fo->validation, &es->val_loss, &es->val_acc);
+  if (st == CLT_OK && test)
+    st = eval_set(rs, test, &es->test_loss, &es->test_acc);
+  CLT_TRY(clt_dist_agree(rs->dist, rs->g->ctx, st));
+  double v[4] = {es->val_loss, es->val_acc, es->test_loss, es->test_acc};
+  CLT_TRY(clt_dist_broadcast(rs->dist, rs->g, v, 4));
+  es->val_loss = v[0];
+  es->val_acc = v[1];
+  es->test_loss = v[2];
+  es->test_acc = v[3];
   return CLT_OK;
 }
 
@@ -240,13 +322,16 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   double t0 = now_s();
   CLT_TRY(clt_loader_start_epoch(train_l, rs->epoch - 1));
   clt_metrics m;
-  CLT_TRY(run_batches(rs, train_l, clt_loader_batches_per_epoch(train_l), &m));
+  int64_t batches = clt_loader_batches_per_epoch(train_l);
+  CLT_TRY(rs->dist ? run_batches_dist(rs, train_l, batches, &m)
+                   : run_batches(rs, train_l, batches, &m));
   es->seconds = now_s() - t0;
   es->images_per_sec = es->seconds > 0 ? (double)m.samples / es->seconds : 0;
   es->train_loss = m.loss;
   es->train_acc = m.accuracy;
   es->test_loss = es->test_acc = NAN;
   es->val_loss = es->val_acc = NAN;
+  if (rs->dist) return eval_sets_dist(rs, test, es);
   if (fo->validation)
     CLT_TRY(eval_set(rs, fo->validation, &es->val_loss, &es->val_acc));
   if (test) CLT_TRY(eval_set(rs, test, &es->test_loss, &es->test_acc));
@@ -272,7 +357,7 @@ static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                                    const clt_fit_options *fo, int e,
                                    const clt_epoch_stats *history,
                                    const clt_dataset *train) {
-  if (!fo->checkpoint_path) return CLT_OK;
+  if (!fo->checkpoint_path || clt_dist_rank(fo->dist) != 0) return CLT_OK;
   bool due = fo->early_stop > 0
                  ? history[e - 1].best
                  : e == fo->epochs || (fo->checkpoint_every > 0 &&
@@ -312,12 +397,11 @@ static void replay_history(clt_optimizer *opt, const clt_fit_options *fo,
   }
 }
 
-CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
-                           const clt_dataset *train, const clt_dataset *test,
-                           const clt_fit_options *fo,
-                           clt_epoch_stats *history) {
+/* What clt_fit checks before it begins. */
+static clt_status check_fit(clt_graph *g, const clt_dataset *train,
+                            const clt_dataset *test,
+                            const clt_fit_options *fo, int first) {
   CLT_TRY(check_batch(g, fo->batch));
-  int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
   if (fo->epochs < 1 || first > fo->epochs || fo->checkpoint_every < 0 ||
       fo->early_stop < 0 || !(fo->min_delta >= 0) ||
       (fo->early_stop > 0 && fo->checkpoint_every > 0))
@@ -330,6 +414,25 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   CLT_TRY(check_data(g, train, "training"));
   if (test) CLT_TRY(check_data(g, test, "test"));
   if (fo->validation) CLT_TRY(check_data(g, fo->validation, "validation"));
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
+                           const clt_dataset *train, const clt_dataset *test,
+                           const clt_fit_options *fo,
+                           clt_epoch_stats *history) {
+  int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
+  clt_status checked = check_fit(g, train, test, fo, first);
+  /* Over MPI a rank that cannot begin must not leave the others waiting. */
+  if (fo->dist) checked = clt_dist_agree(fo->dist, g->ctx, checked);
+  CLT_TRY(checked);
+  /* Over MPI only rank 0 reports. */
+  clt_fit_options quiet_rank;
+  if (fo->dist && clt_dist_rank(fo->dist) != 0) {
+    quiet_rank = *fo;
+    quiet_rank.progress = NULL;
+    fo = &quiet_rank;
+  }
   /* Checkpoints and early stopping read the history; without the
    * caller's, keep our own (epochs before `first` then read as unknown). */
   clt_epoch_stats *own = NULL;
@@ -356,11 +459,19 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     /* A resumed run starts from the best weights its checkpoint holds. */
     if (st == CLT_OK) st = clt_tensor_copy(best.weights, g->params);
   }
+  if (fo->dist) {
+    /* A rank whose loader or copy failed must not leave the others waiting. */
+    st = clt_dist_agree(fo->dist, g->ctx, st);
+    if (st == CLT_OK)
+      st = clt_dist_attach(fo->dist, g, fo->batch,
+                           clt_loader_batches_per_epoch(l));
+    st = clt_dist_agree(fo->dist, g->ctx, st);
+  }
   int e = first;
   bool stopped = false;
   for (; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
-    run_state rs = {g, opt, fo, e};
+    run_state rs = {g, opt, fo, e, fo->dist};
     st = fit_epoch(&rs, l, test, &es);
     if (st != CLT_OK) break;
     double loss = monitored(fo, test, &es);
@@ -377,6 +488,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     if (history) history[e - 1] = es;
     report_epoch(fo, &es);
     if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history, train);
+    if (fo->dist) st = clt_dist_agree(fo->dist, g->ctx, st);
     if (fo->early_stop > 0 && best.wait >= fo->early_stop) {
       stopped = e < fo->epochs;
       e++;
@@ -390,6 +502,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     restored = st == CLT_OK;
   }
   if (st == CLT_OK) st = clt_context_finish(g->ctx);
+  clt_dist_detach(fo->dist, g);
   if (fo->result) {
     *fo->result = (clt_fit_result){
         .last_epoch = last,

@@ -1,0 +1,146 @@
+#!/bin/bash
+# Data-parallel training under mpirun (issue 12), two ranks on this
+# machine's device ($CLT_DEVICE, POCL by default):
+#   - one step of 2 ranks x batch 32 gives the weights of one process x
+#     batch 64 (fp32 reduction order aside), and one rank under mpirun
+#     exactly those of a plain run;
+#   - a rank that fails on bad data ends both ranks, with its message and
+#     a non-zero exit, within seconds; ranks whose data differ are told so;
+#     an infinite loss stops every rank together;
+#   - --resume under MPI continues bit-identically to an uninterrupted
+#     MPI run.
+# (That the shards of an epoch cover every image once is test_data's
+# test_loader_shards_cover_epoch_once.)
+# usage: mpi_train.sh CLTRAIN MPIRUN COMPARE_WEIGHTS.py SAMPLES_DIR
+set -euo pipefail
+C=$1
+MPIRUN=$2
+CMP=$3
+SAMPLES=$4
+T=$(mktemp -d /tmp/clt_mpi_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+# --oversubscribe: CI machines have 2 cores and POCL threads besides;
+# --allow-run-as-root: CI runs as root.
+MR=("$MPIRUN" --oversubscribe --allow-run-as-root)
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+MLP=$SAMPLES/fashion_mlp.model
+ONE=(--data fashion-mnist --train-limit 64 --holdout 0 --test-limit 100
+     --epochs 1 --seed 3 --quiet)
+
+# ---- one step: 2 x 32 = 1 x 64 -------------------------------------------
+for opt in "sgd --lr 0.1" "adam"; do
+  # Adam divides each gradient by its own magnitude: where a gradient is
+  # tiny, its fp32 rounding shows ten times larger in the step than SGD's.
+  tol=1e-5
+  [ "$opt" = adam ] && tol=1e-4
+  # shellcheck disable=SC2086
+  "$C" train "$MLP" "${ONE[@]}" --batch 64 --optimizer $opt \
+    --save "$T/one.st" >/dev/null
+  # shellcheck disable=SC2086
+  "${MR[@]}" -np 2 "$C" train "$MLP" "${ONE[@]}" --batch 32 --optimizer $opt \
+    --save "$T/two.st" >"$T/out" 2>&1 || fail "2 ranks: $(cat "$T/out")"
+  python3 "$CMP" "$T/one.st" "$T/two.st" "$tol" ||
+    fail "$opt: 2 ranks x 32 differ from 1 x 64 by more than $tol"
+  echo "ok: one $opt step of 2 ranks x 32 = 1 x 64 (tolerance $tol)"
+done
+# A partial last batch is averaged by sample counts: 65 images, global
+# batch 64, so the second step's one image is rank 3's and ranks 0-2
+# contribute nothing.
+PART=(--data fashion-mnist --train-limit 65 --holdout 0 --test-limit 100
+      --epochs 2 --optimizer sgd --lr 0.1 --seed 2 --quiet)
+"$C" train "$MLP" "${PART[@]}" --batch 64 --save "$T/p1.st" >/dev/null
+"${MR[@]}" -np 4 "$C" train "$MLP" "${PART[@]}" --batch 16 \
+  --save "$T/p4.st" >"$T/out" 2>&1 || fail "4 ranks: $(cat "$T/out")"
+python3 "$CMP" "$T/p1.st" "$T/p4.st" 1e-5 ||
+  fail "a partial last batch over 4 ranks differs from one process"
+echo "ok: a partial last batch over 4 ranks (3 of them idle) = 1 process"
+# One rank under mpirun goes through the allreduce, and changes nothing.
+"${MR[@]}" -np 1 "$C" train "$MLP" "${ONE[@]}" --batch 64 --optimizer adam \
+  --save "$T/mpi1.st" >/dev/null
+python3 "$CMP" --all "$T/one.st" "$T/mpi1.st" 0 ||
+  fail "one rank under mpirun differs from a plain run"
+echo "ok: one rank under mpirun = a plain run, bit for bit"
+
+# ---- a rank that fails ----------------------------------------------------
+cat >"$T/tiny.model" <<'EOF2'
+input shape=1x4x4
+flatten
+dense name=fc1 units=8 activation=relu
+dense name=fc2 units=3
+softmax_cross_entropy
+EOF2
+python3 - "$T" <<'EOF2'
+import sys
+t = sys.argv[1]
+rows = []
+for i in range(300):
+    k = i % 3
+    rows.append(",".join([str(k)] + [str(200 + i % 50) if p // 4 == k
+                                     else str((i * p) % 40)
+                                     for p in range(16)]))
+open(t + "/good.csv", "w").write("\n".join(rows) + "\n")
+bad = list(rows)
+bad[150] = bad[150].replace(",", ",x", 1)
+open(t + "/bad.csv", "w").write("\n".join(bad) + "\n")
+open(t + "/short.csv", "w").write("\n".join(rows[:200]) + "\n")
+EOF2
+TINY=(--epochs 50 --batch 8 --quiet)
+# Rank 1 reads a file with a bad cell; rank 0 has good data and would
+# train for a while.
+t0=$SECONDS
+if timeout 60 "${MR[@]}" -np 1 "$C" train "$T/tiny.model" --data "$T/good.csv" \
+  "${TINY[@]}" : -np 1 "$C" train "$T/tiny.model" --data "$T/bad.csv" \
+  "${TINY[@]}" >"$T/out" 2>&1; then
+  fail "a rank with bad data: the job succeeded"
+fi
+grep -qF "bad.csv:151: column 2 is 'x200', not a number" "$T/out" ||
+  fail "bad data: no clear message in: $(cat "$T/out")"
+grep -qF "rank 1 of 2 failed" "$T/out" || fail "bad data: $(cat "$T/out")"
+[ $((SECONDS - t0)) -lt 30 ] || fail "bad data: took $((SECONDS - t0)) s"
+echo "ok: a rank with bad data ends the job in $((SECONDS - t0)) s"
+# Ranks whose data differ in size: every rank stops, rank 0 says why.
+if timeout 60 "${MR[@]}" -np 1 "$C" train "$T/tiny.model" --data "$T/good.csv" \
+  "${TINY[@]}" : -np 1 "$C" train "$T/tiny.model" --data "$T/short.csv" \
+  "${TINY[@]}" >"$T/out" 2>&1; then
+  fail "ranks with different data: the job succeeded"
+fi
+grep -qF "the ranks differ" "$T/out" || fail "different data: $(cat "$T/out")"
+echo "ok: ranks with different data stop together"
+
+# A loss that becomes infinite on one rank's shard stops every rank at the
+# same step, and rank 0 alone says so.
+printf 'input shape=4\ndense name=fc units=2\nmse\n' >"$T/reg.model"
+{ echo "y1,y2,a,b,c,d"
+  for ((i = 0; i < 200; i++)); do
+    y=1
+    [ $i = 123 ] && y=1e30
+    echo "$y,0.5,$((i % 256)),$((i * 7 % 256)),3,4"
+  done; } >"$T/reg.csv"
+if timeout 60 "${MR[@]}" -np 2 "$C" train "$T/reg.model" --data "$T/reg.csv" \
+  --epochs 3 --batch 8 --quiet >"$T/out" 2>&1; then
+  fail "an infinite loss: the job succeeded"
+fi
+grep -qF "rank 0: the training loss became infinite" "$T/out" ||
+  fail "infinite loss: $(cat "$T/out")"
+[ "$(grep -c "training loss became" "$T/out")" = 1 ] ||
+  fail "infinite loss: said more than once: $(cat "$T/out")"
+echo "ok: an infinite loss stops every rank, reported once"
+
+# ---- resume under MPI -----------------------------------------------------
+RES=(--data fashion-mnist --train-limit 1000 --test-limit 200 --batch 32
+     --seed 5 --pad-crop 2 --hflip --quiet)
+"${MR[@]}" -np 2 "$C" train "$MLP" "${RES[@]}" --epochs 3 \
+  --save "$T/full.st" >/dev/null
+"${MR[@]}" -np 2 "$C" train "$MLP" "${RES[@]}" --epochs 1 \
+  --save "$T/part.st" >/dev/null
+"${MR[@]}" -np 2 "$C" train "$MLP" "${RES[@]}" --epochs 3 \
+  --resume "$T/part.st" --save "$T/resumed.st" >/dev/null
+python3 "$CMP" --all "$T/full.st" "$T/resumed.st" 0 ||
+  fail "resumed under MPI: not bit-identical to an uninterrupted run"
+echo "ok: resume under MPI is bit-identical"
+echo "all MPI checks passed"
