@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli/image.h"
-#include "common/error.h"
 
 static void require(int ok, const char *what) {
   if (!ok) {
@@ -19,7 +18,7 @@ static void require(int ok, const char *what) {
   }
 }
 
-static void check(clt_status st, const clt_image_set *s, const clt_err *err,
+static void check(clt_status st, const clt_image_set *s, const cli_err *err,
                   const char *source) {
   if (st == CLT_OK) {
     require(s->count >= 1 && s->channels >= 1 && s->height >= 1 &&
@@ -39,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   clt_image_set s;
-  clt_err err;
+  cli_err err;
   memset(&err, 0, sizeof err);
   check(clt_image_parse_pgm(data, size, "fuzz.pgm", &s, &err), &s, &err,
         "fuzz.pgm");

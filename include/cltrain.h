@@ -307,6 +307,38 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
 
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+
+/* Whether this build decodes "png" (libpng) or "jpeg" (libjpeg-turbo). */
+CLT_API bool clt_image_format_supported(const char *format);
+/* The channels (1 grey, 3 colour; alpha is dropped) and size of a PNG or
+ * JPEG file, recognised by its contents. Errors name the file into err
+ * (errlen bytes). */
+CLT_API clt_status clt_image_info(const char *path, int *channels,
+                                  int *height, int *width, char *err,
+                                  size_t errlen);
+/* A PNG or JPEG file as training on image folders makes it: channels x
+ * height x width floats in [0, 1] (CHW) into chw; colour made grey by
+ * ITU-R 601 luma, grey copied to colour, alpha composited onto black;
+ * resized (bilinear) when resize is set, else a size that differs is
+ * CLT_ERR_SHAPE naming the file and both sizes. */
+CLT_API clt_status clt_image_load(const char *path, int channels, int height,
+                                  int width, bool resize, float *chw,
+                                  char *err, size_t errlen);
+/* Every image of an IDX file of u8 values ([H, W], [N, H, W] or
+ * [N, C, H, W], plain or gzip) as floats in [0, 1]: *count images of
+ * *channels x *height x *width in *pixels, which the caller frees. */
+CLT_API clt_status clt_idx_load_images(const char *path, int64_t *count,
+                                       int *channels, int *height, int *width,
+                                       float **pixels, char *err,
+                                       size_t errlen);
+/* Writes len bytes to path so that no reader ever sees a partial file and
+ * a crash leaves the previous one (the checkpoints' way). */
+CLT_API clt_status clt_file_write_atomic(const char *path, const void *data,
+                                         size_t len, char *err,
+                                         size_t errlen);
+
 /* A 2-D convolution's forward (cross-correlation, as PyTorch's Conv2d):
  * input x [batch, C, H, W], weight [filters, C, KH, KW], bias [filters]
  * (may be NULL), output y [batch, filters, OH, OW], all NCHW f32. */
@@ -929,6 +961,27 @@ CLT_API void clt_dist_stats_get(const clt_dist *d, clt_dist_stats *s);
 /* Collective: every rank's counters, all[r] for rank r (all has
  * clt_dist_size(d) entries; for NULL d, this process's one). */
 CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all);
+
+/* A program's own training loop over MPI (what clt_fit does per step):
+ * clt_dist_attach once after compiling, then per step
+ * clt_dist_step_begin, forward, backward, clt_dist_step_end (the averaged
+ * gradients are on the device after it), the optimizer step; finally
+ * clt_dist_detach. */
+/* Collective: checks that every rank has the same parameter count, batch
+ * and batches per epoch (else CLT_ERR_INVALID_ARGUMENT on every rank),
+ * allocates the host buckets, installs the backward hook, gives rank r > 0
+ * its own dropout stream, and broadcasts rank 0's parameters. */
+CLT_API clt_status clt_dist_attach(clt_dist *d, clt_graph *g,
+                                   int64_t batch, int64_t batches);
+/* Waits for the device, removes the hook and restores the graph's seed. */
+CLT_API void clt_dist_detach(clt_dist *d, clt_graph *g);
+
+/* This rank trains on `mine` of the `total` images of the global batch. */
+CLT_API void clt_dist_step_begin(clt_dist *d, int64_t mine, int64_t total);
+/* Collective: finishes the gradient allreduce (contributing zeros where
+ * this rank failed or had no images), uploads the averaged gradients, and
+ * agrees on st (see clt_dist_agree). */
+CLT_API clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st);
 
 /* Frees d (finalising MPI if clt_dist_create initialised it). Accepts
  * NULL. */

@@ -739,7 +739,7 @@ START_TEST(test_plot_svg) {
   }
   h[1].test_loss = h[1].test_acc = NAN; /* a gap */
   const char *path = tmp_path("plot & <chart>.svg");
-  clt_err err = {0};
+  cli_err err = {0};
   ck_assert_int_eq(clt_plot_history_svg(h, 5, "a <model> & \"more\"", path,
                                         &err), CLT_OK);
   char *svg = NULL;
@@ -773,7 +773,7 @@ END_TEST
 
 START_TEST(test_pgm) {
   clt_image_set s;
-  clt_err err = {0};
+  cli_err err = {0};
   static const char p5[] = "P5\n# made by hand\n3 2\n255\n"
                            "\x00\x80\xff\x01\x02\x03";
   ck_assert_int_eq(clt_image_parse_pgm((const uint8_t *)p5, sizeof p5 - 1,

@@ -6,7 +6,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdarg.h>
+
 #include "cltrain.h"
+
+/* An error of the command's own code: a status and what went wrong. */
+typedef struct cli_err {
+  clt_status status;
+  char msg[2048];
+} cli_err;
+
+/* Sets *e (when not NULL) and returns status. */
+__attribute__((format(printf, 3, 4))) static inline clt_status
+cli_err_set(cli_err *e, clt_status status, const char *fmt, ...) {
+  if (e) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->status = status;
+  }
+  return status;
+}
 
 /* Upper bounds of options whose value sizes an allocation: a typo of a few
  * digits gets a clear error instead of an attempt to allocate it. */

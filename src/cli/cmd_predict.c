@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "data/image_decode.h"
 #include "cli/image.h"
 
 void cli_labels_free(char **labels, int count) {
@@ -99,8 +98,8 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
            "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s. PNG and JPEG are "
            "made grey or\n  colour as the model's input asks; sizes must "
            "match unless --resize.\n",
-           !clt_image_decode_png_supported()    ? " (this build lacks libpng)"
-           : !clt_image_decode_jpeg_supported() ? " (this build lacks JPEG)"
+           !clt_image_format_supported("png")    ? " (this build lacks libpng)"
+           : !clt_image_format_supported("jpeg") ? " (this build lacks JPEG)"
                                                 : "");
   const cli_command cmd = {
       "predict", "MODEL --weights FILE [options] INPUT...", about, options,
@@ -188,40 +187,37 @@ static bool is_png_or_jpeg(const char *path) {
 /* A PNG or JPEG made what the model takes: its channels (grey or colour,
  * as training made them), its size (resized only when asked). */
 static clt_status read_for_model(const char *path, clt_model *m, bool resize,
-                                 clt_image_set *s, clt_err *err) {
+                                 clt_image_set *s, cli_err *err) {
   memset(s, 0, sizeof *s);
   int64_t shape[CLT_MAX_DIMS];
   if (clt_model_input_shape(m, shape) != 3) return clt_image_read(path, s, err);
-  clt_decoded_image img;
-  CLT_TRY(clt_image_decode_file(path, &img, err));
   size_t size = (size_t)(shape[0] * shape[1] * shape[2]);
-  uint8_t *chw = malloc(size);
   s->pixels = malloc(size * sizeof(float));
-  clt_status st = !chw || !s->pixels
-                      ? clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path)
-                      : clt_image_to_chw(&img, path, (int)shape[0],
-                                         (int)shape[1], (int)shape[2], resize,
-                                         chw, err);
-  if (st == CLT_OK) {
-    for (size_t i = 0; i < size; i++) s->pixels[i] = chw[i] / 255.0f;
-    s->count = 1;
-    s->channels = (int)shape[0];
-    s->height = (int)shape[1];
-    s->width = (int)shape[2];
-    s->format = img.channels == 1 ? "grey image" : "colour image";
-  } else {
+  if (!s->pixels) return cli_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
+  clt_status st = clt_image_load(path, (int)shape[0], (int)shape[1],
+                                 (int)shape[2], resize, s->pixels, err->msg,
+                                 sizeof err->msg);
+  if (st != CLT_OK) {
+    err->status = st;
     free(s->pixels);
     s->pixels = NULL;
+    return st;
   }
-  free(chw);
-  free(img.pixels);
-  return st;
+  int channels = 0, h = 0, w = 0;
+  char ignored[8];
+  clt_image_info(path, &channels, &h, &w, ignored, sizeof ignored);
+  s->count = 1;
+  s->channels = (int)shape[0];
+  s->height = (int)shape[1];
+  s->width = (int)shape[2];
+  s->format = channels == 1 ? "grey image" : "colour image";
+  return CLT_OK;
 }
 
 static int predict_file(clt_context *ctx, clt_model *m, predict_args *a,
                         const char *path, char **labels, int n_labels) {
   clt_image_set s;
-  clt_err err = {0};
+  cli_err err = {0};
   clt_status read = is_png_or_jpeg(path)
                         ? read_for_model(path, m, a->resize, &s, &err)
                         : clt_image_read(path, &s, &err);

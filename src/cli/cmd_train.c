@@ -14,7 +14,6 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/plot.h"
-#include "dist/dist.h"
 
 typedef struct train_args {
   const char *model, *data, *test_data, *device, *log_path;
@@ -329,7 +328,7 @@ static void draw_progress_line(progress_out *po, const clt_progress *p) {
  * chart that cannot be written costs a warning, not the training. */
 static void update_plot(progress_out *po) {
   if (!po->plot) return;
-  clt_err err = {0};
+  cli_err err = {0};
   if (clt_plot_history_svg(po->hist, po->last_epoch, po->title, po->plot,
                            &err) != CLT_OK) {
     fprintf(stderr, "\ncltrain: warning: no plot: %s\n", err.msg);
@@ -903,8 +902,8 @@ static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
         g, d->xs[k], d->labels ? d->ys[k] : NULL, d->batch);
     if (st == CLT_OK) st = clt_graph_forward(g, true);
     if (st == CLT_OK) st = clt_graph_backward(g);
-    CLT_TRY(clt_dist_step_end(dist, g, st));
-    CLT_TRY(clt_optimizer_step(opt));
+    CLI_TRY(clt_dist_step_end(dist, g, st));
+    CLI_TRY(clt_optimizer_step(opt));
   }
   return CLT_OK;
 }

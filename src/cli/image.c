@@ -7,8 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "data/idx.h"
-#include "data/image_decode.h"
 
 void clt_image_set_free(clt_image_set *s) {
   if (!s) return;
@@ -17,12 +15,12 @@ void clt_image_set_free(clt_image_set *s) {
 }
 
 static clt_status alloc_pixels(clt_image_set *s, const char *name,
-                               clt_err *err) {
+                               cli_err *err) {
   size_t n = (size_t)s->count * (size_t)s->channels * (size_t)s->height *
              (size_t)s->width;
   s->pixels = malloc((n > 0 ? n : 1) * sizeof(float));
   if (!s->pixels)
-    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", name, n);
+    return cli_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", name, n);
   return CLT_OK;
 }
 
@@ -53,7 +51,7 @@ static void pgm_skip(pgm_reader *r) {
 
 /* A decimal number in [1, max] (or [0, max] with allow_zero). */
 static clt_status pgm_number(pgm_reader *r, const char *what, long max,
-                             bool allow_zero, long *out, clt_err *err) {
+                             bool allow_zero, long *out, cli_err *err) {
   pgm_skip(r);
   long v = 0;
   int digits = 0;
@@ -63,7 +61,7 @@ static clt_status pgm_number(pgm_reader *r, const char *what, long max,
     if (++digits > 9) break;
   }
   if (digits == 0 || digits > 9 || v > max || (v == 0 && !allow_zero))
-    return clt_err_set(err, CLT_ERR_FORMAT,
+    return cli_err_set(err, CLT_ERR_FORMAT,
                        "%s: PGM %s must be a number from %d to %ld", r->name,
                        what, allow_zero ? 0 : 1, max);
   *out = v;
@@ -72,29 +70,29 @@ static clt_status pgm_number(pgm_reader *r, const char *what, long max,
 
 clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
                                const char *name, clt_image_set *out,
-                               clt_err *err) {
+                               cli_err *err) {
   memset(out, 0, sizeof *out);
   pgm_reader r = {bytes, bytes + size, name};
   if (size < 2 || bytes[0] != 'P' || (bytes[1] != '2' && bytes[1] != '5'))
-    return clt_err_set(err, CLT_ERR_FORMAT,
+    return cli_err_set(err, CLT_ERR_FORMAT,
                        "%s: not a PGM file (P2 or P5 expected)", name);
   bool binary = bytes[1] == '5';
   r.p += 2;
   long w, h, maxval;
-  CLT_TRY(pgm_number(&r, "width", 1 << 16, false, &w, err));
-  CLT_TRY(pgm_number(&r, "height", 1 << 16, false, &h, err));
-  CLT_TRY(pgm_number(&r, "maximum value", 65535, false, &maxval, err));
+  CLI_TRY(pgm_number(&r, "width", 1 << 16, false, &w, err));
+  CLI_TRY(pgm_number(&r, "height", 1 << 16, false, &h, err));
+  CLI_TRY(pgm_number(&r, "maximum value", 65535, false, &maxval, err));
   int bpp = maxval > 255 ? 2 : 1;
   size_t n = (size_t)w * (size_t)h;
   if (binary) {
     /* Exactly one whitespace byte separates the header from the pixels. */
     if (r.p >= r.end || !pgm_space(*r.p))
-      return clt_err_set(err, CLT_ERR_FORMAT,
+      return cli_err_set(err, CLT_ERR_FORMAT,
                          "%s: PGM header does not end in whitespace", name);
     r.p++;
     size_t have = (size_t)(r.end - r.p);
     if (have < n * (size_t)bpp)
-      return clt_err_set(err, CLT_ERR_FORMAT,
+      return cli_err_set(err, CLT_ERR_FORMAT,
                          "%s: truncated PGM: %ldx%ld pixels need %zu bytes, "
                          "the file has %zu",
                          name, w, h, n * (size_t)bpp, have);
@@ -104,20 +102,20 @@ clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
   out->height = (int)h;
   out->width = (int)w;
   out->format = "PGM";
-  CLT_TRY(alloc_pixels(out, name, err));
+  CLI_TRY(alloc_pixels(out, name, err));
   for (size_t i = 0; i < n; i++) {
     long v;
     if (binary) {
       v = bpp == 2 ? (long)r.p[2 * i] << 8 | r.p[2 * i + 1] : r.p[i];
     } else if (pgm_number(&r, "pixel", 65535, true, &v, err) != CLT_OK) {
       clt_image_set_free(out);
-      return clt_err_set(err, CLT_ERR_FORMAT,
+      return cli_err_set(err, CLT_ERR_FORMAT,
                          "%s: pixel %zu of %zu is missing or not a number",
                          name, i + 1, n);
     }
     if (v > maxval) {
       clt_image_set_free(out);
-      return clt_err_set(err, CLT_ERR_FORMAT,
+      return cli_err_set(err, CLT_ERR_FORMAT,
                          "%s: pixel %zu is %ld, above the maximum value %ld",
                          name, i + 1, v, maxval);
     }
@@ -129,52 +127,14 @@ clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
 /* ---- IDX ----------------------------------------------------------------- */
 
 static clt_status read_idx(const char *path, clt_image_set *out,
-                           clt_err *err) {
-  clt_idx idx;
-  CLT_TRY(clt_idx_read(path, &idx, err));
-  clt_status st = CLT_OK;
-  int64_t n = 1, c = 1, h = 0, w = 0;
-  if (idx.ndim == 2) {
-    h = idx.dims[0];
-    w = idx.dims[1];
-  } else if (idx.ndim == 3) {
-    n = idx.dims[0];
-    h = idx.dims[1];
-    w = idx.dims[2];
-  } else if (idx.ndim == 4) {
-    n = idx.dims[0];
-    c = idx.dims[1];
-    h = idx.dims[2];
-    w = idx.dims[3];
-  } else {
-    st = clt_err_set(err, CLT_ERR_FORMAT,
-                     "%s: an IDX file of images has 2 (H, W), 3 (N, H, W) or "
-                     "4 (N, C, H, W) dimensions, this one %d (labels?)",
-                     path, idx.ndim);
-  }
-  if (st == CLT_OK && idx.type != CLT_IDX_U8)
-    st = clt_err_set(err, CLT_ERR_UNSUPPORTED,
-                     "%s: IDX images must be u8, this file holds %s", path,
-                     clt_idx_type_name(idx.type));
-  if (st == CLT_OK && (n < 1 || c < 1 || h < 1 || w < 1 || c > 4096 ||
-                       h > 65536 || w > 65536))
-    st = clt_err_set(err, CLT_ERR_FORMAT, "%s: IDX holds no image", path);
-  if (st == CLT_OK) {
-    out->count = n;
-    out->channels = (int)c;
-    out->height = (int)h;
-    out->width = (int)w;
-    out->format = "IDX";
-    st = alloc_pixels(out, path, err);
-  }
-  if (st == CLT_OK) {
-    const uint8_t *px = idx.data;
-    for (size_t i = 0; i < idx.nbytes; i++)
-      out->pixels[i] = (float)px[i] / 255.0f;
-  }
-  clt_idx_free(&idx);
-  if (st != CLT_OK) clt_image_set_free(out);
-  return st;
+                           cli_err *err) {
+  char msg[sizeof err->msg];
+  clt_status st =
+      clt_idx_load_images(path, &out->count, &out->channels, &out->height,
+                          &out->width, &out->pixels, msg, sizeof msg);
+  if (st != CLT_OK) return cli_err_set(err, st, "%s", msg);
+  out->format = "IDX";
+  return CLT_OK;
 }
 
 /* ---- PNG ----------------------------------------------------------------- */
@@ -182,79 +142,74 @@ static clt_status read_idx(const char *path, clt_image_set *out,
 /* Through the library's decoder (data/image_decode.h), made grey the way
  * image folders are for a grey model. */
 static clt_status read_png(const char *path, clt_image_set *out,
-                           clt_err *err) {
-  clt_decoded_image img;
-  CLT_TRY(clt_image_decode_file(path, &img, err));
+                           cli_err *err) {
+  char msg[sizeof err->msg];
+  int channels = 0;
+  clt_status st = clt_image_info(path, &channels, &out->height, &out->width,
+                                 msg, sizeof msg);
+  if (st != CLT_OK) return cli_err_set(err, st, "%s", msg);
   out->count = 1;
   out->channels = 1;
-  out->height = img.height;
-  out->width = img.width;
   out->format = "PNG";
-  size_t n = (size_t)img.width * (size_t)img.height;
-  uint8_t *grey = malloc(n > 0 ? n : 1);
-  clt_status st =
-      grey ? alloc_pixels(out, path, err)
-           : clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: %zu pixels", path, n);
-  if (st == CLT_OK)
-    st = clt_image_to_chw(&img, path, 1, img.height, img.width, false, grey,
-                          err);
-  for (size_t i = 0; st == CLT_OK && i < n; i++)
-    out->pixels[i] = (float)grey[i] / 255.0f;
-  free(grey);
-  free(img.pixels);
-  if (st != CLT_OK) clt_image_set_free(out);
+  CLI_TRY(alloc_pixels(out, path, err));
+  st = clt_image_load(path, 1, out->height, out->width, false, out->pixels,
+                      msg, sizeof msg);
+  if (st != CLT_OK) {
+    cli_err_set(err, st, "%s", msg);
+    clt_image_set_free(out);
+  }
   return st;
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
 
 static clt_status read_whole(const char *path, uint8_t **bytes, size_t *size,
-                             clt_err *err) {
+                             cli_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+    return cli_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
                        strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     fclose(f);
-    return clt_err_set(err, CLT_ERR_IO, "cannot read %s: not a regular file",
+    return cli_err_set(err, CLT_ERR_IO, "cannot read %s: not a regular file",
                        path);
   }
   if ((int64_t)st.st_size > CLT_IMAGE_MAX_FILE_BYTES) {
     fclose(f);
-    return clt_err_set(err, CLT_ERR_FORMAT, "%s: %lld bytes is too large",
+    return cli_err_set(err, CLT_ERR_FORMAT, "%s: %lld bytes is too large",
                        path, (long long)st.st_size);
   }
   *size = (size_t)st.st_size;
   *bytes = malloc(*size > 0 ? *size : 1);
   if (!*bytes) {
     fclose(f);
-    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
+    return cli_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
   }
   size_t got = fread(*bytes, 1, *size, f);
   fclose(f);
   if (got != *size) {
     free(*bytes);
     *bytes = NULL;
-    return clt_err_set(err, CLT_ERR_IO, "cannot read %s", path);
+    return cli_err_set(err, CLT_ERR_IO, "cannot read %s", path);
   }
   return CLT_OK;
 }
 
-clt_status clt_image_read(const char *path, clt_image_set *out, clt_err *err) {
+clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
   memset(out, 0, sizeof *out);
   uint8_t magic[8] = {0};
   FILE *f = fopen(path, "rb");
   if (!f)
-    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+    return cli_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
                        strerror(errno));
   size_t got = fread(magic, 1, sizeof magic, f);
   fclose(f);
   static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
                                        '\n'};
   if (got == 8 && memcmp(magic, png_magic, 8) == 0) {
-    if (!clt_image_decode_png_supported())
-      return clt_err_set(err, CLT_ERR_UNSUPPORTED,
+    if (!clt_image_format_supported("png"))
+      return cli_err_set(err, CLT_ERR_UNSUPPORTED,
                          "%s: a PNG file, but this cltrain was built without "
                          "libpng (install libpng-dev and rebuild; PGM and IDX "
                          "work without it)",
@@ -264,7 +219,7 @@ clt_status clt_image_read(const char *path, clt_image_set *out, clt_err *err) {
   if (got >= 2 && magic[0] == 'P' && (magic[1] == '2' || magic[1] == '5')) {
     uint8_t *bytes = NULL;
     size_t size = 0;
-    CLT_TRY(read_whole(path, &bytes, &size, err));
+    CLI_TRY(read_whole(path, &bytes, &size, err));
     clt_status st = clt_image_parse_pgm(bytes, size, path, out, err);
     free(bytes);
     return st;
@@ -272,6 +227,6 @@ clt_status clt_image_read(const char *path, clt_image_set *out, clt_err *err) {
   if (got >= 4 && ((magic[0] == 0x1f && magic[1] == 0x8b) ||
                    (magic[0] == 0 && magic[1] == 0)))
     return read_idx(path, out, err);
-  return clt_err_set(err, CLT_ERR_FORMAT,
+  return cli_err_set(err, CLT_ERR_FORMAT,
                      "%s: not an IDX, PGM (P2/P5) or PNG file", path);
 }

@@ -1,7 +1,6 @@
 /* SVG line charts of a training history. */
 #include "cli/plot.h"
 
-#include "common/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -205,12 +204,12 @@ static void draw_legend(sbuf *b) {
 
 clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
                                    const char *title, char **svg,
-                                   clt_err *err) {
+                                   cli_err *err) {
   *svg = NULL;
   if (n < 0 || (n > 0 && !h))
-    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT, "plot: %d epochs", n);
+    return cli_err_set(err, CLT_ERR_INVALID_ARGUMENT, "plot: %d epochs", n);
   double *v = malloc(5 * (size_t)(n > 0 ? n : 1) * sizeof *v);
-  if (!v) return clt_err_set(err, CLT_ERR_HOST_MEMORY, "plot");
+  if (!v) return cli_err_set(err, CLT_ERR_HOST_MEMORY, "plot");
   double *ep = v, *trl = v + n, *tel = v + 2 * n, *tra = v + 3 * n,
          *tea = v + 4 * n;
   int max_epoch = 1;
@@ -253,7 +252,7 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   free(v);
   if (b.failed) {
     free(b.s);
-    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "plot");
+    return cli_err_set(err, CLT_ERR_HOST_MEMORY, "plot");
   }
   *svg = b.s;
   return CLT_OK;
@@ -261,10 +260,13 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
 
 clt_status clt_plot_history_svg(const clt_epoch_stats *history, int epochs,
                                 const char *title, const char *path,
-                                clt_err *err) {
+                                cli_err *err) {
   char *svg = NULL;
-  CLT_TRY(clt_plot_history_render(history, epochs, title, &svg, err));
-  clt_status st = clt_atomic_write_file(path, svg, strlen(svg), 0644, err);
+  CLI_TRY(clt_plot_history_render(history, epochs, title, &svg, err));
+  char msg[sizeof err->msg];
+  clt_status st = clt_file_write_atomic(path, svg, strlen(svg), msg,
+                                        sizeof msg);
+  if (st != CLT_OK) cli_err_set(err, st, "%s", msg);
   free(svg);
   return st;
 }

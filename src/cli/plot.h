@@ -9,19 +9,19 @@
 #include <stddef.h>
 
 #include "cltrain.h"
-#include "common/error.h"
+#include "cli/cli.h"
 
 /* The SVG document for history[0..epochs) under title (may be NULL), in a
  * new malloc'd NUL-terminated buffer that the caller frees. */
 clt_status clt_plot_history_render(const clt_epoch_stats *history, int epochs,
                                    const char *title, char **svg,
-                                   clt_err *err);
+                                   cli_err *err);
 
 /* Renders and writes it to path atomically (temporary file in the same
  * folder, fsync, rename): a crash leaves the old file or none. CLT_ERR_IO
  * names the path and the reason. */
 clt_status clt_plot_history_svg(const clt_epoch_stats *history, int epochs,
                                 const char *title, const char *path,
-                                clt_err *err);
+                                cli_err *err);
 
 #endif
