@@ -708,7 +708,8 @@ typedef struct clt_data_options {
   /* Image folders: resize (bilinear) images whose size differs from
    * height x width, instead of stopping with an error. */
   bool resize;
-  /* Image folders: decoding threads (0: up to 4). */
+  /* Image folders: decoding threads (0: one per online core, at most
+   * 4). */
   int threads;
   /* Image folders: decoded datasets are kept as packed files in
    * <cache_dir>/data (NULL: $CLT_DATA_CACHE_DIR itself when set, else the

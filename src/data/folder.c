@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -288,8 +289,13 @@ static void *folder_worker(void *arg) {
   return NULL;
 }
 
+/* The threads asked for, else one per core the machine has online, at
+ * most FOLDER_MAX_THREADS; never more than the files. */
 static int folder_threads(const clt_data_options *o, int64_t files) {
-  int n = o->threads > 0 ? o->threads : FOLDER_MAX_THREADS;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = o->threads > 0 ? o->threads
+          : cores >= 1 && cores < FOLDER_MAX_THREADS ? (int)cores
+                                                     : FOLDER_MAX_THREADS;
   return files < n ? (int)files : n;
 }
 
