@@ -96,6 +96,16 @@ clt_status clt_image_parse_pgm(const uint8_t *bytes, size_t size,
                          "%s: truncated PGM: %ldx%ld pixels need %zu bytes, "
                          "the file has %zu",
                          name, w, h, n * (size_t)bpp, have);
+  } else {
+    /* Each ASCII pixel takes a digit and a separator (the last one none):
+     * a header that promises more than the file can hold is refused
+     * before the pixels are allocated. */
+    size_t have = (size_t)(r.end - r.p);
+    if (have < 2 * n - 1)
+      return cli_err_set(err, CLT_ERR_FORMAT,
+                         "%s: truncated PGM: %ldx%ld pixels need at least "
+                         "%zu bytes of text, the file has %zu",
+                         name, w, h, 2 * n - 1, have);
   }
   out->count = 1;
   out->channels = 1;
