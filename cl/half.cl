@@ -32,3 +32,24 @@ __kernel void unscale_check_f32(__global float *g, int g_off, int n,
   if (!isfinite(v)) atomic_max(found + found_off, 1);
   g[g_off + i] = v * inv_scale;
 }
+
+/* Mixed precision's fp16 values kept in fp32 buffers (graph.c): x rounded
+ * to the nearest half, ties to even, as vstore_half_rte then vload_half
+ * would give, with no half buffer (a private half is not OpenCL C 1.2
+ * without cl_khr_fp16). Scaling by the powers of two that space the halves
+ * near x is exact, and rint rounds to nearest even; at or above 65520 a
+ * half overflows to infinity. */
+static float round_to_half(float v) {
+  float a = fabs(v);
+  if (isnan(v)) return v;
+  if (a >= 65520.0f) return copysign(INFINITY, v);
+  /* The spacing of halves near a: 2^-24 among subnormals, else 2^(e-10). */
+  int e = a < 0x1p-14f ? -14 : ilogb(a);
+  return copysign(ldexp(rint(ldexp(a, 10 - e)), e - 10), v);
+}
+
+__kernel void round_f16(__global float *y, int y_off,
+                        __global const float *x, int x_off, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[y_off + i] = round_to_half(x[x_off + i]);
+}

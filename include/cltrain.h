@@ -462,6 +462,31 @@ CLT_API clt_status clt_graph_load_model(clt_context *ctx, const char *path,
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
                                      uint64_t seed);
 
+/* Numeric precision of a graph (--precision). */
+typedef enum clt_precision {
+  CLT_PRECISION_FP32 = 0,
+  /* Mixed precision, as torch.amp and Keras's mixed_float16: the
+   * parameters stay f32 (the master copy that the optimizer updates and
+   * checkpoints save) and every forward pass uses them rounded to fp16;
+   * each layer's output and each gradient passed between layers and to
+   * the parameters is rounded to fp16 as it is made. The input batch,
+   * batch-norm statistics, softmax and the loss, reductions and the
+   * products' sums stay f32. Devices without fp16 arithmetic (no
+   * cl_khr_fp16: POCL, rusticl, NVIDIA's OpenCL) hold the fp16 values in
+   * f32 buffers and compute in f32. Pair it with a loss scaler
+   * (clt_optimizer_set_loss_scaler), or small gradients vanish. */
+  CLT_PRECISION_MIXED = 1,
+} clt_precision;
+
+/* Sets g's precision, before or after compiling (CLT_ERR_INVALID_ARGUMENT
+ * for an unknown value). */
+CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p);
+CLT_API clt_precision clt_graph_precision(const clt_graph *g);
+/* The factor the loss layer multiplies every gradient by in backward
+ * (default 1). A loss scaler attached to the optimizer sets it. */
+CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale);
+CLT_API float clt_graph_loss_scale(const clt_graph *g);
+
 #define CLT_PLAN_MAX_CANDIDATES 12
 
 typedef struct clt_plan_candidate {
@@ -654,6 +679,17 @@ CLT_API clt_status clt_loss_scaler_unscale(clt_loss_scaler *s,
                                            clt_tensor *grads, bool *skip);
 /* Steps skipped so far for an overflow. */
 CLT_API int64_t clt_loss_scaler_skipped(const clt_loss_scaler *s);
+/* Steps the scaler has seen (clt_loss_scaler_unscale calls). */
+CLT_API int64_t clt_loss_scaler_steps(const clt_loss_scaler *s);
+
+/* Attaches s to opt (NULL detaches; opt does not own s): each
+ * clt_optimizer_step then unscales the gradients, skips the update when
+ * one is infinite or NaN (Adam's step count does not advance), updates the
+ * scale and sets it on the graph (clt_graph_set_loss_scale) for the next
+ * backward: torch.amp.GradScaler's scaler.step(opt) and scaler.update().
+ * Checkpoints of opt save s's state and --resume restores it. */
+CLT_API void clt_optimizer_set_loss_scaler(clt_optimizer *opt,
+                                           clt_loss_scaler *s);
 
 /* ------------------------------------------------------------------------ */
 /* Data and training                                                         */
@@ -828,6 +864,10 @@ typedef struct clt_epoch_stats {
   float lr;
   double val_loss, val_acc; /* NaN without a validation set */
   bool best; /* early stopping: the best monitored loss so far */
+  /* With a loss scaler (mixed precision): the scale at the epoch's end and
+   * the steps skipped for an overflow so far; 0 without one. */
+  float loss_scale;
+  int64_t skipped_steps;
 } clt_epoch_stats;
 
 typedef struct clt_progress {

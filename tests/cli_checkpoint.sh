@@ -54,6 +54,37 @@ A=("$T/tiny.model" --data fashion-mnist --train-limit 300 --test-limit 100
   --log "$T/r.csv" --plot "$T/r.svg"
 cmp "$T/straight.st" "$T/run.st" || fail "resumed checkpoint differs"
 echo "ok: 1 epoch + resume to 3 == 3 epochs straight (identical files)"
+# The same in mixed precision: the loss scaler's state (its scale, the
+# steps it has seen and skipped) is saved and restored, so the resumed run
+# skips no step a straight run would not.
+# A scale of 2^20 that overflows, grown again after 4 clean steps: the
+# scale moves within the first epoch.
+M=(--precision mixed --loss-scale 1048576 --scale-growth 4)
+"$C" train "${A[@]}" "${M[@]}" --epochs 3 --save "$T/mstraight.st"
+"$C" train "${A[@]}" "${M[@]}" --epochs 1 --save "$T/mrun.st"
+"$C" train "${A[@]}" "${M[@]}" --epochs 3 --resume "$T/mrun.st" \
+  --save "$T/mrun.st"
+cmp "$T/mstraight.st" "$T/mrun.st" || fail "mixed: resumed checkpoint differs"
+python3 - "$T/mrun.st" <<'PY' || fail "mixed: scaler state"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+t = h["__scaler__.state"]
+s, e = t["data_offsets"]
+scale, clean, steps, skipped = struct.unpack("<4d", b[8 + n + s:8 + n + e])
+# 300 images in batches of 50: 6 steps an epoch.
+assert t["dtype"] == "F64" and t["shape"] == [4], t
+assert steps == 18 and 0 < skipped < steps and scale > 0, (scale, steps, skipped)
+assert 0 <= clean < 4, clean
+print("scaler state: scale %g, %d steps, %d skipped" % (scale, steps, skipped))
+PY
+echo "ok: mixed precision: 1 epoch + resume to 3 == 3 straight (scaler restored)"
+expect_error "--loss-scale without mixed precision" "need --precision mixed" \
+  -- "$C" train "${A[@]}" --loss-scale 8
+# A mixed run resumed in fp32 goes on (the scaler's state is not needed).
+"$C" train "${A[@]}" --epochs 4 --resume "$T/mrun.st" >/dev/null ||
+  fail "a mixed checkpoint resumed in fp32"
 diff <(cut -d, -f1-5 "$T/s.csv") <(cut -d, -f1-5 "$T/r.csv") ||
   fail "logs differ"
 head -1 "$T/s.csv" | grep -qx \

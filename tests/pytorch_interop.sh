@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A checkpoint of the sample CNN loads into the same network in PyTorch
-# (strict load_state_dict) and gives the accuracy cltrain's eval gives.
+# (strict load_state_dict) and gives the accuracy cltrain's eval gives,
+# trained in fp32 and in mixed precision.
 # Usage: pytorch_interop.sh CLTRAIN MODEL SCRIPT
 set -euo pipefail
 cltrain=$1 model=$2 script=$3
@@ -18,10 +19,14 @@ if [ -z "$py" ]; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$cltrain" train "$model" --data fashion-mnist --epochs 1 --train-limit 640 \
-  --test-limit 100 --save "$dir/cnn.safetensors" --quiet
-ours=$("$cltrain" eval "$model" --weights "$dir/cnn.safetensors" \
-  --data fashion-mnist --test-limit 100 | sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' | head -1)
-theirs=$("$py" "$script" "$dir/cnn.safetensors" 100 | sed -n 's/.*images: \([0-9.]*\)$/\1/p')
-echo "cltrain eval accuracy $ours, PyTorch accuracy $theirs"
-[ -n "$ours" ] && [ "$ours" = "$theirs" ]
+# fp32, and mixed precision (whose checkpoints hold the f32 master weights
+# and the loss scaler's state under a '__' name).
+for precision in fp32 mixed; do
+  "$cltrain" train "$model" --data fashion-mnist --epochs 1 --train-limit 640 \
+    --test-limit 100 --precision $precision --save "$dir/cnn.safetensors" --quiet
+  ours=$("$cltrain" eval "$model" --weights "$dir/cnn.safetensors" \
+    --data fashion-mnist --test-limit 100 | sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' | head -1)
+  theirs=$("$py" "$script" "$dir/cnn.safetensors" 100 | sed -n 's/.*images: \([0-9.]*\)$/\1/p')
+  echo "$precision: cltrain eval accuracy $ours, PyTorch accuracy $theirs"
+  [ -n "$ours" ] && [ "$ours" = "$theirs" ]
+done

@@ -141,6 +141,8 @@ START_TEST(half_lengths) {
   for (int k = 0; k < n.count; k++) {
     ck_assert_check(clt_check_half_round_trip(g_ctx, n.v[k], &e), e, 0.0,
                     "n=%lld", (long long)n.v[k]);
+    ck_assert_check(clt_check_half_round_in_place(g_ctx, n.v[k], &e), e, 0.0,
+                    "n=%lld", (long long)n.v[k]);
     ck_assert_check(clt_check_loss_scaler_unscale(g_ctx, n.v[k], &e), e, 0.0,
                     "n=%lld", (long long)n.v[k]);
   }

@@ -31,6 +31,10 @@ clt_status clt_check_copy_view(clt_context *ctx, int64_t n, double *max_err);
  * host's IEEE rounding. */
 clt_status clt_check_half_round_trip(clt_context *ctx, int64_t n,
                                      double *max_err);
+/* n floats, some past the largest half, rounded to fp16 values in place
+ * (clt_round_f16, mixed precision), against the host's rounding. */
+clt_status clt_check_half_round_in_place(clt_context *ctx, int64_t n,
+                                         double *max_err);
 /* The loss scaler divides n finite gradients by its scale (4) and finds
  * no overflow. */
 clt_status clt_check_loss_scaler_unscale(clt_context *ctx, int64_t n,

@@ -6,6 +6,9 @@
 static clt_status st_half(clt_context *ctx, double *e) {
   return clt_check_half_round_trip(ctx, 1001, e);
 }
+static clt_status st_round_half(clt_context *ctx, double *e) {
+  return clt_check_half_round_in_place(ctx, 1001, e);
+}
 static clt_status st_unscale(clt_context *ctx, double *e) {
   return clt_check_loss_scaler_unscale(ctx, 1001, e);
 }
@@ -219,6 +222,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"tensor fill", st_fill, 0.0},
     {"tensor copy (views)", st_copy_view, 0.0},
     {"f32 -> f16 -> f32 1001", st_half, 0.0},
+    {"round to f16 in place 1001", st_round_half, 0.0},
     {"loss scaler unscale 1001", st_unscale, 0.0},
     {"gemm nn 33x17x65", st_gemm_nn, 1e-5},
     {"gemm tn 31x7x19 beta=1", st_gemm_tn, 1e-5},

@@ -24,13 +24,15 @@ typedef struct train_args {
   bool quiet, no_shuffle, seed_given, hflip, resize, nesterov, json;
   bool lr_given, wd_given;
   double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
-  double min_delta;
-  int optimizer, schedule;
+  double min_delta, loss_scale;
+  long long scale_growth;
+  int optimizer, schedule, precision;
 } train_args;
 
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine",
                                              "plateau", NULL};
+static const char *const precision_names[] = {"fp32", "mixed", NULL};
 
 #define TRAIN_OPTIONS(a)                                                       \
   {"data", CLI_STRING, &(a)->data, "DATA",                                     \
@@ -88,6 +90,15 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
   {"min-delta", CLI_DOUBLE, &(a)->min_delta, "D",                              \
    "--early-stop, plateau: an improvement is a loss lower by\n"                \
    "more than D (default 0)", 0, HUGE_VAL, 0, 0, 0},                           \
+  {"precision", CLI_CHOICE, &(a)->precision, "P",                              \
+   "fp32 (default) or mixed: fp16 values with f32 master\n"                     \
+   "weights and dynamic loss scaling (README \"Mixed precision\")",              \
+   0, 0, 0, precision_names, 0},                                               \
+  {"loss-scale", CLI_DOUBLE, &(a)->loss_scale, "S",                            \
+   "mixed: the initial loss scale (default 65536)", 1, 1e38, 0, 0, 0},          \
+  {"scale-growth", CLI_INT, &(a)->scale_growth, "N",                           \
+   "mixed: double the loss scale after N steps in a row\n"                     \
+   "without an overflow (default 2000)", 1, INT_MAX, 0, 0, 0},                  \
   {"seed", CLI_INT, &(a)->seed, "S",                                           \
    "seed for initialisation, shuffling and --val-split\n(default 1)", 0,       \
    (double)LLONG_MAX, 0, 0, &(a)->seed_given},                                 \
@@ -150,6 +161,10 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
                         ? "--resume and --init exclude each other (--resume "
                           "continues a run, --init starts a new one from its "
                           "weights)"
+                    : (a->loss_scale > 0 || a->scale_growth > 0) &&
+                            a->precision != CLT_PRECISION_MIXED
+                        ? "--loss-scale and --scale-growth need --precision "
+                          "mixed"
                     : a->save_every && !a->save ? "--save-every needs --save FILE"
                     : a->save_every && a->early_stop
                         ? "--save-every and --early-stop exclude each other "
@@ -369,9 +384,14 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
         fprintf(out, "  test loss %.4f", s->test_loss);
         if (!po->regression) fprintf(out, " acc %.4f", s->test_acc);
       }
-      fprintf(out, "  %.1f s  %.0f %s/s  lr %g%s\n", s->seconds,
+      fprintf(out, "  %.1f s  %.0f %s/s  lr %g", s->seconds,
               s->images_per_sec, po->regression ? "samples" : "images",
-              (double)s->lr, s->best && po->early_stop ? "  (best)" : "");
+              (double)s->lr);
+      if (s->loss_scale > 0)
+        fprintf(out, "  loss scale %g (%lld skipped step%s)",
+                (double)s->loss_scale, (long long)s->skipped_steps,
+                s->skipped_steps == 1 ? "" : "s");
+      fprintf(out, "%s\n", s->best && po->early_stop ? "  (best)" : "");
       fflush(out);
     }
     if (po->log) {
@@ -432,6 +452,11 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
          r->restored_best ? "true" : "false");
   if (a->save) cli_json_string(stdout, a->save);
   else printf("null");
+  printf(", \"precision\": \"%s\"", precision_names[a->precision]);
+  if (a->precision == CLT_PRECISION_MIXED)
+    printf(", \"loss_scale\": %g, \"skipped_steps\": %lld",
+           (double)hist[r->last_epoch - 1].loss_scale,
+           (long long)hist[r->last_epoch - 1].skipped_steps);
   printf(", \"history\": [");
   for (int e = 0; e < r->last_epoch; e++) {
     const clt_epoch_stats *s = &hist[e];
@@ -522,6 +547,7 @@ int cli_train(int argc, char **argv) {
   }
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
+  clt_loss_scaler *scaler = NULL;
   clt_dataset *train = NULL, *test = NULL, *val = NULL;
   clt_epoch_stats *hist = NULL;
   rc = 1;
@@ -558,6 +584,18 @@ int cli_train(int argc, char **argv) {
       clt_optimizer_create(g, &a.opt, &opt) != CLT_OK) {
     fail(ctx, a.model);
     goto done;
+  }
+  if (a.precision == CLT_PRECISION_MIXED) {
+    clt_loss_scaler_options so;
+    clt_loss_scaler_options_init(&so);
+    if (a.loss_scale > 0) so.init_scale = (float)a.loss_scale;
+    if (a.scale_growth > 0) so.growth_interval = (int)a.scale_growth;
+    if (clt_graph_set_precision(g, CLT_PRECISION_MIXED) != CLT_OK ||
+        clt_loss_scaler_create(ctx, &so, &scaler) != CLT_OK) {
+      fail(ctx, "--precision mixed");
+      goto done;
+    }
+    clt_optimizer_set_loss_scaler(opt, scaler); /* before --resume */
   }
   hist = calloc((size_t)a.epochs, sizeof *hist);
   if (!hist) goto done;
@@ -616,6 +654,10 @@ int cli_train(int argc, char **argv) {
             (long long)(val ? clt_dataset_count(val) : 0),
             (long long)(test ? clt_dataset_count(test) : 0), a.batch,
             optimizer_names[a.opt.kind], (double)a.opt.lr);
+    if (scaler)
+      fprintf(out, "precision: mixed (fp16 values, f32 master weights, loss "
+                   "scale from %g)\n",
+              (double)clt_loss_scaler_scale(scaler));
     if (clt_dist_size(dist) > 1)
       fprintf(out, "data parallel: %d ranks of batch %lld (global batch "
                    "%lld)\n",
@@ -711,6 +753,7 @@ done:
     rc = 1;
   }
   clt_optimizer_destroy(opt);
+  clt_loss_scaler_destroy(scaler);
   clt_graph_destroy(g);
   clt_dataset_destroy(train);
   clt_dataset_destroy(val);
@@ -822,13 +865,28 @@ static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
   return CLT_OK;
 }
 
+/* --precision mixed for a bench: the graph's precision and a loss scaler
+ * on the optimizer, as train sets them. */
+static clt_status bench_precision(clt_context *ctx, clt_graph *g,
+                                  clt_optimizer *opt, int precision,
+                                  clt_loss_scaler **scaler) {
+  if (precision != CLT_PRECISION_MIXED) return CLT_OK;
+  clt_loss_scaler_options so;
+  clt_loss_scaler_options_init(&so);
+  CLI_TRY(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  CLI_TRY(clt_loss_scaler_create(ctx, &so, scaler));
+  clt_optimizer_set_loss_scaler(opt, *scaler);
+  return CLT_OK;
+}
+
 static int bench_train_one(const char *model, const char *device,
                            long long batch, long long steps, bool profile,
-                           double *images_per_sec) {
+                           int precision, double *images_per_sec) {
   clt_context *ctx = cli_open_context(device, profile);
   if (!ctx) return 1;
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
+  clt_loss_scaler *scaler = NULL;
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
   int rc = 1;
@@ -837,6 +895,7 @@ static int bench_train_one(const char *model, const char *device,
   if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
       clt_graph_compile(g, batch, 1) != CLT_OK ||
       clt_optimizer_create(g, &oo, &opt) != CLT_OK ||
+      bench_precision(ctx, g, opt, precision, &scaler) != CLT_OK ||
       bench_data_make(ctx, g, batch, &data) != CLT_OK ||
       bench_steps(g, opt, &data, 3) != CLT_OK || /* warm-up: CLBlast builds */
       clt_context_finish(ctx) != CLT_OK) {
@@ -855,10 +914,11 @@ static int bench_train_one(const char *model, const char *device,
   clt_memory_stats mem;
   clt_context_memory_stats(ctx, &mem);
   printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
-         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f\n",
+         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f%s\n",
          model, batch, clt_context_device(ctx)->name, steps,
          (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
-         (double)mem.device_bytes_peak / 1048576.0);
+         (double)mem.device_bytes_peak / 1048576.0,
+         scaler ? " precision=mixed" : "");
   if (profile) {
     clt_profile_row *rows = NULL;
     size_t n = 0;
@@ -883,6 +943,7 @@ static int bench_train_one(const char *model, const char *device,
 done:
   bench_data_free(&data);
   clt_optimizer_destroy(opt);
+  clt_loss_scaler_destroy(scaler);
   clt_graph_destroy(g);
   clt_context_destroy(ctx);
   return rc;
@@ -913,13 +974,14 @@ static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
  * the share of the step spent waiting for the allreduce. */
 static int bench_train_ranks(clt_dist *dist, const char *model,
                              const char *device, long long batch,
-                             long long steps) {
+                             long long steps, int precision) {
   char spec[64];
   clt_context *ctx =
       cli_open_context(cli_rank_device(device, dist, spec, sizeof spec), false);
   if (!ctx) return 1;
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
+  clt_loss_scaler *scaler = NULL;
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
   bench_data data = {0};
@@ -930,6 +992,7 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
   if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
   if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
   if (st == CLT_OK) st = clt_optimizer_create(g, &oo, &opt);
+  if (st == CLT_OK) st = bench_precision(ctx, g, opt, precision, &scaler);
   if (st == CLT_OK) st = bench_data_make(ctx, g, batch, &data);
   st = clt_dist_agree(dist, ctx, st);
   if (st == CLT_OK) st = clt_dist_attach(dist, g, batch, steps);
@@ -974,6 +1037,7 @@ done:
   free(before);
   bench_data_free(&data);
   clt_optimizer_destroy(opt);
+  clt_loss_scaler_destroy(scaler);
   clt_graph_destroy(g);
   clt_context_destroy(ctx);
   return rc;
@@ -982,7 +1046,7 @@ done:
 /* Trains the model on every device present and prints a table: the
  * answer to "do I need a GPU?" on this machine. */
 static int bench_all_devices(const char *model, long long batch,
-                             long long steps) {
+                             long long steps, int precision) {
   clt_device_list list;
   char err[8192];
   if (clt_device_list_get(&list, err, sizeof err) != CLT_OK) {
@@ -998,7 +1062,8 @@ static int bench_all_devices(const char *model, long long batch,
   for (size_t i = 0; i < list.count; i++) {
     char spec[32];
     snprintf(spec, sizeof spec, "%d", list.devices[i].index);
-    if (bench_train_one(model, spec, batch, steps, false, &ips[i]) != 0) {
+    if (bench_train_one(model, spec, batch, steps, false, precision,
+                        &ips[i]) != 0) {
       ips[i] = 0.0;
       failures++;
     }
@@ -1026,6 +1091,7 @@ int cli_bench_train(int argc, char **argv) {
   const char *device = NULL;
   long long batch = 32, steps = 200;
   bool profile = false;
+  int precision = CLT_PRECISION_FP32;
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "batch size (default 32)", 1, INT_MAX,
        0, 0, 0},
@@ -1037,10 +1103,13 @@ int cli_bench_train(int argc, char **argv) {
        0, 0, 0, 0, 0},
       {"profile", CLI_FLAG, &profile, NULL, "add the device time of each op",
        0, 0, 0, 0, 0},
+      {"precision", CLI_CHOICE, &precision, "P",
+       "fp32 (default) or mixed (as train --precision)", 0, 0, 0,
+       precision_names, 0},
   };
   const cli_command cmd = {
       "bench train", "MODEL [--batch B] [--steps N] [--device D|all] "
-                     "[--profile]",
+                     "[--profile] [--precision P]",
       "  steady-state images/s of forward + backward + Adam update, the data\n"
       "  already on the device\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
@@ -1049,16 +1118,17 @@ int cli_bench_train(int argc, char **argv) {
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
   if (rc >= 0) return rc;
   if (device && !strcasecmp(device, "all"))
-    return bench_all_devices(model, batch, steps);
+    return bench_all_devices(model, batch, steps, precision);
   clt_dist *dist = NULL;
   if (cli_dist_open(&dist) != 0) return 1;
   if (dist && clt_dist_size(dist) > 1) {
-    rc = bench_train_ranks(dist, model, device, batch, steps);
+    rc = bench_train_ranks(dist, model, device, batch, steps, precision);
     if (rc != 0 && !clt_dist_failed_together(dist)) clt_dist_abort(dist, rc);
     clt_dist_destroy(dist);
     return rc;
   }
   clt_dist_destroy(dist);
   double ips;
-  return bench_train_one(model, device, batch, steps, profile, &ips);
+  return bench_train_one(model, device, batch, steps, profile, precision,
+                         &ips);
 }

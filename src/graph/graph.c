@@ -17,6 +17,7 @@ CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   g->ctx = ctx;
   g->input_node = g->loss_node = -1;
   g->share_buffers = true;
+  g->loss_scale = 1.0f;
   *out = g;
   return CLT_OK;
 }
@@ -42,6 +43,7 @@ CLT_API void clt_graph_destroy(clt_graph *g) {
     if (g->nodes[i].ops->destroy) g->nodes[i].ops->destroy(&g->nodes[i]);
   clt_tensor_destroy(g->params);
   clt_tensor_destroy(g->grads);
+  clt_tensor_destroy(g->work_params);
   free(g->plans);
   free(g->requests);
   free(g->arenas);
@@ -469,6 +471,46 @@ static clt_status init_params(clt_graph *g, float *host) {
   return clt_tensor_upload(g->params, host);
 }
 
+/* Where the layers read their parameters: the master copy, or under mixed
+ * precision (trainable ones only) its fp16-rounded copy, which
+ * clt_graph_forward refreshes; running statistics stay in the master. */
+static clt_status bind_param_values(clt_graph *g) {
+  int64_t n = clt_graph_parameter_count(g);
+  bool mixed = g->precision == CLT_PRECISION_MIXED && n > 0;
+  if (mixed && (!g->work_params || g->work_params->numel != n)) {
+    clt_tensor_destroy(g->work_params);
+    g->work_params = NULL;
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &n, &g->work_params));
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_params; k++) {
+      clt_param *p = &g->nodes[i].params[k];
+      p->value = clt_tensor_slice_1d(mixed && p->trainable ? g->work_params
+                                                           : g->params,
+                                     p->offset, p->numel);
+    }
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
+  if (p != CLT_PRECISION_FP32 && p != CLT_PRECISION_MIXED)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "precision %d: fp32 (%d) or mixed (%d)", (int)p,
+                        CLT_PRECISION_FP32, CLT_PRECISION_MIXED);
+  g->precision = p;
+  return g->params ? bind_param_values(g) : CLT_OK;
+}
+
+CLT_API clt_precision clt_graph_precision(const clt_graph *g) {
+  return g->precision;
+}
+
+CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale) {
+  g->loss_scale = scale;
+}
+
+CLT_API float clt_graph_loss_scale(const clt_graph *g) { return g->loss_scale; }
+
 /* Trainable parameters first, then the rest (running statistics), so the
  * optimizer updates one contiguous prefix. */
 static clt_status plan_params(clt_graph *g) {
@@ -481,7 +523,8 @@ static clt_status plan_params(clt_graph *g) {
         p->offset = total;
         total += p->numel;
       }
-  if (g->params && total == g->param_count) return CLT_OK; /* kept */
+  if (g->params && total == g->param_count)
+    return bind_param_values(g); /* kept */
   int64_t len = total > 0 ? total : 1;
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->params));
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->grads));
@@ -489,9 +532,9 @@ static clt_status plan_params(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_params; k++) {
       clt_param *p = &g->nodes[i].params[k];
-      p->value = clt_tensor_slice_1d(g->params, p->offset, p->numel);
       p->grad = clt_tensor_slice_1d(g->grads, p->offset, p->numel);
     }
+  CLT_TRY(bind_param_values(g));
   float *host = calloc((size_t)len, sizeof(float));
   if (!host) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
   clt_status st = init_params(g, host);
@@ -593,15 +636,28 @@ CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
   return CLT_OK;
 }
 
+/* Under mixed precision, the outputs rounded to fp16 as they are made
+ * (their gradients too): every layer's but the input batch's, the loss's
+ * and reshapes' (views of their input's). */
+static bool rounds_output(const clt_graph *g, const clt_graph_node *n) {
+  return n->index != g->input_node && !n->is_loss && !n->ops->aliases_input;
+}
+
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   CLT_TRY(need_compiled(g, "forward"));
   if (g->batch < 1)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "forward: no batch set (clt_graph_set_batch)");
   g->training = training;
+  bool mixed = g->precision == CLT_PRECISION_MIXED;
+  if (mixed && g->work_params)
+    CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
+                          g->work_params->numel));
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     if (n->ops->forward) CLT_TRY(n->ops->forward(g, n));
+    if (mixed && rounds_output(g, n))
+      CLT_TRY(clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size));
   }
   if (g->loss_node >= 0) g->metric_samples += g->batch;
   return CLT_OK;
@@ -629,6 +685,7 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "backward: the graph has no loss layer");
   for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+  bool mixed = g->precision == CLT_PRECISION_MIXED;
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     clt_graph_node *n = &g->nodes[i];
     if (!n->needs_grad || !n->ops->backward || n->ops->aliases_input) continue;
@@ -638,7 +695,14 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
         if (n->params[k].trainable)
           CLT_TRY(clt_tensor_fill(&n->params[k].grad, 0.0));
     } else {
+      /* The gradient of n's output is whole now: fp16 from here on. */
+      if (mixed && rounds_output(g, n) && n->grad)
+        CLT_TRY(clt_round_f16(g->ctx, n->grad, n->grad, g->batch * n->size));
       CLT_TRY(n->ops->backward(g, n));
+      for (int k = 0; mixed && k < n->n_params; k++)
+        if (n->params[k].trainable)
+          CLT_TRY(clt_round_f16(g->ctx, &n->params[k].grad,
+                                &n->params[k].grad, n->params[k].numel));
     }
     if (g->grads_final && n->n_params > 0)
       CLT_TRY(g->grads_final(g, n->params[0].offset, g->grads_final_user));

@@ -96,6 +96,12 @@ struct clt_graph {
   clt_tensor *params;   /* every parameter, one buffer */
   clt_tensor *grads;    /* their gradients, same layout */
   int64_t param_count;  /* elements in params */
+  /* Mixed precision (clt_graph_set_precision): the trainable parameters
+   * rounded to fp16 before each forward, which the layers' parameter
+   * values view (the optimizer and checkpoints use params, the master). */
+  clt_precision precision;
+  clt_tensor *work_params;
+  float loss_scale; /* the loss layer's gradient factor (loss scaling) */
   clt_tensor *labels;   /* i32 [max_batch] or f32 targets */
   clt_tensor *metrics;  /* f32 [4]: loss sum, correct sum */
   int64_t metric_samples;

@@ -134,6 +134,16 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
     int64_t value = (int64_t)*counter;
     CLT_TRY(clt_st_writer_add(w, name, CLT_ST_I64, 0, NULL, &value, err));
   }
+  if (os.scaler) {
+    /* Mixed precision's loss scale, so that --resume goes on from it. */
+    clt_loss_scaler_state ls;
+    clt_loss_scaler_get_state(os.scaler, &ls);
+    double v[4] = {ls.scale, (double)ls.clean, (double)ls.steps,
+                   (double)ls.skipped};
+    int64_t four = 4;
+    CLT_TRY(clt_st_writer_add(w, "__scaler__.state", CLT_ST_F64, 1, &four, v,
+                              err));
+  }
   int64_t state[STATE_LEN] = {CLT_CHECKPOINT_FORMAT, t->epoch, os.step,
                               (int64_t)g->seed, (int64_t)t->data_seed,
                               (int64_t)os.opts->kind};
@@ -399,6 +409,7 @@ CLT_API clt_status clt_checkpoint_load_weights(clt_graph *g, const char *path) {
 typedef struct resume_plan {
   float *params;
   const clt_st_tensor *m, *v, *state, *history;
+  const clt_st_tensor *scaler; /* a mixed-precision run's loss scaler */
 } resume_plan;
 
 static clt_status check_model_hash(clt_graph *g, const clt_st_file *f) {
@@ -467,6 +478,11 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
     snprintf(name, sizeof name, "__rng__.%s", g->nodes[i].name);
     CLT_TRY(read_counter(g->ctx, f, name, &count));
   }
+  if (clt_st_find(f, "__scaler__.state")) {
+    int64_t four = 4;
+    CLT_TRY(expect(g->ctx, f, "__scaler__.state", CLT_ST_F64, 1, &four,
+                   &p->scaler));
+  }
   const clt_st_tensor *h = clt_st_find(f, "__train__.history");
   if (h) {
     int64_t shape[2] = {h->ndim == 2 ? h->shape[0] : 0,
@@ -529,6 +545,21 @@ static clt_status apply_resume(clt_graph *g, clt_optimizer *opt,
     snprintf(name, sizeof name, "__rng__.%s", g->nodes[i].name);
     CLT_TRY(read_counter(g->ctx, f, name, &count));
     *counter = (uint64_t)count;
+  }
+  /* A mixed run resumed in fp32 has no scaler to restore; an fp32 run
+   * resumed in mixed precision starts from the scaler's initial scale. */
+  if (p->scaler && os.scaler) {
+    double v[4];
+    memcpy(v, clt_st_tensor_data(f, p->scaler), sizeof v);
+    if (!(v[1] >= 0 && v[1] < 9e18 && v[2] >= 0 && v[2] < 9e18 &&
+          v[3] >= 0 && v[3] < 9e18))
+      return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
+                          "%s: '__scaler__.state' holds counts out of range",
+                          f->source);
+    clt_loss_scaler_state ls = {v[0], (int64_t)v[1], (int64_t)v[2],
+                                (int64_t)v[3]};
+    CLT_TRY(clt_loss_scaler_set_state(os.scaler, &ls));
+    clt_graph_set_loss_scale(g, clt_loss_scaler_scale(os.scaler));
   }
   clt_optimizer_restore_step(opt, read_i64(f, p->state, ST_STEP));
   g->seed = (uint64_t)read_i64(f, p->state, ST_SEED);

@@ -82,8 +82,9 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
-  return clt_scale_forward(g->ctx, dx, s->dinput, g->batch * n->size, 1.0f,
-                           acc);
+  /* Loss scaling (mixed precision) multiplies every gradient from here. */
+  return clt_scale_forward(g->ctx, dx, s->dinput, g->batch * n->size,
+                           g->loss_scale, acc);
 }
 
 static void loss_destroy(clt_graph_node *n) { free(n->state); }

@@ -35,6 +35,11 @@ clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,
                              bool accumulate);
+/* y = x rounded to the nearest fp16 value (ties to even, infinity past
+ * the largest half), kept in f32, over n elements; y may be x (mixed
+ * precision, cl/half.cl). */
+clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                         int64_t n);
 /* y[r, c] += bias[c], y of [rows, cols]. */
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,

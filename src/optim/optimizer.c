@@ -28,11 +28,13 @@ struct clt_optimizer {
   float plateau_scale;
   double plateau_best;
   int plateau_wait;
+  clt_loss_scaler *scaler; /* NULL: no loss scaling */
 };
 
 void clt_optimizer_saved_state(const clt_optimizer *o,
                                clt_optimizer_saved *out) {
-  *out = (clt_optimizer_saved){o->g, &o->opts, o->step, o->m, o->v};
+  *out = (clt_optimizer_saved){o->g, &o->opts, o->step, o->m, o->v,
+                               o->scaler};
 }
 
 void clt_optimizer_restore_step(clt_optimizer *o, int64_t step) {
@@ -239,7 +241,23 @@ static clt_status enqueue_update(clt_optimizer *o) {
                        &hp);
 }
 
+CLT_API void clt_optimizer_set_loss_scaler(clt_optimizer *o,
+                                           clt_loss_scaler *s) {
+  o->scaler = s;
+  clt_graph_set_loss_scale(o->g, s ? clt_loss_scaler_scale(s) : 1.0f);
+}
+
 CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
+  if (o->scaler) {
+    /* GradScaler's step and update: unscale, skip on overflow. */
+    bool skip = false;
+    CLT_TRY(clt_loss_scaler_unscale(o->scaler, &o->grads, &skip));
+    clt_graph_set_loss_scale(o->g, clt_loss_scaler_scale(o->scaler));
+    if (skip) {
+      o->epoch_step++;
+      return CLT_OK;
+    }
+  }
   o->step++;
   if (o->opts.warmup_epochs > 0 && o->steps_per_epoch > 0)
     o->lr = o->epoch_lr * warmup_factor(o);

@@ -13,6 +13,7 @@ typedef struct clt_optimizer_saved {
   int64_t step;      /* updates done */
   clt_tensor *m, *v; /* Adam's moments, or v = SGD's momentum; NULL where
                         the optimizer keeps none */
+  clt_loss_scaler *scaler; /* attached (mixed precision), else NULL */
 } clt_optimizer_saved;
 
 void clt_optimizer_saved_state(const clt_optimizer *o,
@@ -22,5 +23,17 @@ void clt_optimizer_restore_step(clt_optimizer *o, int64_t step);
 
 /* Steps in an epoch, so that warm-up rises step by step (clt_fit). */
 void clt_optimizer_set_steps_per_epoch(clt_optimizer *o, int64_t steps);
+
+/* A loss scaler's state, as checkpoints save it. */
+typedef struct clt_loss_scaler_state {
+  double scale;
+  int64_t clean, steps, skipped;
+} clt_loss_scaler_state;
+
+void clt_loss_scaler_get_state(const clt_loss_scaler *s,
+                               clt_loss_scaler_state *out);
+/* CLT_ERR_FORMAT for a state no scaler can be in (a corrupt file). */
+clt_status clt_loss_scaler_set_state(clt_loss_scaler *s,
+                                     const clt_loss_scaler_state *in);
 
 #endif

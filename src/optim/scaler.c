@@ -3,9 +3,11 @@
  * the gradients are divided by it and checked; a step with an infinite or
  * NaN gradient is skipped and the scale halved, and after growth_interval
  * clean steps in a row the scale doubles. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
+#include "optim/optimizer.h"
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
 
@@ -91,5 +93,33 @@ CLT_API clt_status clt_loss_scaler_unscale(clt_loss_scaler *s,
     if (isfinite(grown)) s->scale = grown;
     s->clean = 0;
   }
+  return CLT_OK;
+}
+
+CLT_API int64_t clt_loss_scaler_steps(const clt_loss_scaler *s) {
+  return s->steps;
+}
+
+void clt_loss_scaler_get_state(const clt_loss_scaler *s,
+                               clt_loss_scaler_state *out) {
+  *out = (clt_loss_scaler_state){s->scale, s->clean, s->steps, s->skipped};
+}
+
+clt_status clt_loss_scaler_set_state(clt_loss_scaler *s,
+                                     const clt_loss_scaler_state *in) {
+  if (!(in->scale > 0.0) || !isfinite(in->scale) || in->scale > FLT_MAX ||
+      in->clean < 0 || in->steps < 0 || in->skipped < 0 || in->skipped > in->steps)
+    return clt_ctx_fail(s->ctx, CLT_ERR_FORMAT,
+                        "loss scaler state: scale %g, %lld clean steps, "
+                        "%lld skipped of %lld steps",
+                        in->scale, (long long)in->clean,
+                        (long long)in->skipped, (long long)in->steps);
+  s->scale = (float)in->scale;
+  /* A run resumed with a shorter growth interval grows at its next step. */
+  s->clean = in->clean < s->opts.growth_interval
+                 ? (int)in->clean
+                 : s->opts.growth_interval - 1;
+  s->steps = in->steps;
+  s->skipped = in->skipped;
   return CLT_OK;
 }

@@ -11,6 +11,7 @@
   X(f32_to_f16, "half")                                                        \
   X(f16_to_f32, "half")                                                        \
   X(unscale_check_f32, "half")                                                 \
+  X(round_f16, "half")                                                         \
   X(add_f32, "elementwise")                                                    \
   X(scale_f32, "elementwise")                                                  \
   X(bias_add_rows, "elementwise")                                              \

@@ -329,6 +329,12 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   es->images_per_sec = es->seconds > 0 ? (double)m.samples / es->seconds : 0;
   es->train_loss = m.loss;
   es->train_acc = m.accuracy;
+  clt_optimizer_saved os;
+  clt_optimizer_saved_state(rs->opt, &os);
+  if (os.scaler) {
+    es->loss_scale = clt_loss_scaler_scale(os.scaler);
+    es->skipped_steps = clt_loss_scaler_skipped(os.scaler);
+  }
   es->test_loss = es->test_acc = NAN;
   es->val_loss = es->val_acc = NAN;
   if (rs->dist) return eval_sets_dist(rs, test, es);
