@@ -53,3 +53,14 @@ __kernel void round_f16(__global float *y, int y_off,
   int i = get_global_id(0);
   if (i < n) y[y_off + i] = round_to_half(x[x_off + i]);
 }
+
+/* The same rounding of an output in place, saving it in fp16 too (the
+ * copy that mixed precision keeps for the backward pass). */
+__kernel void round_save_f16(__global float *x, int x_off,
+                             __global half *y, int y_off, int n) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float v = x[x_off + i];
+  vstore_half_rte(v, y_off + i, y);
+  x[x_off + i] = round_to_half(v);
+}

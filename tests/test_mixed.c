@@ -346,6 +346,78 @@ START_TEST(precision_switches_back) {
 }
 END_TEST
 
+/* With the memory plan, mixed precision keeps saved outputs in fp16
+ * between their forward and backward use: the same bits as a graph whose
+ * every buffer has memory of its own, over training steps, in less device
+ * memory than fp32's plan. */
+START_TEST(mixed_memory_plan_same_bits_less_memory) {
+  const char *model = "input shape=2x12x12\n"
+                      "conv2d name=c1 filters=6 kernel=3 padding=1\n"
+                      "batchnorm\nrelu name=r1\n"
+                      "conv2d name=c2 filters=6 kernel=3 padding=1 "
+                      "activation=relu\n"
+                      "add name=res inputs=c2,r1\n"
+                      "maxpool kernel=2\n"
+                      "conv2d filters=8 kernel=3 padding=1\n"
+                      "dropout rate=0.2\ntanh\n"
+                      "flatten\ndense units=16 activation=gelu\n"
+                      "dense units=5\nsoftmax_cross_entropy\n";
+  clt_graph *g[3] = {NULL, NULL, NULL}; /* planned, own memory, fp32 */
+  clt_optimizer *opt[2] = {NULL, NULL};
+  clt_loss_scaler *sc[2] = {NULL, NULL};
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  clt_loss_scaler_options so;
+  clt_loss_scaler_options_init(&so);
+  so.init_scale = 256.0f;
+  for (int k = 0; k < 3; k++) {
+    ck_assert_ok(graph_from_text(model, &g[k]));
+    g[k]->share_buffers = k != 1;
+    if (k < 2) ck_assert_ok(clt_graph_set_precision(g[k], CLT_PRECISION_MIXED));
+    ck_assert_ok(clt_graph_compile(g[k], 8, 3));
+    if (k == 2) break;
+    ck_assert_ok(clt_optimizer_create(g[k], &oo, &opt[k]));
+    ck_assert_ok(clt_loss_scaler_create(g_ctx, &so, &sc[k]));
+    clt_optimizer_set_loss_scaler(opt[k], sc[k]);
+  }
+  int saved = 0;
+  for (int i = 0; i < g[0]->n_nodes; i++) saved += g[0]->nodes[i].out16 != NULL;
+  ck_assert_int_ge(saved, 5);
+  ck_assert_msg(g[0]->arena_bytes < g[2]->arena_bytes,
+                "mixed plan %lld bytes, fp32 plan %lld",
+                (long long)g[0]->arena_bytes, (long long)g[2]->arena_bytes);
+  for (int step = 0; step < 4; step++)
+    for (int k = 0; k < 2; k++) {
+      random_batch(g[k], step == 3 ? 5 : 8, 40 + (uint64_t)step, false);
+      ck_assert_ok(clt_graph_forward(g[k], true));
+      ck_assert_ok(clt_graph_backward(g[k]));
+      ck_assert_ok(clt_optimizer_step(opt[k]));
+    }
+  int64_t n = g[0]->param_count;
+  float *a = download_all(g[0]->params, n), *b = download_all(g[1]->params, n);
+  ck_assert_msg(memcmp(a, b, (size_t)n * sizeof(float)) == 0,
+                "mixed precision with the memory plan trains differently");
+  free(a);
+  free(b);
+  /* Evaluation after training reads the forward's buffers again. */
+  for (int k = 0; k < 2; k++) {
+    random_batch(g[k], 8, 99, false);
+    ck_assert_ok(clt_graph_forward(g[k], false));
+  }
+  clt_metrics m0, m1;
+  ck_assert_ok(clt_graph_metrics(g[0], &m0, true));
+  ck_assert_ok(clt_graph_metrics(g[1], &m1, true));
+  ck_assert(m0.loss == m1.loss);
+  for (int k = 0; k < 3; k++) {
+    if (k < 2) {
+      clt_optimizer_destroy(opt[k]);
+      clt_loss_scaler_destroy(sc[k]);
+    }
+    clt_graph_destroy(g[k]);
+  }
+}
+END_TEST
+
 static Suite *mixed_suite(void) {
   Suite *s = suite_create("mixed");
   TCase *tc = tcase_create("mixed");
@@ -356,6 +428,7 @@ static Suite *mixed_suite(void) {
   tcase_add_test(tc, mixed_residual_concat_softmax_mse);
   tcase_add_test(tc, optimizer_scaler_skips_overflow);
   tcase_add_test(tc, precision_switches_back);
+  tcase_add_test(tc, mixed_memory_plan_same_bits_less_memory);
   suite_add_tcase(s, tc);
   return s;
 }

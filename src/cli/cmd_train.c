@@ -580,7 +580,10 @@ int cli_train(int argc, char **argv) {
     clt_dataset_destroy(train);
     train = rest;
   }
-  if (clt_graph_compile(g, a.batch, (uint64_t)a.seed) != CLT_OK ||
+  /* Mixed precision before compiling: the memory plan keeps outputs in
+   * fp16 then. */
+  if (clt_graph_set_precision(g, (clt_precision)a.precision) != CLT_OK ||
+      clt_graph_compile(g, a.batch, (uint64_t)a.seed) != CLT_OK ||
       clt_optimizer_create(g, &a.opt, &opt) != CLT_OK) {
     fail(ctx, a.model);
     goto done;
@@ -590,8 +593,7 @@ int cli_train(int argc, char **argv) {
     clt_loss_scaler_options_init(&so);
     if (a.loss_scale > 0) so.init_scale = (float)a.loss_scale;
     if (a.scale_growth > 0) so.growth_interval = (int)a.scale_growth;
-    if (clt_graph_set_precision(g, CLT_PRECISION_MIXED) != CLT_OK ||
-        clt_loss_scaler_create(ctx, &so, &scaler) != CLT_OK) {
+    if (clt_loss_scaler_create(ctx, &so, &scaler) != CLT_OK) {
       fail(ctx, "--precision mixed");
       goto done;
     }
@@ -865,15 +867,14 @@ static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
   return CLT_OK;
 }
 
-/* --precision mixed for a bench: the graph's precision and a loss scaler
- * on the optimizer, as train sets them. */
-static clt_status bench_precision(clt_context *ctx, clt_graph *g,
-                                  clt_optimizer *opt, int precision,
+/* --precision mixed for a bench: a loss scaler on the optimizer, as train
+ * sets it (the graph's precision is set before it is compiled). */
+static clt_status bench_precision(clt_context *ctx, clt_optimizer *opt,
+                                  int precision,
                                   clt_loss_scaler **scaler) {
   if (precision != CLT_PRECISION_MIXED) return CLT_OK;
   clt_loss_scaler_options so;
   clt_loss_scaler_options_init(&so);
-  CLI_TRY(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
   CLI_TRY(clt_loss_scaler_create(ctx, &so, scaler));
   clt_optimizer_set_loss_scaler(opt, *scaler);
   return CLT_OK;
@@ -893,9 +894,10 @@ static int bench_train_one(const char *model, const char *device,
   double secs = 0.0;
   bench_data data = {0};
   if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
+      clt_graph_set_precision(g, (clt_precision)precision) != CLT_OK ||
       clt_graph_compile(g, batch, 1) != CLT_OK ||
       clt_optimizer_create(g, &oo, &opt) != CLT_OK ||
-      bench_precision(ctx, g, opt, precision, &scaler) != CLT_OK ||
+      bench_precision(ctx, opt, precision, &scaler) != CLT_OK ||
       bench_data_make(ctx, g, batch, &data) != CLT_OK ||
       bench_steps(g, opt, &data, 3) != CLT_OK || /* warm-up: CLBlast builds */
       clt_context_finish(ctx) != CLT_OK) {
@@ -990,9 +992,11 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
   clt_dist_stats *before = calloc((size_t)n, sizeof *before);
   clt_status st = all && before ? CLT_OK : CLT_ERR_HOST_MEMORY;
   if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
+  if (st == CLT_OK)
+    st = clt_graph_set_precision(g, (clt_precision)precision);
   if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
   if (st == CLT_OK) st = clt_optimizer_create(g, &oo, &opt);
-  if (st == CLT_OK) st = bench_precision(ctx, g, opt, precision, &scaler);
+  if (st == CLT_OK) st = bench_precision(ctx, opt, precision, &scaler);
   if (st == CLT_OK) st = bench_data_make(ctx, g, batch, &data);
   st = clt_dist_agree(dist, ctx, st);
   if (st == CLT_OK) st = clt_dist_attach(dist, g, batch, steps);

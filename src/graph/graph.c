@@ -27,7 +27,10 @@ static void release_buffers(clt_graph *g) {
     clt_graph_node *n = &g->nodes[i];
     clt_tensor_destroy(n->out);
     clt_tensor_destroy(n->grad);
-    n->out = n->grad = NULL;
+    clt_tensor_destroy(n->out16);
+    clt_tensor_destroy(n->out_bwd);
+    n->out = n->grad = n->out16 = n->out_bwd = NULL;
+    n->out_swapped = false;
   }
   clt_graph_plan_release(g);
   clt_tensor_destroy(g->labels);
@@ -550,6 +553,8 @@ static clt_status alias_node(clt_graph *g, clt_graph_node *n) {
   int64_t len = g->max_batch * n->size;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   CLT_TRY(clt_tensor_view(in->out, 0, 1, &len, &n->out));
+  if (in->out_bwd) /* mixed precision's backward copy (graph.h) */
+    CLT_TRY(clt_tensor_view(in->out_bwd, 0, 1, &len, &n->out_bwd));
   if (n->needs_grad && in->grad)
     CLT_TRY(clt_tensor_view(in->grad, 0, 1, &len, &n->grad));
   return CLT_OK;
@@ -636,6 +641,42 @@ CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
   return CLT_OK;
 }
 
+/* The node whose buffer a reshape's gradient really lives in. */
+static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n) {
+  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
+  return n;
+}
+
+/* Mixed precision's saved outputs (graph.h): out is the backward's copy
+ * when to_backward, else the forward's. */
+static void swap_saved_output(clt_graph_node *n, bool to_backward) {
+  if (!n->out_bwd || n->out_swapped == to_backward) return;
+  clt_tensor *t = n->out;
+  n->out = n->out_bwd;
+  n->out_bwd = t;
+  n->out_swapped = to_backward;
+}
+
+/* Before the backward of node c: the outputs whose last reader c is come
+ * back from fp16 into their backward copies, which every node reading
+ * them from here on sees (reshapes of them included). */
+static clt_status restore_saved_outputs(clt_graph *g, int c) {
+  for (int i = 0; i < c; i++) {
+    clt_graph_node *x = &g->nodes[i];
+    if (!x->out16 || x->last_reader != c) continue;
+    clt_tensor dst = clt_tensor_slice_1d(x->out_bwd, 0, g->batch * x->size);
+    clt_tensor src = clt_tensor_slice_1d(x->out16, 0, g->batch * x->size);
+    CLT_TRY(clt_tensor_convert(&dst, &src));
+    swap_saved_output(x, true);
+    for (int j = i + 1; j < g->n_nodes; j++) {
+      clt_graph_node *a = &g->nodes[j];
+      if (a->ops->aliases_input && grad_owner(g, a) == x)
+        swap_saved_output(a, true);
+    }
+  }
+  return CLT_OK;
+}
+
 /* Under mixed precision, the outputs rounded to fp16 as they are made
  * (their gradients too): every layer's but the input batch's, the loss's
  * and reshapes' (views of their input's). */
@@ -653,21 +694,20 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   if (mixed && g->work_params)
     CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
                           g->work_params->numel));
+  for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     if (n->ops->forward) CLT_TRY(n->ops->forward(g, n));
-    if (mixed && rounds_output(g, n))
+    if (mixed && rounds_output(g, n) && n->out16)
+      CLT_TRY(clt_round_save_f16(g->ctx, n->out, n->out16,
+                                 g->batch * n->size));
+    else if (mixed && rounds_output(g, n))
       CLT_TRY(clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size));
   }
   if (g->loss_node >= 0) g->metric_samples += g->batch;
   return CLT_OK;
 }
 
-/* The node whose buffer a reshape's gradient really lives in. */
-static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n) {
-  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
-  return n;
-}
 
 clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
                                  bool *accumulate) {
@@ -688,6 +728,7 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
   bool mixed = g->precision == CLT_PRECISION_MIXED;
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     clt_graph_node *n = &g->nodes[i];
+    if (mixed) CLT_TRY(restore_saved_outputs(g, i));
     if (!n->needs_grad || !n->ops->backward || n->ops->aliases_input) continue;
     if (!n->is_loss && !grad_owner(g, n)->grad_written) {
       /* Nothing downstream reaches the loss: its parameters get zero. */

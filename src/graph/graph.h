@@ -31,10 +31,17 @@ typedef enum clt_live {
  * or gradient, or a layer's workspace. */
 typedef struct clt_buffer_request {
   int node;
-  enum { CLT_REQ_OUT, CLT_REQ_GRAD, CLT_REQ_WORK } kind;
+  enum {
+    CLT_REQ_OUT,
+    CLT_REQ_GRAD,
+    CLT_REQ_WORK,
+    CLT_REQ_OUT_BWD, /* mixed precision: the output again, for backward */
+    CLT_REQ_OUT16,   /* mixed precision: the output saved in fp16 */
+  } kind;
   clt_tensor **slot; /* CLT_REQ_WORK: where the view goes (layer state) */
-  clt_dtype dtype;   /* 4-byte types only */
-  int64_t numel;
+  clt_dtype dtype;   /* 4- or 2-byte types */
+  int64_t numel;     /* in 4-byte units: what placement counts */
+  int64_t elems;     /* in elements of dtype: the view's length */
   int first, last;   /* steps it lives over, inclusive */
   int round;         /* 0: before the layers' compile, 1: during it */
   /* A pair (clt_graph_workspace_keep): the forward request names its
@@ -81,6 +88,17 @@ struct clt_graph_node {
   clt_tensor *out;   /* [max_batch, size] (a view of the input's for
                         reshapes) */
   clt_tensor *grad;  /* same shape; NULL where no gradient is needed */
+  /* Mixed precision with the memory plan (graph/memplan.c): an output
+   * that its consumers' backwards read again is held in fp16 (out16)
+   * between the forward of its last consumer (index last_reader) and that
+   * consumer's backward, and in f32 only around them: out while forwards
+   * read it, out_bwd (restored from out16) from that backward to its own.
+   * clt_graph_backward exchanges the two (out_swapped); reshapes of such
+   * an output have an out_bwd view too. NULL: one f32 buffer throughout. */
+  clt_tensor *out16;
+  clt_tensor *out_bwd;
+  int last_reader;
+  bool out_swapped;
   void *state;       /* the layer's own options and buffers */
 };
 

@@ -45,9 +45,10 @@ static int step_backward(const clt_graph *g, int node) {
 static clt_status add_request(clt_graph *g, int node, int kind,
                               clt_tensor **slot, clt_dtype dtype,
                               int64_t numel, int first, int last) {
-  if (clt_dtype_size(dtype) != 4)
+  size_t size = clt_dtype_size(dtype);
+  if (size != 4 && size != 2)
     return clt_ctx_fail(g->ctx, CLT_ERR_INTERNAL,
-                        "buffer plan: only 4-byte element types");
+                        "buffer plan: only 4- and 2-byte element types");
   if (g->n_requests == g->cap_requests) {
     int cap = g->cap_requests ? 2 * g->cap_requests : 64;
     clt_buffer_request *r = realloc(g->requests, (size_t)cap * sizeof *r);
@@ -61,7 +62,8 @@ static clt_status add_request(clt_graph *g, int node, int kind,
   r->kind = kind;
   r->slot = slot;
   r->dtype = dtype;
-  r->numel = numel;
+  r->elems = numel;
+  r->numel = size == 4 ? numel : (numel + 1) / 2;
   r->first = first;
   r->last = last;
   r->round = g->plan_round;
@@ -104,6 +106,16 @@ static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
   return n;
 }
 
+/* Whether mixed precision holds node i's output in fp16 between its last
+ * consumer's forward and that consumer's backward: only where some step
+ * lies between the two (the f32 forward window [i, c] and backward window
+ * [2N-1-c, 2N-1-i] are then apart) and the output is rounded anyway. */
+static bool saves_half(const clt_graph *g, const clt_graph_node *n, int c) {
+  return g->precision == CLT_PRECISION_MIXED && c > n->index &&
+         step_forward(g, c) + 1 < step_backward(g, c) &&
+         n->index != g->input_node && !n->is_loss;
+}
+
 clt_status clt_graph_plan_node_buffers(clt_graph *g) {
   int n_nodes = g->n_nodes, all_last = 2 * n_nodes - 1;
   int *grad_first = malloc((size_t)n_nodes * sizeof *grad_first);
@@ -121,6 +133,16 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
         grad_first[o] = step_backward(g, c);
     }
   }
+  /* The last consumer of each output (through reshapes). */
+  for (int i = 0; i < n_nodes; i++) g->nodes[i].last_reader = -1;
+  for (int c = 0; c < n_nodes; c++) {
+    clt_graph_node *n = &g->nodes[c];
+    if (n->ops->aliases_input) continue;
+    for (int k = 0; k < n->n_inputs; k++) {
+      clt_graph_node *o = owner_of(g, clt_graph_in(g, n, k));
+      if (c > o->last_reader) o->last_reader = c;
+    }
+  }
   int pinned = -1;
   if (g->loss_node >= 0)
     pinned = owner_of(g, clt_graph_in(g, &g->nodes[g->loss_node], 0))->index;
@@ -130,9 +152,21 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
     if (n->ops->aliases_input) continue;
     int64_t len = g->max_batch * n->size;
     bool always = i == g->input_node || i == pinned;
-    st = add_request(g, i, CLT_REQ_OUT, NULL, CLT_F32, len,
-                     always ? 0 : step_forward(g, i),
-                     always ? all_last : step_backward(g, i));
+    int c = n->last_reader;
+    if (!always && saves_half(g, n, c)) {
+      st = add_request(g, i, CLT_REQ_OUT, NULL, CLT_F32, len,
+                       step_forward(g, i), step_forward(g, c));
+      if (st == CLT_OK)
+        st = add_request(g, i, CLT_REQ_OUT16, NULL, CLT_F16, len,
+                         step_forward(g, i), step_backward(g, c));
+      if (st == CLT_OK)
+        st = add_request(g, i, CLT_REQ_OUT_BWD, NULL, CLT_F32, len,
+                         step_backward(g, c), step_backward(g, i));
+    } else {
+      st = add_request(g, i, CLT_REQ_OUT, NULL, CLT_F32, len,
+                       always ? 0 : step_forward(g, i),
+                       always ? all_last : step_backward(g, i));
+    }
     if (st == CLT_OK && n->needs_grad && !n->is_loss)
       st = add_request(g, i, CLT_REQ_GRAD, NULL, CLT_F32, len, grad_first[i],
                        step_backward(g, i));
@@ -144,6 +178,8 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
 static clt_tensor **slot_of(clt_graph *g, const clt_buffer_request *r) {
   if (r->kind == CLT_REQ_OUT) return &g->nodes[r->node].out;
   if (r->kind == CLT_REQ_GRAD) return &g->nodes[r->node].grad;
+  if (r->kind == CLT_REQ_OUT_BWD) return &g->nodes[r->node].out_bwd;
+  if (r->kind == CLT_REQ_OUT16) return &g->nodes[r->node].out16;
   return r->slot;
 }
 
@@ -324,6 +360,12 @@ clt_status clt_graph_plan_place(clt_graph *g) {
     if (r->kept) *r->kept = r->partner >= 0 && g->requests[r->partner].merged;
     clt_tensor **slot = slot_of(g, r);
     st = clt_tensor_view(g->arenas[at->arena], at->offset, 1, &r->numel, slot);
+    if (st == CLT_OK && clt_dtype_size(r->dtype) == 2) {
+      /* Kernels index an f16 view in halves: its offset and length too. */
+      clt_tensor *t = *slot;
+      t->offset *= 2;
+      t->numel = t->shape[0] = r->elems;
+    }
     if (st == CLT_OK) (*slot)->dtype = r->dtype;
   }
   if (st == CLT_OK && count > 0)

@@ -20,6 +20,12 @@ clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
   return CLT_RUN_1D(ctx, CLT_K_round_f16, (size_t)n, KT(y), KT(x), KI(n));
 }
 
+clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
+                              int64_t n) {
+  return CLT_RUN_1D(ctx, CLT_K_round_save_f16, (size_t)n, KT(x), KT(y),
+                    KI(n));
+}
+
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,
                                  int64_t cols) {

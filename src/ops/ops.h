@@ -40,6 +40,10 @@ clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
  * precision, cl/half.cl). */
 clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                          int64_t n);
+/* clt_round_f16 of x in place over n elements, the fp16 values stored in
+ * y (an f16 tensor) as well. */
+clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
+                              int64_t n);
 /* y[r, c] += bias[c], y of [rows, cols]. */
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,

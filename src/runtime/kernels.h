@@ -12,6 +12,7 @@
   X(f16_to_f32, "half")                                                        \
   X(unscale_check_f32, "half")                                                 \
   X(round_f16, "half")                                                         \
+  X(round_save_f16, "half")                                                    \
   X(add_f32, "elementwise")                                                    \
   X(scale_f32, "elementwise")                                                  \
   X(bias_add_rows, "elementwise")                                              \
