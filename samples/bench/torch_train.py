@@ -11,8 +11,12 @@ Trains the same three models as the cltrain samples, on the CPU or (with
   resnet: samples/fashion_resnet.model: a 16-channel stem and three basic
        blocks (conv-bn-relu-conv-bn plus the input; the second downsamples
        with a strided 1x1 projection), global average pooling, Linear(32,10)
+  resnet_wide: samples/fashion_resnet_wide.model: the same with 64 and
+       128 channels
 
-with Adam (lr 1e-3) and cross-entropy.
+with Adam (lr 1e-3) and cross-entropy. --amp trains in mixed precision
+instead (torch.autocast to fp16 and a GradScaler, the counterpart of
+cltrain's --precision mixed; CUDA only).
 
 Benchmark mode (the default, the counterpart of `cltrain bench train`):
 the data is already in memory (one fixed random batch, or real images with
@@ -70,17 +74,18 @@ class BasicBlock(nn.Module):
 
 
 def build_model(name):
-    if name == "resnet":
+    if name in ("resnet", "resnet_wide"):
+        a, b = (16, 32) if name == "resnet" else (64, 128)
         return nn.Sequential(
-            conv_bn(1, 16, 3),
+            conv_bn(1, a, 3),
             nn.ReLU(),
-            BasicBlock(16, 16, 1),  # 28x28
+            BasicBlock(a, a, 1),  # 28x28
             nn.MaxPool2d(2),  # 14x14
-            BasicBlock(16, 32, 2),  # 7x7
-            BasicBlock(32, 32, 1),
+            BasicBlock(a, b, 2),  # 7x7
+            BasicBlock(b, b, 1),
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
-            nn.Linear(32, 10),
+            nn.Linear(b, 10),
         )
     if name == "mlp":
         return nn.Sequential(
@@ -148,11 +153,21 @@ def load_split(data_dir, split, limit):
     return x, y
 
 
+SCALER = None  # a torch.amp.GradScaler under --amp
+
+
 def train_step(model, loss_fn, optimizer, x, y):
     optimizer.zero_grad(set_to_none=True)
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
+    if SCALER is None:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+    with torch.autocast(device_type="cuda", dtype=torch.float16):
+        loss = loss_fn(model(x), y)
+    SCALER.scale(loss).backward()
+    SCALER.step(optimizer)
+    SCALER.update()
     return loss
 
 
@@ -265,7 +280,10 @@ def non_negative_int(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["mlp", "cnn", "resnet"], default="mlp")
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide"],
+                   default="mlp")
+    p.add_argument("--amp", action="store_true",
+                   help="mixed precision: autocast to fp16 and a GradScaler (CUDA)")
     p.add_argument("--device", default="cpu",
                    help="cpu (default) or cuda (fp32, TF32 off); the data goes there first")
     p.add_argument("--cudnn-benchmark", action="store_true",
@@ -304,6 +322,11 @@ def main(argv=None):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    if args.amp:
+        if not args.device.startswith("cuda"):
+            sys.exit("torch_train.py: --amp needs --device cuda")
+        global SCALER
+        SCALER = torch.amp.GradScaler("cuda")
     torch.manual_seed(args.seed)
     model = build_model(args.model).to(args.device)
     loss_fn = nn.CrossEntropyLoss()
@@ -315,6 +338,7 @@ def main(argv=None):
         "batch": args.batch,
         "threads": torch.get_num_threads(),
         "device": args.device,
+        "precision": "mixed" if args.amp else "fp32",
     }
     try:
         if args.epochs:
@@ -339,6 +363,8 @@ def main(argv=None):
                 f"images_per_sec={result['images_per_sec']:.1f}")
         if "test_accuracy" in result:
             line += f" test_accuracy={result['test_accuracy']:.4f}"
+        if args.amp:
+            line += " precision=mixed"
         print(line)
 
 
