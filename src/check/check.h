@@ -32,7 +32,8 @@ clt_status clt_check_copy_view(clt_context *ctx, int64_t n, double *max_err);
 clt_status clt_check_half_round_trip(clt_context *ctx, int64_t n,
                                      double *max_err);
 /* n floats, some past the largest half, rounded to fp16 values in place
- * (clt_round_f16, mixed precision), against the host's rounding. */
+ * (clt_round_f16; clt_round_save_f16 with its fp16 copy: mixed
+ * precision), against the host's rounding. */
 clt_status clt_check_half_round_in_place(clt_context *ctx, int64_t n,
                                          double *max_err);
 /* The loss scaler divides n finite gradients by its scale (4) and finds

@@ -2,28 +2,44 @@
  * (round to nearest even, as the host's clt_f32_to_f16), the same
  * rounding in place in f32 (mixed precision), and the loss scaler's
  * unscale-and-check kernel. */
+#include <string.h>
+
 #include "check/harness.h"
+
+/* An operand of n values over many binades, subnormal halves included;
+ * with past_max, every 25th beyond the largest half (infinity). */
+static clt_status binades_operand(check_set *s, int64_t n, bool past_max,
+                                  check_f32 **x) {
+  CLT_TRY(check_operand(s, n, -3.0f, 3.0f, x));
+  for (int64_t i = 0; i < n; i++)
+    (*x)->host[i] *= past_max && i % 25 == 24
+                         ? 40000.0f
+                         : (float)(1 << (i % 24)) / 65536.0f;
+  return check_upload(*x);
+}
+
+/* The host's f32 -> f16 -> f32 of v[0..n), in place. */
+static void host_round(float *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t half;
+    clt_f32_to_f16(&v[i], &half, 1);
+    clt_f16_to_f32(&half, &v[i], 1);
+  }
+}
 
 static clt_status round_trip_body(check_set *s, const void *arg) {
   int64_t n = *(const int64_t *)arg;
   check_f32 *x, *y;
   clt_tensor *h = NULL;
-  /* Values over many binades, subnormal halves included. */
-  CLT_TRY(check_operand(s, n, -3.0f, 3.0f, &x));
-  for (int64_t i = 0; i < n; i++)
-    x->host[i] *= (float)(1 << (i % 24)) / 65536.0f;
-  CLT_TRY(check_upload(x));
+  CLT_TRY(binades_operand(s, n, false, &x));
   CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
   clt_status st = clt_tensor_create(s->ctx, CLT_F16, 1, &n, &h);
   if (st == CLT_OK) st = clt_tensor_convert(h, x->t);
   if (st == CLT_OK) st = clt_tensor_convert(y->t, h);
   clt_tensor_destroy(h);
   CLT_TRY(st);
-  for (int64_t i = 0; i < n; i++) {
-    uint16_t half;
-    clt_f32_to_f16(&x->host[i], &half, 1);
-    clt_f16_to_f32(&half, &y->host[i], 1);
-  }
+  memcpy(y->host, x->host, (size_t)n * sizeof(float));
+  host_round(y->host, n);
   return CLT_OK;
 }
 
@@ -32,22 +48,28 @@ clt_status clt_check_half_round_trip(clt_context *ctx, int64_t n,
   return check_run(ctx, 11, round_trip_body, &n, max_err);
 }
 
-/* Mixed precision's rounding in place (clt_round_f16), against
+/* Mixed precision's rounding in place (clt_round_f16, and
+ * clt_round_save_f16 which keeps an fp16 copy too), against
  * f32 -> f16 -> f32 on the host, over the same binades plus values past
  * the largest half (infinity). */
 static clt_status round_in_place_body(check_set *s, const void *arg) {
   int64_t n = *(const int64_t *)arg;
-  check_f32 *x;
-  CLT_TRY(check_operand(s, n, -3.0f, 3.0f, &x));
-  for (int64_t i = 0; i < n; i++)
-    x->host[i] *= i % 25 == 24 ? 40000.0f : (float)(1 << (i % 24)) / 65536.0f;
-  CLT_TRY(check_upload(x));
+  check_f32 *x, *y, *z;
+  clt_tensor *h = NULL;
+  CLT_TRY(binades_operand(s, n, true, &x));
+  CLT_TRY(binades_operand(s, n, true, &y));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &z));
   CLT_TRY(clt_round_f16(s->ctx, x->t, x->t, n));
-  for (int64_t i = 0; i < n; i++) {
-    uint16_t half;
-    clt_f32_to_f16(&x->host[i], &half, 1);
-    clt_f16_to_f32(&half, &x->host[i], 1);
-  }
+  /* The forward's form: rounded in place and saved in fp16 (read back
+   * through z). */
+  clt_status st = clt_tensor_create(s->ctx, CLT_F16, 1, &n, &h);
+  if (st == CLT_OK) st = clt_round_save_f16(s->ctx, y->t, h, n);
+  if (st == CLT_OK) st = clt_tensor_convert(z->t, h);
+  clt_tensor_destroy(h);
+  CLT_TRY(st);
+  host_round(x->host, n);
+  host_round(y->host, n);
+  memcpy(z->host, y->host, (size_t)n * sizeof(float));
   return CLT_OK;
 }
 
