@@ -310,6 +310,20 @@ CLT_API void clt_profile_reset(clt_context *ctx);
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
 
+/* Image file formats, as their first bytes say (never the file's name). */
+typedef enum clt_image_format {
+  CLT_IMAGE_FORMAT_NONE = 0, /* unreadable, or none of the below */
+  CLT_IMAGE_FORMAT_PNG,      /* 89 'PNG' 0d 0a 1a 0a */
+  CLT_IMAGE_FORMAT_JPEG,     /* ff d8 ff */
+  CLT_IMAGE_FORMAT_PGM,      /* 'P2' (text) or 'P5' (binary) */
+} clt_image_format;
+
+/* The format of the file at path, from its first bytes; NONE where the
+ * file cannot be read or is none of these (the caller says which, e.g. by
+ * opening it). */
+CLT_API clt_image_format clt_image_format_of(const char *path);
+/* "PNG", "JPEG", "PGM"; NULL for CLT_IMAGE_FORMAT_NONE. Static strings. */
+CLT_API const char *clt_image_format_name(clt_image_format format);
 /* Whether this build decodes "png" (libpng) or "jpeg" (libjpeg-turbo). */
 CLT_API bool clt_image_format_supported(const char *format);
 /* The channels (1 grey, 3 colour; alpha is dropped) and size of a PNG or

@@ -186,19 +186,37 @@ static clt_status decode_jpeg(const char *path, clt_decoded_image *out,
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-clt_status clt_image_decode_file(const char *path, clt_decoded_image *out,
-                                 clt_err *err) {
-  memset(out, 0, sizeof *out);
+CLT_API clt_image_format clt_image_format_of(const char *path) {
   uint8_t magic[8] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
-                       strerror(errno));
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f) return CLT_IMAGE_FORMAT_NONE;
   size_t got = fread(magic, 1, sizeof magic, f);
   fclose(f);
   static const uint8_t png_magic[8] = {0x89, 'P',  'N',  'G',
                                        '\r', '\n', 0x1a, '\n'};
-  if (got == 8 && memcmp(magic, png_magic, 8) == 0) {
+  if (got == 8 && memcmp(magic, png_magic, 8) == 0) return CLT_IMAGE_FORMAT_PNG;
+  if (got >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff)
+    return CLT_IMAGE_FORMAT_JPEG;
+  if (got >= 2 && magic[0] == 'P' && (magic[1] == '2' || magic[1] == '5'))
+    return CLT_IMAGE_FORMAT_PGM;
+  return CLT_IMAGE_FORMAT_NONE;
+}
+
+CLT_API const char *clt_image_format_name(clt_image_format format) {
+  switch (format) {
+  case CLT_IMAGE_FORMAT_PNG: return "PNG";
+  case CLT_IMAGE_FORMAT_JPEG: return "JPEG";
+  case CLT_IMAGE_FORMAT_PGM: return "PGM";
+  case CLT_IMAGE_FORMAT_NONE: break;
+  }
+  return NULL;
+}
+
+clt_status clt_image_decode_file(const char *path, clt_decoded_image *out,
+                                 clt_err *err) {
+  memset(out, 0, sizeof *out);
+  clt_image_format format = clt_image_format_of(path);
+  if (format == CLT_IMAGE_FORMAT_PNG) {
 #ifdef CLT_HAVE_PNG
     return decode_png(path, out, err);
 #else
@@ -208,7 +226,7 @@ clt_status clt_image_decode_file(const char *path, clt_decoded_image *out,
                        path);
 #endif
   }
-  if (got >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff) {
+  if (format == CLT_IMAGE_FORMAT_JPEG) {
 #ifdef CLT_HAVE_JPEG
     return decode_jpeg(path, out, err);
 #else
@@ -218,6 +236,12 @@ clt_status clt_image_decode_file(const char *path, clt_decoded_image *out,
                        path);
 #endif
   }
+  /* Not one of ours: say whether it could be read at all. */
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return clt_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+                       strerror(errno));
+  fclose(f);
   return clt_err_set(err, CLT_ERR_FORMAT,
                      "%s: neither a PNG nor a JPEG file (corrupt, or another "
                      "format?)",
