@@ -15,6 +15,7 @@
 #include "data/csv.h"
 #include "data/dataset.h"
 #include "data/folder.h"
+#include "cltrain_image.h"
 #include "data/image_decode.h"
 #include "image_writer.h"
 #include "io/class_names.h"
@@ -199,7 +200,7 @@ static clt_data_options opts_images(int c, int h, int w) {
   return o;
 }
 
-static bool with_jpeg(void) { return clt_image_decode_jpeg_supported(); }
+static bool with_jpeg(void) { return clt_image_format_supported("jpeg"); }
 
 START_TEST(folder_reads_grey_and_colour) {
   char dir[512];
@@ -488,8 +489,10 @@ int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/clt_data_sources_XXXXXX");
   if (!mkdtemp(g_dir)) return EXIT_FAILURE;
   printf("data_sources: PNG %s, JPEG %s\n",
-         clt_image_decode_png_supported() ? "yes" : "no (skipped)",
-         clt_image_decode_jpeg_supported() ? "yes" : "no (skipped)");
+         clt_image_format_supported("png") ? "yes" : "no (skipped)",
+         clt_image_format_supported("jpeg") ? "yes" : "no (skipped)");
+  /* Image folders decode through libcltrain-image, as a program's do. */
+  clt_image_init();
   SRunner *r = srunner_create(data_sources_suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
