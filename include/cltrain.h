@@ -827,7 +827,10 @@ CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,
  * sorted file list, so a limit or hold-out takes every class. Decoded
  * datasets are cached (see clt_data_options.cache_dir), keyed by the file
  * list with sizes and modification times and the options that shape the
- * pixels; a changed file makes a new entry. */
+ * pixels; a changed file makes a new entry. PNG and JPEG decode through
+ * the installed decoder: link libcltrain-image and call clt_image_init()
+ * first (cltrain_image.h); without a decoder such a file is
+ * CLT_ERR_UNSUPPORTED, the message naming it and saying so. */
 CLT_API clt_status clt_dataset_load_folder(clt_context *ctx, const char *dir,
                                            const clt_data_options *o,
                                            clt_dataset **out);
