@@ -6,7 +6,10 @@
 # `pkg-config cltrain-image` and runs, refusing PNGs before
 # clt_image_init() and reading them after.
 # usage: install.sh MESON BUILD_DIR SOURCE_DIR PREFIX MAKE_IMAGE_FOLDER CODECS
-#   (CODECS: the codecs the build found, e.g. "png jpeg", or "")
+#          SANITIZE
+#   (CODECS: the codecs the build found, e.g. "png jpeg", or ""; SANITIZE:
+#   meson's b_sanitize, "none" or e.g. "address,undefined": a program that
+#   links a sanitized library is compiled with the same sanitizers)
 set -euo pipefail
 MESON=$1
 B=$2
@@ -14,6 +17,9 @@ S=$3
 PREFIX=$4
 MK=$5
 CODECS=$6
+SANITIZE=${7:-none}
+CFLAGS_SAN=()
+[ "$SANITIZE" = none ] || CFLAGS_SAN=("-fsanitize=$SANITIZE")
 T=$(mktemp -d /tmp/clt_install_XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export CLT_DATA_CACHE_DIR=$T/datacache
@@ -58,11 +64,11 @@ pc() {
 pc --print-requires cltrain-image | grep -qx 'cltrain' ||
   fail "cltrain-image.pc does not require cltrain"
 # shellcheck disable=SC2046
-cc -o "$T/embed_predict" "$S/samples/embed_predict.c" \
+cc "${CFLAGS_SAN[@]}" -o "$T/embed_predict" "$S/samples/embed_predict.c" \
   $(pc --cflags --libs cltrain) || fail "embed_predict does not build"
 echo "ok: samples/embed_predict.c builds with pkg-config cltrain"
 # shellcheck disable=SC2046
-cc -o "$T/install_folder" "$S/tests/install_folder.c" \
+cc "${CFLAGS_SAN[@]}" -o "$T/install_folder" "$S/tests/install_folder.c" \
   $(pc --cflags --libs cltrain-image) ||
   fail "install_folder does not build"
 echo "ok: a program loading image folders builds with pkg-config cltrain-image"
