@@ -310,22 +310,66 @@ CLT_API void clt_profile_reset(clt_context *ctx);
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
 
-/* Whether this build decodes "png" (libpng) or "jpeg" (libjpeg-turbo). */
-CLT_API bool clt_image_format_supported(const char *format);
-/* The channels (1 grey, 3 colour; alpha is dropped) and size of a PNG or
- * JPEG file, recognised by its contents. Errors name the file into err
- * (errlen bytes). */
-CLT_API clt_status clt_image_info(const char *path, int *channels,
-                                  int *height, int *width, char *err,
-                                  size_t errlen);
-/* A PNG or JPEG file as training on image folders makes it: channels x
- * height x width floats in [0, 1] (CHW) into chw; colour made grey by
- * ITU-R 601 luma, grey copied to colour, alpha composited onto black;
- * resized (bilinear) when resize is set, else a size that differs is
- * CLT_ERR_SHAPE naming the file and both sizes. */
-CLT_API clt_status clt_image_load(const char *path, int channels, int height,
-                                  int width, bool resize, float *chw,
-                                  char *err, size_t errlen);
+/* Image file formats, as their first bytes say (never the file's name). */
+typedef enum clt_image_format {
+  CLT_IMAGE_FORMAT_NONE = 0, /* unreadable, or none of the below */
+  CLT_IMAGE_FORMAT_PNG,      /* 89 'PNG' 0d 0a 1a 0a */
+  CLT_IMAGE_FORMAT_JPEG,     /* ff d8 ff */
+  CLT_IMAGE_FORMAT_PGM,      /* 'P2' (text) or 'P5' (binary) */
+} clt_image_format;
+
+/* The format of the file at path, from its first bytes; NONE where the
+ * file cannot be read or is none of these (the caller says which, e.g. by
+ * opening it). */
+CLT_API clt_image_format clt_image_format_of(const char *path);
+/* "PNG", "JPEG", "PGM"; NULL for CLT_IMAGE_FORMAT_NONE. Static strings. */
+CLT_API const char *clt_image_format_name(clt_image_format format);
+/* Decoded pixels: 8-bit, interleaved (HWC). */
+typedef struct clt_image_pixels {
+  int width, height;
+  int channels;    /* 1 (grey) or 3 (RGB); alpha composited onto black */
+  uint8_t *pixels; /* height * width * channels, from malloc() */
+} clt_image_pixels;
+
+/* What decodes PNG and JPEG files for the library. libcltrain itself links
+ * no codec: libcltrain-image (cltrain_image.h, pkg-config cltrain-image)
+ * installs its libpng/libjpeg decoder with clt_image_init(); a program may
+ * install its own instead. */
+typedef struct clt_image_decoder {
+  /* Decodes the file at path, whose first bytes say it is `format` (PNG or
+   * JPEG), into *out; on success the library frees out->pixels with
+   * free(). On failure it leaves out->pixels NULL and writes a message
+   * naming the file into err (errlen bytes). Called from several threads
+   * at once (image folders decode on a few): it must be reentrant. */
+  clt_status (*decode)(const char *path, clt_image_format format,
+                       clt_image_pixels *out, char *err, size_t errlen);
+} clt_image_decoder;
+
+/* Makes *decoder the one that image folders (clt_dataset_load_folder,
+ * clt_dataset_open) decode PNG and JPEG files with, for the whole process
+ * (the one process-wide setting of the library: a decoder is code, not
+ * state). decoder is kept, not copied: it must live as long as it is
+ * installed (a static struct). NULL removes it; then a PNG or JPEG in a
+ * folder is CLT_ERR_UNSUPPORTED with a message that says to link
+ * libcltrain-image and call clt_image_init(). Safe to call from any thread;
+ * installing the one already installed changes nothing.
+ * CLT_ERR_INVALID_ARGUMENT: a decoder without a decode function. */
+CLT_API clt_status clt_image_decoder_install(const clt_image_decoder *decoder);
+
+/* Decoded pixels as training on image folders makes them: channels x
+ * height x width (CHW) bytes into chw; colour made grey by ITU-R 601 luma
+ * (0.299 R + 0.587 G + 0.114 B, PIL's convert("L")), grey copied to
+ * colour; resized (bilinear, pixel centres aligned: PIL's and PyTorch's
+ * align_corners=False) when resize is set, else a size that differs is
+ * CLT_ERR_SHAPE naming `name` (the file) and both sizes. Errors go into
+ * err (errlen bytes). */
+CLT_API clt_status clt_image_to_chw(const clt_image_pixels *img,
+                                    const char *name, int channels, int height,
+                                    int width, bool resize, uint8_t *chw,
+                                    char *err, size_t errlen);
+/* (clt_image_load, clt_image_info and clt_image_format_supported, which
+ * decode, are in cltrain_image.h: libcltrain-image.) */
+
 /* Every image of an IDX file of u8 values ([H, W], [N, H, W] or
  * [N, C, H, W], plain or gzip) as floats in [0, 1]: *count images of
  * *channels x *height x *width in *pixels, which the caller frees. */
@@ -819,7 +863,10 @@ CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,
  * sorted file list, so a limit or hold-out takes every class. Decoded
  * datasets are cached (see clt_data_options.cache_dir), keyed by the file
  * list with sizes and modification times and the options that shape the
- * pixels; a changed file makes a new entry. */
+ * pixels; a changed file makes a new entry. PNG and JPEG decode through
+ * the installed decoder: link libcltrain-image and call clt_image_init()
+ * first (cltrain_image.h); without a decoder such a file is
+ * CLT_ERR_UNSUPPORTED, the message naming it and saying so. */
 CLT_API clt_status clt_dataset_load_folder(clt_context *ctx, const char *dir,
                                            const clt_data_options *o,
                                            clt_dataset **out);

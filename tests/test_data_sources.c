@@ -15,6 +15,7 @@
 #include "data/csv.h"
 #include "data/dataset.h"
 #include "data/folder.h"
+#include "cltrain_image.h"
 #include "data/image_decode.h"
 #include "image_writer.h"
 #include "io/class_names.h"
@@ -199,7 +200,7 @@ static clt_data_options opts_images(int c, int h, int w) {
   return o;
 }
 
-static bool with_jpeg(void) { return clt_image_decode_jpeg_supported(); }
+static bool with_jpeg(void) { return clt_image_format_supported("jpeg"); }
 
 START_TEST(folder_reads_grey_and_colour) {
   char dir[512];
@@ -439,6 +440,106 @@ START_TEST(folder_jpeg_without_libjpeg) {
 }
 END_TEST
 
+/* Writes dir/a/<name> holding the text (e.g. a format's first bytes). */
+static void write_in_class(const char *dir, const char *name,
+                           const char *text) {
+  char path[700];
+  ck_assert(tw_mkdir(dir));
+  snprintf(path, sizeof path, "%s/a", dir);
+  ck_assert(tw_mkdir(path));
+  snprintf(path, sizeof path, "%s/a/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(image_format_by_first_bytes) {
+  char dir[512], path[700];
+  path_in(dir, sizeof dir, "formats");
+  write_in_class(dir, "p.png", "\x89PNG\r\n\x1a\n and more");
+  write_in_class(dir, "j.jpg", "\xff\xd8\xff\xe0");
+  write_in_class(dir, "g.png", "P5 2 2 255\n");
+  write_in_class(dir, "t.png", "not an image");
+  const struct {
+    const char *name;
+    clt_image_format want;
+  } cases[] = {{"p.png", CLT_IMAGE_FORMAT_PNG},
+               {"j.jpg", CLT_IMAGE_FORMAT_JPEG},
+               {"g.png", CLT_IMAGE_FORMAT_PGM}, /* contents, not the name */
+               {"t.png", CLT_IMAGE_FORMAT_NONE},
+               {"missing.png", CLT_IMAGE_FORMAT_NONE}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(path, sizeof path, "%s/a/%s", dir, cases[i].name);
+    ck_assert_int_eq(clt_image_format_of(path), cases[i].want);
+  }
+  ck_assert_str_eq(clt_image_format_name(CLT_IMAGE_FORMAT_JPEG), "JPEG");
+  ck_assert_ptr_null(clt_image_format_name(CLT_IMAGE_FORMAT_NONE));
+}
+END_TEST
+
+/* A program that links libcltrain alone: a PNG or JPEG in a folder says
+ * what to link and what to call, naming the file. */
+START_TEST(folder_without_decoder_says_what_to_do) {
+  char dir[512];
+  path_in(dir, sizeof dir, "nodecoder");
+  write_in_class(dir, "img.png", "\x89PNG\r\n\x1a\n not decoded");
+  ck_assert_int_eq(clt_image_decoder_install(NULL), CLT_OK);
+  clt_data_options o = opts_images(1, 8, 8);
+  o.cache = 0;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_folder_read(dir, &o, &ds, &err), CLT_ERR_UNSUPPORTED);
+  ck_assert_ptr_null(ds.pixels);
+  const char *needles[] = {"a/img.png", "decoding PNG needs libcltrain-image",
+                           "pkg-config cltrain-image", "clt_image_init()"};
+  for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
+    ck_assert_msg(strstr(err.msg, needles[i]), "'%s' not in: %s", needles[i],
+                  err.msg);
+  /* Once initialised (twice: nothing changes), libcltrain-image decodes it
+   * (here: finds it corrupt, or says its build lacks libpng). */
+  ck_assert_int_eq(clt_image_init(), CLT_OK);
+  ck_assert_int_eq(clt_image_init(), CLT_OK);
+  ck_assert_int_ne(clt_folder_read(dir, &o, &ds, &err), CLT_OK);
+  ck_assert_msg(!strstr(err.msg, "needs libcltrain-image"), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "a/img.png"), "%s", err.msg);
+}
+END_TEST
+
+/* A program's own decoder: every file becomes one grey pixel of 200. */
+static clt_status one_pixel_decode(const char *path, clt_image_format format,
+                                   clt_image_pixels *out, char *err,
+                                   size_t errlen) {
+  (void)path, (void)format, (void)err, (void)errlen;
+  out->width = out->height = out->channels = 1;
+  out->pixels = malloc(1);
+  if (!out->pixels) return CLT_ERR_HOST_MEMORY;
+  out->pixels[0] = 200;
+  return CLT_OK;
+}
+
+START_TEST(folder_decodes_through_an_installed_decoder) {
+  static const clt_image_decoder mine = {.decode = one_pixel_decode};
+  static const clt_image_decoder none = {.decode = NULL};
+  ck_assert_int_eq(clt_image_decoder_install(&none),
+                   CLT_ERR_INVALID_ARGUMENT);
+  char dir[512];
+  path_in(dir, sizeof dir, "mine");
+  write_in_class(dir, "x.jpg", "\xff\xd8\xff\xe0 whatever");
+  ck_assert_int_eq(clt_image_decoder_install(&mine), CLT_OK);
+  clt_data_options o = opts_images(3, 2, 2);
+  o.cache = 0;
+  o.resize = 1;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_folder_read(dir, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 1);
+  for (int i = 0; i < 3 * 2 * 2; i++) ck_assert_int_eq(ds.pixels[i], 200);
+  clt_dataset_free(&ds);
+  ck_assert_int_eq(clt_image_init(), CLT_OK);
+}
+END_TEST
+
 START_TEST(folder_needs_class_folders) {
   char dir[512];
   path_in(dir, sizeof dir, "empty");
@@ -470,6 +571,9 @@ static Suite *data_sources_suite(void) {
   tcase_set_timeout(img, 60);
   tcase_add_test(img, folder_jpeg_without_libjpeg);
   tcase_add_test(img, folder_needs_class_folders);
+  tcase_add_test(img, image_format_by_first_bytes);
+  tcase_add_test(img, folder_without_decoder_says_what_to_do);
+  tcase_add_test(img, folder_decodes_through_an_installed_decoder);
   suite_add_tcase(s, img);
   /* The rest writes PNG files: not in a build without libpng. */
   if (!tw_can_write()) return s;
@@ -488,8 +592,10 @@ int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/clt_data_sources_XXXXXX");
   if (!mkdtemp(g_dir)) return EXIT_FAILURE;
   printf("data_sources: PNG %s, JPEG %s\n",
-         clt_image_decode_png_supported() ? "yes" : "no (skipped)",
-         clt_image_decode_jpeg_supported() ? "yes" : "no (skipped)");
+         clt_image_format_supported("png") ? "yes" : "no (skipped)",
+         clt_image_format_supported("jpeg") ? "yes" : "no (skipped)");
+  /* Image folders decode through libcltrain-image, as a program's do. */
+  clt_image_init();
   SRunner *r = srunner_create(data_sources_suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "cltrain_image.h"
 #include "common.h"
 #include "image_writer.h"
 
@@ -570,6 +571,8 @@ static int remove_entry(const char *path, const struct stat *sb, int flag,
 
 int main(void) {
   if (!mkdtemp(g_dir)) return EXIT_FAILURE;
+  /* Image folders decode through libcltrain-image, as a program's do. */
+  clt_image_init();
   int rc = test_run_suite("fit_data", fit_data_suite);
   nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   return rc;

@@ -1,10 +1,9 @@
 /* Files a program (and the command line) may read and write through the
- * public header: image files as training decodes them, the images of an
+ * public header: decoded pixels made what a model takes, the images of an
  * IDX file, and an atomic write. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common/atomic_file.h"
 #include "data/idx.h"
@@ -15,52 +14,24 @@ static clt_status report(const clt_err *e, char *err, size_t errlen) {
   return e->status;
 }
 
-CLT_API bool clt_image_format_supported(const char *format) {
-  if (!format) return false;
-  if (!strcasecmp(format, "png")) return clt_image_decode_png_supported();
-  if (!strcasecmp(format, "jpeg") || !strcasecmp(format, "jpg"))
-    return clt_image_decode_jpeg_supported();
-  return false;
-}
-
-CLT_API clt_status clt_image_info(const char *path, int *channels,
-                                  int *height, int *width, char *err,
-                                  size_t errlen) {
+CLT_API clt_status clt_image_to_chw(const clt_image_pixels *img,
+                                    const char *name, int channels, int height,
+                                    int width, bool resize, uint8_t *chw,
+                                    char *err, size_t errlen) {
   clt_err e = {0};
-  clt_decoded_image img;
-  if (clt_image_decode_file(path, &img, &e) != CLT_OK)
-    return report(&e, err, errlen);
-  *channels = img.channels;
-  *height = img.height;
-  *width = img.width;
-  free(img.pixels);
-  return CLT_OK;
-}
-
-CLT_API clt_status clt_image_load(const char *path, int channels, int height,
-                                  int width, bool resize, float *chw,
-                                  char *err, size_t errlen) {
-  clt_err e = {0};
-  if ((channels != 1 && channels != 3) || height < 1 || width < 1 || !chw) {
+  if (!img || !img->pixels || img->width < 1 || img->height < 1 ||
+      (img->channels != 1 && img->channels != 3) || height < 1 ||
+      width < 1 || !chw) {
     clt_err_set(&e, CLT_ERR_INVALID_ARGUMENT,
-                "%s: an image of %d channels, %dx%d pixels (1 or 3 channels, "
-                "a positive size)",
-                path, channels, width, height);
+                "%s: clt_image_to_chw needs pixels of 1 or 3 channels and a "
+                "positive size",
+                name ? name : "image");
     return report(&e, err, errlen);
   }
-  clt_decoded_image img;
-  if (clt_image_decode_file(path, &img, &e) != CLT_OK)
+  if (clt_image_pixels_to_chw(img, name ? name : "image", channels, height,
+                              width, resize, chw, &e) != CLT_OK)
     return report(&e, err, errlen);
-  size_t n = (size_t)channels * (size_t)height * (size_t)width;
-  uint8_t *u8 = malloc(n);
-  clt_status st =
-      u8 ? clt_image_to_chw(&img, path, channels, height, width, resize, u8,
-                            &e)
-         : clt_err_set(&e, CLT_ERR_HOST_MEMORY, "%s: %zu values", path, n);
-  for (size_t i = 0; st == CLT_OK && i < n; i++) chw[i] = u8[i] / 255.0f;
-  free(u8);
-  free(img.pixels);
-  return st == CLT_OK ? CLT_OK : report(&e, err, errlen);
+  return CLT_OK;
 }
 
 CLT_API clt_status clt_idx_load_images(const char *path, int64_t *count,

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 
 #include "cltrain.h"
+#include "cltrain_image.h" /* PNG and JPEG: libcltrain-image */
 
 /* An error of the command's own code: a status and what went wrong. */
 typedef struct cli_err {

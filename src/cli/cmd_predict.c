@@ -172,18 +172,6 @@ static void print_top(const float *probs, int64_t classes, long long top,
   free(used);
 }
 
-/* PNG or JPEG, by the first bytes. */
-static bool is_png_or_jpeg(const char *path) {
-  unsigned char head[4] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t n = fread(head, 1, sizeof head, f);
-  fclose(f);
-  return n == 4 && ((head[0] == 0x89 && head[1] == 'P' && head[2] == 'N' &&
-                     head[3] == 'G') ||
-                    (head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff));
-}
-
 /* A PNG or JPEG made what the model takes: its channels (grey or colour,
  * as training made them), its size (resized only when asked). */
 static clt_status read_for_model(const char *path, clt_model *m, bool resize,
@@ -217,7 +205,9 @@ static int predict_file(clt_context *ctx, clt_model *m, predict_args *a,
                         const char *path, char **labels, int n_labels) {
   clt_image_set s;
   cli_err err = {0};
-  clt_status read = is_png_or_jpeg(path)
+  clt_image_format format = clt_image_format_of(path);
+  clt_status read = format == CLT_IMAGE_FORMAT_PNG ||
+                            format == CLT_IMAGE_FORMAT_JPEG
                         ? read_for_model(path, m, a->resize, &s, &err)
                         : clt_image_read(path, &s, &err);
   if (read != CLT_OK) {

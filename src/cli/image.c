@@ -208,16 +208,8 @@ static clt_status read_whole(const char *path, uint8_t **bytes, size_t *size,
 
 clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
   memset(out, 0, sizeof *out);
-  uint8_t magic[8] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return cli_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
-                       strerror(errno));
-  size_t got = fread(magic, 1, sizeof magic, f);
-  fclose(f);
-  static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
-                                       '\n'};
-  if (got == 8 && memcmp(magic, png_magic, 8) == 0) {
+  clt_image_format format = clt_image_format_of(path);
+  if (format == CLT_IMAGE_FORMAT_PNG) {
     if (!clt_image_format_supported("png"))
       return cli_err_set(err, CLT_ERR_UNSUPPORTED,
                          "%s: a PNG file, but this cltrain was built without "
@@ -226,7 +218,7 @@ clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
                          path);
     return read_png(path, out, err);
   }
-  if (got >= 2 && magic[0] == 'P' && (magic[1] == '2' || magic[1] == '5')) {
+  if (format == CLT_IMAGE_FORMAT_PGM) {
     uint8_t *bytes = NULL;
     size_t size = 0;
     CLI_TRY(read_whole(path, &bytes, &size, err));
@@ -234,8 +226,17 @@ clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
     free(bytes);
     return st;
   }
-  if (got >= 4 && ((magic[0] == 0x1f && magic[1] == 0x8b) ||
-                   (magic[0] == 0 && magic[1] == 0)))
+  /* IDX: a gzip stream, or the two zero bytes of an IDX header. */
+  uint8_t magic[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return cli_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
+                       strerror(errno));
+  size_t got = fread(magic, 1, sizeof magic, f);
+  fclose(f);
+  if (format == CLT_IMAGE_FORMAT_NONE && got >= 4 &&
+      ((magic[0] == 0x1f && magic[1] == 0x8b) ||
+       (magic[0] == 0 && magic[1] == 0)))
     return read_idx(path, out, err);
   return cli_err_set(err, CLT_ERR_FORMAT,
                      "%s: not an IDX, PGM (P2/P5) or PNG file", path);

@@ -38,6 +38,8 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* Image folders decode PNG and JPEG through libcltrain-image. */
+  clt_image_init();
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -254,12 +254,12 @@ typedef struct folder_job {
 static void folder_decode_one(folder_job *job, int64_t i, clt_err *err) {
   const folder_file *f = &job->l->files[i];
   clt_dataset *ds = job->ds;
-  clt_decoded_image img;
+  clt_image_pixels img;
   clt_status st = clt_image_decode_file(f->path, &img, err);
   if (st == CLT_OK) {
-    st = clt_image_to_chw(&img, f->path, ds->channels, ds->height, ds->width,
-                          job->o->resize,
-                          ds->pixels + i * clt_dataset_sample_size(ds), err);
+    st = clt_image_pixels_to_chw(
+        &img, f->path, ds->channels, ds->height, ds->width, job->o->resize,
+        ds->pixels + i * clt_dataset_sample_size(ds), err);
     free(img.pixels);
   }
   ds->labels[i] = f->label;

@@ -9,8 +9,9 @@
 /* Reads dir into *out (empty on failure); errors name the folder or the
  * file: CLT_ERR_IO, CLT_ERR_FORMAT (a corrupt image, no images, a class
  * unknown to o->class_names or beyond o->num_classes), CLT_ERR_SHAPE (an
- * image of another size without o->resize), CLT_ERR_UNSUPPORTED (a JPEG in
- * a build without libjpeg), CLT_ERR_INVALID_ARGUMENT (no shape in o). */
+ * image of another size without o->resize), CLT_ERR_UNSUPPORTED (a PNG or
+ * JPEG and no decoder installed, a JPEG where the decoder lacks libjpeg),
+ * CLT_ERR_INVALID_ARGUMENT (no shape in o). */
 clt_status clt_folder_read(const char *dir, const clt_data_options *o,
                            clt_dataset *out, clt_err *err);
 
