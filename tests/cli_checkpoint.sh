@@ -9,27 +9,8 @@ E=$2
 ROOT=$3
 T=$(mktemp -d /tmp/clt_cli_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-# Runs a command that must fail (exit 1) with every given text in stderr.
-expect_error() {
-  local what=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  if "$@" >"$T/out" 2>"$T/err"; then fail "$what: succeeded"; fi
-  for n in "${needles[@]}"; do
-    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
-  done
-  echo "ok: $what: $(head -c 300 "$T/err")"
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 cat >"$T/tiny.model" <<'EOF'
 input shape=1x28x28

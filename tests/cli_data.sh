@@ -12,30 +12,12 @@ C=$1
 MK=$2
 T=$(mktemp -d /tmp/clt_cli_data_XXXXXX)
 trap 'rm -rf "$T"' EXIT
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 # The packed cache of this test's images goes to its own folder; kernels
 # keep using the usual cache.
 export CLT_DATA_CACHE_DIR=$T/datacache
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-# Runs a command that must fail with every given text in stderr.
-expect_error() {
-  local what=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  if "$@" >"$T/out" 2>"$T/err"; then fail "$what: succeeded"; fi
-  for n in "${needles[@]}"; do
-    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
-  done
-  echo "ok: $what: $(head -c 300 "$T/err")"
-}
 must_say() {
   local what=$1 needle=$2 file=$3
   grep -qF -- "$needle" "$file" || fail "$what: '$needle' not in: $(cat "$file")"

@@ -9,11 +9,8 @@ C=$1
 SAMPLES=$2
 T=$(mktemp -d /tmp/clt_mixed_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 A=("$SAMPLES/fashion_mlp.model" --data fashion-mnist --train-limit 6000
    --test-limit 2000 --epochs 2 --batch 32 --seed 5 --json)

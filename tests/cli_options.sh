@@ -8,32 +8,8 @@ set -euo pipefail
 C=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 T=$(mktemp -d /tmp/clt_options_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-# expect_exit CODE WHAT NEEDLE... -- COMMAND...: COMMAND exits with CODE and
-# every NEEDLE is in its stderr (or stdout for exit 0).
-expect_exit() {
-  local code=$1 what=$2
-  shift 2
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  local rc=0
-  timeout 20 "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
-  local where="$T/err"
-  [ "$code" -eq 0 ] && where="$T/out"
-  for n in "${needles[@]}"; do
-    grep -qF -- "$n" "$where" || fail "$what: '$n' not in: $(cat "$where")"
-  done
-  echo "ok: $what"
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 # Help: every command, both spellings, on stdout, exit 0.
 for cmd in devices selftest "bench gemm" "bench train" "bench conv" bench \

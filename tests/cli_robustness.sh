@@ -10,30 +10,9 @@ set -euo pipefail
 C=$1
 T=$(mktemp -d /tmp/clt_robust_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-# expect_exit CODE WHAT NEEDLE... -- COMMAND...: COMMAND must exit with CODE
-# within 10 s, with every NEEDLE in its stderr.
-expect_exit() {
-  local code=$1 what=$2
-  shift 2
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  local rc=0
-  timeout 10 "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
-  for n in "${needles[@]}"; do
-    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
-  done
-  echo "ok: $what: $(head -c 200 "$T/err")"
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+EXPECT_TIMEOUT=10
 
 cat >"$T/tiny.model" <<'EOF'
 input shape=1x28x28

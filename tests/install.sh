@@ -23,11 +23,8 @@ CFLAGS_SAN=()
 T=$(mktemp -d /tmp/clt_install_XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export CLT_DATA_CACHE_DIR=$T/datacache
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 "$MESON" install -C "$B" --no-rebuild --destdir "$T/inst" >"$T/install.log" ||
   fail "meson install: $(tail -5 "$T/install.log")"

@@ -22,11 +22,8 @@ trap 'rm -rf "$T"' EXIT
 # --oversubscribe: CI machines have 2 cores and POCL threads besides;
 # --allow-run-as-root: CI runs as root.
 MR=("$MPIRUN" --oversubscribe --allow-run-as-root)
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 MLP=$SAMPLES/fashion_mlp.model
 ONE=(--data fashion-mnist --train-limit 64 --holdout 0 --test-limit 100
