@@ -522,8 +522,10 @@ typedef enum clt_precision {
   CLT_PRECISION_MIXED = 1,
 } clt_precision;
 
-/* Sets g's precision, before or after compiling (CLT_ERR_INVALID_ARGUMENT
- * for an unknown value). */
+/* Sets g's precision (CLT_ERR_INVALID_ARGUMENT for an unknown value).
+ * Best before clt_graph_compile, whose memory plan depends on it; a
+ * compiled graph whose precision changes is compiled again for the same
+ * batch size (its parameters kept, the batch set dropped). */
 CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p);
 CLT_API clt_precision clt_graph_precision(const clt_graph *g);
 /* The factor the loss layer multiplies every gradient by in backward

@@ -314,35 +314,46 @@ START_TEST(optimizer_scaler_skips_overflow) {
 }
 END_TEST
 
-/* Back to fp32 after mixed: the same bits as a graph never mixed. */
+/* Back to fp32 after mixed: the same bits as a graph never mixed, whether
+ * it was compiled in mixed precision (whose plan keeps outputs in fp16:
+ * the graph is compiled again) or in fp32. */
 START_TEST(precision_switches_back) {
-  const char *model = "input shape=5\ndense units=4 activation=tanh\n"
-                      "dense units=3\nsoftmax_cross_entropy\n";
-  clt_graph *g = NULL, *ref = NULL;
-  ck_assert_ok(graph_from_text(model, &g));
-  ck_assert_ok(graph_from_text(model, &ref));
-  ck_assert_ok(clt_graph_compile(g, 3, 4));
-  ck_assert_ok(clt_graph_compile(ref, 3, 4));
-  ck_assert_int_eq(clt_graph_set_precision(g, (clt_precision)7),
-                   CLT_ERR_INVALID_ARGUMENT);
-  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
-  random_batch(g, 3, 2, false);
-  ck_assert_ok(clt_graph_forward(g, true));
-  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_FP32));
-  random_batch(g, 3, 2, false);
-  random_batch(ref, 3, 2, false);
-  clt_graph *both[2] = {g, ref};
-  for (int k = 0; k < 2; k++) {
-    ck_assert_ok(clt_graph_forward(both[k], true));
-    ck_assert_ok(clt_graph_backward(both[k]));
+  for (int compiled_mixed = 0; compiled_mixed < 2; compiled_mixed++) {
+    const char *model = "input shape=5\ndense units=4 activation=tanh\n"
+                        "dense units=4 activation=sigmoid\n"
+                        "dense units=3\nsoftmax_cross_entropy\n";
+    clt_graph *g = NULL, *ref = NULL;
+    ck_assert_ok(graph_from_text(model, &g));
+    ck_assert_ok(graph_from_text(model, &ref));
+    if (compiled_mixed)
+      ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    ck_assert_ok(clt_graph_compile(g, 3, 4));
+    ck_assert_ok(clt_graph_compile(ref, 3, 4));
+    ck_assert_int_eq(clt_graph_set_precision(g, (clt_precision)7),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    bool saved = false;
+    for (int i = 0; i < g->n_nodes; i++) saved |= g->nodes[i].out16 != NULL;
+    ck_assert(saved);
+    random_batch(g, 3, 2, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_FP32));
+    for (int i = 0; i < g->n_nodes; i++) ck_assert(!g->nodes[i].out16);
+    random_batch(g, 3, 2, false);
+    random_batch(ref, 3, 2, false);
+    clt_graph *both[2] = {g, ref};
+    for (int k = 0; k < 2; k++) {
+      ck_assert_ok(clt_graph_forward(both[k], true));
+      ck_assert_ok(clt_graph_backward(both[k]));
+    }
+    int64_t n = g->param_count;
+    float *a = download_all(g->grads, n), *b = download_all(ref->grads, n);
+    ck_assert(memcmp(a, b, (size_t)n * sizeof(float)) == 0);
+    free(a);
+    free(b);
+    clt_graph_destroy(g);
+    clt_graph_destroy(ref);
   }
-  int64_t n = g->param_count;
-  float *a = download_all(g->grads, n), *b = download_all(ref->grads, n);
-  ck_assert(memcmp(a, b, (size_t)n * sizeof(float)) == 0);
-  free(a);
-  free(b);
-  clt_graph_destroy(g);
-  clt_graph_destroy(ref);
 }
 END_TEST
 

@@ -501,6 +501,10 @@ CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
                         "precision %d: fp32 (%d) or mixed (%d)", (int)p,
                         CLT_PRECISION_FP32, CLT_PRECISION_MIXED);
   g->precision = p;
+  /* The memory plan depends on it (saved outputs in fp16): a compiled
+   * graph is compiled again, for the same batch size. */
+  if (g->compiled && p != g->planned_precision)
+    return clt_graph_compile(g, g->max_batch, g->seed);
   return g->params ? bind_param_values(g) : CLT_OK;
 }
 
@@ -596,6 +600,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   g->batch = 0;
   if (!g->initialised) g->seed = seed;
   mark_needs_grad(g);
+  g->planned_precision = g->precision;
   CLT_TRY(plan_params(g));
   CLT_TRY(plan_buffers(g));
   int64_t nb = max_batch, four = 4;
@@ -707,7 +712,6 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   if (g->loss_node >= 0) g->metric_samples += g->batch;
   return CLT_OK;
 }
-
 
 clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
                                  bool *accumulate) {

@@ -118,6 +118,7 @@ struct clt_graph {
    * rounded to fp16 before each forward, which the layers' parameter
    * values view (the optimizer and checkpoints use params, the master). */
   clt_precision precision;
+  clt_precision planned_precision; /* the one the last compile planned for */
   clt_tensor *work_params;
   float loss_scale; /* the loss layer's gradient factor (loss scaling) */
   clt_tensor *labels;   /* i32 [max_batch] or f32 targets */
