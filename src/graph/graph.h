@@ -251,7 +251,8 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
  * GEMMs with the copies each needs), for clt_graph_plan_ways. */
 typedef struct clt_graph_ways {
   const char *what;  /* "forward layout": the record's product */
-  const char *shape; /* the record's shape (its main product) */
+  const char *shape; /* the record's shape and m, n, k: its main product */
+  int64_t m, n, k;
   const char *key;   /* what else the times depend on (geometry, batch,
                         the plans of the parts), for the plan store */
   double flops;      /* of the work, for GFLOP/s */

@@ -233,6 +233,9 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   *chosen = 0;
   clt_plan_info *r = start_record(g, n, w->what, w->shape);
   if (!r) return CLT_ERR_HOST_MEMORY;
+  r->m = w->m;
+  r->n = w->n;
+  r->k = w->k;
   r->candidate_count = w->work.count;
   for (int i = 0; i < w->work.count; i++)
     snprintf(r->candidates[i].name, sizeof r->candidates[i].name, "%s",

@@ -44,12 +44,14 @@ typedef struct conv_state {
   /* Workspaces, planned by the graph (which owns them); the forward's
    * and the backward's may share memory with other layers' in between. */
   clt_tensor *col;   /* forward: [C*KH*KW, max_batch*OH*OW] */
-  clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' */
+  clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' (the swap
+                        layout's; unused by NCHW direct, as btmp) */
   clt_tensor *bcol;  /* backward: col again (kept from the forward where
                         that costs no memory, else made again), then dcol */
   bool col_kept;
   clt_tensor *btmp;  /* backward: dy' */
-  clt_tensor *work;  /* backward: split-K partial products of dW (or NULL) */
+  clt_tensor *work;  /* backward: split-K or per-image partial products
+                        of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
   /* The layouts chosen: NCHW direct (else the GEMMs above and a swap). */
@@ -270,9 +272,11 @@ static clt_status refill_col(void *user) {
 }
 
 /* Times the swap layout (the plans chosen) against NCHW direct, forward or
- * backward, on the buffers io names; *nchw receives the choice. */
+ * backward, on the buffers io names (only the swap where nchw_fits is
+ * false); *nchw receives the choice. */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
-                              const conv_io *io, bool backward, bool *nchw) {
+                              const conv_io *io, bool backward,
+                              bool nchw_fits, bool *nchw) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
@@ -307,16 +311,16 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   clt_graph_ways ways = {
       .what = backward ? "backward layout" : "forward layout",
       .shape = shape,
+      .m = whole.m,
+      .n = whole.n,
+      .k = whole.k,
       .key = key,
       .flops = flops,
       .names = {"gemm + swap", "nchw direct"},
-      .work = {.count = 2, .run = run_layout,
+      .work = {.count = nchw_fits ? 2 : 1, .run = run_layout,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
   for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
-  /* The per-image partials of dW must fit (one image needs none). */
-  if (backward && b > 1 && b * s->filters * ckk > NCHW_MAX_WORKSPACE)
-    ways.work.count = 1;
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   *nchw = chosen == 1;
@@ -352,7 +356,11 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                                    &n->params[0].value, tmp, col,
                                    &s->plan_dcol));
   int64_t swap_work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
+  /* NCHW direct's per-image partials of dW must fit (one image needs
+   * none). */
   int64_t nchw_work = b > 1 ? b * s->filters * dw.n : 0;
+  bool nchw_fits = nchw_work <= NCHW_MAX_WORKSPACE;
+  if (!nchw_fits) nchw_work = 0;
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
   clt_tensor *work = NULL;
   if (measuring) {
@@ -370,9 +378,9 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   if (measuring) st = clt_graph_plan_fill(g, s->col);
   if (measuring && st == CLT_OK && n->grad)
     st = clt_graph_plan_fill(g, n->grad);
-  if (st == CLT_OK) st = plan_layout(g, n, &fio, false, &s->fwd_nchw);
+  if (st == CLT_OK) st = plan_layout(g, n, &fio, false, true, &s->fwd_nchw);
   if (st == CLT_OK && n->grad)
-    st = plan_layout(g, n, &bio, true, &s->bwd_nchw);
+    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw);
   clt_tensor_destroy(work);
   CLT_TRY(st);
   int64_t need = s->bwd_nchw ? nchw_work : swap_work;
