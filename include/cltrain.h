@@ -536,9 +536,11 @@ CLT_API float clt_graph_loss_scale(const clt_graph *g);
 #define CLT_PLAN_MAX_CANDIDATES 12
 
 typedef struct clt_plan_candidate {
-  char name[32];  /* "one gemm", "per image 64", "split-k 8" */
+  char name[32];  /* "one gemm", "per image 64", "split-k 8"; a conv
+                     layout: "gemm + swap", "nchw direct" */
   double seconds; /* best of its timed runs; 0 when not timed */
-  double gflops;  /* 2 m n k / seconds; 0 when not timed */
+  double gflops;  /* the work's flops (2 m n k per product) / seconds; 0
+                     when not timed */
   bool rejected;  /* failed or gave other numbers: never chosen */
 } clt_plan_candidate;
 
@@ -548,10 +550,12 @@ typedef enum clt_plan_source {
   CLT_PLAN_FROM_CACHE,    /* read from the plan cache (times as stored) */
 } clt_plan_source;
 
-/* How one GEMM product of a layer runs, as clt_graph_compile chose it. */
+/* How one GEMM product of a layer runs (or a conv layer's layout, forward
+ * or backward), as clt_graph_compile chose it. */
 typedef struct clt_plan_info {
   char layer[64];   /* the node's name */
-  char product[24]; /* "forward", "weight gradient", "data gradient" */
+  char product[24]; /* "forward", "weight gradient", "data gradient";
+                       a conv's "forward layout", "backward layout" */
   char shape[64];   /* transposes and m x n x k: "NT 64x288x7744" */
   int64_t m, n, k;
   int candidate_count;

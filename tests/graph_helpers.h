@@ -48,10 +48,13 @@ static inline double loss_now(clt_graph *g) {
 
 /* Compares every parameter gradient (or a sample of them, for big ones)
  * with central differences of the loss. */
-static inline void check_gradients(const char *model, int64_t batch,
-                            bool float_targets) {
+/* Checks the gradients with every layer's way of working forced to `way`
+ * (1 + the index of the way in clt_graph_plan_ways; 0: as measured). */
+static inline void check_gradients_way(const char *model, int64_t batch,
+                                       bool float_targets, int way) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(model, &g));
+  g->test_way = way;
   ck_assert_ok(clt_graph_compile(g, batch, 5));
   random_batch(g, batch, 11, float_targets);
   ck_assert_ok(clt_graph_forward(g, true));
@@ -84,6 +87,11 @@ static inline void check_gradients(const char *model, int64_t batch,
   free(p);
   free(grad);
   clt_graph_destroy(g);
+}
+
+static inline void check_gradients(const char *model, int64_t batch,
+                                   bool float_targets) {
+  check_gradients_way(model, batch, float_targets, 0);
 }
 
 #endif

@@ -5,47 +5,54 @@
  * residual graph's gradients. */
 #include "graph_helpers.h"
 
+/* A convolutional model's gradients in each conv layout (conv2d.c): the
+ * GEMMs with swaps, and NCHW direct. */
+static void check_conv_gradients(const char *model, int64_t batch) {
+  check_gradients_way(model, batch, false, 1);
+  check_gradients_way(model, batch, false, 2);
+}
+
 START_TEST(test_fd_conv_stride2_pad) {
-  check_gradients("input shape=3x7x6\n"
-                  "conv2d filters=4 kernel=3 stride=2 padding=1 "
-                  "activation=tanh\n"
-                  "flatten\ndense units=3\nsoftmax_cross_entropy\n",
-                  2, false);
+  check_conv_gradients("input shape=3x7x6\n"
+                       "conv2d filters=4 kernel=3 stride=2 padding=1 "
+                       "activation=tanh\n"
+                       "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+                       2);
 }
 END_TEST
 
 START_TEST(test_fd_conv_5x5_dilated_maxpool) {
-  check_gradients("input shape=1x9x9\n"
-                  "conv2d filters=2 kernel=5 dilation=2 padding=2\n"
-                  "sigmoid\nmaxpool kernel=2\n"
-                  "flatten\ndense units=3\nsoftmax_cross_entropy\n",
-                  3, false);
+  check_conv_gradients("input shape=1x9x9\n"
+                       "conv2d filters=2 kernel=5 dilation=2 padding=2\n"
+                       "sigmoid\nmaxpool kernel=2\n"
+                       "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+                       3);
 }
 END_TEST
 
 START_TEST(test_fd_conv_1x1_batch1) {
-  check_gradients("input shape=3x5x3\n"
-                  "conv2d filters=2 kernel=1 bias=false\n"
-                  "avgpool kernel=3 stride=2 padding=1\n"
-                  "flatten\ndense units=4\nsoftmax_cross_entropy\n",
-                  1, false);
+  check_conv_gradients("input shape=3x5x3\n"
+                       "conv2d filters=2 kernel=1 bias=false\n"
+                       "avgpool kernel=3 stride=2 padding=1\n"
+                       "flatten\ndense units=4\nsoftmax_cross_entropy\n",
+                       1);
 }
 END_TEST
 
 START_TEST(test_fd_conv_same_rect) {
-  check_gradients("input shape=2x5x7\n"
-                  "conv2d filters=3 kernel=3x5 padding=same init=he\n"
-                  "gelu\nmaxpool kernel=3 stride=2 padding=1\n"
-                  "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
-                  2, false);
+  check_conv_gradients("input shape=2x5x7\n"
+                       "conv2d filters=3 kernel=3x5 padding=same init=he\n"
+                       "gelu\nmaxpool kernel=3 stride=2 padding=1\n"
+                       "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
+                       2);
 }
 END_TEST
 
 START_TEST(test_fd_batchnorm_2d) {
-  check_gradients("input shape=3x5x5\n"
-                  "conv2d filters=4 kernel=3\nbatchnorm\nrelu\n"
-                  "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
-                  3, false);
+  check_conv_gradients("input shape=3x5x5\n"
+                       "conv2d filters=4 kernel=3\nbatchnorm\nrelu\n"
+                       "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
+                       3);
 }
 END_TEST
 
@@ -57,16 +64,16 @@ START_TEST(test_fd_batchnorm_1d) {
 END_TEST
 
 START_TEST(test_fd_residual_and_concat) {
-  check_gradients("input shape=2x5x5\n"
-                  "conv2d name=c1 filters=3 kernel=3 padding=1\n"
-                  "tanh name=t1\n"
-                  "conv2d name=c2 filters=3 kernel=3 padding=1\n"
-                  "add name=res inputs=c2,t1\n"
-                  "conv2d name=c3 filters=2 kernel=1 input=t1\n"
-                  "concat inputs=res,c3\n"
-                  "maxpool kernel=2\nflatten\ndense units=3\n"
-                  "softmax_cross_entropy\n",
-                  2, false);
+  check_conv_gradients("input shape=2x5x5\n"
+                       "conv2d name=c1 filters=3 kernel=3 padding=1\n"
+                       "tanh name=t1\n"
+                       "conv2d name=c2 filters=3 kernel=3 padding=1\n"
+                       "add name=res inputs=c2,t1\n"
+                       "conv2d name=c3 filters=2 kernel=1 input=t1\n"
+                       "concat inputs=res,c3\n"
+                       "maxpool kernel=2\nflatten\ndense units=3\n"
+                       "softmax_cross_entropy\n",
+                       2);
 }
 END_TEST
 

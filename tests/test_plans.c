@@ -171,6 +171,97 @@ START_TEST(plan_rejects_misfits) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Conv layouts: GEMMs and swaps against NCHW direct                          */
+
+/* Two convolutions (the second's data gradient feeds the first's weight
+ * gradient) on odd shapes: channels 3, 7, 33, odd kernels, strides and
+ * padding, batches 1, 3, 7. */
+typedef struct layout_case {
+  const char *model;
+  int64_t batch;
+} layout_case;
+
+static const layout_case layout_cases[] = {
+    {"input shape=3x9x7\n"
+     "conv2d name=c1 filters=7 kernel=3 stride=2 padding=1\n"
+     "conv2d name=c2 filters=33 kernel=3 activation=relu\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     1},
+    {"input shape=7x11x9\n"
+     "conv2d name=c1 filters=3 kernel=5 padding=2 bias=false\n"
+     "conv2d name=c2 filters=7 kernel=3x1 stride=3 padding=1\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     3},
+    {"input shape=33x5x5\n"
+     "conv2d name=c1 filters=7 kernel=1\n"
+     "conv2d name=c2 filters=3 kernel=3 padding=1 stride=2\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     7},
+};
+
+/* One training step's output of c2 and every gradient, in a layout
+ * forced (way 1 the swaps, 2 NCHW direct, 0 measured). */
+static void layout_step(const layout_case *c, int way, float **y,
+                        float **grads, int64_t *ny, int64_t *ng) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(c->model, &g));
+  g->test_way = way;
+  ck_assert_ok(clt_graph_compile(g, c->batch, 5));
+  random_batch(g, c->batch, 17, false);
+  ck_assert_ok(clt_graph_forward(g, true));
+  clt_graph_node *c2 = NULL;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, "c2")) c2 = &g->nodes[i];
+  ck_assert_ptr_nonnull(c2);
+  *ny = c->batch * c2->size;
+  *ng = g->param_count;
+  *y = malloc((size_t)*ny * sizeof(float));
+  *grads = malloc((size_t)*ng * sizeof(float));
+  /* Read before the backward, which may reuse y's memory. */
+  clt_tensor out = clt_tensor_slice_1d(c2->out, 0, *ny);
+  ck_assert_ok(clt_tensor_download(&out, *y));
+  ck_assert_ok(clt_graph_backward(g));
+  ck_assert_ok(clt_tensor_download(g->grads, *grads));
+  for (int i = 0; way > 0 && i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    if (strstr(p.product, "layout")) ck_assert_int_eq(p.chosen, way - 1);
+  }
+  clt_graph_destroy(g);
+}
+
+static void expect_close(const float *want, const float *got, int64_t n,
+                         const char *what) {
+  double max = 1.0;
+  for (int64_t i = 0; i < n; i++) max = fmax(max, fabs(want[i]));
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabs(want[i] - got[i]) <= 1e-5 * max,
+                  "%s[%lld]: %g with swaps, %g NCHW direct", what,
+                  (long long)i, want[i], got[i]);
+}
+
+START_TEST(conv_layouts_agree) {
+  const layout_case *c = &layout_cases[_i];
+  float *y1, *g1, *y2, *g2, *y3, *g3;
+  int64_t ny, ng;
+  layout_step(c, 1, &y1, &g1, &ny, &ng);
+  layout_step(c, 2, &y2, &g2, &ny, &ng);
+  expect_close(y1, y2, ny, "y");
+  expect_close(g1, g2, ng, "gradient");
+  /* NCHW direct gives the same bits run to run. */
+  layout_step(c, 2, &y3, &g3, &ny, &ng);
+  ck_assert(memcmp(y2, y3, (size_t)ny * sizeof(float)) == 0);
+  ck_assert(memcmp(g2, g3, (size_t)ng * sizeof(float)) == 0);
+  free(y1);
+  free(g1);
+  free(y2);
+  free(g2);
+  free(y3);
+  free(g3);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Plans of a graph and the plan cache                                       */
 
 /* Two convolutions (the second has a data gradient) and a dense head. */
@@ -182,7 +273,7 @@ static const char *model =
     "dense units=3\n"
     "softmax_cross_entropy\n";
 
-enum { BATCH = 7, PRODUCTS = 5 };
+enum { BATCH = 7, PRODUCTS = 9 };
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */
@@ -498,6 +589,7 @@ static Suite *plans_suite(void) {
   TCase *run = tcase_create("candidates");
   tcase_add_loop_test(run, plan_candidates_match_reference, 0, COUNT(cases));
   tcase_add_test(run, plan_rejects_misfits);
+  tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
   suite_add_tcase(s, run);
   TCase *cache = tcase_create("cache");
   tcase_add_unchecked_fixture(cache, make_dirs, remove_dirs);

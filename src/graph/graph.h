@@ -5,6 +5,7 @@
 #define CLT_GRAPH_GRAPH_H
 
 #include "graph/layer_args.h"
+#include "ops/gemm_measure.h"
 #include "ops/gemm_plan.h"
 #include "ops/ops.h"
 
@@ -130,6 +131,8 @@ struct clt_graph {
   clt_plan_info *plans;
   int plan_count, plan_cap;
   double plan_seconds;
+  int test_way; /* tests: 1 + the way every clt_graph_plan_ways takes
+                   (unmeasured, unstored); 0 to choose as the mode says */
   /* Shared device buffers of the last compile (graph/memplan.c). */
   bool share_buffers; /* false: every buffer its own memory (tests) */
   int plan_round;
@@ -268,6 +271,27 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
                                   const char *what, const clt_gemm_product *p,
                                   const clt_tensor *a, const clt_tensor *b,
                                   clt_tensor *c, clt_gemm_plan *plan);
+
+/* Ways for a layer to do a larger piece of work than one product (its
+ * GEMMs with the copies each needs), for clt_graph_plan_ways. */
+typedef struct clt_graph_ways {
+  const char *what;  /* "forward layout": the record's product */
+  const char *shape; /* the record's shape and m, n, k: its main product */
+  int64_t m, n, k;
+  const char *key;   /* what else the times depend on (geometry, batch,
+                        the plans of the parts), for the plan store */
+  double flops;      /* of the work, for GFLOP/s */
+  const char *names[CLT_MEASURE_MAX_WAYS]; /* at most 31 characters */
+  clt_measure_work work; /* the ways, way 0 the default */
+} clt_graph_ways;
+
+/* Picks one of w's ways for node n into *chosen as
+ * clt_graph_plan_product picks a plan: way 0 when measuring is off; else
+ * the stored choice, or the fastest way timed (clt_measure_ways), then
+ * stored; g->test_way, where set and in range, overrides all that.
+ * Records the choice for clt_graph_plan_info. */
+clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
+                               const clt_graph_ways *w, int *chosen);
 
 /* Whether this compile may measure (plan mode not off): a layer then fills
  * the operands it owns with clt_graph_plan_fill before planning. */

@@ -150,16 +150,61 @@ static clt_status measure(clt_graph *g, const clt_gemm_product *p,
   return CLT_OK;
 }
 
+/* A record for node n's product `what`, its candidates named, as the
+ * default (candidate 0) until chosen otherwise; NULL when out of memory. */
+static clt_plan_info *start_record(clt_graph *g, const clt_graph_node *n,
+                                   const char *what, const char *shape) {
+  clt_plan_info *r = new_record(g);
+  if (!r) return NULL;
+  snprintf(r->layer, sizeof r->layer, "%s", n->name);
+  snprintf(r->product, sizeof r->product, "%s", what);
+  snprintf(r->shape, sizeof r->shape, "%s", shape);
+  r->source = CLT_PLAN_FROM_DEFAULT;
+  return r;
+}
+
+/* Reads the stored plan for desc into r, as the plan mode allows: true
+ * when it was there and describes r's candidates; an unusable entry is
+ * noted on r (then measured again and replaced). */
+static bool load_stored(clt_graph *g, const char *desc, clt_plan_info *r) {
+  if (g->plan_mode != CLT_PLAN_ON) return false;
+  char *stored = NULL;
+  clt_cache_result got = clt_plan_store_load(g->ctx, desc, &stored);
+  bool have = got == CLT_CACHE_HIT && parse_plan(stored, r);
+  r->cache_rejected =
+      got == CLT_CACHE_REJECTED || (got == CLT_CACHE_HIT && !have);
+  free(stored);
+  if (r->cache_rejected)
+    clt_ctx_log(g->ctx, CLT_LOG_WARN,
+                "plan cache: the entry for %s %s (%s) was unusable; "
+                "measuring again",
+                r->layer, r->product, r->shape);
+  if (have) r->source = CLT_PLAN_FROM_CACHE;
+  return have;
+}
+
+static void store_plan(clt_graph *g, const char *desc,
+                       const clt_plan_info *r) {
+  char text[2048];
+  format_plan(r, text, sizeof text);
+  clt_plan_store_save(g->ctx, desc, text);
+}
+
+static void log_choice(clt_graph *g, const clt_plan_info *r) {
+  clt_ctx_log(g->ctx, CLT_LOG_INFO, "plan: %s %s (%s): %s%s", r->layer,
+              r->product, r->shape, r->candidates[r->chosen].name,
+              r->source == CLT_PLAN_FROM_CACHE ? " (stored)" : "");
+}
+
 clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
                                   const char *what, const clt_gemm_product *p,
                                   const clt_tensor *a, const clt_tensor *b,
                                   clt_tensor *c, clt_gemm_plan *plan) {
   *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1};
-  clt_plan_info *r = new_record(g);
+  char shape[64];
+  clt_gemm_product_str(p, shape, sizeof shape);
+  clt_plan_info *r = start_record(g, n, what, shape);
   if (!r) return CLT_ERR_HOST_MEMORY;
-  snprintf(r->layer, sizeof r->layer, "%s", n->name);
-  snprintf(r->product, sizeof r->product, "%s", what);
-  clt_gemm_product_str(p, r->shape, sizeof r->shape);
   r->m = p->m;
   r->n = p->n;
   r->k = p->k;
@@ -170,34 +215,60 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   for (int i = 0; i < r->candidate_count; i++)
     clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
                        sizeof r->candidates[i].name);
-  r->source = CLT_PLAN_FROM_DEFAULT;
   if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
-  char desc[1024], text[2048];
+  char desc[1024];
   describe(p, r, desc, sizeof desc);
-  bool have = false;
-  if (g->plan_mode == CLT_PLAN_ON) {
-    char *stored = NULL;
-    clt_cache_result got = clt_plan_store_load(g->ctx, desc, &stored);
-    have = got == CLT_CACHE_HIT && parse_plan(stored, r);
-    r->cache_rejected = got == CLT_CACHE_REJECTED ||
-                        (got == CLT_CACHE_HIT && !have);
-    free(stored);
-    if (r->cache_rejected)
-      clt_ctx_log(g->ctx, CLT_LOG_WARN,
-                  "plan cache: the entry for %s %s (%s) was unusable; "
-                  "measuring again",
-                  n->name, what, r->shape);
-    if (have) r->source = CLT_PLAN_FROM_CACHE;
-  }
-  if (!have) {
+  if (!load_stored(g, desc, r)) {
     CLT_TRY(measure(g, p, cands, r, a, b, c));
-    format_plan(r, text, sizeof text);
-    clt_plan_store_save(g->ctx, desc, text);
+    store_plan(g, desc, r);
   }
   set_gflops(p, r);
   *plan = cands[r->chosen];
-  clt_ctx_log(g->ctx, CLT_LOG_INFO, "plan: %s %s (%s): %s%s", n->name, what,
-              r->shape, r->candidates[r->chosen].name,
-              r->source == CLT_PLAN_FROM_CACHE ? " (stored)" : "");
+  log_choice(g, r);
+  return CLT_OK;
+}
+
+clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
+                               const clt_graph_ways *w, int *chosen) {
+  *chosen = 0;
+  clt_plan_info *r = start_record(g, n, w->what, w->shape);
+  if (!r) return CLT_ERR_HOST_MEMORY;
+  r->m = w->m;
+  r->n = w->n;
+  r->k = w->k;
+  r->candidate_count = w->work.count;
+  for (int i = 0; i < w->work.count; i++)
+    snprintf(r->candidates[i].name, sizeof r->candidates[i].name, "%s",
+             w->names[i]);
+  if (g->test_way > 0 && g->test_way <= w->work.count) {
+    *chosen = r->chosen = g->test_way - 1;
+    return CLT_OK;
+  }
+  if (g->plan_mode == CLT_PLAN_OFF || w->work.count == 1) return CLT_OK;
+  char desc[1024];
+  size_t len = (size_t)snprintf(desc, sizeof desc, "ways %s %s:", w->what,
+                                w->key);
+  for (int i = 0; i < w->work.count && len < sizeof desc; i++)
+    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
+                            w->names[i]);
+  if (!load_stored(g, desc, r)) {
+    double secs[CLT_MEASURE_MAX_WAYS];
+    bool rejected[CLT_MEASURE_MAX_WAYS];
+    double t0 = now_seconds();
+    CLT_TRY(clt_measure_ways(g->ctx, &w->work, secs, rejected, &r->chosen));
+    g->plan_seconds += now_seconds() - t0;
+    for (int i = 0; i < w->work.count; i++) {
+      r->candidates[i].seconds = secs[i];
+      r->candidates[i].rejected = rejected[i];
+    }
+    r->source = CLT_PLAN_FROM_MEASURED;
+    store_plan(g, desc, r);
+  }
+  for (int i = 0; i < r->candidate_count; i++) {
+    clt_plan_candidate *c = &r->candidates[i];
+    c->gflops = c->seconds > 0 ? w->flops / c->seconds * 1e-9 : 0.0;
+  }
+  *chosen = r->chosen;
+  log_choice(g, r);
   return CLT_OK;
 }

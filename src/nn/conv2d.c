@@ -15,7 +15,18 @@
  * weight gradient split along k into partial products (ops/gemm_plan.h);
  * which is fastest depends on the device (one GEMM suits POCL, per image
  * an H100's weight gradient 50x better), so compile measures them
- * (graph/plan.c) and the steps run the plans chosen. */
+ * (graph/plan.c) and the steps run the plans chosen.
+ * Per image, the products need no swap ("NCHW direct"): image b's columns
+ * of col, col_b = col[:, b*OH*OW .. (b+1)*OH*OW), give
+ *   forward  y[b] [filters, OH*OW] = W col_b, then y += bias over NCHW;
+ *   backward db = sums of dy over NCHW, dW = sum over b of dy[b] col_b^T
+ *            (per-image partials summed in order, as split-K),
+ *            dcol_b = W^T dy[b];
+ * each a strided-batched GEMM. Whether that beats one GEMM and a swap
+ * depends on the device too, so the forward's and the backward's layouts
+ * are measured as well, each whole way timed (the swap and the bias
+ * kernels with the GEMMs that need them). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,15 +44,23 @@ typedef struct conv_state {
   /* Workspaces, planned by the graph (which owns them); the forward's
    * and the backward's may share memory with other layers' in between. */
   clt_tensor *col;   /* forward: [C*KH*KW, max_batch*OH*OW] */
-  clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' */
+  clt_tensor *tmp;   /* forward: [filters, max_batch*OH*OW], y' (the swap
+                        layout's; unused by NCHW direct, as btmp) */
   clt_tensor *bcol;  /* backward: col again (kept from the forward where
                         that costs no memory, else made again), then dcol */
   bool col_kept;
   clt_tensor *btmp;  /* backward: dy' */
-  clt_tensor *work;  /* backward: split-K partial products of dW (or NULL) */
+  clt_tensor *work;  /* backward: split-K or per-image partial products
+                        of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
+  /* The layouts chosen: NCHW direct (else the GEMMs above and a swap). */
+  bool fwd_nchw, bwd_nchw;
 } conv_state;
+
+/* The NCHW weight gradient's per-image partials may use this many floats
+ * at most (split-K's limit, graph/plan.c). */
+#define NCHW_MAX_WORKSPACE ((int64_t)16 << 20)
 
 /* The three products over `batch` images (conv2d's header comment). */
 static clt_gemm_product forward_product(const conv_state *s, int64_t batch) {
@@ -64,16 +83,90 @@ static clt_gemm_product dgrad_product(const conv_state *s, int64_t batch) {
                             batch * w->OH * w->OW, s->filters, batch, false};
 }
 
-/* Runs one product over the current batch with the plan chosen for the
- * compiled one. */
-static clt_status run_product(clt_graph *g, conv_state *s,
+/* Runs one product over `batch` images with the plan chosen for the
+ * compiled batch; work holds its split-K partials. */
+static clt_status run_product(clt_graph *g, const conv_state *s,
                               clt_gemm_product (*make)(const conv_state *,
                                                        int64_t),
-                              const clt_gemm_plan *chosen, const clt_tensor *a,
-                              const clt_tensor *b, clt_tensor *c) {
-  clt_gemm_product planned = make(s, g->max_batch), run = make(s, g->batch);
+                              const clt_gemm_plan *chosen, int64_t batch,
+                              const clt_tensor *a, const clt_tensor *b,
+                              clt_tensor *c, clt_tensor *work) {
+  clt_gemm_product planned = make(s, g->max_batch), run = make(s, batch);
   clt_gemm_plan plan = clt_gemm_plan_for(chosen, &planned, &run);
-  return clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, a, b, 0.0f, c, s->work);
+  return clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, a, b, 0.0f, c, work);
+}
+
+/* What a forward or backward reads and writes, over `batch` images (bias,
+ * db and dcol NULL where the layer has none). */
+typedef struct conv_io {
+  int64_t batch;
+  const clt_tensor *weight, *bias;
+  clt_tensor *col;  /* im2col of x; the backward overwrites it with dcol */
+  clt_tensor *tmp;  /* y' or dy' (the swap layout's) */
+  clt_tensor *y;    /* forward: NCHW output */
+  const clt_tensor *dy; /* backward: NCHW gradient of y */
+  clt_tensor *dw, *db, *dcol;
+  clt_tensor *work; /* split-K or per-image partials of dW */
+} conv_io;
+
+/* y' = W col by the forward's plan, then y = swap(y') + bias. */
+static clt_status forward_swap(clt_graph *g, const conv_state *s,
+                               const conv_io *io) {
+  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd, io->batch,
+                      io->weight, io->col, io->tmp, io->work));
+  return clt_swap_axes01(g->ctx, io->y, io->tmp, io->bias, s->filters,
+                         io->batch, s->w.OH * s->w.OW);
+}
+
+/* y[b] = W col_b for every b as one strided-batched GEMM, then the bias. */
+static clt_status forward_nchw(clt_graph *g, const conv_state *s,
+                               const conv_io *io) {
+  const clt_window *w = &s->w;
+  int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
+  CLT_TRY(clt_gemm_ld(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk, 1.0f,
+                      io->weight, ckk, 0, io->col, io->batch * ohw, ohw, 0.0f,
+                      io->y, ohw, f * ohw, io->batch));
+  return io->bias ? clt_bias_channels_forward(g->ctx, io->y, io->bias,
+                                              io->batch, f, ohw)
+                  : CLT_OK;
+}
+
+/* dy' = swap(dy), db its row sums, then dW and dcol by their plans. */
+static clt_status backward_swap(clt_graph *g, const conv_state *s,
+                                const conv_io *io) {
+  int64_t ohw = s->w.OH * s->w.OW;
+  CLT_TRY(clt_swap_axes01(g->ctx, io->tmp, io->dy, NULL, io->batch,
+                          s->filters, ohw));
+  if (io->db)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->tmp, 1, s->filters,
+                                     io->batch * ohw, false));
+  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, io->batch, io->tmp,
+                      io->col, io->dw, io->work));
+  if (!io->dcol) return CLT_OK;
+  return run_product(g, s, dgrad_product, &s->plan_dcol, io->batch,
+                     io->weight, io->tmp, io->dcol, io->work);
+}
+
+/* db from dy in NCHW; dW = sum over b of dy[b] col_b^T (one batched GEMM
+ * of per-image partials, summed in order); dcol_b = W^T dy[b]. */
+static clt_status backward_nchw(clt_graph *g, const conv_state *s,
+                                const conv_io *io) {
+  const clt_window *w = &s->w;
+  int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
+  int64_t b = io->batch;
+  if (io->db)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
+                                     false));
+  clt_tensor *partials = b > 1 ? io->work : io->dw;
+  CLT_TRY(clt_gemm_ld(g->ctx, CLT_NO_TRANS, CLT_TRANS, f, ckk, ohw, 1.0f,
+                      io->dy, ohw, f * ohw, io->col, b * ohw, ohw, 0.0f,
+                      partials, ckk, f * ckk, b));
+  if (b > 1)
+    CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
+  if (!io->dcol) return CLT_OK;
+  return clt_gemm_ld(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, ohw, f, 1.0f,
+                     io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f, io->dcol,
+                     b * ohw, ohw, b);
 }
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
@@ -155,31 +248,143 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+/* A layout being measured: the layer's io over the compiled batch, and
+ * col's fixed values restored before each way's checked run. */
+typedef struct layout_work {
+  clt_graph *g;
+  const conv_state *s;
+  conv_io io;
+  bool backward;
+} layout_work;
+
+static clt_status run_layout(void *user, int way) {
+  layout_work *l = user;
+  if (l->backward)
+    return way ? backward_nchw(l->g, l->s, &l->io)
+               : backward_swap(l->g, l->s, &l->io);
+  return way ? forward_nchw(l->g, l->s, &l->io)
+             : forward_swap(l->g, l->s, &l->io);
+}
+
+static clt_status refill_col(void *user) {
+  layout_work *l = user;
+  return clt_graph_plan_fill(l->g, l->io.col);
+}
+
+/* Times the swap layout (the plans chosen) against NCHW direct, forward or
+ * backward, on the buffers io names (only the swap where nchw_fits is
+ * false); *nchw receives the choice. */
+static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
+                              const conv_io *io, bool backward,
+                              bool nchw_fits, bool *nchw) {
+  conv_state *s = n->state;
+  const clt_window *w = &s->w;
+  int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
+  int64_t b = g->max_batch;
+  layout_work l = {g, s, *io, backward};
+  char shape[64], key[512];
+  clt_gemm_product whole =
+      backward ? wgrad_product(s, b) : forward_product(s, b);
+  clt_gemm_product_str(&whole, shape, sizeof shape);
+  /* The swap way's time depends on its products' plans too, but those are
+   * stored and measured again together with this choice. */
+  snprintf(key, sizeof key,
+           "conv2d %lldx%lldx%lld to %lld, kernel %lldx%lld, padding "
+           "%lldx%lld, stride %lldx%lld, dilation %lldx%lld, batch %lld, "
+           "bias %d, dx %d",
+           (long long)w->C, (long long)w->H, (long long)w->W,
+           (long long)s->filters, (long long)w->KH, (long long)w->KW,
+           (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
+           (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
+           (long long)b, s->bias, io->dcol != NULL);
+  double flops = 2.0 * (double)s->filters * (double)ckk * (double)(b * ohw);
+  if (backward) flops *= io->dcol ? 2.0 : 1.0;
+  clt_tensor checks[2];
+  int nchecks = 0;
+  if (backward) {
+    checks[nchecks++] = clt_tensor_slice_1d(io->dw, 0, io->dw->numel);
+    if (io->dcol)
+      checks[nchecks++] = clt_tensor_slice_1d(io->col, 0, ckk * b * ohw);
+  } else {
+    checks[nchecks++] = clt_tensor_slice_1d(io->y, 0, s->filters * b * ohw);
+  }
+  clt_graph_ways ways = {
+      .what = backward ? "backward layout" : "forward layout",
+      .shape = shape,
+      .m = whole.m,
+      .n = whole.n,
+      .k = whole.k,
+      .key = key,
+      .flops = flops,
+      .names = {"gemm + swap", "nchw direct"},
+      .work = {.count = nchw_fits ? 2 : 1, .run = run_layout,
+               .prepare = backward ? refill_col : NULL, .user = &l,
+               .check_count = nchecks}};
+  for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  *nchw = chosen == 1;
+  return CLT_OK;
+}
+
 /* Chooses the plans, measuring on the backward's workspaces (nothing
  * else lives in them while the graph compiles): col and tmp hold a fixed
  * spread of values, each product writes what the next one reads (y' into
- * tmp, dW from tmp and col, dcol from W and tmp). */
+ * tmp, dW from tmp and col, dcol from W and tmp). Then the layouts: the
+ * forward's on its own buffers (col, tmp, y, all live together), the
+ * backward's on the backward's (col, tmp, dy), with a workspace for the
+ * partials of either way's dW held while measuring. */
 static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   clt_tensor *col = s->bcol, *tmp = s->btmp;
-  if (clt_graph_plans_measure(g)) {
+  bool measuring = clt_graph_plans_measure(g);
+  if (measuring) {
     CLT_TRY(clt_graph_plan_fill(g, col));
     CLT_TRY(clt_graph_plan_fill(g, tmp));
   }
-  clt_gemm_product fwd = forward_product(s, g->max_batch),
-                   dw = wgrad_product(s, g->max_batch),
-                   dcol = dgrad_product(s, g->max_batch);
+  int64_t b = g->max_batch;
+  clt_gemm_product fwd = forward_product(s, b), dw = wgrad_product(s, b),
+                   dcol = dgrad_product(s, b);
   CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, &n->params[0].value,
                                  col, tmp, &s->plan_fwd));
   CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                  &n->params[0].grad, &s->plan_dw));
   s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1};
-  if (clt_graph_in(g, n, 0)->needs_grad)
+  bool dx = clt_graph_in(g, n, 0)->needs_grad;
+  if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,
                                    &n->params[0].value, tmp, col,
                                    &s->plan_dcol));
-  int64_t work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
-  return work > 0 ? clt_graph_workspace(g, n, CLT_F32, work,
+  int64_t swap_work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
+  /* NCHW direct's per-image partials of dW must fit (one image needs
+   * none). */
+  int64_t nchw_work = b > 1 ? b * s->filters * dw.n : 0;
+  bool nchw_fits = nchw_work <= NCHW_MAX_WORKSPACE;
+  if (!nchw_fits) nchw_work = 0;
+  int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
+  clt_tensor *work = NULL;
+  if (measuring) {
+    int64_t len = most > 1 ? most : 1;
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &work));
+  }
+  conv_io fio = {.batch = b, .weight = &n->params[0].value,
+                 .bias = s->bias ? &n->params[1].value : NULL,
+                 .col = s->col, .tmp = s->tmp, .y = n->out, .work = work};
+  conv_io bio = {.batch = b, .weight = &n->params[0].value, .col = col,
+                 .tmp = tmp, .dy = n->grad, .dw = &n->params[0].grad,
+                 .db = s->bias ? &n->params[1].grad : NULL,
+                 .dcol = dx ? col : NULL, .work = work};
+  clt_status st = CLT_OK;
+  if (measuring) st = clt_graph_plan_fill(g, s->col);
+  if (measuring && st == CLT_OK && n->grad)
+    st = clt_graph_plan_fill(g, n->grad);
+  if (st == CLT_OK) st = plan_layout(g, n, &fio, false, true, &s->fwd_nchw);
+  if (st == CLT_OK && n->grad)
+    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw);
+  clt_tensor_destroy(work);
+  CLT_TRY(st);
+  int64_t need = s->bwd_nchw ? nchw_work : swap_work;
+  return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
                                         CLT_LIVE_BACKWARD, &s->work)
                   : CLT_OK;
 }
@@ -196,50 +401,33 @@ static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
 }
 
 
-typedef struct forward_gemm {
-  clt_graph *g;
-  clt_graph_node *n;
-} forward_gemm;
-
-static clt_status run_forward_gemm(void *user) {
-  forward_gemm *f = user;
-  conv_state *s = f->n->state;
-  return run_product(f->g, s, forward_product, &s->plan_fwd,
-                     &f->n->params[0].value, s->col, s->tmp);
-}
-
-/* The op clt_conv2d_forward runs, with the measured plan's GEMM. */
+/* im2col, then the forward in the layout chosen. */
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  forward_gemm f = {g, n};
-  return clt_conv2d_forward_with(g->ctx, &s->w, s->filters, g->batch,
-                                 clt_graph_in(g, n, 0)->out,
-                                 s->bias ? &n->params[1].value : NULL, s->col,
-                                 s->tmp, n->out, run_forward_gemm, &f);
+  CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
+                             g->batch, &s->w));
+  conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
+                .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
+                .tmp = s->tmp, .y = n->out};
+  return s->fwd_nchw ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
 }
 
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  const clt_window *w = &s->w;
-  int64_t ohw = w->OH * w->OW, cols = g->batch * ohw;
   if (!s->col_kept)
     CLT_TRY(clt_im2col_forward(g->ctx, s->bcol, clt_graph_in(g, n, 0)->out,
-                               g->batch, w));
-  /* dy' [filters, batch*OH*OW] */
-  CLT_TRY(clt_swap_axes01(g->ctx, s->btmp, n->grad, NULL, g->batch,
-                          s->filters, ohw));
-  if (s->bias)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, s->btmp, 1,
-                                     s->filters, cols, false));
-  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, s->btmp, s->bcol,
-                      &n->params[0].grad));
+                               g->batch, &s->w));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
-  if (!dx) return CLT_OK;
-  /* dcol = W^T dy', into the col buffer (col is no longer needed). */
-  CLT_TRY(run_product(g, s, dgrad_product, &s->plan_dcol,
-                      &n->params[0].value, s->btmp, s->bcol));
-  return clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, w, acc);
+  /* dcol goes into the col buffer (col is read before it is written). */
+  conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
+                .col = s->bcol, .tmp = s->btmp, .dy = n->grad,
+                .dw = &n->params[0].grad,
+                .db = s->bias ? &n->params[1].grad : NULL,
+                .dcol = dx ? s->bcol : NULL, .work = s->work};
+  CLT_TRY(s->bwd_nchw ? backward_nchw(g, s, &io) : backward_swap(g, s, &io));
+  return dx ? clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, &s->w, acc)
+            : CLT_OK;
 }
 
 static void conv_destroy(clt_graph_node *n) { free(n->state); }

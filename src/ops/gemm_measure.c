@@ -149,3 +149,122 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   free(mb.got);
   return st;
 }
+
+/* ---- ways of doing a layer's work ---------------------------------------- */
+
+/* A way other than way 0 (the default) is chosen only where it takes at
+ * most 1 - WAYS_MARGIN of the default's time. On the CPU stacks the conv
+ * layouts often differ by a few percent, less than timings on a shared
+ * host move between runs: two layers of one shape chose differently in
+ * one compile, and the step as a whole was no faster. */
+#define WAYS_MARGIN 0.10
+
+typedef struct ways_state {
+  const clt_measure_work *w;
+  float *ref[CLT_MEASURE_MAX_CHECKS], *got[CLT_MEASURE_MAX_CHECKS];
+  double tol[CLT_MEASURE_MAX_CHECKS];
+} ways_state;
+
+static clt_status time_way(clt_context *ctx, const clt_measure_work *w, int i,
+                           double *seconds) {
+  double t0 = now_seconds();
+  CLT_TRY(w->run(w->user, i));
+  CLT_TRY(clt_context_finish(ctx));
+  double dt = now_seconds() - t0;
+  if (*seconds == 0.0 || dt < *seconds) *seconds = dt;
+  return CLT_OK;
+}
+
+/* Way i's first run, its results downloaded and compared with way 0's. */
+static clt_status check_way(ways_state *ws, int i, bool *differs) {
+  const clt_measure_work *w = ws->w;
+  *differs = false;
+  if (w->prepare) CLT_TRY(w->prepare(w->user));
+  CLT_TRY(w->run(w->user, i));
+  for (int j = 0; j < w->check_count; j++) {
+    const clt_tensor *t = w->checks[j];
+    float *dst = i == 0 ? ws->ref[j] : ws->got[j];
+    CLT_TRY(clt_tensor_download(t, dst));
+    if (i == 0) {
+      ws->tol[j] = reference_tolerance(dst, t->numel);
+      continue;
+    }
+    for (int64_t e = 0; e < t->numel; e++)
+      if (!(fabs((double)dst[e] - ws->ref[j][e]) <= ws->tol[j]))
+        *differs = true;
+  }
+  return CLT_OK;
+}
+
+/* A way other than the reference that fails is rejected, not an error. */
+static clt_status reject_way(clt_context *ctx, int i, clt_status st,
+                             double *seconds, bool *rejected) {
+  if (st == CLT_OK || i == 0) return st;
+  clt_ctx_log(ctx, CLT_LOG_WARN, "plan: a candidate failed: %s",
+              clt_context_last_error(ctx));
+  clt_err_clear(&ctx->err);
+  *rejected = true;
+  *seconds = 0.0;
+  return CLT_OK;
+}
+
+clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
+                            double *seconds, bool *rejected, int *best) {
+  *best = 0;
+  if (w->count < 1 || w->count > CLT_MEASURE_MAX_WAYS ||
+      w->check_count < 0 || w->check_count > CLT_MEASURE_MAX_CHECKS)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "plan: %d ways, %d checks",
+                        w->count, w->check_count);
+  ways_state ws = {.w = w};
+  clt_status st = CLT_OK;
+  for (int j = 0; j < w->check_count; j++) {
+    size_t bytes = (size_t)w->checks[j]->numel * sizeof(float);
+    ws.ref[j] = malloc(bytes);
+    ws.got[j] = malloc(bytes);
+    if (!ws.ref[j] || !ws.got[j])
+      st = clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "plan: %zu bytes", bytes);
+  }
+  bool timing[CLT_MEASURE_MAX_WAYS];
+  for (int i = 0; i < w->count; i++) {
+    seconds[i] = 0.0;
+    rejected[i] = false;
+    timing[i] = true;
+  }
+  double t0 = 0.0;
+  for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
+    if (round == 0) t0 = now_seconds();
+    if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
+    for (int i = 0; st == CLT_OK && i < w->count; i++) {
+      if (rejected[i] || !timing[i]) continue;
+      if (round >= 0) {
+        st = reject_way(ctx, i, time_way(ctx, w, i, &seconds[i]), &seconds[i],
+                        &rejected[i]);
+        continue;
+      }
+      bool differs = false;
+      st = reject_way(ctx, i, check_way(&ws, i, &differs), &seconds[i],
+                      &rejected[i]);
+      if (st == CLT_OK && differs) {
+        clt_ctx_log(ctx, CLT_LOG_WARN,
+                    "plan: candidate %d gave other numbers than the first on "
+                    "this device; not used",
+                    i);
+        rejected[i] = true;
+      }
+    }
+    if (round < 0) continue;
+    *best = 0;
+    for (int i = 1; st == CLT_OK && i < w->count; i++)
+      if (!rejected[i] && seconds[i] < seconds[*best]) *best = i;
+    for (int i = 0; i < w->count; i++)
+      if (seconds[i] > DROP_RATIO * seconds[*best]) timing[i] = false;
+  }
+  /* Another way replaces the default only where it is clearly faster. */
+  if (*best != 0 && seconds[*best] > (1.0 - WAYS_MARGIN) * seconds[0])
+    *best = 0;
+  for (int j = 0; j < w->check_count; j++) {
+    free(ws.ref[j]);
+    free(ws.got[j]);
+  }
+  return st;
+}

@@ -29,4 +29,33 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             const clt_tensor *a, const clt_tensor *b,
                             clt_tensor *c, int *best);
 
+/* The most ways clt_measure_ways compares, and results it checks. */
+#define CLT_MEASURE_MAX_WAYS 4
+#define CLT_MEASURE_MAX_CHECKS 2
+
+/* Several ways to do one piece of work that is more than one product (a
+ * layer's GEMMs with the copies and small kernels each way needs), for
+ * clt_measure_ways: run(user, i) enqueues way i; prepare(user), if not
+ * NULL, restores the inputs before each way's first, checked run (for
+ * work that overwrites one of its inputs); checks[0..check_count) are
+ * the results every way must give alike (whole tensors). */
+typedef struct clt_measure_work {
+  int count;
+  clt_status (*run)(void *user, int way);
+  clt_status (*prepare)(void *user);
+  void *user;
+  const clt_tensor *checks[CLT_MEASURE_MAX_CHECKS];
+  int check_count;
+} clt_measure_work;
+
+/* Times the ways of w as clt_gemm_measure times plans (an untimed first
+ * run of each, its results compared with way 0's; then rounds, the slow
+ * ones dropped), way 0 the reference: its failure is the error returned,
+ * another's only rejects it (logged), as do results that differ by more
+ * than rounding. seconds[i] and rejected[i] receive each way's fastest
+ * time and verdict, *best the fastest way not rejected, where it beats
+ * way 0 by a clear margin (10%); else 0. */
+clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
+                            double *seconds, bool *rejected, int *best);
+
 #endif
