@@ -72,6 +72,62 @@ __kernel void col2im(__global float *dx, int dx_off,
   }
 }
 
+/* The same two with one work-item per element, consecutive work-items on
+ * consecutive elements of what they write (coalesced on a GPU, where a
+ * work-item per row makes neighbours write a row apart). The layer
+ * measures both layouts and keeps the faster (nn/conv2d.c). */
+__kernel void im2col_elems(__global float *col, int col_off,
+                           __global const float *x, int x_off, int batch,
+                           int C, int H, int W, int KH, int KW, int OH,
+                           int OW, int pad_h, int pad_w, int stride_h,
+                           int stride_w, int dil_h, int dil_w) {
+  int i = get_global_id(0);
+  int rows = C * KH * KW;
+  if (i >= batch * rows * OH * OW) return;
+  int ow = i % OW;
+  int oh = (i / OW) % OH;
+  int n = (i / (OW * OH)) % batch;
+  int r = i / (OW * OH * batch);
+  int kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
+  int ih = oh * stride_h - pad_h + kh * dil_h;
+  int iw = ow * stride_w - pad_w + kw * dil_w;
+  /* col's element i: row r, column (n*OH + oh)*OW + ow. */
+  col[col_off + i] = ih >= 0 && ih < H && iw >= 0 && iw < W
+                         ? x[x_off + ((n * C + c) * H + ih) * W + iw]
+                         : 0.0f;
+}
+
+__kernel void col2im_elems(__global float *dx, int dx_off,
+                           __global const float *dcol, int dcol_off,
+                           int batch, int C, int H, int W, int KH, int KW,
+                           int OH, int OW, int pad_h, int pad_w, int stride_h,
+                           int stride_w, int dil_h, int dil_w,
+                           int accumulate) {
+  int i = get_global_id(0);
+  if (i >= batch * C * H * W) return;
+  int iw = i % W;
+  int ih = (i / W) % H;
+  int c = (i / (W * H)) % C;
+  int n = i / (W * H * C);
+  int spatial = OH * OW;
+  float sum = 0.0f;
+  for (int kh = 0; kh < KH; kh++) {
+    int th = ih + pad_h - kh * dil_h;
+    if (th < 0 || th % stride_h != 0) continue;
+    int oh = th / stride_h;
+    if (oh >= OH) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int tw = iw + pad_w - kw * dil_w;
+      if (tw < 0 || tw % stride_w != 0) continue;
+      int ow = tw / stride_w;
+      if (ow >= OW) continue;
+      int r = (c * KH + kh) * KW + kw;
+      sum += dcol[dcol_off + (r * batch + n) * spatial + oh * OW + ow];
+    }
+  }
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+}
+
 /* y[b][a][s] = x[a][b][s] (+ bias[a]): between the GEMM's [channels,
  * batch, spatial] and NCHW's [batch, channels, spatial], either way. One
  * work-item per row of s. */

@@ -710,20 +710,25 @@ START_TEST(conv2d_public_op) {
 }
 END_TEST
 
+/* Both layouts of the kernels: a work-item per row and per element. */
 START_TEST(im2col_windows) {
   static const int64_t full_batches[] = {1, 3}, tiny_batches[] = {1, 2};
   const int64_t *batches = test_tiny() ? tiny_batches : full_batches;
   char where[128];
   window_str(conv_window(_i), where, sizeof where);
   double e;
-  for (int b = 0; b < 2; b++) {
-    ck_assert_check(clt_check_im2col(g_ctx, batches[b], conv_window(_i), &e),
-                    e, 0.0, "%s batch %lld", where, (long long)batches[b]);
-    for (int acc = 0; acc < 2; acc++)
-      ck_assert_check(
-          clt_check_col2im(g_ctx, batches[b], conv_window(_i), acc, &e), e,
-          TOL, "%s batch %lld accumulate=%d", where, (long long)batches[b],
-          acc);
+  for (int per_element = 0; per_element < 2; per_element++) {
+    clt_window w = *conv_window(_i);
+    w.per_element = per_element;
+    for (int b = 0; b < 2; b++) {
+      ck_assert_check(clt_check_im2col(g_ctx, batches[b], &w, &e), e, 0.0,
+                      "%s batch %lld per element %d", where,
+                      (long long)batches[b], per_element);
+      for (int acc = 0; acc < 2; acc++)
+        ck_assert_check(clt_check_col2im(g_ctx, batches[b], &w, acc, &e), e,
+                        TOL, "%s batch %lld accumulate=%d per element %d",
+                        where, (long long)batches[b], acc, per_element);
+    }
   }
 }
 END_TEST

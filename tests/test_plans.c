@@ -273,7 +273,10 @@ static const char *model =
     "dense units=3\n"
     "softmax_cross_entropy\n";
 
-enum { BATCH = 7, PRODUCTS = 9 };
+/* Records: each convolution's products, its forward and backward layouts
+ * and its im2col (and, with a data gradient, col2im) layout; the dense
+ * layer's products. */
+enum { BATCH = 7, PRODUCTS = 12 };
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */

@@ -56,6 +56,8 @@ typedef struct conv_state {
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
   /* The layouts chosen: NCHW direct (else the GEMMs above and a swap). */
   bool fwd_nchw, bwd_nchw;
+  /* col2im with a work-item per element (im2col's choice is w's). */
+  bool col2im_elems;
 } conv_state;
 
 /* The NCHW weight gradient's per-image partials may use this many floats
@@ -327,6 +329,65 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+/* im2col or col2im with a work-item per row or per element, measured. */
+typedef struct copy_work {
+  clt_graph *g;
+  clt_window w;
+  bool backward;
+  clt_tensor *x, *col; /* im2col: x -> col; col2im: col -> x */
+} copy_work;
+
+static clt_status run_copy(void *user, int way) {
+  copy_work *c = user;
+  clt_window w = c->w;
+  w.per_element = way == 1;
+  if (c->backward)
+    return clt_col2im_backward(c->g->ctx, c->x, c->col, c->g->max_batch, &w,
+                               false);
+  return clt_im2col_forward(c->g->ctx, c->col, c->x, c->g->max_batch, &w);
+}
+
+/* Chooses im2col's layout (or col2im's, backward) for this geometry: a
+ * work-item per row of what it writes (the default, shaped for CPU
+ * devices) or per element (coalesced, for GPUs): issue 8's "kernels laid
+ * out for the device", by measurement. x and col hold fixed values. */
+static clt_status plan_copy(clt_graph *g, clt_graph_node *n, bool backward,
+                            clt_tensor *x, clt_tensor *col, bool *elems) {
+  conv_state *s = n->state;
+  const clt_window *w = &s->w;
+  int64_t b = g->max_batch, rows = w->C * w->KH * w->KW;
+  int64_t cols = b * w->OH * w->OW, xlen = b * w->C * w->H * w->W;
+  copy_work c = {g, *w, backward, x, col};
+  char shape[64], key[512];
+  snprintf(shape, sizeof shape, "%s %lldx%lld",
+           backward ? "col2im" : "im2col", (long long)rows, (long long)cols);
+  snprintf(key, sizeof key,
+           "%s %lldx%lldx%lld, kernel %lldx%lld, padding %lldx%lld, stride "
+           "%lldx%lld, dilation %lldx%lld, batch %lld",
+           backward ? "col2im" : "im2col", (long long)w->C, (long long)w->H,
+           (long long)w->W, (long long)w->KH, (long long)w->KW,
+           (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
+           (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
+           (long long)b);
+  clt_tensor check = backward ? clt_tensor_slice_1d(x, 0, xlen)
+                              : clt_tensor_slice_1d(col, 0, rows * cols);
+  clt_graph_ways ways = {
+      .what = backward ? "col2im layout" : "im2col layout",
+      .shape = shape,
+      .m = rows,
+      .n = cols,
+      .k = 1,
+      .key = key,
+      .flops = 0.0,
+      .names = {"per row", "per element"},
+      .work = {.count = 2, .run = run_copy, .user = &c, .check_count = 1}};
+  ways.work.checks[0] = &check;
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  *elems = chosen == 1;
+  return CLT_OK;
+}
+
 /* Chooses the plans, measuring on the backward's workspaces (nothing
  * else lives in them while the graph compiles): col and tmp hold a fixed
  * spread of values, each product writes what the next one reads (y' into
@@ -383,6 +444,14 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw);
   clt_tensor_destroy(work);
   CLT_TRY(st);
+  /* The copies' layouts, on the input and col (fixed values again). */
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  CLT_TRY(plan_copy(g, n, false, in->out, s->col, &s->w.per_element));
+  if (dx && in->grad) {
+    if (measuring) CLT_TRY(clt_graph_plan_fill(g, col));
+    CLT_TRY(plan_copy(g, n, true, in->grad, col, &s->col2im_elems));
+  }
   int64_t need = s->bwd_nchw ? nchw_work : swap_work;
   return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
                                         CLT_LIVE_BACKWARD, &s->work)
@@ -426,7 +495,9 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
                 .db = s->bias ? &n->params[1].grad : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work};
   CLT_TRY(s->bwd_nchw ? backward_nchw(g, s, &io) : backward_swap(g, s, &io));
-  return dx ? clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, &s->w, acc)
+  clt_window wc = s->w;
+  wc.per_element = s->col2im_elems;
+  return dx ? clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, &wc, acc)
             : CLT_OK;
 }
 

@@ -14,6 +14,9 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w) {
   int64_t n = batch * w->C * w->KH * w->KW * w->OH; /* rows of col */
+  if (w->per_element)
+    return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(n * w->OW), KT(col),
+                      KT(x), KI(batch), WINDOW_ARGS(w));
   return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)n, KT(col), KT(x), KI(batch),
                     WINDOW_ARGS(w));
 }
@@ -22,6 +25,9 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
                                const clt_window *w, bool accumulate) {
   int64_t n = batch * w->C * w->H; /* rows of dx */
+  if (w->per_element)
+    return CLT_RUN_1D(ctx, CLT_K_col2im_elems, (size_t)(n * w->W), KT(dx),
+                      KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate));
   return CLT_RUN_1D(ctx, CLT_K_col2im, (size_t)n, KT(dx), KT(dcol), KI(batch),
                     WINDOW_ARGS(w), KI(accumulate));
 }

@@ -33,6 +33,8 @@
   X(channel_slice_copy, "elementwise")                                         \
   X(im2col, "conv")                                                            \
   X(col2im, "conv")                                                            \
+  X(im2col_elems, "conv")                                                      \
+  X(col2im_elems, "conv")                                                      \
   X(swap_axes01, "conv")                                                       \
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
