@@ -85,6 +85,72 @@ __kernel void maxpool_backward_scatter(__global float *dx, int dx_off,
   }
 }
 
+/* The three max-pooling kernels above with one work-item per element
+ * written (consecutive work-items on consecutive elements: coalesced on a
+ * GPU); the layer measures both layouts (nn/pool.c). */
+__kernel void maxpool_forward_elems(__global float *y, int y_off,
+                                    __global int *arg, int arg_off,
+                                    __global const float *x, int x_off,
+                                    int planes, int H, int W, int OH, int OW,
+                                    int KH, int KW, int pad_h, int pad_w,
+                                    int stride_h, int stride_w) {
+  int i = get_global_id(0);
+  if (i >= planes * OH * OW) return;
+  int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
+  __global const float *plane = x + x_off + p * H * W;
+  float best = -INFINITY;
+  int best_at = -1;
+  for (int kh = 0; kh < KH; kh++) {
+    int ih = oh * stride_h - pad_h + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int iw = ow * stride_w - pad_w + kw;
+      if (iw < 0 || iw >= W) continue;
+      float v = plane[ih * W + iw];
+      if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        best_at = ih * W + iw;
+      }
+    }
+  }
+  y[y_off + i] = best;
+  arg[arg_off + i] = best_at;
+}
+
+__kernel void maxpool_backward_elems(__global float *dx, int dx_off,
+                                     __global const float *dy, int dy_off,
+                                     __global const int *arg, int arg_off,
+                                     int planes, int H, int W, int OH, int OW,
+                                     int KH, int KW, int pad_h, int pad_w,
+                                     int stride_h, int stride_w,
+                                     int accumulate) {
+  int i = get_global_id(0);
+  if (i >= planes * H * W) return;
+  int iw = i % W, ih = (i / W) % H, p = i / (W * H);
+  int oh0 = first_window(ih, pad_h, KH, stride_h);
+  int ow0 = first_window(iw, pad_w, KW, stride_w);
+  float sum = 0.0f;
+  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
+    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
+      int o = (p * OH + oh) * OW + ow;
+      if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
+    }
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+}
+
+__kernel void maxpool_backward_scatter_elems(__global float *dx, int dx_off,
+                                             __global const float *dy,
+                                             int dy_off,
+                                             __global const int *arg,
+                                             int arg_off, int planes, int H,
+                                             int W, int OH, int OW) {
+  int i = get_global_id(0);
+  if (i >= planes * OH * OW) return;
+  int p = i / (OH * OW);
+  int at = arg[arg_off + i];
+  if (at >= 0) dx[dx_off + p * H * W + at] += dy[dy_off + i];
+}
+
 /* Average pooling; the divisor counts padding (PyTorch's default,
  * count_include_pad=True) but not what lies past the padded edge. */
 static int avg_divisor(int oh, int ow, int H, int W, int KH, int KW,

@@ -804,16 +804,21 @@ static int pool_window_count(void) {
   return test_tiny() ? COUNT(tiny_pool_windows) : COUNT(full_pool_windows);
 }
 
+/* Both layouts: a work-item per row and per element. */
 START_TEST(maxpool_windows) {
   char where[128];
   window_str(pool_window(_i), where, sizeof where);
   double e;
-  ck_assert_check(clt_check_maxpool_forward(g_ctx, pool_window(_i), &e), e,
-                  0.0, "%s", where);
-  for (int acc = 0; acc < 2; acc++)
-    ck_assert_check(
-        clt_check_maxpool_backward(g_ctx, pool_window(_i), acc, &e), e,
-        TOL_EXACT, "%s accumulate=%d", where, acc);
+  for (int per_element = 0; per_element < 2; per_element++) {
+    clt_window w = *pool_window(_i);
+    w.per_element = per_element;
+    ck_assert_check(clt_check_maxpool_forward(g_ctx, &w, &e), e, 0.0,
+                    "%s per element %d", where, per_element);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_maxpool_backward(g_ctx, &w, acc, &e), e,
+                      TOL_EXACT, "%s accumulate=%d per element %d", where,
+                      acc, per_element);
+  }
 }
 END_TEST
 

@@ -1,5 +1,6 @@
 /* maxpool / avgpool kernel=K[xK] [stride=S (default K)] [padding=P], and
  * global_avgpool (output [channels], as Keras's GlobalAveragePooling2D). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +11,11 @@ static const char *const keys[] = {"kernel", "stride", "padding", "name",
 static const char *const global_keys[] = {"name", "input", "inputs", NULL};
 
 typedef struct pool_state {
-  clt_window w; /* w.C: channels per sample */
+  clt_window w; /* w.C: channels per sample; w.per_element: the forward's
+                   layout (max pooling, measured) */
   clt_tensor *argmax; /* maxpool; planned by the graph, which owns it */
   bool is_max;
+  bool bwd_elems; /* the backward's layout (max pooling, measured) */
 } pool_state;
 
 static clt_status pool_input(clt_graph *g, clt_graph_node *n, pool_state **s) {
@@ -91,6 +94,75 @@ static clt_window planes(const pool_state *s, int64_t batch) {
   return w;
 }
 
+/* Max pooling measured with a work-item per row and per element. */
+typedef struct pool_work {
+  clt_graph *g;
+  pool_state *s;
+  clt_graph_node *n;
+  bool backward;
+} pool_work;
+
+static clt_status run_pool(void *user, int way) {
+  pool_work *p = user;
+  clt_window w = planes(p->s, p->g->max_batch);
+  w.per_element = way == 1;
+  clt_graph_node *in = clt_graph_in(p->g, p->n, 0);
+  if (p->backward)
+    return clt_maxpool_backward(p->g->ctx, in->grad, p->n->grad, p->s->argmax,
+                                &w, false);
+  return clt_maxpool_forward(p->g->ctx, p->n->out, p->s->argmax, in->out, &w);
+}
+
+/* Picks max pooling's layouts (issue 8's kernels laid out for the
+ * device): forward on fixed input values, then backward on the argmax
+ * that forward left and fixed output gradients. */
+static clt_status pool_compile(clt_graph *g, clt_graph_node *n) {
+  pool_state *s = n->state;
+  if (!s->is_max) return CLT_OK;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  bool measuring = clt_graph_plans_measure(g);
+  const clt_window *w = &s->w;
+  int64_t b = g->max_batch;
+  char key[256], shape[64];
+  snprintf(key, sizeof key,
+           "maxpool %lldx%lldx%lld, kernel %lldx%lld, padding %lldx%lld, "
+           "stride %lldx%lld, batch %lld",
+           (long long)w->C, (long long)w->H, (long long)w->W,
+           (long long)w->KH, (long long)w->KW, (long long)w->pad_h,
+           (long long)w->pad_w, (long long)w->stride_h, (long long)w->stride_w,
+           (long long)b);
+  snprintf(shape, sizeof shape, "maxpool %lldx%lld",
+           (long long)(b * w->C), (long long)(w->OH * w->OW));
+  pool_work pw = {g, s, n, false};
+  clt_tensor y = clt_tensor_slice_1d(n->out, 0, b * n->size);
+  clt_graph_ways ways = {
+      .what = "maxpool layout",
+      .shape = shape,
+      .m = b * w->C,
+      .n = w->OH * w->OW,
+      .k = w->KH * w->KW,
+      .key = key,
+      .names = {"per row", "per element"},
+      .work = {.count = 2, .run = run_pool, .user = &pw, .check_count = 1}};
+  ways.work.checks[0] = &y;
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->w.per_element = chosen == 1;
+  if (!in->needs_grad || !in->grad || !n->grad) return CLT_OK;
+  if (measuring) {
+    CLT_TRY(run_pool(&pw, 0)); /* the argmax the backward reads */
+    CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  }
+  pw.backward = true;
+  clt_tensor dx = clt_tensor_slice_1d(in->grad, 0, b * in->size);
+  ways.what = "maxpool backward layout";
+  ways.work.checks[0] = &dx;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->bwd_elems = chosen == 1;
+  return CLT_OK;
+}
+
 static clt_status pool_forward(clt_graph *g, clt_graph_node *n) {
   pool_state *s = n->state;
   clt_window w = planes(s, g->batch);
@@ -105,6 +177,7 @@ static clt_status pool_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
   clt_window w = planes(s, g->batch);
+  w.per_element = s->bwd_elems;
   if (s->is_max)
     return clt_maxpool_backward(g->ctx, dx, n->grad, s->argmax, &w, acc);
   return clt_avgpool_backward(g->ctx, dx, n->grad, &w, acc);
@@ -120,6 +193,7 @@ static void pool_destroy(clt_graph_node *n) { free(n->state); }
       .option_keys = k,                                                        \
       .configure = conf,                                                       \
       .reserve = pool_reserve,                                                 \
+      .compile = pool_compile,                                                 \
       .forward = pool_forward,                                                 \
       .backward = pool_backward,                                               \
       .destroy = pool_destroy,                                                 \

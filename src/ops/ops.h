@@ -121,8 +121,9 @@ typedef struct clt_window {
   int64_t KH, KW;        /* window */
   int64_t OH, OW;        /* output size */
   int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  /* im2col / col2im: one work-item per element written (coalesced, for
-   * GPUs) instead of one per row (the default, for CPU devices). */
+  /* im2col, col2im and max pooling: one work-item per element written
+   * (coalesced, for GPUs) instead of one per row (the default, for CPU
+   * devices). */
   bool per_element;
 } clt_window;
 

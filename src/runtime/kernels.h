@@ -39,6 +39,9 @@
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
   X(maxpool_backward_scatter, "pool")                                          \
+  X(maxpool_forward_elems, "pool")                                             \
+  X(maxpool_backward_elems, "pool")                                            \
+  X(maxpool_backward_scatter_elems, "pool")                                    \
   X(avgpool_forward, "pool")                                                   \
   X(avgpool_backward, "pool")                                                  \
   X(bn_stats, "norm")                                                          \
