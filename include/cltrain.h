@@ -996,9 +996,10 @@ CLT_API void clt_fit_options_init(clt_fit_options *opts);
  *     ranks contiguous shards, rank r taking the r-th;
  *   - after the backward pass the gradients are summed over the ranks with
  *     MPI_Iallreduce, in buckets that start as soon as the layers
- *     producing them have finished, each rank weighting its gradient by its
- *     share of the global batch (so the last, partial batch is weighted by
- *     sample counts, exactly as one process would average it);
+ *     producing them have finished; the loss's gradient averages over
+ *     the global batch, so each rank's gradients are its share of the
+ *     global mean (the last, partial batch weighted by sample counts,
+ *     exactly as one process would average it, at one process's scale);
  *   - batch-norm statistics stay per rank; loss and accuracy are summed
  *     over the ranks; test and validation results are rank 0's;
  *   - only rank 0 writes checkpoints and calls opts->progress;

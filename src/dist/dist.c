@@ -49,7 +49,6 @@ struct clt_dist {
   dist_bucket *buckets;
   int nbuckets, next_read;
   uint64_t saved_seed;
-  float weight;   /* this rank's share of the global batch */
   bool idle;      /* no images this step: contributes zeros */
   double t_begin; /* this step's start */
   clt_dist_stats stats;
@@ -338,6 +337,7 @@ void clt_dist_detach(clt_dist *d, clt_graph *g) {
   release_reads(d);
   g->grads_final = NULL;
   g->grads_final_user = NULL;
+  g->grad_batch = 0;
   g->seed = d->saved_seed;
   free(d->host);
   free(d->buckets);
@@ -351,7 +351,11 @@ void clt_dist_step_begin(clt_dist *d, int64_t mine, int64_t total) {
   if (!d || !d->g)
     return;
   d->t_begin = dist_now();
-  d->weight = total > 0 ? (float)((double)mine / (double)total) : 0.0f;
+  /* The loss's gradient averages over the global batch, so a rank's
+   * gradients are its share of the global mean already: summed, they are
+   * one process's (up to the order of the sums), at the scale a loss scaler
+   * sees in one process. */
+  d->g->grad_batch = total;
   d->idle = mine == 0;
   d->next_read = 0;
   for (int b = 0; b < d->nbuckets; b++)
@@ -440,9 +444,6 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
         float *v = d->host + k->start;
         if (zeros)
           memset(v, 0, (size_t)k->n * sizeof *v);
-        else
-          for (int64_t i = 0; i < k->n; i++)
-            v[i] *= d->weight;
         mpi_rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)k->n, MPI_FLOAT, MPI_SUM,
                                 d->comm, &k->req);
         k->state = BUCKET_REDUCING;

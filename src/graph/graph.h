@@ -122,6 +122,11 @@ struct clt_graph {
   clt_precision planned_precision; /* the one the last compile planned for */
   clt_tensor *work_params;
   float loss_scale; /* the loss layer's gradient factor (loss scaling) */
+  /* The batch the loss's gradient averages over: 0 for the current batch;
+   * over MPI the global batch (clt_dist_step_begin), so that each rank's
+   * gradients are its share of the global mean as they are made (the
+   * allreduce then sums), on the scale one process's would have. */
+  int64_t grad_batch;
   clt_tensor *labels;   /* i32 [max_batch] or f32 targets */
   clt_tensor *metrics;  /* f32 [4]: loss sum, correct sum */
   int64_t metric_samples;

@@ -57,12 +57,17 @@ static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
   return CLT_OK;
 }
 
+/* The samples the gradient averages over (graph.h, grad_batch). */
+static float grad_samples(const clt_graph *g) {
+  return (float)(g->grad_batch > 0 ? g->grad_batch : g->batch);
+}
+
 static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
   CLT_TRY(clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, s->dinput,
       clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
-      1.0f / (float)g->batch));
+      1.0f / grad_samples(g)));
   return add_metrics(g, s, true, 1.0f);
 }
 
@@ -70,7 +75,7 @@ static clt_status mse_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
   /* PyTorch's MSELoss: the mean over every element. The metric is the
    * same mean, summed per sample here and divided by samples later. */
-  float per_elem = 1.0f / (float)(g->batch * n->size);
+  float per_elem = 1.0f / (grad_samples(g) * (float)n->size);
   CLT_TRY(clt_mse_forward_backward(g->ctx, s->loss_rows, s->dinput,
                                    clt_graph_in(g, n, 0)->out, g->labels,
                                    g->batch, n->size, per_elem));
