@@ -36,6 +36,31 @@ __kernel void im2col(__global float *col, int col_off,
   }
 }
 
+/* The gradient of x[n][c][ih][iw]: the sum of the col elements that
+ * im2col copied it to (dcol at its offset). */
+static float col2im_sum(__global const float *dcol, int batch, int n, int c,
+                        int ih, int iw, int KH, int KW, int OH, int OW,
+                        int pad_h, int pad_w, int stride_h, int stride_w,
+                        int dil_h, int dil_w) {
+  int spatial = OH * OW;
+  float sum = 0.0f;
+  for (int kh = 0; kh < KH; kh++) {
+    int th = ih + pad_h - kh * dil_h;
+    if (th < 0 || th % stride_h != 0) continue;
+    int oh = th / stride_h;
+    if (oh >= OH) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int tw = iw + pad_w - kw * dil_w;
+      if (tw < 0 || tw % stride_w != 0) continue;
+      int ow = tw / stride_w;
+      if (ow >= OW) continue;
+      int r = (c * KH + kh) * KW + kw;
+      sum += dcol[(r * batch + n) * spatial + oh * OW + ow];
+    }
+  }
+  return sum;
+}
+
 /* dx[n][c][ih][iw] (+)= sum of dcol over the (kh, kw, oh, ow) that read
  * it: a gather, so no two work-items write the same element. One
  * work-item per input row (n, c, ih), looping over iw. */
@@ -49,25 +74,11 @@ __kernel void col2im(__global float *dx, int dx_off,
   int ih = i % H;
   int c = (i / H) % C;
   int n = i / (H * C);
-  int spatial = OH * OW;
-  int rows = C * KH * KW;
   __global float *out = dx + dx_off + i * W;
   for (int iw = 0; iw < W; iw++) {
-    float sum = 0.0f;
-    for (int kh = 0; kh < KH; kh++) {
-      int th = ih + pad_h - kh * dil_h;
-      if (th < 0 || th % stride_h != 0) continue;
-      int oh = th / stride_h;
-      if (oh >= OH) continue;
-      for (int kw = 0; kw < KW; kw++) {
-        int tw = iw + pad_w - kw * dil_w;
-        if (tw < 0 || tw % stride_w != 0) continue;
-        int ow = tw / stride_w;
-        if (ow >= OW) continue;
-        int r = (c * KH + kh) * KW + kw;
-        sum += dcol[dcol_off + (r * batch + n) * spatial + oh * OW + ow];
-      }
-    }
+    float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, KH, KW, OH,
+                           OW, pad_h, pad_w, stride_h, stride_w, dil_h,
+                           dil_w);
     out[iw] = accumulate ? out[iw] + sum : sum;
   }
 }
@@ -109,22 +120,8 @@ __kernel void col2im_elems(__global float *dx, int dx_off,
   int ih = (i / W) % H;
   int c = (i / (W * H)) % C;
   int n = i / (W * H * C);
-  int spatial = OH * OW;
-  float sum = 0.0f;
-  for (int kh = 0; kh < KH; kh++) {
-    int th = ih + pad_h - kh * dil_h;
-    if (th < 0 || th % stride_h != 0) continue;
-    int oh = th / stride_h;
-    if (oh >= OH) continue;
-    for (int kw = 0; kw < KW; kw++) {
-      int tw = iw + pad_w - kw * dil_w;
-      if (tw < 0 || tw % stride_w != 0) continue;
-      int ow = tw / stride_w;
-      if (ow >= OW) continue;
-      int r = (c * KH + kh) * KW + kw;
-      sum += dcol[dcol_off + (r * batch + n) * spatial + oh * OW + ow];
-    }
-  }
+  float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, KH, KW, OH,
+                         OW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
   dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
 }
 

@@ -2,6 +2,31 @@
  * gather over the windows that cover each input element, so no two
  * work-items write one element and no atomics are needed. */
 
+/* The largest element of window (oh, ow) of a plane, its index into the
+ * plane in *at (-1 for a window wholly in the padding). The first maximum
+ * wins; NaN propagates, as in PyTorch. */
+static float window_max(__global const float *plane, int H, int W, int oh,
+                        int ow, int KH, int KW, int pad_h, int pad_w,
+                        int stride_h, int stride_w, int *at) {
+  float best = -INFINITY;
+  int best_at = -1;
+  for (int kh = 0; kh < KH; kh++) {
+    int ih = oh * stride_h - pad_h + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      int iw = ow * stride_w - pad_w + kw;
+      if (iw < 0 || iw >= W) continue;
+      float v = plane[ih * W + iw];
+      if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        best_at = ih * W + iw;
+      }
+    }
+  }
+  *at = best_at;
+  return best;
+}
+
 __kernel void maxpool_forward(__global float *y, int y_off,
                               __global int *arg, int arg_off,
                               __global const float *x, int x_off, int planes,
@@ -15,23 +40,9 @@ __kernel void maxpool_forward(__global float *y, int y_off,
   int oh = i % OH, p = i / OH;
   __global const float *plane = x + x_off + p * H * W;
   for (int ow = 0; ow < OW; ow++) {
-    float best = -INFINITY;
-    int best_at = -1;
-    for (int kh = 0; kh < KH; kh++) {
-      int ih = oh * stride_h - pad_h + kh;
-      if (ih < 0 || ih >= H) continue;
-      for (int kw = 0; kw < KW; kw++) {
-        int iw = ow * stride_w - pad_w + kw;
-        if (iw < 0 || iw >= W) continue;
-        float v = plane[ih * W + iw];
-        /* The first maximum wins; NaN propagates, as in PyTorch. */
-        if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
-          best = v;
-          best_at = ih * W + iw;
-        }
-      }
-    }
-    y[y_off + i * OW + ow] = best;
+    int best_at;
+    y[y_off + i * OW + ow] = window_max(plane, H, W, oh, ow, KH, KW, pad_h,
+                                        pad_w, stride_h, stride_w, &best_at);
     arg[arg_off + i * OW + ow] = best_at;
   }
 }
@@ -39,6 +50,23 @@ __kernel void maxpool_forward(__global float *y, int y_off,
 static int first_window(int i, int pad, int k, int stride) {
   int t = i + pad - k + 1; /* smallest o with o*stride + k - 1 >= i + pad */
   return t <= 0 ? 0 : (t + stride - 1) / stride;
+}
+
+/* The gradient of element (ih, iw) of plane p: the sum of dy over the
+ * windows covering it whose argmax it is (dy and arg at their offsets). */
+static float maxpool_gather(__global const float *dy, __global const int *arg,
+                            int p, int ih, int iw, int W, int OH, int OW,
+                            int KH, int KW, int pad_h, int pad_w,
+                            int stride_h, int stride_w) {
+  int oh0 = first_window(ih, pad_h, KH, stride_h);
+  int ow0 = first_window(iw, pad_w, KW, stride_w);
+  float sum = 0.0f;
+  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
+    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
+      int o = (p * OH + oh) * OW + ow;
+      if (arg[o] == ih * W + iw) sum += dy[o];
+    }
+  return sum;
 }
 
 __kernel void maxpool_backward(__global float *dx, int dx_off,
@@ -52,16 +80,10 @@ __kernel void maxpool_backward(__global float *dx, int dx_off,
   int i = get_global_id(0);
   if (i >= planes * H) return;
   int ih = i % H, p = i / H;
-  int oh0 = first_window(ih, pad_h, KH, stride_h);
   __global float *out = dx + dx_off + i * W;
   for (int iw = 0; iw < W; iw++) {
-    float sum = 0.0f;
-    int ow0 = first_window(iw, pad_w, KW, stride_w);
-    for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
-      for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
-        int o = (p * OH + oh) * OW + ow;
-        if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
-      }
+    float sum = maxpool_gather(dy + dy_off, arg + arg_off, p, ih, iw, W, OH,
+                               OW, KH, KW, pad_h, pad_w, stride_h, stride_w);
     out[iw] = accumulate ? out[iw] + sum : sum;
   }
 }
@@ -98,22 +120,9 @@ __kernel void maxpool_forward_elems(__global float *y, int y_off,
   if (i >= planes * OH * OW) return;
   int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
   __global const float *plane = x + x_off + p * H * W;
-  float best = -INFINITY;
-  int best_at = -1;
-  for (int kh = 0; kh < KH; kh++) {
-    int ih = oh * stride_h - pad_h + kh;
-    if (ih < 0 || ih >= H) continue;
-    for (int kw = 0; kw < KW; kw++) {
-      int iw = ow * stride_w - pad_w + kw;
-      if (iw < 0 || iw >= W) continue;
-      float v = plane[ih * W + iw];
-      if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
-        best = v;
-        best_at = ih * W + iw;
-      }
-    }
-  }
-  y[y_off + i] = best;
+  int best_at;
+  y[y_off + i] = window_max(plane, H, W, oh, ow, KH, KW, pad_h, pad_w,
+                            stride_h, stride_w, &best_at);
   arg[arg_off + i] = best_at;
 }
 
@@ -127,14 +136,8 @@ __kernel void maxpool_backward_elems(__global float *dx, int dx_off,
   int i = get_global_id(0);
   if (i >= planes * H * W) return;
   int iw = i % W, ih = (i / W) % H, p = i / (W * H);
-  int oh0 = first_window(ih, pad_h, KH, stride_h);
-  int ow0 = first_window(iw, pad_w, KW, stride_w);
-  float sum = 0.0f;
-  for (int oh = oh0; oh < OH && oh * stride_h - pad_h <= ih; oh++)
-    for (int ow = ow0; ow < OW && ow * stride_w - pad_w <= iw; ow++) {
-      int o = (p * OH + oh) * OW + ow;
-      if (arg[arg_off + o] == ih * W + iw) sum += dy[dy_off + o];
-    }
+  float sum = maxpool_gather(dy + dy_off, arg + arg_off, p, ih, iw, W, OH,
+                             OW, KH, KW, pad_h, pad_w, stride_h, stride_w);
   dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
 }
 
