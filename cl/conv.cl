@@ -29,11 +29,19 @@ __kernel void im2col(__global float *col, int col_off,
     return;
   }
   __global const float *in = x + x_off + ((n * C + c) * H + ih) * W;
+  /* Column ow reads iw = ow * stride_w + iw0: zeros left of lo and from hi
+   * on (padding), a plain copy between (no test in the loop). */
   int iw0 = kw * dil_w - pad_w;
-  for (int ow = 0; ow < OW; ow++) {
-    int iw = ow * stride_w + iw0;
-    out[ow] = (iw >= 0 && iw < W) ? in[iw] : 0.0f;
+  int lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
+  int hi = iw0 >= W ? lo : max(lo, min(OW, (W - 1 - iw0) / stride_w + 1));
+  for (int ow = 0; ow < lo; ow++) out[ow] = 0.0f;
+  if (stride_w == 1) {
+    __global const float *src = in + iw0;
+    for (int ow = lo; ow < hi; ow++) out[ow] = src[ow];
+  } else {
+    for (int ow = lo; ow < hi; ow++) out[ow] = in[ow * stride_w + iw0];
   }
+  for (int ow = hi; ow < OW; ow++) out[ow] = 0.0f;
 }
 
 /* The gradient of x[n][c][ih][iw]: the sum of the col elements that
@@ -63,7 +71,11 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
 
 /* dx[n][c][ih][iw] (+)= sum of dcol over the (kh, kw, oh, ow) that read
  * it: a gather, so no two work-items write the same element. One
- * work-item per input row (n, c, ih), looping over iw. */
+ * work-item per input row (n, c, ih): for each (kh, kw) whose window rows
+ * reach ih it adds one dcol row into the output row, a loop over ow with
+ * no division in it (contiguous for stride 1, which CPU devices
+ * vectorise). The contributions are added in (kh, kw) order, as
+ * col2im_sum adds them. */
 __kernel void col2im(__global float *dx, int dx_off,
                      __global const float *dcol, int dcol_off, int batch,
                      int C, int H, int W, int KH, int KW, int OH, int OW,
@@ -75,11 +87,30 @@ __kernel void col2im(__global float *dx, int dx_off,
   int c = (i / H) % C;
   int n = i / (H * C);
   __global float *out = dx + dx_off + i * W;
-  for (int iw = 0; iw < W; iw++) {
-    float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, KH, KW, OH,
-                           OW, pad_h, pad_w, stride_h, stride_w, dil_h,
-                           dil_w);
-    out[iw] = accumulate ? out[iw] + sum : sum;
+  if (!accumulate)
+    for (int iw = 0; iw < W; iw++) out[iw] = 0.0f;
+  for (int kh = 0; kh < KH; kh++) {
+    int th = ih + pad_h - kh * dil_h;
+    if (th < 0 || th % stride_h != 0) continue;
+    int oh = th / stride_h;
+    if (oh >= OH) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      /* Column ow of this dcol row came from iw = ow * stride_w + iw0. */
+      int iw0 = kw * dil_w - pad_w;
+      if (iw0 >= W) continue;
+      int ow_lo = iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w;
+      int ow_hi = min(OW, (W - 1 - iw0) / stride_w + 1);
+      int r = (c * KH + kh) * KW + kw;
+      __global const float *src =
+          dcol + dcol_off + ((r * batch + n) * OH + oh) * OW;
+      if (stride_w == 1) {
+        __global float *o = out + iw0;
+        for (int ow = ow_lo; ow < ow_hi; ow++) o[ow] += src[ow];
+      } else {
+        for (int ow = ow_lo; ow < ow_hi; ow++)
+          out[ow * stride_w + iw0] += src[ow];
+      }
+    }
   }
 }
 

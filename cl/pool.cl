@@ -17,34 +17,66 @@ static float window_max(__global const float *plane, int H, int W, int oh,
       int iw = ow * stride_w - pad_w + kw;
       if (iw < 0 || iw >= W) continue;
       float v = plane[ih * W + iw];
-      if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
-        best = v;
-        best_at = ih * W + iw;
-      }
+      int take = (best_at < 0) | (v > best) | (isnan(v) & !isnan(best));
+      best = take ? v : best;
+      best_at = take ? ih * W + iw : best_at;
     }
   }
   *at = best_at;
   return best;
 }
 
+/* One work-item per output row (plane p, oh). The windows wholly inside
+ * the row's width (all of them without padding) are done a window element
+ * at a time over the whole row: y and arg start at the first element of
+ * each window and each later (kh, kw) updates them with a select, a loop
+ * over ow with no branch and no division (vectorised on CPU devices); the
+ * same order and comparison as window_max, which does the rest. */
 __kernel void maxpool_forward(__global float *y, int y_off,
                               __global int *arg, int arg_off,
                               __global const float *x, int x_off, int planes,
                               int H, int W, int OH, int OW, int KH, int KW,
                               int pad_h, int pad_w, int stride_h,
                               int stride_w) {
-  /* One work-item per output row: divisions once per row, contiguous
-   * writes (vectorised on CPU devices). */
   int i = get_global_id(0);
   if (i >= planes * OH) return;
   int oh = i % OH, p = i / OH;
   __global const float *plane = x + x_off + p * H * W;
+  __global float *yr = y + y_off + i * OW;
+  __global int *ar = arg + arg_off + i * OW;
+  int h0 = oh * stride_h - pad_h;
+  int kh0 = max(0, -h0), kh1 = min(KH, H - h0);
+  /* Interior: 0 <= ow * stride_w - pad_w and ow * stride_w - pad_w + KW <= W. */
+  int lo = (pad_w + stride_w - 1) / stride_w;
+  int hi = W + pad_w - KW < 0 ? 0 : min(OW, (W + pad_w - KW) / stride_w + 1);
+  if (kh0 >= kh1 || lo >= hi) lo = hi = 0;
   for (int ow = 0; ow < OW; ow++) {
+    if (ow == lo) ow = hi;
+    if (ow >= OW) break;
     int best_at;
-    y[y_off + i * OW + ow] = window_max(plane, H, W, oh, ow, KH, KW, pad_h,
-                                        pad_w, stride_h, stride_w, &best_at);
-    arg[arg_off + i * OW + ow] = best_at;
+    yr[ow] = window_max(plane, H, W, oh, ow, KH, KW, pad_h, pad_w, stride_h,
+                        stride_w, &best_at);
+    ar[ow] = best_at;
   }
+  if (lo >= hi) return;
+  int w0 = lo * stride_w - pad_w;
+  for (int ow = lo; ow < hi; ow++) {
+    int at = (h0 + kh0) * W + w0 + (ow - lo) * stride_w;
+    yr[ow] = plane[at];
+    ar[ow] = at;
+  }
+  for (int kh = kh0; kh < kh1; kh++)
+    for (int kw = kh == kh0 ? 1 : 0; kw < KW; kw++) {
+      int at0 = (h0 + kh) * W + w0 + kw;
+      for (int ow = lo; ow < hi; ow++) {
+        int at = at0 + (ow - lo) * stride_w;
+        float v = plane[at], best = yr[ow];
+        /* Bitwise, not ||: no branch on the data (ReLU outputs tie often). */
+        int take = (v > best) | (isnan(v) & !isnan(best));
+        yr[ow] = take ? v : best;
+        ar[ow] = take ? at : ar[ow];
+      }
+    }
 }
 
 static int first_window(int i, int pad, int k, int stride) {
