@@ -1,11 +1,31 @@
-/* Activations, forward and backward (cl/activation.cl). */
+/* Activations, forward and backward (cl/activation.cl): a kernel per kind. */
 #include "ops/ops.h"
+
+static clt_kernel_id forward_kernel(clt_activation kind) {
+  switch (kind) {
+  case CLT_ACT_RELU: return CLT_K_activation_forward_relu;
+  case CLT_ACT_LEAKY_RELU: return CLT_K_activation_forward_leaky_relu;
+  case CLT_ACT_SIGMOID: return CLT_K_activation_forward_sigmoid;
+  case CLT_ACT_TANH: return CLT_K_activation_forward_tanh;
+  default: return CLT_K_activation_forward_gelu;
+  }
+}
+
+static clt_kernel_id backward_kernel(clt_activation kind) {
+  switch (kind) {
+  case CLT_ACT_RELU: return CLT_K_activation_backward_relu;
+  case CLT_ACT_LEAKY_RELU: return CLT_K_activation_backward_leaky_relu;
+  case CLT_ACT_SIGMOID: return CLT_K_activation_backward_sigmoid;
+  case CLT_ACT_TANH: return CLT_K_activation_backward_tanh;
+  default: return CLT_K_activation_backward_gelu;
+  }
+}
 
 clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
                                   const clt_tensor *x, int64_t n,
                                   clt_activation kind, float alpha) {
-  return CLT_RUN_1D(ctx, CLT_K_activation_forward, (size_t)n, KT(y), KT(x),
-                    KI(n), KI(kind), KF(alpha));
+  return CLT_RUN_1D(ctx, forward_kernel(kind), (size_t)n, KT(y), KT(x), KI(n),
+                    KF(alpha));
 }
 
 clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
@@ -13,6 +33,6 @@ clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
                                    const clt_tensor *y, int64_t n,
                                    clt_activation kind, float alpha,
                                    bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_activation_backward, (size_t)n, KT(dx), KT(dy),
-                    KT(x), KT(y), KI(n), KI(kind), KF(alpha), KI(accumulate));
+  return CLT_RUN_1D(ctx, backward_kernel(kind), (size_t)n, KT(dx), KT(dy),
+                    KT(x), KT(y), KI(n), KF(alpha), KI(accumulate));
 }

@@ -17,8 +17,16 @@
   X(scale_f32, "elementwise")                                                  \
   X(bias_add_rows, "elementwise")                                              \
   X(bias_add_channels, "elementwise")                                          \
-  X(activation_forward, "activation")                                          \
-  X(activation_backward, "activation")                                         \
+  X(activation_forward_relu, "activation")                                     \
+  X(activation_backward_relu, "activation")                                    \
+  X(activation_forward_leaky_relu, "activation")                               \
+  X(activation_backward_leaky_relu, "activation")                              \
+  X(activation_forward_sigmoid, "activation")                                  \
+  X(activation_backward_sigmoid, "activation")                                 \
+  X(activation_forward_tanh, "activation")                                     \
+  X(activation_backward_tanh, "activation")                                    \
+  X(activation_forward_gelu, "activation")                                     \
+  X(activation_backward_gelu, "activation")                                    \
   X(softmax_rows, "loss")                                                      \
   X(softmax_rows_backward, "loss")                                             \
   X(softmax_xent, "loss")                                                      \
