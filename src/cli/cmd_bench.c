@@ -168,6 +168,14 @@ static int bench_gemm(int argc, char **argv) {
   if (!ctx) return 1;
   printf("device: %s (%s)\n", clt_context_device(ctx)->name,
          clt_context_device(ctx)->platform_name);
+#ifdef CLT_HAVE_OPENBLAS
+  /* Which kernels the reference runs: OpenBLAS picks them by CPU model and
+   * falls back to old generic ones on a CPU it does not know (a virtual
+   * machine's "Xeon Processor" gets Prescott's, 4-5x slower than
+   * SkylakeX's on AVX-512); OPENBLAS_CORETYPE chooses. */
+  printf("OpenBLAS: %s kernels, %d threads\n", openblas_get_corename(),
+         openblas_get_num_threads());
+#endif
   printf("%-20s %5s %5s %5s %5s %10s", "shape", "m", "n", "k", "batch",
          "GFLOP/s");
 #ifdef CLT_HAVE_OPENBLAS
