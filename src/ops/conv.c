@@ -13,10 +13,10 @@
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w) {
-  int64_t n = batch * w->C * w->KH * w->KW * w->OH; /* rows of col */
+  int64_t n = batch * w->C * w->KH * w->KW; /* (image, row of col) pairs */
   if (w->per_element)
-    return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(n * w->OW), KT(col),
-                      KT(x), KI(batch), WINDOW_ARGS(w));
+    return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(n * w->OH * w->OW),
+                      KT(col), KT(x), KI(batch), WINDOW_ARGS(w));
   return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)n, KT(col), KT(x), KI(batch),
                     WINDOW_ARGS(w));
 }
