@@ -27,11 +27,14 @@ static float window_max(__global const float *plane, int H, int W, int oh,
 }
 
 /* One work-item per output row (plane p, oh). The windows wholly inside
- * the row's width (all of them without padding) are done a window element
- * at a time over the whole row: y and arg start at the first element of
- * each window and each later (kh, kw) updates them with a select, a loop
- * over ow with no branch and no division (vectorised on CPU devices); the
- * same order and comparison as window_max, which does the rest. */
+ * the row's width (all of them without padding) go MAXPOOL_RUN at a time:
+ * a private best and argmax per window, started at each window's first
+ * element and updated by every later (kh, kw) with bitwise tests and
+ * selects, nothing branching on the data (ReLU outputs tie often), loops
+ * of constant length that CPU devices keep in vector registers (2x
+ * faster on POCL than updating y and arg in place). The same order and
+ * comparison as window_max, which does the windows at the padded edges. */
+#define MAXPOOL_RUN 16
 __kernel void maxpool_forward(__global float *y, int y_off,
                               __global int *arg, int arg_off,
                               __global const float *x, int x_off, int planes,
@@ -58,25 +61,32 @@ __kernel void maxpool_forward(__global float *y, int y_off,
                         stride_w, &best_at);
     ar[ow] = best_at;
   }
-  if (lo >= hi) return;
-  int w0 = lo * stride_w - pad_w;
-  for (int ow = lo; ow < hi; ow++) {
-    int at = (h0 + kh0) * W + w0 + (ow - lo) * stride_w;
-    yr[ow] = plane[at];
-    ar[ow] = at;
-  }
-  for (int kh = kh0; kh < kh1; kh++)
-    for (int kw = kh == kh0 ? 1 : 0; kw < KW; kw++) {
-      int at0 = (h0 + kh) * W + w0 + kw;
-      for (int ow = lo; ow < hi; ow++) {
-        int at = at0 + (ow - lo) * stride_w;
-        float v = plane[at], best = yr[ow];
-        /* Bitwise, not ||: no branch on the data (ReLU outputs tie often). */
-        int take = (v > best) | (isnan(v) & !isnan(best));
-        yr[ow] = take ? v : best;
-        ar[ow] = take ? at : ar[ow];
-      }
+  for (int o0 = lo; o0 < hi; o0 += MAXPOOL_RUN) {
+    /* Windows o0 .. o0 + last; the lanes past last repeat the last one. */
+    int last = min(MAXPOOL_RUN, hi - o0) - 1;
+    int w0 = o0 * stride_w - pad_w;
+    float best[MAXPOOL_RUN];
+    int at[MAXPOOL_RUN];
+    for (int j = 0; j < MAXPOOL_RUN; j++) {
+      at[j] = (h0 + kh0) * W + w0 + min(j, last) * stride_w;
+      best[j] = plane[at[j]];
     }
+    for (int kh = kh0; kh < kh1; kh++)
+      for (int kw = kh == kh0 ? 1 : 0; kw < KW; kw++) {
+        int at0 = (h0 + kh) * W + w0 + kw;
+        for (int j = 0; j < MAXPOOL_RUN; j++) {
+          int a = at0 + min(j, last) * stride_w;
+          float v = plane[a];
+          int take = (v > best[j]) | (isnan(v) & !isnan(best[j]));
+          best[j] = take ? v : best[j];
+          at[j] = take ? a : at[j];
+        }
+      }
+    for (int j = 0; j <= last; j++) {
+      yr[o0 + j] = best[j];
+      ar[o0 + j] = at[j];
+    }
+  }
 }
 
 static int first_window(int i, int pad, int k, int stride) {
