@@ -1,8 +1,24 @@
 /* Batch normalisation over N and the spatial size, per channel, as
  * PyTorch's BatchNorm1d/2d define it. Reductions run one group of CLT_WG
- * items per channel. */
+ * items per channel, plane by plane (no division per element), each item
+ * adding runs of 16 with vload16 (one vector on a CPU device; neighbours
+ * read neighbouring memory on a GPU) and then the tail. The element-wise
+ * kernels run over (spatial position, plane), so the channel is found
+ * once per item, not by two divisions per element. */
 
-#define BN_AT(n, c, s) (((n) * C + (c)) * HW + (s))
+/* The sums of plane[0..n) (as 16 lanes and a scalar tail) for item lid. */
+#define BN_RUNS(n, lid, BODY16, BODY1)                                        \
+  do {                                                                        \
+    int body_ = (n) / 16 * 16;                                                \
+    for (int s_ = (lid) * 16; s_ < body_; s_ += CLT_WG * 16) BODY16(s_);      \
+    for (int s_ = body_ + (lid); s_ < (n); s_ += CLT_WG) BODY1(s_);           \
+  } while (0)
+
+static float sum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  return (b.x + b.y) + (b.z + b.w);
+}
 
 /* mean[c] and the biased variance var[c] of x over n and s; two passes
  * (mean, then squared deviations) for accuracy. */
@@ -12,17 +28,36 @@ __kernel void bn_stats(__global float *mean, int mean_off,
                        int HW) {
   __local float scratch[CLT_WG];
   int c = get_group_id(0), lid = get_local_id(0);
-  int M = N * HW;
+  float16 s16 = 0.0f;
   float s = 0.0f;
-  for (int j = lid; j < M; j += CLT_WG)
-    s += x[x_off + BN_AT(j / HW, c, j % HW)];
-  float mu = group_sum(scratch, s) / (float)M;
-  float q = 0.0f;
-  for (int j = lid; j < M; j += CLT_WG) {
-    float d = x[x_off + BN_AT(j / HW, c, j % HW)] - mu;
-    q += d * d;
+  for (int n = 0; n < N; n++) {
+    __global const float *plane = x + x_off + (n * C + c) * HW;
+#define ADD16(at) s16 += vload16(0, plane + (at))
+#define ADD1(at) s += plane[at]
+    BN_RUNS(HW, lid, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
   }
-  float v = group_sum(scratch, q) / (float)M;
+  float mu = group_sum(scratch, s + sum16(s16)) / (float)(N * HW);
+  float16 q16 = 0.0f;
+  float q = 0.0f;
+  for (int n = 0; n < N; n++) {
+    __global const float *plane = x + x_off + (n * C + c) * HW;
+#define ADD16(at)                                                             \
+  {                                                                           \
+    float16 d = vload16(0, plane + (at)) - mu;                                \
+    q16 += d * d;                                                             \
+  }
+#define ADD1(at)                                                              \
+  {                                                                           \
+    float d = plane[at] - mu;                                                 \
+    q += d * d;                                                               \
+  }
+    BN_RUNS(HW, lid, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  }
+  float v = group_sum(scratch, q + sum16(q16)) / (float)(N * HW);
   if (lid == 0) {
     mean[mean_off + c] = mu;
     var[var_off + c] = v;
@@ -48,6 +83,7 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
   if (c == 0) tracked[tracked_off] += 1.0f;
 }
 
+/* Work-item (s, p): position s of plane p = n * C + c. */
 __kernel void bn_apply(__global float *y, int y_off,
                        __global const float *x, int x_off,
                        __global const float *mean, int mean_off,
@@ -55,13 +91,11 @@ __kernel void bn_apply(__global float *y, int y_off,
                        __global const float *gamma, int gamma_off,
                        __global const float *beta, int beta_off, int N, int C,
                        int HW, float eps) {
-  int i = get_global_id(0);
-  if (i >= N * C * HW) return;
-  int c = (i / HW) % C;
-  float inv = rsqrt(var[var_off + c] + eps);
-  y[y_off + i] = (x[x_off + i] - mean[mean_off + c]) * inv *
-                     gamma[gamma_off + c] +
-                 beta[beta_off + c];
+  int s = get_global_id(0), p = get_global_id(1);
+  if (s >= HW || p >= N * C) return;
+  int c = p % C, i = p * HW + s;
+  float k = rsqrt(var[var_off + c] + eps) * gamma[gamma_off + c];
+  y[y_off + i] = (x[x_off + i] - mean[mean_off + c]) * k + beta[beta_off + c];
 }
 
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
@@ -74,17 +108,30 @@ __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
                                  int N, int C, int HW, float eps) {
   __local float scratch[CLT_WG];
   int c = get_group_id(0), lid = get_local_id(0);
-  int M = N * HW;
   float mu = mean[mean_off + c], inv = rsqrt(var[var_off + c] + eps);
+  float16 sg16 = 0.0f, sb16 = 0.0f;
   float sg = 0.0f, sb = 0.0f;
-  for (int j = lid; j < M; j += CLT_WG) {
-    int at = BN_AT(j / HW, c, j % HW);
-    float g = dy[dy_off + at];
-    sb += g;
-    sg += g * (x[x_off + at] - mu) * inv;
+  for (int n = 0; n < N; n++) {
+    int at = (n * C + c) * HW;
+    __global const float *gp = dy + dy_off + at, *xp = x + x_off + at;
+#define ADD16(s)                                                              \
+  {                                                                           \
+    float16 g = vload16(0, gp + (s));                                         \
+    sb16 += g;                                                                \
+    sg16 += g * ((vload16(0, xp + (s)) - mu) * inv);                          \
   }
-  float tg = group_sum(scratch, sg);
-  float tb = group_sum(scratch, sb);
+#define ADD1(s)                                                               \
+  {                                                                           \
+    float g = gp[s];                                                          \
+    sb += g;                                                                  \
+    sg += g * ((xp[s] - mu) * inv);                                           \
+  }
+    BN_RUNS(HW, lid, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  }
+  float tg = group_sum(scratch, sg + sum16(sg16));
+  float tb = group_sum(scratch, sb + sum16(sb16));
   if (lid == 0) {
     dgamma[dgamma_off + c] = tg;
     dbeta[dbeta_off + c] = tb;
@@ -103,19 +150,18 @@ __kernel void bn_backward_apply(__global float *dx, int dx_off,
                                 __global const float *dbeta, int dbeta_off,
                                 int N, int C, int HW, float eps, int training,
                                 int accumulate) {
-  int i = get_global_id(0);
-  if (i >= N * C * HW) return;
-  int c = (i / HW) % C;
+  int s = get_global_id(0), p = get_global_id(1);
+  if (s >= HW || p >= N * C) return;
+  int c = p % C, i = p * HW + s;
   float inv = rsqrt(var[var_off + c] + eps);
   float k = gamma[gamma_off + c] * inv;
-  float g;
-  if (training) {
-    float M = (float)(N * HW);
-    float xhat = (x[x_off + i] - mean[mean_off + c]) * inv;
-    g = k / M *
-        (M * dy[dy_off + i] - dbeta[dbeta_off + c] - xhat * dgamma[dgamma_off + c]);
-  } else {
-    g = k * dy[dy_off + i];
-  }
+  float M = (float)(N * HW);
+  float xhat = (x[x_off + i] - mean[mean_off + c]) * inv;
+  float d = dy[dy_off + i];
+  /* Selects, not branches: the mode stays out of the vectorised loop. */
+  float g = training ? k / M *
+                           (M * d - dbeta[dbeta_off + c] -
+                            xhat * dgamma[dgamma_off + c])
+                     : k * d;
   dx[dx_off + i] = accumulate ? dx[dx_off + i] + g : g;
 }

@@ -884,7 +884,7 @@ END_TEST
 static const int64_t full_bn_shapes[][3] = {
     {2, 1, 1},  {1, 3, 49},  {3, 1, 7},   {7, 3, 49},
     {33, 10, 1}, {2, 3, 300}, {1, 1, 1000}, {5, 33, 3}};
-static const int64_t tiny_bn_shapes[][3] = {{2, 1, 1}, {2, 3, 5}};
+static const int64_t tiny_bn_shapes[][3] = {{2, 1, 1}, {2, 3, 5}, {2, 3, 37}};
 
 static const int64_t *bn_shape(int i) {
   return test_tiny() ? tiny_bn_shapes[i] : full_bn_shapes[i];
