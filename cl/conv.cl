@@ -162,16 +162,31 @@ __kernel void col2im_elems(__global float *dx, int dx_off,
 
 /* y[b][a][s] = x[a][b][s] (+ bias[a]): between the GEMM's [channels,
  * batch, spatial] and NCHW's [batch, channels, spatial], either way. One
- * work-item per row of s. */
+ * work-item per row of s. relu (a fused ReLU, nn/conv2d.c): 1 applies it
+ * to what is written (the forward), 2 multiplies by mask > 0, mask laid
+ * out as x (the backward: the gradient through it, mask its output); the
+ * same arithmetic as cl/activation.cl's, so the same bits. */
 __kernel void swap_axes01(__global float *y, int y_off,
                           __global const float *x, int x_off,
-                          __global const float *bias, int bias_off, int A,
-                          int B, int S, int has_bias) {
+                          __global const float *bias, int bias_off,
+                          __global const float *mask, int mask_off, int A,
+                          int B, int S, int has_bias, int relu) {
   int i = get_global_id(0);
   if (i >= A * B) return;
   int a = i / B, b = i % B;
   float add = has_bias ? bias[bias_off + a] : 0.0f;
   __global const float *in = x + x_off + i * S;
   __global float *out = y + y_off + (b * A + a) * S;
-  for (int s = 0; s < S; s++) out[s] = in[s] + add;
+  if (relu == 1) {
+    for (int s = 0; s < S; s++) {
+      float v = in[s] + add;
+      out[s] = v > 0.0f ? v : 0.0f;
+    }
+  } else if (relu == 2) {
+    __global const float *m = mask + mask_off + i * S;
+    for (int s = 0; s < S; s++)
+      out[s] = (in[s] + add) * (m[s] > 0.0f ? 1.0f : 0.0f);
+  } else {
+    for (int s = 0; s < S; s++) out[s] = in[s] + add;
+  }
 }

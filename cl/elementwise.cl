@@ -25,22 +25,33 @@ __kernel void scale_f32(__global float *out, int out_off,
 /* y[row, col] += bias[col] for a [rows, cols] matrix, in place. */
 __kernel void bias_add_rows(__global float *y, int y_off,
                             __global const float *bias, int b_off, int rows,
-                            int cols) {
+                            int cols, int relu) {
   int i = get_global_id(0);
   if (i >= rows * cols) return;
-  y[y_off + i] += bias[b_off + i % cols];
+  float v = y[y_off + i] + bias[b_off + i % cols];
+  /* relu: a fused ReLU after the bias (nn/dense.c), a select. */
+  y[y_off + i] = relu && !(v > 0.0f) ? 0.0f : v;
 }
 
-/* y[n, c, s] += bias[c] for NCHW data; one work-item per (n, c) plane,
- * looping over its contiguous spatial elements. */
+/* y[n, c, s] += bias[c] for NCHW data, then a fused ReLU where relu; one
+ * work-item per (n, c) plane, looping over its contiguous spatial
+ * elements. */
 __kernel void bias_add_channels(__global float *y, int y_off,
                                 __global const float *bias, int b_off,
-                                int channels, int spatial, int planes) {
+                                int channels, int spatial, int planes,
+                                int relu) {
   int i = get_global_id(0);
   if (i >= planes) return;
   float b = bias[b_off + i % channels];
   __global float *plane = y + y_off + i * spatial;
-  for (int s = 0; s < spatial; s++) plane[s] += b;
+  if (relu) {
+    for (int s = 0; s < spatial; s++) {
+      float v = plane[s] + b;
+      plane[s] = v > 0.0f ? v : 0.0f;
+    }
+  } else {
+    for (int s = 0; s < spatial; s++) plane[s] += b;
+  }
 }
 
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]

@@ -226,6 +226,116 @@ START_TEST(test_fd_residual_shared) {
 }
 END_TEST
 
+/* ReLU fusion (clt_graph_compile): conv2d and dense layers with and
+ * without a bias apply the ReLU after them; c3's output is read by its
+ * ReLU and by the add, so that ReLU stays a layer of its own. */
+#define FUSABLE                                                                \
+  "input shape=2x9x9\n"                                                        \
+  "conv2d name=c1 filters=4 kernel=3 activation=relu\n"                        \
+  "conv2d name=c2 filters=4 kernel=3 padding=1 bias=false\n"                   \
+  "relu name=r2\n"                                                             \
+  "conv2d name=c3 filters=4 kernel=3 padding=1\n"                              \
+  "relu name=r3\n"                                                             \
+  "add name=a3 inputs=c3,r3\n"                                                 \
+  "maxpool kernel=2\n"                                                         \
+  "flatten\n"                                                                  \
+  "dense name=d1 units=12 activation=relu\n"                                   \
+  "dense name=d2 units=8 bias=false\n"                                         \
+  "relu name=r4\n"                                                             \
+  "dense units=5\n"                                                            \
+  "softmax_cross_entropy\n"
+
+static clt_graph_node *node_named(clt_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
+  ck_abort_msg("no node %s", name);
+  return NULL;
+}
+
+/* train_record's run of FUSABLE, with ReLU fusion on or off (CLT_FUSE),
+ * every layer's layout forced to `way` (0: as measured) and the
+ * precision given; *bytes: the memory plan's. */
+static void train_fusion(bool fuse, int way, clt_precision precision,
+                         run_record *r, int64_t *bytes) {
+  clt_plan_mode saved = g_ctx->plan_option;
+  g_ctx->plan_option = CLT_PLAN_OFF;
+  setenv("CLT_FUSE", fuse ? "1" : "0", 1);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(FUSABLE, &g));
+  g->test_way = way;
+  ck_assert_ok(clt_graph_set_precision(g, precision));
+  ck_assert_ok(clt_graph_compile(g, 16, 7));
+  unsetenv("CLT_FUSE");
+  g_ctx->plan_option = saved;
+  check_no_overlap(g);
+  const char *fused[] = {"c1", "c2", "d1", "d2"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_msg(node_named(g, fused[i])->fused_relu == fuse, "%s",
+                  fused[i]);
+  ck_assert(!node_named(g, "c3")->fused_relu);
+  ck_assert(!node_named(g, "r3")->fused_away);
+  ck_assert(node_named(g, "r2")->fused_away == fuse);
+  *bytes = g->arena_bytes;
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  random_batch(g, 16, 5, false);
+  for (int s = 0; s < 6; s++) {
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    r->losses[s] = (float)m.loss;
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, r->predictions[s], &outputs));
+    ck_assert_int_eq(outputs, 5);
+  }
+  r->param_count = g->param_count;
+  r->params = malloc((size_t)g->param_count * sizeof(float));
+  clt_tensor p = clt_tensor_slice_1d(g->params, 0, g->param_count);
+  ck_assert_ok(clt_tensor_download(&p, r->params));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+
+/* The fused layers give the unfused pair's bits, in fp32 and in mixed
+ * precision (ReLU is exact in fp16), in both convolution layouts
+ * (_i: 1 gemm + swap, 2 NCHW direct), in less memory. */
+START_TEST(test_relu_fusion_trains_the_same) {
+  static run_record a, b;
+  for (int mixed = 0; mixed < 2; mixed++) {
+    clt_precision p = mixed ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32;
+    int64_t fused_bytes = 0, plain_bytes = 0;
+    train_fusion(true, _i, p, &a, &fused_bytes);
+    train_fusion(false, _i, p, &b, &plain_bytes);
+    ck_assert_mem_eq(a.losses, b.losses, sizeof a.losses);
+    ck_assert_mem_eq(a.predictions, b.predictions, sizeof a.predictions);
+    ck_assert_int_eq(a.param_count, b.param_count);
+    ck_assert_mem_eq(a.params, b.params,
+                     (size_t)a.param_count * sizeof(float));
+    ck_assert_msg(fused_bytes < plain_bytes, "%lld bytes fused, %lld not",
+                  (long long)fused_bytes, (long long)plain_bytes);
+    free(a.params);
+    free(b.params);
+  }
+}
+END_TEST
+
+/* A bad CLT_FUSE is an error, not a guess. */
+START_TEST(test_fuse_env_checked) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(FUSABLE, &g));
+  setenv("CLT_FUSE", "yes", 1);
+  ck_assert_int_eq(clt_graph_compile(g, 4, 7), CLT_ERR_INVALID_ARGUMENT);
+  unsetenv("CLT_FUSE");
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "CLT_FUSE"));
+  ck_assert_ok(clt_graph_compile(g, 4, 7));
+  clt_graph_destroy(g);
+}
+END_TEST
+
 /* Evaluation between training steps and a recompile for another batch
  * size leave training as it was. */
 START_TEST(test_recompile_and_evaluate) {
@@ -262,6 +372,8 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_mse_reshape_trains_the_same);
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
+  tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 3);
+  tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -148,7 +148,7 @@ static void compare_mixed(const char *model, int64_t batch, bool targets) {
   free(all);
   for (int i = 0; i < g32->n_nodes; i++) {
     clt_graph_node *a = &g32->nodes[i], *b = &g16->nodes[i];
-    if (a->is_loss || a->ops->aliases_input) continue;
+    if (a->is_loss || clt_node_aliases(a)) continue;
     int64_t n = batch * a->size;
     float *x = download_all(a->out, n), *y = download_all(b->out, n);
     double e = rel_error(y, x, n);

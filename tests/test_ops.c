@@ -169,8 +169,10 @@ START_TEST(bias_rows_grid) {
   int64_t rows, cols;
   grid_at(_i, &rows, &cols);
   double e;
-  ck_assert_check(clt_check_bias_rows(g_ctx, rows, cols, &e), e, TOL_EXACT,
-                  "%lldx%lld", (long long)rows, (long long)cols);
+  for (int relu = 0; relu < 2; relu++)
+    ck_assert_check(clt_check_bias_rows(g_ctx, rows, cols, relu, &e), e,
+                    TOL_EXACT, "%lldx%lld relu %d", (long long)rows,
+                    (long long)cols, relu);
 }
 END_TEST
 
@@ -182,9 +184,11 @@ START_TEST(bias_channels_shapes) {
   double e;
   for (int k = 0; k < count; k++) {
     const int64_t *s = test_tiny() ? tiny[k] : full[k];
-    ck_assert_check(clt_check_bias_channels(g_ctx, s[0], s[1], s[2], &e), e,
-                    TOL_EXACT, "%lldx%lldx%lld", (long long)s[0],
-                    (long long)s[1], (long long)s[2]);
+    for (int relu = 0; relu < 2; relu++)
+      ck_assert_check(
+          clt_check_bias_channels(g_ctx, s[0], s[1], s[2], relu, &e), e,
+          TOL_EXACT, "%lldx%lldx%lld relu %d", (long long)s[0],
+          (long long)s[1], (long long)s[2], relu);
   }
 }
 END_TEST
@@ -770,10 +774,12 @@ START_TEST(swap_axes_grid) {
   shape_list n = lengths_list();
   for (int k = 0; k < n.count && k < 4; k++)
     for (int bias = 0; bias < 2; bias++)
-      ck_assert_check(clt_check_swap_axes01(g_ctx, rows, cols, n.v[k], bias,
-                                            &e),
-                      e, 0.0, "%lldx%lldx%lld", (long long)rows,
-                      (long long)cols, (long long)n.v[k]);
+      for (int relu = 0; relu < 3; relu++) /* plain, ReLU, its gradient */
+        ck_assert_check(clt_check_swap_axes01(g_ctx, rows, cols, n.v[k], bias,
+                                              relu, &e),
+                        e, 0.0, "%lldx%lldx%lld bias %d relu %d",
+                        (long long)rows, (long long)cols, (long long)n.v[k],
+                        bias, relu);
 }
 END_TEST
 

@@ -56,11 +56,12 @@ clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
 /* out = alpha * x (+ out) over n elements. */
 clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
                            bool accumulate, double *max_err);
+/* y += bias, then ReLU where relu (a fused ReLU). */
 clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
-                               double *max_err);
+                               bool relu, double *max_err);
 clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
                                    int64_t channels, int64_t spatial,
-                                   double *max_err);
+                                   bool relu, double *max_err);
 
 /* Concatenation along channels: forward copies x [N, Cx, S] into channels
  * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;
@@ -144,9 +145,11 @@ clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
 clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
                             const clt_window *w, bool accumulate,
                             double *max_err);
-/* y [B, A, S] = x [A, B, S] (+ bias[a]). */
+/* y [B, A, S] = x [A, B, S] (+ bias[a]), with a fused ReLU (relu, a
+ * clt_swap_relu: its forward, or its gradient by a mask holding zeros). */
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
-                                 int64_t S, bool bias, double *max_err);
+                                 int64_t S, bool bias, int relu,
+                                 double *max_err);
 
 /* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode

@@ -86,26 +86,39 @@ clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
 typedef struct swap_args {
   int64_t A, B, S;
   bool bias;
+  int relu;
 } swap_args;
 
 static clt_status swap_body(check_set *s, const void *arg) {
   const swap_args *a = arg;
   int64_t A = a->A, B = a->B, S = a->S;
-  check_f32 *x, *y, *b;
+  check_f32 *x, *y, *b, *m;
   CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand(s, A, -1.0f, 1.0f, &b));
-  CLT_TRY(clt_swap_axes01(s->ctx, y->t, x->t, a->bias ? b->t : NULL, A, B, S));
+  /* The mask is a ReLU's output: zeros where it cut. */
+  CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &m));
+  for (int64_t i = 0; i < A * B * S; i++)
+    if (m->host[i] < 0.0f) m->host[i] = 0.0f;
+  CLT_TRY(check_upload(m));
+  CLT_TRY(clt_swap_axes01_relu(s->ctx, y->t, x->t, a->bias ? b->t : NULL,
+                               m->t, A, B, S, (clt_swap_relu)a->relu));
   for (int64_t i = 0; i < A; i++)
     for (int64_t j = 0; j < B; j++)
-      for (int64_t k = 0; k < S; k++)
-        y->host[(j * A + i) * S + k] =
-            x->host[(i * B + j) * S + k] + (a->bias ? b->host[i] : 0.0f);
+      for (int64_t k = 0; k < S; k++) {
+        int64_t at = (i * B + j) * S + k;
+        float v = x->host[at] + (a->bias ? b->host[i] : 0.0f);
+        if (a->relu == CLT_SWAP_RELU) v = v > 0.0f ? v : 0.0f;
+        if (a->relu == CLT_SWAP_RELU_GRAD)
+          v = v * (m->host[at] > 0.0f ? 1.0f : 0.0f);
+        y->host[(j * A + i) * S + k] = v;
+      }
   return CLT_OK;
 }
 
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
-                                 int64_t S, bool bias, double *max_err) {
-  swap_args a = {A, B, S, bias};
+                                 int64_t S, bool bias, int relu,
+                                 double *max_err) {
+  swap_args a = {A, B, S, bias, relu};
   return check_run(ctx, 190, swap_body, &a, max_err);
 }

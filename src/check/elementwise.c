@@ -51,7 +51,7 @@ clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
  * [rows, cols, 1]. */
 typedef struct bias_args {
   int64_t outer, channels, inner;
-  bool rows;
+  bool rows, relu;
 } bias_args;
 
 static clt_status bias_body(check_set *s, const void *arg) {
@@ -61,30 +61,31 @@ static clt_status bias_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, b->outer * b->channels * inner, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand(s, b->channels, -1.0f, 1.0f, &bias));
   if (b->rows)
-    CLT_TRY(
-        clt_bias_rows_forward(s->ctx, y->t, bias->t, b->outer, b->channels));
+    CLT_TRY(clt_bias_rows_forward(s->ctx, y->t, bias->t, b->outer,
+                                  b->channels, b->relu));
   else
     CLT_TRY(clt_bias_channels_forward(s->ctx, y->t, bias->t, b->outer,
-                                      b->channels, inner));
+                                      b->channels, inner, b->relu));
   for (int64_t o = 0; o < b->outer; o++)
     for (int64_t c = 0; c < b->channels; c++)
       for (int64_t p = 0; p < inner; p++) {
         float *v = &y->host[(o * b->channels + c) * inner + p];
         *v = (float)((double)*v + bias->host[c]);
+        if (b->relu && !(*v > 0.0f)) *v = 0.0f;
       }
   return CLT_OK;
 }
 
 clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
-                               double *max_err) {
-  bias_args b = {rows, cols, 1, true};
+                               bool relu, double *max_err) {
+  bias_args b = {rows, cols, 1, true, relu};
   return check_run(ctx, 40, bias_body, &b, max_err);
 }
 
 clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
                                    int64_t channels, int64_t spatial,
-                                   double *max_err) {
-  bias_args b = {batch, channels, spatial, false};
+                                   bool relu, double *max_err) {
+  bias_args b = {batch, channels, spatial, false, relu};
   return check_run(ctx, 50, bias_body, &b, max_err);
 }
 

@@ -51,10 +51,16 @@ static clt_status st_scale_acc(clt_context *ctx, double *e) {
   return clt_check_scale(ctx, 257, 2.5f, true, e);
 }
 static clt_status st_bias_rows(clt_context *ctx, double *e) {
-  return clt_check_bias_rows(ctx, 7, 33, e);
+  return clt_check_bias_rows(ctx, 7, 33, false, e);
 }
 static clt_status st_bias_channels(clt_context *ctx, double *e) {
-  return clt_check_bias_channels(ctx, 3, 5, 17, e);
+  return clt_check_bias_channels(ctx, 3, 5, 17, false, e);
+}
+static clt_status st_bias_rows_relu(clt_context *ctx, double *e) {
+  return clt_check_bias_rows(ctx, 7, 33, true, e);
+}
+static clt_status st_bias_channels_relu(clt_context *ctx, double *e) {
+  return clt_check_bias_channels(ctx, 3, 5, 17, true, e);
 }
 
 /* Forward and backward of each activation, 1000 elements. */
@@ -167,7 +173,13 @@ static clt_status st_col2im_dil(clt_context *ctx, double *e) {
   return clt_check_col2im(ctx, 1, &w, false, e);
 }
 static clt_status st_swap_axes(clt_context *ctx, double *e) {
-  return clt_check_swap_axes01(ctx, 5, 3, 121, true, e);
+  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_PLAIN, e);
+}
+static clt_status st_swap_relu(clt_context *ctx, double *e) {
+  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_RELU, e);
+}
+static clt_status st_swap_relu_grad(clt_context *ctx, double *e) {
+  return clt_check_swap_axes01(ctx, 3, 5, 121, false, CLT_SWAP_RELU_GRAD, e);
 }
 static clt_status st_maxpool_fwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
@@ -235,6 +247,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"scale 257 accumulate", st_scale_acc, 1e-6},
     {"bias rows 7x33", st_bias_rows, 1e-6},
     {"bias channels 3x5x17", st_bias_channels, 1e-6},
+    {"bias rows 7x33 + fused relu", st_bias_rows_relu, 1e-6},
+    {"bias channels 3x5x17 + fused relu", st_bias_channels_relu, 1e-6},
     {"relu forward 1000", st_relu_fwd, 1e-6},
     {"relu backward 1000 accumulate", st_relu_bwd, 1e-6},
     {"leaky relu forward 1000", st_leaky_fwd, 1e-6},
@@ -266,6 +280,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5},
     {"swap axes 5x3x121 + bias", st_swap_axes, 0.0},
+    {"swap axes 5x3x121 + bias + fused relu", st_swap_relu, 0.0},
+    {"swap axes 3x5x121 fused relu gradient", st_swap_relu_grad, 0.0},
     {"maxpool forward 6x9x7 k3s2p1", st_maxpool_fwd, 0.0},
     {"maxpool backward 6x9x7 k3s2p1 accumulate", st_maxpool_bwd, 1e-6},
     {"avgpool forward 6x9x7 k3s2p1", st_avgpool_fwd, 1e-6},

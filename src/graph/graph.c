@@ -575,12 +575,53 @@ static clt_status plan_buffers(clt_graph *g) {
   }
   CLT_TRY(clt_graph_plan_place(g));
   for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].ops->aliases_input) CLT_TRY(alias_node(g, &g->nodes[i]));
+    if (clt_node_aliases(&g->nodes[i])) CLT_TRY(alias_node(g, &g->nodes[i]));
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     if (n->ops->compile) CLT_TRY(n->ops->compile(g, n));
   }
   return clt_graph_plan_place(g);
+}
+
+/* CLT_FUSE: 1 (default) or 0 (every layer runs on its own: for comparing
+ * and for finding a fault). */
+static clt_status fusion_wanted(clt_graph *g, bool *on) {
+  const char *v = getenv("CLT_FUSE");
+  *on = true;
+  if (!v || !*v || !strcmp(v, "1")) return CLT_OK;
+  if (!strcmp(v, "0")) {
+    *on = false;
+    return CLT_OK;
+  }
+  return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "CLT_FUSE=%s: expected 0 or 1", v);
+}
+
+/* A ReLU whose input is a node that can apply it (conv2d, dense) and that
+ * nothing else reads is done by that node (clt_graph_node.fused_relu).
+ * Only ReLU: its derivative is a function of its output, and it is exact
+ * in fp16, so the fused pair gives the pair's bits under either
+ * precision. */
+static clt_status fuse_relus(clt_graph *g) {
+  bool on;
+  CLT_TRY(fusion_wanted(g, &on));
+  for (int i = 0; i < g->n_nodes; i++)
+    g->nodes[i].fused_relu = g->nodes[i].fused_away = false;
+  if (!on) return CLT_OK;
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *a = &g->nodes[i];
+    if (strcmp(a->ops->type, "relu") != 0 || a->n_inputs != 1) continue;
+    clt_graph_node *p = clt_graph_in(g, a, 0);
+    if (!p->ops->fuses_relu || p->index == g->input_node) continue;
+    int readers = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+      for (int k = 0; k < g->nodes[j].n_inputs; k++)
+        if (g->nodes[j].inputs[k] == p->index) readers++;
+    if (readers != 1) continue;
+    p->fused_relu = true;
+    a->fused_away = true;
+  }
+  return CLT_OK;
 }
 
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
@@ -600,6 +641,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   g->batch = 0;
   if (!g->initialised) g->seed = seed;
   mark_needs_grad(g);
+  CLT_TRY(fuse_relus(g));
   g->planned_precision = g->precision;
   CLT_TRY(plan_params(g));
   CLT_TRY(plan_buffers(g));
@@ -648,7 +690,7 @@ CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
 
 /* The node whose buffer a reshape's gradient really lives in. */
 static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n) {
-  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
+  while (clt_node_aliases(n)) n = clt_graph_in(g, n, 0);
   return n;
 }
 
@@ -675,7 +717,7 @@ static clt_status restore_saved_outputs(clt_graph *g, int c) {
     swap_saved_output(x, true);
     for (int j = i + 1; j < g->n_nodes; j++) {
       clt_graph_node *a = &g->nodes[j];
-      if (a->ops->aliases_input && grad_owner(g, a) == x)
+      if (clt_node_aliases(a) && grad_owner(g, a) == x)
         swap_saved_output(a, true);
     }
   }
@@ -686,7 +728,7 @@ static clt_status restore_saved_outputs(clt_graph *g, int c) {
  * (their gradients too): every layer's but the input batch's, the loss's
  * and reshapes' (views of their input's). */
 static bool rounds_output(const clt_graph *g, const clt_graph_node *n) {
-  return n->index != g->input_node && !n->is_loss && !n->ops->aliases_input;
+  return n->index != g->input_node && !n->is_loss && !clt_node_aliases(n);
 }
 
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
@@ -702,7 +744,7 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
-    if (n->ops->forward) CLT_TRY(n->ops->forward(g, n));
+    if (n->ops->forward && !n->fused_away) CLT_TRY(n->ops->forward(g, n));
     if (mixed && rounds_output(g, n) && n->out16)
       CLT_TRY(clt_round_save_f16(g->ctx, n->out, n->out16,
                                  g->batch * n->size));
@@ -733,7 +775,7 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     clt_graph_node *n = &g->nodes[i];
     if (mixed) CLT_TRY(restore_saved_outputs(g, i));
-    if (!n->needs_grad || !n->ops->backward || n->ops->aliases_input) continue;
+    if (!n->needs_grad || !n->ops->backward || clt_node_aliases(n)) continue;
     if (!n->is_loss && !grad_owner(g, n)->grad_written) {
       /* Nothing downstream reaches the loss: its parameters get zero. */
       for (int k = 0; k < n->n_params; k++)

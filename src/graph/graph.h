@@ -100,8 +100,16 @@ struct clt_graph_node {
   clt_tensor *out_bwd;
   int last_reader;
   bool out_swapped;
+  /* ReLU fusion (clt_graph_compile, unless CLT_FUSE=0): a conv2d or dense
+   * node whose one consumer is a ReLU applies it itself (fused_relu: its
+   * output is the ReLU's, and its backward first multiplies its gradient
+   * by out > 0), and the ReLU node is then a view of it, like a reshape
+   * (fused_away). Same numbers as the two nodes, one pass fewer each way
+   * and one buffer less. */
+  bool fused_relu, fused_away;
   void *state;       /* the layer's own options and buffers */
 };
+
 
 struct clt_graph {
   clt_context *ctx;
@@ -184,7 +192,15 @@ struct clt_layer_ops {
   clt_status (*predict)(clt_graph *g, clt_graph_node *n, float *host);
   /* Output reuses the input's buffer (flatten, reshape). */
   bool aliases_input;
+  /* Can apply a ReLU that follows it (clt_graph_node.fused_relu). */
+  bool fuses_relu;
 };
+
+/* Whether n's output and gradient are views of its first input's (a
+ * reshape, or a ReLU fused into its input). */
+static inline bool clt_node_aliases(const clt_graph_node *n) {
+  return n->ops->aliases_input || n->fused_away;
+}
 
 const clt_layer_ops *clt_layer_find(const char *type);
 /* The i-th layer type of the registry (nn/layers.c), NULL past the last. */

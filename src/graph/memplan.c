@@ -102,7 +102,7 @@ clt_status clt_graph_workspace_keep(clt_graph *g, const clt_graph_node *n,
 }
 
 static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
-  while (n->ops->aliases_input) n = clt_graph_in(g, n, 0);
+  while (clt_node_aliases(n)) n = clt_graph_in(g, n, 0);
   return n;
 }
 
@@ -126,7 +126,7 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
    * (through reshapes, whose gradients are views of their input's). */
   for (int c = 0; c < n_nodes; c++) {
     clt_graph_node *n = &g->nodes[c];
-    if (n->ops->aliases_input) continue;
+    if (clt_node_aliases(n)) continue;
     for (int k = 0; k < n->n_inputs; k++) {
       int o = owner_of(g, clt_graph_in(g, n, k))->index;
       if (step_backward(g, c) < grad_first[o])
@@ -137,7 +137,7 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
   for (int i = 0; i < n_nodes; i++) g->nodes[i].last_reader = -1;
   for (int c = 0; c < n_nodes; c++) {
     clt_graph_node *n = &g->nodes[c];
-    if (n->ops->aliases_input) continue;
+    if (clt_node_aliases(n)) continue;
     for (int k = 0; k < n->n_inputs; k++) {
       clt_graph_node *o = owner_of(g, clt_graph_in(g, n, k));
       if (c > o->last_reader) o->last_reader = c;
@@ -149,7 +149,7 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
   clt_status st = CLT_OK;
   for (int i = 0; st == CLT_OK && i < n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
-    if (n->ops->aliases_input) continue;
+    if (clt_node_aliases(n)) continue;
     int64_t len = g->max_batch * n->size;
     bool always = i == g->input_node || i == pinned;
     int c = n->last_reader;

@@ -106,21 +106,27 @@ typedef struct conv_io {
   clt_tensor *col;  /* im2col of x; the backward overwrites it with dcol */
   clt_tensor *tmp;  /* y' or dy' (the swap layout's) */
   clt_tensor *y;    /* forward: NCHW output */
-  const clt_tensor *dy; /* backward: NCHW gradient of y */
+  clt_tensor *dy;   /* backward: NCHW gradient of y (a fused ReLU's
+                       backward rewrites it in place) */
   clt_tensor *dw, *db, *dcol;
   clt_tensor *work; /* split-K or per-image partials of dW */
+  bool relu;        /* a fused ReLU (clt_graph_node.fused_relu) */
+  const clt_tensor *out; /* backward with relu: the output, its mask */
 } conv_io;
 
-/* y' = W col by the forward's plan, then y = swap(y') + bias. */
+/* y' = W col by the forward's plan, then y = swap(y') + bias (and the
+ * fused ReLU). */
 static clt_status forward_swap(clt_graph *g, const conv_state *s,
                                const conv_io *io) {
   CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd, io->batch,
                       io->weight, io->col, io->tmp, io->work));
-  return clt_swap_axes01(g->ctx, io->y, io->tmp, io->bias, s->filters,
-                         io->batch, s->w.OH * s->w.OW);
+  return clt_swap_axes01_relu(g->ctx, io->y, io->tmp, io->bias, NULL,
+                              s->filters, io->batch, s->w.OH * s->w.OW,
+                              io->relu ? CLT_SWAP_RELU : CLT_SWAP_PLAIN);
 }
 
-/* y[b] = W col_b for every b as one strided-batched GEMM, then the bias. */
+/* y[b] = W col_b for every b as one strided-batched GEMM, then the bias
+ * (and the fused ReLU). */
 static clt_status forward_nchw(clt_graph *g, const conv_state *s,
                                const conv_io *io) {
   const clt_window *w = &s->w;
@@ -128,17 +134,24 @@ static clt_status forward_nchw(clt_graph *g, const conv_state *s,
   CLT_TRY(clt_gemm_ld(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk, 1.0f,
                       io->weight, ckk, 0, io->col, io->batch * ohw, ohw, 0.0f,
                       io->y, ohw, f * ohw, io->batch));
-  return io->bias ? clt_bias_channels_forward(g->ctx, io->y, io->bias,
-                                              io->batch, f, ohw)
+  if (io->bias)
+    return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
+                                     ohw, io->relu);
+  return io->relu ? clt_activation_forward(g->ctx, io->y, io->y,
+                                           io->batch * f * ohw, CLT_ACT_RELU,
+                                           0.0f)
                   : CLT_OK;
 }
 
-/* dy' = swap(dy), db its row sums, then dW and dcol by their plans. */
+/* dy' = swap(dy) (through the fused ReLU), db its row sums, then dW and
+ * dcol by their plans. */
 static clt_status backward_swap(clt_graph *g, const conv_state *s,
                                 const conv_io *io) {
   int64_t ohw = s->w.OH * s->w.OW;
-  CLT_TRY(clt_swap_axes01(g->ctx, io->tmp, io->dy, NULL, io->batch,
-                          s->filters, ohw));
+  CLT_TRY(clt_swap_axes01_relu(g->ctx, io->tmp, io->dy, NULL, io->out,
+                               io->batch, s->filters, ohw,
+                               io->relu ? CLT_SWAP_RELU_GRAD
+                                        : CLT_SWAP_PLAIN));
   if (io->db)
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->tmp, 1, s->filters,
                                      io->batch * ohw, false));
@@ -149,13 +162,17 @@ static clt_status backward_swap(clt_graph *g, const conv_state *s,
                      io->weight, io->tmp, io->dcol, io->work);
 }
 
-/* db from dy in NCHW; dW = sum over b of dy[b] col_b^T (one batched GEMM
- * of per-image partials, summed in order); dcol_b = W^T dy[b]. */
+/* dy through the fused ReLU (in place), db from dy in NCHW; dW = sum over
+ * b of dy[b] col_b^T (one batched GEMM of per-image partials, summed in
+ * order); dcol_b = W^T dy[b]. */
 static clt_status backward_nchw(clt_graph *g, const conv_state *s,
                                 const conv_io *io) {
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
   int64_t b = io->batch;
+  if (io->relu)
+    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
   if (io->db)
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
                                      false));
@@ -293,12 +310,12 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   snprintf(key, sizeof key,
            "conv2d %lldx%lldx%lld to %lld, kernel %lldx%lld, padding "
            "%lldx%lld, stride %lldx%lld, dilation %lldx%lld, batch %lld, "
-           "bias %d, dx %d",
+           "bias %d, relu %d, dx %d",
            (long long)w->C, (long long)w->H, (long long)w->W,
            (long long)s->filters, (long long)w->KH, (long long)w->KW,
            (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
            (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
-           (long long)b, s->bias, io->dcol != NULL);
+           (long long)b, s->bias, io->relu, io->dcol != NULL);
   double flops = 2.0 * (double)s->filters * (double)ckk * (double)(b * ohw);
   if (backward) flops *= io->dcol ? 2.0 : 1.0;
   clt_tensor checks[2];
@@ -430,11 +447,13 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   }
   conv_io fio = {.batch = b, .weight = &n->params[0].value,
                  .bias = s->bias ? &n->params[1].value : NULL,
-                 .col = s->col, .tmp = s->tmp, .y = n->out, .work = work};
+                 .col = s->col, .tmp = s->tmp, .y = n->out, .work = work,
+                 .relu = n->fused_relu};
   conv_io bio = {.batch = b, .weight = &n->params[0].value, .col = col,
                  .tmp = tmp, .dy = n->grad, .dw = &n->params[0].grad,
                  .db = s->bias ? &n->params[1].grad : NULL,
-                 .dcol = dx ? col : NULL, .work = work};
+                 .dcol = dx ? col : NULL, .work = work,
+                 .relu = n->fused_relu, .out = n->out};
   clt_status st = CLT_OK;
   if (measuring) st = clt_graph_plan_fill(g, s->col);
   if (measuring && st == CLT_OK && n->grad)
@@ -477,7 +496,7 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                              g->batch, &s->w));
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
-                .tmp = s->tmp, .y = n->out};
+                .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
   return s->fwd_nchw ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
 }
 
@@ -493,7 +512,8 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
                 .col = s->bcol, .tmp = s->btmp, .dy = n->grad,
                 .dw = &n->params[0].grad,
                 .db = s->bias ? &n->params[1].grad : NULL,
-                .dcol = dx ? s->bcol : NULL, .work = s->work};
+                .dcol = dx ? s->bcol : NULL, .work = s->work,
+                .relu = n->fused_relu, .out = n->out};
   CLT_TRY(s->bwd_nchw ? backward_nchw(g, s, &io) : backward_swap(g, s, &io));
   clt_window wc = s->w;
   wc.per_element = s->col2im_elems;
@@ -514,4 +534,5 @@ const clt_layer_ops clt_layer_conv2d = {
     .forward = conv_forward,
     .backward = conv_backward,
     .destroy = conv_destroy,
+    .fuses_relu = true,
 };

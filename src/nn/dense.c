@@ -55,14 +55,23 @@ static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_TRANS, g->batch, s->units, s->in,
                    1.0f, in->out, &n->params[0].value, 0.0f, n->out));
   if (s->bias)
-    CLT_TRY(clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
-                                  g->batch, s->units));
-  return CLT_OK;
+    return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
+                                 g->batch, s->units, n->fused_relu);
+  /* A fused ReLU (clt_graph_node.fused_relu) in place. */
+  return n->fused_relu ? clt_activation_forward(g->ctx, n->out, n->out,
+                                                g->batch * s->units,
+                                                CLT_ACT_RELU, 0.0f)
+                       : CLT_OK;
 }
 
 static clt_status dense_backward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
+  /* The gradient through a fused ReLU, in place: dy times out > 0. */
+  if (n->fused_relu)
+    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
+                                    g->batch * s->units, CLT_ACT_RELU, 0.0f,
+                                    false));
   /* dW = dy^T x: [units, batch] [batch, in] */
   CLT_TRY(clt_gemm(g->ctx, CLT_TRANS, CLT_NO_TRANS, s->units, s->in, g->batch,
                    1.0f, n->grad, in->out, 0.0f, &n->params[0].grad));
@@ -89,4 +98,5 @@ const clt_layer_ops clt_layer_dense = {
     .forward = dense_forward,
     .backward = dense_backward,
     .destroy = dense_destroy,
+    .fuses_relu = true,
 };

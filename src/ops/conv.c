@@ -32,12 +32,23 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                     WINDOW_ARGS(w), KI(accumulate));
 }
 
+clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
+                                const clt_tensor *x, const clt_tensor *bias,
+                                const clt_tensor *mask, int64_t A, int64_t B,
+                                int64_t S, clt_swap_relu relu) {
+  if (relu == CLT_SWAP_RELU_GRAD && !mask)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "swap: a ReLU gradient "
+                        "without the ReLU's output");
+  /* x stands in for the buffers the kernel does not read. */
+  return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
+                    KT(bias ? bias : x), KT(mask ? mask : x), KI(A), KI(B),
+                    KI(S), KI(bias != NULL), KI(relu));
+}
+
 clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
                            const clt_tensor *x, const clt_tensor *bias,
                            int64_t A, int64_t B, int64_t S) {
-  /* Without a bias, x stands in for the unread bias buffer. */
-  return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
-                    KT(bias ? bias : x), KI(A), KI(B), KI(S), KI(bias != NULL));
+  return clt_swap_axes01_relu(ctx, y, x, bias, NULL, A, B, S, CLT_SWAP_PLAIN);
 }
 
 clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,

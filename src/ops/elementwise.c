@@ -28,17 +28,19 @@ clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
 
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,
-                                 int64_t cols) {
+                                 int64_t cols, bool relu) {
   return CLT_RUN_1D(ctx, CLT_K_bias_add_rows, (size_t)(rows * cols), KT(y),
-                    KT(bias), KI(rows), KI(cols));
+                    KT(bias), KI(rows), KI(cols), KI(relu));
 }
 
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
-                                     int64_t channels, int64_t spatial) {
+                                     int64_t channels, int64_t spatial,
+                                     bool relu) {
   int64_t planes = batch * channels;
   return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)planes, KT(y),
-                    KT(bias), KI(channels), KI(spatial), KI(planes));
+                    KT(bias), KI(channels), KI(spatial), KI(planes),
+                    KI(relu));
 }
 
 clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,

@@ -44,14 +44,16 @@ clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
  * y (an f16 tensor) as well. */
 clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
                               int64_t n);
-/* y[r, c] += bias[c], y of [rows, cols]. */
+/* y[r, c] += bias[c], y of [rows, cols]; then ReLU where relu. */
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,
-                                 int64_t cols);
-/* y[n, c, s] += bias[c], y of [batch, channels, spatial]. */
+                                 int64_t cols, bool relu);
+/* y[n, c, s] += bias[c], y of [batch, channels, spatial]; then ReLU where
+ * relu. */
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
-                                     int64_t channels, int64_t spatial);
+                                     int64_t channels, int64_t spatial,
+                                     bool relu);
 
 clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
                                   const clt_tensor *x, int64_t n,
@@ -147,6 +149,17 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
 clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
                            const clt_tensor *x, const clt_tensor *bias,
                            int64_t A, int64_t B, int64_t S);
+/* What a swap does to a fused ReLU (cl/conv.cl swap_axes01). */
+typedef enum clt_swap_relu {
+  CLT_SWAP_PLAIN = 0,
+  CLT_SWAP_RELU = 1,      /* ReLU of what is written (after the bias) */
+  CLT_SWAP_RELU_GRAD = 2, /* times mask > 0, mask [A, B, S] as x */
+} clt_swap_relu;
+/* clt_swap_axes01 with a fused ReLU (mask: only for CLT_SWAP_RELU_GRAD). */
+clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
+                                const clt_tensor *x, const clt_tensor *bias,
+                                const clt_tensor *mask, int64_t A, int64_t B,
+                                int64_t S, clt_swap_relu relu);
 
 /* The conv2d forward (clt_conv2d_forward) given the GEMM as a function:
  * im2col of batch images into col, gemm(user) making tmp = weight col
