@@ -110,7 +110,6 @@ struct clt_graph_node {
   void *state;       /* the layer's own options and buffers */
 };
 
-
 struct clt_graph {
   clt_context *ctx;
   clt_graph_node *nodes;
