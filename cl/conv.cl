@@ -48,6 +48,16 @@ __kernel void im2col(__global float *col, int col_off,
   }
 }
 
+/* The output row whose window row kh reads input row ih, or -1 where
+ * none does. */
+static int window_row(int ih, int kh, int pad_h, int stride_h, int dil_h,
+                      int OH) {
+  int th = ih + pad_h - kh * dil_h;
+  if (th < 0 || th % stride_h != 0) return -1;
+  int oh = th / stride_h;
+  return oh < OH ? oh : -1;
+}
+
 /* The gradient of x[n][c][ih][iw]: the sum of the col elements that
  * im2col copied it to (dcol at its offset). */
 static float col2im_sum(__global const float *dcol, int batch, int n, int c,
@@ -57,10 +67,8 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
   int spatial = OH * OW;
   float sum = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
-    int th = ih + pad_h - kh * dil_h;
-    if (th < 0 || th % stride_h != 0) continue;
-    int oh = th / stride_h;
-    if (oh >= OH) continue;
+    int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
+    if (oh < 0) continue;
     for (int kw = 0; kw < KW; kw++) {
       int tw = iw + pad_w - kw * dil_w;
       if (tw < 0 || tw % stride_w != 0) continue;
@@ -94,10 +102,8 @@ __kernel void col2im(__global float *dx, int dx_off,
   if (!accumulate)
     for (int iw = 0; iw < W; iw++) out[iw] = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
-    int th = ih + pad_h - kh * dil_h;
-    if (th < 0 || th % stride_h != 0) continue;
-    int oh = th / stride_h;
-    if (oh >= OH) continue;
+    int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
+    if (oh < 0) continue;
     for (int kw = 0; kw < KW; kw++) {
       /* Column ow of this dcol row came from iw = ow * stride_w + iw0. */
       int iw0 = kw * dil_w - pad_w;

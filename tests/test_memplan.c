@@ -155,15 +155,11 @@ typedef struct run_record {
   int64_t param_count;
 } run_record;
 
-/* Trains `steps` Adam steps on a fixed batch, reading the loss and the
+/* Trains g `steps` Adam steps on a fixed batch, reading the loss and the
  * predictions after every step (after the backward and the update, when
- * only what the plan keeps alive may be read). */
-static void train_record(const char *model, bool share, bool float_targets,
-                         int steps, run_record *r) {
-  clt_plan_mode saved = g_ctx->plan_option;
-  g_ctx->plan_option = CLT_PLAN_OFF; /* the same products in both runs */
-  clt_graph *g = compiled(model, 16, share);
-  g_ctx->plan_option = saved;
+ * only what the plan keeps alive may be read); destroys g. */
+static void train_graph(clt_graph *g, bool float_targets, int steps,
+                        run_record *r) {
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
   clt_optimizer *opt = NULL;
@@ -186,6 +182,15 @@ static void train_record(const char *model, bool share, bool float_targets,
   ck_assert_ok(clt_tensor_download(&p, r->params));
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
+}
+
+static void train_record(const char *model, bool share, bool float_targets,
+                         int steps, run_record *r) {
+  clt_plan_mode saved = g_ctx->plan_option;
+  g_ctx->plan_option = CLT_PLAN_OFF; /* the same products in both runs */
+  clt_graph *g = compiled(model, 16, share);
+  g_ctx->plan_option = saved;
+  train_graph(g, float_targets, steps, r);
 }
 
 static void check_same_training(const char *model, bool float_targets) {
@@ -276,28 +281,7 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
   ck_assert(!node_named(g, "r3")->fused_away);
   ck_assert(node_named(g, "r2")->fused_away == fuse);
   *bytes = g->arena_bytes;
-  clt_optimizer_options oo;
-  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
-  clt_optimizer *opt = NULL;
-  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
-  random_batch(g, 16, 5, false);
-  for (int s = 0; s < 6; s++) {
-    ck_assert_ok(clt_graph_forward(g, true));
-    ck_assert_ok(clt_graph_backward(g));
-    ck_assert_ok(clt_optimizer_step(opt));
-    clt_metrics m;
-    ck_assert_ok(clt_graph_metrics(g, &m, true));
-    r->losses[s] = (float)m.loss;
-    int64_t outputs = 0;
-    ck_assert_ok(clt_graph_predictions(g, r->predictions[s], &outputs));
-    ck_assert_int_eq(outputs, 5);
-  }
-  r->param_count = g->param_count;
-  r->params = malloc((size_t)g->param_count * sizeof(float));
-  clt_tensor p = clt_tensor_slice_1d(g->params, 0, g->param_count);
-  ck_assert_ok(clt_tensor_download(&p, r->params));
-  clt_optimizer_destroy(opt);
-  clt_graph_destroy(g);
+  train_graph(g, false, 6, r);
 }
 
 /* The fused layers give the unfused pair's bits, in fp32 and in mixed
