@@ -132,17 +132,27 @@ __kernel void maxpool_backward(__global float *dx, int dx_off,
 
 /* Backward of max pooling with windows that do not overlap (stride >=
  * kernel): every input element lies in at most one window, so each output
- * adds its gradient at its argmax without conflicts. dx must hold zeros
- * (or the sum so far, when accumulating). One work-item per output row. */
+ * adds its gradient at its argmax without conflicts. One work-item per
+ * output row oh, which first zeroes (unless accumulating) the input rows
+ * from its windows' first row to the next output row's, the first taking
+ * the rows above and the last those below: every row once, and every
+ * element its windows scatter into lies in its own rows, so nothing else
+ * needs dx cleared beforehand. */
 __kernel void maxpool_backward_scatter(__global float *dx, int dx_off,
                                        __global const float *dy, int dy_off,
                                        __global const int *arg, int arg_off,
                                        int planes, int H, int W, int OH,
-                                       int OW) {
+                                       int OW, int pad_h, int stride_h,
+                                       int accumulate) {
   int i = get_global_id(0);
   if (i >= planes * OH) return;
-  int p = i / OH;
+  int p = i / OH, oh = i % OH;
   __global float *plane = dx + dx_off + p * H * W;
+  if (!accumulate) {
+    int r0 = oh == 0 ? 0 : min(H, oh * stride_h - pad_h);
+    int r1 = oh == OH - 1 ? H : min(H, (oh + 1) * stride_h - pad_h);
+    for (int e = r0 * W; e < r1 * W; e++) plane[e] = 0.0f;
+  }
   for (int ow = 0; ow < OW; ow++) {
     int at = arg[arg_off + i * OW + ow];
     if (at >= 0) plane[at] += dy[dy_off + i * OW + ow];

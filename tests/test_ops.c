@@ -798,12 +798,15 @@ static const clt_window full_pool_windows[] = {
     WIN(3, 32, 33, 3, 3, 2, 2, 1, 1, 1, 1), /* above the work-group size */
     WIN(2, 6, 70, 2, 3, 2, 2, 0, 1, 1, 1),  /* rows of 35: three runs of the
                                                per-row kernel's 16 */
+    WIN(2, 9, 8, 2, 2, 3, 3, 0, 0, 1, 1),   /* stride > window: rows and
+                                               columns no window reads */
 };
 static const clt_window tiny_pool_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
     WIN(2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1),
     WIN(3, 4, 4, 2, 2, 2, 2, 0, 0, 1, 1),
     WIN(2, 2, 41, 2, 2, 2, 2, 0, 1, 1, 1), /* runs of 16 and 4, edges */
+    WIN(1, 8, 5, 2, 2, 3, 3, 1, 0, 1, 1),  /* stride > window, padded */
 };
 
 static const clt_window *pool_window(int i) {

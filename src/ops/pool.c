@@ -23,19 +23,21 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_tensor *argmax,
                                 const clt_window *w, bool accumulate) {
   if (w->stride_h >= w->KH && w->stride_w >= w->KW) {
-    /* Windows do not overlap: a scatter, far cheaper than the gather. */
+    /* Windows do not overlap: a scatter, far cheaper than the gather (the
+     * per-row kernel clears dx itself). */
+    if (!w->per_element)
+      return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter,
+                        (size_t)(w->C * w->OH), KT(dx), KT(dy), KT(argmax),
+                        KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW),
+                        KI(w->pad_h), KI(w->stride_h), KI(accumulate));
     if (!accumulate) {
       clt_tensor plane = clt_tensor_slice_1d(dx, 0, w->C * w->H * w->W);
       CLT_TRY(clt_tensor_fill(&plane, 0.0));
     }
-    if (w->per_element)
-      return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter_elems,
-                        (size_t)(w->C * w->OH * w->OW), KT(dx), KT(dy),
-                        KT(argmax), KI(w->C), KI(w->H), KI(w->W), KI(w->OH),
-                        KI(w->OW));
-    return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter,
-                      (size_t)(w->C * w->OH), KT(dx), KT(dy), KT(argmax),
-                      KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW));
+    return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter_elems,
+                      (size_t)(w->C * w->OH * w->OW), KT(dx), KT(dy),
+                      KT(argmax), KI(w->C), KI(w->H), KI(w->W), KI(w->OH),
+                      KI(w->OW));
   }
   if (w->per_element)
     return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_elems,
