@@ -14,12 +14,6 @@
     for (int s_ = body_ + (lid); s_ < (n); s_ += CLT_WG) BODY1(s_);           \
   } while (0)
 
-static float sum16(float16 v) {
-  float8 a = v.lo + v.hi;
-  float4 b = a.lo + a.hi;
-  return (b.x + b.y) + (b.z + b.w);
-}
-
 /* mean[c] and the biased variance var[c] of x over n and s; two passes
  * (mean, then squared deviations) for accuracy. */
 __kernel void bn_stats(__global float *mean, int mean_off,

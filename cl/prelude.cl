@@ -18,3 +18,10 @@ static float group_sum(__local float *scratch, float v) {
   return total;
 }
 
+/* The sum of a vector's 16 lanes, pairwise (the reductions that read runs
+ * with vload16 keep 16 partial sums). */
+static float sum16(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  return (b.x + b.y) + (b.z + b.w);
+}

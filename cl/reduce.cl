@@ -23,9 +23,7 @@ __kernel void sum_channels(__global float *out, int out_off,
       s16 += vload16(0, plane + i);
     for (int i = body + lid; i < inner; i += CLT_WG) s += plane[i];
   }
-  float8 s8 = s16.lo + s16.hi;
-  float4 s4 = s8.lo + s8.hi;
-  float total = group_sum(scratch, s + ((s4.x + s4.y) + (s4.z + s4.w)));
+  float total = group_sum(scratch, s + sum16(s16));
   if (lid == 0)
     out[out_off + c] = accumulate ? out[out_off + c] + total : total;
 }
