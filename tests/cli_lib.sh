@@ -9,7 +9,14 @@ fail() {
 # expect_exit CODE WHAT NEEDLE... -- COMMAND...: COMMAND exits with CODE
 # within $EXPECT_TIMEOUT seconds (20), and every NEEDLE is in its stderr
 # (in its stdout for exit 0).
-expect_exit() {
+expect_exit() { expect_run "$@"; }
+
+# expect_error WHAT NEEDLE... -- COMMAND...: COMMAND fails (any non-zero
+# exit) with every NEEDLE in its stderr.
+expect_error() { expect_run any "$@"; }
+
+# The two above: CODE "any" is any non-zero exit, with no time limit.
+expect_run() {
   local code=$1 what=$2
   shift 2
   local needles=()
@@ -18,31 +25,17 @@ expect_exit() {
     shift
   done
   shift
-  local rc=0
-  timeout "${EXPECT_TIMEOUT:-20}" "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
-  local where="$T/err"
-  [ "$code" -eq 0 ] && where="$T/out"
+  local rc=0 where="$T/err"
+  if [ "$code" = any ]; then
+    "$@" >"$T/out" 2>"$T/err" || rc=$?
+    [ "$rc" -ne 0 ] || fail "$what: succeeded"
+  else
+    timeout "${EXPECT_TIMEOUT:-20}" "$@" >"$T/out" 2>"$T/err" || rc=$?
+    [ "$rc" -eq "$code" ] || fail "$what: exit $rc, not $code: $(cat "$T/err")"
+    [ "$code" -eq 0 ] && where="$T/out"
+  fi
   for n in "${needles[@]}"; do
     grep -qF -- "$n" "$where" || fail "$what: '$n' not in: $(cat "$where")"
-  done
-  echo "ok: $what: $(head -c 300 "$T/err")"
-}
-
-# expect_error WHAT NEEDLE... -- COMMAND...: COMMAND fails (any non-zero
-# exit) with every NEEDLE in its stderr.
-expect_error() {
-  local what=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  if "$@" >"$T/out" 2>"$T/err"; then fail "$what: succeeded"; fi
-  for n in "${needles[@]}"; do
-    grep -qF -- "$n" "$T/err" || fail "$what: '$n' not in: $(cat "$T/err")"
   done
   echo "ok: $what: $(head -c 300 "$T/err")"
 }
