@@ -7,6 +7,7 @@
 #include "common.h"
 #include "check/check.h"
 #include "common/rng.h"
+#include "ops/gemm_mma.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -185,6 +186,142 @@ START_TEST(gemm_bad_arguments) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* fp16 products (ops/gemm_mma.h, cl/mma.cl)                                  */
+
+/* The suite's own context, whose route is what the device offers, and a
+ * second one with CLT_MMA=emulate: the kernel with the tensor-core
+ * instruction done in OpenCL C, on any device. The tests run on the
+ * second (g_ctx swapped in by the fixture) and, where the first has the
+ * real route, on it too. */
+static clt_context *g_main_ctx, *g_emulated_ctx;
+
+static void emulated_setup(void) {
+  g_main_ctx = g_ctx;
+  setenv("CLT_MMA", "emulate", 1);
+  char err[4096];
+  clt_status st = clt_context_create(NULL, &g_emulated_ctx, err, sizeof err);
+  ck_assert_msg(st == CLT_OK, "second context: %s", err);
+  /* The route is probed on first use, while CLT_MMA says so. */
+  clt_mma_route route;
+  st = clt_mma_route_of(g_emulated_ctx, &route, NULL);
+  unsetenv("CLT_MMA");
+  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED,
+                "emulated route: %s", clt_context_last_error(g_emulated_ctx));
+}
+
+/* Each test starts on the suite's context (a failed one may have left
+ * the other swapped in). */
+static void main_context_back(void) { g_ctx = g_main_ctx; }
+
+static void emulated_teardown(void) {
+  g_ctx = g_main_ctx;
+  clt_context_destroy(g_emulated_ctx);
+  g_emulated_ctx = NULL;
+}
+
+/* The contexts to test: the emulated one, and the suite's where the
+ * device has the route. */
+static int mma_contexts(clt_context **out) {
+  int n = 0;
+  out[n++] = g_emulated_ctx;
+  clt_mma_route route;
+  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, NULL));
+  if (route != CLT_MMA_NONE) out[n++] = g_main_ctx;
+  return n;
+}
+
+/* Every tile configuration on the odd shapes; _i: configuration. */
+START_TEST(mma_shapes) {
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  double e;
+  for (int c = 0; c < nctx; c++) {
+    g_ctx = ctxs[c];
+    for (int i = 0; i < COUNT(shapes); i += test_tiny() ? 4 : 1) {
+      const int64_t *s = shapes[i];
+      ck_assert_check(clt_check_gemm_mma(g_ctx, _i, CLT_NO_TRANS,
+                                         CLT_NO_TRANS, s[0], s[1], s[2], 1.0f,
+                                         0.0f, 1, &e),
+                      e, TOL, "mma %s nn m=%lld n=%lld k=%lld",
+                      clt_mma_config_name(_i), (long long)s[0],
+                      (long long)s[1], (long long)s[2]);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
+/* _i: transpose combination; alpha and beta; strided batches. */
+START_TEST(mma_transposes_batches) {
+  static const int64_t picks[] = {4, 12, 19};
+  static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, -0.5f}, {-1.0f, 1.0f}};
+  clt_transpose ta = (_i & 1) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_transpose tb = (_i & 2) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  double e;
+  for (int c = 0; c < nctx; c++) {
+    g_ctx = ctxs[c];
+    for (int p = 0; p < COUNT(picks); p++) {
+      const int64_t *s = shapes[picks[p]];
+      int64_t batch = p == 0 ? 3 : 1;
+      ck_assert_check(clt_check_gemm_mma(g_ctx, p % CLT_MMA_CONFIGS, ta, tb,
+                                         s[0], s[1], s[2], ab[p][0], ab[p][1],
+                                         batch, &e),
+                      e, TOL, "mma %s%s m=%lld n=%lld k=%lld batch %lld",
+                      trans_name(ta), trans_name(tb), (long long)s[0],
+                      (long long)s[1], (long long)s[2], (long long)batch);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
+/* Where the device has no route, the kernel is refused with the reason;
+ * bad arguments are refused as SGEMM's are. */
+START_TEST(mma_refusals) {
+  clt_mma_route route;
+  const char *why = NULL;
+  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, &why));
+  ck_assert_msg(why && *why, "no reason given for the route");
+  clt_tensor *a, *b, *c;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &a));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &b));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){9}, &c));
+  if (route == CLT_MMA_NONE)
+    assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
+                                 4, 1.0f, a, 4, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
+                 CLT_ERR_UNSUPPORTED, "gemm_mma", why);
+  assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 4, 3, 3,
+                               1.0f, a, 3, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
+               CLT_ERR_SHAPE, "gemm_mma: C", "12");
+  assert_error(clt_gemm_mma_ld(g_ctx, CLT_MMA_CONFIGS, CLT_NO_TRANS,
+                               CLT_NO_TRANS, 3, 3, 3, 1.0f, a, 3, 0, b, 3, 0,
+                               0.0f, c, 3, 0, 1),
+               CLT_ERR_INVALID_ARGUMENT, "gemm_mma", "configuration");
+  clt_tensor_destroy(a);
+  clt_tensor_destroy(b);
+  clt_tensor_destroy(c);
+}
+END_TEST
+
+/* A CLT_MMA value that means nothing is an error, not a silent default. */
+START_TEST(mma_env_checked) {
+  setenv("CLT_MMA", "fast", 1);
+  clt_context *ctx;
+  char err[4096];
+  clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
+  ck_assert_msg(st == CLT_OK, "context: %s", err);
+  clt_mma_route route;
+  st = clt_mma_route_of(ctx, &route, NULL);
+  unsetenv("CLT_MMA");
+  ck_assert_int_eq(st, CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(ctx), "CLT_MMA=fast"));
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 
 static Suite *gemm_suite(void) {
   Suite *s = suite_create("gemm");
@@ -195,6 +332,16 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(prod, gemm_strided_batched, 0, 3);
   tcase_add_test(prod, gemm_on_views);
   suite_add_tcase(s, prod);
+
+  TCase *mma = tcase_create("fp16 products");
+  tcase_add_unchecked_fixture(mma, emulated_setup, emulated_teardown);
+  tcase_add_checked_fixture(mma, main_context_back, main_context_back);
+  tcase_set_timeout(mma, 600);
+  tcase_add_loop_test(mma, mma_shapes, 0, CLT_MMA_CONFIGS);
+  tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
+  tcase_add_test(mma, mma_refusals);
+  tcase_add_test(mma, mma_env_checked);
+  suite_add_tcase(s, mma);
 
   TCase *bad = tcase_create("errors");
   tcase_add_test(bad, gemm_bad_arguments);

@@ -14,6 +14,7 @@
 #include "check/check.h"
 #include "check/harness.h"
 #include "common/rng.h"
+#include "ops/gemm_mma.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes                                                                    */
@@ -649,6 +650,39 @@ static void assert_adjoint(double lhs, double rhs, double mag,
                 "%s: <A x, d> = %.9g but <x, A^T d> = %.9g", what, lhs, rhs);
 }
 
+/* The fp16 products' kernel (cl/mma.cl, test_gemm.c has the rest) with its
+ * tensor-core instruction emulated in OpenCL C, so that oclgrind sees its
+ * local memory: every tile configuration, the four transposes, a batch of
+ * two, sizes that cut the 16 x 8 x 16 tiles and the k-blocks. */
+START_TEST(gemm_mma_emulated) {
+  setenv("CLT_MMA", "emulate", 1);
+  clt_context *ctx;
+  char err[4096];
+  clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
+  ck_assert_msg(st == CLT_OK, "context: %s", err);
+  clt_mma_route route;
+  st = clt_mma_route_of(ctx, &route, NULL);
+  unsetenv("CLT_MMA");
+  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED, "route: %s",
+                clt_context_last_error(ctx));
+  int64_t m = test_tiny() ? 17 : 70, n = test_tiny() ? 9 : 45,
+          k = test_tiny() ? 35 : 77;
+  for (int c = 0; c < CLT_MMA_CONFIGS; c++)
+    for (int t = 0; t < 4; t++) {
+      if (test_tiny() && c > 0 && t > 0) continue;
+      clt_transpose ta = t & 1 ? CLT_TRANS : CLT_NO_TRANS;
+      clt_transpose tb = t & 2 ? CLT_TRANS : CLT_NO_TRANS;
+      double e = -1.0;
+      st = clt_check_gemm_mma(ctx, c, ta, tb, m, n, k, 1.0f, 0.5f, 2, &e);
+      ck_assert_msg(st == CLT_OK && e <= TOL,
+                    "%s transposes %d: %s, max error %.3g (%s)",
+                    clt_mma_config_name(c), t, clt_status_string(st), e,
+                    clt_context_last_error(ctx));
+    }
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* The public convolution op (the layer's path) and CLBlast's convgemm
  * against a direct host convolution, odd shape, stride, padding,
  * dilation, bias. */
@@ -1136,6 +1170,7 @@ static Suite *ops_suite(void) {
 
   TCase *conv = tcase_create("conv");
   tcase_add_test(conv, conv2d_public_op);
+  tcase_add_test(conv, gemm_mma_emulated);
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());

@@ -49,6 +49,15 @@ clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           float beta, int64_t batch, double *max_err);
 
+/* The same by the fp16 route's kernel (ops/gemm_mma.h) in tile
+ * configuration `config`: the reference takes a and b rounded to fp16
+ * (nearest even), the sums in double. CLT_ERR_UNSUPPORTED where the
+ * context has no route. */
+clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
+                              clt_transpose tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, float beta,
+                              int64_t batch, double *max_err);
+
 /* ---- cl/elementwise.cl: check/elementwise.c ----------------------------- */
 /* out = a + b (+ out) over n elements. */
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
@@ -220,6 +229,8 @@ typedef struct clt_selftest_case {
   const char *name;
   clt_status (*run)(clt_context *ctx, double *max_err);
   double tolerance;
+  bool fp16_route; /* runs only where the device has the fp16 route
+                      (ops/gemm_mma.h) */
 } clt_selftest_case;
 
 extern const clt_selftest_case clt_selftest_cases[];

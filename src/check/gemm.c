@@ -1,5 +1,8 @@
 /* Checks of GEMM (CLBlast, through ops/gemm.c), strided batched. */
 #include <math.h>
+#include <stdlib.h>
+
+#include "ops/gemm_mma.h"
 
 #include "check/harness.h"
 
@@ -8,6 +11,7 @@ typedef struct gemm_args {
   int64_t m, n, k;
   float alpha, beta;
   int64_t batch;
+  int mma_config; /* -1: CLBlast's SGEMM; else gemm_mma.h's */
 } gemm_args;
 
 /* c = alpha op(a) op(b) + beta c for one matrix, in double. */
@@ -33,21 +37,58 @@ static clt_status gemm_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, g->batch * m * k, -1.0f, 1.0f, &a));
   CLT_TRY(check_operand(s, g->batch * k * n, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, g->batch * m * n, -1.0f, 1.0f, &c));
-  CLT_TRY(clt_gemm_strided_batched(s->ctx, g->ta, g->tb, m, n, k, g->alpha,
-                                   a->t, m * k, b->t, k * n, g->beta, c->t,
-                                   m * n, g->batch));
+  if (g->mma_config < 0) {
+    CLT_TRY(clt_gemm_strided_batched(s->ctx, g->ta, g->tb, m, n, k, g->alpha,
+                                     a->t, m * k, b->t, k * n, g->beta, c->t,
+                                     m * n, g->batch));
+  } else {
+    CLT_TRY(clt_gemm_mma_ld(s->ctx, g->mma_config, g->ta, g->tb, m, n, k,
+                            g->alpha, a->t, g->ta == CLT_TRANS ? m : k, m * k,
+                            b->t, g->tb == CLT_TRANS ? k : n, k * n, g->beta,
+                            c->t, n, m * n, g->batch));
+  }
+  /* The fp16 kernel's inputs are the operands rounded to fp16 (copies:
+   * the harness compares the operands themselves too). */
+  int64_t na = g->batch * m * k, nb = g->batch * k * n;
+  float *ra = a->host, *rb = b->host, *copy = NULL;
+  uint16_t *h = NULL;
+  if (g->mma_config >= 0) {
+    copy = malloc((size_t)(na + nb) * sizeof(float));
+    h = malloc((size_t)(na + nb) * sizeof(uint16_t));
+    if (!copy || !h) {
+      free(copy);
+      free(h);
+      return clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "gemm check");
+    }
+    clt_f32_to_f16(a->host, h, na);
+    clt_f32_to_f16(b->host, h + na, nb);
+    clt_f16_to_f32(h, copy, na + nb);
+    ra = copy;
+    rb = copy + na;
+  }
   for (int64_t i = 0; i < g->batch; i++)
-    gemm_reference(g, a->host + i * m * k, b->host + i * k * n,
-                   c->host + i * m * n);
+    gemm_reference(g, ra + i * m * k, rb + i * k * n, c->host + i * m * n);
+  free(copy);
+  free(h);
   return CLT_OK;
 }
 
 clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           float beta, int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch};
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1};
   clt_status st = check_run(ctx, 10, gemm_body, &g, max_err);
   /* Sums of k products of values in [-1, 1]: scale the tolerance by k. */
+  if (st == CLT_OK) *max_err /= sqrt((double)k);
+  return st;
+}
+
+clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
+                              clt_transpose tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, float beta,
+                              int64_t batch, double *max_err) {
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, config};
+  clt_status st = check_run(ctx, 11, gemm_body, &g, max_err);
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;
 }

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "check/check.h"
+#include "ops/gemm_mma.h"
 
 int cli_selftest(int argc, char **argv) {
   const char *device = NULL;
@@ -32,9 +33,19 @@ int cli_selftest(int argc, char **argv) {
          "cache, %d compiled, %d cache entries rebuilt); context %.3f s\n",
          ks.programs, ks.kernels, ks.build_seconds, ks.cache_hits,
          ks.cache_misses, ks.cache_rejected, cli_now() - t0);
-  int failed = 0;
+  clt_mma_route route;
+  const char *why = NULL;
+  if (clt_mma_route_of(ctx, &route, &why) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    clt_context_destroy(ctx);
+    return 1;
+  }
+  printf("fp16 products: %s\n", why);
+  int failed = 0, run = 0;
   for (int i = 0; i < clt_selftest_case_count; i++) {
     const clt_selftest_case *c = &clt_selftest_cases[i];
+    if (c->fp16_route && route == CLT_MMA_NONE) continue;
+    run++;
     double err = 0.0, t = cli_now();
     clt_status st = c->run(ctx, &err);
     if (st != CLT_OK) {
@@ -48,8 +59,7 @@ int cli_selftest(int argc, char **argv) {
              cli_now() - t);
     }
   }
-  printf("%d of %d ops ok on %s\n", clt_selftest_case_count - failed,
-         clt_selftest_case_count, d->name);
+  printf("%d of %d ops ok on %s\n", run - failed, run, d->name);
   clt_context_destroy(ctx);
   return failed ? 1 : 0;
 }

@@ -106,13 +106,13 @@ static clt_status check_ld(clt_context *ctx, const char *routine,
   return CLT_OK;
 }
 
-clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
-                       int64_t m, int64_t n, int64_t k, float alpha,
-                       const clt_tensor *a, int64_t lda, int64_t stride_a,
-                       const clt_tensor *b, int64_t ldb, int64_t stride_b,
-                       float beta, clt_tensor *c, int64_t ldc,
-                       int64_t stride_c, int64_t batch) {
-  const char *routine = batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched";
+clt_status clt_gemm_check_args(clt_context *ctx, const char *routine,
+                               clt_transpose ta, clt_transpose tb, int64_t m,
+                               int64_t n, int64_t k, const clt_tensor *a,
+                               int64_t lda, int64_t stride_a,
+                               const clt_tensor *b, int64_t ldb,
+                               int64_t stride_b, const clt_tensor *c,
+                               int64_t ldc, int64_t stride_c, int64_t batch) {
   CLT_TRY(check_dims(ctx, routine, m, n, k));
   if (batch < 1)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "%s: batch %lld",
@@ -126,8 +126,21 @@ clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                         operand_span(a_rows, a_cols, lda, stride_a, batch)));
   CLT_TRY(check_operand(ctx, routine, "B", b,
                         operand_span(b_rows, b_cols, ldb, stride_b, batch)));
-  CLT_TRY(check_operand(ctx, routine, "C", c,
-                        operand_span(m, n, ldc, stride_c, batch)));
+  return check_operand(ctx, routine, "C", c,
+                       operand_span(m, n, ldc, stride_c, batch));
+}
+
+clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
+                       int64_t m, int64_t n, int64_t k, float alpha,
+                       const clt_tensor *a, int64_t lda, int64_t stride_a,
+                       const clt_tensor *b, int64_t ldb, int64_t stride_b,
+                       float beta, clt_tensor *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch) {
+  const char *routine = batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched";
+  CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
+                              b, ldb, stride_b, c, ldc, stride_c, batch));
+  int64_t a_rows = ta == CLT_TRANS ? k : m, a_cols = ta == CLT_TRANS ? m : k;
+  int64_t b_rows = tb == CLT_TRANS ? n : k, b_cols = tb == CLT_TRANS ? k : n;
   /* CLBlast 1.5.3's indirect batched kernel ignores operand strides and
    * offsets in some cases (see gemm_tuning.c): where we moved its
    * threshold, such products go one by one. */

@@ -24,6 +24,7 @@
  * everywhere; the indirect kernel pads instead, and from 96^3 up it is the
  * faster one here. */
 #include "ops/gemm_tuning.h"
+#include "ops/gemm_mma.h"
 
 #include <clblast_c.h>
 #include <ctype.h>
@@ -191,24 +192,35 @@ static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
   state->indirect_min = POCL_INDIRECT_MIN;
 }
 
+static void state_free(void *p) {
+  clt_gemm_state *state = p;
+  clt_mma_state_free(state->mma);
+  free(state);
+}
+
+/* The context's state, made on the first call (tuned for the device
+ * when `tune`); NULL without host memory. */
+static clt_gemm_state *state_made(clt_context *ctx, bool tune) {
+  if (ctx->ops_state) return ctx->ops_state;
+  clt_gemm_state *state = calloc(1, sizeof *state);
+  if (!state) return NULL;
+  if (tune) tune_for_device(ctx, state);
+  ctx->ops_state = state;
+  ctx->ops_state_free = state_free;
+  return state;
+}
+
+clt_gemm_state *clt_gemm_state_get(clt_context *ctx) {
+  return state_made(ctx, true);
+}
+
 void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min) {
-  clt_gemm_state *state = ctx->ops_state;
-  if (!state) {
-    state = calloc(1, sizeof *state);
-    if (!state) return;
-    ctx->ops_state = state;
-    ctx->ops_state_free = free;
-  }
-  state->indirect_min = indirect_min;
+  clt_gemm_state *state = state_made(ctx, false);
+  if (state) state->indirect_min = indirect_min;
 }
 
 const clt_gemm_state *clt_gemm_state_of(clt_context *ctx) {
   static const clt_gemm_state defaults = {0};
-  if (ctx->ops_state) return ctx->ops_state;
-  clt_gemm_state *state = calloc(1, sizeof *state);
-  if (!state) return &defaults;
-  tune_for_device(ctx, state);
-  ctx->ops_state = state;
-  ctx->ops_state_free = free;
-  return state;
+  const clt_gemm_state *state = state_made(ctx, true);
+  return state ? state : &defaults;
 }

@@ -11,6 +11,8 @@ typedef struct clt_gemm_state {
   /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
    * batched products at or above its cube run one at a time. */
   int64_t indirect_min;
+  /* The fp16 route (gemm_mma.c), probed on first use; NULL until then. */
+  struct clt_mma_state *mma;
 } clt_gemm_state;
 
 /* One set of CLBlast parameters for one of its kernels ("Xgemm",
@@ -36,6 +38,10 @@ bool clt_clblast_apply(clt_context *ctx, const clt_clblast_set *set);
  * is logged and skipped, and without host memory for the state the
  * defaults serve (a static one). */
 const clt_gemm_state *clt_gemm_state_of(clt_context *ctx);
+
+/* The same state to change (gemm_mma.c keeps its route in it); NULL
+ * without host memory for it. */
+clt_gemm_state *clt_gemm_state_get(clt_context *ctx);
 
 /* Sets the context's state (for the search, which sets the parameters
  * itself). */

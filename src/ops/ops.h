@@ -20,6 +20,17 @@ clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                        float beta, clt_tensor *c, int64_t ldc,
                        int64_t stride_c, int64_t batch);
 
+/* The checks of clt_gemm_ld's arguments (positive sizes and batch, leading
+ * dimensions, f32 operands that hold the extents), failing with a message
+ * that names `routine`; for the other GEMM kernels (gemm_mma.h). */
+clt_status clt_gemm_check_args(clt_context *ctx, const char *routine,
+                               clt_transpose ta, clt_transpose tb, int64_t m,
+                               int64_t n, int64_t k, const clt_tensor *a,
+                               int64_t lda, int64_t stride_a,
+                               const clt_tensor *b, int64_t ldb,
+                               int64_t stride_b, const clt_tensor *c,
+                               int64_t ldc, int64_t stride_c, int64_t batch);
+
 /* out = alpha * (sum over s < slices of ws[s * n + i]) (+ beta * out) over
  * n elements, slices summed in order (the same bits every run); out is not
  * read when beta is 0. */

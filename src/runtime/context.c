@@ -265,8 +265,14 @@ static const char *kernel_names[] = {
 clt_status clt_kernel_run(clt_context *ctx, clt_kernel_id id, int dims,
                           const size_t *global, const size_t *local,
                           const clt_karg *args, int nargs) {
-  const char *name = kernel_names[id];
-  cl_kernel k = ctx->kernels[id];
+  return clt_kernel_run_named(ctx, ctx->kernels[id], kernel_names[id], dims,
+                              global, local, args, nargs);
+}
+
+clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel k,
+                                const char *name, int dims,
+                                const size_t *global, const size_t *local,
+                                const clt_karg *args, int nargs) {
   CLT_TRY(set_args(ctx, k, name, args, nargs));
   size_t rounded[3];
   for (int d = 0; d < dims; d++) {

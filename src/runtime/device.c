@@ -24,7 +24,7 @@ static void copy_info_string(cl_device_id dev, cl_device_info param, char *out,
   out[outlen - 1] = '\0';
 }
 
-static bool has_extension(cl_device_id dev, const char *ext) {
+bool clt_device_has_extension(cl_device_id dev, const char *ext) {
   size_t size = 0;
   if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS)
     return false;
@@ -83,8 +83,8 @@ static void fill_device_info(cl_platform_id plat, cl_device_id dev,
   size_t wg = 0;
   clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
   d->max_work_group_size = wg;
-  d->fp16 = has_extension(dev, "cl_khr_fp16");
-  d->fp64 = has_extension(dev, "cl_khr_fp64");
+  d->fp16 = clt_device_has_extension(dev, "cl_khr_fp16");
+  d->fp64 = clt_device_has_extension(dev, "cl_khr_fp64");
 }
 
 /* Calls fn(platform, device, flat index, user) for every device; returns

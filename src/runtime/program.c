@@ -28,13 +28,23 @@ static const char *cl_std_option(const clt_device_info *info) {
   return minor >= 1 ? "-cl-std=CL1.1" : "";
 }
 
-static void build_options(const clt_context *ctx, char *out, size_t outlen) {
+/* Programs built where they are used, not at start-up. */
+static const char *const on_demand[] = {"mma"};
+
+static bool is_on_demand(const char *name) {
+  for (size_t i = 0; i < sizeof on_demand / sizeof on_demand[0]; i++)
+    if (strcmp(on_demand[i], name) == 0) return true;
+  return false;
+}
+
+static void build_options(const clt_context *ctx, const char *extra,
+                          char *out, size_t outlen) {
   snprintf(out, outlen,
            "%s -DCLT_HAS_FP16=%d -DCLT_HAS_FP64=%d -DCLT_LOCAL_MEM=%llu "
-           "-DCLT_WG=%zu",
+           "-DCLT_WG=%zu%s%s",
            cl_std_option(&ctx->info), ctx->info.fp16 ? 1 : 0,
            ctx->info.fp64 ? 1 : 0, (unsigned long long)ctx->info.local_mem_bytes,
-           ctx->work_group);
+           ctx->work_group, extra[0] ? " " : "", extra);
 }
 
 static clt_status build_failed(clt_context *ctx, cl_program prog,
@@ -123,17 +133,17 @@ static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
 /* *cache_on turns false once the cache folder proves unwritable. */
 static void report_build(clt_context *ctx, const clt_embedded_program *p,
                          bool compiling) {
-  if (!ctx->build_progress) return;
+  if (!ctx->build_progress || is_on_demand(p->name)) return;
   int index = (int)(p - clt_embedded_programs) + 1;
   ctx->build_progress(&ctx->info, p->name, index, clt_embedded_program_count,
                       compiling, ctx->build_progress_user);
 }
 
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
-                                const char *dir, bool *cache_on,
-                                cl_program *out) {
-  char options[512];
-  build_options(ctx, options, sizeof options);
+                                const char *extra, const char *dir,
+                                bool *cache_on, cl_program *out) {
+  char options[1024];
+  build_options(ctx, extra, options, sizeof options);
   uint8_t key[32];
   clt_cache_key_parts parts = {p->source, options, ctx->info.name,
                                ctx->info.driver_version,
@@ -188,7 +198,8 @@ clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
   for (int i = 0; i < clt_embedded_program_count; i++) {
-    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], cache_dir,
+    if (is_on_demand(clt_embedded_programs[i].name)) continue;
+    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], "", cache_dir,
                           &cache_on, &ctx->programs[i]));
     ctx->kernel_stats.programs++;
   }
@@ -220,4 +231,15 @@ void clt_programs_release(clt_context *ctx) {
     if (ctx->programs[i]) clReleaseProgram(ctx->programs[i]);
   free(ctx->programs);
   ctx->programs = NULL;
+}
+
+clt_status clt_program_build_extra(clt_context *ctx, const char *name,
+                                   const char *extra, cl_program *out) {
+  for (int i = 0; i < clt_embedded_program_count; i++) {
+    if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
+    bool cache_on = ctx->cache_on;
+    return build_program(ctx, &clt_embedded_programs[i], extra,
+                         ctx->cache_dir, &cache_on, out);
+  }
+  return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }

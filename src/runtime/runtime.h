@@ -111,6 +111,13 @@ clt_status clt_kernel_run(clt_context *ctx, clt_kernel_id id, int dims,
                           const size_t *global, const size_t *local,
                           const clt_karg *args, int nargs);
 
+/* The same for a kernel not in the list (a program built on demand:
+ * clt_program_build_extra); name is for messages and the profile, a
+ * string that outlives the context. */
+clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel kernel,
+                                const char *name, int dims,
+                                const size_t *global, const size_t *local,
+                                const clt_karg *args, int nargs);
 /* One work-item per element 0..n-1, in groups of 64. */
 clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
                              const clt_karg *args, int nargs);
@@ -151,6 +158,14 @@ void clt_profile_release(clt_context *ctx);
 clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
                               bool cache_on);
 void clt_programs_release(clt_context *ctx);
+/* Builds the embedded program cl/NAME.cl with `extra` build options after
+ * the usual ones, through the binary cache: for the programs built only
+ * where they are used (clt_programs_build skips them). On failure the
+ * build log is in the context's message (CLT_ERR_BUILD). */
+clt_status clt_program_build_extra(clt_context *ctx, const char *name,
+                                   const char *extra, cl_program *out);
+/* Whether the device lists an OpenCL extension. */
+bool clt_device_has_extension(cl_device_id device, const char *name);
 
 /* Host allocation that the memory stats count. */
 void *clt_malloc(clt_context *ctx, size_t bytes);

@@ -1,0 +1,269 @@
+/* fp16 products with fp32 sums on tensor cores (gemm_mma.h, cl/mma.cl). */
+#include "ops/gemm_mma.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "ops/gemm_tuning.h"
+
+/* The block's tile of C and its warps (cl/mma.cl's MMA_BM, MMA_BN, MMA_WM,
+ * MMA_WN): small tiles for the small products of split-K and narrow
+ * layers, larger ones for wide products. */
+static const struct {
+  const char *name;
+  int bm, bn, wm, wn;
+} configs[CLT_MMA_CONFIGS] = {
+    {"64x64", 64, 64, 2, 2},
+    {"128x64", 128, 64, 2, 2},
+    {"128x128", 128, 128, 2, 4},
+};
+
+struct clt_mma_state {
+  clt_mma_route route;
+  char why[512];
+  cl_program programs[CLT_MMA_CONFIGS];
+  cl_kernel kernels[CLT_MMA_CONFIGS];
+};
+
+const char *clt_mma_config_name(int config) {
+  return config >= 0 && config < CLT_MMA_CONFIGS ? configs[config].name : "?";
+}
+
+void clt_mma_state_free(clt_mma_state *state) {
+  if (!state) return;
+  for (int i = 0; i < CLT_MMA_CONFIGS; i++) {
+    if (state->kernels[i]) clReleaseKernel(state->kernels[i]);
+    if (state->programs[i]) clReleaseProgram(state->programs[i]);
+  }
+  free(state);
+}
+
+/* Builds configuration i of the route's kernel (once). */
+static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
+  if (st->kernels[i]) return CLT_OK;
+  char extra[160];
+  snprintf(extra, sizeof extra,
+           "-DCLT_MMA_PTX=%d -DMMA_BM=%d -DMMA_BN=%d -DMMA_WM=%d -DMMA_WN=%d",
+           st->route == CLT_MMA_PTX ? 1 : 0, configs[i].bm, configs[i].bn,
+           configs[i].wm, configs[i].wn);
+  CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
+  cl_int rc;
+  st->kernels[i] = clCreateKernel(st->programs[i], "gemm_mma", &rc);
+  if (rc != CL_SUCCESS) {
+    st->kernels[i] = NULL;
+    return clt_ctx_cl_fail(ctx, rc, "clCreateKernel gemm_mma");
+  }
+  return CLT_OK;
+}
+
+static clt_status launch(clt_context *ctx, cl_kernel kernel, int config,
+                         clt_transpose ta, clt_transpose tb, int64_t m,
+                         int64_t n, int64_t k, float alpha,
+                         const clt_tensor *a, int64_t lda, int64_t stride_a,
+                         const clt_tensor *b, int64_t ldb, int64_t stride_b,
+                         float beta, clt_tensor *c, int64_t ldc,
+                         int64_t stride_c, int64_t batch) {
+  int threads = configs[config].wm * configs[config].wn * 32;
+  size_t global[3] = {
+      (size_t)((n + configs[config].bn - 1) / configs[config].bn) * threads,
+      (size_t)((m + configs[config].bm - 1) / configs[config].bm),
+      (size_t)batch};
+  size_t local[3] = {(size_t)threads, 1, 1};
+  return clt_kernel_run_named(
+      ctx, kernel, "gemm_mma", 3, global, local,
+      (clt_karg[]){KI(ta == CLT_TRANS), KI(tb == CLT_TRANS), KI(m), KI(n),
+                   KI(k), KF(alpha), KT(a), KI(lda), KI(stride_a), KT(b),
+                   KI(ldb), KI(stride_b), KF(beta), KT(c), KI(ldc),
+                   KI(stride_c)},
+      16);
+}
+
+/* The kernel takes int sizes and offsets. */
+static bool fits_int(const clt_tensor *t, int64_t stride, int64_t batch) {
+  return t->offset + t->numel <= INT_MAX && stride * batch <= INT_MAX;
+}
+
+clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
+                           clt_transpose tb, int64_t m, int64_t n, int64_t k,
+                           float alpha, const clt_tensor *a, int64_t lda,
+                           int64_t stride_a, const clt_tensor *b, int64_t ldb,
+                           int64_t stride_b, float beta, clt_tensor *c,
+                           int64_t ldc, int64_t stride_c, int64_t batch) {
+  const char *routine = "gemm_mma";
+  CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
+                              b, ldb, stride_b, c, ldc, stride_c, batch));
+  if (config < 0 || config >= CLT_MMA_CONFIGS)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: no tile configuration %d", routine, config);
+  if (!fits_int(a, stride_a, batch) || !fits_int(b, stride_b, batch) ||
+      !fits_int(c, stride_c, batch) || batch > 65535)
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                        "%s: operands beyond 2^31 elements or %lld batches",
+                        routine, (long long)batch);
+  clt_mma_route route;
+  CLT_TRY(clt_mma_route_of(ctx, &route, NULL));
+  clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
+  if (route == CLT_MMA_NONE)
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "%s: %s", routine, st->why);
+  CLT_TRY(build_config(ctx, st, config));
+  return launch(ctx, st->kernels[config], config, ta, tb, m, n, k, alpha, a,
+                lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                batch);
+}
+
+/* ---- the probe -------------------------------------------------------- */
+
+/* The probe's product: odd sizes that cut every tile, both transposes of
+ * B (NN and NT are the forward's and the weight gradient's). */
+#define PROBE_M 70
+#define PROBE_N 45
+#define PROBE_K 77
+
+static double probe_error(const float *a, const float *b, const float *c,
+                          bool tb) {
+  double worst = 0.0;
+  for (int i = 0; i < PROBE_M; i++)
+    for (int j = 0; j < PROBE_N; j++) {
+      double s = 0.0, mag = 0.0;
+      for (int p = 0; p < PROBE_K; p++) {
+        double t = (double)a[i * PROBE_K + p] *
+                   (tb ? b[j * PROBE_K + p] : b[p * PROBE_N + j]);
+        s += t;
+        mag += fabs(t);
+      }
+      double e = fabs(c[i * PROBE_N + j] - s) / (mag > 1.0 ? mag : 1.0);
+      if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
+  return worst;
+}
+
+/* Runs the built kernel (configuration 0) on a product of fp16 values and
+ * compares with the host: *error the worst relative error (NaN counts as
+ * infinite). Device errors are returned. */
+static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
+                                double *error) {
+  int64_t na = PROBE_M * PROBE_K, nb = PROBE_K * PROBE_N,
+          nc = PROBE_M * PROBE_N;
+  float *host = malloc((size_t)(na + nb + nc) * sizeof(float));
+  uint16_t *half = malloc((size_t)(na + nb) * sizeof(uint16_t));
+  clt_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+  clt_status s = host && half ? CLT_OK
+                              : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "probe");
+  *error = INFINITY;
+  if (s == CLT_OK) {
+    clt_random_fill(host, na + nb, 16, -2.0f, 2.0f);
+    /* fp16 values, as mixed precision gives the kernel. */
+    clt_f32_to_f16(host, half, na + nb);
+    clt_f16_to_f32(half, host, na + nb);
+    s = clt_tensor_create(ctx, CLT_F32, 1, &na, &ta);
+  }
+  if (s == CLT_OK) s = clt_tensor_create(ctx, CLT_F32, 1, &nb, &tb);
+  if (s == CLT_OK) s = clt_tensor_create(ctx, CLT_F32, 1, &nc, &tc);
+  if (s == CLT_OK) s = clt_tensor_upload(ta, host);
+  if (s == CLT_OK) s = clt_tensor_upload(tb, host + na);
+  *error = 0.0;
+  for (int t = 0; s == CLT_OK && t < 2; t++) {
+    bool trans = t == 1;
+    s = launch(ctx, st->kernels[0], 0, CLT_NO_TRANS,
+               trans ? CLT_TRANS : CLT_NO_TRANS, PROBE_M, PROBE_N, PROBE_K,
+               1.0f, ta, PROBE_K, 0, tb, trans ? PROBE_K : PROBE_N, 0, 0.0f,
+               tc, PROBE_N, 0, 1);
+    if (s == CLT_OK) s = clt_tensor_download(tc, host + na + nb);
+    if (s == CLT_OK) {
+      double e = probe_error(host, host + na, host + na + nb, trans);
+      if (!(e <= *error)) *error = e;
+    }
+  }
+  clt_tensor_destroy(ta);
+  clt_tensor_destroy(tb);
+  clt_tensor_destroy(tc);
+  free(host);
+  free(half);
+  return s;
+}
+
+/* The first line of the context's message (a build log's headline). */
+static void first_line(const char *msg, char *out, size_t len) {
+  snprintf(out, len, "%s", msg);
+  char *nl = strchr(out, '\n');
+  if (nl && nl[1]) {
+    /* "building cl/mma.cl ... failed (...):" then the log's first line */
+    char *next = strchr(nl + 1, '\n');
+    if (next) *next = '\0';
+    *nl = ' ';
+  }
+}
+
+static clt_status probe(clt_context *ctx, clt_mma_state *st) {
+  const char *env = getenv("CLT_MMA");
+  if (env && *env && strcmp(env, "auto") != 0 && strcmp(env, "off") != 0 &&
+      strcmp(env, "emulate") != 0)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "CLT_MMA=%s: use auto, off or emulate", env);
+  if (env && strcmp(env, "off") == 0) {
+    snprintf(st->why, sizeof st->why, "turned off (CLT_MMA=off)");
+    return CLT_OK;
+  }
+  bool emulate = env && strcmp(env, "emulate") == 0;
+  if (!emulate && !clt_device_has_extension(ctx->device,
+                                            "cl_nv_device_attribute_query")) {
+    snprintf(st->why, sizeof st->why,
+             "no tensor-core route: the compiler does not take NVIDIA PTX%s",
+             ctx->info.fp16 ? " (CLBlast HGEMM is not a route yet)" : "");
+    return CLT_OK;
+  }
+  st->route = emulate ? CLT_MMA_EMULATED : CLT_MMA_PTX;
+  clt_status s = build_config(ctx, st, 0);
+  if (s == CLT_ERR_BUILD) {
+    char line[400];
+    first_line(clt_context_last_error(ctx), line, sizeof line);
+    clt_err_clear(&ctx->err);
+    st->route = CLT_MMA_NONE;
+    snprintf(st->why, sizeof st->why,
+             "the tensor-core kernel did not build: %s", line);
+    clt_ctx_log(ctx, CLT_LOG_INFO, "fp16 products: %s", st->why);
+    return CLT_OK;
+  }
+  CLT_TRY(s);
+  double error = 0.0;
+  CLT_TRY(probe_product(ctx, st, &error));
+  /* f32 sums of exact fp16 products in another order: far below this. */
+  if (!(error <= 1e-5)) {
+    st->route = CLT_MMA_NONE;
+    snprintf(st->why, sizeof st->why,
+             "the tensor-core kernel gave wrong numbers (relative error %.3g "
+             "on a %dx%dx%d check); not used",
+             error, PROBE_M, PROBE_N, PROBE_K);
+    clt_ctx_log(ctx, CLT_LOG_WARN, "fp16 products: %s", st->why);
+    return CLT_OK;
+  }
+  snprintf(st->why, sizeof st->why, "%s",
+           emulate ? "the kernel emulated in OpenCL C (CLT_MMA=emulate)"
+                   : "mma.sync through inline PTX (checked on this device)");
+  return CLT_OK;
+}
+
+clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
+                            const char **why) {
+  *route = CLT_MMA_NONE;
+  if (why) *why = "";
+  clt_gemm_state *gs = clt_gemm_state_get(ctx);
+  if (!gs) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "GEMM state");
+  if (!gs->mma) {
+    clt_mma_state *st = calloc(1, sizeof *st);
+    if (!st) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "fp16 route");
+    clt_status s = probe(ctx, st);
+    if (s != CLT_OK) {
+      clt_mma_state_free(st);
+      return s;
+    }
+    gs->mma = st;
+  }
+  *route = gs->mma->route;
+  if (why) *why = gs->mma->why;
+  return CLT_OK;
+}

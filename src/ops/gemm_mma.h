@@ -1,0 +1,54 @@
+/* fp16 products with fp32 sums on tensor cores (cl/mma.cl): mixed
+ * precision's products where the device has them and CLBlast cannot reach
+ * them (NVIDIA's OpenCL: no cl_khr_fp16, so no HGEMM; inline PTX instead).
+ *
+ * The route is probed once per context: on a device whose compiler emits
+ * PTX (NVIDIA's: the extension cl_nv_device_attribute_query), cl/mma.cl
+ * is built with the tensor-core instruction and its result on a small
+ * product checked against the host; where it builds and is right, the
+ * products of a mixed-precision graph get its tile configurations as
+ * candidates beside CLBlast's SGEMM, and the measured plans choose
+ * (graph/plan.c). Elsewhere the products stay SGEMM on the fp16 values.
+ * CLT_MMA=off turns the probe off; CLT_MMA=emulate builds the same kernel
+ * with the instruction done in OpenCL C, on any device (slow: for tests,
+ * which see every line of the kernel but the instruction itself). */
+#ifndef CLT_OPS_GEMM_MMA_H
+#define CLT_OPS_GEMM_MMA_H
+
+#include "ops/ops.h"
+
+typedef enum clt_mma_route {
+  CLT_MMA_NONE = 0,  /* SGEMM on fp16 values */
+  CLT_MMA_PTX,       /* mma.sync through inline PTX */
+  CLT_MMA_EMULATED,  /* CLT_MMA=emulate */
+} clt_mma_route;
+
+/* The context's route, probed on the first call (building the kernel and
+ * checking one product); *why (may be NULL) receives a line saying why the
+ * route is what it is. Errors: a CLT_MMA value other than auto, off or
+ * emulate (CLT_ERR_INVALID_ARGUMENT), or the device failing during the
+ * check; a kernel that does not build or gives wrong numbers is no error,
+ * only CLT_MMA_NONE with the reason. */
+clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
+                            const char **why);
+
+/* The tile configurations ("64x64", ...): plan candidates, all measured. */
+#define CLT_MMA_CONFIGS 3
+const char *clt_mma_config_name(int config);
+
+/* C = alpha op(A) op(B) + beta C with A and B rounded to fp16 and f32
+ * sums, by the route's kernel in tile configuration `config`, with
+ * explicit leading dimensions and strided batches as clt_gemm_ld. The
+ * route must not be CLT_MMA_NONE (CLT_ERR_UNSUPPORTED). */
+clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
+                           clt_transpose tb, int64_t m, int64_t n, int64_t k,
+                           float alpha, const clt_tensor *a, int64_t lda,
+                           int64_t stride_a, const clt_tensor *b, int64_t ldb,
+                           int64_t stride_b, float beta, clt_tensor *c,
+                           int64_t ldc, int64_t stride_c, int64_t batch);
+
+/* Frees the route's programs (the GEMM state's destructor calls it). */
+typedef struct clt_mma_state clt_mma_state;
+void clt_mma_state_free(clt_mma_state *state);
+
+#endif
