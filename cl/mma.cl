@@ -40,9 +40,17 @@
 #define MMA_LDS (MMA_BK / 2 + 4)
 
 #if CLT_MMA_PTX
+/* The inline assembly's spelling: `asm` is what NVIDIA's OpenCL compiler
+ * was seen to take; a clang in strict OpenCL mode knows only `__asm__`.
+ * The probe tries CLT_MMA_ASM=1, then 2. */
+#if CLT_MMA_ASM == 2
+#define MMA_ASM __asm__ __volatile__
+#else
+#define MMA_ASM asm volatile
+#endif
 /* d = a b + c on one 16 x 8 x 16 tile, the warp's 32 work-items together. */
 #define MMA_16816(d, a, b, scratch, lane)                                      \
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "           \
+  MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "           \
                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"     \
                : "=f"((d)[0]), "=f"((d)[1]), "=f"((d)[2]), "=f"((d)[3])        \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]),           \

@@ -305,6 +305,29 @@ START_TEST(mma_refusals) {
 }
 END_TEST
 
+/* CLT_MMA=ptx probes the tensor-core route on any device: where the
+ * compiler does not emit PTX it does not build, and the route is SGEMM
+ * with the build log's headline as the reason (no error). */
+START_TEST(mma_forced_probe) {
+  clt_mma_route route;
+  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, NULL));
+  if (route != CLT_MMA_NONE) return; /* the probe built and passed here */
+  setenv("CLT_MMA", "ptx", 1);
+  clt_context *ctx;
+  char err[4096];
+  clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
+  ck_assert_msg(st == CLT_OK, "context: %s", err);
+  const char *why = NULL;
+  st = clt_mma_route_of(ctx, &route, &why);
+  unsetenv("CLT_MMA");
+  ck_assert_msg(st == CLT_OK, "probe: %s", clt_context_last_error(ctx));
+  ck_assert_int_eq(route, CLT_MMA_NONE);
+  ck_assert_msg(strstr(why, "did not build") && strstr(why, "mma.cl"),
+                "reason: %s", why);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* A CLT_MMA value that means nothing is an error, not a silent default. */
 START_TEST(mma_env_checked) {
   setenv("CLT_MMA", "fast", 1);
@@ -340,6 +363,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(mma, mma_shapes, 0, CLT_MMA_CONFIGS);
   tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
   tcase_add_test(mma, mma_refusals);
+  tcase_add_test(mma, mma_forced_probe);
   tcase_add_test(mma, mma_env_checked);
   suite_add_tcase(s, mma);
 

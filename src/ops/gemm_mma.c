@@ -24,6 +24,7 @@ static const struct {
 
 struct clt_mma_state {
   clt_mma_route route;
+  int asm_form; /* cl/mma.cl's CLT_MMA_ASM: the spelling that built */
   char why[512];
   cl_program programs[CLT_MMA_CONFIGS];
   cl_kernel kernels[CLT_MMA_CONFIGS];
@@ -47,9 +48,10 @@ static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
   if (st->kernels[i]) return CLT_OK;
   char extra[160];
   snprintf(extra, sizeof extra,
-           "-DCLT_MMA_PTX=%d -DMMA_BM=%d -DMMA_BN=%d -DMMA_WM=%d -DMMA_WN=%d",
-           st->route == CLT_MMA_PTX ? 1 : 0, configs[i].bm, configs[i].bn,
-           configs[i].wm, configs[i].wn);
+           "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
+           "-DMMA_WM=%d -DMMA_WN=%d",
+           st->route == CLT_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
+           configs[i].bn, configs[i].wm, configs[i].wn);
   CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
   cl_int rc;
   st->kernels[i] = clCreateKernel(st->programs[i], "gemm_mma", &rc);
@@ -201,23 +203,30 @@ static void first_line(const char *msg, char *out, size_t len) {
 static clt_status probe(clt_context *ctx, clt_mma_state *st) {
   const char *env = getenv("CLT_MMA");
   if (env && *env && strcmp(env, "auto") != 0 && strcmp(env, "off") != 0 &&
-      strcmp(env, "emulate") != 0)
+      strcmp(env, "emulate") != 0 && strcmp(env, "ptx") != 0)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "CLT_MMA=%s: use auto, off or emulate", env);
+                        "CLT_MMA=%s: use auto, off, ptx or emulate", env);
   if (env && strcmp(env, "off") == 0) {
     snprintf(st->why, sizeof st->why, "turned off (CLT_MMA=off)");
     return CLT_OK;
   }
   bool emulate = env && strcmp(env, "emulate") == 0;
-  if (!emulate && !clt_device_has_extension(ctx->device,
-                                            "cl_nv_device_attribute_query")) {
+  bool forced = env && strcmp(env, "ptx") == 0;
+  if (!emulate && !forced &&
+      !clt_device_has_extension(ctx->device, "cl_nv_device_attribute_query")) {
     snprintf(st->why, sizeof st->why,
              "no tensor-core route: the compiler does not take NVIDIA PTX%s",
              ctx->info.fp16 ? " (CLBlast HGEMM is not a route yet)" : "");
     return CLT_OK;
   }
   st->route = emulate ? CLT_MMA_EMULATED : CLT_MMA_PTX;
+  st->asm_form = 1;
   clt_status s = build_config(ctx, st, 0);
+  if (s == CLT_ERR_BUILD && !emulate) {
+    clt_err_clear(&ctx->err);
+    st->asm_form = 2;
+    s = build_config(ctx, st, 0);
+  }
   if (s == CLT_ERR_BUILD) {
     char line[400];
     first_line(clt_context_last_error(ctx), line, sizeof line);

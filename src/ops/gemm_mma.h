@@ -9,7 +9,9 @@
  * products of a mixed-precision graph get its tile configurations as
  * candidates beside CLBlast's SGEMM, and the measured plans choose
  * (graph/plan.c). Elsewhere the products stay SGEMM on the fp16 values.
- * CLT_MMA=off turns the probe off; CLT_MMA=emulate builds the same kernel
+ * CLT_MMA=off turns the probe off; CLT_MMA=ptx probes on any device (a
+ * compiler that does not emit PTX refuses the kernel: the CPU stacks say
+ * "invalid output constraint"); CLT_MMA=emulate builds the same kernel
  * with the instruction done in OpenCL C, on any device (slow: for tests,
  * which see every line of the kernel but the instruction itself). */
 #ifndef CLT_OPS_GEMM_MMA_H
@@ -25,8 +27,8 @@ typedef enum clt_mma_route {
 
 /* The context's route, probed on the first call (building the kernel and
  * checking one product); *why (may be NULL) receives a line saying why the
- * route is what it is. Errors: a CLT_MMA value other than auto, off or
- * emulate (CLT_ERR_INVALID_ARGUMENT), or the device failing during the
+ * route is what it is. Errors: a CLT_MMA value other than auto, off, ptx
+ * or emulate (CLT_ERR_INVALID_ARGUMENT), or the device failing during the
  * check; a kernel that does not build or gives wrong numbers is no error,
  * only CLT_MMA_NONE with the reason. */
 clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
