@@ -533,7 +533,7 @@ CLT_API clt_precision clt_graph_precision(const clt_graph *g);
 CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale);
 CLT_API float clt_graph_loss_scale(const clt_graph *g);
 
-#define CLT_PLAN_MAX_CANDIDATES 12
+#define CLT_PLAN_MAX_CANDIDATES 24
 
 typedef struct clt_plan_candidate {
   char name[32];  /* "one gemm", "per image 64", "split-k 8"; a conv

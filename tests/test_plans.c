@@ -11,6 +11,7 @@
 #include "common.h"
 #include "common/rng.h"
 #include "graph_helpers.h"
+#include "ops/gemm_mma.h"
 #include "ops/gemm_plan.h"
 #include "ops/gemm_search.h"
 #include "tensor/tensor.h"
@@ -128,7 +129,7 @@ START_TEST(plan_candidates_match_reference) {
     static const int64_t extra[] = {3, 5, 0};
     for (int e = 0; e < COUNT(extra); e++) {
       int64_t s = extra[e] ? extra[e] : p.k;
-      if (s <= p.k) plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s};
+      if (s <= p.k) plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0};
     }
   }
   int64_t ws = 1;
@@ -156,12 +157,12 @@ START_TEST(plan_rejects_misfits) {
   clt_gemm_product p = {N, N, 3, 7, 5, 1, false};
   clt_tensor *t;
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){64}, &t));
-  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2}; /* 2 does not divide 7 */
+  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2, 0}; /* 2 does not divide 7 */
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_n, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "3x7x5"));
-  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2}; /* no workspace */
+  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2, 0}; /* no workspace */
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_k, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
@@ -401,6 +402,120 @@ START_TEST(plan_cache_miss_hit_damaged) {
 }
 END_TEST
 
+/* Mixed precision with the fp16 route (emulated: every device has that):
+ * the products get the route's candidates beside SGEMM's, each measured
+ * and none rejected. The layers measure on their parameters, which under
+ * mixed precision are the fp16 copy: one made before a forward held
+ * garbage, and every candidate but one GEMM was rejected as "other
+ * numbers" (the check that none is rejected is that bug's test). Then the
+ * graph trains with the plans chosen, here forced to the route: a finite
+ * loss that falls. */
+START_TEST(mixed_plans_have_fp16_candidates) {
+  setenv("CLT_MMA", "emulate", 1);
+  clt_context *ctx = open_ctx(CLT_PLAN_REMEASURE);
+  clt_mma_route route;
+  clt_status st = clt_mma_route_of(ctx, &route, NULL);
+  unsetenv("CLT_MMA");
+  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED, "route: %s",
+                clt_context_last_error(ctx));
+  use_ctx(ctx);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  /* A freed buffer of NaNs that the fp16 copy of the parameters, made by
+   * the compile in mixed precision, reuses from the pool. */
+  int64_t n = clt_graph_parameter_count(g);
+  clt_tensor *junk;
+  ck_assert_ok(clt_tensor_create(ctx, CLT_F32, 1, &n, &junk));
+  ck_assert_ok(clt_tensor_fill(junk, NAN));
+  ck_assert_ok(clt_context_finish(ctx));
+  clt_tensor_destroy(junk);
+  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  int gemm_records = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    int fp16 = 0;
+    for (int c = 0; c < p.candidate_count; c++) {
+      ck_assert_msg(!p.candidates[c].rejected, "%s %s: %s rejected", p.layer,
+                    p.product, p.candidates[c].name);
+      ck_assert_msg(p.candidates[c].seconds > 0, "%s %s: %s not timed",
+                    p.layer, p.product, p.candidates[c].name);
+      if (strncmp(p.candidates[c].name, "fp16 ", 5) == 0) fp16++;
+    }
+    bool gemm = strstr(p.product, "layout") == NULL;
+    if (gemm) {
+      gemm_records++;
+      ck_assert_msg(fp16 >= CLT_MMA_CONFIGS, "%s %s: %d fp16 candidates",
+                    p.layer, p.product, fp16);
+    }
+  }
+  ck_assert_int_eq(gemm_records, 5); /* two forwards, two dW, one dcol */
+  clt_graph_destroy(g);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* The fp16 route's plans against the reference on fp16 inputs (what
+ * mixed precision gives them): one GEMM in every tile configuration and
+ * the split plans, on the cases above and a smaller last batch. */
+START_TEST(mma_plans_match_reference) {
+  setenv("CLT_MMA", "emulate", 1);
+  clt_context *ctx = open_ctx(CLT_PLAN_OFF);
+  clt_mma_route route;
+  ck_assert_ok(clt_mma_route_of(ctx, &route, NULL));
+  unsetenv("CLT_MMA");
+  ck_assert_int_eq(route, CLT_MMA_EMULATED);
+  use_ctx(ctx);
+  const product_case *c = &cases[_i];
+  clt_gemm_product p = make_product(c, c->images);
+  int64_t big_a = p.m * p.k, big_b = p.k * p.n, big_c = p.m * p.n;
+  operands o = {0};
+  o.ha = random_host(big_a, 1 + _i);
+  o.hb = random_host(big_b, 100 + _i);
+  o.hc = random_host(big_c, 200 + _i);
+  uint16_t *h = malloc((size_t)(big_a > big_b ? big_a : big_b) * 2);
+  clt_f32_to_f16(o.ha, h, big_a);
+  clt_f16_to_f32(h, o.ha, big_a);
+  clt_f32_to_f16(o.hb, h, big_b);
+  clt_f16_to_f32(h, o.hb, big_b);
+  free(h);
+  o.want = malloc((size_t)big_c * sizeof(float));
+  o.got = malloc((size_t)big_c * sizeof(float));
+  o.again = malloc((size_t)big_c * sizeof(float));
+  o.a = upload(o.ha, big_a);
+  o.b = upload(o.hb, big_b);
+  o.c = upload(o.hc, big_c);
+  clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES];
+  int fp32 = clt_gemm_candidates(&p, 1 << 20, plans);
+  int count = clt_gemm_mma_candidates(plans, fp32);
+  ck_assert_int_ge(count, fp32 + CLT_MMA_CONFIGS);
+  int64_t ws = 1;
+  for (int i = 0; i < count; i++)
+    if (clt_gemm_plan_workspace(&p, &plans[i]) > ws)
+      ws = clt_gemm_plan_workspace(&p, &plans[i]);
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ws, &o.ws));
+  for (int i = fp32; i < count; i++) {
+    ck_assert_int_gt(plans[i].mma, 0);
+    check_plan(&p, &plans[i], &o, 1.0f, 0.0f);
+    if (i == count - 1) check_plan(&p, &plans[i], &o, 0.5f, 1.0f);
+    if (c->images > 1) {
+      clt_gemm_product last = make_product(c, c->images - 1);
+      clt_gemm_plan adapted = clt_gemm_plan_for(&plans[i], &p, &last);
+      ck_assert_int_eq(adapted.mma, plans[i].mma);
+      check_plan(&last, &adapted, &o, 1.0f, 0.0f);
+    }
+  }
+  clt_tensor *all[] = {o.a, o.b, o.c, o.ws};
+  for (int i = 0; i < 4; i++) clt_tensor_destroy(all[i]);
+  float *host[] = {o.ha, o.hb, o.hc, o.want, o.got, o.again};
+  for (int i = 0; i < 6; i++) free(host[i]);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* The option wins over $CLT_PLAN; off measures nothing and stores
  * nothing; the kernel cache off means plans off unless asked for. */
 START_TEST(plan_off_gives_defaults) {
@@ -599,6 +714,8 @@ static Suite *plans_suite(void) {
   tcase_set_timeout(cache, 600);
   tcase_add_test(cache, plan_cache_miss_hit_damaged);
   tcase_add_test(cache, plan_off_gives_defaults);
+  tcase_add_test(cache, mixed_plans_have_fp16_candidates);
+  tcase_add_loop_test(cache, mma_plans_match_reference, 0, COUNT(cases));
   tcase_add_test(cache, plan_same_bits_run_to_run);
   tcase_add_test(cache, clblast_search_stored_and_applied);
   suite_add_tcase(s, cache);

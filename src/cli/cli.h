@@ -87,4 +87,8 @@ int cli_dist_open(clt_dist **dist);
 const char *cli_rank_device(const char *spec, const clt_dist *dist,
                             char *buf, size_t len);
 
+/* The context's log callback of the commands: warnings and errors to
+ * stderr, the rest dropped. */
+void cli_print_warnings(clt_log_level level, const char *message, void *user);
+
 #endif

@@ -70,11 +70,18 @@ int cli_tune(int argc, char **argv) {
   const char *device = NULL;
   bool cached = false, gemm = false;
   long long batch = 0;
+  int precision = CLT_PRECISION_FP32;
+  static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "the batch to plan for (required)", 1,
        INT_MAX, 0, 0, 0},
       {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
        0, 0, 0, 0},
+      {"precision", CLI_CHOICE, &precision, "P",
+       "fp32 (default) or mixed: plan as train --precision\n"
+       "mixed runs (with the fp16 route's candidates where\n"
+       "the device has it)",
+       0, 0, 0, precisions, 0},
       {"cached", CLI_FLAG, &cached, NULL,
        "show the stored plans, measuring only those missing", 0, 0, 0, 0, 0},
       {"gemm", CLI_FLAG, &gemm, NULL,
@@ -83,12 +90,13 @@ int cli_tune(int argc, char **argv) {
        0, 0, 0, 0, 0},
   };
   const cli_command cmd = {
-      "tune", "[MODEL --batch B] [--gemm] [--device D] [--cached]",
+      "tune",
+      "[MODEL --batch B] [--precision P] [--gemm] [--device D] [--cached]",
       "  measures every product of MODEL compiled for batch B on the device,\n"
       "  prints each way to run it (time, GFLOP/s) and the one chosen, and\n"
       "  stores the plans beside the kernel cache for later runs; --gemm\n"
       "  first measures CLBlast's kernel parameters for the device\n",
-      options, 4, 0, 1, "MODEL file"};
+      options, 5, 0, 1, "MODEL file"};
   const char *model = NULL;
   int npos = 0; /* model stays NULL without one */
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
@@ -105,6 +113,7 @@ int cli_tune(int argc, char **argv) {
   clt_context_options_init(&opts);
   opts.device = device;
   opts.plan = cached ? CLT_PLAN_ON : CLT_PLAN_REMEASURE;
+  opts.log = cli_print_warnings;
   clt_context *ctx = NULL;
   char err[8192];
   clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
@@ -126,6 +135,7 @@ int cli_tune(int argc, char **argv) {
   clt_graph *g = NULL;
   double t0 = cli_now();
   st = clt_graph_load_model(ctx, model, &g);
+  if (st == CLT_OK) st = clt_graph_set_precision(g, (clt_precision)precision);
   if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
   double compile_s = cli_now() - t0;
   if (st != CLT_OK) {

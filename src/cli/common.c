@@ -12,8 +12,8 @@
 
 /* The library's warnings (a kernel cache that cannot be written, ...) are
  * for the user; its information and debug lines are not. */
-static void print_warnings(clt_log_level level, const char *message,
-                           void *user) {
+void cli_print_warnings(clt_log_level level, const char *message,
+                        void *user) {
   (void)user;
   if (level >= CLT_LOG_WARN)
     fprintf(stderr, "cltrain: %s: %s\n",
@@ -53,7 +53,7 @@ clt_context *cli_open_context(const char *device, bool profiling) {
   clt_context_options_init(&opts);
   opts.device = device;
   opts.profiling = profiling;
-  opts.log = print_warnings;
+  opts.log = cli_print_warnings;
   opts.build_progress = print_build_progress;
   opts.build_progress_user = &report;
   clt_context *ctx = NULL;

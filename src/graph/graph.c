@@ -576,6 +576,11 @@ static clt_status plan_buffers(clt_graph *g) {
   CLT_TRY(clt_graph_plan_place(g));
   for (int i = 0; i < g->n_nodes; i++)
     if (clt_node_aliases(&g->nodes[i])) CLT_TRY(alias_node(g, &g->nodes[i]));
+  /* The layers measure their products on their parameters: under mixed
+   * precision the fp16 copy, which holds nothing before a forward. */
+  if (g->precision == CLT_PRECISION_MIXED && g->work_params)
+    CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
+                          g->work_params->numel));
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     if (n->ops->compile) CLT_TRY(n->ops->compile(g, n));

@@ -9,6 +9,7 @@
 
 #include "graph/graph.h"
 #include "ops/gemm_measure.h"
+#include "ops/gemm_mma.h"
 #include "runtime/plan_store.h"
 #include "tensor/tensor.h"
 
@@ -48,7 +49,9 @@ clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t) {
   uint32_t x = 0x9e3779b9u;
   for (int64_t i = 0; i < t->numel; i++) {
     x = x * 1664525u + 1013904223u; /* LCG: values only need to differ */
-    host[i] = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    /* Multiples of 2^-10 in [-1, 1): fp16 values, so that the fp16
+     * route's products are compared with SGEMM's on the same inputs. */
+    host[i] = (float)((int32_t)(x >> 21) - 1024) * (1.0f / 1024.0f);
   }
   clt_status st = clt_tensor_upload(t, host);
   free(host);
@@ -200,7 +203,7 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
                                   const char *what, const clt_gemm_product *p,
                                   const clt_tensor *a, const clt_tensor *b,
                                   clt_tensor *c, clt_gemm_plan *plan) {
-  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
   char shape[64];
   clt_gemm_product_str(p, shape, sizeof shape);
   clt_plan_info *r = start_record(g, n, what, shape);
@@ -212,6 +215,12 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   if (max_ws > MAX_WORKSPACE_FLOATS) max_ws = MAX_WORKSPACE_FLOATS;
   clt_gemm_plan cands[CLT_GEMM_MAX_CANDIDATES];
   r->candidate_count = clt_gemm_candidates(p, max_ws, cands);
+  if (g->precision == CLT_PRECISION_MIXED) {
+    clt_mma_route route;
+    CLT_TRY(clt_mma_route_of(g->ctx, &route, NULL));
+    if (route != CLT_MMA_NONE)
+      r->candidate_count = clt_gemm_mma_candidates(cands, r->candidate_count);
+  }
   for (int i = 0; i < r->candidate_count; i++)
     clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
                        sizeof r->candidates[i].name);

@@ -427,7 +427,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                                  col, tmp, &s->plan_fwd));
   CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                  &n->params[0].grad, &s->plan_dw));
-  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
   bool dx = clt_graph_in(g, n, 0)->needs_grad;
   if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,

@@ -1,6 +1,8 @@
 /* The ways one GEMM product of a layer can run (see gemm_plan.h). */
 #include "ops/gemm_plan.h"
 
+#include "ops/gemm_mma.h"
+
 #include <stdio.h>
 
 #include "tensor/tensor.h"
@@ -13,20 +15,30 @@
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out) {
   int count = 0;
-  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1};
+  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
   if (p->images > 1 && !p->images_along_k && p->n % p->images == 0)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0};
   if (!p->images_along_k) return count;
   if (p->images > 1 && p->k % p->images == 0 &&
       p->images * p->m * p->n <= max_workspace)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images, 0};
   for (int64_t s = 2; s <= SPLIT_K_MAX && count < CLT_GEMM_MAX_CANDIDATES;
        s *= 2) {
     if (s * SPLIT_K_MIN_CHUNK > p->k || s * p->m * p->n > max_workspace)
       break;
     if (s != p->images || p->k % p->images != 0)
-      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s};
+      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0};
   }
+  return count;
+}
+
+int clt_gemm_mma_candidates(clt_gemm_plan *out, int count) {
+  int fp32 = count;
+  for (int c = 0; c < CLT_MMA_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
+    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1};
+  for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
+    if (out[i].method != CLT_GEMM_ONE)
+      out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1};
   return count;
 }
 
@@ -39,12 +51,16 @@ void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
                         char *buf, size_t len) {
   bool per_image = plan->splits == p->images && p->images > 1 &&
                    (p->images_along_k ? p->k : p->n) % p->images == 0;
+  char route[32] = "";
+  if (plan->mma > 0)
+    snprintf(route, sizeof route, "fp16 %s ",
+             clt_mma_config_name(plan->mma - 1));
   if (plan->method == CLT_GEMM_ONE)
-    snprintf(buf, len, "one gemm");
+    snprintf(buf, len, "%sone gemm", route);
   else if (per_image)
-    snprintf(buf, len, "per image %lld", (long long)plan->splits);
+    snprintf(buf, len, "%sper image %lld", route, (long long)plan->splits);
   else
-    snprintf(buf, len, "%s %lld",
+    snprintf(buf, len, "%s%s %lld", route,
              plan->method == CLT_GEMM_SPLIT_K ? "split-k" : "split-n",
              (long long)plan->splits);
 }
@@ -75,25 +91,43 @@ static int64_t ld_b(const clt_gemm_product *p) {
   return p->tb == CLT_TRANS ? p->k : p->n;
 }
 
+/* One GEMM call of a plan: CLBlast's SGEMM or the fp16 route's kernel. */
+static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
+                            clt_transpose ta, clt_transpose tb, int64_t m,
+                            int64_t n, int64_t k, float alpha,
+                            const clt_tensor *a, int64_t lda, int64_t stride_a,
+                            const clt_tensor *b, int64_t ldb, int64_t stride_b,
+                            float beta, clt_tensor *c, int64_t ldc,
+                            int64_t stride_c, int64_t batch) {
+  if (plan->mma > 0)
+    return clt_gemm_mma_ld(ctx, plan->mma - 1, ta, tb, m, n, k, alpha, a, lda,
+                           stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                           batch);
+  return clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                     stride_b, beta, c, ldc, stride_c, batch);
+}
+
 /* The rest of t from element offset on, as a flat tensor. */
 static clt_tensor tail_of(const clt_tensor *t, int64_t offset) {
   return clt_tensor_slice_1d(t, offset, t->numel - offset);
 }
 
 static clt_status run_split_n(clt_context *ctx, const clt_gemm_product *p,
-                              int64_t splits, float alpha, const clt_tensor *a,
-                              const clt_tensor *b, float beta, clt_tensor *c) {
-  int64_t nb = p->n / splits;
+                              const clt_gemm_plan *plan, float alpha,
+                              const clt_tensor *a, const clt_tensor *b,
+                              float beta, clt_tensor *c) {
+  int64_t splits = plan->splits, nb = p->n / splits;
   /* Column j of op(B) starts at j in a stored [k, n], at j*ldb in [n, k]. */
   int64_t step_b = p->tb == CLT_TRANS ? nb * ld_b(p) : nb;
-  return clt_gemm_ld(ctx, p->ta, p->tb, p->m, nb, p->k, alpha, a, ld_a(p), 0,
-                     b, ld_b(p), step_b, beta, c, p->n, nb, splits);
+  return plan_gemm(ctx, plan, p->ta, p->tb, p->m, nb, p->k, alpha, a, ld_a(p),
+                   0, b, ld_b(p), step_b, beta, c, p->n, nb, splits);
 }
 
 static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
-                              int64_t splits, float alpha, const clt_tensor *a,
-                              const clt_tensor *b, float beta, clt_tensor *c,
-                              clt_tensor *ws) {
+                              const clt_gemm_plan *plan, float alpha,
+                              const clt_tensor *a, const clt_tensor *b,
+                              float beta, clt_tensor *c, clt_tensor *ws) {
+  int64_t splits = plan->splits;
   int64_t chunk = (p->k + splits - 1) / splits;
   int64_t full = p->k / chunk, rest = p->k - full * chunk;
   int64_t mn = p->m * p->n;
@@ -101,13 +135,14 @@ static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
    * stored [k, m]; of op(B), row kk of [k, n] or column kk of [n, k]. */
   int64_t step_a = p->ta == CLT_TRANS ? chunk * ld_a(p) : chunk;
   int64_t step_b = p->tb == CLT_TRANS ? chunk : chunk * ld_b(p);
-  CLT_TRY(clt_gemm_ld(ctx, p->ta, p->tb, p->m, p->n, chunk, 1.0f, a, ld_a(p),
-                      step_a, b, ld_b(p), step_b, 0.0f, ws, p->n, mn, full));
+  CLT_TRY(plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, chunk, 1.0f, a,
+                    ld_a(p), step_a, b, ld_b(p), step_b, 0.0f, ws, p->n, mn,
+                    full));
   if (rest > 0) {
     clt_tensor al = tail_of(a, full * step_a), bl = tail_of(b, full * step_b);
     clt_tensor wl = tail_of(ws, full * mn);
-    CLT_TRY(clt_gemm_ld(ctx, p->ta, p->tb, p->m, p->n, rest, 1.0f, &al,
-                        ld_a(p), 0, &bl, ld_b(p), 0, 0.0f, &wl, p->n, 0, 1));
+    CLT_TRY(plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, rest, 1.0f, &al,
+                      ld_a(p), 0, &bl, ld_b(p), 0, 0.0f, &wl, p->n, 0, 1));
   }
   return clt_sum_slices(ctx, c, ws, mn, full + (rest > 0), alpha, beta);
 }
@@ -120,10 +155,11 @@ clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
   int64_t s = plan->splits;
   switch (plan->method) {
   case CLT_GEMM_ONE:
-    return clt_gemm(ctx, p->ta, p->tb, p->m, p->n, p->k, alpha, a, b, beta, c);
+    return plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, p->k, alpha, a,
+                     ld_a(p), 0, b, ld_b(p), 0, beta, c, p->n, 0, 1);
   case CLT_GEMM_SPLIT_N:
     if (s < 1 || p->n % s != 0) break;
-    return run_split_n(ctx, p, s, alpha, a, b, beta, c);
+    return run_split_n(ctx, p, plan, alpha, a, b, beta, c);
   case CLT_GEMM_SPLIT_K:
     if (s < 1 || s > p->k) break;
     if (!workspace || workspace->numel < clt_gemm_plan_workspace(p, plan))
@@ -133,7 +169,7 @@ clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
                           (long long)s,
                           (long long)(workspace ? workspace->numel : 0),
                           (long long)clt_gemm_plan_workspace(p, plan));
-    return run_split_k(ctx, p, s, alpha, a, b, beta, c, workspace);
+    return run_split_k(ctx, p, plan, alpha, a, b, beta, c, workspace);
   }
   char shape[64];
   clt_gemm_product_str(p, shape, sizeof shape);

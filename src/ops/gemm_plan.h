@@ -29,6 +29,10 @@ typedef enum clt_gemm_method {
 typedef struct clt_gemm_plan {
   clt_gemm_method method;
   int64_t splits; /* 1 for CLT_GEMM_ONE */
+  /* 0: CLBlast's SGEMM; c + 1: the fp16 route's kernel in tile
+   * configuration c (gemm_mma.h; mixed precision, where the device has
+   * the route). */
+  int mma;
 } clt_gemm_plan;
 
 typedef struct clt_gemm_product {
@@ -39,7 +43,7 @@ typedef struct clt_gemm_product {
 } clt_gemm_product;
 
 /* Most candidates one product has. */
-#define CLT_GEMM_MAX_CANDIDATES 12
+#define CLT_GEMM_MAX_CANDIDATES CLT_PLAN_MAX_CANDIDATES
 
 /* Lists the plans worth measuring for p into out (room for
  * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts are powers of
@@ -48,11 +52,18 @@ typedef struct clt_gemm_product {
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out);
 
+/* Appends to out[0..count) the fp16 route's candidates for mixed
+ * precision: one GEMM in each tile configuration, and every other plan
+ * of the list in the first (the small tiles suit split products), as
+ * room allows up to CLT_GEMM_MAX_CANDIDATES. Returns the new count. */
+int clt_gemm_mma_candidates(clt_gemm_plan *out, int count);
+
 /* Floats of workspace the plan needs (0 but for split-K). */
 int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,
                                 const clt_gemm_plan *plan);
 
-/* A short name: "one gemm", "per image 64", "split-k 8". */
+/* A short name: "one gemm", "per image 64", "split-k 8"; the fp16
+ * route's with its tile configuration first: "fp16 64x64 split-k 8". */
 void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
                         char *buf, size_t len);
 
