@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "ops/gemm_mma.h"
 
 #ifdef CLT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -31,6 +32,7 @@ static const gemm_shape shapes[] = {
     {"square 512", NN, 512, 512, 512, 1},
     {"square 1024", NN, 1024, 1024, 1024, 1},
     {"square 2048", NN, 2048, 2048, 2048, 1},
+    {"square 4096", NN, 4096, 4096, 4096, 1},
     {"mlp fc1 fwd b64", NT, 64, 128, 784, 1},
     {"mlp fc1 dX b64", NN, 64, 784, 128, 1},
     {"mlp fc1 dW b64", TN, 128, 784, 64, 1},
@@ -65,9 +67,24 @@ static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
   return clt_tensor_upload(*t, *host);
 }
 
-static clt_status time_clblast(clt_context *ctx, const gemm_shape *s,
-                               clt_tensor *a, clt_tensor *b, clt_tensor *c,
-                               double *seconds) {
+/* One product of shape s: CLBlast's SGEMM (config < 0) or the fp16
+ * route's kernel in tile configuration config. */
+static clt_status run_product(clt_context *ctx, const gemm_shape *s,
+                              int config, clt_tensor *a, clt_tensor *b,
+                              clt_tensor *c) {
+  if (config < 0)
+    return clt_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f,
+                                    a, s->m * s->k, b, s->k * s->n, 0.0f, c,
+                                    s->m * s->n, s->batch);
+  return clt_gemm_mma_ld(ctx, config, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
+                         s->ta == CLT_TRANS ? s->m : s->k, s->m * s->k, b,
+                         s->tb == CLT_TRANS ? s->k : s->n, s->k * s->n, 0.0f,
+                         c, s->n, s->m * s->n, s->batch);
+}
+
+static clt_status time_product(clt_context *ctx, const gemm_shape *s,
+                               int config, clt_tensor *a, clt_tensor *b,
+                               clt_tensor *c, double *seconds) {
   int reps = 0;
   double t0 = 0.0, elapsed = 0.0;
   /* Two untimed calls: the first compiles CLBlast's kernel. */
@@ -76,9 +93,7 @@ static clt_status time_clblast(clt_context *ctx, const gemm_shape *s,
       CLI_TRY(clt_context_finish(ctx));
       t0 = cli_now();
     }
-    CLI_TRY(clt_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f,
-                                     a, s->m * s->k, b, s->k * s->n, 0.0f, c,
-                                     s->m * s->n, s->batch));
+    CLI_TRY(run_product(ctx, s, config, a, b, c));
     if (i >= 0) {
       reps++;
       if (reps % 4 == 0 || reps < 4) {
@@ -113,7 +128,25 @@ static double time_openblas(const gemm_shape *s, const float *a,
 }
 #endif
 
-static clt_status bench_one(clt_context *ctx, const gemm_shape *s) {
+/* The fastest tile configuration of the fp16 route on s: its time and
+ * name. */
+static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
+                           clt_tensor *a, clt_tensor *b, clt_tensor *c,
+                           double *seconds, int *config) {
+  *seconds = 0.0;
+  for (int i = 0; i < CLT_MMA_CONFIGS; i++) {
+    double t = 0.0;
+    CLI_TRY(time_product(ctx, s, i, a, b, c, &t));
+    if (*seconds == 0.0 || t < *seconds) {
+      *seconds = t;
+      *config = i;
+    }
+  }
+  return CLT_OK;
+}
+
+static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
+                            bool mixed) {
   clt_tensor *a = NULL, *b = NULL, *c = NULL;
   float *ha = NULL, *hb = NULL, *hc = NULL;
   int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n,
@@ -122,13 +155,20 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s) {
   clt_status st = make_random(ctx, na, 1, &a, &ha);
   if (st == CLT_OK) st = make_random(ctx, nb, 2, &b, &hb);
   if (st == CLT_OK) st = make_random(ctx, nc, 3, &c, &hc);
-  if (st == CLT_OK) st = time_clblast(ctx, s, a, b, c, &secs);
+  if (st == CLT_OK) st = time_product(ctx, s, -1, a, b, c, &secs);
+  double mma_secs = 0.0;
+  int config = 0;
+  if (st == CLT_OK && mixed)
+    st = time_mma(ctx, s, a, b, c, &mma_secs, &config);
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
     double gf = flops / secs * 1e-9;
     printf("%-20s %5lld %5lld %5lld %5lld %10.2f", s->name, (long long)s->m,
            (long long)s->n, (long long)s->k, (long long)s->batch, gf);
+    if (mixed)
+      printf(" %10.2f %6.2fx %-8s", flops / mma_secs * 1e-9, secs / mma_secs,
+             clt_mma_config_name(config));
 #ifdef CLT_HAVE_OPENBLAS
     double ref = flops / time_openblas(s, ha, hb, hc) * 1e-9;
     printf(" %10.2f %7.2f", ref, gf / ref);
@@ -148,6 +188,8 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s) {
 static int bench_gemm(int argc, char **argv) {
   const char *device = NULL, *only = NULL;
   long long limit = 2048;
+  int precision = CLT_PRECISION_FP32;
+  static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
       {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
        0, 0, 0, 0},
@@ -155,9 +197,15 @@ static int bench_gemm(int argc, char **argv) {
        "skip square sizes above N (default 2048)", 1, 65536, 0, 0, 0},
       {"only", CLI_STRING, &only, "TEXT",
        "only the shapes whose name contains TEXT", 0, 0, 0, 0, 0},
+      {"precision", CLI_CHOICE, &precision, "P",
+       "fp32 (default); mixed: also the fp16 route's kernel\n"
+       "(fp16 inputs, f32 sums; its fastest tile configuration)\n"
+       "where the device has one",
+       0, 0, 0, precisions, 0},
   };
   const cli_command cmd = {
-      "bench gemm", "[--device D] [--max-size N] [--only TEXT]",
+      "bench gemm",
+      "[--device D] [--max-size N] [--only TEXT] [--precision P]",
       "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
       "  squares (and OpenBLAS's on the CPU, where built with it)\n",
       options, (int)(sizeof options / sizeof options[0]), 0, 0, NULL};
@@ -176,8 +224,24 @@ static int bench_gemm(int argc, char **argv) {
   printf("OpenBLAS: %s kernels, %d threads\n", openblas_get_corename(),
          openblas_get_num_threads());
 #endif
+  bool mixed = precision == CLT_PRECISION_MIXED;
+  if (mixed) {
+    clt_mma_route route;
+    const char *why = NULL;
+    if (clt_mma_route_of(ctx, &route, &why) != CLT_OK) {
+      fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+      clt_context_destroy(ctx);
+      return 1;
+    }
+    printf("fp16 products: %s\n", why);
+    if (route == CLT_MMA_NONE) {
+      printf("(mixed precision runs its products as the SGEMM below)\n");
+      mixed = false;
+    }
+  }
   printf("%-20s %5s %5s %5s %5s %10s", "shape", "m", "n", "k", "batch",
          "GFLOP/s");
+  if (mixed) printf(" %10s %7s %-8s", "fp16", "vs fp32", "tiles");
 #ifdef CLT_HAVE_OPENBLAS
   printf(" %10s %7s", "OpenBLAS", "ratio");
 #else
@@ -188,7 +252,7 @@ static int bench_gemm(int argc, char **argv) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     if (shapes[i].m > limit && shapes[i].n > limit) continue;
     if (only && !strstr(shapes[i].name, only)) continue;
-    if (bench_one(ctx, &shapes[i]) != CLT_OK) {
+    if (bench_one(ctx, &shapes[i], mixed) != CLT_OK) {
       fprintf(stderr, "cltrain: %s: %s\n", shapes[i].name,
               clt_context_last_error(ctx));
       rc = 1;
