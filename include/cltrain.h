@@ -77,6 +77,11 @@ typedef struct clt_device_info {
   size_t max_work_group_size;
   bool fp16;
   bool fp64;
+  /* Its compiler emits NVIDIA PTX (the device lists
+   * cl_nv_device_attribute_query): mixed precision's products may run on
+   * tensor cores through inline PTX, where a probe on first use builds and
+   * checks that kernel (README "Mixed precision"). */
+  bool ptx;
 } clt_device_info;
 
 typedef struct clt_device_list {

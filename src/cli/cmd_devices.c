@@ -44,6 +44,12 @@ static size_t platforms_listed(const clt_device_list *list) {
 /* "platforms" counts the platforms whose devices follow; the others that
  * the loader found (rusticl without RUSTICL_ENABLE, Clover) are counted
  * apart, so that a script never looks for devices that are not there. */
+/* The route mixed precision's products take (ops/gemm_mma.h), as far as
+ * known without building anything: the probe decides on first use. */
+static const char *mixed_route(const clt_device_info *d) {
+  return d->ptx ? "mma" : "sgemm";
+}
+
 static void print_json(const clt_device_list *list, size_t chosen) {
   size_t listed = platforms_listed(list);
   printf("{\"platforms\": %zu, \"platforms_without_devices\": %zu, "
@@ -61,12 +67,12 @@ static void print_json(const clt_device_list *list, size_t chosen) {
     printf(", \"type\": \"%s\", \"compute_units\": %u, "
            "\"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu, "
            "\"max_alloc_bytes\": %llu, \"fp16\": %s, \"fp64\": %s, "
-           "\"driver_version\": ",
+           "\"mixed_products\": \"%s\", \"driver_version\": ",
            type_name(d->type), d->compute_units,
            (unsigned long long)d->global_mem_bytes,
            (unsigned long long)d->local_mem_bytes,
            (unsigned long long)d->max_alloc_bytes, d->fp16 ? "true" : "false",
-           d->fp64 ? "true" : "false");
+           d->fp64 ? "true" : "false", mixed_route(d));
     json_string(d->driver_version);
     printf(", \"opencl_c_version\": ");
     json_string(d->opencl_c_version);
@@ -76,22 +82,25 @@ static void print_json(const clt_device_list *list, size_t chosen) {
 }
 
 static void print_table(const clt_device_list *list, size_t chosen) {
-  printf("  %-5s %-4s %-28s %-36s %-5s %5s %10s %9s %4s %4s  %s\n", "index",
-         "id", "platform", "device", "type", "CUs", "global", "local", "fp16",
-         "fp64", "driver");
+  printf("  %-5s %-4s %-28s %-36s %-5s %5s %10s %9s %4s %4s %-6s %s\n",
+         "index", "id", "platform", "device", "type", "CUs", "global", "local",
+         "fp16", "fp64", "mixed", "driver");
   for (size_t i = 0; i < list->count; i++) {
     const clt_device_info *d = &list->devices[i];
     char id[16];
     snprintf(id, sizeof id, "%d:%d", d->platform_index, d->device_index);
     printf("%s %-5d %-4s %-28.28s %-36.36s %-5s %5u %7.1f GiB %5.0f KiB %4s "
-           "%4s  %s\n",
+           "%4s %-6s %s\n",
            i == chosen ? "*" : " ", d->index, id, d->platform_name, d->name,
            type_name(d->type), d->compute_units,
            (double)d->global_mem_bytes / (1024.0 * 1024 * 1024),
            (double)d->local_mem_bytes / 1024.0, d->fp16 ? "yes" : "no",
-           d->fp64 ? "yes" : "no", d->driver_version);
+           d->fp64 ? "yes" : "no", mixed_route(d), d->driver_version);
   }
-  printf("(* = the device chosen by default or by --device / CLT_DEVICE)\n");
+  printf("(* = the device chosen by default or by --device / CLT_DEVICE;\n"
+         " mixed = how --precision mixed runs its products: sgemm on fp16\n"
+         " values, or mma = tensor cores through inline PTX where the probe\n"
+         " on first use builds and checks them, else sgemm)\n");
 }
 
 int cli_devices(int argc, char **argv) {

@@ -212,8 +212,7 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
   }
   bool emulate = env && strcmp(env, "emulate") == 0;
   bool forced = env && strcmp(env, "ptx") == 0;
-  if (!emulate && !forced &&
-      !clt_device_has_extension(ctx->device, "cl_nv_device_attribute_query")) {
+  if (!emulate && !forced && !ctx->info.ptx) {
     snprintf(st->why, sizeof st->why,
              "no tensor-core route: the compiler does not take NVIDIA PTX%s",
              ctx->info.fp16 ? " (CLBlast HGEMM is not a route yet)" : "");

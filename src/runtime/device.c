@@ -85,6 +85,7 @@ static void fill_device_info(cl_platform_id plat, cl_device_id dev,
   d->max_work_group_size = wg;
   d->fp16 = clt_device_has_extension(dev, "cl_khr_fp16");
   d->fp64 = clt_device_has_extension(dev, "cl_khr_fp64");
+  d->ptx = clt_device_has_extension(dev, "cl_nv_device_attribute_query");
 }
 
 /* Calls fn(platform, device, flat index, user) for every device; returns
