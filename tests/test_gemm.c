@@ -7,7 +7,7 @@
 #include "common.h"
 #include "check/check.h"
 #include "common/rng.h"
-#include "ops/gemm_mma.h"
+#include "mma_context.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -197,16 +197,7 @@ static clt_context *g_main_ctx, *g_emulated_ctx;
 
 static void emulated_setup(void) {
   g_main_ctx = g_ctx;
-  setenv("CLT_MMA", "emulate", 1);
-  char err[4096];
-  clt_status st = clt_context_create(NULL, &g_emulated_ctx, err, sizeof err);
-  ck_assert_msg(st == CLT_OK, "second context: %s", err);
-  /* The route is probed on first use, while CLT_MMA says so. */
-  clt_mma_route route;
-  st = clt_mma_route_of(g_emulated_ctx, &route, NULL);
-  unsetenv("CLT_MMA");
-  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED,
-                "emulated route: %s", clt_context_last_error(g_emulated_ctx));
+  g_emulated_ctx = open_emulated_mma(NULL);
 }
 
 /* Each test starts on the suite's context (a failed one may have left

@@ -14,7 +14,7 @@
 #include "check/check.h"
 #include "check/harness.h"
 #include "common/rng.h"
-#include "ops/gemm_mma.h"
+#include "mma_context.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes                                                                    */
@@ -655,16 +655,7 @@ static void assert_adjoint(double lhs, double rhs, double mag,
  * local memory: every tile configuration, the four transposes, a batch of
  * two, sizes that cut the 16 x 8 x 16 tiles and the k-blocks. */
 START_TEST(gemm_mma_emulated) {
-  setenv("CLT_MMA", "emulate", 1);
-  clt_context *ctx;
-  char err[4096];
-  clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
-  ck_assert_msg(st == CLT_OK, "context: %s", err);
-  clt_mma_route route;
-  st = clt_mma_route_of(ctx, &route, NULL);
-  unsetenv("CLT_MMA");
-  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED, "route: %s",
-                clt_context_last_error(ctx));
+  clt_context *ctx = open_emulated_mma(NULL);
   int64_t m = test_tiny() ? 17 : 70, n = test_tiny() ? 9 : 45,
           k = test_tiny() ? 35 : 77;
   for (int c = 0; c < CLT_MMA_CONFIGS; c++)
@@ -673,7 +664,7 @@ START_TEST(gemm_mma_emulated) {
       clt_transpose ta = t & 1 ? CLT_TRANS : CLT_NO_TRANS;
       clt_transpose tb = t & 2 ? CLT_TRANS : CLT_NO_TRANS;
       double e = -1.0;
-      st = clt_check_gemm_mma(ctx, c, ta, tb, m, n, k, 1.0f, 0.5f, 2, &e);
+      clt_status st = clt_check_gemm_mma(ctx, c, ta, tb, m, n, k, 1.0f, 0.5f, 2, &e);
       ck_assert_msg(st == CLT_OK && e <= TOL,
                     "%s transposes %d: %s, max error %.3g (%s)",
                     clt_mma_config_name(c), t, clt_status_string(st), e,

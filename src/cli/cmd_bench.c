@@ -226,15 +226,12 @@ static int bench_gemm(int argc, char **argv) {
 #endif
   bool mixed = precision == CLT_PRECISION_MIXED;
   if (mixed) {
-    clt_mma_route route;
-    const char *why = NULL;
-    if (clt_mma_route_of(ctx, &route, &why) != CLT_OK) {
-      fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    bool has = false;
+    if (cli_print_mma_route(ctx, &has) != 0) {
       clt_context_destroy(ctx);
       return 1;
     }
-    printf("fp16 products: %s\n", why);
-    if (route == CLT_MMA_NONE) {
+    if (!has) {
       printf("(mixed precision runs its products as the SGEMM below)\n");
       mixed = false;
     }

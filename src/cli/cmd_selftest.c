@@ -6,7 +6,6 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "check/check.h"
-#include "ops/gemm_mma.h"
 
 int cli_selftest(int argc, char **argv) {
   const char *device = NULL;
@@ -33,18 +32,15 @@ int cli_selftest(int argc, char **argv) {
          "cache, %d compiled, %d cache entries rebuilt); context %.3f s\n",
          ks.programs, ks.kernels, ks.build_seconds, ks.cache_hits,
          ks.cache_misses, ks.cache_rejected, cli_now() - t0);
-  clt_mma_route route;
-  const char *why = NULL;
-  if (clt_mma_route_of(ctx, &route, &why) != CLT_OK) {
-    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+  bool has_route = false;
+  if (cli_print_mma_route(ctx, &has_route) != 0) {
     clt_context_destroy(ctx);
     return 1;
   }
-  printf("fp16 products: %s\n", why);
   int failed = 0, run = 0;
   for (int i = 0; i < clt_selftest_case_count; i++) {
     const clt_selftest_case *c = &clt_selftest_cases[i];
-    if (c->fp16_route && route == CLT_MMA_NONE) continue;
+    if (c->fp16_route && !has_route) continue;
     run++;
     double err = 0.0, t = cli_now();
     clt_status st = c->run(ctx, &err);

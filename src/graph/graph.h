@@ -143,6 +143,9 @@ struct clt_graph {
   clt_plan_info *plans;
   int plan_count, plan_cap;
   double plan_seconds;
+  bool test_mma; /* tests: every product takes the fp16 route's first
+                    candidate (one GEMM, tile configuration 0) where the
+                    graph is mixed and the device has the route */
   int test_way; /* tests: 1 + the way every clt_graph_plan_ways takes
                    (unmeasured, unstored); 0 to choose as the mode says */
   /* Shared device buffers of the last compile (graph/memplan.c). */

@@ -215,6 +215,7 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   if (max_ws > MAX_WORKSPACE_FLOATS) max_ws = MAX_WORKSPACE_FLOATS;
   clt_gemm_plan cands[CLT_GEMM_MAX_CANDIDATES];
   r->candidate_count = clt_gemm_candidates(p, max_ws, cands);
+  int fp32_count = r->candidate_count;
   if (g->precision == CLT_PRECISION_MIXED) {
     clt_mma_route route;
     CLT_TRY(clt_mma_route_of(g->ctx, &route, NULL));
@@ -224,6 +225,11 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   for (int i = 0; i < r->candidate_count; i++)
     clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
                        sizeof r->candidates[i].name);
+  if (g->test_mma && r->candidate_count > fp32_count) {
+    r->chosen = fp32_count;
+    *plan = cands[fp32_count];
+    return CLT_OK;
+  }
   if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
   char desc[1024];
   describe(p, r, desc, sizeof desc);

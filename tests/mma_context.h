@@ -1,0 +1,28 @@
+/* A context whose fp16 route is the emulated kernel (CLT_MMA=emulate, see
+ * ops/gemm_mma.h): the tests of the tensor-core kernel's every line but
+ * the instruction itself, on any device. */
+#ifndef CLT_TESTS_MMA_CONTEXT_H
+#define CLT_TESTS_MMA_CONTEXT_H
+
+#include <stdlib.h>
+
+#include "common.h"
+#include "ops/gemm_mma.h"
+
+/* Creates the context (opts may be NULL) and probes its route while
+ * CLT_MMA says emulate; fails the test unless the route is emulated. */
+static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
+  setenv("CLT_MMA", "emulate", 1);
+  clt_context *ctx = NULL;
+  char err[4096];
+  clt_status st = clt_context_create(opts, &ctx, err, sizeof err);
+  clt_mma_route route = CLT_MMA_NONE;
+  if (st == CLT_OK) st = clt_mma_route_of(ctx, &route, NULL);
+  unsetenv("CLT_MMA");
+  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED,
+                "context with the emulated fp16 route: %s",
+                ctx ? clt_context_last_error(ctx) : err);
+  return ctx;
+}
+
+#endif
