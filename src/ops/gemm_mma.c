@@ -155,7 +155,6 @@ static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
   clt_tensor *ta = NULL, *tb = NULL, *tc = NULL;
   clt_status s = host && half ? CLT_OK
                               : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "probe");
-  *error = INFINITY;
   if (s == CLT_OK) {
     clt_random_fill(host, na + nb, 16, -2.0f, 2.0f);
     /* fp16 values, as mixed precision gives the kernel. */
@@ -188,7 +187,8 @@ static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
   return s;
 }
 
-/* The first line of the context's message (a build log's headline). */
+/* A build failure's message on one line: its headline ("building
+ * cl/mma.cl for ... failed (...):") and the build log's first line. */
 static void first_line(const char *msg, char *out, size_t len) {
   snprintf(out, len, "%s", msg);
   char *nl = strchr(out, '\n');

@@ -8,7 +8,10 @@
  * product checked against the host; where it builds and is right, the
  * products of a mixed-precision graph get its tile configurations as
  * candidates beside CLBlast's SGEMM, and the measured plans choose
- * (graph/plan.c). Elsewhere the products stay SGEMM on the fp16 values.
+ * (graph/plan.c), where each candidate's numbers are compared with
+ * SGEMM's before it may be chosen (so a tile configuration that the probe
+ * did not run is checked too). Elsewhere the products stay SGEMM on the
+ * fp16 values.
  * CLT_MMA=off turns the probe off; CLT_MMA=ptx probes on any device (a
  * compiler that does not emit PTX refuses the kernel: the CPU stacks say
  * "invalid output constraint"); CLT_MMA=emulate builds the same kernel

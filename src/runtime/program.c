@@ -134,9 +134,15 @@ static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
 static void report_build(clt_context *ctx, const clt_embedded_program *p,
                          bool compiling) {
   if (!ctx->build_progress || is_on_demand(p->name)) return;
-  int index = (int)(p - clt_embedded_programs) + 1;
-  ctx->build_progress(&ctx->info, p->name, index, clt_embedded_program_count,
-                      compiling, ctx->build_progress_user);
+  /* Counted among the programs built at start-up. */
+  int index = 0, count = 0;
+  for (int i = 0; i < clt_embedded_program_count; i++) {
+    if (is_on_demand(clt_embedded_programs[i].name)) continue;
+    count++;
+    if (&clt_embedded_programs[i] <= p) index = count;
+  }
+  ctx->build_progress(&ctx->info, p->name, index, count, compiling,
+                      ctx->build_progress_user);
 }
 
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
