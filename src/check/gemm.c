@@ -1,10 +1,10 @@
-/* Checks of GEMM (CLBlast, through ops/gemm.c), strided batched. */
+/* Checks of GEMM (CLBlast, through ops/gemm.c, and the fp16 route's
+ * kernel, ops/gemm_mma.c), strided batched. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "ops/gemm_mma.h"
-
 #include "check/harness.h"
+#include "ops/gemm_mma.h"
 
 typedef struct gemm_args {
   clt_transpose ta, tb;
