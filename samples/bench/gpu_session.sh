@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Every GPU figure the open issues ask for, in one call on the GPU machine
+# (an NVIDIA H100: see ../shared/tools/gpu-bundle, whose .gpu/ must travel
+# with the tree). From the project's root there:
+#     source .gpu/env && bash samples/bench/gpu_session.sh [PART...]
+# PARTs (default: all, in this order, about 20 minutes):
+#   check  devices, selftest (the fp16 route's probe and kernel checks),
+#          test_gemm on the GPU
+#   gemm   bench gemm fp32 and --precision mixed to 4096, next to
+#          torch_gemm.py (fp32 with TF32 off, fp16)
+#   plans  tune of the CNN and the ResNet at batch 64, fp32 and mixed
+#   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
+#          torch_train.py --device cuda; CNN b64 with --profile
+#   mixed  the wide ResNet, bench train --precision mixed next to --amp,
+#          and fp32 next to PyTorch fp32
+# Each part's output goes to stdout and to $OUT/PART.log where $OUT is set
+# (the device tool brings $OUT back). Run it twice to see the stored plans
+# at work (the first run measures them).
+set -uo pipefail
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(check gemm plans train mixed)
+out=${OUT:-}
+torch=(python3 samples/bench/torch_train.py --device cuda)
+dev=(--device nvidia)
+
+run() { echo "+ $*"; "$@"; }
+
+part_check() {
+  run cltrain devices
+  run cltrain selftest "${dev[@]}"
+  CLT_DEVICE=nvidia run test_gemm
+}
+
+part_gemm() {
+  run python3 samples/bench/torch_gemm.py --device cuda --sizes 1024 2048 4096
+  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed
+}
+
+part_plans() {
+  for model in cnn resnet; do
+    for p in fp32 mixed; do
+      run cltrain tune "samples/fashion_$model.model" --batch 64 --precision "$p" "${dev[@]}"
+    done
+  done
+}
+
+part_train() {
+  for model in mlp cnn resnet; do
+    for b in 32 64 256; do
+      run "${torch[@]}" --model "$model" --batch "$b" --steps 100
+      run cltrain bench train "samples/fashion_$model.model" --batch "$b" --steps 100 "${dev[@]}"
+    done
+  done
+  run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile "${dev[@]}"
+}
+
+part_mixed() {
+  for b in 64 256; do
+    run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50 --amp
+    run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 --precision mixed --profile "${dev[@]}"
+    run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50
+    run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 "${dev[@]}"
+  done
+}
+
+status=0
+for p in "${parts[@]}"; do
+  if ! declare -F "part_$p" >/dev/null; then
+    echo "gpu_session.sh: no part '$p' (check gemm plans train mixed)" >&2
+    exit 2
+  fi
+  echo "=== $p ($(date -u +%H:%M:%S))"
+  if [ -n "$out" ]; then
+    "part_$p" 2>&1 | tee "$out/$p.log" || status=1
+  else
+    "part_$p" || status=1
+  fi
+done
+exit $status
