@@ -77,10 +77,14 @@ static clt_plan_info *new_record(clt_graph *g) {
 }
 
 /* What the key covers: the product, how images lie in it, and the
- * candidates in order (a change to the list is a different plan). */
+ * candidates in order (a change to the list is a different plan). "gemm2":
+ * entries stored before mixed precision measured on filled parameters may
+ * hold valid candidates rejected (see clt_graph_compile's plan_buffers),
+ * and the plans of fp32 and mixed share keys where the lists match; the
+ * new name makes those entries miss. */
 static void describe(const clt_gemm_product *p, const clt_plan_info *r,
                      char *buf, size_t len) {
-  size_t w = (size_t)snprintf(buf, len, "gemm %s images %lld along %c:",
+  size_t w = (size_t)snprintf(buf, len, "gemm2 %s images %lld along %c:",
                               r->shape, (long long)p->images,
                               p->images_along_k ? 'k' : 'n');
   for (int i = 0; i < r->candidate_count && w < len; i++)
@@ -261,7 +265,8 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   }
   if (g->plan_mode == CLT_PLAN_OFF || w->work.count == 1) return CLT_OK;
   char desc[1024];
-  size_t len = (size_t)snprintf(desc, sizeof desc, "ways %s %s:", w->what,
+  /* "ways2": as "gemm2" in describe(). */
+  size_t len = (size_t)snprintf(desc, sizeof desc, "ways2 %s %s:", w->what,
                                 w->key);
   for (int i = 0; i < w->work.count && len < sizeof desc; i++)
     len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
