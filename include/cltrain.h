@@ -287,6 +287,39 @@ CLT_API clt_status clt_gemm_strided_batched(
     const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
     int64_t stride_c, int64_t batch);
 
+/* fp16 products with f32 sums (mixed precision's route, README "Mixed
+ * precision"): on a device whose compiler emits NVIDIA PTX, a kernel on
+ * the tensor cores, probed on first use (built, and checked on a product
+ * against the host); elsewhere none, and mixed precision's products are
+ * SGEMM on fp16 values. CLT_MMA=auto|off|ptx|emulate (README). */
+typedef enum clt_fp16_route {
+  CLT_FP16_SGEMM = 0,    /* no fp16 kernel: SGEMM on fp16 values */
+  CLT_FP16_MMA_PTX,      /* mma.sync through inline PTX */
+  CLT_FP16_MMA_EMULATED, /* CLT_MMA=emulate: the same kernel with the
+                            instruction done in OpenCL C (slow; tests) */
+} clt_fp16_route;
+
+/* The context's route, probing on the first call; *why (may be NULL) gets
+ * a line saying why (valid while the context lives). Errors: a bad CLT_MMA
+ * value, a device failing during the check. */
+CLT_API clt_status clt_fp16_route_get(clt_context *ctx, clt_fp16_route *route,
+                                      const char **why);
+
+/* The fp16 kernel's tile configurations (of C per work-group), which the
+ * measured plans choose between, and their names ("64x64", ...). */
+#define CLT_FP16_CONFIGS 3
+CLT_API const char *clt_fp16_config_name(int config);
+
+/* clt_gemm_strided_batched by the fp16 route's kernel in tile
+ * configuration `config`: A and B rounded to fp16 (nearest even) on their
+ * way in, the sums in f32. CLT_ERR_UNSUPPORTED where the route is
+ * CLT_FP16_SGEMM (the message says why). */
+CLT_API clt_status clt_gemm_f16_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch);
+
 /* ------------------------------------------------------------------------ */
 /* Activations and profiling                                                 */
 

@@ -16,10 +16,10 @@ static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
   clt_context *ctx = NULL;
   char err[4096];
   clt_status st = clt_context_create(opts, &ctx, err, sizeof err);
-  clt_mma_route route = CLT_MMA_NONE;
-  if (st == CLT_OK) st = clt_mma_route_of(ctx, &route, NULL);
+  clt_fp16_route route = CLT_FP16_SGEMM;
+  if (st == CLT_OK) st = clt_fp16_route_get(ctx, &route, NULL);
   unsetenv("CLT_MMA");
-  ck_assert_msg(st == CLT_OK && route == CLT_MMA_EMULATED,
+  ck_assert_msg(st == CLT_OK && route == CLT_FP16_MMA_EMULATED,
                 "context with the emulated fp16 route: %s",
                 ctx ? clt_context_last_error(ctx) : err);
   return ctx;

@@ -215,9 +215,9 @@ static void emulated_teardown(void) {
 static int mma_contexts(clt_context **out) {
   int n = 0;
   out[n++] = g_emulated_ctx;
-  clt_mma_route route;
-  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, NULL));
-  if (route != CLT_MMA_NONE) out[n++] = g_main_ctx;
+  clt_fp16_route route;
+  ck_assert_ok(clt_fp16_route_get(g_main_ctx, &route, NULL));
+  if (route != CLT_FP16_SGEMM) out[n++] = g_main_ctx;
   return n;
 }
 
@@ -234,7 +234,7 @@ START_TEST(mma_shapes) {
                                          CLT_NO_TRANS, s[0], s[1], s[2], 1.0f,
                                          0.0f, 1, &e),
                       e, TOL, "mma %s nn m=%lld n=%lld k=%lld",
-                      clt_mma_config_name(_i), (long long)s[0],
+                      clt_fp16_config_name(_i), (long long)s[0],
                       (long long)s[1], (long long)s[2]);
     }
   }
@@ -256,7 +256,7 @@ START_TEST(mma_transposes_batches) {
     for (int p = 0; p < COUNT(picks); p++) {
       const int64_t *s = shapes[picks[p]];
       int64_t batch = p == 0 ? 3 : 1;
-      ck_assert_check(clt_check_gemm_mma(g_ctx, p % CLT_MMA_CONFIGS, ta, tb,
+      ck_assert_check(clt_check_gemm_mma(g_ctx, p % CLT_FP16_CONFIGS, ta, tb,
                                          s[0], s[1], s[2], ab[p][0], ab[p][1],
                                          batch, &e),
                       e, TOL, "mma %s%s m=%lld n=%lld k=%lld batch %lld",
@@ -271,22 +271,22 @@ END_TEST
 /* Where the device has no route, the kernel is refused with the reason;
  * bad arguments are refused as SGEMM's are. */
 START_TEST(mma_refusals) {
-  clt_mma_route route;
+  clt_fp16_route route;
   const char *why = NULL;
-  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, &why));
+  ck_assert_ok(clt_fp16_route_get(g_main_ctx, &route, &why));
   ck_assert_msg(why && *why, "no reason given for the route");
   clt_tensor *a, *b, *c;
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &a));
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){12}, &b));
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){9}, &c));
-  if (route == CLT_MMA_NONE)
+  if (route == CLT_FP16_SGEMM)
     assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
                                  4, 1.0f, a, 4, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
                  CLT_ERR_UNSUPPORTED, "gemm_mma", why);
   assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 4, 3, 3,
                                1.0f, a, 3, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
                CLT_ERR_SHAPE, "gemm_mma: C", "12");
-  assert_error(clt_gemm_mma_ld(g_ctx, CLT_MMA_CONFIGS, CLT_NO_TRANS,
+  assert_error(clt_gemm_mma_ld(g_ctx, CLT_FP16_CONFIGS, CLT_NO_TRANS,
                                CLT_NO_TRANS, 3, 3, 3, 1.0f, a, 3, 0, b, 3, 0,
                                0.0f, c, 3, 0, 1),
                CLT_ERR_INVALID_ARGUMENT, "gemm_mma", "configuration");
@@ -300,19 +300,19 @@ END_TEST
  * compiler does not emit PTX it does not build, and the route is SGEMM
  * with the build log's headline as the reason (no error). */
 START_TEST(mma_forced_probe) {
-  clt_mma_route route;
-  ck_assert_ok(clt_mma_route_of(g_main_ctx, &route, NULL));
-  if (route != CLT_MMA_NONE) return; /* the probe built and passed here */
+  clt_fp16_route route;
+  ck_assert_ok(clt_fp16_route_get(g_main_ctx, &route, NULL));
+  if (route != CLT_FP16_SGEMM) return; /* the probe built and passed here */
   setenv("CLT_MMA", "ptx", 1);
   clt_context *ctx;
   char err[4096];
   clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
   ck_assert_msg(st == CLT_OK, "context: %s", err);
   const char *why = NULL;
-  st = clt_mma_route_of(ctx, &route, &why);
+  st = clt_fp16_route_get(ctx, &route, &why);
   unsetenv("CLT_MMA");
   ck_assert_msg(st == CLT_OK, "probe: %s", clt_context_last_error(ctx));
-  ck_assert_int_eq(route, CLT_MMA_NONE);
+  ck_assert_int_eq(route, CLT_FP16_SGEMM);
   ck_assert_msg(strstr(why, "did not build") && strstr(why, "mma.cl"),
                 "reason: %s", why);
   clt_context_destroy(ctx);
@@ -326,8 +326,8 @@ START_TEST(mma_env_checked) {
   char err[4096];
   clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
   ck_assert_msg(st == CLT_OK, "context: %s", err);
-  clt_mma_route route;
-  st = clt_mma_route_of(ctx, &route, NULL);
+  clt_fp16_route route;
+  st = clt_fp16_route_get(ctx, &route, NULL);
   unsetenv("CLT_MMA");
   ck_assert_int_eq(st, CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(ctx), "CLT_MMA=fast"));
@@ -351,7 +351,7 @@ static Suite *gemm_suite(void) {
   tcase_add_unchecked_fixture(mma, emulated_setup, emulated_teardown);
   tcase_add_checked_fixture(mma, main_context_back, main_context_back);
   tcase_set_timeout(mma, 600);
-  tcase_add_loop_test(mma, mma_shapes, 0, CLT_MMA_CONFIGS);
+  tcase_add_loop_test(mma, mma_shapes, 0, CLT_FP16_CONFIGS);
   tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
   tcase_add_test(mma, mma_refusals);
   tcase_add_test(mma, mma_forced_probe);

@@ -658,7 +658,7 @@ START_TEST(gemm_mma_emulated) {
   clt_context *ctx = open_emulated_mma(NULL);
   int64_t m = test_tiny() ? 17 : 70, n = test_tiny() ? 9 : 45,
           k = test_tiny() ? 35 : 77;
-  for (int c = 0; c < CLT_MMA_CONFIGS; c++)
+  for (int c = 0; c < CLT_FP16_CONFIGS; c++)
     for (int t = 0; t < 4; t++) {
       if (test_tiny() && c > 0 && t > 0) continue;
       clt_transpose ta = t & 1 ? CLT_TRANS : CLT_NO_TRANS;
@@ -667,7 +667,7 @@ START_TEST(gemm_mma_emulated) {
       clt_status st = clt_check_gemm_mma(ctx, c, ta, tb, m, n, k, 1.0f, 0.5f, 2, &e);
       ck_assert_msg(st == CLT_OK && e <= TOL,
                     "%s transposes %d: %s, max error %.3g (%s)",
-                    clt_mma_config_name(c), t, clt_status_string(st), e,
+                    clt_fp16_config_name(c), t, clt_status_string(st), e,
                     clt_context_last_error(ctx));
     }
   clt_context_destroy(ctx);

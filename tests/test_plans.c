@@ -444,7 +444,7 @@ START_TEST(mixed_plans_have_fp16_candidates) {
     bool gemm = strstr(p.product, "layout") == NULL;
     if (gemm) {
       gemm_records++;
-      ck_assert_msg(fp16 >= CLT_MMA_CONFIGS, "%s %s: %d fp16 candidates",
+      ck_assert_msg(fp16 >= CLT_FP16_CONFIGS, "%s %s: %d fp16 candidates",
                     p.layer, p.product, fp16);
     }
   }
@@ -533,7 +533,7 @@ START_TEST(mma_plans_match_reference) {
   clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES];
   int fp32 = clt_gemm_candidates(&p, 1 << 20, plans);
   int count = clt_gemm_mma_candidates(plans, fp32);
-  ck_assert_int_ge(count, fp32 + CLT_MMA_CONFIGS);
+  ck_assert_int_ge(count, fp32 + CLT_FP16_CONFIGS);
   int64_t ws = 1;
   for (int i = 0; i < count; i++)
     if (clt_gemm_plan_workspace(&p, &plans[i]) > ws)

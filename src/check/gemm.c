@@ -4,14 +4,13 @@
 #include <stdlib.h>
 
 #include "check/harness.h"
-#include "ops/gemm_mma.h"
 
 typedef struct gemm_args {
   clt_transpose ta, tb;
   int64_t m, n, k;
   float alpha, beta;
   int64_t batch;
-  int mma_config; /* -1: CLBlast's SGEMM; else gemm_mma.h's */
+  int mma_config; /* -1: CLBlast's SGEMM; else the fp16 kernel's tiles */
 } gemm_args;
 
 /* c = alpha op(a) op(b) + beta c for one matrix, in double. */
@@ -42,10 +41,10 @@ static clt_status gemm_body(check_set *s, const void *arg) {
                                      a->t, m * k, b->t, k * n, g->beta, c->t,
                                      m * n, g->batch));
   } else {
-    CLT_TRY(clt_gemm_mma_ld(s->ctx, g->mma_config, g->ta, g->tb, m, n, k,
-                            g->alpha, a->t, g->ta == CLT_TRANS ? m : k, m * k,
-                            b->t, g->tb == CLT_TRANS ? k : n, k * n, g->beta,
-                            c->t, n, m * n, g->batch));
+    CLT_TRY(clt_gemm_f16_strided_batched(s->ctx, g->mma_config, g->ta, g->tb,
+                                         m, n, k, g->alpha, a->t, m * k, b->t,
+                                         k * n, g->beta, c->t, m * n,
+                                         g->batch));
   }
   /* The fp16 kernel's inputs are the operands rounded to fp16 (copies:
    * the harness compares the operands themselves too). */

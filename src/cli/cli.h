@@ -91,7 +91,7 @@ const char *cli_rank_device(const char *spec, const clt_dist *dist,
  * stderr, the rest dropped. */
 void cli_print_warnings(clt_log_level level, const char *message, void *user);
 
-/* Probes the context's fp16 route (ops/gemm_mma.h) and prints it on a
+/* Probes the context's fp16 route (clt_fp16_route_get) and prints it on a
  * line "fp16 products: ..."; *has whether there is one (not SGEMM); 1
  * (error printed) when the probe fails. */
 int cli_print_mma_route(clt_context *ctx, bool *has);

@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "ops/gemm_mma.h"
 
 #ifdef CLT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -76,10 +75,10 @@ static clt_status run_product(clt_context *ctx, const gemm_shape *s,
     return clt_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f,
                                     a, s->m * s->k, b, s->k * s->n, 0.0f, c,
                                     s->m * s->n, s->batch);
-  return clt_gemm_mma_ld(ctx, config, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
-                         s->ta == CLT_TRANS ? s->m : s->k, s->m * s->k, b,
-                         s->tb == CLT_TRANS ? s->k : s->n, s->k * s->n, 0.0f,
-                         c, s->n, s->m * s->n, s->batch);
+  return clt_gemm_f16_strided_batched(ctx, config, s->ta, s->tb, s->m, s->n,
+                                      s->k, 1.0f, a, s->m * s->k, b,
+                                      s->k * s->n, 0.0f, c, s->m * s->n,
+                                      s->batch);
 }
 
 static clt_status time_product(clt_context *ctx, const gemm_shape *s,
@@ -134,7 +133,7 @@ static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
                            clt_tensor *a, clt_tensor *b, clt_tensor *c,
                            double *seconds, int *config) {
   *seconds = 0.0;
-  for (int i = 0; i < CLT_MMA_CONFIGS; i++) {
+  for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     double t = 0.0;
     CLI_TRY(time_product(ctx, s, i, a, b, c, &t));
     if (*seconds == 0.0 || t < *seconds) {
@@ -168,7 +167,7 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
            (long long)s->n, (long long)s->k, (long long)s->batch, gf);
     if (mixed)
       printf(" %10.2f %6.2fx %-8s", flops / mma_secs * 1e-9, secs / mma_secs,
-             clt_mma_config_name(config));
+             clt_fp16_config_name(config));
 #ifdef CLT_HAVE_OPENBLAS
     double ref = flops / time_openblas(s, ha, hb, hc) * 1e-9;
     printf(" %10.2f %7.2f", ref, gf / ref);

@@ -44,7 +44,7 @@ static size_t platforms_listed(const clt_device_list *list) {
 /* "platforms" counts the platforms whose devices follow; the others that
  * the loader found (rusticl without RUSTICL_ENABLE, Clover) are counted
  * apart, so that a script never looks for devices that are not there. */
-/* The route mixed precision's products take (ops/gemm_mma.h), as far as
+/* The route mixed precision's products take (clt_fp16_route_get), as far as
  * known without building anything: the probe decides on first use. */
 static const char *mixed_route(const clt_device_info *d) {
   return d->ptx ? "mma" : "sgemm";

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "ops/gemm_mma.h"
 
 /* The library's warnings (a kernel cache that cannot be written, ...) are
  * for the user; its information and debug lines are not. */
@@ -202,13 +201,13 @@ const char *cli_rank_device(const char *spec, const clt_dist *dist,
 
 int cli_print_mma_route(clt_context *ctx, bool *has) {
   const char *why = NULL;
-  clt_mma_route route;
+  clt_fp16_route route;
   *has = false;
-  if (clt_mma_route_of(ctx, &route, &why) != CLT_OK) {
+  if (clt_fp16_route_get(ctx, &route, &why) != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     return 1;
   }
   printf("fp16 products: %s\n", why);
-  *has = route != CLT_MMA_NONE;
+  *has = route != CLT_FP16_SGEMM;
   return 0;
 }

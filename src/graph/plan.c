@@ -221,9 +221,9 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   r->candidate_count = clt_gemm_candidates(p, max_ws, cands);
   int fp32_count = r->candidate_count;
   if (g->precision == CLT_PRECISION_MIXED) {
-    clt_mma_route route;
-    CLT_TRY(clt_mma_route_of(g->ctx, &route, NULL));
-    if (route != CLT_MMA_NONE)
+    clt_fp16_route route;
+    CLT_TRY(clt_fp16_route_get(g->ctx, &route, NULL));
+    if (route != CLT_FP16_SGEMM)
       r->candidate_count = clt_gemm_mma_candidates(cands, r->candidate_count);
   }
   for (int i = 0; i < r->candidate_count; i++)

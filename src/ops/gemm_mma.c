@@ -16,27 +16,27 @@
 static const struct {
   const char *name;
   int bm, bn, wm, wn;
-} configs[CLT_MMA_CONFIGS] = {
+} configs[CLT_FP16_CONFIGS] = {
     {"64x64", 64, 64, 2, 2},
     {"128x64", 128, 64, 2, 2},
     {"128x128", 128, 128, 2, 4},
 };
 
 struct clt_mma_state {
-  clt_mma_route route;
+  clt_fp16_route route;
   int asm_form; /* cl/mma.cl's CLT_MMA_ASM: the spelling that built */
   char why[512];
-  cl_program programs[CLT_MMA_CONFIGS];
-  cl_kernel kernels[CLT_MMA_CONFIGS];
+  cl_program programs[CLT_FP16_CONFIGS];
+  cl_kernel kernels[CLT_FP16_CONFIGS];
 };
 
-const char *clt_mma_config_name(int config) {
-  return config >= 0 && config < CLT_MMA_CONFIGS ? configs[config].name : "?";
+CLT_API const char *clt_fp16_config_name(int config) {
+  return config >= 0 && config < CLT_FP16_CONFIGS ? configs[config].name : "?";
 }
 
 void clt_mma_state_free(clt_mma_state *state) {
   if (!state) return;
-  for (int i = 0; i < CLT_MMA_CONFIGS; i++) {
+  for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     if (state->kernels[i]) clReleaseKernel(state->kernels[i]);
     if (state->programs[i]) clReleaseProgram(state->programs[i]);
   }
@@ -50,7 +50,7 @@ static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
   snprintf(extra, sizeof extra,
            "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
            "-DMMA_WM=%d -DMMA_WN=%d",
-           st->route == CLT_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
+           st->route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
            configs[i].bn, configs[i].wm, configs[i].wn);
   CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
   cl_int rc;
@@ -98,7 +98,7 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
   const char *routine = "gemm_mma";
   CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
                               b, ldb, stride_b, c, ldc, stride_c, batch));
-  if (config < 0 || config >= CLT_MMA_CONFIGS)
+  if (config < 0 || config >= CLT_FP16_CONFIGS)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "%s: no tile configuration %d", routine, config);
   if (!fits_int(a, stride_a, batch) || !fits_int(b, stride_b, batch) ||
@@ -106,10 +106,10 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                         "%s: operands beyond 2^31 elements or %lld batches",
                         routine, (long long)batch);
-  clt_mma_route route;
-  CLT_TRY(clt_mma_route_of(ctx, &route, NULL));
+  clt_fp16_route route;
+  CLT_TRY(clt_fp16_route_get(ctx, &route, NULL));
   clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
-  if (route == CLT_MMA_NONE)
+  if (route == CLT_FP16_SGEMM)
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "%s: %s", routine, st->why);
   CLT_TRY(build_config(ctx, st, config));
   return launch(ctx, st->kernels[config], config, ta, tb, m, n, k, alpha, a,
@@ -218,7 +218,7 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
              ctx->info.fp16 ? " (CLBlast HGEMM is not a route yet)" : "");
     return CLT_OK;
   }
-  st->route = emulate ? CLT_MMA_EMULATED : CLT_MMA_PTX;
+  st->route = emulate ? CLT_FP16_MMA_EMULATED : CLT_FP16_MMA_PTX;
   st->asm_form = 1;
   clt_status s = build_config(ctx, st, 0);
   if (s == CLT_ERR_BUILD && !emulate) {
@@ -230,7 +230,7 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
     char line[400];
     first_line(clt_context_last_error(ctx), line, sizeof line);
     clt_err_clear(&ctx->err);
-    st->route = CLT_MMA_NONE;
+    st->route = CLT_FP16_SGEMM;
     snprintf(st->why, sizeof st->why,
              "the tensor-core kernel did not build: %s", line);
     clt_ctx_log(ctx, CLT_LOG_INFO, "fp16 products: %s", st->why);
@@ -241,7 +241,7 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
   CLT_TRY(probe_product(ctx, st, &error));
   /* f32 sums of exact fp16 products in another order: far below this. */
   if (!(error <= 1e-5)) {
-    st->route = CLT_MMA_NONE;
+    st->route = CLT_FP16_SGEMM;
     snprintf(st->why, sizeof st->why,
              "the tensor-core kernel gave wrong numbers (relative error %.3g "
              "on a %dx%dx%d check); not used",
@@ -255,9 +255,10 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
   return CLT_OK;
 }
 
-clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
-                            const char **why) {
-  *route = CLT_MMA_NONE;
+CLT_API clt_status clt_fp16_route_get(clt_context *ctx,
+                                      clt_fp16_route *route,
+                                      const char **why) {
+  *route = CLT_FP16_SGEMM;
   if (why) *why = "";
   clt_gemm_state *gs = clt_gemm_state_get(ctx);
   if (!gs) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "GEMM state");
@@ -274,4 +275,16 @@ clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
   *route = gs->mma->route;
   if (why) *why = gs->mma->why;
   return CLT_OK;
+}
+
+CLT_API clt_status clt_gemm_f16_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch) {
+  /* Row-major leading dimensions are the stored row lengths. */
+  return clt_gemm_mma_ld(ctx, config, trans_a, trans_b, m, n, k, alpha, a,
+                         trans_a == CLT_TRANS ? m : k, stride_a, b,
+                         trans_b == CLT_TRANS ? k : n, stride_b, beta, c, n,
+                         stride_c, batch);
 }

@@ -22,29 +22,15 @@
 
 #include "ops/ops.h"
 
-typedef enum clt_mma_route {
-  CLT_MMA_NONE = 0,  /* SGEMM on fp16 values */
-  CLT_MMA_PTX,       /* mma.sync through inline PTX */
-  CLT_MMA_EMULATED,  /* CLT_MMA=emulate */
-} clt_mma_route;
-
-/* The context's route, probed on the first call (building the kernel and
- * checking one product); *why (may be NULL) receives a line saying why the
- * route is what it is. Errors: a CLT_MMA value other than auto, off, ptx
- * or emulate (CLT_ERR_INVALID_ARGUMENT), or the device failing during the
- * check; a kernel that does not build or gives wrong numbers is no error,
- * only CLT_MMA_NONE with the reason. */
-clt_status clt_mma_route_of(clt_context *ctx, clt_mma_route *route,
-                            const char **why);
-
-/* The tile configurations ("64x64", ...): plan candidates, all measured. */
-#define CLT_MMA_CONFIGS 3
-const char *clt_mma_config_name(int config);
+/* clt_fp16_route_get (cltrain.h) probes the route on its first call:
+ * building the kernel and checking one product; a kernel that does not
+ * build or gives wrong numbers is no error, only CLT_FP16_SGEMM with the
+ * reason. clt_fp16_config_name names the tile configurations. */
 
 /* C = alpha op(A) op(B) + beta C with A and B rounded to fp16 and f32
  * sums, by the route's kernel in tile configuration `config`, with
  * explicit leading dimensions and strided batches as clt_gemm_ld. The
- * route must not be CLT_MMA_NONE (CLT_ERR_UNSUPPORTED). */
+ * route must not be CLT_FP16_SGEMM (CLT_ERR_UNSUPPORTED). */
 clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
                            clt_transpose tb, int64_t m, int64_t n, int64_t k,
                            float alpha, const clt_tensor *a, int64_t lda,

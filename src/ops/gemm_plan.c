@@ -34,7 +34,7 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
 
 int clt_gemm_mma_candidates(clt_gemm_plan *out, int count) {
   int fp32 = count;
-  for (int c = 0; c < CLT_MMA_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
+  for (int c = 0; c < CLT_FP16_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
     out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1};
   for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
     if (out[i].method != CLT_GEMM_ONE)
@@ -54,7 +54,7 @@ void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
   char route[32] = "";
   if (plan->mma > 0)
     snprintf(route, sizeof route, "fp16 %s ",
-             clt_mma_config_name(plan->mma - 1));
+             clt_fp16_config_name(plan->mma - 1));
   if (plan->method == CLT_GEMM_ONE)
     snprintf(buf, len, "%sone gemm", route);
   else if (per_image)
