@@ -656,10 +656,17 @@ int cli_train(int argc, char **argv) {
             (long long)(val ? clt_dataset_count(val) : 0),
             (long long)(test ? clt_dataset_count(test) : 0), a.batch,
             optimizer_names[a.opt.kind], (double)a.opt.lr);
-    if (scaler)
+    if (scaler) {
+      /* Probed when the graph was compiled: no error left to meet here. */
+      clt_fp16_route route = CLT_FP16_SGEMM;
+      const char *why = "";
+      clt_fp16_route_get(ctx, &route, &why);
       fprintf(out, "precision: mixed (fp16 values, f32 master weights, loss "
-                   "scale from %g)\n",
-              (double)clt_loss_scaler_scale(scaler));
+                   "scale from %g; products: SGEMM%s%s)\n",
+              (double)clt_loss_scaler_scale(scaler),
+              route == CLT_FP16_SGEMM ? "" : ", or where measured faster ",
+              route == CLT_FP16_SGEMM ? "" : why);
+    }
     if (clt_dist_size(dist) > 1)
       fprintf(out, "data parallel: %d ranks of batch %lld (global batch "
                    "%lld)\n",
