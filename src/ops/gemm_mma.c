@@ -22,19 +22,21 @@ static const struct {
     {"128x128", 128, 128, 2, 4},
 };
 
-struct clt_mma_state {
+typedef struct clt_mma_state {
   clt_fp16_route route;
   int asm_form; /* cl/mma.cl's CLT_MMA_ASM: the spelling that built */
   char why[512];
   cl_program programs[CLT_FP16_CONFIGS];
   cl_kernel kernels[CLT_FP16_CONFIGS];
-};
+} clt_mma_state;
 
 CLT_API const char *clt_fp16_config_name(int config) {
   return config >= 0 && config < CLT_FP16_CONFIGS ? configs[config].name : "?";
 }
 
-void clt_mma_state_free(clt_mma_state *state) {
+/* The GEMM state's destructor for ours (gemm_tuning.h). */
+static void state_free(void *p) {
+  clt_mma_state *state = p;
   if (!state) return;
   for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     if (state->kernels[i]) clReleaseKernel(state->kernels[i]);
@@ -267,13 +269,15 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx,
     if (!st) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "fp16 route");
     clt_status s = probe(ctx, st);
     if (s != CLT_OK) {
-      clt_mma_state_free(st);
+      state_free(st);
       return s;
     }
     gs->mma = st;
+    gs->mma_free = state_free;
   }
-  *route = gs->mma->route;
-  if (why) *why = gs->mma->why;
+  const clt_mma_state *st = gs->mma;
+  *route = st->route;
+  if (why) *why = st->why;
   return CLT_OK;
 }
 

@@ -38,8 +38,4 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
                            int64_t stride_b, float beta, clt_tensor *c,
                            int64_t ldc, int64_t stride_c, int64_t batch);
 
-/* Frees the route's programs (the GEMM state's destructor calls it). */
-typedef struct clt_mma_state clt_mma_state;
-void clt_mma_state_free(clt_mma_state *state);
-
 #endif

@@ -24,7 +24,6 @@
  * everywhere; the indirect kernel pads instead, and from 96^3 up it is the
  * faster one here. */
 #include "ops/gemm_tuning.h"
-#include "ops/gemm_mma.h"
 
 #include <clblast_c.h>
 #include <ctype.h>
@@ -194,7 +193,7 @@ static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
 
 static void state_free(void *p) {
   clt_gemm_state *state = p;
-  clt_mma_state_free(state->mma);
+  if (state->mma_free) state->mma_free(state->mma);
   free(state);
 }
 

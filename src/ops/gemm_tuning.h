@@ -11,8 +11,10 @@ typedef struct clt_gemm_state {
   /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
    * batched products at or above its cube run one at a time. */
   int64_t indirect_min;
-  /* The fp16 route (gemm_mma.c), probed on first use; NULL until then. */
-  struct clt_mma_state *mma;
+  /* The fp16 route's state (gemm_mma.c's, made on first use; NULL until
+   * then) and what frees it with this state. */
+  void *mma;
+  void (*mma_free)(void *mma);
 } clt_gemm_state;
 
 /* One set of CLBlast parameters for one of its kernels ("Xgemm",
