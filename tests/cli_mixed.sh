@@ -2,7 +2,8 @@
 # Mixed precision through the command (issue 11): a short training run in
 # mixed precision reaches the fp32 run's test accuracy on a slice of
 # Fashion-MNIST; --json reports the precision, the loss scale and the
-# skipped steps; bench train runs it; the loss-scaler options are checked.
+# skipped steps; bench train runs it; the loss-scaler options are checked;
+# the fp16 route in devices, bench gemm, tune and CLT_MMA.
 # usage: cli_mixed.sh CLTRAIN SAMPLES_DIR
 set -euo pipefail
 C=$1
@@ -49,3 +50,23 @@ for bad in "--loss-scale 0.5" "--scale-growth 0" "--precision mixd"; do
 done
 grep -q "did you mean 'mixed'" "$T/err" || fail "no suggestion: $(cat "$T/err")"
 echo "ok: bad mixed-precision options refused"
+
+# The fp16 route (README "Mixed precision"): devices shows it, bench gemm
+# and tune take --precision mixed, CLT_MMA is checked. On a device without
+# the route (every CI machine), CLT_MMA=emulate stands in for it.
+expect_exit 0 "devices shows the mixed route" "mixed" "sgemm" -- \
+  "$C" devices
+expect_exit 0 "bench gemm --precision mixed says the route" \
+  "fp16 products:" "square 128" -- \
+  "$C" bench gemm --precision mixed --only "square 128"
+EXPECT_TIMEOUT=300 expect_exit 0 "bench gemm --precision mixed, emulated" \
+  "CLT_MMA=emulate" "vs fp32" "tiles" -- \
+  env CLT_MMA=emulate "$C" bench gemm --precision mixed --only "square 128"
+EXPECT_TIMEOUT=300 expect_exit 0 "tune --precision mixed, emulated" \
+  "fp16 64x64 one gemm" "fp16 128x128 one gemm" "fp16 64x64 split-k" -- \
+  env CLT_MMA=emulate "$C" tune "$SAMPLES/fashion_cnn.model" --batch 2 \
+  --precision mixed
+expect_error "a bad CLT_MMA" "CLT_MMA=fast" "auto, off, ptx or emulate" -- \
+  env CLT_MMA=fast "$C" train "${A[@]}" --precision mixed
+expect_error "a bad tune --precision" "did you mean 'mixed'" -- \
+  "$C" tune "$SAMPLES/fashion_cnn.model" --batch 2 --precision mixd

@@ -548,6 +548,8 @@ int cli_train(int argc, char **argv) {
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   clt_loss_scaler *scaler = NULL;
+  clt_fp16_route fp16_route = CLT_FP16_SGEMM; /* --precision mixed */
+  const char *fp16_why = "";
   clt_dataset *train = NULL, *test = NULL, *val = NULL;
   clt_epoch_stats *hist = NULL;
   rc = 1;
@@ -593,7 +595,10 @@ int cli_train(int argc, char **argv) {
     clt_loss_scaler_options_init(&so);
     if (a.loss_scale > 0) so.init_scale = (float)a.loss_scale;
     if (a.scale_growth > 0) so.growth_interval = (int)a.scale_growth;
-    if (clt_loss_scaler_create(ctx, &so, &scaler) != CLT_OK) {
+    /* The fp16 route (compiling a graph with convolutions probed it
+     * already): a bad CLT_MMA is an error for any model. */
+    if (clt_loss_scaler_create(ctx, &so, &scaler) != CLT_OK ||
+        clt_fp16_route_get(ctx, &fp16_route, &fp16_why) != CLT_OK) {
       fail(ctx, "--precision mixed");
       goto done;
     }
@@ -656,17 +661,12 @@ int cli_train(int argc, char **argv) {
             (long long)(val ? clt_dataset_count(val) : 0),
             (long long)(test ? clt_dataset_count(test) : 0), a.batch,
             optimizer_names[a.opt.kind], (double)a.opt.lr);
-    if (scaler) {
-      /* Probed when the graph was compiled: no error left to meet here. */
-      clt_fp16_route route = CLT_FP16_SGEMM;
-      const char *why = "";
-      clt_fp16_route_get(ctx, &route, &why);
+    if (scaler)
       fprintf(out, "precision: mixed (fp16 values, f32 master weights, loss "
                    "scale from %g; products: SGEMM%s%s)\n",
               (double)clt_loss_scaler_scale(scaler),
-              route == CLT_FP16_SGEMM ? "" : ", or where measured faster ",
-              route == CLT_FP16_SGEMM ? "" : why);
-    }
+              fp16_route == CLT_FP16_SGEMM ? "" : ", or where measured faster ",
+              fp16_route == CLT_FP16_SGEMM ? "" : fp16_why);
     if (clt_dist_size(dist) > 1)
       fprintf(out, "data parallel: %d ranks of batch %lld (global batch "
                    "%lld)\n",
