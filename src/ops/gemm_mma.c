@@ -77,13 +77,12 @@ static clt_status launch(clt_context *ctx, cl_kernel kernel, int config,
       (size_t)((m + configs[config].bm - 1) / configs[config].bm),
       (size_t)batch};
   size_t local[3] = {(size_t)threads, 1, 1};
-  return clt_kernel_run_named(
-      ctx, kernel, "gemm_mma", 3, global, local,
-      (clt_karg[]){KI(ta == CLT_TRANS), KI(tb == CLT_TRANS), KI(m), KI(n),
-                   KI(k), KF(alpha), KT(a), KI(lda), KI(stride_a), KT(b),
-                   KI(ldb), KI(stride_b), KF(beta), KT(c), KI(ldc),
-                   KI(stride_c)},
-      16);
+  const clt_karg args[] = {
+      KI(ta == CLT_TRANS), KI(tb == CLT_TRANS), KI(m), KI(n), KI(k),
+      KF(alpha), KT(a), KI(lda), KI(stride_a), KT(b), KI(ldb), KI(stride_b),
+      KF(beta), KT(c), KI(ldc), KI(stride_c)};
+  return clt_kernel_run_named(ctx, kernel, "gemm_mma", 3, global, local, args,
+                              (int)(sizeof args / sizeof args[0]));
 }
 
 /* The kernel takes int sizes and offsets. */
