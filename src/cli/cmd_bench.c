@@ -1,5 +1,6 @@
-/* cltrain bench gemm: CLBlast GFLOP/s on square and model shapes, next to
- * OpenBLAS's cblas_sgemm on the same shapes in the same run. */
+/* cltrain bench gemm: CLBlast GFLOP/s on square and model shapes (with
+ * --precision mixed, the fp16 route's kernel's too), next to OpenBLAS's
+ * cblas_sgemm on the same shapes in the same run. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
