@@ -103,17 +103,27 @@ static void check_plan(const clt_gemm_product *p, const clt_gemm_plan *plan,
                 "%s %s: two runs differ in their bits", shape, name);
 }
 
-/* _i: a case. Every candidate, the split-K counts 3, 5 and k (which do
- * not divide k, or cut it to single columns), and each plan applied to a
- * smaller last batch as conv2d does. */
-START_TEST(plan_candidates_match_reference) {
-  const product_case *c = &cases[_i];
+/* Every plan of case ci against the reference, and each applied to a
+ * smaller last batch as conv2d does: SGEMM's candidates and the split-K
+ * counts 3, 5 and k (which do not divide k, or cut it to single columns);
+ * or (mma) the fp16 route's candidates, on fp16 inputs (what mixed
+ * precision gives them). */
+static void check_case_plans(int ci, bool mma) {
+  const product_case *c = &cases[ci];
   clt_gemm_product p = make_product(c, c->images);
   int64_t big_a = p.m * p.k, big_b = p.k * p.n, big_c = p.m * p.n;
   operands o = {0};
-  o.ha = random_host(big_a, 1 + _i);
-  o.hb = random_host(big_b, 100 + _i);
-  o.hc = random_host(big_c, 200 + _i);
+  o.ha = random_host(big_a, 1 + ci);
+  o.hb = random_host(big_b, 100 + ci);
+  o.hc = random_host(big_c, 200 + ci);
+  if (mma) {
+    uint16_t *h = malloc((size_t)(big_a > big_b ? big_a : big_b) * 2);
+    clt_f32_to_f16(o.ha, h, big_a);
+    clt_f16_to_f32(h, o.ha, big_a);
+    clt_f32_to_f16(o.hb, h, big_b);
+    clt_f16_to_f32(h, o.hb, big_b);
+    free(h);
+  }
   o.want = malloc((size_t)big_c * sizeof(float));
   o.got = malloc((size_t)big_c * sizeof(float));
   o.again = malloc((size_t)big_c * sizeof(float));
@@ -121,11 +131,15 @@ START_TEST(plan_candidates_match_reference) {
   o.b = upload(o.hb, big_b);
   o.c = upload(o.hc, big_c);
   clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES + 3];
-  int count = clt_gemm_candidates(&p, 1 << 20, plans);
+  int count = clt_gemm_candidates(&p, 1 << 20, plans), first = 0;
   ck_assert_int_ge(count, 1);
   ck_assert_int_eq(plans[0].method, CLT_GEMM_ONE);
   if (c->images > 1) ck_assert_int_ge(count, 2); /* per image at least */
-  if (c->along_k) {
+  if (mma) {
+    first = count;
+    count = clt_gemm_mma_candidates(plans, count);
+    ck_assert_int_ge(count, first + CLT_FP16_CONFIGS);
+  } else if (c->along_k) {
     static const int64_t extra[] = {3, 5, 0};
     for (int e = 0; e < COUNT(extra); e++) {
       int64_t s = extra[e] ? extra[e] : p.k;
@@ -137,12 +151,14 @@ START_TEST(plan_candidates_match_reference) {
     if (clt_gemm_plan_workspace(&p, &plans[i]) > ws)
       ws = clt_gemm_plan_workspace(&p, &plans[i]);
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ws, &o.ws));
-  for (int i = 0; i < count; i++) {
+  for (int i = first; i < count; i++) {
+    ck_assert_int_eq(plans[i].mma > 0, mma);
     check_plan(&p, &plans[i], &o, 1.0f, 0.0f);
     if (i == count - 1) check_plan(&p, &plans[i], &o, 0.5f, 1.0f);
     if (c->images > 1) {
       clt_gemm_product last = make_product(c, c->images - 1);
       clt_gemm_plan adapted = clt_gemm_plan_for(&plans[i], &p, &last);
+      ck_assert_int_eq(adapted.mma, plans[i].mma);
       check_plan(&last, &adapted, &o, 1.0f, 0.0f);
     }
   }
@@ -151,6 +167,9 @@ START_TEST(plan_candidates_match_reference) {
   float *host[] = {o.ha, o.hb, o.hc, o.want, o.got, o.again};
   for (int i = 0; i < 6; i++) free(host[i]);
 }
+
+/* _i: a case. */
+START_TEST(plan_candidates_match_reference) { check_case_plans(_i, false); }
 END_TEST
 
 START_TEST(plan_rejects_misfits) {
@@ -504,56 +523,12 @@ START_TEST(mixed_training_on_fp16_route) {
 }
 END_TEST
 
-/* The fp16 route's plans against the reference on fp16 inputs (what
- * mixed precision gives them): one GEMM in every tile configuration and
- * the split plans, on the cases above and a smaller last batch. */
+/* _i: a case, its plans on the fp16 route (emulated). */
 START_TEST(mma_plans_match_reference) {
   clt_context_options opts = ctx_options(CLT_PLAN_OFF);
   clt_context *ctx = open_emulated_mma(&opts);
   use_ctx(ctx);
-  const product_case *c = &cases[_i];
-  clt_gemm_product p = make_product(c, c->images);
-  int64_t big_a = p.m * p.k, big_b = p.k * p.n, big_c = p.m * p.n;
-  operands o = {0};
-  o.ha = random_host(big_a, 1 + _i);
-  o.hb = random_host(big_b, 100 + _i);
-  o.hc = random_host(big_c, 200 + _i);
-  uint16_t *h = malloc((size_t)(big_a > big_b ? big_a : big_b) * 2);
-  clt_f32_to_f16(o.ha, h, big_a);
-  clt_f16_to_f32(h, o.ha, big_a);
-  clt_f32_to_f16(o.hb, h, big_b);
-  clt_f16_to_f32(h, o.hb, big_b);
-  free(h);
-  o.want = malloc((size_t)big_c * sizeof(float));
-  o.got = malloc((size_t)big_c * sizeof(float));
-  o.again = malloc((size_t)big_c * sizeof(float));
-  o.a = upload(o.ha, big_a);
-  o.b = upload(o.hb, big_b);
-  o.c = upload(o.hc, big_c);
-  clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES];
-  int fp32 = clt_gemm_candidates(&p, 1 << 20, plans);
-  int count = clt_gemm_mma_candidates(plans, fp32);
-  ck_assert_int_ge(count, fp32 + CLT_FP16_CONFIGS);
-  int64_t ws = 1;
-  for (int i = 0; i < count; i++)
-    if (clt_gemm_plan_workspace(&p, &plans[i]) > ws)
-      ws = clt_gemm_plan_workspace(&p, &plans[i]);
-  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &ws, &o.ws));
-  for (int i = fp32; i < count; i++) {
-    ck_assert_int_gt(plans[i].mma, 0);
-    check_plan(&p, &plans[i], &o, 1.0f, 0.0f);
-    if (i == count - 1) check_plan(&p, &plans[i], &o, 0.5f, 1.0f);
-    if (c->images > 1) {
-      clt_gemm_product last = make_product(c, c->images - 1);
-      clt_gemm_plan adapted = clt_gemm_plan_for(&plans[i], &p, &last);
-      ck_assert_int_eq(adapted.mma, plans[i].mma);
-      check_plan(&last, &adapted, &o, 1.0f, 0.0f);
-    }
-  }
-  clt_tensor *all[] = {o.a, o.b, o.c, o.ws};
-  for (int i = 0; i < 4; i++) clt_tensor_destroy(all[i]);
-  float *host[] = {o.ha, o.hb, o.hc, o.want, o.got, o.again};
-  for (int i = 0; i < 6; i++) free(host[i]);
+  check_case_plans(_i, true);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
