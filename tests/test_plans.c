@@ -143,7 +143,8 @@ static void check_case_plans(int ci, bool mma) {
     static const int64_t extra[] = {3, 5, 0};
     for (int e = 0; e < COUNT(extra); e++) {
       int64_t s = extra[e] ? extra[e] : p.k;
-      if (s <= p.k) plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0};
+      if (s <= p.k)
+        plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false};
     }
   }
   int64_t ws = 1;
@@ -176,12 +177,13 @@ START_TEST(plan_rejects_misfits) {
   clt_gemm_product p = {N, N, 3, 7, 5, 1, false};
   clt_tensor *t;
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){64}, &t));
-  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2, 0}; /* 2 does not divide 7 */
+  /* 2 does not divide 7 */
+  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2, 0, false};
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_n, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "3x7x5"));
-  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2, 0}; /* no workspace */
+  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2, 0, false}; /* no workspace */
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_k, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);

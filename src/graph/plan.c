@@ -207,7 +207,7 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
                                   const char *what, const clt_gemm_product *p,
                                   const clt_tensor *a, const clt_tensor *b,
                                   clt_tensor *c, clt_gemm_plan *plan) {
-  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
+  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
   char shape[64];
   clt_gemm_product_str(p, shape, sizeof shape);
   clt_plan_info *r = start_record(g, n, what, shape);

@@ -131,9 +131,9 @@ static clt_status forward_nchw(clt_graph *g, const conv_state *s,
                                const conv_io *io) {
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
-  CLT_TRY(clt_gemm_ld(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk, 1.0f,
-                      io->weight, ckk, 0, io->col, io->batch * ohw, ohw, 0.0f,
-                      io->y, ohw, f * ohw, io->batch));
+  CLT_TRY(clt_gemm_ld(g->ctx, false, CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk,
+                      1.0f, io->weight, ckk, 0, io->col, io->batch * ohw, ohw,
+                      0.0f, io->y, ohw, f * ohw, io->batch));
   if (io->bias)
     return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
                                      ohw, io->relu);
@@ -177,15 +177,15 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
                                      false));
   clt_tensor *partials = b > 1 ? io->work : io->dw;
-  CLT_TRY(clt_gemm_ld(g->ctx, CLT_NO_TRANS, CLT_TRANS, f, ckk, ohw, 1.0f,
-                      io->dy, ohw, f * ohw, io->col, b * ohw, ohw, 0.0f,
+  CLT_TRY(clt_gemm_ld(g->ctx, false, CLT_NO_TRANS, CLT_TRANS, f, ckk, ohw,
+                      1.0f, io->dy, ohw, f * ohw, io->col, b * ohw, ohw, 0.0f,
                       partials, ckk, f * ckk, b));
   if (b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
   if (!io->dcol) return CLT_OK;
-  return clt_gemm_ld(g->ctx, CLT_TRANS, CLT_NO_TRANS, ckk, ohw, f, 1.0f,
-                     io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f, io->dcol,
-                     b * ohw, ohw, b);
+  return clt_gemm_ld(g->ctx, false, CLT_TRANS, CLT_NO_TRANS, ckk, ohw, f,
+                     1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
+                     io->dcol, b * ohw, ohw, b);
 }
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
@@ -427,7 +427,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                                  col, tmp, &s->plan_fwd));
   CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                  &n->params[0].grad, &s->plan_dw));
-  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
+  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
   bool dx = clt_graph_in(g, n, 0)->needs_grad;
   if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,

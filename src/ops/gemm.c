@@ -85,8 +85,8 @@ CLT_API clt_status clt_gemm_strided_batched(
   /* Row-major leading dimensions are the stored row lengths. */
   int64_t lda = ta == CLT_TRANS ? m : k;
   int64_t ldb = tb == CLT_TRANS ? k : n;
-  return clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb,
-                     stride_b, beta, c, n, stride_c, batch);
+  return clt_gemm_ld(ctx, false, ta, tb, m, n, k, alpha, a, lda, stride_a, b,
+                     ldb, stride_b, beta, c, n, stride_c, batch);
 }
 
 /* Elements an operand of rows x cols stored with leading dimension ld
@@ -130,7 +130,8 @@ clt_status clt_gemm_check_args(clt_context *ctx, const char *routine,
                        operand_span(m, n, ldc, stride_c, batch));
 }
 
-clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
+clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
+                       clt_transpose tb,
                        int64_t m, int64_t n, int64_t k, float alpha,
                        const clt_tensor *a, int64_t lda, int64_t stride_a,
                        const clt_tensor *b, int64_t ldb, int64_t stride_b,
@@ -153,28 +154,39 @@ clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
           b, i * stride_b, operand_span(b_rows, b_cols, ldb, 0, 1));
       clt_tensor ci =
           clt_tensor_slice_1d(c, i * stride_c, operand_span(m, n, ldc, 0, 1));
-      CLT_TRY(clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, &ai, lda, 0, &bi, ldb,
-                          0, beta, &ci, ldc, 0, 1));
+      CLT_TRY(clt_gemm_ld(ctx, colmajor, ta, tb, m, n, k, alpha, &ai, lda, 0,
+                          &bi, ldb, 0, beta, &ci, ldc, 0, 1));
     }
     return CLT_OK;
   }
   /* CLBlast sets the event of its last kernel only; the span covers the
    * copies and padding it may enqueue first. */
   cl_event *ev = clt_profile_span(ctx, "gemm");
+  /* Column-major: C^T [n, m] = op(B)^T [n, k] op(A)^T [k, m], where a
+   * row-major operand is its transpose in column-major order with the same
+   * leading dimension, so only the operands, sizes and flags swap. */
+  CLBlastLayout layout = colmajor ? CLBlastLayoutColMajor
+                                  : CLBlastLayoutRowMajor;
+  const clt_tensor *first = colmajor ? b : a, *second = colmajor ? a : b;
+  clt_transpose t1 = colmajor ? tb : ta, t2 = colmajor ? ta : tb;
+  int64_t d1 = colmajor ? n : m, d2 = colmajor ? m : n;
+  int64_t ld1 = colmajor ? ldb : lda, ld2 = colmajor ? lda : ldb;
+  int64_t s1 = colmajor ? stride_b : stride_a,
+          s2 = colmajor ? stride_a : stride_b;
   CLBlastStatusCode rc;
   if (batch == 1)
-    rc = CLBlastSgemm(CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb),
-                      (size_t)m, (size_t)n, (size_t)k, alpha, a->buffer,
-                      (size_t)a->offset, (size_t)lda, b->buffer,
-                      (size_t)b->offset, (size_t)ldb, beta, c->buffer,
+    rc = CLBlastSgemm(layout, to_clblast(t1), to_clblast(t2), (size_t)d1,
+                      (size_t)d2, (size_t)k, alpha, first->buffer,
+                      (size_t)first->offset, (size_t)ld1, second->buffer,
+                      (size_t)second->offset, (size_t)ld2, beta, c->buffer,
                       (size_t)c->offset, (size_t)ldc, &ctx->queue, ev);
   else
     rc = CLBlastSgemmStridedBatched(
-        CLBlastLayoutRowMajor, to_clblast(ta), to_clblast(tb), (size_t)m,
-        (size_t)n, (size_t)k, alpha, a->buffer, (size_t)a->offset,
-        (size_t)lda, (size_t)stride_a, b->buffer, (size_t)b->offset,
-        (size_t)ldb, (size_t)stride_b, beta, c->buffer, (size_t)c->offset,
-        (size_t)ldc, (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
+        layout, to_clblast(t1), to_clblast(t2), (size_t)d1, (size_t)d2,
+        (size_t)k, alpha, first->buffer, (size_t)first->offset, (size_t)ld1,
+        (size_t)s1, second->buffer, (size_t)second->offset, (size_t)ld2,
+        (size_t)s2, beta, c->buffer, (size_t)c->offset, (size_t)ldc,
+        (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
   if (rc != CLBlastSuccess) return clblast_fail(ctx, routine, rc, m, n, k);
   return CLT_OK;
 }

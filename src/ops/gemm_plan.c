@@ -12,22 +12,34 @@
 #define SPLIT_K_MIN_CHUNK 16
 #define SPLIT_K_MAX 256
 
-int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
-                        clt_gemm_plan *out) {
+/* clt_gemm_candidates' list in the row-major form. */
+static int row_major_candidates(const clt_gemm_product *p,
+                                int64_t max_workspace, clt_gemm_plan *out) {
   int count = 0;
-  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0};
+  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
   if (p->images > 1 && !p->images_along_k && p->n % p->images == 0)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0, false};
   if (!p->images_along_k) return count;
+  /* Room for the column-major twins (clt_gemm_candidates). */
+  const int room = CLT_GEMM_MAX_CANDIDATES / 2;
   if (p->images > 1 && p->k % p->images == 0 &&
       p->images * p->m * p->n <= max_workspace)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images, 0};
-  for (int64_t s = 2; s <= SPLIT_K_MAX && count < CLT_GEMM_MAX_CANDIDATES;
-       s *= 2) {
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images, 0, false};
+  for (int64_t s = 2; s <= SPLIT_K_MAX && count < room; s *= 2) {
     if (s * SPLIT_K_MIN_CHUNK > p->k || s * p->m * p->n > max_workspace)
       break;
     if (s != p->images || p->k % p->images != 0)
-      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0};
+      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false};
+  }
+  return count;
+}
+
+int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
+                        clt_gemm_plan *out) {
+  int rows = row_major_candidates(p, max_workspace, out), count = rows;
+  for (int i = 0; i < rows && count < CLT_GEMM_MAX_CANDIDATES; i++) {
+    out[count] = out[i];
+    out[count++].colmajor = true;
   }
   return count;
 }
@@ -35,10 +47,10 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
 int clt_gemm_mma_candidates(clt_gemm_plan *out, int count) {
   int fp32 = count;
   for (int c = 0; c < CLT_FP16_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false};
   for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
-    if (out[i].method != CLT_GEMM_ONE)
-      out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1};
+    if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor)
+      out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1, false};
   return count;
 }
 
@@ -55,14 +67,16 @@ void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
   if (plan->mma > 0)
     snprintf(route, sizeof route, "fp16 %s ",
              clt_fp16_config_name(plan->mma - 1));
+  const char *form = plan->colmajor ? " c^T" : "";
   if (plan->method == CLT_GEMM_ONE)
-    snprintf(buf, len, "%sone gemm", route);
+    snprintf(buf, len, "%sone gemm%s", route, form);
   else if (per_image)
-    snprintf(buf, len, "%sper image %lld", route, (long long)plan->splits);
+    snprintf(buf, len, "%sper image %lld%s", route, (long long)plan->splits,
+             form);
   else
-    snprintf(buf, len, "%s%s %lld", route,
+    snprintf(buf, len, "%s%s %lld%s", route,
              plan->method == CLT_GEMM_SPLIT_K ? "split-k" : "split-n",
-             (long long)plan->splits);
+             (long long)plan->splits, form);
 }
 
 void clt_gemm_product_str(const clt_gemm_product *p, char *buf, size_t len) {
@@ -103,7 +117,8 @@ static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
     return clt_gemm_mma_ld(ctx, plan->mma - 1, ta, tb, m, n, k, alpha, a, lda,
                            stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                            batch);
-  return clt_gemm_ld(ctx, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb,
+  return clt_gemm_ld(ctx, plan->colmajor, ta, tb, m, n, k, alpha, a, lda,
+                     stride_a, b, ldb,
                      stride_b, beta, c, ldc, stride_c, batch);
 }
 

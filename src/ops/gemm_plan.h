@@ -33,6 +33,10 @@ typedef struct clt_gemm_plan {
    * configuration c (gemm_mma.h; mixed precision, where the device has
    * the route). */
   int mma;
+  /* SGEMM asked of CLBlast in column-major order, as C^T (clt_gemm_ld's
+   * colmajor: the same product without CLBlast's copies of C where its
+   * kernel wants C that way); false for the fp16 route. */
+  bool colmajor;
 } clt_gemm_plan;
 
 typedef struct clt_gemm_product {
@@ -48,7 +52,8 @@ typedef struct clt_gemm_product {
 /* Lists the plans worth measuring for p into out (room for
  * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts are powers of
  * two from 2 whose chunks hold at least 16 of k and whose partials fit in
- * max_workspace floats, plus the per-image split. Returns the count. */
+ * max_workspace floats, plus the per-image split; then each of those in
+ * the column-major form (colmajor), as room allows. Returns the count. */
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out);
 
@@ -62,7 +67,8 @@ int clt_gemm_mma_candidates(clt_gemm_plan *out, int count);
 int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,
                                 const clt_gemm_plan *plan);
 
-/* A short name: "one gemm", "per image 64", "split-k 8"; the fp16
+/* A short name: "one gemm", "per image 64", "split-k 8", the
+ * column-major form's with " c^T" after ("split-k 8 c^T"); the fp16
  * route's with its tile configuration first: "fp16 64x64 split-k 8". */
 void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
                         char *buf, size_t len);

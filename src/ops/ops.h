@@ -12,9 +12,17 @@
  * stored row length of each operand, at least its row's width), so that
  * a product can run on blocks of wider matrices: the column block of one
  * image, or one k-chunk. clt_gemm_strided_batched is this with the
- * natural ones. Operand extents are checked against the tensors. */
-clt_status clt_gemm_ld(clt_context *ctx, clt_transpose ta, clt_transpose tb,
-                       int64_t m, int64_t n, int64_t k, float alpha,
+ * natural ones. Operand extents are checked against the tensors.
+ *
+ * colmajor: the same product asked of CLBlast as its transpose,
+ * C^T = op(B)^T op(A)^T in column-major order (the same memory). Its
+ * indirect kernel wants C column-major (with GEMMK 0): a row-major call
+ * makes it copy C to a transposed temporary and back, a column-major one
+ * does not; which is faster depends on the device's kernel parameters and
+ * the padding of the shape, so the plans measure both (gemm_plan.h). */
+clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
+                       clt_transpose tb, int64_t m, int64_t n, int64_t k,
+                       float alpha,
                        const clt_tensor *a, int64_t lda, int64_t stride_a,
                        const clt_tensor *b, int64_t ldb, int64_t stride_b,
                        float beta, clt_tensor *c, int64_t ldc,
