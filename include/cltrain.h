@@ -605,8 +605,8 @@ typedef struct clt_plan_info {
 } clt_plan_info;
 
 /* The number of products planned by the last clt_graph_compile (0 before
- * one, and for graphs without conv2d layers: dense layers have one form
- * only). */
+ * one): every conv2d and dense product, every conv2d layout and copy
+ * layout, every max pooling layout. */
 CLT_API int clt_graph_plan_count(const clt_graph *g);
 /* Copies product `index` (0 .. clt_graph_plan_count - 1) into *out.
  * CLT_ERR_INVALID_ARGUMENT for another index. */

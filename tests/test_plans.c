@@ -298,7 +298,7 @@ static const char *model =
 /* Records: each convolution's products, its forward and backward layouts
  * and its im2col (and, with a data gradient, col2im) layout; the dense
  * layer's products. */
-enum { BATCH = 7, PRODUCTS = 12 };
+enum { BATCH = 7, PRODUCTS = 15 };
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */
@@ -469,7 +469,9 @@ START_TEST(mixed_plans_have_fp16_candidates) {
                     p.layer, p.product, fp16);
     }
   }
-  ck_assert_int_eq(gemm_records, 5); /* two forwards, two dW, one dcol */
+  /* The convolutions' two forwards, two dW and one dcol; the dense
+   * layer's forward, dW and dx. */
+  ck_assert_int_eq(gemm_records, 8);
   clt_graph_destroy(g);
   use_ctx(g_main);
   clt_context_destroy(ctx);
@@ -483,7 +485,7 @@ END_TEST
  * convolution's product (as autocast does): the weights then differ by
  * about 1.6e-3 of the largest after 3 steps (this device); a kernel that
  * misplaced a fragment would give differences of order 1. */
-static float *train_steps(clt_graph *g);
+static float *train_steps(clt_graph *g, int64_t batch);
 
 START_TEST(mixed_training_on_fp16_route) {
   clt_context_options opts = ctx_options(CLT_PLAN_OFF);
@@ -503,8 +505,8 @@ START_TEST(mixed_training_on_fp16_route) {
       ck_assert_ok(clt_graph_plan_info(g, i, &info));
       if (!strncmp(info.candidates[info.chosen].name, "fp16 ", 5)) routed++;
     }
-    ck_assert_int_eq(routed, run == 1 ? 5 : 0);
-    p[run] = train_steps(g);
+    ck_assert_int_eq(routed, run == 1 ? 8 : 0);
+    p[run] = train_steps(g, BATCH);
     n = g->param_count;
     clt_graph_destroy(g);
   }
@@ -565,7 +567,7 @@ START_TEST(plan_off_gives_defaults) {
 END_TEST
 
 /* Parameters after a few steps from one seed. */
-static float *train_steps(clt_graph *g) {
+static float *train_steps(clt_graph *g, int64_t batch) {
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_SGD);
   oo.momentum = 0.9f;
@@ -573,7 +575,7 @@ static float *train_steps(clt_graph *g) {
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
   for (int step = 0; step < 3; step++) {
     /* The last step on a partial batch: plans fitted to fewer images. */
-    random_batch(g, step == 2 ? BATCH - 4 : BATCH, 40 + step, false);
+    random_batch(g, step == 2 ? batch - 4 : batch, 40 + step, false);
     ck_assert_ok(clt_graph_forward(g, true));
     ck_assert_ok(clt_graph_backward(g));
     ck_assert_ok(clt_optimizer_step(opt));
@@ -593,11 +595,11 @@ START_TEST(plan_same_bits_run_to_run) {
   clt_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
   ck_assert_ok(graph_from_text(model, &g1));
   ck_assert_ok(clt_graph_compile(g1, BATCH, 5));
-  float *p1 = train_steps(g1);
+  float *p1 = train_steps(g1, BATCH);
   ck_assert_ok(graph_from_text(model, &g2));
   ck_assert_ok(clt_graph_compile(g2, BATCH, 5));
   ck_assert(clt_graph_plan_seconds(g2) == 0); /* all stored */
-  float *p2 = train_steps(g2);
+  float *p2 = train_steps(g2, BATCH);
   int64_t n = g1->param_count;
   ck_assert_msg(memcmp(p1, p2, (size_t)n * sizeof(float)) == 0,
                 "two runs with the same plans differ");
@@ -605,7 +607,7 @@ START_TEST(plan_same_bits_run_to_run) {
   ck_assert_ok(graph_from_text(model, &g3));
   ck_assert_ok(clt_graph_compile(g3, BATCH, 5));
   unsetenv("CLT_PLAN");
-  float *p3 = train_steps(g3);
+  float *p3 = train_steps(g3, BATCH);
   for (int64_t i = 0; i < n; i++)
     ck_assert_msg(fabs(p1[i] - p3[i]) <= 1e-4 * fmax(1, fabs(p3[i])),
                   "parameter %lld: %g with plans, %g without", (long long)i,
@@ -616,6 +618,60 @@ START_TEST(plan_same_bits_run_to_run) {
   clt_graph_destroy(g1);
   clt_graph_destroy(g2);
   clt_graph_destroy(g3);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* Training with every product on its last SGEMM candidate (the
+ * column-major form of its most split plan: split-K of the dense weight
+ * gradients, whose k is the batch, and of the convolutions') against the
+ * same without plans, through a smaller last batch. */
+START_TEST(last_candidates_train_alike) {
+  static const char *wide =
+      "input shape=2x6x6\n"
+      "conv2d filters=3 kernel=3 activation=relu\n"
+      "flatten\n"
+      "dense units=9 activation=relu\n"
+      "dense units=4\n"
+      "softmax_cross_entropy\n";
+  const int64_t batch = 40; /* dW of the dense layers: split-k 2 */
+  clt_context *ctx = open_ctx(CLT_PLAN_OFF);
+  use_ctx(ctx);
+  float *p[2];
+  int64_t n = 0;
+  for (int run = 0; run < 2; run++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(wide, &g));
+    g->test_last = run == 1;
+    ck_assert_ok(clt_graph_compile(g, batch, 5));
+    int products = 0, split = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info info;
+      ck_assert_ok(clt_graph_plan_info(g, i, &info));
+      if (strstr(info.product, "layout")) continue;
+      products++;
+      const char *name = info.candidates[info.chosen].name;
+      ck_assert_msg(run == 0 || strstr(name, " c^T"), "%s %s: %s",
+                    info.layer, info.product, name);
+      if (!strcmp(info.product, "weight gradient") &&
+          !strncmp(name, "split-k", 7))
+        split++;
+    }
+    /* conv: forward, dW; each dense: forward, dW, dx. */
+    ck_assert_int_eq(products, 8);
+    ck_assert_int_eq(split, run == 1 ? 3 : 0);
+    p[run] = train_steps(g, batch);
+    n = g->param_count;
+    clt_graph_destroy(g);
+  }
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabs(p[1][i] - p[0][i]) <= 1e-4 * fmax(1, fabs(p[0][i])),
+                  "parameter %lld: %g on the last candidates, %g without "
+                  "plans",
+                  (long long)i, p[1][i], p[0][i]);
+  free(p[0]);
+  free(p[1]);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
@@ -738,6 +794,7 @@ static Suite *plans_suite(void) {
   tcase_add_loop_test(cache, mma_plans_match_reference, 0, COUNT(cases));
   tcase_add_test(cache, mixed_training_on_fp16_route);
   tcase_add_test(cache, plan_same_bits_run_to_run);
+  tcase_add_test(cache, last_candidates_train_alike);
   tcase_add_test(cache, clblast_search_stored_and_applied);
   suite_add_tcase(s, cache);
   return s;

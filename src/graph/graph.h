@@ -146,6 +146,9 @@ struct clt_graph {
   bool test_mma; /* tests: every product takes the fp16 route's first
                     candidate (one GEMM, tile configuration 0) where the
                     graph is mixed and the device has the route */
+  bool test_last; /* tests: every product takes its last SGEMM candidate
+                     (unmeasured, unstored): the column-major form of its
+                     most split plan */
   int test_way; /* tests: 1 + the way every clt_graph_plan_ways takes
                    (unmeasured, unstored); 0 to choose as the mode says */
   /* Shared device buffers of the last compile (graph/memplan.c). */

@@ -234,6 +234,11 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
     *plan = cands[fp32_count];
     return CLT_OK;
   }
+  if (g->test_last) {
+    r->chosen = fp32_count - 1;
+    *plan = cands[fp32_count - 1];
+    return CLT_OK;
+  }
   if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
   char desc[1024];
   describe(p, r, desc, sizeof desc);

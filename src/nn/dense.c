@@ -1,5 +1,10 @@
 /* dense units=N [bias=true] [init=glorot|he] [activation=...]:
- * y = x W^T + b, with W [units, in] and b [units] as in PyTorch's Linear. */
+ * y = x W^T + b, with W [units, in] and b [units] as in PyTorch's Linear.
+ *
+ * Three products, each run by the plan measured for it when the graph is
+ * compiled (graph/plan.c): the forward y = x W^T, the weight gradient
+ * dW = dy^T x (k is the batch: split-K may cut it) and the data gradient
+ * dx = dy W. */
 #include <stdlib.h>
 
 #include "graph/graph.h"
@@ -11,7 +16,41 @@ static const char *const inits[] = {"glorot", "he", NULL};
 typedef struct dense_state {
   int64_t in, units;
   bool bias;
+  /* Plans for the products over max_batch (forward, dW, dx). */
+  clt_gemm_plan plan_fwd, plan_dw, plan_dx;
+  clt_tensor *work; /* backward: split-K partials of dW (the graph's), or
+                       NULL */
 } dense_state;
+
+/* The three products over `batch` rows (the header comment). */
+static clt_gemm_product forward_product(const dense_state *s, int64_t batch) {
+  return (clt_gemm_product){CLT_NO_TRANS, CLT_TRANS, batch, s->units, s->in,
+                            1, false};
+}
+
+static clt_gemm_product wgrad_product(const dense_state *s, int64_t batch) {
+  return (clt_gemm_product){CLT_TRANS, CLT_NO_TRANS, s->units, s->in, batch,
+                            1, true};
+}
+
+static clt_gemm_product dgrad_product(const dense_state *s, int64_t batch) {
+  return (clt_gemm_product){CLT_NO_TRANS, CLT_NO_TRANS, batch, s->in,
+                            s->units, 1, false};
+}
+
+/* Runs one product over the current batch with the plan chosen for the
+ * compiled one. */
+static clt_status run_product(clt_graph *g, const dense_state *s,
+                              clt_gemm_product (*make)(const dense_state *,
+                                                       int64_t),
+                              const clt_gemm_plan *chosen,
+                              const clt_tensor *a, const clt_tensor *b,
+                              float beta, clt_tensor *c) {
+  clt_gemm_product planned = make(s, g->max_batch), run = make(s, g->batch);
+  clt_gemm_plan plan = clt_gemm_plan_for(chosen, &planned, &run);
+  return clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, a, b, beta, c,
+                           s->work);
+}
 
 static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
                                   clt_layer_args *a) {
@@ -52,8 +91,8 @@ static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
 static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
-  CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_TRANS, g->batch, s->units, s->in,
-                   1.0f, in->out, &n->params[0].value, 0.0f, n->out));
+  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd, in->out,
+                      &n->params[0].value, 0.0f, n->out));
   if (s->bias)
     return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
                                  g->batch, s->units, n->fused_relu);
@@ -73,18 +112,48 @@ static clt_status dense_backward(clt_graph *g, clt_graph_node *n) {
                                     g->batch * s->units, CLT_ACT_RELU, 0.0f,
                                     false));
   /* dW = dy^T x: [units, batch] [batch, in] */
-  CLT_TRY(clt_gemm(g->ctx, CLT_TRANS, CLT_NO_TRANS, s->units, s->in, g->batch,
-                   1.0f, n->grad, in->out, 0.0f, &n->params[0].grad));
+  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, n->grad, in->out,
+                      0.0f, &n->params[0].grad));
   if (s->bias)
     CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
                                      g->batch, s->units, 1, false));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (dx) /* dx = dy W: [batch, units] [units, in] */
-    CLT_TRY(clt_gemm(g->ctx, CLT_NO_TRANS, CLT_NO_TRANS, g->batch, s->in,
-                     s->units, 1.0f, n->grad, &n->params[0].value,
-                     acc ? 1.0f : 0.0f, dx));
+    CLT_TRY(run_product(g, s, dgrad_product, &s->plan_dx, n->grad,
+                        &n->params[0].value, acc ? 1.0f : 0.0f, dx));
   return CLT_OK;
+}
+
+/* Chooses the plans, measuring on the layer's own buffers (nothing runs
+ * while the graph compiles): the input and the output's gradient hold a
+ * fixed spread of values; the output, dW and the input's gradient are
+ * overwritten. Then asks for the workspace of a split dW. */
+static clt_status dense_compile(clt_graph *g, clt_graph_node *n) {
+  dense_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch;
+  clt_gemm_product fwd = forward_product(s, b), dw = wgrad_product(s, b),
+                   dx = dgrad_product(s, b);
+  const clt_gemm_plan one = {CLT_GEMM_ONE, 1, 0, false};
+  s->plan_fwd = s->plan_dw = s->plan_dx = one;
+  s->work = NULL;
+  bool measuring = clt_graph_plans_measure(g);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, in->out,
+                                 &n->params[0].value, n->out, &s->plan_fwd));
+  if (!n->grad) return CLT_OK; /* no backward */
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, n->grad,
+                                 in->out, &n->params[0].grad, &s->plan_dw));
+  if (in->needs_grad && in->grad)
+    CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dx, n->grad,
+                                   &n->params[0].value, in->grad,
+                                   &s->plan_dx));
+  int64_t need = clt_gemm_plan_workspace(&dw, &s->plan_dw);
+  return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
+                                        CLT_LIVE_BACKWARD, &s->work)
+                  : CLT_OK;
 }
 
 static void dense_destroy(clt_graph_node *n) { free(n->state); }
@@ -95,6 +164,7 @@ const clt_layer_ops clt_layer_dense = {
     .max_inputs = 1,
     .option_keys = keys,
     .configure = dense_configure,
+    .compile = dense_compile,
     .forward = dense_forward,
     .backward = dense_backward,
     .destroy = dense_destroy,
