@@ -409,6 +409,20 @@ START_TEST(plan_cache_miss_hit_damaged) {
   ck_assert_int_eq(count_entries(), PRODUCTS);
   g = compile_expecting(CLT_PLAN_FROM_CACHE); /* and stored again */
   clt_graph_destroy(g);
+  /* Mixed precision's plans are its own (its products' inputs are fp16
+   * values), though here its candidate lists are fp32's. */
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  ck_assert_int_eq(clt_graph_plan_count(g), PRODUCTS);
+  for (int i = 0; i < PRODUCTS; i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    ck_assert_msg(p.source == CLT_PLAN_FROM_MEASURED,
+                  "mixed %s %s: source %d", p.layer, p.product,
+                  (int)p.source);
+  }
+  clt_graph_destroy(g);
   setenv("CLT_PLAN", "remeasure", 1);
   g = compile_expecting(CLT_PLAN_FROM_MEASURED);
   clt_graph_destroy(g);
@@ -715,8 +729,22 @@ START_TEST(clblast_search_stored_and_applied) {
        {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
   };
   const clt_gemm_search_space space = {shapes, 3, direct, indirect, 3, 2, 1};
-  int before = count_entries();
+  /* Plans stored under the parameters in force before the search (by
+   * this compile or an earlier test's). */
   clt_context *ctx = open_ctx(CLT_PLAN_ON);
+  use_ctx(ctx);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  clt_graph_destroy(g);
+  clt_graph_destroy(compile_expecting(CLT_PLAN_FROM_CACHE));
+  char before_search[40];
+  snprintf(before_search, sizeof before_search, "%s",
+           clt_gemm_state_of(ctx)->params);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+  int before = count_entries();
+  ctx = open_ctx(CLT_PLAN_ON);
   clt_gemm_tune_report r;
   clt_status st = clt_gemm_search_run(ctx, &space, &r);
   ck_assert_msg(st == CLT_OK, "search: %s", clt_context_last_error(ctx));
@@ -736,11 +764,21 @@ START_TEST(clblast_search_stored_and_applied) {
   int64_t lim = r.indirect_min > 0 ? r.indirect_min : 1;
   ck_assert_int_eq(clt_gemm_state_of(ctx)->indirect_min, lim);
   ck_assert_int_eq(count_entries(), before + 1);
+  char searched[40];
+  snprintf(searched, sizeof searched, "%s", clt_gemm_state_of(ctx)->params);
+  ck_assert_msg(strncmp(searched, "search ", 7) == 0, "%s", searched);
+  ck_assert_str_ne(searched, before_search);
   clt_context_destroy(ctx);
 
-  /* A new context applies the stored choice, and computes right. */
+  /* A new context applies the stored choice (and names it as the search
+   * did), measures the plans again under it, and computes right. */
   ctx = open_ctx(CLT_PLAN_ON);
   ck_assert_int_eq(clt_gemm_state_of(ctx)->indirect_min, lim);
+  ck_assert_str_eq(clt_gemm_state_of(ctx)->params, searched);
+  use_ctx(ctx);
+  clt_graph_destroy(compile_expecting(CLT_PLAN_FROM_MEASURED));
+  clt_graph_destroy(compile_expecting(CLT_PLAN_FROM_CACHE));
+  use_ctx(g_main);
   enum { M = 13, NN = 11, K = 29 };
   float a[M * K], b[K * NN], c[M * NN];
   for (int i = 0; i < M * K; i++) a[i] = (float)(i % 7) - 3.0f;

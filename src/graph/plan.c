@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "ops/gemm_measure.h"
 #include "ops/gemm_mma.h"
+#include "ops/gemm_tuning.h"
 #include "runtime/plan_store.h"
 #include "tensor/tensor.h"
 
@@ -76,17 +77,29 @@ static clt_plan_info *new_record(clt_graph *g) {
   return r;
 }
 
+/* What every key starts with: the graph's precision and the CLBlast
+ * parameters in force (gemm_tuning.h), which the times depend on: a new
+ * `tune --gemm` search, or mixed precision's fp16 inputs, measure
+ * again. Returns the length written. */
+static size_t describe_setting(clt_graph *g, char *buf, size_t len) {
+  int w = snprintf(buf, len, "%s, clblast %s;",
+                   g->precision == CLT_PRECISION_MIXED ? "mixed" : "fp32",
+                   clt_gemm_state_of(g->ctx)->params);
+  return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+}
+
 /* What the key covers: the product, how images lie in it, and the
  * candidates in order (a change to the list is a different plan). "gemm2":
  * entries stored before mixed precision measured on filled parameters may
  * hold valid candidates rejected (see clt_graph_compile's plan_buffers),
- * and the plans of fp32 and mixed share keys where the lists match; the
- * new name makes those entries miss. */
-static void describe(const clt_gemm_product *p, const clt_plan_info *r,
-                     char *buf, size_t len) {
-  size_t w = (size_t)snprintf(buf, len, "gemm2 %s images %lld along %c:",
-                              r->shape, (long long)p->images,
-                              p->images_along_k ? 'k' : 'n');
+ * for fp32 too (the keys did not tell the precisions apart then); the new
+ * name makes those entries miss. */
+static void describe(clt_graph *g, const clt_gemm_product *p,
+                     const clt_plan_info *r, char *buf, size_t len) {
+  size_t w = describe_setting(g, buf, len);
+  w += (size_t)snprintf(buf + w, len - w, " gemm2 %s images %lld along %c:",
+                        r->shape, (long long)p->images,
+                        p->images_along_k ? 'k' : 'n');
   for (int i = 0; i < r->candidate_count && w < len; i++)
     w += (size_t)snprintf(buf + w, len - w, " %s;", r->candidates[i].name);
 }
@@ -241,7 +254,7 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   }
   if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
   char desc[1024];
-  describe(p, r, desc, sizeof desc);
+  describe(g, p, r, desc, sizeof desc);
   if (!load_stored(g, desc, r)) {
     CLT_TRY(measure(g, p, cands, r, a, b, c));
     store_plan(g, desc, r);
@@ -271,8 +284,9 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   if (g->plan_mode == CLT_PLAN_OFF || w->work.count == 1) return CLT_OK;
   char desc[1024];
   /* "ways2": as "gemm2" in describe(). */
-  size_t len = (size_t)snprintf(desc, sizeof desc, "ways2 %s %s:", w->what,
-                                w->key);
+  size_t len = describe_setting(g, desc, sizeof desc);
+  len += (size_t)snprintf(desc + len, sizeof desc - len, " ways2 %s %s:",
+                          w->what, w->key);
   for (int i = 0; i < w->work.count && len < sizeof desc; i++)
     len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
                             w->names[i]);

@@ -7,7 +7,11 @@
  * to its tiles) above. The search forces each path in turn and times each
  * candidate set of that kernel on every product; the fastest set of each
  * kernel wins, then the threshold that, product by product, takes the
- * faster of the two. CLBlast compiles a program per parameter set (and
+ * faster of the two. Each product is timed in both of its forms (row-major
+ * and the column-major C^T, clt_gemm_ld), its time the faster's: the
+ * measured plans then run it in that form, and the row-major form alone
+ * would charge Xgemm for copies of C that the plans avoid. CLBlast
+ * compiles a program per parameter set (and
  * keeps it), so each set costs one compile; sets are timed one after the
  * other, the parameters in force first (CLBlast cannot go back to them
  * once overridden). */
@@ -108,11 +112,14 @@ typedef struct search_bufs {
 } search_bufs;
 
 static clt_status run_product(clt_context *ctx, search_bufs *sb,
-                              const clt_gemm_search_shape *p) {
+                              const clt_gemm_search_shape *p, bool colmajor) {
   clt_tensor a = clt_tensor_slice_1d(sb->a, 0, p->m * p->k);
   clt_tensor b = clt_tensor_slice_1d(sb->b, 0, p->k * p->n);
   clt_tensor c = clt_tensor_slice_1d(sb->c, 0, p->m * p->n);
-  return clt_gemm(ctx, p->ta, p->tb, p->m, p->n, p->k, 1.0f, &a, &b, 0.0f, &c);
+  int64_t lda = p->ta == CLT_TRANS ? p->m : p->k;
+  int64_t ldb = p->tb == CLT_TRANS ? p->k : p->n;
+  return clt_gemm_ld(ctx, colmajor, p->ta, p->tb, p->m, p->n, p->k, 1.0f, &a,
+                     lda, 0, &b, ldb, 0, 0.0f, &c, p->n, 0, 1);
 }
 
 /* Whether the product's result matches the reference (taking it when
@@ -137,8 +144,9 @@ static clt_status check_product(clt_context *ctx, search_bufs *sb, int i,
   return CLT_OK;
 }
 
-/* Times one set on every product: row->seconds, the sum of each
- * product's fastest run (into per_product), or row->rejected. */
+/* Times one set on every product in both forms: row->seconds, the sum of
+ * each product's fastest run in either (into per_product), or
+ * row->rejected. */
 static clt_status time_set(clt_context *ctx, const clt_gemm_search_space *sp,
                            search_bufs *sb, const clt_clblast_set *set,
                            clt_gemm_tune_row *row, double *per_product) {
@@ -148,25 +156,28 @@ static clt_status time_set(clt_context *ctx, const clt_gemm_search_space *sp,
   row->rejected = !clt_clblast_apply(ctx, set);
   for (int i = 0; !row->rejected && i < sp->shape_count; i++) {
     const clt_gemm_search_shape *p = &sp->shapes[i];
-    bool ok = false;
-    clt_status st = run_product(ctx, sb, p); /* compiles the set */
-    if (st == CLT_OK) st = check_product(ctx, sb, i, p, &ok);
-    if (st != CLT_OK || !ok) {
-      clt_ctx_log(ctx, CLT_LOG_INFO, "GEMM search: %s '%s' %s", set->kernel,
-                  set->label,
-                  st != CLT_OK ? clt_context_last_error(ctx)
-                               : "gave other numbers");
-      clt_err_clear(&ctx->err);
-      row->rejected = true;
-      break;
-    }
     double best = INFINITY;
-    for (int r = 0; r < sp->repeats; r++) {
-      double t0 = now_s();
-      CLT_TRY(run_product(ctx, sb, p));
-      CLT_TRY(clt_context_finish(ctx));
-      double dt = now_s() - t0;
-      if (dt < best) best = dt;
+    for (int form = 0; form < 2 && !row->rejected; form++) {
+      bool ok = false;
+      /* The first run compiles the set. */
+      clt_status st = run_product(ctx, sb, p, form == 1);
+      if (st == CLT_OK) st = check_product(ctx, sb, i, p, &ok);
+      if (st != CLT_OK || !ok) {
+        clt_ctx_log(ctx, CLT_LOG_INFO, "GEMM search: %s '%s'%s %s",
+                    set->kernel, set->label, form ? " (column-major)" : "",
+                    st != CLT_OK ? clt_context_last_error(ctx)
+                                 : "gave other numbers");
+        clt_err_clear(&ctx->err);
+        row->rejected = true;
+        break;
+      }
+      for (int r = 0; r < sp->repeats; r++) {
+        double t0 = now_s();
+        CLT_TRY(run_product(ctx, sb, p, form == 1));
+        CLT_TRY(clt_context_finish(ctx));
+        double dt = now_s() - t0;
+        if (dt < best) best = dt;
+      }
     }
     per_product[i] = best;
     row->seconds += best;
@@ -209,7 +220,7 @@ clt_status clt_gemm_search_run(clt_context *ctx,
     if (p->m * p->n > max_c) max_c = p->m * p->n;
   }
   /* The state first: a GEMM must not apply the stored or seed sets now. */
-  clt_gemm_state_set(ctx, 0);
+  clt_gemm_state_set(ctx, 0, NULL);
   search_bufs sb = {0};
   double *times = calloc((size_t)(sets * sp->shape_count), sizeof *times);
   sb.ref = calloc((size_t)sp->shape_count, sizeof *sb.ref);
@@ -291,9 +302,6 @@ clt_status clt_gemm_search_run(clt_context *ctx,
     clt_clblast_apply(ctx, sd);
     clt_clblast_apply(ctx, sx);
     force_path(ctx, r->indirect_min);
-    /* Batched products on the indirect path go one by one (gemm.c): with
-     * everything indirect (0), all of them. */
-    clt_gemm_state_set(ctx, r->indirect_min > 0 ? r->indirect_min : 1);
     /* Stored: the sets by value (a set left "in force" is not written, so
      * CLBlast's database applies to it in later runs). */
     char text[2048];
@@ -302,6 +310,11 @@ clt_status clt_gemm_search_run(clt_context *ctx,
     describe(text, sizeof text, &w, sd);
     describe(text, sizeof text, &w, sx);
     if (w < sizeof text) clt_plan_store_save(ctx, CLT_CLBLAST_STORE_KEY, text);
+    /* Batched products on the indirect path go one by one (gemm.c): with
+     * everything indirect (0), all of them. The plans' keys name the
+     * search as a later context that loads it will. */
+    clt_gemm_state_set(ctx, r->indirect_min > 0 ? r->indirect_min : 1,
+                       text);
   }
   r->search_seconds = now_s() - t_start;
   for (int i = 0; sb.ref && i < sp->shape_count; i++) free(sb.ref[i]);

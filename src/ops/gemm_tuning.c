@@ -140,6 +140,17 @@ static bool parse_set(char *line, clt_clblast_set *set) {
          strcmp(set->kernel, "GemmRoutine") == 0;
 }
 
+/* state->params for a stored search's text: FNV-1a over it. */
+static void name_search(clt_gemm_state *state, const char *text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char *c = text; *c; c++) {
+    h ^= (unsigned char)*c;
+    h *= 0x100000001b3ull;
+  }
+  snprintf(state->params, sizeof state->params, "search %016llx",
+           (unsigned long long)h);
+}
+
 /* Applies a stored search result: lines of sets, and "indirect_min T".
  * false (nothing applied) when none is stored or it does not parse. */
 static bool apply_stored(clt_context *ctx, clt_gemm_state *state) {
@@ -152,6 +163,7 @@ static bool apply_stored(clt_context *ctx, clt_gemm_state *state) {
   if (mode == CLT_PLAN_OFF ||
       clt_plan_store_load(ctx, CLT_CLBLAST_STORE_KEY, &text) != CLT_CACHE_HIT)
     return false;
+  name_search(state, text); /* before strtok_r cuts it */
   clt_clblast_set sets[4];
   int n = 0;
   long long indirect_min = -1;
@@ -173,17 +185,21 @@ static bool apply_stored(clt_context *ctx, clt_gemm_state *state) {
     /* Batched products on the indirect path go one by one (gemm.c). */
     state->indirect_min = indirect_min > 0 ? indirect_min : 1;
   }
-  else
+  else {
+    snprintf(state->params, sizeof state->params, "database");
     clt_ctx_log(ctx, CLT_LOG_WARN,
                 "CLBlast: the stored parameter search for %s is damaged; "
                 "run `cltrain tune --gemm` again",
                 ctx->info.name);
+  }
   free(text);
   return ok;
 }
 
 static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
+  snprintf(state->params, sizeof state->params, "database");
   if (!ctx->device || apply_stored(ctx, state) || !is_pocl_cpu(ctx)) return;
+  snprintf(state->params, sizeof state->params, "pocl seed");
   size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
   for (size_t i = 0; i < n; i++) clt_clblast_apply(ctx, &pocl_cpu_sets[i]);
   /* Batched products from here on go one by one (see above); even where an
@@ -213,13 +229,19 @@ clt_gemm_state *clt_gemm_state_get(clt_context *ctx) {
   return state_made(ctx, true);
 }
 
-void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min) {
+void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min,
+                        const char *search_text) {
   clt_gemm_state *state = state_made(ctx, false);
-  if (state) state->indirect_min = indirect_min;
+  if (!state) return;
+  state->indirect_min = indirect_min;
+  if (search_text)
+    name_search(state, search_text);
+  else
+    snprintf(state->params, sizeof state->params, "searching");
 }
 
 const clt_gemm_state *clt_gemm_state_of(clt_context *ctx) {
-  static const clt_gemm_state defaults = {0};
+  static const clt_gemm_state defaults = {.params = "database"};
   const clt_gemm_state *state = state_made(ctx, true);
   return state ? state : &defaults;
 }

@@ -11,6 +11,10 @@ typedef struct clt_gemm_state {
   /* CLBlast's XGEMM_MIN_INDIRECT_SIZE where we set it (0: its default):
    * batched products at or above its cube run one at a time. */
   int64_t indirect_min;
+  /* The CLBlast parameters in force, for the keys of the measured plans
+   * (a plan measured under other parameters must miss): "database",
+   * "pocl seed", or "search " and a hash of the stored search. */
+  char params[40];
   /* The fp16 route's state (gemm_mma.c's, made on first use; NULL until
    * then) and what frees it with this state. */
   void *mma;
@@ -46,8 +50,9 @@ const clt_gemm_state *clt_gemm_state_of(clt_context *ctx);
 clt_gemm_state *clt_gemm_state_get(clt_context *ctx);
 
 /* Sets the context's state (for the search, which sets the parameters
- * itself). */
-void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min);
+ * itself); search_text: what the search stored (NULL while it runs). */
+void clt_gemm_state_set(clt_context *ctx, int64_t indirect_min,
+                        const char *search_text);
 
 /* The plan store's name for the stored search result. */
 #define CLT_CLBLAST_STORE_KEY "clblast gemm parameters"
