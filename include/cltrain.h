@@ -287,6 +287,19 @@ CLT_API clt_status clt_gemm_strided_batched(
     const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
     int64_t stride_c, int64_t batch);
 
+/* clt_gemm_strided_batched with the product asked of CLBlast in
+ * column-major order, as C^T = op(B)^T op(A)^T: the same memory and the
+ * same numbers (up to the order of the sums). CLBlast does different
+ * work for the two (its Xgemm kernel copies a row-major C to a transposed
+ * temporary and back), and which is faster depends on the device's
+ * kernel parameters and the shape: the measured plans try both (README
+ * "Measured plans"); `cltrain bench gemm` prints both. */
+CLT_API clt_status clt_gemm_strided_batched_colmajor(
+    clt_context *ctx, clt_transpose trans_a, clt_transpose trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
+    const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
+    int64_t stride_c, int64_t batch);
+
 /* fp16 products with f32 sums (mixed precision's route, README "Mixed
  * precision"): on a device whose compiler emits NVIDIA PTX, a kernel on
  * the tensor cores, probed on first use (built, and checked on a product

@@ -91,6 +91,27 @@ START_TEST(gemm_strided_batched) {
 }
 END_TEST
 
+/* _i: transpose combination: the column-major form (C^T asked of CLBlast
+ * column-major, clt_gemm_strided_batched_colmajor) on odd shapes, single
+ * and in strided batches, with alpha and beta. */
+START_TEST(gemm_colmajor_form) {
+  static const int64_t picks[] = {1, 4, 9, 12, 17, 19};
+  clt_transpose ta = (_i & 1) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_transpose tb = (_i & 2) ? CLT_TRANS : CLT_NO_TRANS;
+  double e;
+  for (int p = 0; p < COUNT(picks); p++) {
+    const int64_t *s = shapes[picks[p]];
+    int64_t batch = p % 2 ? 3 : 1;
+    float beta = p % 3 == 2 ? 0.5f : 0.0f;
+    ck_assert_check(clt_check_gemm_form(g_ctx, true, ta, tb, s[0], s[1], s[2],
+                                        -0.5f, beta, batch, &e),
+                    e, TOL, "c^T %s%s m=%lld n=%lld k=%lld batch=%lld",
+                    trans_name(ta), trans_name(tb), (long long)s[0],
+                    (long long)s[1], (long long)s[2], (long long)batch);
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Views                                                                     */
 
@@ -344,6 +365,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(prod, gemm_transposes, 0, 4);
   tcase_add_test(prod, gemm_alpha_beta);
   tcase_add_loop_test(prod, gemm_strided_batched, 0, 3);
+  tcase_add_loop_test(prod, gemm_colmajor_form, 0, 4);
   tcase_add_test(prod, gemm_on_views);
   suite_add_tcase(s, prod);
 

@@ -49,6 +49,12 @@ clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           float beta, int64_t batch, double *max_err);
 
+/* The same in either form (colmajor: clt_gemm_strided_batched_colmajor). */
+clt_status clt_check_gemm_form(clt_context *ctx, bool colmajor,
+                               clt_transpose ta, clt_transpose tb, int64_t m,
+                               int64_t n, int64_t k, float alpha, float beta,
+                               int64_t batch, double *max_err);
+
 /* The same by the fp16 route's kernel (ops/gemm_mma.h) in tile
  * configuration `config`: the reference takes a and b rounded to fp16
  * (nearest even), the sums in double. CLT_ERR_UNSUPPORTED where the

@@ -11,6 +11,7 @@ typedef struct gemm_args {
   float alpha, beta;
   int64_t batch;
   int mma_config; /* -1: CLBlast's SGEMM; else the fp16 kernel's tiles */
+  bool colmajor;  /* SGEMM in the column-major form */
 } gemm_args;
 
 /* c = alpha op(a) op(b) + beta c for one matrix, in double. */
@@ -37,9 +38,10 @@ static clt_status gemm_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, g->batch * k * n, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, g->batch * m * n, -1.0f, 1.0f, &c));
   if (g->mma_config < 0) {
-    CLT_TRY(clt_gemm_strided_batched(s->ctx, g->ta, g->tb, m, n, k, g->alpha,
-                                     a->t, m * k, b->t, k * n, g->beta, c->t,
-                                     m * n, g->batch));
+    CLT_TRY((g->colmajor ? clt_gemm_strided_batched_colmajor
+                         : clt_gemm_strided_batched)(
+        s->ctx, g->ta, g->tb, m, n, k, g->alpha, a->t, m * k, b->t, k * n,
+        g->beta, c->t, m * n, g->batch));
   } else {
     CLT_TRY(clt_gemm_f16_strided_batched(s->ctx, g->mma_config, g->ta, g->tb,
                                          m, n, k, g->alpha, a->t, m * k, b->t,
@@ -72,21 +74,29 @@ static clt_status gemm_body(check_set *s, const void *arg) {
   return CLT_OK;
 }
 
-clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
-                          int64_t m, int64_t n, int64_t k, float alpha,
-                          float beta, int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1};
+clt_status clt_check_gemm_form(clt_context *ctx, bool colmajor,
+                               clt_transpose ta, clt_transpose tb, int64_t m,
+                               int64_t n, int64_t k, float alpha, float beta,
+                               int64_t batch, double *max_err) {
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, colmajor};
   clt_status st = check_run(ctx, 10, gemm_body, &g, max_err);
   /* Sums of k products of values in [-1, 1]: scale the tolerance by k. */
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;
 }
 
+clt_status clt_check_gemm(clt_context *ctx, clt_transpose ta, clt_transpose tb,
+                          int64_t m, int64_t n, int64_t k, float alpha,
+                          float beta, int64_t batch, double *max_err) {
+  return clt_check_gemm_form(ctx, false, ta, tb, m, n, k, alpha, beta, batch,
+                             max_err);
+}
+
 clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
                               clt_transpose tb, int64_t m, int64_t n,
                               int64_t k, float alpha, float beta,
                               int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, config};
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, config, false};
   clt_status st = check_run(ctx, 11, gemm_body, &g, max_err);
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;

@@ -37,6 +37,16 @@ static clt_status st_gemm_batched(clt_context *ctx, double *e) {
   return clt_check_gemm(ctx, CLT_NO_TRANS, CLT_TRANS, 9, 13, 27, 1.0f, 0.0f, 5,
                         e);
 }
+/* The column-major form (the measured plans' second): NN and a strided
+ * batch of TN with beta. */
+static clt_status st_gemm_ct_nn(clt_context *ctx, double *e) {
+  return clt_check_gemm_form(ctx, true, CLT_NO_TRANS, CLT_NO_TRANS, 33, 17, 65,
+                             1.0f, 0.0f, 1, e);
+}
+static clt_status st_gemm_ct_batched(clt_context *ctx, double *e) {
+  return clt_check_gemm_form(ctx, true, CLT_TRANS, CLT_NO_TRANS, 9, 13, 27,
+                             0.5f, 1.0f, 5, e);
+}
 /* The fp16 route's kernel, each tile configuration, on the shapes of a
  * conv's three products (NN, NT, TN). */
 static clt_status st_mma_0(clt_context *ctx, double *e) {
@@ -255,6 +265,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm nt 64x10x127", st_gemm_nt, 1e-5, false},
     {"gemm tt 3x33x7 alpha=-1", st_gemm_tt, 1e-5, false},
     {"gemm strided batched 5x9x13x27", st_gemm_batched, 1e-5, false},
+    {"gemm c^T nn 33x17x65", st_gemm_ct_nn, 1e-5, false},
+    {"gemm c^T tn strided batched 5x9x13x27 beta=1", st_gemm_ct_batched, 1e-5,
+     false},
     {"gemm fp16 64x64 nn 33x17x65", st_mma_0, 1e-5, true},
     {"gemm fp16 128x64 nt 3x150x70x129", st_mma_1, 1e-5, true},
     {"gemm fp16 128x128 tn 131x260x47 beta=1", st_mma_2, 1e-5, true},

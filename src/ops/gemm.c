@@ -77,16 +77,37 @@ CLT_API clt_status clt_gemm(clt_context *ctx, clt_transpose ta,
                                   beta, c, 0, 1);
 }
 
+/* Either form with the natural leading dimensions (the stored row
+ * lengths). */
+static clt_status gemm_natural(clt_context *ctx, bool colmajor,
+                               clt_transpose ta, clt_transpose tb, int64_t m,
+                               int64_t n, int64_t k, float alpha,
+                               const clt_tensor *a, int64_t stride_a,
+                               const clt_tensor *b, int64_t stride_b,
+                               float beta, clt_tensor *c, int64_t stride_c,
+                               int64_t batch) {
+  int64_t lda = ta == CLT_TRANS ? m : k;
+  int64_t ldb = tb == CLT_TRANS ? k : n;
+  return clt_gemm_ld(ctx, colmajor, ta, tb, m, n, k, alpha, a, lda, stride_a,
+                     b, ldb, stride_b, beta, c, n, stride_c, batch);
+}
+
 CLT_API clt_status clt_gemm_strided_batched(
     clt_context *ctx, clt_transpose ta, clt_transpose tb, int64_t m, int64_t n,
     int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
     const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
     int64_t stride_c, int64_t batch) {
-  /* Row-major leading dimensions are the stored row lengths. */
-  int64_t lda = ta == CLT_TRANS ? m : k;
-  int64_t ldb = tb == CLT_TRANS ? k : n;
-  return clt_gemm_ld(ctx, false, ta, tb, m, n, k, alpha, a, lda, stride_a, b,
-                     ldb, stride_b, beta, c, n, stride_c, batch);
+  return gemm_natural(ctx, false, ta, tb, m, n, k, alpha, a, stride_a, b,
+                      stride_b, beta, c, stride_c, batch);
+}
+
+CLT_API clt_status clt_gemm_strided_batched_colmajor(
+    clt_context *ctx, clt_transpose ta, clt_transpose tb, int64_t m, int64_t n,
+    int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
+    const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
+    int64_t stride_c, int64_t batch) {
+  return gemm_natural(ctx, true, ta, tb, m, n, k, alpha, a, stride_a, b,
+                      stride_b, beta, c, stride_c, batch);
 }
 
 /* Elements an operand of rows x cols stored with leading dimension ld
