@@ -118,8 +118,8 @@ static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
                            stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                            batch);
   return clt_gemm_ld(ctx, plan->colmajor, ta, tb, m, n, k, alpha, a, lda,
-                     stride_a, b, ldb,
-                     stride_b, beta, c, ldc, stride_c, batch);
+                     stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                     batch);
 }
 
 /* The rest of t from element offset on, as a flat tensor. */
