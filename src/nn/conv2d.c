@@ -54,8 +54,9 @@ typedef struct conv_state {
                         of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
-  /* The layouts chosen: NCHW direct (else the GEMMs above and a swap). */
-  bool fwd_nchw, bwd_nchw;
+  /* The layouts chosen: NCHW direct (else the GEMMs above and a swap),
+   * its GEMMs in the column-major form where *_ct (gemm_plan.h). */
+  bool fwd_nchw, bwd_nchw, fwd_ct, bwd_ct;
   /* col2im with a work-item per element (im2col's choice is w's). */
   bool col2im_elems;
 } conv_state;
@@ -111,6 +112,7 @@ typedef struct conv_io {
   clt_tensor *dw, *db, *dcol;
   clt_tensor *work; /* split-K or per-image partials of dW */
   bool relu;        /* a fused ReLU (clt_graph_node.fused_relu) */
+  bool colmajor;    /* NCHW direct: its GEMMs in the column-major form */
   const clt_tensor *out; /* backward with relu: the output, its mask */
 } conv_io;
 
@@ -131,9 +133,10 @@ static clt_status forward_nchw(clt_graph *g, const conv_state *s,
                                const conv_io *io) {
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
-  CLT_TRY(clt_gemm_ld(g->ctx, false, CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk,
-                      1.0f, io->weight, ckk, 0, io->col, io->batch * ohw, ohw,
-                      0.0f, io->y, ohw, f * ohw, io->batch));
+  CLT_TRY(clt_gemm_ld(g->ctx, io->colmajor, CLT_NO_TRANS, CLT_NO_TRANS, f,
+                      ohw, ckk, 1.0f, io->weight, ckk, 0, io->col,
+                      io->batch * ohw, ohw, 0.0f, io->y, ohw, f * ohw,
+                      io->batch));
   if (io->bias)
     return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
                                      ohw, io->relu);
@@ -177,14 +180,14 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
                                      false));
   clt_tensor *partials = b > 1 ? io->work : io->dw;
-  CLT_TRY(clt_gemm_ld(g->ctx, false, CLT_NO_TRANS, CLT_TRANS, f, ckk, ohw,
-                      1.0f, io->dy, ohw, f * ohw, io->col, b * ohw, ohw, 0.0f,
-                      partials, ckk, f * ckk, b));
+  CLT_TRY(clt_gemm_ld(g->ctx, io->colmajor, CLT_NO_TRANS, CLT_TRANS, f, ckk,
+                      ohw, 1.0f, io->dy, ohw, f * ohw, io->col, b * ohw, ohw,
+                      0.0f, partials, ckk, f * ckk, b));
   if (b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
   if (!io->dcol) return CLT_OK;
-  return clt_gemm_ld(g->ctx, false, CLT_TRANS, CLT_NO_TRANS, ckk, ohw, f,
-                     1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
+  return clt_gemm_ld(g->ctx, io->colmajor, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
+                     f, 1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
                      io->dcol, b * ohw, ohw, b);
 }
 
@@ -276,13 +279,15 @@ typedef struct layout_work {
   bool backward;
 } layout_work;
 
+/* Way 0: the swaps; 1: NCHW direct; 2: NCHW direct, column-major. */
 static clt_status run_layout(void *user, int way) {
   layout_work *l = user;
+  conv_io io = l->io;
+  io.colmajor = way == 2;
   if (l->backward)
-    return way ? backward_nchw(l->g, l->s, &l->io)
-               : backward_swap(l->g, l->s, &l->io);
-  return way ? forward_nchw(l->g, l->s, &l->io)
-             : forward_swap(l->g, l->s, &l->io);
+    return way ? backward_nchw(l->g, l->s, &io)
+               : backward_swap(l->g, l->s, &io);
+  return way ? forward_nchw(l->g, l->s, &io) : forward_swap(l->g, l->s, &io);
 }
 
 static clt_status refill_col(void *user) {
@@ -290,12 +295,12 @@ static clt_status refill_col(void *user) {
   return clt_graph_plan_fill(l->g, l->io.col);
 }
 
-/* Times the swap layout (the plans chosen) against NCHW direct, forward or
- * backward, on the buffers io names (only the swap where nchw_fits is
- * false); *nchw receives the choice. */
+/* Times the swap layout (the plans chosen) against NCHW direct in both
+ * forms, forward or backward, on the buffers io names (only the swap where
+ * nchw_fits is false); *nchw and *ct receive the choice. */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                               const conv_io *io, bool backward,
-                              bool nchw_fits, bool *nchw) {
+                              bool nchw_fits, bool *nchw, bool *ct) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
@@ -335,14 +340,15 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
       .k = whole.k,
       .key = key,
       .flops = flops,
-      .names = {"gemm + swap", "nchw direct"},
-      .work = {.count = nchw_fits ? 2 : 1, .run = run_layout,
+      .names = {"gemm + swap", "nchw direct", "nchw direct c^T"},
+      .work = {.count = nchw_fits ? 3 : 1, .run = run_layout,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
   for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
-  *nchw = chosen == 1;
+  *nchw = chosen >= 1;
+  *ct = chosen == 2;
   return CLT_OK;
 }
 
@@ -458,9 +464,10 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   if (measuring) st = clt_graph_plan_fill(g, s->col);
   if (measuring && st == CLT_OK && n->grad)
     st = clt_graph_plan_fill(g, n->grad);
-  if (st == CLT_OK) st = plan_layout(g, n, &fio, false, true, &s->fwd_nchw);
+  if (st == CLT_OK)
+    st = plan_layout(g, n, &fio, false, true, &s->fwd_nchw, &s->fwd_ct);
   if (st == CLT_OK && n->grad)
-    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw);
+    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw, &s->bwd_ct);
   clt_tensor_destroy(work);
   CLT_TRY(st);
   /* The copies' layouts, on the input and col (fixed values again). */
@@ -496,7 +503,8 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                              g->batch, &s->w));
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
-                .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
+                .tmp = s->tmp, .y = n->out, .relu = n->fused_relu,
+                .colmajor = s->fwd_ct};
   return s->fwd_nchw ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
 }
 
@@ -513,7 +521,8 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
                 .dw = &n->params[0].grad,
                 .db = s->bias ? &n->params[1].grad : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work,
-                .relu = n->fused_relu, .out = n->out};
+                .relu = n->fused_relu, .out = n->out,
+                .colmajor = s->bwd_ct};
   CLT_TRY(s->bwd_nchw ? backward_nchw(g, s, &io) : backward_swap(g, s, &io));
   clt_window wc = s->w;
   wc.per_element = s->col2im_elems;
