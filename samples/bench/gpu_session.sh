@@ -8,7 +8,10 @@
 #          test_gemm on the GPU
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
 #          torch_gemm.py (fp32 with TF32 off, fp16)
-#   plans  tune of the CNN and the ResNet at batch 64, fp32 and mixed
+#   plans  tune --gemm (CLBlast's parameter search, stored: the parts
+#          after it run with its choice; `gemm` before it shows CLBlast's
+#          database), then tune of the CNN and the ResNet at batch 64,
+#          fp32 and mixed
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; CNN b64 with --profile
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
@@ -37,6 +40,8 @@ part_gemm() {
 }
 
 part_plans() {
+  run cltrain tune --gemm "${dev[@]}"
+  run cltrain bench gemm "${dev[@]}" --max-size 4096
   for model in cnn resnet; do
     for p in fp32 mixed; do
       run cltrain tune "samples/fashion_$model.model" --batch 64 --precision "$p" "${dev[@]}"
