@@ -54,9 +54,10 @@ typedef struct conv_state {
                         of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
-  /* The layouts chosen: NCHW direct (else the GEMMs above and a swap),
-   * its GEMMs in the column-major form where *_ct (gemm_plan.h). */
-  bool fwd_nchw, bwd_nchw, fwd_ct, bwd_ct;
+  /* The layouts chosen, forward and backward (run_way's ways: the GEMMs
+   * above and a swap, NCHW direct, or NCHW direct with its GEMMs in the
+   * column-major form). */
+  int fwd_way, bwd_way;
   /* col2im with a work-item per element (im2col's choice is w's). */
   bool col2im_elems;
 } conv_state;
@@ -279,15 +280,20 @@ typedef struct layout_work {
   bool backward;
 } layout_work;
 
-/* Way 0: the swaps; 1: NCHW direct; 2: NCHW direct, column-major. */
+/* The forward or backward in a layout: way 0 the swaps, 1 NCHW direct,
+ * 2 NCHW direct with its GEMMs in the column-major form. */
+static clt_status run_way(clt_graph *g, const conv_state *s,
+                          const conv_io *in, bool backward, int way) {
+  conv_io io = *in;
+  io.colmajor = way == 2;
+  if (backward)
+    return way ? backward_nchw(g, s, &io) : backward_swap(g, s, &io);
+  return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+}
+
 static clt_status run_layout(void *user, int way) {
   layout_work *l = user;
-  conv_io io = l->io;
-  io.colmajor = way == 2;
-  if (l->backward)
-    return way ? backward_nchw(l->g, l->s, &io)
-               : backward_swap(l->g, l->s, &io);
-  return way ? forward_nchw(l->g, l->s, &io) : forward_swap(l->g, l->s, &io);
+  return run_way(l->g, l->s, &l->io, l->backward, way);
 }
 
 static clt_status refill_col(void *user) {
@@ -297,10 +303,10 @@ static clt_status refill_col(void *user) {
 
 /* Times the swap layout (the plans chosen) against NCHW direct in both
  * forms, forward or backward, on the buffers io names (only the swap where
- * nchw_fits is false); *nchw and *ct receive the choice. */
+ * nchw_fits is false); *way receives the choice (run_way's). */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                               const conv_io *io, bool backward,
-                              bool nchw_fits, bool *nchw, bool *ct) {
+                              bool nchw_fits, int *way) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
@@ -345,11 +351,7 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
   for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
-  int chosen = 0;
-  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
-  *nchw = chosen >= 1;
-  *ct = chosen == 2;
-  return CLT_OK;
+  return clt_graph_plan_ways(g, n, &ways, way);
 }
 
 /* im2col or col2im with a work-item per row or per element, measured. */
@@ -465,9 +467,9 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   if (measuring && st == CLT_OK && n->grad)
     st = clt_graph_plan_fill(g, n->grad);
   if (st == CLT_OK)
-    st = plan_layout(g, n, &fio, false, true, &s->fwd_nchw, &s->fwd_ct);
+    st = plan_layout(g, n, &fio, false, true, &s->fwd_way);
   if (st == CLT_OK && n->grad)
-    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_nchw, &s->bwd_ct);
+    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_way);
   clt_tensor_destroy(work);
   CLT_TRY(st);
   /* The copies' layouts, on the input and col (fixed values again). */
@@ -478,7 +480,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     if (measuring) CLT_TRY(clt_graph_plan_fill(g, col));
     CLT_TRY(plan_copy(g, n, true, in->grad, col, &s->col2im_elems));
   }
-  int64_t need = s->bwd_nchw ? nchw_work : swap_work;
+  int64_t need = s->bwd_way > 0 ? nchw_work : swap_work;
   return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
                                         CLT_LIVE_BACKWARD, &s->work)
                   : CLT_OK;
@@ -503,9 +505,8 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                              g->batch, &s->w));
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
-                .tmp = s->tmp, .y = n->out, .relu = n->fused_relu,
-                .colmajor = s->fwd_ct};
-  return s->fwd_nchw ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+                .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
+  return run_way(g, s, &io, false, s->fwd_way);
 }
 
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
@@ -521,9 +522,8 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
                 .dw = &n->params[0].grad,
                 .db = s->bias ? &n->params[1].grad : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work,
-                .relu = n->fused_relu, .out = n->out,
-                .colmajor = s->bwd_ct};
-  CLT_TRY(s->bwd_nchw ? backward_nchw(g, s, &io) : backward_swap(g, s, &io));
+                .relu = n->fused_relu, .out = n->out};
+  CLT_TRY(run_way(g, s, &io, true, s->bwd_way));
   clt_window wc = s->w;
   wc.per_element = s->col2im_elems;
   return dx ? clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, &wc, acc)

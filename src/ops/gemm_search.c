@@ -8,13 +8,13 @@
  * candidate set of that kernel on every product; the fastest set of each
  * kernel wins, then the threshold that, product by product, takes the
  * faster of the two. Each product is timed in both of its forms (row-major
- * and the column-major C^T, clt_gemm_ld), its time the faster's: the
- * measured plans then run it in that form, and the row-major form alone
- * would charge Xgemm for copies of C that the plans avoid. CLBlast
- * compiles a program per parameter set (and
- * keeps it), so each set costs one compile; sets are timed one after the
- * other, the parameters in force first (CLBlast cannot go back to them
- * once overridden). */
+ * and the column-major C^T, clt_gemm_strided_batched_colmajor), its time
+ * the faster's: the measured plans then run it in that form, and the
+ * row-major form alone would charge Xgemm for copies of C that the plans
+ * avoid. CLBlast compiles a program per parameter set (and keeps it), so
+ * each set costs one compile; sets are timed one after the other, the
+ * parameters in force first (CLBlast cannot go back to them once
+ * overridden). */
 #include "ops/gemm_search.h"
 
 #include <math.h>
@@ -116,10 +116,10 @@ static clt_status run_product(clt_context *ctx, search_bufs *sb,
   clt_tensor a = clt_tensor_slice_1d(sb->a, 0, p->m * p->k);
   clt_tensor b = clt_tensor_slice_1d(sb->b, 0, p->k * p->n);
   clt_tensor c = clt_tensor_slice_1d(sb->c, 0, p->m * p->n);
-  int64_t lda = p->ta == CLT_TRANS ? p->m : p->k;
-  int64_t ldb = p->tb == CLT_TRANS ? p->k : p->n;
-  return clt_gemm_ld(ctx, colmajor, p->ta, p->tb, p->m, p->n, p->k, 1.0f, &a,
-                     lda, 0, &b, ldb, 0, 0.0f, &c, p->n, 0, 1);
+  return (colmajor ? clt_gemm_strided_batched_colmajor
+                   : clt_gemm_strided_batched)(ctx, p->ta, p->tb, p->m, p->n,
+                                               p->k, 1.0f, &a, 0, &b, 0, 0.0f,
+                                               &c, 0, 1);
 }
 
 /* Whether the product's result matches the reference (taking it when
