@@ -123,4 +123,19 @@ assert len(p) == 1 and p[0]["file"] == "--odd.pgm" and len(p[0]["top"]) == 2, d
 assert p[0]["top"][0]["probability"] >= p[0]["top"][1]["probability"], d
 print("ok: predict --json --:", p[0]["top"][0])
 EOF
+# Off a terminal, progress comes as plain lines every CLT_PROGRESS_SECONDS
+# (default 60: none in a run this short); a bad value is refused.
+CLT_PROGRESS_SECONDS=0.001 "$C" train "$T/tiny.model" --data fashion-mnist \
+  --train-limit 640 --test-limit 100 --epochs 1 >"$T/p.out" 2>"$T/p.err" ||
+  fail "train with CLT_PROGRESS_SECONDS: $(cat "$T/p.err")"
+grep -qE '^epoch 1/1 train [0-9]+/20 .* ETA .* loss [0-9.]+ acc [0-9.]+ [0-9]+ img/s$' \
+  "$T/p.err" || fail "no plain progress lines off a terminal: $(cat "$T/p.err")"
+grep -q $'\r' "$T/p.err" && fail "progress off a terminal redraws with \\r"
+"$C" train "$T/tiny.model" --data fashion-mnist --train-limit 640 \
+  --test-limit 100 --epochs 1 >"$T/p.out" 2>"$T/p.err" || fail "train: $(cat "$T/p.err")"
+grep -q 'ETA' "$T/p.err" && fail "progress lines in a short run by default"
+CLT_PROGRESS_SECONDS=often expect_exit 1 "CLT_PROGRESS_SECONDS=often" \
+  "CLT_PROGRESS_SECONDS=often: not a number of seconds" -- \
+  "$C" train "$T/tiny.model" --data fashion-mnist --epochs 1
+echo "ok: plain progress lines off a terminal, every CLT_PROGRESS_SECONDS"
 echo "all cli option checks passed"

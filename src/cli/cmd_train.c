@@ -207,6 +207,8 @@ typedef struct progress_out {
   bool regression; /* mse: a loss, no accuracy */
   bool early_stop;  /* mark the best epochs */
   FILE *out;        /* the epoch lines: stdout, or stderr under --json */
+  /* Off a terminal: seconds between progress lines, when the last was. */
+  double plain_every, plain_last;
 } progress_out;
 
 /* On a terminal, a line that says the run is alive when the library has
@@ -297,15 +299,12 @@ static void format_duration(double seconds, char *out, size_t len) {
 }
 
 /* One line, Keras-style: where the epoch is, a bar that takes the columns
- * the rest leaves (none on a narrow terminal), time spent and to go. */
-static void draw_progress_line(progress_out *po, const clt_progress *p) {
-  double now = cli_now();
-  if (p->epoch != po->phase_epoch || p->phase != po->phase) {
-    po->phase_epoch = p->epoch;
-    po->phase = p->phase;
-    po->phase_start = now;
-  }
-  double elapsed = now - po->phase_start;
+ * the rest leaves (none on a narrow terminal or off one), time spent and
+ * to go. */
+static void format_progress_line(const progress_out *po,
+                                 const clt_progress *p, int columns,
+                                 char *line, size_t len) {
+  double elapsed = cli_now() - po->phase_start;
   char spent[32], left[32] = "?";
   format_duration(elapsed, spent, sizeof spent);
   if (p->batch > 0 && p->batches >= p->batch)
@@ -320,7 +319,7 @@ static void draw_progress_line(progress_out *po, const clt_progress *p) {
            " %lld/%lld %s ETA %s loss %.4f%s %.0f img/s",
            (long long)p->batch, (long long)p->batches, spent, left, p->loss,
            acc, p->images_per_sec);
-  int room = terminal_columns() - 1 - (int)strlen(head) - (int)strlen(tail);
+  int room = columns - 1 - (int)strlen(head) - (int)strlen(tail);
   int width = room - 2 < 30 ? room - 2 : 30; /* 2: the brackets */
   char bar[40] = "";
   if (width >= 6) {
@@ -331,11 +330,31 @@ static void draw_progress_line(progress_out *po, const clt_progress *p) {
     bar[width + 1] = ']';
     bar[width + 2] = '\0';
   }
+  snprintf(line, len, "%s%s%s", head, bar, bar[0] ? tail : tail + 1);
+}
+
+static void draw_progress_line(progress_out *po, const clt_progress *p) {
   char line[320];
-  snprintf(line, sizeof line, "%s%s%s", head, bar, tail);
-  int cols = terminal_columns() - 1;
-  if (cols > 0 && (int)strlen(line) > cols) line[cols] = '\0';
+  int cols = terminal_columns();
+  format_progress_line(po, p, cols, line, sizeof line);
+  if (cols - 1 > 0 && (int)strlen(line) > cols - 1) line[cols - 1] = '\0';
   fprintf(stderr, "\r\033[K%s", line);
+  fflush(stderr);
+}
+
+/* Off a terminal (a log file, a batch job), the same line without its bar,
+ * as a line of its own every po->plain_every seconds (CLT_PROGRESS_SECONDS,
+ * default 60; 0: never): short runs print nothing more than their epoch
+ * lines, an epoch of an hour shows where it is. */
+static void print_plain_progress(progress_out *po, const clt_progress *p) {
+  double now = cli_now();
+  if (po->plain_every <= 0.0) return;
+  if (po->plain_last == 0.0) po->plain_last = now;
+  if (now - po->plain_last < po->plain_every) return;
+  po->plain_last = now;
+  char line[320];
+  format_progress_line(po, p, 0, line, sizeof line);
+  fprintf(stderr, "%s\n", line);
   fflush(stderr);
 }
 
@@ -406,8 +425,16 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
     update_plot(po);
     return;
   }
-  if (!po->tty || po->quiet) return;
-  draw_progress_line(po, p);
+  if (po->quiet) return;
+  if (p->epoch != po->phase_epoch || p->phase != po->phase) {
+    po->phase_epoch = p->epoch;
+    po->phase = p->phase;
+    po->phase_start = cli_now();
+  }
+  if (po->tty)
+    draw_progress_line(po, p);
+  else
+    print_plain_progress(po, p);
 }
 
 static int fail(clt_context *ctx, const char *what) {
@@ -620,7 +647,20 @@ int cli_train(int argc, char **argv) {
                      .hist = hist,
                      .regression = dopt.targets > 0,
                      .early_stop = a.early_stop > 0,
-                     .out = out};
+                     .out = out,
+                     .plain_every = 60.0};
+  const char *every = getenv("CLT_PROGRESS_SECONDS");
+  if (every && *every) {
+    char *end = NULL;
+    double v = strtod(every, &end);
+    if (*end || !(v >= 0.0)) {
+      fprintf(stderr, "cltrain: CLT_PROGRESS_SECONDS=%s: not a number of "
+                      "seconds (0: no progress lines off a terminal)\n",
+              every);
+      goto done;
+    }
+    po.plain_every = v;
+  }
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
