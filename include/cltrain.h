@@ -1101,6 +1101,8 @@ typedef struct clt_dist_stats {
                           this rank's backward pass had finished */
   double train_seconds; /* wall time of clt_fit's training epochs (loading,
                            steps and updates; not evaluation), summed */
+  char device[64];      /* the device of the graph last attached
+                           (clt_dist_attach), cut to fit; "" before */
 } clt_dist_stats;
 
 /* This rank's counters. */

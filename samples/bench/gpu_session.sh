@@ -3,7 +3,8 @@
 # (an NVIDIA H100: see ../shared/tools/gpu-bundle, whose .gpu/ must travel
 # with the tree). From the project's root there:
 #     source .gpu/env && bash samples/bench/gpu_session.sh [PART...]
-# PARTs (default: all, in this order, about 20 minutes):
+# PARTs (default: all, in this order, about 25 minutes: split them over
+# calls of at most 10 minutes):
 #   check  devices, selftest (the fp16 route's probe and kernel checks),
 #          test_gemm on the GPU
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
@@ -16,12 +17,16 @@
 #          torch_train.py --device cuda; CNN b64 with --profile
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
+#   mpi    (issue 12) the GPU alone against one GPU rank plus one POCL
+#          rank on the machine's CPU cores, CNN b64 and b256, MLP b256;
+#          needs .gpu/mpi (samples/bench/gpu_mpi_bundle.sh after
+#          gpu-bundle): that machine has no MPI of its own
 # Each part's output goes to stdout and to $OUT/PART.log where $OUT is set
 # (the device tool brings $OUT back). Run it twice to see the stored plans
 # at work (the first run measures them).
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(check gemm plans train mixed)
+[ ${#parts[@]} -gt 0 ] || parts=(check gemm plans train mixed mpi)
 out=${OUT:-}
 torch=(python3 samples/bench/torch_train.py --device cuda)
 dev=(--device nvidia)
@@ -68,10 +73,29 @@ part_mixed() {
   done
 }
 
+part_mpi() {
+  # shellcheck source=/dev/null
+  [ -f .gpu/mpi/env ] && source .gpu/mpi/env
+  if ! command -v mpirun >/dev/null; then
+    echo "no mpirun: run samples/bench/gpu_mpi_bundle.sh after gpu-bundle"
+    return 1
+  fi
+  local mr=(mpirun --oversubscribe --allow-run-as-root)
+  local mb model b m
+  for mb in "cnn 64" "cnn 256" "mlp 256"; do
+    read -r model b <<<"$mb"
+    m=samples/fashion_$model.model
+    run cltrain bench train "$m" --batch "$b" --steps 50 "${dev[@]}"
+    run "${mr[@]}" -np 1 cltrain bench train "$m" --batch "$b" --steps 50 \
+      "${dev[@]}" : -np 1 cltrain bench train "$m" --batch "$b" --steps 50 \
+      --device pocl
+  done
+}
+
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm plans train mixed)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm plans train mixed mpi)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

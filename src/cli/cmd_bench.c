@@ -170,7 +170,6 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
-    double gf = flops / secs * 1e-9;
     printf("%-20s %5lld %5lld %5lld %5lld %10.2f %10.2f", s->name,
            (long long)s->m, (long long)s->n, (long long)s->k,
            (long long)s->batch, flops / row * 1e-9, flops / col * 1e-9);
@@ -179,7 +178,7 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
              clt_fp16_config_name(config));
 #ifdef CLT_HAVE_OPENBLAS
     double ref = flops / time_openblas(s, ha, hb, hc) * 1e-9;
-    printf(" %10.2f %7.2f", ref, gf / ref);
+    printf(" %10.2f %7.2f", ref, flops / secs * 1e-9 / ref);
 #endif
     printf("\n");
     fflush(stdout);

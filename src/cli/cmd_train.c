@@ -522,9 +522,10 @@ static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
       double ips = secs > 0 ? (double)all[r].images / secs : 0;
       total += ips;
       fprintf(out, "rank %d: %.1f images/s, %lld steps, allreduce wait "
-                   "%.1f%% of the step\n",
+                   "%.1f%% of the step (%s)\n",
               r, ips, (long long)all[r].steps,
-              secs > 0 ? 100.0 * all[r].wait_seconds / secs : 0.0);
+              secs > 0 ? 100.0 * all[r].wait_seconds / secs : 0.0,
+              all[r].device);
     }
     fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
     fflush(out);
@@ -1076,8 +1077,8 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
       double ips = (double)(batch * steps) / secs;
       total += ips;
       printf("rank %d: images_per_sec=%.1f allreduce_wait=%.1f%% of the "
-             "step\n",
-             r, ips, 100.0 * wait_s / secs);
+             "step device=\"%s\"\n",
+             r, ips, 100.0 * wait_s / secs, all[r].device);
     }
     printf("ranks=%d total_images_per_sec=%.1f step_ms=%.3f\n", n, total,
            secs * 1e3 / (double)steps);

@@ -54,11 +54,13 @@ struct clt_dist {
   clt_dist_stats stats;
 };
 
+#ifdef CLT_HAVE_MPI
 static double dist_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+#endif
 
 CLT_API int clt_dist_rank(const clt_dist *d) { return d ? d->rank : 0; }
 CLT_API int clt_dist_size(const clt_dist *d) { return d ? d->size : 1; }
@@ -310,6 +312,8 @@ clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
     d->buckets[b].state = BUCKET_DONE;
   }
   d->g = g;
+  snprintf(d->stats.device, sizeof d->stats.device, "%.*s",
+           (int)sizeof d->stats.device - 1, ctx->info.name);
   g->grads_final = grads_final;
   g->grads_final_user = d;
   /* Dropout: rank 0 keeps the graph's stream, the others draw their own
@@ -515,17 +519,32 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
     clt_dist_stats_get(d, all);
     return CLT_OK;
   }
+  enum { NAME = sizeof d->stats.device };
   double mine[5] = {(double)d->stats.steps, (double)d->stats.images,
                     d->stats.step_seconds, d->stats.wait_seconds,
                     d->stats.train_seconds};
   double *v = malloc((size_t)d->size * sizeof mine);
-  if (!v)
+  char *names = malloc((size_t)d->size * NAME);
+  if (!v || !names) {
+    free(v);
+    free(names);
     return CLT_ERR_HOST_MEMORY;
+  }
   int rc = MPI_Allgather(mine, 5, MPI_DOUBLE, v, 5, MPI_DOUBLE, d->comm);
-  for (int r = 0; rc == MPI_SUCCESS && r < d->size; r++)
-    all[r] = (clt_dist_stats){(int64_t)v[5 * r], (int64_t)v[5 * r + 1],
-                              v[5 * r + 2], v[5 * r + 3], v[5 * r + 4]};
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Allgather(d->stats.device, NAME, MPI_CHAR, names, NAME, MPI_CHAR,
+                       d->comm);
+  for (int r = 0; rc == MPI_SUCCESS && r < d->size; r++) {
+    all[r] = (clt_dist_stats){.steps = (int64_t)v[5 * r],
+                              .images = (int64_t)v[5 * r + 1],
+                              .step_seconds = v[5 * r + 2],
+                              .wait_seconds = v[5 * r + 3],
+                              .train_seconds = v[5 * r + 4]};
+    memcpy(all[r].device, names + (size_t)r * NAME, NAME);
+    all[r].device[NAME - 1] = '\0';
+  }
   free(v);
+  free(names);
   return rc == MPI_SUCCESS ? CLT_OK : CLT_ERR_INTERNAL;
 }
 
