@@ -4,7 +4,9 @@
 Compares the float32 tensors two checkpoints share (the model's weights;
 optimizer state and metadata are left out unless --all): prints the largest relative
 difference, max |a - b| / max(|a|, |b|, 1e-3), over every element, and
-exits 1 when it is above TOLERANCE (default 0: bit-identical)."""
+exits 1 when it is above TOLERANCE (default 0: bit-identical). Also prints,
+for the record, the largest difference in a tensor against that tensor's
+largest value."""
 import json
 import struct
 import sys
@@ -43,13 +45,23 @@ def main():
         print("the checkpoints hold different tensors")
         return 1
     worst, where = 0.0, ""
+    tensor_worst, tensor_where = 0.0, ""
     for name in sorted(a):
+        diff, top = 0.0, 0.0
         for x, y in zip(a[name], b[name]):
             d = abs(x - y) / max(abs(x), abs(y), 1e-3)
             if d > worst:
                 worst, where = d, name
-    print("max relative difference %.3g%s over %d tensors" %
-          (worst, " (in %s)" % where if where else "", len(a)))
+            diff = max(diff, abs(x - y))
+            top = max(top, abs(x), abs(y))
+        # For the record: the largest difference against the tensor's
+        # largest value (the per-element figure above is what is judged).
+        if top > 0 and diff / top > tensor_worst:
+            tensor_worst, tensor_where = diff / top, name
+    print("max relative difference %.3g%s over %d tensors; per tensor, "
+          "max |a - b| / max |a|: %.3g%s" %
+          (worst, " (in %s)" % where if where else "", len(a), tensor_worst,
+           " (in %s)" % tensor_where if tensor_where else ""))
     return 0 if worst <= tol else 1
 
 
