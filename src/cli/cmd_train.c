@@ -443,6 +443,20 @@ static int fail(clt_context *ctx, const char *what) {
   return 1;
 }
 
+/* An epoch's losses and accuracies as JSON members (accuracies null for
+ * a regression, the ones not measured null). */
+static void print_json_metrics(const clt_epoch_stats *s, bool regression) {
+  const char *names[] = {"train_loss",      "train_accuracy",
+                         "validation_loss", "validation_accuracy",
+                         "test_loss",       "test_accuracy"};
+  double v[] = {s->train_loss, s->train_acc, s->val_loss,
+                s->val_acc,    s->test_loss, s->test_acc};
+  for (int i = 0; i < 6; i++) {
+    printf(", \"%s\": ", names[i]);
+    cli_json_number(stdout, regression && i % 2 ? NAN : v[i]);
+  }
+}
+
 /* The final result as one JSON object (--json). */
 static void print_json_result(const train_args *a, const clt_context *ctx,
                               const clt_epoch_stats *hist,
@@ -457,19 +471,9 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
          "\"validation_samples\": %lld, \"test_samples\": %lld",
          r->last_epoch, a->batch, (long long)train_n, (long long)val_n,
          (long long)test_n);
-  printf(", \"regression\": %s, \"kept_epoch\": %d, \"train_loss\": ",
+  printf(", \"regression\": %s, \"kept_epoch\": %d",
          regression ? "true" : "false", last->epoch);
-  cli_json_number(stdout, last->train_loss);
-  printf(", \"train_accuracy\": ");
-  cli_json_number(stdout, regression ? NAN : last->train_acc);
-  printf(", \"validation_loss\": ");
-  cli_json_number(stdout, last->val_loss);
-  printf(", \"validation_accuracy\": ");
-  cli_json_number(stdout, regression ? NAN : last->val_acc);
-  printf(", \"test_loss\": ");
-  cli_json_number(stdout, last->test_loss);
-  printf(", \"test_accuracy\": ");
-  cli_json_number(stdout, regression ? NAN : last->test_acc);
+  print_json_metrics(last, regression);
   printf(", \"monitor\": ");
   cli_json_string(stdout, r->monitor);
   printf(", \"best_epoch\": %d, \"best_loss\": ", r->best_epoch);
@@ -487,16 +491,8 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
   printf(", \"history\": [");
   for (int e = 0; e < r->last_epoch; e++) {
     const clt_epoch_stats *s = &hist[e];
-    printf("%s{\"epoch\": %d, \"train_loss\": ", e ? ", " : "", s->epoch);
-    cli_json_number(stdout, s->train_loss);
-    printf(", \"train_accuracy\": ");
-    cli_json_number(stdout, regression ? NAN : s->train_acc);
-    printf(", \"validation_loss\": ");
-    cli_json_number(stdout, s->val_loss);
-    printf(", \"test_loss\": ");
-    cli_json_number(stdout, s->test_loss);
-    printf(", \"test_accuracy\": ");
-    cli_json_number(stdout, regression ? NAN : s->test_acc);
+    printf("%s{\"epoch\": %d", e ? ", " : "", s->epoch);
+    print_json_metrics(s, regression);
     printf(", \"lr\": ");
     cli_json_number(stdout, s->lr);
     printf("}");
