@@ -91,23 +91,27 @@ python3 "$CMP" --all "$T/one.st" "$T/mpi1.st" 0 ||
   fail "one rank under mpirun differs from a plain run"
 echo "ok: one rank under mpirun = a plain run, bit for bit"
 # The reports: each rank's images/s, allreduce wait and device, the total.
+# expect_reports WHAT RANK TOTAL: $T/out has a line "rank R: RANK" for
+# ranks 0 and 1 and a line TOTAL (extended regular expressions, whole
+# lines).
+expect_reports() {
+  for r in 0 1; do
+    grep -qE "^rank $r: $2\$" "$T/out" ||
+      fail "$1: no report of rank $r in: $(cat "$T/out")"
+  done
+  grep -qE "^$3\$" "$T/out" || fail "$1: no total in: $(cat "$T/out")"
+}
 "${MR[@]}" -np 2 "$C" train "$MLP" --data fashion-mnist --train-limit 128 \
   --holdout 0 --test-limit 100 --epochs 1 --batch 32 >"$T/out" 2>&1 ||
   fail "2 ranks: $(cat "$T/out")"
-for r in 0 1; do
-  grep -qE "^rank $r: [0-9.]+ images/s, 2 steps, allreduce wait [0-9.]+% of the step \(.+\)$" \
-    "$T/out" || fail "train: no report of rank $r in: $(cat "$T/out")"
-done
-grep -qE "^ranks: 2, total [0-9.]+ images/s$" "$T/out" ||
-  fail "train: no total in: $(cat "$T/out")"
+expect_reports train \
+  "[0-9.]+ images/s, 2 steps, allreduce wait [0-9.]+% of the step \(.+\)" \
+  "ranks: 2, total [0-9.]+ images/s"
 "${MR[@]}" -np 2 "$C" bench train "$MLP" --batch 16 --steps 3 >"$T/out" 2>&1 ||
   fail "bench train, 2 ranks: $(cat "$T/out")"
-for r in 0 1; do
-  grep -qE "^rank $r: images_per_sec=[0-9.]+ allreduce_wait=[0-9.]+% of the step device=\".+\"$" \
-    "$T/out" || fail "bench train: no report of rank $r in: $(cat "$T/out")"
-done
-grep -qE "^ranks=2 total_images_per_sec=[0-9.]+ step_ms=[0-9.]+$" "$T/out" ||
-  fail "bench train: no total in: $(cat "$T/out")"
+expect_reports "bench train" \
+  "images_per_sec=[0-9.]+ allreduce_wait=[0-9.]+% of the step device=\".+\"" \
+  "ranks=2 total_images_per_sec=[0-9.]+ step_ms=[0-9.]+"
 echo "ok: train and bench train report every rank (images/s, wait, device)"
 
 # ---- a rank that fails ----------------------------------------------------

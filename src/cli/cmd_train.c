@@ -25,6 +25,7 @@ typedef struct train_args {
   bool lr_given, wd_given;
   double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
   double min_delta, loss_scale;
+  double progress_seconds; /* CLT_PROGRESS_SECONDS (print_plain_progress) */
   long long scale_growth;
   int optimizer, schedule, precision;
 } train_args;
@@ -188,6 +189,19 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   a->opt.min_delta = (float)a->min_delta;
   a->opt.warmup_epochs = (int)a->warmup_epochs;
   a->opt.total_epochs = (int)a->epochs;
+  a->progress_seconds = 60.0;
+  const char *every = getenv("CLT_PROGRESS_SECONDS");
+  if (every && *every) {
+    char *end = NULL;
+    double v = strtod(every, &end);
+    if (*end || !(v >= 0.0)) {
+      fprintf(stderr, "cltrain: CLT_PROGRESS_SECONDS=%s: not a number of "
+                      "seconds (0: no progress lines off a terminal)\n",
+              every);
+      return 1;
+    }
+    a->progress_seconds = v;
+  }
   return -1;
 }
 
@@ -333,7 +347,8 @@ static void format_progress_line(const progress_out *po,
   snprintf(line, len, "%s%s%s", head, bar, bar[0] ? tail : tail + 1);
 }
 
-static void draw_progress_line(progress_out *po, const clt_progress *p) {
+static void draw_progress_line(const progress_out *po,
+                               const clt_progress *p) {
   char line[320];
   int cols = terminal_columns();
   format_progress_line(po, p, cols, line, sizeof line);
@@ -645,19 +660,7 @@ int cli_train(int argc, char **argv) {
                      .regression = dopt.targets > 0,
                      .early_stop = a.early_stop > 0,
                      .out = out,
-                     .plain_every = 60.0};
-  const char *every = getenv("CLT_PROGRESS_SECONDS");
-  if (every && *every) {
-    char *end = NULL;
-    double v = strtod(every, &end);
-    if (*end || !(v >= 0.0)) {
-      fprintf(stderr, "cltrain: CLT_PROGRESS_SECONDS=%s: not a number of "
-                      "seconds (0: no progress lines off a terminal)\n",
-              every);
-      goto done;
-    }
-    po.plain_every = v;
-  }
+                     .plain_every = a.progress_seconds};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
