@@ -59,12 +59,13 @@ static int window_row(int ih, int kh, int pad_h, int stride_h, int dil_h,
 }
 
 /* The gradient of x[n][c][ih][iw]: the sum of the col elements that
- * im2col copied it to (dcol at its offset). */
+ * im2col copied it to (dcol at its offset; rows: the row layout's, as
+ * im2row copied them). */
 static float col2im_sum(__global const float *dcol, int batch, int n, int c,
-                        int ih, int iw, int KH, int KW, int OH, int OW,
+                        int ih, int iw, int C, int KH, int KW, int OH, int OW,
                         int pad_h, int pad_w, int stride_h, int stride_w,
-                        int dil_h, int dil_w) {
-  int spatial = OH * OW;
+                        int dil_h, int dil_w, int rows) {
+  int spatial = OH * OW, ckk = C * KH * KW;
   float sum = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
     int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
@@ -75,7 +76,9 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
       int ow = tw / stride_w;
       if (ow >= OW) continue;
       int r = (c * KH + kh) * KW + kw;
-      sum += dcol[(r * batch + n) * spatial + oh * OW + ow];
+      int p = oh * OW + ow;
+      sum += rows ? dcol[(n * spatial + p) * ckk + r]
+                  : dcol[(r * batch + n) * spatial + p];
     }
   }
   return sum;
@@ -124,26 +127,116 @@ __kernel void col2im(__global float *dx, int dx_off,
   }
 }
 
-/* The same two with one work-item per element, consecutive work-items on
- * consecutive elements of what they write (coalesced on a GPU, where a
+/* The unfold laid out the other way, "rows": row [batch*OH*OW,
+ * C*KH*KW], the transpose of col, row[(n*OH + oh)*OW + ow][(c*KH + kh)*KW
+ * + kw] = x[n][c][ih][iw] or 0. It makes a convolution's weight gradient a
+ * TN product (dy in NHWC times row, both with the pixels as rows), the
+ * form CLBlast's Xgemm runs without copies (nn/conv2d.c's "rows"
+ * backward). One work-item per output row (n, oh): it writes that row's
+ * OW pixel rows, OW*C*KH*KW contiguous values, KW at a time from one input
+ * row. */
+__kernel void im2row(__global float *row, int row_off,
+                     __global const float *x, int x_off, int batch, int C,
+                     int H, int W, int KH, int KW, int OH, int OW, int pad_h,
+                     int pad_w, int stride_h, int stride_w, int dil_h,
+                     int dil_w) {
+  int i = get_global_id(0);
+  if (i >= batch * OH) return;
+  int oh = i % OH;
+  int n = i / OH;
+  int ckk = C * KH * KW;
+  __global float *out = row + row_off + i * OW * ckk;
+  __global const float *img = x + x_off + n * C * H * W;
+  int ih0 = oh * stride_h - pad_h;
+  for (int ow = 0; ow < OW; ow++) {
+    int iw0 = ow * stride_w - pad_w;
+    /* Inside the image: no test per element. */
+    bool inside = ih0 >= 0 && ih0 + (KH - 1) * dil_h < H && iw0 >= 0 &&
+                  iw0 + (KW - 1) * dil_w < W;
+    if (inside) {
+      __global const float *in = img + ih0 * W + iw0;
+      for (int c = 0; c < C; c++, in += H * W)
+        for (int kh = 0; kh < KH; kh++) {
+          __global const float *r = in + kh * dil_h * W;
+          for (int kw = 0; kw < KW; kw++) *out++ = r[kw * dil_w];
+        }
+      continue;
+    }
+    for (int c = 0; c < C; c++)
+      for (int kh = 0; kh < KH; kh++) {
+        int ih = ih0 + kh * dil_h;
+        __global const float *r = img + (c * H + ih) * W;
+        for (int kw = 0; kw < KW; kw++) {
+          int iw = iw0 + kw * dil_w;
+          *out++ = ih >= 0 && ih < H && iw >= 0 && iw < W ? r[iw] : 0.0f;
+        }
+      }
+  }
+}
+
+/* dx[n][c][ih][iw] (+)= the sum of the drow elements im2row copied it to:
+ * col2im's gather over the row layout, one work-item per input row. Each
+ * output pixel's KW values of a (c, kh) lie together in drow, so the loop
+ * runs over the pixels of the output row oh and adds their KW values each
+ * (for one kh, an element gathers its kw in descending order: not
+ * col2im's order, so other rounding, no other numbers). */
+__kernel void row2im(__global float *dx, int dx_off,
+                     __global const float *drow, int drow_off, int batch,
+                     int C, int H, int W, int KH, int KW, int OH, int OW,
+                     int pad_h, int pad_w, int stride_h, int stride_w,
+                     int dil_h, int dil_w, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= batch * C * H) return;
+  int ih = i % H;
+  int c = (i / H) % C;
+  int n = i / (H * C);
+  int ckk = C * KH * KW;
+  __global float *out = dx + dx_off + i * W;
+  if (!accumulate)
+    for (int iw = 0; iw < W; iw++) out[iw] = 0.0f;
+  for (int kh = 0; kh < KH; kh++) {
+    int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
+    if (oh < 0) continue;
+    __global const float *src =
+        drow + drow_off + (n * OH + oh) * OW * ckk + (c * KH + kh) * KW;
+    for (int ow = 0; ow < OW; ow++, src += ckk) {
+      int iw0 = ow * stride_w - pad_w;
+      for (int kw = 0; kw < KW; kw++) {
+        int iw = iw0 + kw * dil_w;
+        if (iw >= 0 && iw < W) out[iw] += src[kw];
+      }
+    }
+  }
+}
+
+/* The same four with one work-item per element (rows: the row layout's),
+ * consecutive work-items on consecutive elements of what they write (coalesced on a GPU, where a
  * work-item per row makes neighbours write a row apart). The layer
  * measures both layouts and keeps the faster (nn/conv2d.c). */
 __kernel void im2col_elems(__global float *col, int col_off,
                            __global const float *x, int x_off, int batch,
                            int C, int H, int W, int KH, int KW, int OH,
                            int OW, int pad_h, int pad_w, int stride_h,
-                           int stride_w, int dil_h, int dil_w) {
+                           int stride_w, int dil_h, int dil_w, int rows) {
   int i = get_global_id(0);
-  int rows = C * KH * KW;
-  if (i >= batch * rows * OH * OW) return;
-  int ow = i % OW;
-  int oh = (i / OW) % OH;
-  int n = (i / (OW * OH)) % batch;
-  int r = i / (OW * OH * batch);
+  int ckk = C * KH * KW;
+  if (i >= batch * ckk * OH * OW) return;
+  /* col's element i: row r, column (n*OH + oh)*OW + ow; rows: the row
+   * layout's, row (n*OH + oh)*OW + ow, column r. */
+  int r, p;
+  if (rows) {
+    r = i % ckk;
+    p = i / ckk;
+  } else {
+    r = i / (OW * OH * batch);
+    p = i % (OW * OH * batch);
+  }
+  int ow = p % OW;
+  int oh = (p / OW) % OH;
+  int n = p / (OW * OH);
   int kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
   int ih = oh * stride_h - pad_h + kh * dil_h;
   int iw = ow * stride_w - pad_w + kw * dil_w;
-  /* col's element i: row r, column (n*OH + oh)*OW + ow. */
   col[col_off + i] = ih >= 0 && ih < H && iw >= 0 && iw < W
                          ? x[x_off + ((n * C + c) * H + ih) * W + iw]
                          : 0.0f;
@@ -154,15 +247,16 @@ __kernel void col2im_elems(__global float *dx, int dx_off,
                            int batch, int C, int H, int W, int KH, int KW,
                            int OH, int OW, int pad_h, int pad_w, int stride_h,
                            int stride_w, int dil_h, int dil_w,
-                           int accumulate) {
+                           int accumulate, int rows) {
   int i = get_global_id(0);
   if (i >= batch * C * H * W) return;
   int iw = i % W;
   int ih = (i / W) % H;
   int c = (i / (W * H)) % C;
   int n = i / (W * H * C);
-  float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, KH, KW, OH,
-                         OW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
+  float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, C, KH, KW, OH,
+                         OW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+                         rows);
   dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
 }
 
@@ -195,4 +289,69 @@ __kernel void swap_axes01(__global float *y, int y_off,
   } else {
     for (int s = 0; s < S; s++) out[s] = in[s] + add;
   }
+}
+
+/* y[n][p][c] = x[n][c][p]: NCHW to NHWC, [N, C, P] to [N, P, C] (the
+ * "rows" backward's dy, nn/conv2d.c). relu_grad: the gradient through a
+ * fused ReLU, times mask > 0 (mask laid out as x: the ReLU's output;
+ * swap_axes01's arithmetic), which is also written back into x (so that
+ * the bias gradient can sum x in NCHW). One work-item per tile of 8
+ * channels by 8 pixels of one image: a whole tile is read as eight float8
+ * rows, transposed in registers and written as eight float8 rows (a CPU
+ * device's vector loads and stores; scalar code ran 3x slower on POCL);
+ * the tiles at the edges go element by element. */
+#define NHWC_TILE 8
+__kernel void nchw_to_nhwc(__global float *y, int y_off, __global float *x,
+                           int x_off, __global const float *mask,
+                           int mask_off, int N, int C, int P, int relu_grad) {
+  int ct = (C + NHWC_TILE - 1) / NHWC_TILE;
+  int pt = (P + NHWC_TILE - 1) / NHWC_TILE;
+  int i = get_global_id(0);
+  if (i >= N * ct * pt) return;
+  int p0 = i % pt * NHWC_TILE;
+  int c0 = i / pt % ct * NHWC_TILE;
+  int n = i / (pt * ct);
+  __global float *in = x + x_off + n * C * P;
+  __global const float *m = mask + mask_off + n * C * P;
+  __global float *out = y + y_off + n * P * C;
+  if (p0 + NHWC_TILE <= P && c0 + NHWC_TILE <= C) {
+    float8 r[NHWC_TILE];
+    for (int k = 0; k < NHWC_TILE; k++) {
+      r[k] = vload8(0, in + (c0 + k) * P + p0);
+      if (relu_grad) {
+        float8 keep = select((float8)0.0f, (float8)1.0f,
+                             isgreater(vload8(0, m + (c0 + k) * P + p0),
+                                       (float8)0.0f));
+        r[k] = r[k] * keep;
+        vstore8(r[k], 0, in + (c0 + k) * P + p0);
+      }
+    }
+    vstore8((float8)(r[0].s0, r[1].s0, r[2].s0, r[3].s0, r[4].s0, r[5].s0,
+                     r[6].s0, r[7].s0), 0, out + (p0 + 0) * C + c0);
+    vstore8((float8)(r[0].s1, r[1].s1, r[2].s1, r[3].s1, r[4].s1, r[5].s1,
+                     r[6].s1, r[7].s1), 0, out + (p0 + 1) * C + c0);
+    vstore8((float8)(r[0].s2, r[1].s2, r[2].s2, r[3].s2, r[4].s2, r[5].s2,
+                     r[6].s2, r[7].s2), 0, out + (p0 + 2) * C + c0);
+    vstore8((float8)(r[0].s3, r[1].s3, r[2].s3, r[3].s3, r[4].s3, r[5].s3,
+                     r[6].s3, r[7].s3), 0, out + (p0 + 3) * C + c0);
+    vstore8((float8)(r[0].s4, r[1].s4, r[2].s4, r[3].s4, r[4].s4, r[5].s4,
+                     r[6].s4, r[7].s4), 0, out + (p0 + 4) * C + c0);
+    vstore8((float8)(r[0].s5, r[1].s5, r[2].s5, r[3].s5, r[4].s5, r[5].s5,
+                     r[6].s5, r[7].s5), 0, out + (p0 + 5) * C + c0);
+    vstore8((float8)(r[0].s6, r[1].s6, r[2].s6, r[3].s6, r[4].s6, r[5].s6,
+                     r[6].s6, r[7].s6), 0, out + (p0 + 6) * C + c0);
+    vstore8((float8)(r[0].s7, r[1].s7, r[2].s7, r[3].s7, r[4].s7, r[5].s7,
+                     r[6].s7, r[7].s7), 0, out + (p0 + 7) * C + c0);
+    return;
+  }
+  int pe = min(P, p0 + NHWC_TILE), ce = min(C, c0 + NHWC_TILE);
+  for (int p = p0; p < pe; p++)
+    for (int c = c0; c < ce; c++) {
+      float v = in[c * P + p];
+      if (relu_grad) {
+        v = v * (m[c * P + p] > 0.0f ? 1.0f : 0.0f);
+        in[c * P + p] = v;
+      }
+      out[p * C + c] = v;
+    }
 }

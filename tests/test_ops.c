@@ -739,55 +739,85 @@ START_TEST(conv2d_public_op) {
 }
 END_TEST
 
-/* Both layouts of the kernels: a work-item per row and per element. */
+/* Both layouts of the kernels (a work-item per row and per element), for
+ * both layouts of the unfold (col and its transpose, row). */
 START_TEST(im2col_windows) {
   static const int64_t full_batches[] = {1, 3}, tiny_batches[] = {1, 2};
   const int64_t *batches = test_tiny() ? tiny_batches : full_batches;
   char where[128];
   window_str(conv_window(_i), where, sizeof where);
   double e;
-  for (int per_element = 0; per_element < 2; per_element++) {
+  for (int layout = 0; layout < 4; layout++) {
     clt_window w = *conv_window(_i);
-    w.per_element = per_element;
+    w.per_element = layout & 1;
+    w.rows = layout >> 1;
     for (int b = 0; b < 2; b++) {
       ck_assert_check(clt_check_im2col(g_ctx, batches[b], &w, &e), e, 0.0,
-                      "%s batch %lld per element %d", where,
-                      (long long)batches[b], per_element);
+                      "%s batch %lld per element %d rows %d", where,
+                      (long long)batches[b], w.per_element, w.rows);
       for (int acc = 0; acc < 2; acc++)
         ck_assert_check(clt_check_col2im(g_ctx, batches[b], &w, acc, &e), e,
-                        TOL, "%s batch %lld accumulate=%d per element %d",
-                        where, (long long)batches[b], acc, per_element);
+                        TOL,
+                        "%s batch %lld accumulate=%d per element %d rows %d",
+                        where, (long long)batches[b], acc, w.per_element,
+                        w.rows);
     }
   }
 }
 END_TEST
 
-/* col2im against im2col: <im2col(x), d> = <x, col2im(d)>. */
+/* col2im against im2col: <im2col(x), d> = <x, col2im(d)>, in both
+ * layouts of the unfold. */
 START_TEST(col2im_adjoint) {
-  clt_window w = with_out(conv_window(_i));
-  int64_t batch = 2, nx = batch * w.C * w.H * w.W;
-  int64_t ncol = batch * w.C * w.KH * w.KW * w.OH * w.OW;
-  float *x = malloc((size_t)nx * sizeof(float));
-  float *d = malloc((size_t)ncol * sizeof(float));
-  ck_assert(x && d);
-  clt_random_fill(x, nx, 12, -1.0f, 1.0f);
-  clt_random_fill(d, ncol, 13, -1.0f, 1.0f);
-  clt_tensor *tx = upload_new(x, nx), *td = upload_new(d, ncol);
-  clt_tensor *tcol = upload_new(d, ncol), *tdx = upload_new(x, nx);
-  ck_assert_ok(clt_im2col_forward(g_ctx, tcol, tx, batch, &w));
-  ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false));
-  float *col = download_new(tcol), *dx = download_new(tdx);
-  double mag = 0.0;
-  double lhs = dot(col, d, ncol, &mag), rhs = dot(x, dx, nx, &mag);
-  char where[128];
-  window_str(&w, where, sizeof where);
-  assert_adjoint(lhs, rhs, mag, where);
-  free(x);
-  free(d);
-  free(col);
-  free(dx);
-  clt_tensor *all[] = {tx, td, tcol, tdx};
-  for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+  for (int rows = 0; rows < 2; rows++) {
+    clt_window w = with_out(conv_window(_i));
+    w.rows = rows;
+    int64_t batch = 2, nx = batch * w.C * w.H * w.W;
+    int64_t ncol = batch * w.C * w.KH * w.KW * w.OH * w.OW;
+    float *x = malloc((size_t)nx * sizeof(float));
+    float *d = malloc((size_t)ncol * sizeof(float));
+    ck_assert(x && d);
+    clt_random_fill(x, nx, 12, -1.0f, 1.0f);
+    clt_random_fill(d, ncol, 13, -1.0f, 1.0f);
+    clt_tensor *tx = upload_new(x, nx), *td = upload_new(d, ncol);
+    clt_tensor *tcol = upload_new(d, ncol), *tdx = upload_new(x, nx);
+    ck_assert_ok(clt_im2col_forward(g_ctx, tcol, tx, batch, &w));
+    ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false));
+    float *col = download_new(tcol), *dx = download_new(tdx);
+    double mag = 0.0;
+    double lhs = dot(col, d, ncol, &mag), rhs = dot(x, dx, nx, &mag);
+    char where[128];
+    window_str(&w, where, sizeof where);
+    assert_adjoint(lhs, rhs, mag, where);
+    free(x);
+    free(d);
+    free(col);
+    free(dx);
+    clt_tensor *all[] = {tx, td, tcol, tdx};
+    for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+  }
+}
+END_TEST
+
+/* NCHW to NHWC (the "rows" backward's dy), plain and through a ReLU's
+ * gradient. */
+START_TEST(nchw_to_nhwc_grid) {
+  int64_t rows, cols;
+  grid_at(_i, &rows, &cols);
+  double e;
+  shape_list n = lengths_list();
+  for (int k = 0; k < n.count && k < 4; k++)
+    for (int relu = 0; relu < 2; relu++)
+      ck_assert_check(clt_check_nchw_to_nhwc(g_ctx, n.v[k], rows, cols, relu,
+                                             &e),
+                      e, 0.0, "%lldx%lldx%lld relu gradient %d",
+                      (long long)n.v[k], (long long)rows, (long long)cols,
+                      relu);
+  /* Whole 8x8 tiles (vector code) and the edges beside them, also in
+   * tiny runs (oclgrind). */
+  for (int relu = 0; _i == 0 && relu < 2; relu++)
+    ck_assert_check(clt_check_nchw_to_nhwc(g_ctx, 2, 17, 9, relu, &e), e, 0.0,
+                    "2x17x9 relu gradient %d", relu);
 }
 END_TEST
 
@@ -1165,6 +1195,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());
+  tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);
 
   TCase *pool = tcase_create("pool");

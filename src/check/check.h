@@ -151,12 +151,13 @@ clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
  * does not fit gives CLT_ERR_INVALID_ARGUMENT. */
 
 /* col [C*KH*KW, batch*OH*OW] = im2col(x [batch, C, H, W]), as
- * torch.nn.functional.unfold: zeros where a window reads padding. */
+ * torch.nn.functional.unfold: zeros where a window reads padding (w->rows:
+ * its transpose, row [batch*OH*OW, C*KH*KW]). */
 clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
                             const clt_window *w, double *max_err);
 /* dx (+)= col2im(dcol), as torch.nn.functional.fold: every column element
- * added into the input element it was read from. The reference scatters;
- * the op may gather. */
+ * added into the input element it was read from (w->rows: dcol laid out as
+ * row). The reference scatters; the op may gather. */
 clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
                             const clt_window *w, bool accumulate,
                             double *max_err);
@@ -165,6 +166,11 @@ clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
                                  int64_t S, bool bias, int relu,
                                  double *max_err);
+/* y [N, P, C] = x [N, C, P], through a ReLU's gradient (a mask holding
+ * zeros) where relu_grad. */
+clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
+                                  int64_t P, bool relu_grad,
+                                  double *max_err);
 
 /* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode

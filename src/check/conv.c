@@ -1,4 +1,5 @@
-/* Checks of cl/conv.cl: im2col, col2im and the axis swap. */
+/* Checks of cl/conv.cl: im2col, col2im (both layouts), the axis swap and
+ * NCHW to NHWC. */
 #include "check/harness.h"
 
 typedef struct window_args {
@@ -8,10 +9,11 @@ typedef struct window_args {
 } window_args;
 
 /* Visits every (image n, channel c, kh, kw, oh, ow) of an unfold: `at` is
- * the index in col, `src` that in x or -1 for padding. */
+ * the index in col (or, w->rows, in row), `src` that in x or -1 for
+ * padding. */
 #define FOR_UNFOLD(w, batch, at, src, body)                                    \
   do {                                                                         \
-    int64_t sp_ = (w)->OH * (w)->OW;                                           \
+    int64_t sp_ = (w)->OH * (w)->OW, ckk_ = (w)->C * (w)->KH * (w)->KW;        \
     for (int64_t n_ = 0; n_ < (batch); n_++)                                   \
       for (int64_t c_ = 0; c_ < (w)->C; c_++)                                  \
         for (int64_t kh_ = 0; kh_ < (w)->KH; kh_++)                            \
@@ -23,8 +25,9 @@ typedef struct window_args {
                 int64_t iw_ =                                                  \
                     ow_ * (w)->stride_w - (w)->pad_w + kw_ * (w)->dil_w;       \
                 int64_t row_ = (c_ * (w)->KH + kh_) * (w)->KW + kw_;           \
-                int64_t at =                                                   \
-                    (row_ * (batch) + n_) * sp_ + oh_ * (w)->OW + ow_;         \
+                int64_t px_ = oh_ * (w)->OW + ow_;                             \
+                int64_t at = (w)->rows ? (n_ * sp_ + px_) * ckk_ + row_        \
+                                       : (row_ * (batch) + n_) * sp_ + px_;    \
                 int64_t src =                                                  \
                     ih_ >= 0 && ih_ < (w)->H && iw_ >= 0 && iw_ < (w)->W       \
                         ? ((n_ * (w)->C + c_) * (w)->H + ih_) * (w)->W + iw_   \
@@ -121,4 +124,43 @@ clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
                                  double *max_err) {
   swap_args a = {A, B, S, bias, relu};
   return check_run(ctx, 190, swap_body, &a, max_err);
+}
+
+typedef struct nhwc_args {
+  int64_t N, C, P;
+  bool relu_grad;
+} nhwc_args;
+
+static clt_status nhwc_body(check_set *s, const void *arg) {
+  const nhwc_args *a = arg;
+  int64_t N = a->N, C = a->C, P = a->P, n = N * C * P;
+  check_f32 *x, *y, *m;
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  /* The mask is a ReLU's output: zeros where it cut. */
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &m));
+  for (int64_t i = 0; i < n; i++)
+    if (m->host[i] < 0.0f) m->host[i] = 0.0f;
+  CLT_TRY(check_upload(m));
+  CLT_TRY(clt_nchw_to_nhwc(s->ctx, y->t, x->t, a->relu_grad ? m->t : NULL,
+                           N, C, P));
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t p = 0; p < P; p++) {
+        int64_t at = (b * C + c) * P + p;
+        float v = x->host[at];
+        if (a->relu_grad) {
+          v = v * (m->host[at] > 0.0f ? 1.0f : 0.0f);
+          x->host[at] = v; /* rewritten in place */
+        }
+        y->host[(b * P + p) * C + c] = v;
+      }
+  return CLT_OK;
+}
+
+clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
+                                  int64_t P, bool relu_grad,
+                                  double *max_err) {
+  nhwc_args a = {N, C, P, relu_grad};
+  return check_run(ctx, 195, nhwc_body, &a, max_err);
 }

@@ -196,6 +196,19 @@ static clt_status st_col2im_dil(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 9, 5, 1, 4, 2);
   return clt_check_col2im(ctx, 1, &w, false, e);
 }
+static clt_status st_im2row(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 7, 3, 2, 1, 1);
+  w.rows = true;
+  return clt_check_im2col(ctx, 2, &w, e);
+}
+static clt_status st_row2im_dil(clt_context *ctx, double *e) {
+  clt_window w = square(1, 11, 9, 5, 1, 4, 2);
+  w.rows = true;
+  return clt_check_col2im(ctx, 2, &w, true, e);
+}
+static clt_status st_nchw_to_nhwc(clt_context *ctx, double *e) {
+  return clt_check_nchw_to_nhwc(ctx, 3, 5, 121, true, e);
+}
 static clt_status st_swap_axes(clt_context *ctx, double *e) {
   return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_PLAIN, e);
 }
@@ -309,6 +322,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0, false},
     {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5, false},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5, false},
+    {"im2row 2x3x9x7 k3s2p1", st_im2row, 0.0, false},
+    {"row2im 2x1x11x9 k5 dil2 p4 accumulate", st_row2im_dil, 1e-5, false},
+    {"nchw to nhwc 3x5x121 fused relu gradient", st_nchw_to_nhwc, 0.0, false},
     {"swap axes 5x3x121 + bias", st_swap_axes, 0.0, false},
     {"swap axes 5x3x121 + bias + fused relu", st_swap_relu, 0.0, false},
     {"swap axes 3x5x121 fused relu gradient", st_swap_relu_grad, 0.0, false},

@@ -13,12 +13,17 @@
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w) {
-  int64_t n = batch * w->C * w->KH * w->KW; /* (image, row of col) pairs */
+  int64_t ckk = w->C * w->KH * w->KW, pixels = batch * w->OH * w->OW;
   if (w->per_element)
-    return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(n * w->OH * w->OW),
-                      KT(col), KT(x), KI(batch), WINDOW_ARGS(w));
-  return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)n, KT(col), KT(x), KI(batch),
-                    WINDOW_ARGS(w));
+    return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(ckk * pixels),
+                      KT(col), KT(x), KI(batch), WINDOW_ARGS(w),
+                      KI(w->rows));
+  if (w->rows) /* a work-item per output row (image, oh) */
+    return CLT_RUN_1D(ctx, CLT_K_im2row, (size_t)(batch * w->OH), KT(col),
+                      KT(x), KI(batch), WINDOW_ARGS(w));
+  /* a work-item per (image, row of col) */
+  return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)(batch * ckk), KT(col), KT(x),
+                    KI(batch), WINDOW_ARGS(w));
 }
 
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
@@ -27,9 +32,11 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
   int64_t n = batch * w->C * w->H; /* rows of dx */
   if (w->per_element)
     return CLT_RUN_1D(ctx, CLT_K_col2im_elems, (size_t)(n * w->W), KT(dx),
-                      KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate));
-  return CLT_RUN_1D(ctx, CLT_K_col2im, (size_t)n, KT(dx), KT(dcol), KI(batch),
-                    WINDOW_ARGS(w), KI(accumulate));
+                      KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate),
+                      KI(w->rows));
+  return CLT_RUN_1D(ctx, w->rows ? CLT_K_row2im : CLT_K_col2im, (size_t)n,
+                    KT(dx), KT(dcol), KI(batch), WINDOW_ARGS(w),
+                    KI(accumulate));
 }
 
 clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
@@ -43,6 +50,17 @@ clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
   return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
                     KT(bias ? bias : x), KT(mask ? mask : x), KI(A), KI(B),
                     KI(S), KI(bias != NULL), KI(relu));
+}
+
+clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
+                            const clt_tensor *mask, int64_t N, int64_t C,
+                            int64_t P) {
+  enum { TILE = 8 }; /* cl/conv.cl's NHWC_TILE */
+  int64_t tiles = N * ((C + TILE - 1) / TILE) * ((P + TILE - 1) / TILE);
+  /* x stands in for the mask where there is none (not read). */
+  return CLT_RUN_1D(ctx, CLT_K_nchw_to_nhwc, (size_t)tiles, KT(y), KT(x),
+                    KT(mask ? mask : x), KI(N), KI(C), KI(P),
+                    KI(mask != NULL));
 }
 
 clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,

@@ -146,6 +146,10 @@ typedef struct clt_window {
    * (coalesced, for GPUs) instead of one per row (the default, for CPU
    * devices). */
   bool per_element;
+  /* im2col and col2im: the unfold in the row layout, row [batch*OH*OW,
+   * C*KH*KW] (col's transpose: im2row, row2im) instead of col [C*KH*KW,
+   * batch*OH*OW]. */
+  bool rows;
 } clt_window;
 
 /* Output size of a window along one axis (PyTorch's formula); 0 when the
@@ -156,11 +160,13 @@ static inline int64_t clt_window_out(int64_t in, int64_t k, int64_t pad,
   return span < 0 ? 0 : span / stride + 1;
 }
 
-/* col [C*KH*KW, batch*OH*OW] from x [batch, C, H, W]. */
+/* col [C*KH*KW, batch*OH*OW] from x [batch, C, H, W] (w->rows: its
+ * transpose, row [batch*OH*OW, C*KH*KW]). */
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w);
-/* dx [batch, C, H, W] from dcol, the inverse scatter of im2col. */
+/* dx [batch, C, H, W] from dcol, the inverse scatter of im2col (w->rows:
+ * from drow, laid out as row). */
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
                                const clt_window *w, bool accumulate);
@@ -179,6 +185,12 @@ clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
                                 const clt_tensor *x, const clt_tensor *bias,
                                 const clt_tensor *mask, int64_t A, int64_t B,
                                 int64_t S, clt_swap_relu relu);
+/* y [N, P, C] from x [N, C, P] (NCHW to NHWC); with mask (a ReLU's output,
+ * laid out as x), the gradient through that ReLU, x * (mask > 0), which
+ * also replaces x. */
+clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
+                            const clt_tensor *mask, int64_t N, int64_t C,
+                            int64_t P);
 
 /* The conv2d forward (clt_conv2d_forward) given the GEMM as a function:
  * im2col of batch images into col, gemm(user) making tmp = weight col

@@ -43,7 +43,10 @@
   X(col2im, "conv")                                                            \
   X(im2col_elems, "conv")                                                      \
   X(col2im_elems, "conv")                                                      \
+  X(im2row, "conv")                                                            \
+  X(row2im, "conv")                                                            \
   X(swap_axes01, "conv")                                                       \
+  X(nchw_to_nhwc, "conv")                                                      \
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
   X(maxpool_backward_scatter, "pool")                                          \
