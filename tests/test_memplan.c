@@ -285,8 +285,9 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
 }
 
 /* The fused layers give the unfused pair's bits, in fp32 and in mixed
- * precision (ReLU is exact in fp16), in both convolution layouts
- * (_i: 1 gemm + swap, 2 NCHW direct), in less memory. */
+ * precision (ReLU is exact in fp16), in every convolution layout
+ * (_i: 1 gemm + swap, 2 NCHW direct, 3 its column-major form, 4 rows
+ * backward), in less memory. */
 START_TEST(test_relu_fusion_trains_the_same) {
   static run_record a, b;
   for (int mixed = 0; mixed < 2; mixed++) {
@@ -356,7 +357,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_mse_reshape_trains_the_same);
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
-  tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 3);
+  tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 5);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;

@@ -223,12 +223,14 @@ static const layout_case layout_cases[] = {
 
 /* One training step's output of c2 and every gradient, in a layout
  * forced (way 1 the swaps, 2 NCHW direct, 3 NCHW direct in the
- * column-major form, 0 measured). */
-static void layout_step(const layout_case *c, int way, float **y,
+ * column-major form, 4 rows (backward only), 0 measured); last: every
+ * product on its last candidate. */
+static void layout_step(const layout_case *c, int way, bool last, float **y,
                         float **grads, int64_t *ny, int64_t *ng) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(c->model, &g));
   g->test_way = way;
+  g->test_last = last;
   ck_assert_ok(clt_graph_compile(g, c->batch, 5));
   random_batch(g, c->batch, 17, false);
   ck_assert_ok(clt_graph_forward(g, true));
@@ -250,6 +252,12 @@ static void layout_step(const layout_case *c, int way, float **y,
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
     if (strstr(p.product, "layout") && p.candidate_count >= way)
       ck_assert_int_eq(p.chosen, way - 1);
+  for (int i = 0; way == 4 && i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    if (!strcmp(p.product, "backward layout"))
+      ck_assert_str_eq(p.candidates[p.chosen].name, "rows");
+  }
   }
   clt_graph_destroy(g);
 }
@@ -260,7 +268,7 @@ static void expect_close(const float *want, const float *got, int64_t n,
   for (int64_t i = 0; i < n; i++) max = fmax(max, fabs(want[i]));
   for (int64_t i = 0; i < n; i++)
     ck_assert_msg(fabs(want[i] - got[i]) <= 1e-5 * max,
-                  "%s[%lld]: %g with swaps, %g NCHW direct", what,
+                  "%s[%lld]: %g with swaps, %g in the other layout", what,
                   (long long)i, want[i], got[i]);
 }
 
@@ -268,17 +276,27 @@ START_TEST(conv_layouts_agree) {
   const layout_case *c = &layout_cases[_i];
   float *y1, *g1, *y2, *g2, *y3, *g3, *y4, *g4;
   int64_t ny, ng;
-  layout_step(c, 1, &y1, &g1, &ny, &ng);
-  layout_step(c, 2, &y2, &g2, &ny, &ng);
+  layout_step(c, 1, false, &y1, &g1, &ny, &ng);
+  layout_step(c, 2, false, &y2, &g2, &ny, &ng);
   expect_close(y1, y2, ny, "y");
   expect_close(g1, g2, ng, "gradient");
-  layout_step(c, 3, &y4, &g4, &ny, &ng);
+  layout_step(c, 3, false, &y4, &g4, &ny, &ng);
   expect_close(y1, y4, ny, "y (c^T)");
   expect_close(g1, g4, ng, "gradient (c^T)");
   free(y4);
   free(g4);
+  /* Rows, with the plans measured and with every product on its last
+   * candidate (split-K of the TN weight gradient where k allows). */
+  for (int last = 0; last < 2; last++) {
+    layout_step(c, 4, last, &y4, &g4, &ny, &ng);
+    expect_close(y1, y4, ny, last ? "y (rows, last plans)" : "y (rows)");
+    expect_close(g1, g4, ng,
+                 last ? "gradient (rows, last plans)" : "gradient (rows)");
+    free(y4);
+    free(g4);
+  }
   /* NCHW direct gives the same bits run to run. */
-  layout_step(c, 2, &y3, &g3, &ny, &ng);
+  layout_step(c, 2, false, &y3, &g3, &ny, &ng);
   ck_assert(memcmp(y2, y3, (size_t)ny * sizeof(float)) == 0);
   ck_assert(memcmp(g2, g3, (size_t)ng * sizeof(float)) == 0);
   free(y1);
@@ -302,10 +320,10 @@ static const char *model =
     "dense units=3\n"
     "softmax_cross_entropy\n";
 
-/* Records: each convolution's products, its forward and backward layouts
- * and its im2col (and, with a data gradient, col2im) layout; the dense
- * layer's products. */
-enum { BATCH = 7, PRODUCTS = 15 };
+/* Records: each convolution's products (the rows backward's too), its
+ * forward and backward layouts and its im2col (and, with a data gradient,
+ * col2im) layout; the dense layer's products. */
+enum { BATCH = 7, PRODUCTS = 18 };
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */
@@ -490,9 +508,9 @@ START_TEST(mixed_plans_have_fp16_candidates) {
                     p.layer, p.product, fp16);
     }
   }
-  /* The convolutions' two forwards, two dW and one dcol; the dense
-   * layer's forward, dW and dx. */
-  ck_assert_int_eq(gemm_records, 8);
+  /* The convolutions' two forwards, two dW and one dcol, two dW and one
+   * drow of the rows backward; the dense layer's forward, dW and dx. */
+  ck_assert_int_eq(gemm_records, 11);
   clt_graph_destroy(g);
   use_ctx(g_main);
   clt_context_destroy(ctx);
@@ -526,7 +544,7 @@ START_TEST(mixed_training_on_fp16_route) {
       ck_assert_ok(clt_graph_plan_info(g, i, &info));
       if (!strncmp(info.candidates[info.chosen].name, "fp16 ", 5)) routed++;
     }
-    ck_assert_int_eq(routed, run == 1 ? 8 : 0);
+    ck_assert_int_eq(routed, run == 1 ? 11 : 0);
     p[run] = train_steps(g, BATCH);
     n = g->param_count;
     clt_graph_destroy(g);
@@ -679,8 +697,9 @@ START_TEST(last_candidates_train_alike) {
           !strncmp(name, "split-k", 7))
         split++;
     }
-    /* conv: forward, dW; each dense: forward, dW, dx. */
-    ck_assert_int_eq(products, 8);
+    /* conv: forward, dW, the rows backward's dW; each dense: forward, dW,
+     * dx. */
+    ck_assert_int_eq(products, 9);
     ck_assert_int_eq(split, run == 1 ? 3 : 0);
     p[run] = train_steps(g, batch);
     n = g->param_count;

@@ -22,10 +22,19 @@
  *   backward db = sums of dy over NCHW, dW = sum over b of dy[b] col_b^T
  *            (per-image partials summed in order, as split-K),
  *            dcol_b = W^T dy[b];
- * each a strided-batched GEMM. Whether that beats one GEMM and a swap
- * depends on the device too, so the forward's and the backward's layouts
- * are measured as well, each whole way timed (the swap and the bias
- * kernels with the GEMMs that need them). */
+ * each a strided-batched GEMM. The backward has a third way, "rows": the
+ * unfold transposed, row [batch*OH*OW, C*KH*KW] (im2row), and dy in NHWC,
+ * dy' [batch*OH*OW, filters] (in tmp, as the swaps' dy'), give
+ *   backward dW = dy'^T row, db = sums of dy over NCHW, drow = dy' W,
+ *            dx = row2im(drow);
+ * the weight gradient is then a TN product, the form CLBlast's Xgemm runs
+ * without copying an operand (conv2's dW on POCL: 46 against 34 GFLOP/s
+ * for the NT product of the swaps), and split-K applies to it as to the
+ * swaps'. Whether any of this beats one GEMM and a swap depends on the
+ * device too, so the forward's and the backward's layouts are measured as
+ * well, each whole way timed (the swap and the bias kernels with the GEMMs
+ * that need them; backward, from x and dy to dW, db and dx, the unfold
+ * and the fold included). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +61,12 @@ typedef struct conv_state {
   clt_tensor *btmp;  /* backward: dy' */
   clt_tensor *work;  /* backward: split-K or per-image partial products
                         of dW (or NULL) */
-  /* Plans for the products over max_batch (forward, dW, dcol). */
-  clt_gemm_plan plan_fwd, plan_dw, plan_dcol;
+  /* Plans for the products over max_batch (forward, dW, dcol; the rows
+   * backward's dW and drow). */
+  clt_gemm_plan plan_fwd, plan_dw, plan_dcol, plan_dwr, plan_drow;
   /* The layouts chosen, forward and backward (run_way's ways: the GEMMs
-   * above and a swap, NCHW direct, or NCHW direct with its GEMMs in the
-   * column-major form). */
+   * above and a swap, NCHW direct, NCHW direct with its GEMMs in the
+   * column-major form, or (backward) rows). */
   int fwd_way, bwd_way;
   /* col2im with a work-item per element (im2col's choice is w's). */
   bool col2im_elems;
@@ -65,6 +75,9 @@ typedef struct conv_state {
 /* The NCHW weight gradient's per-image partials may use this many floats
  * at most (split-K's limit, graph/plan.c). */
 #define NCHW_MAX_WORKSPACE ((int64_t)16 << 20)
+
+/* run_way's ways. */
+enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS };
 
 /* The three products over `batch` images (conv2d's header comment). */
 static clt_gemm_product forward_product(const conv_state *s, int64_t batch) {
@@ -87,6 +100,23 @@ static clt_gemm_product dgrad_product(const conv_state *s, int64_t batch) {
                             batch * w->OH * w->OW, s->filters, batch, false};
 }
 
+/* The rows backward's: dW = dy'^T row (the images cut k, as the swaps'
+ * dW) and drow = dy' W (the images cut m: one GEMM). */
+static clt_gemm_product wgrad_rows_product(const conv_state *s,
+                                           int64_t batch) {
+  const clt_window *w = &s->w;
+  return (clt_gemm_product){CLT_TRANS, CLT_NO_TRANS, s->filters,
+                            w->C * w->KH * w->KW, batch * w->OH * w->OW,
+                            batch, true};
+}
+
+static clt_gemm_product drow_product(const conv_state *s, int64_t batch) {
+  const clt_window *w = &s->w;
+  return (clt_gemm_product){CLT_NO_TRANS, CLT_NO_TRANS,
+                            batch * w->OH * w->OW, w->C * w->KH * w->KW,
+                            s->filters, 1, false};
+}
+
 /* Runs one product over `batch` images with the plan chosen for the
  * compiled batch; work holds its split-K partials. */
 static clt_status run_product(clt_graph *g, const conv_state *s,
@@ -105,7 +135,11 @@ static clt_status run_product(clt_graph *g, const conv_state *s,
 typedef struct conv_io {
   int64_t batch;
   const clt_tensor *weight, *bias;
-  clt_tensor *col;  /* im2col of x; the backward overwrites it with dcol */
+  const clt_tensor *x; /* backward: the input, unfolded into col */
+  clt_tensor *dx;      /* backward: its gradient (NULL: none wanted) */
+  bool acc;            /* add into dx (else overwrite) */
+  clt_tensor *col;  /* im2col of x (rows: im2row); the backward overwrites
+                       it with dcol (drow) */
   clt_tensor *tmp;  /* y' or dy' (the swap layout's) */
   clt_tensor *y;    /* forward: NCHW output */
   clt_tensor *dy;   /* backward: NCHW gradient of y (a fused ReLU's
@@ -192,6 +226,24 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
                      io->dcol, b * ohw, ohw, b);
 }
 
+/* dy' = dy in NHWC (through the fused ReLU, which also rewrites dy in
+ * place), db the sums of dy over NCHW, then dW = dy'^T row and drow =
+ * dy' W by their plans (col holds row). */
+static clt_status backward_rows(clt_graph *g, const conv_state *s,
+                                const conv_io *io) {
+  int64_t ohw = s->w.OH * s->w.OW;
+  CLT_TRY(clt_nchw_to_nhwc(g->ctx, io->tmp, io->dy, io->relu ? io->out : NULL,
+                           io->batch, s->filters, ohw));
+  if (io->db)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, io->batch,
+                                     s->filters, ohw, false));
+  CLT_TRY(run_product(g, s, wgrad_rows_product, &s->plan_dwr, io->batch,
+                      io->tmp, io->col, io->dw, io->work));
+  if (!io->dcol) return CLT_OK;
+  return run_product(g, s, drow_product, &s->plan_drow, io->batch, io->tmp,
+                     io->weight, io->dcol, NULL);
+}
+
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
                               clt_layer_args *a,
@@ -271,39 +323,58 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
-/* A layout being measured: the layer's io over the compiled batch, and
- * col's fixed values restored before each way's checked run. */
+/* A layout being measured: the layer's io over the compiled batch, the
+ * ways offered (WAY_ values), and col restored before each way's checked
+ * run. */
 typedef struct layout_work {
   clt_graph *g;
   const conv_state *s;
   conv_io io;
   bool backward;
+  int ids[CLT_MEASURE_MAX_WAYS];
 } layout_work;
 
-/* The forward or backward in a layout: way 0 the swaps, 1 NCHW direct,
- * 2 NCHW direct with its GEMMs in the column-major form. */
+/* The forward or backward in a layout (the WAY_ enum). The backward runs
+ * whole: x unfolded into col (im2row for rows; im2col unless the
+ * forward's col is kept), the products, and col folded into dx. */
 static clt_status run_way(clt_graph *g, const conv_state *s,
                           const conv_io *in, bool backward, int way) {
   conv_io io = *in;
-  io.colmajor = way == 2;
-  if (backward)
-    return way ? backward_nchw(g, s, &io) : backward_swap(g, s, &io);
-  return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+  io.colmajor = way == WAY_NCHW_CT;
+  if (!backward)
+    return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+  clt_window w = s->w;
+  w.rows = way == WAY_ROWS;
+  if (w.rows || !s->col_kept)
+    CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &w));
+  if (way == WAY_ROWS)
+    CLT_TRY(backward_rows(g, s, &io));
+  else if (way == WAY_SWAP)
+    CLT_TRY(backward_swap(g, s, &io));
+  else
+    CLT_TRY(backward_nchw(g, s, &io));
+  if (!io.dx) return CLT_OK;
+  w.per_element = s->col2im_elems;
+  return clt_col2im_backward(g->ctx, io.dx, io.dcol, io.batch, &w, io.acc);
 }
 
 static clt_status run_layout(void *user, int way) {
   layout_work *l = user;
-  return run_way(l->g, l->s, &l->io, l->backward, way);
+  return run_way(l->g, l->s, &l->io, l->backward, l->ids[way]);
 }
 
+/* Before a backward way's checked run: col as the forward leaves it where
+ * it is kept (the ways overwrite it with dcol). */
 static clt_status refill_col(void *user) {
   layout_work *l = user;
-  return clt_graph_plan_fill(l->g, l->io.col);
+  if (!l->s->col_kept) return CLT_OK;
+  return clt_im2col_forward(l->g->ctx, l->io.col, l->io.x, l->io.batch,
+                            &l->s->w);
 }
 
 /* Times the swap layout (the plans chosen) against NCHW direct in both
- * forms, forward or backward, on the buffers io names (only the swap where
- * nchw_fits is false); *way receives the choice (run_way's). */
+ * forms (where nchw_fits) and, backward, rows, forward or backward, on the
+ * buffers io names; *way receives the choice (a WAY_ value). */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                               const conv_io *io, bool backward,
                               bool nchw_fits, int *way) {
@@ -311,7 +382,15 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
   int64_t b = g->max_batch;
-  layout_work l = {g, s, *io, backward};
+  layout_work l = {g, s, *io, backward, {WAY_SWAP}};
+  static const char *const names[] = {"gemm + swap", "nchw direct",
+                                      "nchw direct c^T", "rows"};
+  int count = 1;
+  if (nchw_fits) {
+    l.ids[count++] = WAY_NCHW;
+    l.ids[count++] = WAY_NCHW_CT;
+  }
+  if (backward) l.ids[count++] = WAY_ROWS;
   char shape[64], key[512];
   clt_gemm_product whole =
       backward ? wgrad_product(s, b) : forward_product(s, b);
@@ -321,20 +400,22 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   snprintf(key, sizeof key,
            "conv2d %lldx%lldx%lld to %lld, kernel %lldx%lld, padding "
            "%lldx%lld, stride %lldx%lld, dilation %lldx%lld, batch %lld, "
-           "bias %d, relu %d, dx %d",
+           "bias %d, relu %d, dx %d%s",
            (long long)w->C, (long long)w->H, (long long)w->W,
            (long long)s->filters, (long long)w->KH, (long long)w->KW,
            (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
            (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
-           (long long)b, s->bias, io->relu, io->dcol != NULL);
+           (long long)b, s->bias, io->relu, io->dx != NULL,
+           backward ? ", unfold and fold included" : "");
   double flops = 2.0 * (double)s->filters * (double)ckk * (double)(b * ohw);
-  if (backward) flops *= io->dcol ? 2.0 : 1.0;
+  if (backward) flops *= io->dx ? 2.0 : 1.0;
   clt_tensor checks[2];
   int nchecks = 0;
   if (backward) {
     checks[nchecks++] = clt_tensor_slice_1d(io->dw, 0, io->dw->numel);
-    if (io->dcol)
-      checks[nchecks++] = clt_tensor_slice_1d(io->col, 0, ckk * b * ohw);
+    if (io->dx)
+      checks[nchecks++] =
+          clt_tensor_slice_1d(io->dx, 0, b * w->C * w->H * w->W);
   } else {
     checks[nchecks++] = clt_tensor_slice_1d(io->y, 0, s->filters * b * ohw);
   }
@@ -346,12 +427,15 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
       .k = whole.k,
       .key = key,
       .flops = flops,
-      .names = {"gemm + swap", "nchw direct", "nchw direct c^T"},
-      .work = {.count = nchw_fits ? 3 : 1, .run = run_layout,
+      .work = {.count = count, .run = run_layout,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
+  for (int i = 0; i < count; i++) ways.names[i] = names[l.ids[i]];
   for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
-  return clt_graph_plan_ways(g, n, &ways, way);
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  *way = l.ids[chosen];
+  return CLT_OK;
 }
 
 /* im2col or col2im with a work-item per row or per element, measured. */
@@ -416,13 +500,15 @@ static clt_status plan_copy(clt_graph *g, clt_graph_node *n, bool backward,
 /* Chooses the plans, measuring on the backward's workspaces (nothing
  * else lives in them while the graph compiles): col and tmp hold a fixed
  * spread of values, each product writes what the next one reads (y' into
- * tmp, dW from tmp and col, dcol from W and tmp). Then the layouts: the
- * forward's on its own buffers (col, tmp, y, all live together), the
- * backward's on the backward's (col, tmp, dy), with a workspace for the
- * partials of either way's dW held while measuring. */
+ * tmp, dW from tmp and col, dcol from W and tmp; the rows backward's dW
+ * and drow alike). Then the copies' layouts, on the input and col; then
+ * the layouts: the forward's on its own buffers (col, tmp, y, all live
+ * together), the backward's on the backward's (x, col, tmp, dy, dx), with
+ * a workspace for the partials of any way's dW held while measuring. */
 static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   clt_tensor *col = s->bcol, *tmp = s->btmp;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
   bool measuring = clt_graph_plans_measure(g);
   if (measuring) {
     CLT_TRY(clt_graph_plan_fill(g, col));
@@ -430,35 +516,53 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   }
   int64_t b = g->max_batch;
   clt_gemm_product fwd = forward_product(s, b), dw = wgrad_product(s, b),
-                   dcol = dgrad_product(s, b);
-  CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, &n->params[0].value,
-                                 col, tmp, &s->plan_fwd));
+                   dcol = dgrad_product(s, b), dwr = wgrad_rows_product(s, b),
+                   drow = drow_product(s, b);
+  const clt_tensor *weight = &n->params[0].value;
+  clt_tensor *dweight = &n->params[0].grad;
+  CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, weight, col, tmp,
+                                 &s->plan_fwd));
+  bool dx = in->needs_grad;
+  s->plan_dcol = s->plan_dwr = s->plan_drow =
+      (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
   CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
-                                 &n->params[0].grad, &s->plan_dw));
-  s->plan_dcol = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
-  bool dx = clt_graph_in(g, n, 0)->needs_grad;
+                                 dweight, &s->plan_dw));
   if (dx)
-    CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol,
-                                   &n->params[0].value, tmp, col,
-                                   &s->plan_dcol));
+    CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol, weight, tmp,
+                                   col, &s->plan_dcol));
+  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient (rows)", &dwr, tmp,
+                                 col, dweight, &s->plan_dwr));
+  if (dx)
+    CLT_TRY(clt_graph_plan_product(g, n, "data gradient (rows)", &drow, tmp,
+                                   weight, col, &s->plan_drow));
+  /* The copies' layouts, on the input and col (fixed values again). */
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  CLT_TRY(plan_copy(g, n, false, in->out, s->col, &s->w.per_element));
+  if (dx && in->grad) {
+    if (measuring) CLT_TRY(clt_graph_plan_fill(g, col));
+    CLT_TRY(plan_copy(g, n, true, in->grad, col, &s->col2im_elems));
+  }
   int64_t swap_work = clt_gemm_plan_workspace(&dw, &s->plan_dw);
+  int64_t rows_work = clt_gemm_plan_workspace(&dwr, &s->plan_dwr);
   /* NCHW direct's per-image partials of dW must fit (one image needs
    * none). */
   int64_t nchw_work = b > 1 ? b * s->filters * dw.n : 0;
   bool nchw_fits = nchw_work <= NCHW_MAX_WORKSPACE;
   if (!nchw_fits) nchw_work = 0;
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
+  if (rows_work > most) most = rows_work;
   clt_tensor *work = NULL;
   if (measuring) {
     int64_t len = most > 1 ? most : 1;
     CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &work));
   }
-  conv_io fio = {.batch = b, .weight = &n->params[0].value,
+  conv_io fio = {.batch = b, .weight = weight,
                  .bias = s->bias ? &n->params[1].value : NULL,
                  .col = s->col, .tmp = s->tmp, .y = n->out, .work = work,
                  .relu = n->fused_relu};
-  conv_io bio = {.batch = b, .weight = &n->params[0].value, .col = col,
-                 .tmp = tmp, .dy = n->grad, .dw = &n->params[0].grad,
+  conv_io bio = {.batch = b, .weight = weight, .x = in->out,
+                 .dx = dx ? in->grad : NULL, .col = col, .tmp = tmp,
+                 .dy = n->grad, .dw = dweight,
                  .db = s->bias ? &n->params[1].grad : NULL,
                  .dcol = dx ? col : NULL, .work = work,
                  .relu = n->fused_relu, .out = n->out};
@@ -472,15 +576,9 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_way);
   clt_tensor_destroy(work);
   CLT_TRY(st);
-  /* The copies' layouts, on the input and col (fixed values again). */
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
-  CLT_TRY(plan_copy(g, n, false, in->out, s->col, &s->w.per_element));
-  if (dx && in->grad) {
-    if (measuring) CLT_TRY(clt_graph_plan_fill(g, col));
-    CLT_TRY(plan_copy(g, n, true, in->grad, col, &s->col2im_elems));
-  }
-  int64_t need = s->bwd_way > 0 ? nchw_work : swap_work;
+  int64_t need = s->bwd_way == WAY_ROWS ? rows_work
+                 : s->bwd_way > 0       ? nchw_work
+                                        : swap_work;
   return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
                                         CLT_LIVE_BACKWARD, &s->work)
                   : CLT_OK;
@@ -509,25 +607,21 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   return run_way(g, s, &io, false, s->fwd_way);
 }
 
+/* The backward in the layout chosen, from x and dy to dW, db and dx
+ * (run_way). */
 static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  if (!s->col_kept)
-    CLT_TRY(clt_im2col_forward(g->ctx, s->bcol, clt_graph_in(g, n, 0)->out,
-                               g->batch, &s->w));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   /* dcol goes into the col buffer (col is read before it is written). */
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
+                .x = clt_graph_in(g, n, 0)->out, .dx = dx, .acc = acc,
                 .col = s->bcol, .tmp = s->btmp, .dy = n->grad,
                 .dw = &n->params[0].grad,
                 .db = s->bias ? &n->params[1].grad : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work,
                 .relu = n->fused_relu, .out = n->out};
-  CLT_TRY(run_way(g, s, &io, true, s->bwd_way));
-  clt_window wc = s->w;
-  wc.per_element = s->col2im_elems;
-  return dx ? clt_col2im_backward(g->ctx, dx, s->bcol, g->batch, &wc, acc)
-            : CLT_OK;
+  return run_way(g, s, &io, true, s->bwd_way);
 }
 
 static void conv_destroy(clt_graph_node *n) { free(n->state); }
