@@ -56,6 +56,14 @@ static const gemm_shape shapes[] = {
     {"cnn conv1 fwd 1 gemm", NN, 32, 43264, 9, 1},
     {"cnn conv1 dW 1 gemm", NT, 32, 9, 43264, 1},
     {"cnn conv1 dW b64", NT, 32, 9, 676, 64},
+    /* The rows backward's (nn/conv2d.c): the weight gradients as TN
+     * products, one GEMM and per image (what split-K with S = the batch
+     * runs), and the data gradient. */
+    {"cnn conv2 dW rows 1 gemm", TN, 64, 288, 7744, 1},
+    {"cnn conv2 dW rows b64", TN, 64, 288, 121, 64},
+    {"cnn conv2 drow 1 gemm", NN, 7744, 288, 64, 1},
+    {"cnn conv1 dW rows 1 gemm", TN, 32, 9, 43264, 1},
+    {"cnn conv1 dW rows b64", TN, 32, 9, 676, 64},
 };
 
 static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
@@ -170,7 +178,7 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
-    printf("%-20s %5lld %5lld %5lld %5lld %10.2f %10.2f", s->name,
+    printf("%-24s %5lld %5lld %5lld %5lld %10.2f %10.2f", s->name,
            (long long)s->m, (long long)s->n, (long long)s->k,
            (long long)s->batch, flops / row * 1e-9, flops / col * 1e-9);
     if (mixed)
@@ -247,7 +255,7 @@ static int bench_gemm(int argc, char **argv) {
   }
   /* SGEMM in both forms (row-major, and the column-major C^T); the fp16
    * kernel and OpenBLAS against the faster, which the plans would run. */
-  printf("%-20s %5s %5s %5s %5s %10s %10s", "shape", "m", "n", "k", "batch",
+  printf("%-24s %5s %5s %5s %5s %10s %10s", "shape", "m", "n", "k", "batch",
          "GFLOP/s", "c^T");
   if (mixed) printf(" %10s %7s %-8s", "fp16", "vs fp32", "tiles");
 #ifdef CLT_HAVE_OPENBLAS
