@@ -210,9 +210,10 @@ __kernel void row2im(__global float *dx, int dx_off,
 }
 
 /* The same four with one work-item per element (rows: the row layout's),
- * consecutive work-items on consecutive elements of what they write (coalesced on a GPU, where a
- * work-item per row makes neighbours write a row apart). The layer
- * measures both layouts and keeps the faster (nn/conv2d.c). */
+ * consecutive work-items on consecutive elements of what they write
+ * (coalesced on a GPU, where a work-item per row makes neighbours write a
+ * row apart). The layer measures both layouts of im2col and col2im and
+ * keeps the faster, for im2row and row2im too (nn/conv2d.c). */
 __kernel void im2col_elems(__global float *col, int col_off,
                            __global const float *x, int x_off, int batch,
                            int C, int H, int W, int KH, int KW, int OH,
