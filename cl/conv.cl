@@ -155,6 +155,12 @@ __kernel void im2row(__global float *row, int row_off,
                   iw0 + (KW - 1) * dil_w < W;
     if (inside) {
       __global const float *in = img + ih0 * W + iw0;
+      if (KW == 3 && dil_w == 1) { /* 3-wide windows: one vector each */
+        for (int c = 0; c < C; c++, in += H * W)
+          for (int kh = 0; kh < KH; kh++, out += 3)
+            vstore3(vload3(0, in + kh * dil_h * W), 0, out);
+        continue;
+      }
       for (int c = 0; c < C; c++, in += H * W)
         for (int kh = 0; kh < KH; kh++) {
           __global const float *r = in + kh * dil_h * W;

@@ -601,11 +601,13 @@ static const clt_window full_conv_windows[] = {
     WIN(3, 5, 5, 3, 3, 1, 1, 3, 3, 1, 1),   /* windows wholly in padding */
     WIN(1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),   /* one pixel */
     WIN(3, 33, 31, 5, 5, 1, 1, 2, 2, 1, 1), /* above the work-group size */
+    WIN(2, 6, 5, 3, 3, 1, 1, 0, 0, 1, 1),   /* valid 3x3: windows inside */
 };
 static const clt_window tiny_conv_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
     WIN(3, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1),
     WIN(1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2),
+    WIN(2, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1), /* valid 3x3: windows inside */
 };
 
 static const clt_window *conv_window(int i) {
