@@ -86,6 +86,15 @@ clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
   return check_run(ctx, 180, col2im_body, &a, max_err);
 }
 
+/* An operand of n values that a ReLU could have output: zeros where it
+ * cut (the mask of a fused ReLU's gradient). */
+static clt_status relu_mask_operand(check_set *s, int64_t n, check_f32 **m) {
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, m));
+  for (int64_t i = 0; i < n; i++)
+    if ((*m)->host[i] < 0.0f) (*m)->host[i] = 0.0f;
+  return check_upload(*m);
+}
+
 typedef struct swap_args {
   int64_t A, B, S;
   bool bias;
@@ -99,11 +108,7 @@ static clt_status swap_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand(s, A, -1.0f, 1.0f, &b));
-  /* The mask is a ReLU's output: zeros where it cut. */
-  CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &m));
-  for (int64_t i = 0; i < A * B * S; i++)
-    if (m->host[i] < 0.0f) m->host[i] = 0.0f;
-  CLT_TRY(check_upload(m));
+  CLT_TRY(relu_mask_operand(s, A * B * S, &m));
   CLT_TRY(clt_swap_axes01_relu(s->ctx, y->t, x->t, a->bias ? b->t : NULL,
                                m->t, A, B, S, (clt_swap_relu)a->relu));
   for (int64_t i = 0; i < A; i++)
@@ -137,11 +142,7 @@ static clt_status nhwc_body(check_set *s, const void *arg) {
   check_f32 *x, *y, *m;
   CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
-  /* The mask is a ReLU's output: zeros where it cut. */
-  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &m));
-  for (int64_t i = 0; i < n; i++)
-    if (m->host[i] < 0.0f) m->host[i] = 0.0f;
-  CLT_TRY(check_upload(m));
+  CLT_TRY(relu_mask_operand(s, n, &m));
   CLT_TRY(clt_nchw_to_nhwc(s->ctx, y->t, x->t, a->relu_grad ? m->t : NULL,
                            N, C, P));
   for (int64_t b = 0; b < N; b++)

@@ -100,14 +100,15 @@ static clt_gemm_product dgrad_product(const conv_state *s, int64_t batch) {
                             batch * w->OH * w->OW, s->filters, batch, false};
 }
 
-/* The rows backward's: dW = dy'^T row (the images cut k, as the swaps'
- * dW) and drow = dy' W (the images cut m: one GEMM). */
+/* The rows backward's: dW = dy'^T row, the swaps' dW with both operands
+ * stored the other way round, and drow = dy' W (the images cut m: one
+ * GEMM). */
 static clt_gemm_product wgrad_rows_product(const conv_state *s,
                                            int64_t batch) {
-  const clt_window *w = &s->w;
-  return (clt_gemm_product){CLT_TRANS, CLT_NO_TRANS, s->filters,
-                            w->C * w->KH * w->KW, batch * w->OH * w->OW,
-                            batch, true};
+  clt_gemm_product p = wgrad_product(s, batch);
+  p.ta = CLT_TRANS;
+  p.tb = CLT_NO_TRANS;
+  return p;
 }
 
 static clt_gemm_product drow_product(const conv_state *s, int64_t batch) {
