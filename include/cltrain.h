@@ -476,7 +476,7 @@ CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
  * measuring is off, CLT_PLAN=off). Takes a compile per set: about a minute
  * on a CPU. Call it before any GEMM of the process: the first set of each
  * kernel is the one in force, which CLBlast cannot restore once changed. */
-#define CLT_GEMM_TUNE_MAX_ROWS 16
+#define CLT_GEMM_TUNE_MAX_ROWS 32
 typedef struct clt_gemm_tune_row {
   char kernel[16]; /* "XgemmDirect" or "Xgemm" */
   char label[48];  /* "in force", "32x32, 4x4 items, vw 8", ... */
@@ -496,6 +496,22 @@ typedef struct clt_gemm_tune_report {
 
 CLT_API clt_status clt_gemm_tune(clt_context *ctx,
                                  clt_gemm_tune_report *report);
+
+/* The same search with more candidate sets of your own (`cltrain tune
+ * --gemm --sets FILE`), e.g. the best of CLBlast's own tuners run on the
+ * device (samples/bench/clblast_sets.py turns their JSON files into
+ * this): one set a line, "Xgemm NAME=VALUE ..." (GEMMK KREG KWG KWI MDIMA
+ * MDIMC MWG NDIMB NDIMC NWG SA SB STRM STRN VWM VWN) or "XgemmDirect
+ * NAME=VALUE ..." (KWID MDIMAD MDIMCD NDIMBD NDIMCD PADA PADB VWMD VWND
+ * WGD), every parameter once, an optional "# label" after them; blank
+ * lines and "#" lines are skipped. The search's own 10 sets come first,
+ * then these (at most CLT_GEMM_TUNE_MAX_ROWS - 10); the fastest of all
+ * is chosen and stored as by clt_gemm_tune. Text that does not parse is
+ * CLT_ERR_INVALID_ARGUMENT naming the line, before anything runs; a set
+ * that parses but does not build or computes other numbers is a rejected
+ * row, as any other. NULL or empty: clt_gemm_tune. */
+CLT_API clt_status clt_gemm_tune_sets(clt_context *ctx, const char *sets,
+                                      clt_gemm_tune_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* Graphs: models built from layers                                          */

@@ -51,6 +51,45 @@ expect_exit 2 "eval option" "did you mean '--weights'?" -- \
 expect_exit 2 "predict option" "did you mean '--labels'?" -- \
   "$C" predict none.model --weights w --lables l x.png
 
+# tune --gemm --sets FILE: the file read and parsed before any search
+# (a line that does not parse is named), and --sets alone refused.
+expect_exit 2 "--sets alone" "--sets adds to the --gemm search" -- \
+  "$C" tune --sets "$T/none.txt"
+expect_exit 2 "--sets missing" "--sets $T/none.txt: No such file" -- \
+  "$C" tune --gemm --sets "$T/none.txt"
+printf '# mine\n\nXgemm GEMMK=0 KREG=1\n' >"$T/sets.txt"
+expect_exit 1 "--sets bad line" \
+  "line 3: Xgemm needs all of its 16 parameters; KWG is missing" -- \
+  "$C" tune --gemm --sets "$T/sets.txt"
+grep -q "kernel  *parameters" "$T/out" && fail "--sets bad line: searched"
+# samples/bench/clblast_sets.py: CLBlast tuners' JSON to sets, the
+# fastest distinct configurations of each kernel first.
+SETS=$(dirname "$0")/../samples/bench/clblast_sets.py
+cat >"$T/tuner.json" <<'JSON'
+{"kernel_family": "xgemm_1", "arg_m": "64", "arg_n": "64", "arg_k": "64",
+ "results": [
+  {"kernel": "Xgemm", "time": 0.5, "parameters": {"GEMMK": 0, "KREG": 1,
+   "KWG": 32, "KWI": 2, "MDIMA": 8, "MDIMC": 8, "MWG": 64, "NDIMB": 8,
+   "NDIMC": 8, "NWG": 64, "PRECISION": 32, "SA": 0, "SB": 0, "STRM": 0,
+   "STRN": 0, "VWM": 4, "VWN": 4}},
+  {"kernel": "Xgemm", "time": 0.25, "parameters": {"GEMMK": 0, "KREG": 1,
+   "KWG": 16, "KWI": 2, "MDIMA": 8, "MDIMC": 8, "MWG": 64, "NDIMB": 8,
+   "NDIMC": 8, "NWG": 64, "PRECISION": 32, "SA": 0, "SB": 0, "STRM": 0,
+   "STRN": 0, "VWM": 4, "VWN": 4}},
+  {"kernel": "XgemmDirectTN", "time": 0.125, "parameters": {"KWID": 2,
+   "MDIMAD": 8, "MDIMCD": 8, "NDIMBD": 8, "NDIMCD": 8, "PADA": 1, "PADB": 1,
+   "PRECISION": 32, "VWMD": 1, "VWND": 1, "WGD": 32}}]}
+JSON
+python3 "$SETS" --top 1 "$T/tuner.json" >"$T/sets.txt" ||
+  fail "clblast_sets.py failed"
+[ "$(wc -l <"$T/sets.txt")" -eq 2 ] || fail "clblast_sets.py: $(cat "$T/sets.txt")"
+grep -q '^Xgemm GEMMK=0 KREG=1 KWG=16 KWI=2 .* VWN=4  # tuner 64^3: 0.250 ms$' \
+  "$T/sets.txt" || fail "clblast_sets.py Xgemm: $(cat "$T/sets.txt")"
+grep -q '^XgemmDirect KWID=2 MDIMAD=8 .* WGD=32  # tuner 64^3: 0.125 ms$' \
+  "$T/sets.txt" || fail "clblast_sets.py XgemmDirect: $(cat "$T/sets.txt")"
+grep -q PRECISION "$T/sets.txt" && fail "clblast_sets.py kept PRECISION"
+echo "ok: tune --sets refuses bad files before searching; clblast_sets.py"
+
 # A value out of range is blamed on its option, never on the model file.
 expect_exit 2 "--lr -1" "--lr must be above 0" -- \
   "$C" train none.model --data x --lr -1

@@ -732,31 +732,37 @@ static void remove_dirs(void) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
 }
 
-/* The CLBlast parameter search on a small space: a set CLBlast refuses is
- * rejected and the search goes on; one set of each kernel is chosen; the
- * choice is stored, a new context applies it, and its GEMMs are right. */
+/* A small space for the CLBlast parameter search: three odd products, a
+ * set CLBlast refuses among the direct kernel's. */
+static const clt_gemm_search_shape search_shapes[] = {
+    {CLT_NO_TRANS, CLT_NO_TRANS, 5, 7, 3},
+    {CLT_NO_TRANS, CLT_TRANS, 33, 17, 9},
+    {CLT_TRANS, CLT_NO_TRANS, 16, 31, 20},
+};
+static const clt_clblast_set search_direct[] = {
+    {"in force", "XgemmDirect", 0, {0}, {0}},
+    {"incomplete", "XgemmDirect", 1, {"WGD"}, {32}}, /* refused */
+    {"16, 4x4 items, vw 4", "XgemmDirect", 10,
+     {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
+      "VWND", "WGD"},
+     {2, 4, 4, 4, 4, 0, 0, 4, 4, 16}},
+};
+static const clt_clblast_set search_indirect[] = {
+    {"in force", "Xgemm", 0, {0}, {0}},
+    {"32x32, 4x4 items, vw 8", "Xgemm", 16,
+     {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
+      "NDIMC", "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"},
+     {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
+};
+static const clt_gemm_search_space search_space = {
+    search_shapes, 3, search_direct, search_indirect, 3, 2, 1};
+
+/* The CLBlast parameter search on the small space: a set CLBlast refuses
+ * is rejected and the search goes on; one set of each kernel is chosen;
+ * the choice is stored, a new context applies it, and its GEMMs are
+ * right. */
 START_TEST(clblast_search_stored_and_applied) {
-  static const clt_gemm_search_shape shapes[] = {
-      {CLT_NO_TRANS, CLT_NO_TRANS, 5, 7, 3},
-      {CLT_NO_TRANS, CLT_TRANS, 33, 17, 9},
-      {CLT_TRANS, CLT_NO_TRANS, 16, 31, 20},
-  };
-  static const clt_clblast_set direct[] = {
-      {"in force", "XgemmDirect", 0, {0}, {0}},
-      {"incomplete", "XgemmDirect", 1, {"WGD"}, {32}}, /* refused */
-      {"16, 4x4 items, vw 4", "XgemmDirect", 10,
-       {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
-        "VWND", "WGD"},
-       {2, 4, 4, 4, 4, 0, 0, 4, 4, 16}},
-  };
-  static const clt_clblast_set indirect[] = {
-      {"in force", "Xgemm", 0, {0}, {0}},
-      {"32x32, 4x4 items, vw 8", "Xgemm", 16,
-       {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
-        "NDIMC", "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"},
-       {0, 1, 32, 2, 4, 4, 32, 4, 4, 32, 0, 0, 0, 0, 8, 8}},
-  };
-  const clt_gemm_search_space space = {shapes, 3, direct, indirect, 3, 2, 1};
+  const clt_gemm_search_space space = search_space;
   /* Plans stored under the parameters in force before the search (by
    * this compile or an earlier test's). */
   clt_context *ctx = open_ctx(CLT_PLAN_ON);
@@ -844,6 +850,87 @@ START_TEST(clblast_search_stored_and_applied) {
 }
 END_TEST
 
+/* More sets from text (`tune --gemm --sets`): parsed into the space
+ * after its own sets, labelled by their comments (else their line), and
+ * timed like the others; text that does not parse is refused naming its
+ * line before anything runs. */
+#define SET_DIRECT                                                             \
+  "XgemmDirect KWID=2 MDIMAD=4 MDIMCD=4 NDIMBD=4 NDIMCD=4 PADA=0 PADB=0 "    \
+  "VWMD=4 VWND=4 WGD=16"
+#define SET_XGEMM                                                              \
+  "Xgemm GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=8 MDIMC=8 MWG=64 NDIMB=8 NDIMC=8 " \
+  "NWG=64 SA=0 SB=0 STRM=0 STRN=0 VWM=4 VWN=4"
+START_TEST(clblast_search_extra_sets) {
+  static const struct {
+    const char *text, *says;
+  } bad[] = {
+      {"Xgemm GEMMK=0\n",
+       "line 1: Xgemm needs all of its 16 parameters; KREG is missing"},
+      {"# a comment\n\n  Foo A=1\n", "line 3: 'Foo' is not a kernel"},
+      {SET_DIRECT " FOO=1\n", "line 1: 'FOO' is not NAME=VALUE"},
+      {SET_DIRECT " KWID=2\n", "line 1: KWID given twice"},
+      {SET_XGEMM "\nXgemmDirect WGD=-4\n",
+       "line 2: WGD=-4 is not a number from 0 to 4096"},
+      {"XgemmDirect WGD=99999\n", "WGD=99999 is not a number"},
+  };
+  clt_context *ctx = open_ctx(CLT_PLAN_ON);
+  clt_gemm_extra_space *x = malloc(sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  for (int i = 0; i < COUNT(bad); i++) {
+    clt_status st = clt_gemm_search_add_sets(ctx, &search_space, bad[i].text, x);
+    ck_assert_int_eq(st, CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clt_context_last_error(ctx), bad[i].says),
+                  "case %d: %s", i, clt_context_last_error(ctx));
+    clt_err_clear(&ctx->err);
+  }
+  /* More sets than the report has rows for. */
+  int room = CLT_GEMM_TUNE_MAX_ROWS - 5;
+  size_t len = (size_t)(room + 1) * (sizeof SET_DIRECT + 1) + 1;
+  char *many = malloc(len);
+  ck_assert_ptr_nonnull(many);
+  many[0] = '\0';
+  for (int i = 0; i <= room; i++) strcat(many, SET_DIRECT "\n");
+  ck_assert_int_eq(clt_gemm_search_add_sets(ctx, &search_space, many, x),
+                   CLT_ERR_INVALID_ARGUMENT);
+  char says[64];
+  snprintf(says, sizeof says, "line %d: at most %d sets", room + 1, room);
+  ck_assert_msg(strstr(clt_context_last_error(ctx), says), "%s",
+                clt_context_last_error(ctx));
+  clt_err_clear(&ctx->err);
+  free(many);
+  /* The public call refuses bad text before it searches. */
+  clt_gemm_tune_report r;
+  ck_assert_int_eq(clt_gemm_tune_sets(ctx, "Foo\n", &r),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(r.count, 0);
+  clt_err_clear(&ctx->err);
+
+  const char *text = "# from a tuner\n\n" SET_XGEMM "   # mine \n" SET_DIRECT
+                     "\n";
+  ck_assert_int_eq(clt_gemm_search_add_sets(ctx, &search_space, text, x),
+                   CLT_OK);
+  ck_assert_int_eq(x->added, 2);
+  ck_assert_int_eq(x->space.direct_count, 4);
+  ck_assert_int_eq(x->space.indirect_count, 3);
+  clt_status st = clt_gemm_search_run(ctx, &x->space, &r);
+  ck_assert_msg(st == CLT_OK, "search: %s", clt_context_last_error(ctx));
+  ck_assert_int_eq(r.count, 7);
+  /* Direct rows first (the space's three, then line 4's), then Xgemm's. */
+  ck_assert_str_eq(r.rows[3].kernel, "XgemmDirect");
+  ck_assert_str_eq(r.rows[3].label, "extra set, line 4");
+  ck_assert_str_eq(r.rows[6].kernel, "Xgemm");
+  ck_assert_str_eq(r.rows[6].label, "mine");
+  ck_assert(!r.rows[3].rejected && r.rows[3].seconds > 0);
+  ck_assert(!r.rows[6].rejected && r.rows[6].seconds > 0);
+  ck_assert(r.rows[1].rejected);
+  int chosen = 0;
+  for (int i = 0; i < r.count; i++) chosen += r.rows[i].chosen;
+  ck_assert_int_eq(chosen, 2);
+  free(x);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *plans_suite(void) {
   Suite *s = suite_create("plans");
   TCase *run = tcase_create("candidates");
@@ -862,6 +949,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, plan_same_bits_run_to_run);
   tcase_add_test(cache, last_candidates_train_alike);
   tcase_add_test(cache, clblast_search_stored_and_applied);
+  tcase_add_test(cache, clblast_search_extra_sets);
   suite_add_tcase(s, cache);
   return s;
 }

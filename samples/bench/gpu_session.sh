@@ -9,10 +9,18 @@
 #          test_gemm on the GPU
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
 #          torch_gemm.py (fp32 with TF32 off, fp16)
-#   plans  tune --gemm (CLBlast's parameter search, stored: the parts
-#          after it run with its choice; `gemm` before it shows CLBlast's
-#          database), then tune of the CNN and the ResNet at batch 64,
-#          fp32 and mixed
+#   clbtune  (not in the default list: about 8 minutes, a call of its
+#          own) CLBlast's own tuners on the GPU (needs
+#          samples/bench/gpu_tuner_bundle.sh after gpu-bundle): Xgemm at
+#          1024^3 and XgemmDirect at 256^3, their JSON files and their best
+#          sets (clblast_sets.py) into $OUT and into $SETS
+#          (.gpu/clblast_sets.txt), then tune --gemm --sets $SETS and bench
+#          gemm to 4096. Fetch $OUT/clblast_sets.txt into .gpu/ here so that
+#          a later call's `plans` takes the sets too.
+#   plans  tune --gemm (CLBlast's parameter search, with --sets $SETS
+#          where that file exists; stored: the parts after it run with its
+#          choice; `gemm` before it shows CLBlast's database), then tune of
+#          the CNN and the ResNet at batch 64, fp32 and mixed
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; CNN b64 with --profile
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
@@ -30,6 +38,7 @@ parts=("$@")
 out=${OUT:-}
 torch=(python3 samples/bench/torch_train.py --device cuda)
 dev=(--device nvidia)
+SETS=${SETS:-.gpu/clblast_sets.txt}
 
 run() { echo "+ $*"; "$@"; }
 
@@ -44,8 +53,42 @@ part_gemm() {
   run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed
 }
 
+part_clbtune() {
+  if ! command -v clblast_tuner_xgemm >/dev/null; then
+    echo "no clblast_tuner_xgemm: run samples/bench/gpu_tuner_bundle.sh after gpu-bundle"
+    return 1
+  fi
+  # The tuners take platform and device indices: the NVIDIA device's, as
+  # `cltrain devices` lists it (the same ICD loader and vendors).
+  local id
+  id=$(cltrain devices | grep -i nvidia | grep -o -m1 '[0-9][0-9]*:[0-9][0-9]*' | head -1)
+  if [ -z "$id" ]; then
+    echo "clbtune: no NVIDIA device in cltrain devices"
+    return 1
+  fi
+  local dir=${out:-/tmp}/clbtune here=$PWD
+  mkdir -p "$dir"
+  local at=(-platform "${id%%:*}" -device "${id##*:}")
+  # Each phase writes its JSON file when it ends: a phase cut off by the
+  # time limit loses only itself.
+  (cd "$dir" && run timeout 330 "$here/.gpu/bin/clblast_tuner_xgemm" "${at[@]}" \
+    -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2 | tail -n 4)
+  (cd "$dir" && run timeout 90 "$here/.gpu/bin/clblast_tuner_xgemm_direct" "${at[@]}" \
+    -m 256 -n 256 -k 256 -fraction 0.1 -runs 2 | tail -n 4)
+  echo "+ clblast_sets.py --top 4 $dir/clblast_xgemm*_32.json > $SETS"
+  python3 samples/bench/clblast_sets.py --top 4 "$dir"/clblast_xgemm*_32.json >"$SETS" || return 1
+  cat "$SETS"
+  [ -n "$out" ] && cp "$SETS" "$out/clblast_sets.txt"
+  run cltrain tune --gemm --sets "$SETS" "${dev[@]}"
+  run cltrain bench gemm "${dev[@]}" --max-size 4096
+}
+
 part_plans() {
-  run cltrain tune --gemm "${dev[@]}"
+  if [ -s "$SETS" ]; then
+    run cltrain tune --gemm --sets "$SETS" "${dev[@]}"
+  else
+    run cltrain tune --gemm "${dev[@]}"
+  fi
   run cltrain bench gemm "${dev[@]}" --max-size 4096
   for model in cnn resnet; do
     for p in fp32 mixed; do
@@ -95,7 +138,7 @@ part_mpi() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm plans train mixed mpi)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

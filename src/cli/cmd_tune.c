@@ -2,8 +2,10 @@
  * of every product of a model compiled for batch B (as training does on
  * its first run), prints each candidate's time and GFLOP/s and the one
  * chosen, and stores the plans for later runs. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -36,12 +38,40 @@ static void print_plan(const clt_plan_info *p) {
   }
 }
 
-/* The CLBlast parameter search, as a table. */
-static int tune_gemm(clt_context *ctx) {
+/* The file of --sets, whole; NULL (said why) where it cannot be read or
+ * is not a text of sets (binary, or too long to be one). */
+static char *read_sets(const char *path) {
+  enum { MAX_BYTES = 1 << 16 };
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cltrain tune: --sets %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  char *text = malloc(MAX_BYTES + 1);
+  size_t n = text ? fread(text, 1, MAX_BYTES + 1, f) : 0;
+  bool bad = ferror(f);
+  fclose(f);
+  const char *why = !text                         ? "out of memory"
+                    : bad                         ? "could not be read"
+                    : n > MAX_BYTES               ? "is over 64 KiB"
+                    : memchr(text, '\0', n) != NULL ? "is not text"
+                                                  : NULL;
+  if (why) {
+    fprintf(stderr, "cltrain tune: --sets %s %s\n", path, why);
+    free(text);
+    return NULL;
+  }
+  text[n] = '\0';
+  return text;
+}
+
+/* The CLBlast parameter search, as a table (sets: more candidates, or
+ * NULL). */
+static int tune_gemm(clt_context *ctx, const char *sets) {
   printf("searching CLBlast's GEMM parameters (a compile per set)...\n");
   fflush(stdout);
   clt_gemm_tune_report r;
-  if (clt_gemm_tune(ctx, &r) != CLT_OK) {
+  if (clt_gemm_tune_sets(ctx, sets, &r) != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     return 1;
   }
@@ -67,7 +97,7 @@ static int tune_gemm(clt_context *ctx) {
 }
 
 int cli_tune(int argc, char **argv) {
-  const char *device = NULL;
+  const char *device = NULL, *sets_path = NULL;
   bool cached = false, gemm = false;
   long long batch = 0;
   int precision = CLT_PRECISION_FP32;
@@ -88,19 +118,30 @@ int cli_tune(int argc, char **argv) {
        "first search CLBlast's GEMM parameters for the device\n"
        "(about a minute on a CPU; MODEL may then be left out)",
        0, 0, 0, 0, 0},
+      {"sets", CLI_STRING, &sets_path, "FILE",
+       "--gemm: more parameter sets to time, one a line\n"
+       "(README \"Measured plans\"; clblast_sets.py makes them\n"
+       "from CLBlast's own tuners)",
+       0, 0, 0, 0, 0},
   };
   const cli_command cmd = {
       "tune",
-      "[MODEL --batch B] [--precision P] [--gemm] [--device D] [--cached]",
+      "[MODEL --batch B] [--precision P] [--gemm [--sets FILE]] "
+      "[--device D] [--cached]",
       "  measures every product of MODEL compiled for batch B on the device,\n"
       "  prints each way to run it (time, GFLOP/s) and the one chosen, and\n"
       "  stores the plans beside the kernel cache for later runs; --gemm\n"
       "  first measures CLBlast's kernel parameters for the device\n",
-      options, 5, 0, 1, "MODEL file"};
+      options, 6, 0, 1, "MODEL file"};
   const char *model = NULL;
   int npos = 0; /* model stays NULL without one */
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
   if (rc >= 0) return rc;
+  if (sets_path && !gemm) {
+    fprintf(stderr, "cltrain tune: --sets adds to the --gemm search; give "
+                    "--gemm too\n");
+    return 2;
+  }
   if (npos == 0 && !gemm) {
     fprintf(stderr, "cltrain tune: no MODEL file given (or --gemm)\n");
     return 2;
@@ -109,6 +150,8 @@ int cli_tune(int argc, char **argv) {
     fprintf(stderr, "cltrain tune: --batch B is required\n");
     return 2;
   }
+  char *sets = NULL;
+  if (sets_path && !(sets = read_sets(sets_path))) return 2;
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.device = device;
@@ -119,12 +162,15 @@ int cli_tune(int argc, char **argv) {
   clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
   if (st != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", err[0] ? err : clt_status_string(st));
+    free(sets);
     return 1;
   }
   const clt_device_info *d = clt_context_device(ctx);
   printf("device: %s (%s, driver %s)\n", d->name, d->platform_name,
          d->driver_version);
-  if (gemm && tune_gemm(ctx) != 0) {
+  int gemm_rc = gemm ? tune_gemm(ctx, sets) : 0;
+  free(sets);
+  if (gemm_rc != 0) {
     clt_context_destroy(ctx);
     return 1;
   }

@@ -328,7 +328,164 @@ clt_status clt_gemm_search_run(clt_context *ctx,
   return st;
 }
 
+/* ---- more candidate sets, from text ------------------------------------- */
+
+static const char *const direct_names[] = DIRECT_NAMES;
+static const char *const indirect_names[] = INDIRECT_NAMES;
+#define DIRECT_COUNT ((int)(sizeof direct_names / sizeof direct_names[0]))
+#define INDIRECT_COUNT ((int)(sizeof indirect_names / sizeof indirect_names[0]))
+
+/* The largest value a parameter may be given: CLBlast's tile sizes and
+ * work-group dimensions are far below it. */
+#define MAX_PARAM_VALUE 4096
+
+/* One line "KERNEL NAME=VALUE ... [# label]" (the comment cut off) into
+ * set, its label into label; every parameter of the kernel exactly once. */
+static clt_status parse_extra(clt_context *ctx, char *line, int lineno,
+                              const char *comment, clt_clblast_set *set,
+                              char *label, size_t label_len) {
+  memset(set, 0, sizeof *set);
+  char *save = NULL, *word = strtok_r(line, " \t\r", &save);
+  bool direct = strcmp(word, "XgemmDirect") == 0;
+  if (!direct && strcmp(word, "Xgemm") != 0)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "GEMM sets, line %d: '%s' is not a kernel (Xgemm or "
+                        "XgemmDirect)",
+                        lineno, word);
+  const char *const *names = direct ? direct_names : indirect_names;
+  int count = direct ? DIRECT_COUNT : INDIRECT_COUNT;
+  set->kernel = direct ? "XgemmDirect" : "Xgemm";
+  set->count = count;
+  bool seen[CLT_CLBLAST_MAX_PARAMS] = {false};
+  while ((word = strtok_r(NULL, " \t\r", &save))) {
+    char *eq = strchr(word, '=');
+    int j = 0;
+    if (eq) {
+      *eq = '\0';
+      while (j < count && strcmp(names[j], word) != 0) j++;
+    }
+    if (!eq || j == count) {
+      char all[200];
+      size_t w = 0;
+      for (int i = 0; i < count && w < sizeof all; i++)
+        w += (size_t)snprintf(all + w, sizeof all - w, "%s%s", i ? " " : "",
+                              names[i]);
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "GEMM sets, line %d: '%s' is not NAME=VALUE with a "
+                          "parameter of %s (%s)",
+                          lineno, word, set->kernel, all);
+    }
+    char *end = NULL;
+    unsigned long v = strtoul(eq + 1, &end, 10);
+    if (!eq[1] || *end || eq[1] == '-' || v > MAX_PARAM_VALUE)
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "GEMM sets, line %d: %s=%s is not a number from 0 "
+                          "to %d",
+                          lineno, word, eq + 1, MAX_PARAM_VALUE);
+    if (seen[j])
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "GEMM sets, line %d: %s given twice", lineno, word);
+    seen[j] = true;
+    set->names[j] = names[j];
+    set->values[j] = (size_t)v;
+  }
+  for (int j = 0; j < count; j++)
+    if (!seen[j])
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "GEMM sets, line %d: %s needs all of its %d "
+                          "parameters; %s is missing",
+                          lineno, set->kernel, count, names[j]);
+  if (comment && *comment)
+    snprintf(label, label_len, "%s", comment);
+  else
+    snprintf(label, label_len, "extra set, line %d", lineno);
+  set->label = label;
+  return CLT_OK;
+}
+
+/* Trims spaces off both ends of s, in place. */
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\r') s++;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+    s[--n] = '\0';
+  return s;
+}
+
+clt_status clt_gemm_search_add_sets(clt_context *ctx,
+                                    const clt_gemm_search_space *base,
+                                    const char *text,
+                                    clt_gemm_extra_space *out) {
+  memset(out, 0, sizeof *out);
+  out->space = *base;
+  int room = CLT_GEMM_TUNE_MAX_ROWS - base->direct_count - base->indirect_count;
+  if (base->direct_count > CLT_GEMM_TUNE_MAX_ROWS ||
+      base->indirect_count > CLT_GEMM_TUNE_MAX_ROWS || room < 0)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "GEMM search: %d sets",
+                        base->direct_count + base->indirect_count);
+  memcpy(out->direct, base->direct,
+         (size_t)base->direct_count * sizeof *out->direct);
+  memcpy(out->indirect, base->indirect,
+         (size_t)base->indirect_count * sizeof *out->indirect);
+  int nd = base->direct_count, nx = base->indirect_count, extra = 0;
+  size_t len = text ? strlen(text) : 0;
+  char *copy = malloc(len + 1);
+  if (!copy) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "GEMM sets");
+  memcpy(copy, text ? text : "", len + 1);
+  clt_status st = CLT_OK;
+  int lineno = 0;
+  for (char *line = copy; st == CLT_OK && line;) {
+    char *next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    lineno++;
+    char *hash = strchr(line, '#');
+    char *comment = NULL;
+    if (hash) {
+      *hash = '\0';
+      comment = trim(hash + 1);
+    }
+    char *body = trim(line);
+    line = next;
+    if (!*body) continue;
+    if (extra == room) {
+      st = clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "GEMM sets, line %d: at most %d sets may be added "
+                        "(the search holds %d, %d of them its own)",
+                        lineno, room, CLT_GEMM_TUNE_MAX_ROWS,
+                        base->direct_count + base->indirect_count);
+      break;
+    }
+    clt_clblast_set set;
+    st = parse_extra(ctx, body, lineno, comment, &set, out->labels[extra],
+                     sizeof out->labels[extra]);
+    if (st != CLT_OK) break;
+    if (strcmp(set.kernel, "XgemmDirect") == 0)
+      out->direct[nd++] = set;
+    else
+      out->indirect[nx++] = set;
+    extra++;
+  }
+  free(copy);
+  out->space.direct = out->direct;
+  out->space.indirect = out->indirect;
+  out->space.direct_count = nd;
+  out->space.indirect_count = nx;
+  out->added = extra;
+  return st;
+}
+
 CLT_API clt_status clt_gemm_tune(clt_context *ctx,
                                  clt_gemm_tune_report *report) {
   return clt_gemm_search_run(ctx, &default_space, report);
+}
+
+CLT_API clt_status clt_gemm_tune_sets(clt_context *ctx, const char *sets,
+                                      clt_gemm_tune_report *report) {
+  memset(report, 0, sizeof *report);
+  clt_gemm_extra_space *x = malloc(sizeof *x);
+  if (!x) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "GEMM sets");
+  clt_status st = clt_gemm_search_add_sets(ctx, &default_space, sets, x);
+  if (st == CLT_OK) st = clt_gemm_search_run(ctx, &x->space, report);
+  free(x);
+  return st;
 }

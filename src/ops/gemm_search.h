@@ -33,4 +33,24 @@ clt_status clt_gemm_search_run(clt_context *ctx,
                                const clt_gemm_search_space *space,
                                clt_gemm_tune_report *report);
 
+/* A space with more candidate sets: base's, then those of text, one a
+ * line, "Xgemm NAME=VALUE ..." or "XgemmDirect NAME=VALUE ..." with every
+ * parameter of the kernel exactly once (the names of the default space's
+ * sets), a "# comment" its label; blank lines and lines of comment alone
+ * are skipped. The sets' labels live in out, which must outlive its space.
+ * CLT_ERR_INVALID_ARGUMENT, naming the line, for text that does not parse
+ * or more sets than the report has rows for. */
+typedef struct clt_gemm_extra_space {
+  clt_gemm_search_space space;
+  clt_clblast_set direct[CLT_GEMM_TUNE_MAX_ROWS];
+  clt_clblast_set indirect[CLT_GEMM_TUNE_MAX_ROWS];
+  char labels[CLT_GEMM_TUNE_MAX_ROWS][48];
+  int added;
+} clt_gemm_extra_space;
+
+clt_status clt_gemm_search_add_sets(clt_context *ctx,
+                                    const clt_gemm_search_space *base,
+                                    const char *text,
+                                    clt_gemm_extra_space *out);
+
 #endif
