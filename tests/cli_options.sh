@@ -88,6 +88,23 @@ grep -q '^Xgemm GEMMK=0 KREG=1 KWG=16 KWI=2 .* VWN=4  # tuner 64^3: 0.250 ms$' \
 grep -q '^XgemmDirect KWID=2 MDIMAD=8 .* WGD=32  # tuner 64^3: 0.125 ms$' \
   "$T/sets.txt" || fail "clblast_sets.py XgemmDirect: $(cat "$T/sets.txt")"
 grep -q PRECISION "$T/sets.txt" && fail "clblast_sets.py kept PRECISION"
+# ... and from what a tuner prints (a phase cut off writes no JSON file):
+# the rows whose results match, under their "Parameters explored" line.
+E=$(printf '\033')
+cat >"$T/tuner.log" <<LOG
+    -m 256 
+    -n 256 
+    -k 256 
+* Parameters explored: WGD MDIMCD NDIMCD MDIMAD NDIMBD KWID VWMD VWND PADA PADB 
+|  ref |     - |                 - |       8       8 |      64      16 |  ${E}[32mOK${E}[0m |  0.16 ms |      - |  ${E}[32mreference OK${E}[0m |
+|    1 |    46 |    8    8    8    8    8    2    1    1    1    1 |       8       8 |      64      16 |   OK    157 ms |      0.13 ms |    1.2 |     ${E}[32mresults match${E}[0m |
+|    2 |    46 |   16    8    8    8    8    2    1    4    1    1 |       8       8 |      32       8 |   OK    199 ms |      0.09 ms |    1.8 |     ${E}[32mresults match${E}[0m |
+|    3 |    46 |   32    8    8    8    8    2    1    1    1    1 |       8       8 |      32       8 |   OK    199 ms |      0.01 ms |   99.0 |     ${E}[31mL2 error${E}[0m |
+LOG
+python3 "$SETS" --top 1 "$T/tuner.log" >"$T/sets.txt" ||
+  fail "clblast_sets.py on a tuner's output failed"
+[ "$(cat "$T/sets.txt")" = "XgemmDirect KWID=2 MDIMAD=8 MDIMCD=8 NDIMBD=8 NDIMCD=8 PADA=1 PADB=1 VWMD=1 VWND=4 WGD=16  # tuner 256^3: 0.090 ms" ] ||
+  fail "clblast_sets.py on a tuner's output: $(cat "$T/sets.txt")"
 echo "ok: tune --sets refuses bad files before searching; clblast_sets.py"
 
 # A value out of range is blamed on its option, never on the model file.

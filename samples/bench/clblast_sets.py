@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""clblast_sets.py [--top N] TUNER.json ...
+"""clblast_sets.py [--top N] FILE ...
 
 Turns the JSON files that CLBlast's own tuners write (clblast_tuner_xgemm:
 clblast_xgemm_1_32.json, clblast_xgemm_2_32.json, ...;
-clblast_tuner_xgemm_direct: clblast_xgemm_direct_1_32.json, ...) into the
+clblast_tuner_xgemm_direct: clblast_xgemm_direct_1_32.json, ...), or what
+they print (a phase cut off before its end writes no JSON file, but its
+printed table holds every configuration it timed), into the
 parameter sets `cltrain tune --gemm --sets FILE` adds to its search: the N
 fastest distinct configurations of each kernel (Xgemm, XgemmDirect) over
 all the files given, one a line, with the tuner's time as the label:
@@ -22,15 +24,54 @@ on the device to tune:
 """
 import argparse
 import json
+import re
 import sys
 
 KERNELS = ("Xgemm", "XgemmDirect")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def log_configurations(text):
+    """The same from a tuner's printed table (its standard output): every
+    row whose results match, under the last "Parameters explored" line. A
+    tuner cut off by a time limit writes no JSON file for the phase it was
+    in, but its table has every configuration timed so far."""
+    names, dims = [], {}
+    for line in ANSI.sub("", text).splitlines():
+        m = re.match(r"\s+-([mnk]) (\d+)", line)
+        if m:
+            dims[m.group(1)] = m.group(2)
+        if line.startswith("* Parameters explored:"):
+            names = line.split(":", 1)[1].split()
+            continue
+        if not names or not line.startswith("|") or "results match" not in line:
+            continue
+        fields = line.split("|")
+        try:
+            values = [int(v) for v in fields[3].split()]
+            time = float(fields[7].split()[0])
+        except (IndexError, ValueError):
+            continue
+        if len(values) != len(names) or time <= 0:
+            continue
+        kernel = "XgemmDirect" if "WGD" in names else "Xgemm"
+        d = [dims.get(k, "?") for k in "mnk"]
+        size = d[0] + "^3" if len(set(d)) == 1 else "x".join(d)
+        yield kernel, time, dict(zip(names, values)), size
+
+
 def configurations(path):
-    """(kernel, time in ms, parameters, size) of every result in a file."""
+    """(kernel, time in ms, parameters, size) of every result in a file: a
+    tuner's JSON file, or its printed output."""
     with open(path) as f:
-        data = json.load(f)
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        yield from log_configurations(text)
+        return
     dims = [str(data.get(k, "?")) for k in ("arg_m", "arg_n", "arg_k")]
     size = dims[0] + "^3" if len(set(dims)) == 1 else "x".join(dims)
     for r in data.get("results", []):
@@ -48,7 +89,7 @@ def configurations(path):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--top", type=int, default=3, help="sets per kernel (default 3)")
-    p.add_argument("files", nargs="+", help="the tuners' JSON files")
+    p.add_argument("files", nargs="+", help="the tuners' JSON files or printed output")
     args = p.parse_args()
     if args.top < 1:
         p.error("--top must be at least 1")

@@ -12,8 +12,8 @@
 #   clbtune  (not in the default list: about 8 minutes, a call of its
 #          own) CLBlast's own tuners on the GPU (needs
 #          samples/bench/gpu_tuner_bundle.sh after gpu-bundle): Xgemm at
-#          1024^3 and XgemmDirect at 256^3, their JSON files and their best
-#          sets (clblast_sets.py) into $OUT and into $SETS
+#          1024^3 and XgemmDirect at 256^3, their JSON files and output
+#          and their best sets (clblast_sets.py) into $OUT and into $SETS
 #          (.gpu/clblast_sets.txt), then tune --gemm --sets $SETS and bench
 #          gemm to 4096. Fetch $OUT/clblast_sets.txt into .gpu/ here so that
 #          a later call's `plans` takes the sets too.
@@ -69,14 +69,23 @@ part_clbtune() {
   local dir=${out:-/tmp}/clbtune here=$PWD
   mkdir -p "$dir"
   local at=(-platform "${id%%:*}" -device "${id##*:}")
-  # Each phase writes its JSON file when it ends: a phase cut off by the
-  # time limit loses only itself.
-  (cd "$dir" && run timeout 330 "$here/.gpu/bin/clblast_tuner_xgemm" "${at[@]}" \
-    -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2 | tail -n 4)
-  (cd "$dir" && run timeout 90 "$here/.gpu/bin/clblast_tuner_xgemm_direct" "${at[@]}" \
-    -m 256 -n 256 -k 256 -fraction 0.1 -runs 2 | tail -n 4)
-  echo "+ clblast_sets.py --top 4 $dir/clblast_xgemm*_32.json > $SETS"
-  python3 samples/bench/clblast_sets.py --top 4 "$dir"/clblast_xgemm*_32.json >"$SETS" || return 1
+  # Each phase writes its JSON file when it ends; what they print (kept in
+  # a log) has every configuration timed, so a phase cut off by the time
+  # limit still counts (clblast_sets.py reads both).
+  echo "+ clblast_tuner_xgemm ${at[*]} -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2"
+  (cd "$dir" && timeout 330 "$here/.gpu/bin/clblast_tuner_xgemm" "${at[@]}" \
+    -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2 >xgemm.log 2>&1)
+  tail -n 4 "$dir/xgemm.log"
+  echo "+ clblast_tuner_xgemm_direct ${at[*]} -m 256 -n 256 -k 256 -fraction 0.1 -runs 2"
+  (cd "$dir" && timeout 90 "$here/.gpu/bin/clblast_tuner_xgemm_direct" "${at[@]}" \
+    -m 256 -n 256 -k 256 -fraction 0.1 -runs 2 >xgemm_direct.log 2>&1)
+  tail -n 4 "$dir/xgemm_direct.log"
+  local files=("$dir"/xgemm.log "$dir"/xgemm_direct.log)
+  shopt -s nullglob
+  files+=("$dir"/clblast_xgemm*_32.json)
+  shopt -u nullglob
+  echo "+ clblast_sets.py --top 4 ${files[*]} > $SETS"
+  python3 samples/bench/clblast_sets.py --top 4 "${files[@]}" >"$SETS" || return 1
   cat "$SETS"
   [ -n "$out" ] && cp "$SETS" "$out/clblast_sets.txt"
   run cltrain tune --gemm --sets "$SETS" "${dev[@]}"
