@@ -55,7 +55,7 @@ expect_exit 2 "predict option" "did you mean '--labels'?" -- \
 # (a line that does not parse is named), and --sets alone refused.
 expect_exit 2 "--sets alone" "--sets adds to the --gemm search" -- \
   "$C" tune --sets "$T/none.txt"
-expect_exit 2 "--sets missing" "--sets $T/none.txt: No such file" -- \
+expect_exit 2 "--sets missing" "--sets: cannot open $T/none.txt: No such file" -- \
   "$C" tune --gemm --sets "$T/none.txt"
 printf '# mine\n\nXgemm GEMMK=0 KREG=1\n' >"$T/sets.txt"
 expect_exit 1 "--sets bad line" \

@@ -30,6 +30,12 @@ cli_err_set(cli_err *e, clt_status status, const char *fmt, ...) {
   return status;
 }
 
+/* A regular file of at most max_bytes, whole, into *bytes (malloc'ed, a
+ * 0 byte after its *size bytes, so that text reads as a string); errors
+ * name the file. */
+clt_status cli_read_file(const char *path, int64_t max_bytes, uint8_t **bytes,
+                         size_t *size, cli_err *err);
+
 /* Upper bounds of options whose value sizes an allocation: a typo of a few
  * digits gets a clear error instead of an attempt to allocate it. */
 #define CLI_MAX_EPOCHS 1000000

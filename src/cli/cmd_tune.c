@@ -2,7 +2,6 @@
  * of every product of a model compiled for batch B (as training does on
  * its first run), prints each candidate's time and GFLOP/s and the one
  * chosen, and stores the plans for later runs. */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,28 +40,19 @@ static void print_plan(const clt_plan_info *p) {
 /* The file of --sets, whole; NULL (said why) where it cannot be read or
  * is not a text of sets (binary, or too long to be one). */
 static char *read_sets(const char *path) {
-  enum { MAX_BYTES = 1 << 16 };
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "cltrain tune: --sets %s: %s\n", path, strerror(errno));
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  cli_err err = {0};
+  if (cli_read_file(path, 1 << 16, &bytes, &n, &err) != CLT_OK) {
+    fprintf(stderr, "cltrain tune: --sets: %s\n", err.msg);
     return NULL;
   }
-  char *text = malloc(MAX_BYTES + 1);
-  size_t n = text ? fread(text, 1, MAX_BYTES + 1, f) : 0;
-  bool bad = ferror(f);
-  fclose(f);
-  const char *why = !text                         ? "out of memory"
-                    : bad                         ? "could not be read"
-                    : n > MAX_BYTES               ? "is over 64 KiB"
-                    : memchr(text, '\0', n) != NULL ? "is not text"
-                                                  : NULL;
-  if (why) {
-    fprintf(stderr, "cltrain tune: --sets %s %s\n", path, why);
-    free(text);
+  if (memchr(bytes, '\0', n)) {
+    fprintf(stderr, "cltrain tune: --sets %s is not text\n", path);
+    free(bytes);
     return NULL;
   }
-  text[n] = '\0';
-  return text;
+  return (char *)bytes;
 }
 
 /* The CLBlast parameter search, as a table (sets: more candidates, or

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 
 void clt_image_set_free(clt_image_set *s) {
@@ -173,39 +172,6 @@ static clt_status read_png(const char *path, clt_image_set *out,
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-static clt_status read_whole(const char *path, uint8_t **bytes, size_t *size,
-                             cli_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return cli_err_set(err, CLT_ERR_IO, "cannot open %s: %s", path,
-                       strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return cli_err_set(err, CLT_ERR_IO, "cannot read %s: not a regular file",
-                       path);
-  }
-  if ((int64_t)st.st_size > CLT_IMAGE_MAX_FILE_BYTES) {
-    fclose(f);
-    return cli_err_set(err, CLT_ERR_FORMAT, "%s: %lld bytes is too large",
-                       path, (long long)st.st_size);
-  }
-  *size = (size_t)st.st_size;
-  *bytes = malloc(*size > 0 ? *size : 1);
-  if (!*bytes) {
-    fclose(f);
-    return cli_err_set(err, CLT_ERR_HOST_MEMORY, "%s", path);
-  }
-  size_t got = fread(*bytes, 1, *size, f);
-  fclose(f);
-  if (got != *size) {
-    free(*bytes);
-    *bytes = NULL;
-    return cli_err_set(err, CLT_ERR_IO, "cannot read %s", path);
-  }
-  return CLT_OK;
-}
-
 clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
   memset(out, 0, sizeof *out);
   clt_image_format format = clt_image_format_of(path);
@@ -221,7 +187,7 @@ clt_status clt_image_read(const char *path, clt_image_set *out, cli_err *err) {
   if (format == CLT_IMAGE_FORMAT_PGM) {
     uint8_t *bytes = NULL;
     size_t size = 0;
-    CLI_TRY(read_whole(path, &bytes, &size, err));
+    CLI_TRY(cli_read_file(path, CLT_IMAGE_MAX_FILE_BYTES, &bytes, &size, err));
     clt_status st = clt_image_parse_pgm(bytes, size, path, out, err);
     free(bytes);
     return st;
