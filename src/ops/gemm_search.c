@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/words.h"
 #include "runtime/plan_store.h"
 #include "tensor/tensor.h"
 
@@ -49,9 +50,10 @@ static const clt_gemm_search_shape default_shapes[] = {
 #undef T
 
 /* XgemmDirect: WGD tiles of MDIMCD x NDIMCD work-items, vector widths. */
-#define DIRECT_NAMES                                                           \
-  {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",    \
-   "VWND", "WGD"}
+#define DIRECT_NAME_LIST                                                       \
+  "KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",     \
+      "VWND", "WGD"
+#define DIRECT_NAMES {DIRECT_NAME_LIST}
 static const clt_clblast_set default_direct[] = {
     {"in force", "XgemmDirect", 0, {0}, {0}},
     {"32, 4x4 items, vw 8", "XgemmDirect", 10, DIRECT_NAMES,
@@ -66,9 +68,10 @@ static const clt_clblast_set default_direct[] = {
 
 /* Xgemm: MWG x NWG tiles, MDIMC x NDIMC work-items, local memory (SA, SB)
  * or not, vector widths. */
-#define INDIRECT_NAMES                                                         \
-  {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC",  \
-   "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"}
+#define INDIRECT_NAME_LIST                                                     \
+  "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC",   \
+      "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"
+#define INDIRECT_NAMES {INDIRECT_NAME_LIST}
 static const clt_clblast_set default_indirect[] = {
     {"in force", "Xgemm", 0, {0}, {0}},
     {"32x32, 4x4 items, vw 8", "Xgemm", 16, INDIRECT_NAMES,
@@ -330,10 +333,12 @@ clt_status clt_gemm_search_run(clt_context *ctx,
 
 /* ---- more candidate sets, from text ------------------------------------- */
 
-static const char *const direct_names[] = DIRECT_NAMES;
-static const char *const indirect_names[] = INDIRECT_NAMES;
-#define DIRECT_COUNT ((int)(sizeof direct_names / sizeof direct_names[0]))
-#define INDIRECT_COUNT ((int)(sizeof indirect_names / sizeof indirect_names[0]))
+/* Each kernel's parameters, NULL-terminated. */
+static const char *const direct_names[] = {DIRECT_NAME_LIST, NULL};
+static const char *const indirect_names[] = {INDIRECT_NAME_LIST, NULL};
+#define DIRECT_COUNT ((int)(sizeof direct_names / sizeof direct_names[0]) - 1)
+#define INDIRECT_COUNT                                                         \
+  ((int)(sizeof indirect_names / sizeof indirect_names[0]) - 1)
 
 /* The largest value a parameter may be given: CLBlast's tile sizes and
  * work-group dimensions are far below it. */
@@ -365,11 +370,8 @@ static clt_status parse_extra(clt_context *ctx, char *line, int lineno,
       while (j < count && strcmp(names[j], word) != 0) j++;
     }
     if (!eq || j == count) {
-      char all[200];
-      size_t w = 0;
-      for (int i = 0; i < count && w < sizeof all; i++)
-        w += (size_t)snprintf(all + w, sizeof all - w, "%s%s", i ? " " : "",
-                              names[i]);
+      char all[200] = "";
+      clt_join_words(names, " ", all, sizeof all);
       return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                           "GEMM sets, line %d: '%s' is not NAME=VALUE with a "
                           "parameter of %s (%s)",
