@@ -30,6 +30,11 @@ import sys
 KERNELS = ("Xgemm", "XgemmDirect")
 
 
+def size_name(dims):
+    """The tuned size, "1024^3" for a cube, else "MxNxK"."""
+    return dims[0] + "^3" if len(set(dims)) == 1 else "x".join(dims)
+
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -57,8 +62,7 @@ def log_configurations(text):
         if len(values) != len(names) or time <= 0:
             continue
         kernel = "XgemmDirect" if "WGD" in names else "Xgemm"
-        d = [dims.get(k, "?") for k in "mnk"]
-        size = d[0] + "^3" if len(set(d)) == 1 else "x".join(d)
+        size = size_name([dims.get(k, "?") for k in "mnk"])
         yield kernel, time, dict(zip(names, values)), size
 
 
@@ -72,8 +76,7 @@ def configurations(path):
     except ValueError:
         yield from log_configurations(text)
         return
-    dims = [str(data.get(k, "?")) for k in ("arg_m", "arg_n", "arg_k")]
-    size = dims[0] + "^3" if len(set(dims)) == 1 else "x".join(dims)
+    size = size_name([str(data.get(k, "?")) for k in ("arg_m", "arg_n", "arg_k")])
     for r in data.get("results", []):
         kernel = str(r.get("kernel"))
         # The direct tuner names the variant it ran (XgemmDirectTN): the
