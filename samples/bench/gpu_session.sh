@@ -53,6 +53,18 @@ part_gemm() {
   run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed
 }
 
+# run_tuner DIR LIMIT LOG TUNER ARGS...: a CLBlast tuner in DIR (where it
+# writes its JSON files) for at most LIMIT seconds, its output into
+# DIR/LOG, its last lines shown.
+run_tuner() {
+  local dir=$1 limit=$2 log=$3
+  shift 3
+  echo "+ $*"
+  (cd "$dir" && timeout "$limit" "$@" >"$log" 2>&1)
+  # sed ends a last line that the limit cut off mid-way.
+  tail -n 4 "$dir/$log" | sed '$a\'
+}
+
 part_clbtune() {
   if ! command -v clblast_tuner_xgemm >/dev/null; then
     echo "no clblast_tuner_xgemm: run samples/bench/gpu_tuner_bundle.sh after gpu-bundle"
@@ -72,14 +84,11 @@ part_clbtune() {
   # Each phase writes its JSON file when it ends; what they print (kept in
   # a log) has every configuration timed, so a phase cut off by the time
   # limit still counts (clblast_sets.py reads both).
-  echo "+ clblast_tuner_xgemm ${at[*]} -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2"
-  (cd "$dir" && timeout 330 "$here/.gpu/bin/clblast_tuner_xgemm" "${at[@]}" \
-    -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2 >xgemm.log 2>&1)
-  tail -n 4 "$dir/xgemm.log"
-  echo "+ clblast_tuner_xgemm_direct ${at[*]} -m 256 -n 256 -k 256 -fraction 0.1 -runs 2"
-  (cd "$dir" && timeout 90 "$here/.gpu/bin/clblast_tuner_xgemm_direct" "${at[@]}" \
-    -m 256 -n 256 -k 256 -fraction 0.1 -runs 2 >xgemm_direct.log 2>&1)
-  tail -n 4 "$dir/xgemm_direct.log"
+  run_tuner "$dir" 330 xgemm.log "$here/.gpu/bin/clblast_tuner_xgemm" \
+    "${at[@]}" -m 1024 -n 1024 -k 1024 -fraction 0.02 -runs 2
+  run_tuner "$dir" 90 xgemm_direct.log \
+    "$here/.gpu/bin/clblast_tuner_xgemm_direct" "${at[@]}" -m 256 -n 256 \
+    -k 256 -fraction 0.1 -runs 2
   local files=("$dir"/xgemm.log "$dir"/xgemm_direct.log)
   shopt -s nullglob
   files+=("$dir"/clblast_xgemm*_32.json)
