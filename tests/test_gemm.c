@@ -1,13 +1,16 @@
 /* GEMM through CLBlast against the host reference (ops/opcheck.h): odd
  * sizes from {1, 3, 7, 33, 127, 300}, the four transpose combinations,
- * alpha and beta, strided batches, operands that are views at odd offsets,
+ * alpha and beta, strided batches, operands that are views at odd offsets
+ * and at aligned ones (handed to CLBlast as sub-buffers),
  * and the errors for bad arguments. */
 #include <math.h>
 
 #include "common.h"
 #include "check/check.h"
 #include "common/rng.h"
+#include "graph/graph.h"
 #include "mma_context.h"
+#include "runtime/runtime.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -121,36 +124,106 @@ static clt_tensor *view_of(clt_tensor *base, int64_t offset, int64_t n) {
   return v;
 }
 
-/* C = A^T B on views at odd offsets of one shared buffer; the elements
- * around C keep their values. */
+/* C = A^T B on views of one shared buffer. At odd offsets CLBlast gets
+ * the buffer and each view's offset; at offsets on the plan's alignment
+ * it gets a sub-buffer of each view (ops/gemm.c). Sizes on both sides of
+ * CLBlast's direct/indirect switch, one batched. The elements around C
+ * keep their values. */
+typedef struct view_case {
+  int64_t m, n, k, batch;
+  bool aligned;
+} view_case;
+
+static const view_case view_cases[] = {
+    {7, 5, 3, 1, false},     {7, 5, 3, 1, true},
+    {130, 97, 129, 1, false}, {130, 97, 129, 1, true},
+    {33, 65, 127, 3, false},  {33, 65, 127, 3, true},
+};
+
+/* Where the next view starts after end: 3 elements on, or the next
+ * multiple of the plan's alignment. */
+static int64_t next_offset(int64_t end, bool aligned) {
+  const int64_t al = CLT_PLAN_ALIGN_ELEMS;
+  return aligned ? (end + al) / al * al : end + 3;
+}
+
 START_TEST(gemm_on_views) {
-  enum { M = 7, N = 5, K = 3, OA = 3, OB = 31, OC = 50, TOTAL = 93 };
-  float host[TOTAL], out[TOTAL];
-  clt_random_fill(host, TOTAL, 21, -1.0f, 1.0f);
+  const view_case *v = &view_cases[_i];
+  int64_t M = v->m, N = v->n, K = v->k, B = v->batch;
+  int64_t oa = next_offset(0, v->aligned), ob = next_offset(oa + B * K * M, v->aligned),
+          oc = next_offset(ob + B * K * N, v->aligned);
+  int64_t total = oc + B * M * N + 5;
+  float *host = malloc((size_t)total * sizeof *host);
+  float *out = malloc((size_t)total * sizeof *out);
+  ck_assert_ptr_nonnull(host);
+  ck_assert_ptr_nonnull(out);
+  clt_random_fill(host, total, 21, -1.0f, 1.0f);
   clt_tensor *base;
-  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){TOTAL}, &base));
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){total}, &base));
   ck_assert_ok(clt_tensor_upload(base, host));
-  clt_tensor *a = view_of(base, OA, K * M), *b = view_of(base, OB, K * N),
-             *c = view_of(base, OC, M * N);
-  ck_assert_ok(
-      clt_gemm(g_ctx, CLT_TRANS, CLT_NO_TRANS, M, N, K, 1.0f, a, b, 0.0f, c));
+  clt_tensor *a = view_of(base, oa, B * K * M), *b = view_of(base, ob, B * K * N),
+             *c = view_of(base, oc, B * M * N);
+  ck_assert_ok(clt_gemm_strided_batched(g_ctx, CLT_TRANS, CLT_NO_TRANS, M, N,
+                                        K, 1.0f, a, K * M, b, K * N, 0.0f, c,
+                                        M * N, B));
   ck_assert_ok(clt_tensor_download(base, out));
-  for (int i = 0; i < TOTAL; i++) {
-    if (i < OC || i >= OC + M * N) {
+  for (int64_t i = 0; i < total; i++) {
+    if (i < oc || i >= oc + B * M * N) {
       ck_assert_float_eq(out[i], host[i]);
       continue;
     }
-    int r = (i - OC) / N, col = (i - OC) % N;
+    int64_t e = i - oc, q = e / (M * N), r = e % (M * N) / N, col = e % N;
     double want = 0.0;
-    for (int p = 0; p < K; p++)
-      want += (double)host[OA + p * M + r] * host[OB + p * N + col];
-    ck_assert_msg(fabs(out[i] - want) < 1e-5, "C[%d,%d] = %g, want %g", r, col,
-                  out[i], want);
+    for (int64_t p = 0; p < K; p++)
+      want += (double)host[oa + q * K * M + p * M + r] *
+              host[ob + q * K * N + p * N + col];
+    ck_assert_msg(fabs(out[i] - want) < 1e-4 * (1.0 + fabs(want)),
+                  "%s batch %lld C[%lld,%lld] = %g, want %g",
+                  v->aligned ? "aligned" : "odd", (long long)q, (long long)r,
+                  (long long)col, out[i], want);
   }
   clt_tensor_destroy(a);
   clt_tensor_destroy(b);
   clt_tensor_destroy(c);
   clt_tensor_destroy(base);
+  free(host);
+  free(out);
+}
+END_TEST
+
+/* More aligned views than the context keeps sub-buffers for: each
+ * product still right, the oldest released as new ones come. */
+START_TEST(gemm_many_views) {
+  const int64_t al = CLT_PLAN_ALIGN_ELEMS, views = 600;
+  int64_t total = (views + 2) * al;
+  float *host = malloc((size_t)total * sizeof *host);
+  ck_assert_ptr_nonnull(host);
+  clt_random_fill(host, total, 5, -1.0f, 1.0f);
+  clt_tensor *base;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){total}, &base));
+  ck_assert_ok(clt_tensor_upload(base, host));
+  /* c[i] = a[i] * b where a[i] is element 0 of view i and b the last
+   * element; c is the element after a[i] in the same view. */
+  clt_tensor *b = view_of(base, (views + 1) * al, 1);
+  for (int64_t i = 1; i <= views; i++) {
+    clt_tensor *a = view_of(base, i * al, 1), *c = view_of(base, i * al + 1, 1);
+    ck_assert_ok(clt_gemm(g_ctx, CLT_NO_TRANS, CLT_NO_TRANS, 1, 1, 1, 1.0f, a,
+                          b, 0.0f, c));
+    clt_tensor_destroy(a);
+    clt_tensor_destroy(c);
+  }
+  ck_assert_uint_le(g_ctx->sub_count, 512);
+  ck_assert_uint_gt(g_ctx->sub_count, 0);
+  float *out = malloc((size_t)total * sizeof *out);
+  ck_assert_ptr_nonnull(out);
+  ck_assert_ok(clt_tensor_download(base, out));
+  for (int64_t i = 1; i <= views; i++)
+    ck_assert_float_eq_tol(out[i * al + 1], host[i * al] * host[(views + 1) * al],
+                           1e-6f);
+  clt_tensor_destroy(b);
+  clt_tensor_destroy(base);
+  free(host);
+  free(out);
 }
 END_TEST
 
@@ -366,7 +439,8 @@ static Suite *gemm_suite(void) {
   tcase_add_test(prod, gemm_alpha_beta);
   tcase_add_loop_test(prod, gemm_strided_batched, 0, 3);
   tcase_add_loop_test(prod, gemm_colmajor_form, 0, 4);
-  tcase_add_test(prod, gemm_on_views);
+  tcase_add_loop_test(prod, gemm_on_views, 0, COUNT(view_cases));
+  tcase_add_test(prod, gemm_many_views);
   suite_add_tcase(s, prod);
 
   TCase *mma = tcase_create("fp16 products");

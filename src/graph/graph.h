@@ -261,6 +261,12 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g);
  * hands out the views, then starts the next round. */
 clt_status clt_graph_plan_place(clt_graph *g);
 
+/* Where the plan places a buffer, in elements: 512 bytes, a cache line or
+ * more on every device, and the largest CL_DEVICE_MEM_BASE_ADDR_ALIGN we
+ * know of (POCL 128 bytes, rusticl and NVIDIA 512), so that every tensor
+ * of the plan may be a sub-buffer (ops/gemm.c hands CLBlast those). */
+#define CLT_PLAN_ALIGN_ELEMS ((int64_t)128)
+
 /* Destroys every planned view and the shared buffers. */
 void clt_graph_plan_release(clt_graph *g);
 

@@ -17,8 +17,9 @@
  * Placement is greedy by size (largest first, each at the lowest offset
  * free over its steps) in arenas of at most the device's largest buffer;
  * offsets are aligned so that kernels and CLBlast see aligned operands.
- * Views carry the offset (KT passes it to every kernel), so no OpenCL
- * sub-buffers and their alignment rules are involved. */
+ * Views carry the offset (KT passes it to every kernel); a GEMM hands
+ * CLBlast a sub-buffer of the view instead (ops/gemm.c), which OpenCL
+ * allows at multiples of the device's base address alignment. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,7 @@
 #include "graph/graph.h"
 #include "tensor/tensor.h"
 
-/* Offsets in elements: 256 bytes, a cache line or more on every device. */
-#define ALIGN_ELEMS ((int64_t)64)
+#define ALIGN_ELEMS CLT_PLAN_ALIGN_ELEMS
 
 static int64_t align_up(int64_t x) {
   return (x + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS;

@@ -151,6 +151,23 @@ clt_status clt_gemm_check_args(clt_context *ctx, const char *routine,
                        operand_span(m, n, ldc, stride_c, batch));
 }
 
+/* An operand as CLBlast gets it: its own sub-buffer at offset 0 where the
+ * device allows one (CLBlast's Xgemm copies an operand with a non-zero
+ * offset to a temporary before it runs, and graph tensors are views into
+ * arenas), else the tensor's buffer and element offset. */
+typedef struct clblast_operand {
+  cl_mem mem;
+  size_t offset;
+} clblast_operand;
+
+static clblast_operand operand_at(clt_context *ctx, const clt_tensor *t,
+                                  int64_t span) {
+  cl_mem sub = clt_sub_buffer_get(ctx, t->buffer, (size_t)t->offset * 4,
+                                  (size_t)span * 4);
+  return sub ? (clblast_operand){sub, 0}
+             : (clblast_operand){t->buffer, (size_t)t->offset};
+}
+
 clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
                        clt_transpose tb,
                        int64_t m, int64_t n, int64_t k, float alpha,
@@ -194,20 +211,24 @@ clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
   int64_t ld1 = colmajor ? ldb : lda, ld2 = colmajor ? lda : ldb;
   int64_t s1 = colmajor ? stride_b : stride_a,
           s2 = colmajor ? stride_a : stride_b;
+  int64_t span_a = operand_span(a_rows, a_cols, lda, stride_a, batch);
+  int64_t span_b = operand_span(b_rows, b_cols, ldb, stride_b, batch);
+  clblast_operand o1 = operand_at(ctx, first, colmajor ? span_b : span_a);
+  clblast_operand o2 = operand_at(ctx, second, colmajor ? span_a : span_b);
+  clblast_operand oc =
+      operand_at(ctx, c, operand_span(m, n, ldc, stride_c, batch));
   CLBlastStatusCode rc;
   if (batch == 1)
     rc = CLBlastSgemm(layout, to_clblast(t1), to_clblast(t2), (size_t)d1,
-                      (size_t)d2, (size_t)k, alpha, first->buffer,
-                      (size_t)first->offset, (size_t)ld1, second->buffer,
-                      (size_t)second->offset, (size_t)ld2, beta, c->buffer,
-                      (size_t)c->offset, (size_t)ldc, &ctx->queue, ev);
+                      (size_t)d2, (size_t)k, alpha, o1.mem, o1.offset,
+                      (size_t)ld1, o2.mem, o2.offset, (size_t)ld2, beta,
+                      oc.mem, oc.offset, (size_t)ldc, &ctx->queue, ev);
   else
     rc = CLBlastSgemmStridedBatched(
         layout, to_clblast(t1), to_clblast(t2), (size_t)d1, (size_t)d2,
-        (size_t)k, alpha, first->buffer, (size_t)first->offset, (size_t)ld1,
-        (size_t)s1, second->buffer, (size_t)second->offset, (size_t)ld2,
-        (size_t)s2, beta, c->buffer, (size_t)c->offset, (size_t)ldc,
-        (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
+        (size_t)k, alpha, o1.mem, o1.offset, (size_t)ld1, (size_t)s1, o2.mem,
+        o2.offset, (size_t)ld2, (size_t)s2, beta, oc.mem, oc.offset,
+        (size_t)ldc, (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
   if (rc != CLBlastSuccess) return clblast_fail(ctx, routine, rc, m, n, k);
   return CLT_OK;
 }

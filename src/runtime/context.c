@@ -103,6 +103,10 @@ static clt_status open_queue(clt_context *ctx) {
   ctx->queue = clCreateCommandQueue(ctx->cl, ctx->device, props, &rc);
   if (rc != CL_SUCCESS)
     return clt_ctx_cl_fail(ctx, rc, "clCreateCommandQueue");
+  cl_uint align_bits = 0;
+  if (clGetDeviceInfo(ctx->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                      sizeof align_bits, &align_bits, NULL) == CL_SUCCESS)
+    ctx->base_align_bytes = align_bits / 8;
   return CLT_OK;
 }
 
@@ -193,6 +197,7 @@ CLT_API void clt_context_destroy(clt_context *ctx) {
   if (ctx->queue) drain_queue(ctx->queue);
   clt_profile_release(ctx);
   if (ctx->ops_state_free) ctx->ops_state_free(ctx->ops_state);
+  clt_sub_buffers_release(ctx);
   clt_pool_release_all(ctx);
   clt_programs_release(ctx);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);

@@ -15,8 +15,9 @@
 #include "runtime/runtime.h"
 
 /* Bump when the stored text or the candidates' meaning changes: old
- * entries then miss. */
-#define CLT_PLAN_FORMAT_VERSION 1
+ * entries then miss. 2: GEMM operands reach CLBlast as sub-buffers (no
+ * copies of views), which changes what each candidate costs. */
+#define CLT_PLAN_FORMAT_VERSION 2
 
 /* The mode in force for ctx: its options' plan field, else $CLT_PLAN
  * ("off", "on" or "remeasure", any case; unset or empty: on). With the

@@ -19,6 +19,7 @@ typedef enum clt_kernel_id {
 } clt_kernel_id;
 
 typedef struct clt_pool_block clt_pool_block;
+typedef struct clt_sub_buffer clt_sub_buffer;
 
 /* One profiled command (or span of commands, from a marker `begin` to the
  * end of `event`): its op name and events, read after a finish. */
@@ -51,6 +52,11 @@ struct clt_context {
   clt_kernel_stats kernel_stats;
   clt_memory_stats memory_stats;
   clt_pool_block *pool;      /* freed device buffers kept for reuse */
+  /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, and sub-buffers made for
+   * operands handed to CLBlast (clt_sub_buffer_get). */
+  size_t base_align_bytes;
+  clt_sub_buffer *subs;
+  size_t sub_count, sub_next;
   clt_err err;
   clt_log_fn log;
   void *log_user;
@@ -150,6 +156,17 @@ void clt_pool_give_back(clt_pool_block *b);
 cl_mem clt_pool_buffer(const clt_pool_block *b);
 /* Returns every pooled buffer to OpenCL (context destroy). */
 void clt_pool_release_all(clt_context *ctx);
+
+/* A sub-buffer of parent for the bytes [origin, origin + bytes), made once
+ * and kept by the context, or NULL where none can be made (origin 0 or not
+ * aligned as the device requires; OpenCL refused): then use parent with
+ * the offset. For libraries (CLBlast) that copy an operand with a non-zero
+ * offset to a temporary before their kernels run, where the same operand
+ * at offset 0 is used in place. A few hundred are kept; beyond that the
+ * oldest is released. */
+cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
+                          size_t bytes);
+void clt_sub_buffers_release(clt_context *ctx);
 
 /* Profiling (profile.c): drops the events recorded so far. */
 void clt_profile_release(clt_context *ctx);
