@@ -348,6 +348,10 @@ typedef struct clt_profile_row {
   const char *op;   /* kernel or command name; owned by the library */
   uint64_t calls;
   double seconds;   /* device time from OpenCL event profiling */
+  /* clt_profile_summary_by_layer: the layer and pass the commands ran for
+   * ("conv2 backward", "optimizer"; "" for the rest: uploads, the graph's
+   * own copies); NULL from clt_profile_summary. Owned by the context. */
+  const char *layer;
 } clt_profile_row;
 
 /* With a context created with profiling on: waits for the queue, then sums
@@ -355,6 +359,12 @@ typedef struct clt_profile_row {
  * *rows with free(). */
 CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
                                        size_t *count);
+/* The same per (layer, op): which layer's forward or backward, or the
+ * optimizer's update, each op's time went to (as PyTorch's profiler per
+ * module). */
+CLT_API clt_status clt_profile_summary_by_layer(clt_context *ctx,
+                                                clt_profile_row **rows,
+                                                size_t *count);
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
 

@@ -107,6 +107,25 @@ python3 "$SETS" --top 1 "$T/tuner.log" >"$T/sets.txt" ||
   fail "clblast_sets.py on a tuner's output: $(cat "$T/sets.txt")"
 echo "ok: tune --sets refuses bad files before searching; clblast_sets.py"
 
+# bench train --profile-by layer: each layer's passes and the update apart
+# (a row per layer and op); a mistyped choice is refused before any work.
+MLP=$(dirname "$0")/../samples/fashion_mlp.model
+"$C" bench train "$MLP" --batch 4 --steps 2 --profile-by layer >"$T/prof" ||
+  fail "bench train --profile-by layer"
+grep -q '^layer  *op  *calls  *total ms' "$T/prof" ||
+  fail "--profile-by layer: no header: $(cat "$T/prof")"
+for row in 'fc1 forward  *gemm' 'fc1 backward  *gemm' 'fc2 forward  *gemm' \
+  'optimizer  *adam_step'; do
+  grep -q "^$row  *2 " "$T/prof" ||
+    fail "--profile-by layer: no row '$row' of 2 calls: $(cat "$T/prof")"
+done
+"$C" bench train "$MLP" --batch 4 --steps 2 --profile-by op >"$T/prof" ||
+  fail "bench train --profile-by op"
+grep -q '^op  *calls' "$T/prof" || fail "--profile-by op: $(cat "$T/prof")"
+expect_exit 2 "--profile-by bad" "--profile-by must be op or layer" -- \
+  "$C" bench train none.model --profile-by layers
+echo "ok: bench train --profile-by layer and op"
+
 # A value out of range is blamed on its option, never on the model file.
 expect_exit 2 "--lr -1" "--lr must be above 0" -- \
   "$C" train none.model --data x --lr -1

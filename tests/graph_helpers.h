@@ -10,16 +10,22 @@
 #include "common/rng.h"
 #include "graph/graph.h"
 
-/* A graph from model-file text written to a temporary file. */
-static inline clt_status graph_from_text(const char *text, clt_graph **g) {
+/* A graph on ctx from model-file text written to a temporary file. */
+static inline clt_status graph_from_text_on(clt_context *ctx,
+                                            const char *text, clt_graph **g) {
   char path[] = "/tmp/clt_model_XXXXXX";
   int fd = mkstemp(path);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
   close(fd);
-  clt_status st = clt_graph_load_model(g_ctx, path, g);
+  clt_status st = clt_graph_load_model(ctx, path, g);
   unlink(path);
   return st;
+}
+
+/* The same on the suite's context. */
+static inline clt_status graph_from_text(const char *text, clt_graph **g) {
+  return graph_from_text_on(g_ctx, text, g);
 }
 
 static inline void random_batch(clt_graph *g, int64_t batch, uint64_t seed,

@@ -1,5 +1,6 @@
 /* The graph: gradients by finite differences through whole models, shape
- * and model-file errors, no allocation in a steady-state step,
+ * and model-file errors, no allocation in a steady-state step, the
+ * profile per layer,
  * determinism by seed, and short training runs. */
 #include <math.h>
 #include <unistd.h>
@@ -179,6 +180,89 @@ START_TEST(test_steady_state_allocates_nothing) {
 }
 END_TEST
 
+/* The profile per layer: each layer's forward and backward and the
+ * optimizer's update apart, adding up to the profile per op. */
+START_TEST(test_profile_by_layer) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.profiling = true;
+  clt_context *ctx = NULL;
+  char err[4096];
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text_on(ctx,
+                                  "input shape=1x6x6\n"
+                                  "conv2d name=c1 filters=3 kernel=3\n"
+                                  "flatten\n"
+                                  "dense name=d1 units=4 activation=relu\n"
+                                  "softmax_cross_entropy name=loss\n",
+                                  &g));
+  ck_assert_ok(clt_graph_compile(g, 5, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  float x[5 * 36];
+  int32_t y[5] = {0, 1, 2, 3, 0};
+  clt_random_fill(x, 5 * 36, 3, -1.0f, 1.0f);
+  ck_assert_ok(clt_graph_set_batch(g, x, y, 5));
+  clt_profile_reset(ctx);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+  clt_profile_row *ops = NULL, *layers = NULL;
+  size_t n_ops = 0, n_layers = 0;
+  ck_assert_ok(clt_profile_summary(ctx, &ops, &n_ops));
+  ck_assert_ok(clt_profile_summary_by_layer(ctx, &layers, &n_layers));
+  ck_assert_uint_gt(n_layers, n_ops);
+  /* Every op's calls and time are its rows' per layer, summed. */
+  for (size_t i = 0; i < n_ops; i++) {
+    ck_assert_ptr_null(ops[i].layer);
+    uint64_t calls = 0;
+    double seconds = 0.0;
+    for (size_t j = 0; j < n_layers; j++)
+      if (strcmp(layers[j].op, ops[i].op) == 0) {
+        calls += layers[j].calls;
+        seconds += layers[j].seconds;
+      }
+    ck_assert_uint_eq(calls, ops[i].calls);
+    ck_assert_double_eq_tol(seconds, ops[i].seconds, 1e-9 + 1e-9 * seconds);
+  }
+  /* The products of each layer's passes, and the update, apart. */
+  static const char *const want[][2] = {
+      {"c1 forward", "gemm"},   {"c1 backward", "gemm"},
+      {"d1 forward", "gemm"},   {"d1 backward", "gemm"},
+      {"optimizer", "adam_step"}};
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+    bool found = false;
+    for (size_t j = 0; j < n_layers; j++) {
+      ck_assert_ptr_nonnull(layers[j].layer);
+      if (strcmp(layers[j].layer, want[w][0]) == 0 &&
+          strcmp(layers[j].op, want[w][1]) == 0) {
+        ck_assert_uint_ge(layers[j].calls, 3);
+        found = true;
+      }
+    }
+    ck_assert_msg(found, "no row for %s / %s", want[w][0], want[w][1]);
+  }
+  free(ops);
+  free(layers);
+  /* A reset forgets them; commands outside any layer have layer "". */
+  clt_profile_reset(ctx);
+  ck_assert_ok(clt_tensor_fill(g->params, 0.0));
+  ck_assert_ok(clt_profile_summary_by_layer(ctx, &layers, &n_layers));
+  ck_assert_uint_eq(n_layers, 1);
+  ck_assert_str_eq(layers[0].layer, "");
+  free(layers);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* Losses of `steps` Adam steps on fixed data from seed. */
 static void seeded_losses(uint64_t seed, float *losses, int steps) {
   clt_graph *g = NULL;
@@ -351,6 +435,7 @@ static Suite *graph_suite(void) {
   TCase *train = tcase_create("training");
   tcase_set_timeout(train, 300);
   tcase_add_test(train, test_steady_state_allocates_nothing);
+  tcase_add_test(train, test_profile_by_layer);
   tcase_add_test(train, test_same_seed_same_losses);
   tcase_add_test(train, test_fit_2000_images);
   tcase_add_test(train, test_fit_rejects_bad_data);

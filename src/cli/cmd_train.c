@@ -927,10 +927,47 @@ static clt_status bench_precision(clt_context *ctx, clt_optimizer *opt,
   return CLT_OK;
 }
 
+/* bench train --profile's table: per op, or per layer and op. */
+static int print_profile(clt_context *ctx, bool by_layer, long long steps,
+                         double secs) {
+  clt_profile_row *rows = NULL;
+  size_t n = 0;
+  if ((by_layer ? clt_profile_summary_by_layer(ctx, &rows, &n)
+                : clt_profile_summary(ctx, &rows, &n)) != CLT_OK) {
+    fail(ctx, "profile");
+    return 1;
+  }
+  double total = 0;
+  int width = 24; /* the layer column's */
+  for (size_t i = 0; i < n; i++) {
+    total += rows[i].seconds;
+    if (by_layer && (int)strlen(rows[i].layer) > width)
+      width = (int)strlen(rows[i].layer);
+  }
+  if (by_layer) printf("%-*s ", width, "layer");
+  printf("%-24s %8s %12s %10s %7s\n", "op", "calls", "total ms", "ms/step",
+         "share");
+  for (size_t i = 0; i < n; i++) {
+    if (by_layer)
+      printf("%-*s ", width, rows[i].layer[0] ? rows[i].layer : "-");
+    printf("%-24s %8llu %12.3f %10.4f %6.1f%%\n", rows[i].op,
+           (unsigned long long)rows[i].calls, rows[i].seconds * 1e3,
+           rows[i].seconds * 1e3 / (double)steps,
+           total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
+  }
+  printf("device time %.3f ms/step of %.3f ms/step wall\n",
+         total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
+  free(rows);
+  return 0;
+}
+
+/* profile: 0 none, else PROFILE_BY_OP or PROFILE_BY_LAYER. */
+enum { PROFILE_BY_OP = 1, PROFILE_BY_LAYER = 2 };
+
 static int bench_train_one(const char *model, const char *device,
-                           long long batch, long long steps, bool profile,
+                           long long batch, long long steps, int profile,
                            int precision, double *images_per_sec) {
-  clt_context *ctx = cli_open_context(device, profile);
+  clt_context *ctx = cli_open_context(device, profile != 0);
   if (!ctx) return 1;
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
@@ -968,26 +1005,9 @@ static int bench_train_one(const char *model, const char *device,
          (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
          (double)mem.device_bytes_peak / 1048576.0,
          scaler ? " precision=mixed" : "");
-  if (profile) {
-    clt_profile_row *rows = NULL;
-    size_t n = 0;
-    if (clt_profile_summary(ctx, &rows, &n) != CLT_OK) {
-      fail(ctx, "profile");
-      goto done;
-    }
-    double total = 0;
-    for (size_t i = 0; i < n; i++) total += rows[i].seconds;
-    printf("%-24s %8s %12s %10s %7s\n", "op", "calls", "total ms",
-           "ms/step", "share");
-    for (size_t i = 0; i < n; i++)
-      printf("%-24s %8llu %12.3f %10.4f %6.1f%%\n", rows[i].op,
-             (unsigned long long)rows[i].calls, rows[i].seconds * 1e3,
-             rows[i].seconds * 1e3 / (double)steps,
-             total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
-    printf("device time %.3f ms/step of %.3f ms/step wall\n",
-           total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
-    free(rows);
-  }
+  if (profile &&
+      print_profile(ctx, profile == PROFILE_BY_LAYER, steps, secs) != 0)
+    goto done;
   rc = 0;
 done:
   bench_data_free(&data);
@@ -1113,7 +1133,7 @@ static int bench_all_devices(const char *model, long long batch,
   for (size_t i = 0; i < list.count; i++) {
     char spec[32];
     snprintf(spec, sizeof spec, "%d", list.devices[i].index);
-    if (bench_train_one(model, spec, batch, steps, false, precision,
+    if (bench_train_one(model, spec, batch, steps, 0, precision,
                         &ips[i]) != 0) {
       ips[i] = 0.0;
       failures++;
@@ -1141,8 +1161,9 @@ static int bench_all_devices(const char *model, long long batch,
 int cli_bench_train(int argc, char **argv) {
   const char *device = NULL;
   long long batch = 32, steps = 200;
-  bool profile = false;
-  int precision = CLT_PRECISION_FP32;
+  bool profile = false, by_given = false;
+  int precision = CLT_PRECISION_FP32, profile_by = 0;
+  static const char *const profile_by_names[] = {"op", "layer", NULL};
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "batch size (default 32)", 1, INT_MAX,
        0, 0, 0},
@@ -1154,13 +1175,17 @@ int cli_bench_train(int argc, char **argv) {
        0, 0, 0, 0, 0},
       {"profile", CLI_FLAG, &profile, NULL, "add the device time of each op",
        0, 0, 0, 0, 0},
+      {"profile-by", CLI_CHOICE, &profile_by, "op|layer",
+       "--profile's rows: per op (default), or per layer\n"
+       "(its forward or backward) and op; implies --profile",
+       0, 0, 0, profile_by_names, &by_given},
       {"precision", CLI_CHOICE, &precision, "P",
        "fp32 (default) or mixed (as train --precision)", 0, 0, 0,
        precision_names, 0},
   };
   const cli_command cmd = {
       "bench train", "MODEL [--batch B] [--steps N] [--device D|all] "
-                     "[--profile] [--precision P]",
+                     "[--profile] [--profile-by op|layer] [--precision P]",
       "  steady-state images/s of forward + backward + Adam update, the data\n"
       "  already on the device\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
@@ -1180,6 +1205,8 @@ int cli_bench_train(int argc, char **argv) {
   }
   clt_dist_destroy(dist);
   double ips;
-  return bench_train_one(model, device, batch, steps, profile, precision,
-                         &ips);
+  int how = by_given && profile_by == 1 ? PROFILE_BY_LAYER
+            : profile || by_given       ? PROFILE_BY_OP
+                                        : 0;
+  return bench_train_one(model, device, batch, steps, how, precision, &ips);
 }

@@ -15,6 +15,7 @@ static void usage(FILE *out) {
           "device\n"
           "  bench gemm [--device D]       GEMM GFLOP/s (and OpenBLAS's)\n"
           "  bench train MODEL [--batch B] [--device D|all] [--profile]\n"
+          "                                [--profile-by op|layer]\n"
           "  bench conv [--device D]       im2col + GEMM against CLBlast's "
           "convgemm\n"
           "  tune MODEL --batch B [--device D]  measure and store the plans\n"

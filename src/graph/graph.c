@@ -747,15 +747,19 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
     CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
                           g->work_params->numel));
   for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
-  for (int i = 0; i < g->n_nodes; i++) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < g->n_nodes && st == CLT_OK; i++) {
     clt_graph_node *n = &g->nodes[i];
-    if (n->ops->forward && !n->fused_away) CLT_TRY(n->ops->forward(g, n));
+    clt_profile_scope(g->ctx, n->name, "forward");
+    if (n->ops->forward && !n->fused_away) st = n->ops->forward(g, n);
+    if (st != CLT_OK) break;
     if (mixed && rounds_output(g, n) && n->out16)
-      CLT_TRY(clt_round_save_f16(g->ctx, n->out, n->out16,
-                                 g->batch * n->size));
+      st = clt_round_save_f16(g->ctx, n->out, n->out16, g->batch * n->size);
     else if (mixed && rounds_output(g, n))
-      CLT_TRY(clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size));
+      st = clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size);
   }
+  clt_profile_scope(g->ctx, NULL, NULL);
+  CLT_TRY(st);
   if (g->loss_node >= 0) g->metric_samples += g->batch;
   return CLT_OK;
 }
@@ -770,15 +774,12 @@ clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
   return in->grad;
 }
 
-CLT_API clt_status clt_graph_backward(clt_graph *g) {
-  CLT_TRY(need_compiled(g, "backward"));
-  if (g->loss_node < 0)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "backward: the graph has no loss layer");
-  for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+/* clt_graph_backward's walk over the nodes, last to first. */
+static clt_status backward_nodes(clt_graph *g) {
   bool mixed = g->precision == CLT_PRECISION_MIXED;
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     clt_graph_node *n = &g->nodes[i];
+    clt_profile_scope(g->ctx, n->name, "backward");
     if (mixed) CLT_TRY(restore_saved_outputs(g, i));
     if (!n->needs_grad || !n->ops->backward || clt_node_aliases(n)) continue;
     if (!n->is_loss && !grad_owner(g, n)->grad_written) {
@@ -800,6 +801,17 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
       CLT_TRY(g->grads_final(g, n->params[0].offset, g->grads_final_user));
   }
   return CLT_OK;
+}
+
+CLT_API clt_status clt_graph_backward(clt_graph *g) {
+  CLT_TRY(need_compiled(g, "backward"));
+  if (g->loss_node < 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "backward: the graph has no loss layer");
+  for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+  clt_status st = backward_nodes(g);
+  clt_profile_scope(g->ctx, NULL, NULL);
+  return st;
 }
 
 CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset) {

@@ -247,7 +247,17 @@ CLT_API void clt_optimizer_set_loss_scaler(clt_optimizer *o,
   clt_graph_set_loss_scale(o->g, s ? clt_loss_scaler_scale(s) : 1.0f);
 }
 
+static clt_status step(clt_optimizer *o);
+
 CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
+  clt_profile_scope(o->g->ctx, "optimizer", NULL);
+  clt_status st = step(o);
+  clt_profile_scope(o->g->ctx, NULL, NULL);
+  return st;
+}
+
+/* clt_optimizer_step: the loss scaler's check, then the update. */
+static clt_status step(clt_optimizer *o) {
   if (o->scaler) {
     /* GradScaler's step and update: unscale, skip on overflow. */
     bool skip = false;

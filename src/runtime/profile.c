@@ -1,5 +1,6 @@
 /* Per-op device time from OpenCL event profiling: an event slot per
  * enqueued command (or span of commands), summed by op name on demand. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,9 @@ static int by_seconds_desc(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
-                                       size_t *count) {
+/* Sums the profiled commands per op, or per (scope, op) when by_scope. */
+static clt_status summarize(clt_context *ctx, bool by_scope,
+                            clt_profile_row **rows, size_t *count) {
   *rows = NULL;
   *count = 0;
   if (!ctx->profiling)
@@ -42,9 +44,18 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end,
                                 NULL) != CL_SUCCESS || end < start)
       continue;
+    const char *op = ctx->profile[i].op;
+    const char *layer = by_scope && ctx->profile[i].scope
+                            ? ctx->profile[i].scope
+                            : "";
     size_t j = 0;
-    while (j < n && strcmp(out[j].op, ctx->profile[i].op) != 0) j++;
-    if (j == n) out[n++].op = ctx->profile[i].op;
+    while (j < n && (strcmp(out[j].op, op) != 0 ||
+                     (by_scope && strcmp(out[j].layer, layer) != 0)))
+      j++;
+    if (j == n) {
+      out[n].op = op;
+      out[n++].layer = by_scope ? layer : NULL;
+    }
     out[j].calls++;
     out[j].seconds += (double)(end - start) * 1e-9;
   }
@@ -54,11 +65,56 @@ CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
   return CLT_OK;
 }
 
+CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
+                                       size_t *count) {
+  return summarize(ctx, false, rows, count);
+}
+
+CLT_API clt_status clt_profile_summary_by_layer(clt_context *ctx,
+                                                clt_profile_row **rows,
+                                                size_t *count) {
+  return summarize(ctx, true, rows, count);
+}
+
+/* Scopes beyond this many are not told apart (their commands get none). */
+#define PROFILE_SCOPES_MAX 4096
+
+void clt_profile_scope(clt_context *ctx, const char *name, const char *pass) {
+  if (!ctx->profiling) return;
+  ctx->profile_scope = NULL;
+  if (!name) return;
+  char want[160];
+  snprintf(want, sizeof want, "%s%s%s", name, pass ? " " : "",
+           pass ? pass : "");
+  for (size_t i = 0; i < ctx->profile_scope_count; i++)
+    if (strcmp(ctx->profile_scopes[i], want) == 0) {
+      ctx->profile_scope = ctx->profile_scopes[i];
+      return;
+    }
+  if (ctx->profile_scope_count == PROFILE_SCOPES_MAX) return;
+  if (ctx->profile_scope_count % 64 == 0) {
+    char **grown = realloc(ctx->profile_scopes,
+                           (ctx->profile_scope_count + 64) * sizeof *grown);
+    if (!grown) return;
+    ctx->profile_scopes = grown;
+  }
+  char *copy = strdup(want);
+  if (!copy) return;
+  ctx->profile_scopes[ctx->profile_scope_count++] = copy;
+  ctx->profile_scope = copy;
+}
+
 void clt_profile_release(clt_context *ctx) {
   clt_profile_reset(ctx);
   free(ctx->profile);
   ctx->profile = NULL;
   ctx->profile_count = ctx->profile_cap = 0;
+  for (size_t i = 0; i < ctx->profile_scope_count; i++)
+    free(ctx->profile_scopes[i]);
+  free(ctx->profile_scopes);
+  ctx->profile_scopes = NULL;
+  ctx->profile_scope_count = 0;
+  ctx->profile_scope = NULL;
 }
 
 cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
@@ -72,6 +128,7 @@ cl_event *clt_profile_slot(clt_context *ctx, const char *op) {
   }
   clt_profile_entry *e = &ctx->profile[ctx->profile_count++];
   e->op = op;
+  e->scope = ctx->profile_scope;
   e->begin = NULL;
   e->event = NULL;
   return &e->event;

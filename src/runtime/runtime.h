@@ -25,6 +25,7 @@ typedef struct clt_sub_buffer clt_sub_buffer;
  * end of `event`): its op name and events, read after a finish. */
 typedef struct clt_profile_entry {
   const char *op;
+  const char *scope; /* the layer and pass it ran for, or NULL */
   cl_event begin; /* NULL: the span is the command of `event` */
   cl_event event;
 } clt_profile_entry;
@@ -65,6 +66,11 @@ struct clt_context {
   bool profiling;
   clt_profile_entry *profile;
   size_t profile_count, profile_cap;
+  /* The scope of the commands enqueued now (clt_profile_scope), and
+   * every scope named so far (interned: profile entries point at them). */
+  const char *profile_scope;
+  char **profile_scopes;
+  size_t profile_scope_count;
 };
 
 /* Records an error on the context (message printf-style) and logs it at
@@ -144,6 +150,11 @@ cl_event *clt_profile_slot(clt_context *ctx, const char *op);
  * event (a library call such as a CLBlast routine): a marker enqueued now
  * records where the sequence starts. */
 cl_event *clt_profile_span(clt_context *ctx, const char *op);
+/* Where profiling is on, the commands profiled from now on belong to the
+ * scope "name pass" (a layer and "forward" or "backward", or a name
+ * alone where pass is NULL: clt_profile_summary_by_layer's layer); name
+ * NULL ends it. The text is copied (kept until the context goes). */
+void clt_profile_scope(clt_context *ctx, const char *name, const char *pass);
 
 /* The device buffer pool (pool.c). A block is a cl_mem of at least the
  * bytes asked for, either reused from freed ones or created (counted in the
