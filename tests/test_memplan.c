@@ -102,7 +102,8 @@ START_TEST(test_buffers_are_shared) {
      * to the plan's alignment). */
     int64_t most = m < 2 ? g->requested_bytes * 3 / 4
                          : g->requested_bytes + (int64_t)g->n_requests *
-                                                    CLT_PLAN_ALIGN_ELEMS * 4;
+                                                    clt_graph_plan_align(g) *
+                                                    4;
     ck_assert_msg(g->arena_bytes < most,
                   "model %d: %lld bytes planned for %lld asked", m,
                   (long long)g->arena_bytes, (long long)g->requested_bytes);

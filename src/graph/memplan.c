@@ -27,10 +27,14 @@
 #include "graph/graph.h"
 #include "tensor/tensor.h"
 
-#define ALIGN_ELEMS CLT_PLAN_ALIGN_ELEMS
+int64_t clt_graph_plan_align(const clt_graph *g) {
+  int64_t device = (int64_t)(g->ctx->base_align_bytes / 4);
+  if (device > CLT_PLAN_ALIGN_MAX) device = CLT_PLAN_ALIGN_MAX;
+  return device > CLT_PLAN_ALIGN_ELEMS ? device : CLT_PLAN_ALIGN_ELEMS;
+}
 
-static int64_t align_up(int64_t x) {
-  return (x + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS;
+static int64_t align_up(int64_t x, int64_t align) {
+  return (x + align - 1) / align * align;
 }
 
 static int step_forward(const clt_graph *g, int node) {
@@ -225,7 +229,7 @@ static int64_t lowest_fit(clt_graph *g, int a, const clt_buffer_request *r,
   for (int i = 0; i < count; i++) {
     const clt_buffer_request *p = &g->requests[near[i]];
     if (off + r->numel <= p->offset) break;
-    int64_t end = align_up(p->offset + p->numel);
+    int64_t end = align_up(p->offset + p->numel, clt_graph_plan_align(g));
     if (end > off) off = end;
   }
   return off + r->numel <= cap ? off : -1;
@@ -323,7 +327,7 @@ clt_status clt_graph_plan_place(clt_graph *g) {
    * pool's message. */
   int64_t cap = (int64_t)(g->ctx->info.max_alloc_bytes / 4);
   if (cap > INT32_MAX) cap = INT32_MAX;
-  cap = cap / ALIGN_ELEMS * ALIGN_ELEMS;
+  cap = cap / clt_graph_plan_align(g) * clt_graph_plan_align(g);
   int *order = malloc((size_t)(2 * g->n_requests + 1) * sizeof *order);
   int64_t *sizes = calloc((size_t)g->n_requests + 1, sizeof *sizes);
   if (!order || !sizes) {
