@@ -748,7 +748,7 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
                           g->work_params->numel));
   for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
   clt_status st = CLT_OK;
-  for (int i = 0; i < g->n_nodes && st == CLT_OK; i++) {
+  for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     clt_profile_scope(g->ctx, n->name, "forward");
     if (n->ops->forward && !n->fused_away) st = n->ops->forward(g, n);
@@ -757,6 +757,7 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
       st = clt_round_save_f16(g->ctx, n->out, n->out16, g->batch * n->size);
     else if (mixed && rounds_output(g, n))
       st = clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size);
+    if (st != CLT_OK) break;
   }
   clt_profile_scope(g->ctx, NULL, NULL);
   CLT_TRY(st);
