@@ -22,7 +22,8 @@
 #          choice; `gemm` before it shows CLBlast's database), then tune of
 #          the CNN and the ResNet at batch 64, fp32 and mixed
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
-#          torch_train.py --device cuda; CNN b64 with --profile
+#          torch_train.py --device cuda; CNN b64 and ResNet b256 with
+#          --profile-by layer (each layer's passes apart)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   mpi    (issue 12) the GPU alone against one GPU rank plus one POCL
@@ -122,13 +123,14 @@ part_train() {
       run cltrain bench train "samples/fashion_$model.model" --batch "$b" --steps 100 "${dev[@]}"
     done
   done
-  run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile "${dev[@]}"
+  run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
+  run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
 }
 
 part_mixed() {
   for b in 64 256; do
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50 --amp
-    run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 --precision mixed --profile "${dev[@]}"
+    run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 --precision mixed --profile-by layer "${dev[@]}"
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50
     run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 "${dev[@]}"
   done
