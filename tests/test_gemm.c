@@ -140,17 +140,11 @@ static const view_case view_cases[] = {
     {33, 65, 127, 3, false},  {33, 65, 127, 3, true},
 };
 
-/* What the device asks of a sub-buffer's start, in elements (at least
- * the plan's alignment). */
-static int64_t device_align(void) {
-  int64_t a = (int64_t)(g_ctx->base_align_bytes / 4);
-  return a > CLT_PLAN_ALIGN_ELEMS ? a : CLT_PLAN_ALIGN_ELEMS;
-}
-
 /* Where the next view starts after end: 3 elements on, or the next
- * multiple of the device's alignment. */
+ * multiple of the alignment the memory plan uses on this device (one a
+ * sub-buffer may start at). */
 static int64_t next_offset(int64_t end, bool aligned) {
-  const int64_t al = device_align();
+  const int64_t al = clt_graph_plan_align(g_ctx);
   return aligned ? (end + al) / al * al : end + 3;
 }
 
@@ -201,7 +195,7 @@ END_TEST
 /* More aligned views than the context keeps sub-buffers for: each
  * product still right, the oldest released as new ones come. */
 START_TEST(gemm_many_views) {
-  const int64_t al = device_align(), views = 600;
+  const int64_t al = clt_graph_plan_align(g_ctx), views = 600;
   int64_t total = (views + 2) * al;
   float *host = malloc((size_t)total * sizeof *host);
   ck_assert_ptr_nonnull(host);

@@ -102,7 +102,7 @@ START_TEST(test_buffers_are_shared) {
      * to the plan's alignment). */
     int64_t most = m < 2 ? g->requested_bytes * 3 / 4
                          : g->requested_bytes + (int64_t)g->n_requests *
-                                                    clt_graph_plan_align(g) *
+                                                    clt_graph_plan_align(g->ctx) *
                                                     4;
     ck_assert_msg(g->arena_bytes < most,
                   "model %d: %lld bytes planned for %lld asked", m,

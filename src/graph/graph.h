@@ -261,14 +261,15 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g);
  * hands out the views, then starts the next round. */
 clt_status clt_graph_plan_place(clt_graph *g);
 
-/* Where the plan places a buffer, in elements (clt_graph_plan_align):
+/* Where the plan places a buffer on ctx's device, in elements
+ * (clt_graph_plan_align):
  * at least 512 bytes, a cache line or more on every device, and more
  * where the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN asks for more (POCL
  * 128 bytes, rusticl 512), up to 16 KiB, so that every tensor of the plan
  * may be a sub-buffer (ops/gemm.c hands CLBlast those). */
 #define CLT_PLAN_ALIGN_ELEMS ((int64_t)128)
 #define CLT_PLAN_ALIGN_MAX ((int64_t)4096)
-int64_t clt_graph_plan_align(const clt_graph *g);
+int64_t clt_graph_plan_align(const clt_context *ctx);
 
 /* Destroys every planned view and the shared buffers. */
 void clt_graph_plan_release(clt_graph *g);

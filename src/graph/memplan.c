@@ -27,8 +27,8 @@
 #include "graph/graph.h"
 #include "tensor/tensor.h"
 
-int64_t clt_graph_plan_align(const clt_graph *g) {
-  int64_t device = (int64_t)(g->ctx->base_align_bytes / 4);
+int64_t clt_graph_plan_align(const clt_context *ctx) {
+  int64_t device = (int64_t)(ctx->base_align_bytes / 4);
   if (device > CLT_PLAN_ALIGN_MAX) device = CLT_PLAN_ALIGN_MAX;
   return device > CLT_PLAN_ALIGN_ELEMS ? device : CLT_PLAN_ALIGN_ELEMS;
 }
@@ -225,11 +225,11 @@ static int64_t lowest_fit(clt_graph *g, int a, const clt_buffer_request *r,
     if (p->arena == a && p != r && overlap_in_time(p, r)) near[count++] = i;
   }
   sort_requests(near, count, g->requests, before_by_offset);
-  int64_t off = 0;
+  int64_t off = 0, align = clt_graph_plan_align(g->ctx);
   for (int i = 0; i < count; i++) {
     const clt_buffer_request *p = &g->requests[near[i]];
     if (off + r->numel <= p->offset) break;
-    int64_t end = align_up(p->offset + p->numel, clt_graph_plan_align(g));
+    int64_t end = align_up(p->offset + p->numel, align);
     if (end > off) off = end;
   }
   return off + r->numel <= cap ? off : -1;
@@ -327,7 +327,8 @@ clt_status clt_graph_plan_place(clt_graph *g) {
    * pool's message. */
   int64_t cap = (int64_t)(g->ctx->info.max_alloc_bytes / 4);
   if (cap > INT32_MAX) cap = INT32_MAX;
-  cap = cap / clt_graph_plan_align(g) * clt_graph_plan_align(g);
+  int64_t align = clt_graph_plan_align(g->ctx);
+  cap = cap / align * align;
   int *order = malloc((size_t)(2 * g->n_requests + 1) * sizeof *order);
   int64_t *sizes = calloc((size_t)g->n_requests + 1, sizeof *sizes);
   if (!order || !sizes) {
