@@ -961,13 +961,15 @@ static int print_profile(clt_context *ctx, bool by_layer, long long steps,
   return 0;
 }
 
-/* profile: 0 none, else PROFILE_BY_OP or PROFILE_BY_LAYER. */
-enum { PROFILE_BY_OP = 1, PROFILE_BY_LAYER = 2 };
+/* --profile-by's values, in the order of their names. */
+static const char *const profile_by_names[] = {"op", "layer", NULL};
+enum { PROFILE_BY_OP, PROFILE_BY_LAYER };
 
 static int bench_train_one(const char *model, const char *device,
-                           long long batch, long long steps, int profile,
-                           int precision, double *images_per_sec) {
-  clt_context *ctx = cli_open_context(device, profile != 0);
+                           long long batch, long long steps, bool profile,
+                           int profile_by, int precision,
+                           double *images_per_sec) {
+  clt_context *ctx = cli_open_context(device, profile);
   if (!ctx) return 1;
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
@@ -1006,7 +1008,7 @@ static int bench_train_one(const char *model, const char *device,
          (double)mem.device_bytes_peak / 1048576.0,
          scaler ? " precision=mixed" : "");
   if (profile &&
-      print_profile(ctx, profile == PROFILE_BY_LAYER, steps, secs) != 0)
+      print_profile(ctx, profile_by == PROFILE_BY_LAYER, steps, secs) != 0)
     goto done;
   rc = 0;
 done:
@@ -1133,8 +1135,8 @@ static int bench_all_devices(const char *model, long long batch,
   for (size_t i = 0; i < list.count; i++) {
     char spec[32];
     snprintf(spec, sizeof spec, "%d", list.devices[i].index);
-    if (bench_train_one(model, spec, batch, steps, 0, precision,
-                        &ips[i]) != 0) {
+    if (bench_train_one(model, spec, batch, steps, false, PROFILE_BY_OP,
+                        precision, &ips[i]) != 0) {
       ips[i] = 0.0;
       failures++;
     }
@@ -1162,8 +1164,7 @@ int cli_bench_train(int argc, char **argv) {
   const char *device = NULL;
   long long batch = 32, steps = 200;
   bool profile = false, by_given = false;
-  int precision = CLT_PRECISION_FP32, profile_by = 0;
-  static const char *const profile_by_names[] = {"op", "layer", NULL};
+  int precision = CLT_PRECISION_FP32, profile_by = PROFILE_BY_OP;
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "batch size (default 32)", 1, INT_MAX,
        0, 0, 0},
@@ -1205,8 +1206,6 @@ int cli_bench_train(int argc, char **argv) {
   }
   clt_dist_destroy(dist);
   double ips;
-  int how = by_given && profile_by == 1 ? PROFILE_BY_LAYER
-            : profile || by_given       ? PROFILE_BY_OP
-                                        : 0;
-  return bench_train_one(model, device, batch, steps, how, precision, &ips);
+  return bench_train_one(model, device, batch, steps, profile || by_given,
+                         profile_by, precision, &ips);
 }
