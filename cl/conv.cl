@@ -362,3 +362,274 @@ __kernel void nchw_to_nhwc(__global float *y, int y_off, __global float *x,
       out[p * C + c] = v;
     }
 }
+
+/* Direct convolution, for windows with few taps (C*KH*KW at most
+ * nn/conv2d.c's DIRECT_MAX_TAPS: a first layer's 3x3 over one or three
+ * channels), where the GEMM's k is the tap count and CLBlast pads it to
+ * its tile (k = 9 to 32 on POCL), so that a product of 9-term sums runs at
+ * a fraction of the GEMM's speed: no unfold, and the bias and a fused
+ * ReLU in the same pass. Two layouts, as im2col's: a work-item per output
+ * row (conv_direct_forward, conv_direct_wgrad: loops over contiguous
+ * memory with no division in them, which CPU devices vectorise) or per
+ * element (the _elems kernels: neighbouring work-items on neighbouring
+ * memory, for GPUs). Both add the taps in (c, kh, kw) order, then the
+ * bias. */
+
+/* The output columns [*lo, *hi) whose window column kw reads inside the
+ * input (iw = ow * stride_w + kw * dil_w - pad_w), as im2col's. */
+static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
+                        int dil_w, int *lo, int *hi) {
+  int iw0 = kw * dil_w - pad_w;
+  *lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
+  *hi = iw0 >= W ? *lo : max(*lo, min(OW, (W - 1 - iw0) / stride_w + 1));
+}
+
+/* The columns [*lo, *hi) of an output row whose whole window lies inside
+ * the input, and where the direct kernels' blocks of DIRECT_VEC columns
+ * go: from lo in steps of DIRECT_VEC, the last moved back to end at hi
+ * (it then computes some columns twice, the same way, so the values
+ * written twice are the same bits); none where the span is shorter than a
+ * block or the stride is not 1 (every column then goes alone). */
+#define DIRECT_VEC 8
+static void inner_cols(int W, int OW, int KW, int pad_w, int stride_w,
+                       int dil_w, int *lo, int *hi) {
+  int last = W - 1 + pad_w - (KW - 1) * dil_w; /* ow * stride_w <= last */
+  *lo = min(OW, (pad_w + stride_w - 1) / stride_w);
+  *hi = last < 0 ? *lo : max(*lo, min(OW, last / stride_w + 1));
+  if (stride_w != 1 || *hi - *lo < DIRECT_VEC) *hi = *lo;
+}
+
+static int block_at(int ow, int hi) { return min(ow, hi - DIRECT_VEC); }
+
+/* y[n][f][oh][ow] for one column, every tap checked against the input's
+ * edges. */
+static float direct_col(__global const float *xn, __global const float *wf,
+                        int oh, int ow, int C, int H, int W, int KH, int KW,
+                        int pad_h, int pad_w, int stride_h, int stride_w,
+                        int dil_h, int dil_w) {
+  int ih0 = oh * stride_h - pad_h, iw0 = ow * stride_w - pad_w;
+  float s = 0.0f;
+  for (int c = 0; c < C; c++)
+    for (int kh = 0; kh < KH; kh++) {
+      int ih = ih0 + kh * dil_h;
+      if (ih < 0 || ih >= H) continue;
+      __global const float *row = xn + (c * H + ih) * W;
+      __global const float *wr = wf + (c * KH + kh) * KW;
+      for (int kw = 0; kw < KW; kw++) {
+        int iw = iw0 + kw * dil_w;
+        if (iw >= 0 && iw < W) s += wr[kw] * row[iw];
+      }
+    }
+  return s;
+}
+
+/* y[n][f][:][:] for work-item n*F + f: the inner columns in blocks of
+ * DIRECT_VEC (float8: a CPU device's vector, the weights in scalar
+ * registers), the rest column by column. */
+__kernel void conv_direct_forward(__global float *y, int y_off,
+                                  __global const float *x, int x_off,
+                                  __global const float *wt, int wt_off,
+                                  __global const float *bias, int bias_off,
+                                  int batch, int F, int C, int H, int W,
+                                  int KH, int KW, int OH, int OW, int pad_h,
+                                  int pad_w, int stride_h, int stride_w,
+                                  int dil_h, int dil_w, int has_bias,
+                                  int relu) {
+  int i = get_global_id(0);
+  if (i >= batch * F) return;
+  int f = i % F, n = i / F;
+  __global const float *xn = x + x_off + n * C * H * W;
+  __global const float *wf = wt + wt_off + f * C * KH * KW;
+  float b = has_bias ? bias[bias_off + f] : 0.0f;
+  int lo, hi;
+  inner_cols(W, OW, KW, pad_w, stride_w, dil_w, &lo, &hi);
+  for (int oh = 0; oh < OH; oh++) {
+    __global float *out = y + y_off + (i * OH + oh) * OW;
+    int ih0 = oh * stride_h - pad_h;
+    for (int ow = lo; ow < hi; ow += DIRECT_VEC) {
+      int at = block_at(ow, hi);
+      float8 s = 0.0f;
+      for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < KH; kh++) {
+          int ih = ih0 + kh * dil_h;
+          if (ih < 0 || ih >= H) continue;
+          __global const float *row = xn + (c * H + ih) * W + at - pad_w;
+          __global const float *wr = wf + (c * KH + kh) * KW;
+          for (int kw = 0; kw < KW; kw++)
+            s += wr[kw] * vload8(0, row + kw * dil_w);
+        }
+      s += b;
+      if (relu) s = select((float8)0.0f, s, isgreater(s, (float8)0.0f));
+      vstore8(s, 0, out + at);
+    }
+    for (int ow = 0; ow < OW; ow++) {
+      if (ow == lo && hi > lo) ow = hi;
+      if (ow >= OW) break;
+      float s = direct_col(xn, wf, oh, ow, C, H, W, KH, KW, pad_h, pad_w,
+                           stride_h, stride_w, dil_h, dil_w) + b;
+      out[ow] = relu && !(s > 0.0f) ? 0.0f : s;
+    }
+  }
+}
+
+/* The same, a work-item per element: global (OW, OH, batch*F). */
+__kernel void conv_direct_forward_elems(
+    __global float *y, int y_off, __global const float *x, int x_off,
+    __global const float *wt, int wt_off, __global const float *bias,
+    int bias_off, int batch, int F, int C, int H, int W, int KH, int KW,
+    int OH, int OW, int pad_h, int pad_w, int stride_h, int stride_w,
+    int dil_h, int dil_w, int has_bias, int relu) {
+  int ow = get_global_id(0), oh = get_global_id(1), nf = get_global_id(2);
+  if (ow >= OW || oh >= OH || nf >= batch * F) return;
+  int f = nf % F, n = nf / F;
+  float s = direct_col(x + x_off + n * C * H * W,
+                       wt + wt_off + f * C * KH * KW, oh, ow, C, H, W, KH,
+                       KW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
+  s += has_bias ? bias[bias_off + f] : 0.0f;
+  y[y_off + (nf * OH + oh) * OW + ow] = relu && !(s > 0.0f) ? 0.0f : s;
+}
+
+/* The direct convolution's weight and bias gradients, as partial sums
+ * over the output rows r = n*OH + oh, in chunks of rows_per_chunk (the
+ * last may be shorter), kept apart by output column ow: for tap j = (c*KH
+ * + kh)*KW + kw the products dy[n][f][oh][ow] * x[n][c][ih][iw] of the
+ * chunk's rows, at ws[((chunk*F + f)*C*KH*KW + j)*OW + ow] (zero where
+ * column ow never meets the input), and where taps = C*KH*KW + 1 the
+ * bias's, dy alone, at ws[(chunks*F*C*KH*KW) + (chunk*F + f)*OW + ow].
+ * relu_grad: dy through a fused ReLU, times mask > 0 (mask the ReLU's
+ * output; swap_axes01's arithmetic). The host adds the partials up
+ * (sum_channels), the same way for both layouts. Here a work-item per
+ * (chunk, f, j), its OW partials a row it adds the chunk's rows into. */
+__kernel void conv_direct_wgrad(__global float *ws, int ws_off,
+                                __global const float *x, int x_off,
+                                __global const float *dy, int dy_off,
+                                __global const float *mask, int mask_off,
+                                int batch, int F, int C, int H, int W,
+                                int KH, int KW, int OH, int OW, int pad_h,
+                                int pad_w, int stride_h, int stride_w,
+                                int dil_h, int dil_w, int taps, int chunks,
+                                int rows_per_chunk, int relu_grad) {
+  int i = get_global_id(0);
+  if (i >= chunks * F * taps) return;
+  int ckk = C * KH * KW;
+  int j = i % taps, f = i / taps % F, chunk = i / (taps * F);
+  bool bias = j == ckk;
+  int c = j / (KH * KW), kh = j / KW % KH, kw = j % KW;
+  __global float *acc =
+      ws + ws_off +
+      (bias ? chunks * F * ckk * OW + (chunk * F + f) * OW
+            : ((chunk * F + f) * ckk + j) * OW);
+  /* The columns this tap reads inside the input, [lo, hi), in blocks of
+   * DIRECT_VEC where the stride is 1 (as the forward's); the others one
+   * by one. */
+  int iw0 = kw * dil_w - pad_w, lo = 0, hi = OW;
+  if (!bias) window_cols(kw, W, OW, pad_w, stride_w, dil_w, &lo, &hi);
+  int vhi = stride_w == 1 && hi - lo >= DIRECT_VEC ? hi : lo;
+  int r0 = chunk * rows_per_chunk;
+  int r1 = min(batch * OH, r0 + rows_per_chunk);
+  /* The output rows whose window row kh lies inside the input: oh in
+   * [oh_lo, oh_hi) (all of them for the bias). */
+  int oh_lo = 0, oh_hi = OH;
+  if (!bias) {
+    int top = pad_h - kh * dil_h, bottom = H - 1 + pad_h - kh * dil_h;
+    oh_lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
+    oh_hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
+  }
+  for (int ow = lo; ow < vhi; ow += DIRECT_VEC) {
+    int at = block_at(ow, vhi);
+    float8 s = 0.0f;
+    /* The chunk's rows image by image, each image's inside [oh_lo, oh_hi)
+     * walked by pointers. */
+    for (int r = r0; r < r1;) {
+      int n = r / OH, a = r % OH, e = min(OH, a + (r1 - r));
+      r += e - a;
+      a = max(a, oh_lo);
+      e = min(e, oh_hi);
+      if (a >= e) continue;
+      int o = ((n * F + f) * OH + a) * OW + at;
+      __global const float *g = dy + dy_off + o;
+      __global const float *m = mask + mask_off + o;
+      __global const float *xr =
+          x + x_off + ((n * C + c) * H + a * stride_h - pad_h + kh * dil_h) * W +
+          at + iw0;
+      int xstep = stride_h * W;
+      if (bias && relu_grad) {
+        for (int oh = a; oh < e; oh++, g += OW, m += OW)
+          s += select((float8)0.0f, vload8(0, g),
+                      isgreater(vload8(0, m), (float8)0.0f));
+      } else if (bias) {
+        for (int oh = a; oh < e; oh++, g += OW) s += vload8(0, g);
+      } else if (relu_grad) {
+        for (int oh = a; oh < e; oh++, g += OW, m += OW, xr += xstep)
+          s += select((float8)0.0f, vload8(0, g),
+                      isgreater(vload8(0, m), (float8)0.0f)) *
+               vload8(0, xr);
+      } else {
+        for (int oh = a; oh < e; oh++, g += OW, xr += xstep)
+          s += vload8(0, g) * vload8(0, xr);
+      }
+    }
+    vstore8(s, 0, acc + at);
+  }
+  for (int ow = 0; ow < OW; ow++) {
+    if (ow == lo && vhi > lo) ow = vhi;
+    if (ow >= OW) break;
+    float s = 0.0f;
+    for (int r = r0; ow >= lo && ow < hi && r < r1;) {
+      int n = r / OH, a = r % OH, e = min(OH, a + (r1 - r));
+      r += e - a;
+      for (int oh = max(a, oh_lo); oh < min(e, oh_hi); oh++) {
+        int o = ((n * F + f) * OH + oh) * OW + ow;
+        float g = dy[dy_off + o];
+        if (relu_grad) g = g * (mask[mask_off + o] > 0.0f ? 1.0f : 0.0f);
+        int ih = oh * stride_h - pad_h + kh * dil_h;
+        s += bias ? g
+                  : g * x[x_off + ((n * C + c) * H + ih) * W +
+                          ow * stride_w + iw0];
+      }
+    }
+    acc[ow] = s;
+  }
+}
+
+/* The same partials, a work-item per (ow, chunk, f*taps + j): global (OW,
+ * chunks, F*taps). */
+__kernel void conv_direct_wgrad_elems(
+    __global float *ws, int ws_off, __global const float *x, int x_off,
+    __global const float *dy, int dy_off, __global const float *mask,
+    int mask_off, int batch, int F, int C, int H, int W, int KH, int KW,
+    int OH, int OW, int pad_h, int pad_w, int stride_h, int stride_w,
+    int dil_h, int dil_w, int taps, int chunks, int rows_per_chunk,
+    int relu_grad) {
+  int ow = get_global_id(0), chunk = get_global_id(1);
+  int fj = get_global_id(2);
+  if (ow >= OW || chunk >= chunks || fj >= F * taps) return;
+  int ckk = C * KH * KW;
+  int f = fj / taps, j = fj % taps;
+  int c = j / (KH * KW), kh = j / KW % KH, kw = j % KW;
+  int iw = ow * stride_w - pad_w + kw * dil_w;
+  int r0 = chunk * rows_per_chunk;
+  int r1 = min(batch * OH, r0 + rows_per_chunk);
+  float s = 0.0f;
+  if (j == ckk || (iw >= 0 && iw < W)) {
+    int n = r0 / OH, oh = r0 % OH;
+    for (int r = r0; r < r1; r++) {
+      int at = ((n * F + f) * OH + oh) * OW + ow;
+      float g = dy[dy_off + at];
+      if (relu_grad) g = g * (mask[mask_off + at] > 0.0f ? 1.0f : 0.0f);
+      if (j == ckk) {
+        s += g;
+      } else {
+        int ih = oh * stride_h - pad_h + kh * dil_h;
+        if (ih >= 0 && ih < H)
+          s += g * x[x_off + ((n * C + c) * H + ih) * W + iw];
+      }
+      if (++oh == OH) {
+        oh = 0;
+        n++;
+      }
+    }
+  }
+  ws[ws_off + (j == ckk ? chunks * F * ckk * OW + (chunk * F + f) * OW
+                        : ((chunk * F + f) * ckk + j) * OW) + ow] = s;
+}

@@ -55,13 +55,23 @@ static inline double loss_now(clt_graph *g) {
 /* Compares every parameter gradient (or a sample of them, for big ones)
  * with central differences of the loss. */
 /* Checks the gradients with every layer's way of working forced to `way`
- * (1 + the index of the way in clt_graph_plan_ways; 0: as measured). */
-static inline void check_gradients_way(const char *model, int64_t batch,
-                                       bool float_targets, int way) {
+ * (1 + the index of the way in clt_graph_plan_ways; 0: as measured), or
+ * where name is not NULL to the way of that name where one is offered. */
+static inline void check_gradients_named(const char *model, int64_t batch,
+                                         bool float_targets, int way,
+                                         const char *name) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(model, &g));
   g->test_way = way;
+  g->test_way_name = name;
   ck_assert_ok(clt_graph_compile(g, batch, 5));
+  bool named = false; /* the name was offered somewhere, and taken */
+  for (int i = 0; name && i < clt_graph_plan_count(g); i++) {
+    clt_plan_info info;
+    ck_assert_ok(clt_graph_plan_info(g, i, &info));
+    named |= !strcmp(info.candidates[info.chosen].name, name);
+  }
+  ck_assert_msg(!name || named, "no layer offers the way '%s'", name);
   random_batch(g, batch, 11, float_targets);
   ck_assert_ok(clt_graph_forward(g, true));
   ck_assert_ok(clt_graph_backward(g));
@@ -93,6 +103,11 @@ static inline void check_gradients_way(const char *model, int64_t batch,
   free(p);
   free(grad);
   clt_graph_destroy(g);
+}
+
+static inline void check_gradients_way(const char *model, int64_t batch,
+                                       bool float_targets, int way) {
+  check_gradients_named(model, batch, float_targets, way, NULL);
 }
 
 static inline void check_gradients(const char *model, int64_t batch,

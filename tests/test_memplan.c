@@ -262,7 +262,8 @@ static clt_graph_node *node_named(clt_graph *g, const char *name) {
 }
 
 /* train_record's run of FUSABLE, with ReLU fusion on or off (CLT_FUSE),
- * every layer's layout forced to `way` (0: as measured) and the
+ * every layer's layout forced to `way` (0: as measured; 5 and 6: the
+ * direct kernels, per row and per element, where offered) and the
  * precision given; *bytes: the memory plan's. */
 static void train_fusion(bool fuse, int way, clt_precision precision,
                          run_record *r, int64_t *bytes) {
@@ -271,7 +272,9 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
   setenv("CLT_FUSE", fuse ? "1" : "0", 1);
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(FUSABLE, &g));
-  g->test_way = way;
+  static const char *const direct[] = {"direct", "direct per element"};
+  g->test_way = way <= 4 ? way : 0;
+  g->test_way_name = way > 4 ? direct[way - 5] : NULL;
   ck_assert_ok(clt_graph_set_precision(g, precision));
   ck_assert_ok(clt_graph_compile(g, 16, 7));
   unsetenv("CLT_FUSE");
@@ -291,7 +294,7 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
 /* The fused layers give the unfused pair's bits, in fp32 and in mixed
  * precision (ReLU is exact in fp16), in every convolution layout
  * (_i: 1 gemm + swap, 2 NCHW direct, 3 its column-major form, 4 rows
- * backward), in less memory. */
+ * backward, 5 and 6 the direct kernels), in less memory. */
 START_TEST(test_relu_fusion_trains_the_same) {
   static run_record a, b;
   for (int mixed = 0; mixed < 2; mixed++) {
@@ -361,7 +364,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_mse_reshape_trains_the_same);
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
-  tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 5);
+  tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 7);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;

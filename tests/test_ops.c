@@ -602,12 +602,14 @@ static const clt_window full_conv_windows[] = {
     WIN(1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),   /* one pixel */
     WIN(3, 33, 31, 5, 5, 1, 1, 2, 2, 1, 1), /* above the work-group size */
     WIN(2, 6, 5, 3, 3, 1, 1, 0, 0, 1, 1),   /* valid 3x3: windows inside */
+    WIN(1, 6, 28, 3, 3, 1, 1, 0, 0, 1, 1),  /* valid, 26 wide: vectors */
 };
 static const clt_window tiny_conv_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
     WIN(3, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1),
     WIN(1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2),
     WIN(2, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1), /* valid 3x3: windows inside */
+    WIN(1, 4, 19, 3, 3, 1, 1, 1, 0, 1, 1), /* 17 wide: vectors */
 };
 
 static const clt_window *conv_window(int i) {
@@ -765,6 +767,35 @@ START_TEST(im2col_windows) {
                         w.rows);
     }
   }
+}
+END_TEST
+
+/* The direct convolution, forward and weight gradient, in both layouts
+ * (a work-item per row and per element), with and without the bias and a
+ * fused ReLU, against the host reference. */
+START_TEST(conv_direct_windows) {
+  char where[128];
+  window_str(conv_window(_i), where, sizeof where);
+  static const int64_t batches[] = {1, 3}, filters[] = {1, 5};
+  double e;
+  for (int layout = 0; layout < 2; layout++)
+    for (int k = 0; k < 2; k++)
+      for (int flags = 0; flags < 4; flags++) {
+        clt_window w = *conv_window(_i);
+        w.per_element = layout;
+        bool bias = flags & 1, relu = flags >> 1;
+        ck_assert_check(clt_check_conv_direct_forward(g_ctx, batches[k],
+                                                      filters[k], &w, bias,
+                                                      relu, &e),
+                        e, TOL, "%s forward per element %d bias %d relu %d",
+                        where, layout, bias, relu);
+        ck_assert_check(clt_check_conv_direct_wgrad(g_ctx, batches[k],
+                                                    filters[k], &w, bias,
+                                                    relu, &e),
+                        e, TOL,
+                        "%s weight gradient per element %d bias %d relu %d",
+                        where, layout, bias, relu);
+      }
 }
 END_TEST
 
@@ -1196,6 +1227,7 @@ static Suite *ops_suite(void) {
   tcase_add_test(conv, gemm_mma_emulated);
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
+  tcase_add_loop_test(conv, conv_direct_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());
   tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);

@@ -226,11 +226,13 @@ static const layout_case layout_cases[] = {
  * column-major form, 4 rows (backward only), 0 measured); last: every
  * product on its last candidate, planned for a batch 3 larger than the
  * step's (the plans cut to a smaller last batch). */
-static void layout_step(const layout_case *c, int way, bool last, float **y,
-                        float **grads, int64_t *ny, int64_t *ng) {
+static void layout_step_named(const layout_case *c, int way, bool last,
+                              const char *name, float **y, float **grads,
+                              int64_t *ny, int64_t *ng) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(c->model, &g));
   g->test_way = way;
+  g->test_way_name = name;
   g->test_last = last;
   ck_assert_ok(clt_graph_compile(g, c->batch + (last ? 3 : 0), 5));
   random_batch(g, c->batch, 17, false);
@@ -260,7 +262,24 @@ static void layout_step(const layout_case *c, int way, bool last, float **y,
       ck_assert_str_eq(p.candidates[p.chosen].name, "rows");
   }
   }
+  /* c2's window has few taps (33 or 63 or 27): both its layouts take the
+   * direct kernels named. */
+  int named = 0;
+  for (int i = 0; name && i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    if (!strcmp(p.layer, "c2") && strstr(p.product, "ward layout")) {
+      ck_assert_str_eq(p.candidates[p.chosen].name, name);
+      named++;
+    }
+  }
+  ck_assert_int_eq(named, name ? 2 : 0);
   clt_graph_destroy(g);
+}
+
+static void layout_step(const layout_case *c, int way, bool last, float **y,
+                        float **grads, int64_t *ny, int64_t *ng) {
+  layout_step_named(c, way, last, NULL, y, grads, ny, ng);
 }
 
 static void expect_close(const float *want, const float *got, int64_t n,
@@ -294,6 +313,15 @@ START_TEST(conv_layouts_agree) {
     expect_close(y1, y4, ny, last ? "y (rows, last plans)" : "y (rows)");
     expect_close(g1, g4, ng,
                  last ? "gradient (rows, last plans)" : "gradient (rows)");
+    free(y4);
+    free(g4);
+  }
+  /* The direct kernels, a work-item per row and per element. */
+  static const char *const direct[] = {"direct", "direct per element"};
+  for (int d = 0; d < 2; d++) {
+    layout_step_named(c, 0, false, direct[d], &y4, &g4, &ny, &ng);
+    expect_close(y1, y4, ny, direct[d]);
+    expect_close(g1, g4, ng, direct[d]);
     free(y4);
     free(g4);
   }

@@ -172,6 +172,21 @@ clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
                                   int64_t P, bool relu_grad,
                                   double *max_err);
 
+/* The direct convolution (w->per_element: its layout): y [batch, F, OH,
+ * OW] = weight [F, C, KH, KW] applied to x (+ bias[f]) (ReLU'd where
+ * relu), as torch.nn.functional.conv2d. */
+clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
+                                         int64_t F, const clt_window *w,
+                                         bool bias, bool relu,
+                                         double *max_err);
+/* Its weight gradient, and where bias the bias's (the bias operand is
+ * left alone otherwise), from x and dy (through a ReLU's gradient, a mask
+ * holding zeros, where relu), as autograd gives them. */
+clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
+                                       int64_t F, const clt_window *w,
+                                       bool bias, bool relu,
+                                       double *max_err);
+
 /* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
  * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,

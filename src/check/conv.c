@@ -165,3 +165,118 @@ clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
   nhwc_args a = {N, C, P, relu_grad};
   return check_run(ctx, 195, nhwc_body, &a, max_err);
 }
+
+typedef struct direct_args {
+  int64_t batch, F;
+  const clt_window *w;
+  bool bias, relu;
+} direct_args;
+
+/* The reference of the direct convolution: y (before bias and ReLU) in
+ * double, every tap in (c, kh, kw) order as PyTorch's Conv2d sums them. */
+static void direct_reference(const clt_window *w, int64_t batch, int64_t F,
+                             const float *x, const float *wt, double *y) {
+  for (int64_t n = 0; n < batch; n++)
+    for (int64_t f = 0; f < F; f++)
+      for (int64_t oh = 0; oh < w->OH; oh++)
+        for (int64_t ow = 0; ow < w->OW; ow++) {
+          double s = 0.0;
+          for (int64_t c = 0; c < w->C; c++)
+            for (int64_t kh = 0; kh < w->KH; kh++)
+              for (int64_t kw = 0; kw < w->KW; kw++) {
+                int64_t ih = oh * w->stride_h - w->pad_h + kh * w->dil_h;
+                int64_t iw = ow * w->stride_w - w->pad_w + kw * w->dil_w;
+                if (ih < 0 || ih >= w->H || iw < 0 || iw >= w->W) continue;
+                s += (double)wt[((f * w->C + c) * w->KH + kh) * w->KW + kw] *
+                     x[((n * w->C + c) * w->H + ih) * w->W + iw];
+              }
+          y[((n * F + f) * w->OH + oh) * w->OW + ow] = s;
+        }
+}
+
+static clt_status direct_forward_body(check_set *s, const void *arg) {
+  const direct_args *a = arg;
+  clt_window w;
+  CLT_TRY(check_window(s, a->w, false, &w));
+  w.per_element = a->w->per_element;
+  int64_t ny = a->batch * a->F * w.OH * w.OW;
+  check_f32 *x, *wt, *b, *y;
+  double *ref;
+  CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, a->F * w.C * w.KH * w.KW, -1.0f, 1.0f, &wt));
+  CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &b));
+  CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
+  CLT_TRY(check_doubles(s, ny, &ref));
+  CLT_TRY(clt_conv_direct_forward(s->ctx, y->t, x->t, wt->t,
+                                  a->bias ? b->t : NULL, a->batch, a->F, &w,
+                                  a->relu));
+  direct_reference(&w, a->batch, a->F, x->host, wt->host, ref);
+  int64_t ohw = w.OH * w.OW;
+  for (int64_t i = 0; i < ny; i++) {
+    double v = ref[i] + (a->bias ? b->host[i / ohw % a->F] : 0.0f);
+    y->host[i] = (float)(a->relu && v < 0.0 ? 0.0 : v);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
+                                         int64_t F, const clt_window *w,
+                                         bool bias, bool relu,
+                                         double *max_err) {
+  direct_args a = {batch, F, w, bias, relu};
+  return check_run(ctx, 200, direct_forward_body, &a, max_err);
+}
+
+static clt_status direct_wgrad_body(check_set *s, const void *arg) {
+  const direct_args *a = arg;
+  clt_window w;
+  CLT_TRY(check_window(s, a->w, false, &w));
+  w.per_element = a->w->per_element;
+  int64_t ckk = w.C * w.KH * w.KW, ohw = w.OH * w.OW;
+  int64_t ny = a->batch * a->F * ohw;
+  check_f32 *x, *dy, *m, *dw, *db;
+  CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &dy));
+  CLT_TRY(relu_mask_operand(s, ny, &m));
+  CLT_TRY(check_operand(s, a->F * ckk, -1.0f, 1.0f, &dw));
+  CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &db));
+  clt_tensor *work;
+  CLT_TRY(check_plain(
+      s, clt_conv_direct_workspace(a->batch, a->F, &w, a->bias), &work));
+  CLT_TRY(clt_conv_direct_wgrad(s->ctx, dw->t, a->bias ? db->t : NULL, x->t,
+                                dy->t, a->relu ? m->t : NULL, a->batch, a->F,
+                                &w, work));
+  double *sw, *sb;
+  CLT_TRY(check_doubles(s, a->F * ckk, &sw));
+  CLT_TRY(check_doubles(s, a->F, &sb));
+  for (int64_t n = 0; n < a->batch; n++)
+    for (int64_t f = 0; f < a->F; f++)
+      for (int64_t oh = 0; oh < w.OH; oh++)
+        for (int64_t ow = 0; ow < w.OW; ow++) {
+          int64_t at = ((n * a->F + f) * w.OH + oh) * w.OW + ow;
+          double g = dy->host[at];
+          if (a->relu && !(m->host[at] > 0.0f)) g = 0.0;
+          sb[f] += g;
+          for (int64_t c = 0; c < w.C; c++)
+            for (int64_t kh = 0; kh < w.KH; kh++)
+              for (int64_t kw = 0; kw < w.KW; kw++) {
+                int64_t ih = oh * w.stride_h - w.pad_h + kh * w.dil_h;
+                int64_t iw = ow * w.stride_w - w.pad_w + kw * w.dil_w;
+                if (ih < 0 || ih >= w.H || iw < 0 || iw >= w.W) continue;
+                sw[(f * w.C + c) * w.KH * w.KW + kh * w.KW + kw] +=
+                    g * x->host[((n * w.C + c) * w.H + ih) * w.W + iw];
+              }
+        }
+  for (int64_t i = 0; i < a->F * ckk; i++) dw->host[i] = (float)sw[i];
+  for (int64_t f = 0; a->bias && f < a->F; f++) db->host[f] = (float)sb[f];
+  (void)ohw;
+  return CLT_OK;
+}
+
+clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
+                                       int64_t F, const clt_window *w,
+                                       bool bias, bool relu,
+                                       double *max_err) {
+  direct_args a = {batch, F, w, bias, relu};
+  return check_run(ctx, 210, direct_wgrad_body, &a, max_err);
+}

@@ -196,6 +196,14 @@ static clt_status st_col2im_dil(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 9, 5, 1, 4, 2);
   return clt_check_col2im(ctx, 1, &w, false, e);
 }
+static clt_status st_direct_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 12, 3, 1, 1, 1);
+  return clt_check_conv_direct_forward(ctx, 2, 5, &w, true, true, e);
+}
+static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
+  clt_window w = square(1, 11, 13, 3, 1, 0, 1);
+  return clt_check_conv_direct_wgrad(ctx, 3, 4, &w, true, true, e);
+}
 static clt_status st_im2row(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 7, 3, 2, 1, 1);
   w.rows = true;
@@ -322,6 +330,10 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0, false},
     {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5, false},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5, false},
+    {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu", st_direct_fwd, 1e-5,
+     false},
+    {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",
+     st_direct_wgrad, 1e-5, false},
     {"im2row 2x3x9x7 k3s2p1", st_im2row, 0.0, false},
     {"row2im 2x1x11x9 k5 dil2 p4 accumulate", st_row2im_dil, 1e-5, false},
     {"nchw to nhwc 3x5x121 fused relu gradient", st_nchw_to_nhwc, 0.0, false},

@@ -151,6 +151,9 @@ struct clt_graph {
                      most split plan */
   int test_way; /* tests: 1 + the way every clt_graph_plan_ways takes
                    (unmeasured, unstored); 0 to choose as the mode says */
+  const char *test_way_name; /* tests: the way of this name, where
+                                clt_graph_plan_ways offers one (before
+                                test_way) */
   /* Shared device buffers of the last compile (graph/memplan.c). */
   bool share_buffers; /* false: every buffer its own memory (tests) */
   int plan_round;

@@ -277,6 +277,11 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   for (int i = 0; i < w->work.count; i++)
     snprintf(r->candidates[i].name, sizeof r->candidates[i].name, "%s",
              w->names[i]);
+  for (int i = 0; g->test_way_name && i < w->work.count; i++)
+    if (!strcmp(w->names[i], g->test_way_name)) {
+      *chosen = r->chosen = i;
+      return CLT_OK;
+    }
   if (g->test_way > 0 && g->test_way <= w->work.count) {
     *chosen = r->chosen = g->test_way - 1;
     return CLT_OK;

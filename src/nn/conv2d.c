@@ -34,7 +34,16 @@
  * device too, so the forward's and the backward's layouts are measured as
  * well, each whole way timed (the swap and the bias kernels with the GEMMs
  * that need them; backward, from x and dy to dW, db and dx, the unfold
- * and the fold included). */
+ * and the fold included).
+ * A window with few taps (C*KH*KW <= DIRECT_MAX_TAPS: a first layer's
+ * 3x3 over one or three channels) is also offered the direct kernels
+ * (ops/conv.c, a work-item per output row or per element): forward, y
+ * straight from x with the bias and the ReLU, no unfold and no GEMM;
+ * backward, dW and db as partial sums straight from x and dy, added up in
+ * order, and dcol per image as NCHW direct's. Their GEMMs' k would be the
+ * tap count, which CLBlast pads to its tile: the CNN's first convolution
+ * (k = 9) ran its products at 6-13 GFLOP/s on POCL against 50-70 for the
+ * second's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +86,19 @@ typedef struct conv_state {
 #define NCHW_MAX_WORKSPACE ((int64_t)16 << 20)
 
 /* run_way's ways. */
-enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS };
+enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
+       WAY_DIRECT_ELEMS };
+
+/* The direct way (cl/conv.cl conv_direct_*, a work-item per row or per
+ * element) is offered to windows of at most this many taps (C*KH*KW):
+ * below it the GEMMs' k is smaller than CLBlast's tiles; above it the
+ * products are the GEMMs' own ground. */
+#define DIRECT_MAX_TAPS 64
+
+/* The taps of a window: the products' k. */
+static int64_t w_taps(const conv_state *s) {
+  return s->w.C * s->w.KH * s->w.KW;
+}
 
 /* The three products over `batch` images (conv2d's header comment). */
 static clt_gemm_product forward_product(const conv_state *s, int64_t batch) {
@@ -136,7 +157,8 @@ static clt_status run_product(clt_graph *g, const conv_state *s,
 typedef struct conv_io {
   int64_t batch;
   const clt_tensor *weight, *bias;
-  const clt_tensor *x; /* backward: the input, unfolded into col */
+  const clt_tensor *x; /* the input (unfolded into col, but by the direct
+                          way) */
   clt_tensor *dx;      /* backward: its gradient (NULL: none wanted) */
   bool acc;            /* add into dx (else overwrite) */
   clt_tensor *col;  /* im2col of x (rows: im2row); the backward overwrites
@@ -201,6 +223,18 @@ static clt_status backward_swap(clt_graph *g, const conv_state *s,
                      io->weight, io->tmp, io->dcol, io->work);
 }
 
+/* dcol_b = W^T dy[b] for every image b, one batched GEMM (where dcol is
+ * wanted). */
+static clt_status dcol_nchw(clt_graph *g, const conv_state *s,
+                            const conv_io *io) {
+  if (!io->dcol) return CLT_OK;
+  int64_t ohw = s->w.OH * s->w.OW, ckk = s->w.C * s->w.KH * s->w.KW;
+  int64_t f = s->filters;
+  return clt_gemm_ld(g->ctx, io->colmajor, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
+                     f, 1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
+                     io->dcol, io->batch * ohw, ohw, io->batch);
+}
+
 /* dy through the fused ReLU (in place), db from dy in NCHW; dW = sum over
  * b of dy[b] col_b^T (one batched GEMM of per-image partials, summed in
  * order); dcol_b = W^T dy[b]. */
@@ -221,10 +255,23 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
                       0.0f, partials, ckk, f * ckk, b));
   if (b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
-  if (!io->dcol) return CLT_OK;
-  return clt_gemm_ld(g->ctx, io->colmajor, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
-                     f, 1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
-                     io->dcol, b * ohw, ohw, b);
+  return dcol_nchw(g, s, io);
+}
+
+/* The direct way's backward: dy through the fused ReLU (in place where dx
+ * needs it too, else inside the kernel), dW and db by the direct kernel,
+ * and dcol as NCHW direct's. */
+static clt_status backward_direct(clt_graph *g, const conv_state *s,
+                                  const conv_io *io, const clt_window *w) {
+  int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
+  bool relu_first = io->relu && io->dcol;
+  if (relu_first)
+    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
+  CLT_TRY(clt_conv_direct_wgrad(g->ctx, io->dw, io->db, io->x, io->dy,
+                                io->relu && !relu_first ? io->out : NULL, b,
+                                f, w, io->work));
+  return dcol_nchw(g, s, io);
 }
 
 /* dy' = dy in NHWC (through the fused ReLU, which also rewrites dy in
@@ -335,20 +382,35 @@ typedef struct layout_work {
   int ids[CLT_MEASURE_MAX_WAYS];
 } layout_work;
 
-/* The forward or backward in a layout (the WAY_ enum). The backward runs
- * whole: x unfolded into col (im2row for rows; im2col unless the
- * forward's col is kept), the products, and col folded into dx. */
+/* The forward or backward in a layout (the WAY_ enum), each run whole:
+ * forward, x unfolded into col (not by the direct way), the products and
+ * the bias; backward, x unfolded into col (im2row for rows; im2col unless
+ * the forward's col is kept; neither for the direct way), the products,
+ * and col folded into dx. */
 static clt_status run_way(clt_graph *g, const conv_state *s,
                           const conv_io *in, bool backward, int way) {
   conv_io io = *in;
   io.colmajor = way == WAY_NCHW_CT;
-  if (!backward)
+  bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
+  clt_window dw = s->w;
+  dw.per_element = way == WAY_DIRECT_ELEMS;
+  if (!backward) {
+    if (direct)
+      return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
+                                     io.batch, s->filters, &dw, io.relu);
+    CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &s->w));
     return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+  }
   clt_window w = s->w;
   w.rows = way == WAY_ROWS;
-  if (w.rows || !s->col_kept)
+  /* col holds the forward's unfold only where it is kept and the forward
+   * made one. */
+  bool unfold = w.rows || !s->col_kept || s->fwd_way >= WAY_DIRECT;
+  if (!direct && unfold)
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &w));
-  if (way == WAY_ROWS)
+  if (direct)
+    CLT_TRY(backward_direct(g, s, &io, &dw));
+  else if (way == WAY_ROWS)
     CLT_TRY(backward_rows(g, s, &io));
   else if (way == WAY_SWAP)
     CLT_TRY(backward_swap(g, s, &io));
@@ -374,24 +436,30 @@ static clt_status refill_col(void *user) {
 }
 
 /* Times the swap layout (the plans chosen) against NCHW direct in both
- * forms (where nchw_fits) and, backward, rows, forward or backward, on the
- * buffers io names; *way receives the choice (a WAY_ value). */
+ * forms (where nchw_fits), backward rows, and where direct the direct
+ * way, forward or backward, on the buffers io names; *way receives the
+ * choice (a WAY_ value). */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                               const conv_io *io, bool backward,
-                              bool nchw_fits, int *way) {
+                              bool nchw_fits, bool direct, int *way) {
   conv_state *s = n->state;
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW;
   int64_t b = g->max_batch;
   layout_work l = {g, s, *io, backward, {WAY_SWAP}};
-  static const char *const names[] = {"gemm + swap", "nchw direct",
-                                      "nchw direct c^T", "rows"};
+  static const char *const names[] = {
+      "gemm + swap", "nchw direct", "nchw direct c^T",
+      "rows",        "direct",      "direct per element"};
   int count = 1;
   if (nchw_fits) {
     l.ids[count++] = WAY_NCHW;
     l.ids[count++] = WAY_NCHW_CT;
   }
   if (backward) l.ids[count++] = WAY_ROWS;
+  if (direct) {
+    l.ids[count++] = WAY_DIRECT;
+    l.ids[count++] = WAY_DIRECT_ELEMS;
+  }
   char shape[64], key[512];
   clt_gemm_product whole =
       backward ? wgrad_product(s, b) : forward_product(s, b);
@@ -401,13 +469,13 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   snprintf(key, sizeof key,
            "conv2d %lldx%lldx%lld to %lld, kernel %lldx%lld, padding "
            "%lldx%lld, stride %lldx%lld, dilation %lldx%lld, batch %lld, "
-           "bias %d, relu %d, dx %d%s",
+           "bias %d, relu %d, dx %d, %s",
            (long long)w->C, (long long)w->H, (long long)w->W,
            (long long)s->filters, (long long)w->KH, (long long)w->KW,
            (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
            (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
            (long long)b, s->bias, io->relu, io->dx != NULL,
-           backward ? ", unfold and fold included" : "");
+           backward ? "unfold and fold included" : "unfold included");
   double flops = 2.0 * (double)s->filters * (double)ckk * (double)(b * ohw);
   if (backward) flops *= io->dx ? 2.0 : 1.0;
   clt_tensor checks[2];
@@ -550,14 +618,18 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   int64_t nchw_work = b > 1 ? b * s->filters * dw.n : 0;
   bool nchw_fits = nchw_work <= NCHW_MAX_WORKSPACE;
   if (!nchw_fits) nchw_work = 0;
+  bool direct = w_taps(s) <= DIRECT_MAX_TAPS;
+  int64_t direct_work =
+      direct ? clt_conv_direct_workspace(b, s->filters, &s->w, s->bias) : 0;
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
   if (rows_work > most) most = rows_work;
+  if (direct_work > most) most = direct_work;
   clt_tensor *work = NULL;
   if (measuring) {
     int64_t len = most > 1 ? most : 1;
     CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &work));
   }
-  conv_io fio = {.batch = b, .weight = weight,
+  conv_io fio = {.batch = b, .weight = weight, .x = in->out,
                  .bias = s->bias ? &n->params[1].value : NULL,
                  .col = s->col, .tmp = s->tmp, .y = n->out, .work = work,
                  .relu = n->fused_relu};
@@ -572,14 +644,15 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   if (measuring && st == CLT_OK && n->grad)
     st = clt_graph_plan_fill(g, n->grad);
   if (st == CLT_OK)
-    st = plan_layout(g, n, &fio, false, true, &s->fwd_way);
+    st = plan_layout(g, n, &fio, false, true, direct, &s->fwd_way);
   if (st == CLT_OK && n->grad)
-    st = plan_layout(g, n, &bio, true, nchw_fits, &s->bwd_way);
+    st = plan_layout(g, n, &bio, true, nchw_fits, direct, &s->bwd_way);
   clt_tensor_destroy(work);
   CLT_TRY(st);
-  int64_t need = s->bwd_way == WAY_ROWS ? rows_work
-                 : s->bwd_way > 0       ? nchw_work
-                                        : swap_work;
+  int64_t need = s->bwd_way >= WAY_DIRECT ? direct_work
+                 : s->bwd_way == WAY_ROWS ? rows_work
+                 : s->bwd_way > 0         ? nchw_work
+                                          : swap_work;
   return need > 0 ? clt_graph_workspace(g, n, CLT_F32, need,
                                         CLT_LIVE_BACKWARD, &s->work)
                   : CLT_OK;
@@ -597,12 +670,11 @@ static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
 }
 
 
-/* im2col, then the forward in the layout chosen. */
+/* The forward in the layout chosen (run_way). */
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
-  CLT_TRY(clt_im2col_forward(g->ctx, s->col, clt_graph_in(g, n, 0)->out,
-                             g->batch, &s->w));
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
+                .x = clt_graph_in(g, n, 0)->out,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
                 .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
   return run_way(g, s, &io, false, s->fwd_way);

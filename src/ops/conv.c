@@ -172,3 +172,85 @@ CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
                         (int)rc);
   return CLT_OK;
 }
+
+/* ---- direct convolution (cl/conv.cl conv_direct_*) ---- */
+
+/* The weight gradient's partial sums: output rows (n, oh) go in chunks of
+ * DIRECT_ROWS, fewer and longer where the partials would pass
+ * DIRECT_MAX_PARTIALS floats. */
+enum { DIRECT_ROWS = 64 };
+#define DIRECT_MAX_PARTIALS ((int64_t)4 << 20)
+
+static void direct_chunks(int64_t batch, int64_t F, const clt_window *w,
+                          bool bias, int64_t *chunks, int64_t *per_chunk) {
+  int64_t rows = batch * w->OH;
+  int64_t per_slice = F * (w->C * w->KH * w->KW + (bias ? 1 : 0));
+  int64_t most = DIRECT_MAX_PARTIALS / (per_slice * w->OW);
+  if (most < 1) most = 1;
+  int64_t n = (rows + DIRECT_ROWS - 1) / DIRECT_ROWS;
+  if (n > most) n = most;
+  *per_chunk = (rows + n - 1) / n;
+  *chunks = (rows + *per_chunk - 1) / *per_chunk;
+}
+
+int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
+                                  const clt_window *w, bool bias) {
+  int64_t chunks, per_chunk;
+  direct_chunks(batch, F, w, bias, &chunks, &per_chunk);
+  return chunks * w->OW * F * (w->C * w->KH * w->KW + (bias ? 1 : 0));
+}
+
+clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
+                                   const clt_tensor *x,
+                                   const clt_tensor *weight,
+                                   const clt_tensor *bias, int64_t batch,
+                                   int64_t F, const clt_window *w, bool relu) {
+  /* x stands in for the bias where there is none (not read). */
+  const clt_tensor *b = bias ? bias : x;
+  if (w->per_element) {
+    size_t global[3] = {(size_t)w->OW, (size_t)w->OH, (size_t)(batch * F)};
+    return CLT_RUN(ctx, CLT_K_conv_direct_forward_elems, 3, global, NULL,
+                   KT(y), KT(x), KT(weight), KT(b), KI(batch), KI(F),
+                   WINDOW_ARGS(w), KI(bias != NULL), KI(relu));
+  }
+  return CLT_RUN_1D(ctx, CLT_K_conv_direct_forward, (size_t)(batch * F),
+                    KT(y), KT(x), KT(weight), KT(b), KI(batch), KI(F),
+                    WINDOW_ARGS(w), KI(bias != NULL), KI(relu));
+}
+
+clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
+                                 clt_tensor *db, const clt_tensor *x,
+                                 const clt_tensor *dy, const clt_tensor *mask,
+                                 int64_t batch, int64_t F, const clt_window *w,
+                                 clt_tensor *work) {
+  int64_t ckk = w->C * w->KH * w->KW, taps = ckk + (db ? 1 : 0);
+  int64_t chunks, per_chunk;
+  direct_chunks(batch, F, w, db != NULL, &chunks, &per_chunk);
+  if (work->numel < chunks * w->OW * F * taps)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv direct: a workspace of %lld floats where "
+                        "%lld are needed", (long long)work->numel,
+                        (long long)(chunks * w->OW * F * taps));
+  /* dy stands in for the mask where there is none (not read). */
+  const clt_tensor *m = mask ? mask : dy;
+  if (w->per_element) {
+    size_t global[3] = {(size_t)w->OW, (size_t)chunks, (size_t)(F * taps)};
+    CLT_TRY(CLT_RUN(ctx, CLT_K_conv_direct_wgrad_elems, 3, global, NULL,
+                    KT(work), KT(x), KT(dy), KT(m), KI(batch), KI(F),
+                    WINDOW_ARGS(w), KI(taps), KI(chunks), KI(per_chunk),
+                    KI(mask != NULL)));
+  } else {
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_conv_direct_wgrad,
+                       (size_t)(chunks * F * taps), KT(work), KT(x), KT(dy),
+                       KT(m), KI(batch), KI(F), WINDOW_ARGS(w), KI(taps),
+                       KI(chunks), KI(per_chunk), KI(mask != NULL)));
+  }
+  /* The partials [chunks, F*C*KH*KW, OW] (then [chunks, F, OW]) summed
+   * over chunks and columns. */
+  CLT_TRY(clt_sum_channels_forward(ctx, dw, work, chunks, F * ckk, w->OW,
+                                   false));
+  if (!db) return CLT_OK;
+  clt_tensor biases =
+      clt_tensor_slice_1d(work, chunks * F * ckk * w->OW, chunks * F * w->OW);
+  return clt_sum_channels_forward(ctx, db, &biases, chunks, F, w->OW, false);
+}

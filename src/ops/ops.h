@@ -192,6 +192,27 @@ clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
                             const clt_tensor *mask, int64_t N, int64_t C,
                             int64_t P);
 
+/* Direct convolution (cl/conv.cl; nn/conv2d.c offers it where a window
+ * has few taps): y [batch, F, OH, OW] = weight [F, C, KH, KW] applied to x
+ * [batch, C, H, W], plus bias (NULL: none), then ReLU where relu. */
+clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
+                                   const clt_tensor *x,
+                                   const clt_tensor *weight,
+                                   const clt_tensor *bias, int64_t batch,
+                                   int64_t F, const clt_window *w, bool relu);
+/* Its weight gradient dw [F, C, KH, KW] and, where db is not NULL, bias
+ * gradient db [F] from x and dy [batch, F, OH, OW] (through a ReLU whose
+ * output is mask, where mask is not NULL), overwritten: partial sums in
+ * work (clt_conv_direct_workspace floats), then added up in order. */
+clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
+                                 clt_tensor *db, const clt_tensor *x,
+                                 const clt_tensor *dy, const clt_tensor *mask,
+                                 int64_t batch, int64_t F, const clt_window *w,
+                                 clt_tensor *work);
+/* The floats clt_conv_direct_wgrad's work must hold. */
+int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
+                                  const clt_window *w, bool bias);
+
 /* The conv2d forward (clt_conv2d_forward) given the GEMM as a function:
  * im2col of batch images into col, gemm(user) making tmp = weight col
  * [filters, batch*OH*OW], then y = swap(tmp) + bias. The layer passes its

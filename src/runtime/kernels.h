@@ -47,6 +47,10 @@
   X(row2im, "conv")                                                            \
   X(swap_axes01, "conv")                                                       \
   X(nchw_to_nhwc, "conv")                                                      \
+  X(conv_direct_forward, "conv")                                               \
+  X(conv_direct_wgrad, "conv")                                                 \
+  X(conv_direct_forward_elems, "conv")                                         \
+  X(conv_direct_wgrad_elems, "conv")                                           \
   X(maxpool_forward, "pool")                                                   \
   X(maxpool_backward, "pool")                                                  \
   X(maxpool_backward_scatter, "pool")                                          \
