@@ -385,21 +385,18 @@ static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
 }
 
 /* The columns [*lo, *hi) of an output row whose whole window lies inside
- * the input, and where the direct kernels' blocks of DIRECT_VEC columns
- * go: from lo in steps of DIRECT_VEC, the last moved back to end at hi
- * (it then computes some columns twice, the same way, so the values
- * written twice are the same bits); none where the span is shorter than a
- * block or the stride is not 1 (every column then goes alone). */
-#define DIRECT_VEC 8
+ * the input, where the row kernels below work in blocks of 16 or 8
+ * columns (float16, float8: a CPU device's vectors), none where the
+ * stride is not 1. Blocks go from lo in steps of their width, the last
+ * moved back to end at hi (it then computes some columns a second time,
+ * the same way: the same bits). */
 static void inner_cols(int W, int OW, int KW, int pad_w, int stride_w,
                        int dil_w, int *lo, int *hi) {
   int last = W - 1 + pad_w - (KW - 1) * dil_w; /* ow * stride_w <= last */
   *lo = min(OW, (pad_w + stride_w - 1) / stride_w);
   *hi = last < 0 ? *lo : max(*lo, min(OW, last / stride_w + 1));
-  if (stride_w != 1 || *hi - *lo < DIRECT_VEC) *hi = *lo;
+  if (stride_w != 1) *hi = *lo;
 }
-
-static int block_at(int ow, int hi) { return min(ow, hi - DIRECT_VEC); }
 
 /* y[n][f][oh][ow] for one column, every tap checked against the input's
  * edges. */
@@ -423,9 +420,28 @@ static float direct_col(__global const float *xn, __global const float *wf,
   return s;
 }
 
-/* y[n][f][:][:] for work-item n*F + f: the inner columns in blocks of
- * DIRECT_VEC (float8: a CPU device's vector, the weights in scalar
- * registers), the rest column by column. */
+/* The forward's blocks of V columns over [lo, hi) of output row oh (the
+ * weights in scalar registers, each tap a vector load of the input). */
+#define DIRECT_FORWARD_BLOCKS(V)                                               \
+  for (int ow = lo; ow < hi; ow += V) {                                        \
+    int at = min(ow, hi - V);                                                  \
+    float##V s = 0.0f;                                                         \
+    for (int c = 0; c < C; c++)                                                \
+      for (int kh = 0; kh < KH; kh++) {                                        \
+        int ih = ih0 + kh * dil_h;                                             \
+        if (ih < 0 || ih >= H) continue;                                       \
+        __global const float *row = xn + (c * H + ih) * W + at - pad_w;        \
+        __global const float *wr = wf + (c * KH + kh) * KW;                    \
+        for (int kw = 0; kw < KW; kw++)                                        \
+          s += wr[kw] * vload##V(0, row + kw * dil_w);                         \
+      }                                                                        \
+    s += b;                                                                    \
+    if (relu) s = select((float##V)0.0f, s, isgreater(s, (float##V)0.0f));     \
+    vstore##V(s, 0, out + at);                                                 \
+  }
+
+/* y[n][f][:][:] for work-item n*F + f: the inner columns in blocks, the
+ * rest column by column. */
 __kernel void conv_direct_forward(__global float *y, int y_off,
                                   __global const float *x, int x_off,
                                   __global const float *wt, int wt_off,
@@ -443,24 +459,14 @@ __kernel void conv_direct_forward(__global float *y, int y_off,
   float b = has_bias ? bias[bias_off + f] : 0.0f;
   int lo, hi;
   inner_cols(W, OW, KW, pad_w, stride_w, dil_w, &lo, &hi);
+  if (hi - lo < 8) hi = lo;
   for (int oh = 0; oh < OH; oh++) {
     __global float *out = y + y_off + (i * OH + oh) * OW;
     int ih0 = oh * stride_h - pad_h;
-    for (int ow = lo; ow < hi; ow += DIRECT_VEC) {
-      int at = block_at(ow, hi);
-      float8 s = 0.0f;
-      for (int c = 0; c < C; c++)
-        for (int kh = 0; kh < KH; kh++) {
-          int ih = ih0 + kh * dil_h;
-          if (ih < 0 || ih >= H) continue;
-          __global const float *row = xn + (c * H + ih) * W + at - pad_w;
-          __global const float *wr = wf + (c * KH + kh) * KW;
-          for (int kw = 0; kw < KW; kw++)
-            s += wr[kw] * vload8(0, row + kw * dil_w);
-        }
-      s += b;
-      if (relu) s = select((float8)0.0f, s, isgreater(s, (float8)0.0f));
-      vstore8(s, 0, out + at);
+    if (hi - lo >= 16) {
+      DIRECT_FORWARD_BLOCKS(16)
+    } else {
+      DIRECT_FORWARD_BLOCKS(8)
     }
     for (int ow = 0; ow < OW; ow++) {
       if (ow == lo && hi > lo) ow = hi;
@@ -491,15 +497,62 @@ __kernel void conv_direct_forward_elems(
 
 /* The direct convolution's weight and bias gradients, as partial sums
  * over the output rows r = n*OH + oh, in chunks of rows_per_chunk (the
- * last may be shorter), kept apart by output column ow: for tap j = (c*KH
- * + kh)*KW + kw the products dy[n][f][oh][ow] * x[n][c][ih][iw] of the
- * chunk's rows, at ws[((chunk*F + f)*C*KH*KW + j)*OW + ow] (zero where
- * column ow never meets the input), and where taps = C*KH*KW + 1 the
- * bias's, dy alone, at ws[(chunks*F*C*KH*KW) + (chunk*F + f)*OW + ow].
+ * last may be shorter): for tap j = (c*KH + kh)*KW + kw the sum over the
+ * chunk's rows and every column ow of dy[n][f][oh][ow] *
+ * x[n][c][ih][iw], and where taps = C*KH*KW + 1 the bias's, dy alone.
  * relu_grad: dy through a fused ReLU, times mask > 0 (mask the ReLU's
- * output; swap_axes01's arithmetic). The host adds the partials up
- * (sum_channels), the same way for both layouts. Here a work-item per
- * (chunk, f, j), its OW partials a row it adds the chunk's rows into. */
+ * output; swap_axes01's arithmetic). The host adds the partials up in
+ * order. Here a work-item per (chunk, f, j), writing
+ * ws[chunk*F*C*KH*KW + f*C*KH*KW + j] (the bias's at
+ * ws[chunks*F*C*KH*KW + chunk*F + f]); the columns it reads inside the
+ * input go in blocks, as the forward's, each block's lanes added up
+ * pairwise (less those the block before covered), then the other columns
+ * one by one. */
+#define LANES8 ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#define LANES16                                                                \
+  ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+
+static float sum8(float8 v) {
+  float4 a = v.lo + v.hi;
+  return (a.x + a.y) + (a.z + a.w);
+}
+
+#define DIRECT_WGRAD_BLOCKS(V)                                                 \
+  for (int ow = lo; ow < vhi; ow += V) {                                       \
+    int at = min(ow, vhi - V);                                                 \
+    float##V s = 0.0f;                                                         \
+    for (int r = r0; r < r1;) {                                                \
+      int n = r / OH, a = r % OH, e = min(OH, a + (r1 - r));                   \
+      r += e - a;                                                              \
+      a = max(a, oh_lo);                                                       \
+      e = min(e, oh_hi);                                                       \
+      if (a >= e) continue;                                                    \
+      int o = ((n * F + f) * OH + a) * OW + at;                                \
+      __global const float *g = dy + dy_off + o;                               \
+      __global const float *m = mask + mask_off + o;                           \
+      __global const float *xr = x + x_off +                                   \
+                                 ((n * C + c) * H + a * stride_h - pad_h +     \
+                                  kh * dil_h) * W + at + iw0;                  \
+      int xstep = stride_h * W;                                                \
+      if (bias && relu_grad) {                                                 \
+        for (int oh = a; oh < e; oh++, g += OW, m += OW)                       \
+          s += select((float##V)0.0f, vload##V(0, g),                          \
+                      isgreater(vload##V(0, m), (float##V)0.0f));              \
+      } else if (bias) {                                                       \
+        for (int oh = a; oh < e; oh++, g += OW) s += vload##V(0, g);           \
+      } else if (relu_grad) {                                                  \
+        for (int oh = a; oh < e; oh++, g += OW, m += OW, xr += xstep)          \
+          s += select((float##V)0.0f, vload##V(0, g),                          \
+                      isgreater(vload##V(0, m), (float##V)0.0f)) *             \
+               vload##V(0, xr);                                                \
+      } else {                                                                 \
+        for (int oh = a; oh < e; oh++, g += OW, xr += xstep)                   \
+          s += vload##V(0, g) * vload##V(0, xr);                               \
+      }                                                                        \
+    }                                                                          \
+    total += sum##V(select((float##V)0.0f, s, LANES##V >= ow - at));           \
+  }
+
 __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
                                 __global const float *x, int x_off,
                                 __global const float *dy, int dy_off,
@@ -515,16 +568,11 @@ __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
   int j = i % taps, f = i / taps % F, chunk = i / (taps * F);
   bool bias = j == ckk;
   int c = j / (KH * KW), kh = j / KW % KH, kw = j % KW;
-  __global float *acc =
-      ws + ws_off +
-      (bias ? chunks * F * ckk * OW + (chunk * F + f) * OW
-            : ((chunk * F + f) * ckk + j) * OW);
-  /* The columns this tap reads inside the input, [lo, hi), in blocks of
-   * DIRECT_VEC where the stride is 1 (as the forward's); the others one
-   * by one. */
+  /* The columns this tap reads inside the input, [lo, hi) (all for the
+   * bias), in blocks where the stride is 1 and there are 8 or more. */
   int iw0 = kw * dil_w - pad_w, lo = 0, hi = OW;
   if (!bias) window_cols(kw, W, OW, pad_w, stride_w, dil_w, &lo, &hi);
-  int vhi = stride_w == 1 && hi - lo >= DIRECT_VEC ? hi : lo;
+  int vhi = (stride_w == 1 || bias) && hi - lo >= 8 ? hi : lo;
   int r0 = chunk * rows_per_chunk;
   int r1 = min(batch * OH, r0 + rows_per_chunk);
   /* The output rows whose window row kh lies inside the input: oh in
@@ -535,47 +583,16 @@ __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
     oh_lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
     oh_hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
   }
-  for (int ow = lo; ow < vhi; ow += DIRECT_VEC) {
-    int at = block_at(ow, vhi);
-    float8 s = 0.0f;
-    /* The chunk's rows image by image, each image's inside [oh_lo, oh_hi)
-     * walked by pointers. */
-    for (int r = r0; r < r1;) {
-      int n = r / OH, a = r % OH, e = min(OH, a + (r1 - r));
-      r += e - a;
-      a = max(a, oh_lo);
-      e = min(e, oh_hi);
-      if (a >= e) continue;
-      int o = ((n * F + f) * OH + a) * OW + at;
-      __global const float *g = dy + dy_off + o;
-      __global const float *m = mask + mask_off + o;
-      __global const float *xr =
-          x + x_off + ((n * C + c) * H + a * stride_h - pad_h + kh * dil_h) * W +
-          at + iw0;
-      int xstep = stride_h * W;
-      if (bias && relu_grad) {
-        for (int oh = a; oh < e; oh++, g += OW, m += OW)
-          s += select((float8)0.0f, vload8(0, g),
-                      isgreater(vload8(0, m), (float8)0.0f));
-      } else if (bias) {
-        for (int oh = a; oh < e; oh++, g += OW) s += vload8(0, g);
-      } else if (relu_grad) {
-        for (int oh = a; oh < e; oh++, g += OW, m += OW, xr += xstep)
-          s += select((float8)0.0f, vload8(0, g),
-                      isgreater(vload8(0, m), (float8)0.0f)) *
-               vload8(0, xr);
-      } else {
-        for (int oh = a; oh < e; oh++, g += OW, xr += xstep)
-          s += vload8(0, g) * vload8(0, xr);
-      }
-    }
-    vstore8(s, 0, acc + at);
+  float total = 0.0f;
+  if (vhi - lo >= 16) {
+    DIRECT_WGRAD_BLOCKS(16)
+  } else {
+    DIRECT_WGRAD_BLOCKS(8)
   }
-  for (int ow = 0; ow < OW; ow++) {
+  for (int ow = lo; ow < hi; ow++) {
     if (ow == lo && vhi > lo) ow = vhi;
-    if (ow >= OW) break;
-    float s = 0.0f;
-    for (int r = r0; ow >= lo && ow < hi && r < r1;) {
+    if (ow >= hi) break;
+    for (int r = r0; r < r1;) {
       int n = r / OH, a = r % OH, e = min(OH, a + (r1 - r));
       r += e - a;
       for (int oh = max(a, oh_lo); oh < min(e, oh_hi); oh++) {
@@ -583,17 +600,23 @@ __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
         float g = dy[dy_off + o];
         if (relu_grad) g = g * (mask[mask_off + o] > 0.0f ? 1.0f : 0.0f);
         int ih = oh * stride_h - pad_h + kh * dil_h;
-        s += bias ? g
-                  : g * x[x_off + ((n * C + c) * H + ih) * W +
-                          ow * stride_w + iw0];
+        total += bias ? g
+                      : g * x[x_off + ((n * C + c) * H + ih) * W +
+                              ow * stride_w + iw0];
       }
     }
-    acc[ow] = s;
   }
+  if (bias)
+    ws[ws_off + chunks * F * ckk + chunk * F + f] = total;
+  else
+    ws[ws_off + chunk * F * ckk + f * ckk + j] = total;
 }
 
-/* The same partials, a work-item per (ow, chunk, f*taps + j): global (OW,
- * chunks, F*taps). */
+/* The same partials, a work-item per (ow, chunk, f*taps + j), global (OW,
+ * chunks, F*taps), kept apart by column: the tap's at
+ * ws[((chunk*F + f)*C*KH*KW + j)*OW + ow] (zero where column ow never
+ * meets the input), the bias's at ws[chunks*F*C*KH*KW*OW + (chunk*F +
+ * f)*OW + ow]; the host adds them up over chunks and columns. */
 __kernel void conv_direct_wgrad_elems(
     __global float *ws, int ws_off, __global const float *x, int x_off,
     __global const float *dy, int dy_off, __global const float *mask,

@@ -603,6 +603,7 @@ static const clt_window full_conv_windows[] = {
     WIN(3, 33, 31, 5, 5, 1, 1, 2, 2, 1, 1), /* above the work-group size */
     WIN(2, 6, 5, 3, 3, 1, 1, 0, 0, 1, 1),   /* valid 3x3: windows inside */
     WIN(1, 6, 28, 3, 3, 1, 1, 0, 0, 1, 1),  /* valid, 26 wide: vectors */
+    WIN(2, 5, 14, 3, 3, 1, 1, 1, 1, 1, 1),  /* 14 wide: shorter vectors */
 };
 static const clt_window tiny_conv_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
@@ -610,6 +611,7 @@ static const clt_window tiny_conv_windows[] = {
     WIN(1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2),
     WIN(2, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1), /* valid 3x3: windows inside */
     WIN(1, 4, 19, 3, 3, 1, 1, 1, 0, 1, 1), /* 17 wide: vectors */
+    WIN(1, 3, 12, 3, 3, 1, 1, 0, 1, 1, 1), /* 12 wide: shorter vectors */
 };
 
 static const clt_window *conv_window(int i) {

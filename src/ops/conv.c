@@ -176,8 +176,9 @@ CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
 /* ---- direct convolution (cl/conv.cl conv_direct_*) ---- */
 
 /* The weight gradient's partial sums: output rows (n, oh) go in chunks of
- * DIRECT_ROWS, fewer and longer where the partials would pass
- * DIRECT_MAX_PARTIALS floats. */
+ * DIRECT_ROWS, fewer and longer where the partials (per element: kept
+ * apart by column too) would pass DIRECT_MAX_PARTIALS floats. Both
+ * layouts chunk alike, so the workspace is the larger layout's. */
 enum { DIRECT_ROWS = 64 };
 #define DIRECT_MAX_PARTIALS ((int64_t)4 << 20)
 
@@ -233,20 +234,23 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
                         (long long)(chunks * w->OW * F * taps));
   /* dy stands in for the mask where there is none (not read). */
   const clt_tensor *m = mask ? mask : dy;
-  if (w->per_element) {
-    size_t global[3] = {(size_t)w->OW, (size_t)chunks, (size_t)(F * taps)};
-    CLT_TRY(CLT_RUN(ctx, CLT_K_conv_direct_wgrad_elems, 3, global, NULL,
-                    KT(work), KT(x), KT(dy), KT(m), KI(batch), KI(F),
-                    WINDOW_ARGS(w), KI(taps), KI(chunks), KI(per_chunk),
-                    KI(mask != NULL)));
-  } else {
+  if (!w->per_element) {
+    /* The partials [chunks, F*C*KH*KW], then [chunks, F]. */
     CLT_TRY(CLT_RUN_1D(ctx, CLT_K_conv_direct_wgrad,
                        (size_t)(chunks * F * taps), KT(work), KT(x), KT(dy),
                        KT(m), KI(batch), KI(F), WINDOW_ARGS(w), KI(taps),
                        KI(chunks), KI(per_chunk), KI(mask != NULL)));
+    CLT_TRY(clt_sum_slices(ctx, dw, work, F * ckk, chunks, 1.0f, 0.0f));
+    if (!db) return CLT_OK;
+    clt_tensor biases = clt_tensor_slice_1d(work, chunks * F * ckk, chunks * F);
+    return clt_sum_slices(ctx, db, &biases, F, chunks, 1.0f, 0.0f);
   }
-  /* The partials [chunks, F*C*KH*KW, OW] (then [chunks, F, OW]) summed
-   * over chunks and columns. */
+  /* The partials [chunks, F*C*KH*KW, OW], then [chunks, F, OW]. */
+  size_t global[3] = {(size_t)w->OW, (size_t)chunks, (size_t)(F * taps)};
+  CLT_TRY(CLT_RUN(ctx, CLT_K_conv_direct_wgrad_elems, 3, global, NULL,
+                  KT(work), KT(x), KT(dy), KT(m), KI(batch), KI(F),
+                  WINDOW_ARGS(w), KI(taps), KI(chunks), KI(per_chunk),
+                  KI(mask != NULL)));
   CLT_TRY(clt_sum_channels_forward(ctx, dw, work, chunks, F * ckk, w->OW,
                                    false));
   if (!db) return CLT_OK;
