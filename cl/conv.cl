@@ -180,36 +180,55 @@ __kernel void im2row(__global float *row, int row_off,
   }
 }
 
-/* dx[n][c][ih][iw] (+)= the sum of the drow elements im2row copied it to:
- * col2im's gather over the row layout, one work-item per input row. Each
- * output pixel's KW values of a (c, kh) lie together in drow, so the loop
- * runs over the pixels of the output row oh and adds their KW values each
- * (for one kh, an element gathers its kw in descending order: not
- * col2im's order, so other rounding, no other numbers). */
+/* The output columns [*lo, *hi) whose window column kw reads inside the
+ * input (iw = ow * stride_w + kw * dil_w - pad_w), as im2col's. */
+static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
+                        int dil_w, int *lo, int *hi) {
+  int iw0 = kw * dil_w - pad_w;
+  *lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
+  *hi = iw0 >= W ? *lo : max(*lo, min(OW, (W - 1 - iw0) / stride_w + 1));
+}
+
+/* dx[n][c][:][:] (+)= the sum of the drow elements im2row copied each
+ * element to: col2im's inverse over the row layout, one work-item per
+ * input plane (n, c), which it owns. It walks the output pixels in order
+ * and adds each one's window, drow's KH*KW values of channel c (together
+ * in drow), into the plane: a window inside the input a row of KW at a
+ * time (for 3 wide, one vector), one at the edges with its taps checked.
+ * An element gets its contributions in the order of the pixels that read
+ * it (not col2im's: other rounding, no other numbers). */
 __kernel void row2im(__global float *dx, int dx_off,
                      __global const float *drow, int drow_off, int batch,
                      int C, int H, int W, int KH, int KW, int OH, int OW,
                      int pad_h, int pad_w, int stride_h, int stride_w,
                      int dil_h, int dil_w, int accumulate) {
   int i = get_global_id(0);
-  if (i >= batch * C * H) return;
-  int ih = i % H;
-  int c = (i / H) % C;
-  int n = i / (H * C);
+  if (i >= batch * C) return;
+  int c = i % C, n = i / C;
   int ckk = C * KH * KW;
-  __global float *out = dx + dx_off + i * W;
+  __global float *plane = dx + dx_off + i * H * W;
   if (!accumulate)
-    for (int iw = 0; iw < W; iw++) out[iw] = 0.0f;
-  for (int kh = 0; kh < KH; kh++) {
-    int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
-    if (oh < 0) continue;
-    __global const float *src =
-        drow + drow_off + (n * OH + oh) * OW * ckk + (c * KH + kh) * KW;
+    for (int e = 0; e < H * W; e++) plane[e] = 0.0f;
+  __global const float *src = drow + drow_off + n * OH * OW * ckk + c * KH * KW;
+  for (int oh = 0; oh < OH; oh++) {
+    int ih0 = oh * stride_h - pad_h;
     for (int ow = 0; ow < OW; ow++, src += ckk) {
       int iw0 = ow * stride_w - pad_w;
-      for (int kw = 0; kw < KW; kw++) {
-        int iw = iw0 + kw * dil_w;
-        if (iw >= 0 && iw < W) out[iw] += src[kw];
+      bool inside = ih0 >= 0 && ih0 + (KH - 1) * dil_h < H && iw0 >= 0 &&
+                    iw0 + (KW - 1) * dil_w < W;
+      if (inside && KW == 3 && dil_w == 1) {
+        __global float *o = plane + ih0 * W + iw0;
+        for (int kh = 0; kh < KH; kh++, o += dil_h * W)
+          vstore3(vload3(0, o) + vload3(0, src + kh * 3), 0, o);
+        continue;
+      }
+      for (int kh = 0; kh < KH; kh++) {
+        int ih = ih0 + kh * dil_h;
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < KW; kw++) {
+          int iw = iw0 + kw * dil_w;
+          if (iw >= 0 && iw < W) plane[ih * W + iw] += src[kh * KW + kw];
+        }
       }
     }
   }
@@ -375,14 +394,6 @@ __kernel void nchw_to_nhwc(__global float *y, int y_off, __global float *x,
  * memory, for GPUs). Both add the taps in (c, kh, kw) order, then the
  * bias. */
 
-/* The output columns [*lo, *hi) whose window column kw reads inside the
- * input (iw = ow * stride_w + kw * dil_w - pad_w), as im2col's. */
-static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
-                        int dil_w, int *lo, int *hi) {
-  int iw0 = kw * dil_w - pad_w;
-  *lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
-  *hi = iw0 >= W ? *lo : max(*lo, min(OW, (W - 1 - iw0) / stride_w + 1));
-}
 
 /* The columns [*lo, *hi) of an output row whose whole window lies inside
  * the input, where the row kernels below work in blocks of 16 or 8
