@@ -388,12 +388,10 @@ __kernel void nchw_to_nhwc(__global float *y, int y_off, __global float *x,
  * its tile (k = 9 to 32 on POCL), so that a product of 9-term sums runs at
  * a fraction of the GEMM's speed: no unfold, and the bias and a fused
  * ReLU in the same pass. Two layouts, as im2col's: a work-item per output
- * row (conv_direct_forward, conv_direct_wgrad: loops over contiguous
- * memory with no division in them, which CPU devices vectorise) or per
- * element (the _elems kernels: neighbouring work-items on neighbouring
- * memory, for GPUs). Both add the taps in (c, kh, kw) order, then the
- * bias. */
-
+ * plane or weight-gradient entry (conv_direct_forward, conv_direct_wgrad:
+ * explicit vectors along the rows, for CPU devices) or per element (the
+ * _elems kernels: neighbouring work-items on neighbouring memory, for
+ * GPUs). The forward adds the taps in (c, kh, kw) order, then the bias. */
 
 /* The columns [*lo, *hi) of an output row whose whole window lies inside
  * the input, where the row kernels below work in blocks of 16 or 8

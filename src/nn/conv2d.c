@@ -392,12 +392,12 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   conv_io io = *in;
   io.colmajor = way == WAY_NCHW_CT;
   bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
-  clt_window dw = s->w;
-  dw.per_element = way == WAY_DIRECT_ELEMS;
+  clt_window dwin = s->w; /* the direct kernels' layout */
+  dwin.per_element = way == WAY_DIRECT_ELEMS;
   if (!backward) {
     if (direct)
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
-                                     io.batch, s->filters, &dw, io.relu);
+                                     io.batch, s->filters, &dwin, io.relu);
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &s->w));
     return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
   }
@@ -409,7 +409,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (!direct && unfold)
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &w));
   if (direct)
-    CLT_TRY(backward_direct(g, s, &io, &dw));
+    CLT_TRY(backward_direct(g, s, &io, &dwin));
   else if (way == WAY_ROWS)
     CLT_TRY(backward_rows(g, s, &io));
   else if (way == WAY_SWAP)
