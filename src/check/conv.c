@@ -232,8 +232,7 @@ static clt_status direct_wgrad_body(check_set *s, const void *arg) {
   clt_window w;
   CLT_TRY(check_window(s, a->w, false, &w));
   w.per_element = a->w->per_element;
-  int64_t ckk = w.C * w.KH * w.KW, ohw = w.OH * w.OW;
-  int64_t ny = a->batch * a->F * ohw;
+  int64_t ckk = w.C * w.KH * w.KW, ny = a->batch * a->F * w.OH * w.OW;
   check_f32 *x, *dy, *m, *dw, *db;
   CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &dy));
@@ -269,7 +268,6 @@ static clt_status direct_wgrad_body(check_set *s, const void *arg) {
         }
   for (int64_t i = 0; i < a->F * ckk; i++) dw->host[i] = (float)sw[i];
   for (int64_t f = 0; a->bias && f < a->F; f++) db->host[f] = (float)sb[f];
-  (void)ohw;
   return CLT_OK;
 }
 
