@@ -85,28 +85,30 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
 }
 
 /* dx[n][c][ih][iw] (+)= sum of dcol over the (kh, kw, oh, ow) that read
- * it: a gather, so no two work-items write the same element. One
- * work-item per input row (n, c, ih): for each (kh, kw) whose window rows
- * reach ih it adds one dcol row into the output row, a loop over ow with
- * no division in it (contiguous for stride 1, which CPU devices
- * vectorise). The contributions are added in (kh, kw) order, as
- * col2im_sum adds them. */
+ * it. One work-item per input plane (n, c), which it owns: for each (kh,
+ * kw) it adds image n's dcol row of (c, kh, kw), OH*OW values together in
+ * dcol, into the plane, output row by output row, loops over ow with no
+ * division or test in them (contiguous for stride 1, which CPU devices
+ * vectorise). A work-item per input row took 20-30% longer on POCL (the
+ * CNN's second convolution at batch 64: 1.2-1.7 against 1.0-1.1 ms). An
+ * element gets its contributions in (kh, kw) order, as col2im_sum adds
+ * them. */
 __kernel void col2im(__global float *dx, int dx_off,
                      __global const float *dcol, int dcol_off, int batch,
                      int C, int H, int W, int KH, int KW, int OH, int OW,
                      int pad_h, int pad_w, int stride_h, int stride_w,
                      int dil_h, int dil_w, int accumulate) {
   int i = get_global_id(0);
-  if (i >= batch * C * H) return;
-  int ih = i % H;
-  int c = (i / H) % C;
-  int n = i / (H * C);
-  __global float *out = dx + dx_off + i * W;
+  if (i >= batch * C) return;
+  int c = i % C, n = i / C;
+  __global float *plane = dx + dx_off + i * H * W;
   if (!accumulate)
-    for (int iw = 0; iw < W; iw++) out[iw] = 0.0f;
+    for (int e = 0; e < H * W; e++) plane[e] = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
-    int oh = window_row(ih, kh, pad_h, stride_h, dil_h, OH);
-    if (oh < 0) continue;
+    /* The output rows whose window row kh lands inside the input. */
+    int top = pad_h - kh * dil_h, bottom = H - 1 + pad_h - kh * dil_h;
+    int oh_lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
+    int oh_hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
     for (int kw = 0; kw < KW; kw++) {
       /* Column ow of this dcol row came from iw = ow * stride_w + iw0. */
       int iw0 = kw * dil_w - pad_w;
@@ -114,14 +116,17 @@ __kernel void col2im(__global float *dx, int dx_off,
       int ow_lo = iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w;
       int ow_hi = min(OW, (W - 1 - iw0) / stride_w + 1);
       int r = (c * KH + kh) * KW + kw;
-      __global const float *src =
-          dcol + dcol_off + ((r * batch + n) * OH + oh) * OW;
-      if (stride_w == 1) {
-        __global float *o = out + iw0;
-        for (int ow = ow_lo; ow < ow_hi; ow++) o[ow] += src[ow];
-      } else {
-        for (int ow = ow_lo; ow < ow_hi; ow++)
-          out[ow * stride_w + iw0] += src[ow];
+      __global const float *src = dcol + dcol_off + (r * batch + n) * OH * OW;
+      for (int oh = oh_lo; oh < oh_hi; oh++) {
+        __global float *out =
+            plane + (oh * stride_h - pad_h + kh * dil_h) * W + iw0;
+        __global const float *s = src + oh * OW;
+        if (stride_w == 1) {
+          for (int ow = ow_lo; ow < ow_hi; ow++) out[ow] += s[ow];
+        } else {
+          for (int ow = ow_lo; ow < ow_hi; ow++)
+            out[ow * stride_w] += s[ow];
+        }
       }
     }
   }

@@ -34,12 +34,10 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
     return CLT_RUN_1D(ctx, CLT_K_col2im_elems, (size_t)(n * w->W), KT(dx),
                       KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate),
                       KI(w->rows));
-  if (w->rows) /* a work-item per input plane (image, channel) */
-    return CLT_RUN_1D(ctx, CLT_K_row2im, (size_t)(batch * w->C), KT(dx),
-                      KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate));
-  return CLT_RUN_1D(ctx, CLT_K_col2im, (size_t)n,
-                    KT(dx), KT(dcol), KI(batch), WINDOW_ARGS(w),
-                    KI(accumulate));
+  /* a work-item per input plane (image, channel) */
+  return CLT_RUN_1D(ctx, w->rows ? CLT_K_row2im : CLT_K_col2im,
+                    (size_t)(batch * w->C), KT(dx), KT(dcol), KI(batch),
+                    WINDOW_ARGS(w), KI(accumulate));
 }
 
 clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
