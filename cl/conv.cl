@@ -6,6 +6,24 @@
  *   g[8..13] = pad_h, pad_w, stride_h, stride_w, dil_h, dil_w
  * passed as scalars so that the kernels need no __constant buffer. */
 
+/* The output columns [*lo, *hi) whose window column kw reads inside the
+ * input (iw = ow * stride_w + kw * dil_w - pad_w). */
+static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
+                        int dil_w, int *lo, int *hi) {
+  int iw0 = kw * dil_w - pad_w;
+  *lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
+  *hi = iw0 >= W ? *lo : max(*lo, min(OW, (W - 1 - iw0) / stride_w + 1));
+}
+
+/* The output rows [*lo, *hi) whose window row kh reads inside the input
+ * (ih = oh * stride_h + kh * dil_h - pad_h); empty where *lo >= *hi. */
+static void window_rows(int kh, int H, int OH, int pad_h, int stride_h,
+                        int dil_h, int *lo, int *hi) {
+  int top = pad_h - kh * dil_h, bottom = H - 1 + pad_h - kh * dil_h;
+  *lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
+  *hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
+}
+
 /* col[(c*KH + kh)*KW + kw][(n*OH + oh)*OW + ow] = x[n][c][ih][iw], or 0 in
  * the padding. One work-item per (n, row of col): it writes that row's
  * OH*OW run for image n, looping over oh and ow, so the divisions happen
@@ -23,9 +41,8 @@ __kernel void im2col(__global float *col, int col_off,
   int r = i % rows;
   int n = i / rows;
   int kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
-  int iw0 = kw * dil_w - pad_w;
-  int lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
-  int hi = iw0 >= W ? lo : max(lo, min(OW, (W - 1 - iw0) / stride_w + 1));
+  int iw0 = kw * dil_w - pad_w, lo, hi;
+  window_cols(kw, W, OW, pad_w, stride_w, dil_w, &lo, &hi);
   __global const float *plane = x + x_off + (n * C + c) * H * W;
   __global float *out = col + col_off + (r * batch + n) * OH * OW;
   for (int oh = 0; oh < OH; oh++, out += OW) {
@@ -105,16 +122,12 @@ __kernel void col2im(__global float *dx, int dx_off,
   if (!accumulate)
     for (int e = 0; e < H * W; e++) plane[e] = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
-    /* The output rows whose window row kh lands inside the input. */
-    int top = pad_h - kh * dil_h, bottom = H - 1 + pad_h - kh * dil_h;
-    int oh_lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
-    int oh_hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
+    int oh_lo, oh_hi;
+    window_rows(kh, H, OH, pad_h, stride_h, dil_h, &oh_lo, &oh_hi);
     for (int kw = 0; kw < KW; kw++) {
       /* Column ow of this dcol row came from iw = ow * stride_w + iw0. */
-      int iw0 = kw * dil_w - pad_w;
-      if (iw0 >= W) continue;
-      int ow_lo = iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w;
-      int ow_hi = min(OW, (W - 1 - iw0) / stride_w + 1);
+      int iw0 = kw * dil_w - pad_w, ow_lo, ow_hi;
+      window_cols(kw, W, OW, pad_w, stride_w, dil_w, &ow_lo, &ow_hi);
       int r = (c * KH + kh) * KW + kw;
       __global const float *src = dcol + dcol_off + (r * batch + n) * OH * OW;
       for (int oh = oh_lo; oh < oh_hi; oh++) {
@@ -183,15 +196,6 @@ __kernel void im2row(__global float *row, int row_off,
         }
       }
   }
-}
-
-/* The output columns [*lo, *hi) whose window column kw reads inside the
- * input (iw = ow * stride_w + kw * dil_w - pad_w), as im2col's. */
-static void window_cols(int kw, int W, int OW, int pad_w, int stride_w,
-                        int dil_w, int *lo, int *hi) {
-  int iw0 = kw * dil_w - pad_w;
-  *lo = min(OW, iw0 >= 0 ? 0 : (stride_w - 1 - iw0) / stride_w);
-  *hi = iw0 >= W ? *lo : max(*lo, min(OW, (W - 1 - iw0) / stride_w + 1));
 }
 
 /* dx[n][c][:][:] (+)= the sum of the drow elements im2row copied each
@@ -592,11 +596,7 @@ __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
   /* The output rows whose window row kh lies inside the input: oh in
    * [oh_lo, oh_hi) (all of them for the bias). */
   int oh_lo = 0, oh_hi = OH;
-  if (!bias) {
-    int top = pad_h - kh * dil_h, bottom = H - 1 + pad_h - kh * dil_h;
-    oh_lo = top <= 0 ? 0 : (top + stride_h - 1) / stride_h;
-    oh_hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
-  }
+  if (!bias) window_rows(kh, H, OH, pad_h, stride_h, dil_h, &oh_lo, &oh_hi);
   float total = 0.0f;
   if (vhi - lo >= 16) {
     DIRECT_WGRAD_BLOCKS(16)

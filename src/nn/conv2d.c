@@ -95,11 +95,6 @@ enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
  * products are the GEMMs' own ground. */
 #define DIRECT_MAX_TAPS 64
 
-/* The taps of a window: the products' k. */
-static int64_t w_taps(const conv_state *s) {
-  return s->w.C * s->w.KH * s->w.KW;
-}
-
 /* The three products over `batch` images (conv2d's header comment). */
 static clt_gemm_product forward_product(const conv_state *s, int64_t batch) {
   const clt_window *w = &s->w;
@@ -618,7 +613,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   int64_t nchw_work = b > 1 ? b * s->filters * dw.n : 0;
   bool nchw_fits = nchw_work <= NCHW_MAX_WORKSPACE;
   if (!nchw_fits) nchw_work = 0;
-  bool direct = w_taps(s) <= DIRECT_MAX_TAPS;
+  bool direct = fwd.k <= DIRECT_MAX_TAPS; /* k: the window's taps */
   int64_t direct_work =
       direct ? clt_conv_direct_workspace(b, s->filters, &s->w, s->bias) : 0;
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
