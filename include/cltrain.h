@@ -333,6 +333,22 @@ CLT_API clt_status clt_gemm_f16_strided_batched(
     int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
     clt_tensor *c, int64_t stride_c, int64_t batch);
 
+/* cltrain's own register-blocked fp32 GEMM kernels (README "Measured
+ * plans"), the plans' candidates beside CLBlast's SGEMM: "rows 4x32",
+ * "rows 8x32" (B not transposed, n >= 32), "rows 4x8" (B not transposed,
+ * 8 <= n < 32), "dot 4x4", "dot 8x2" (A not transposed, B transposed). */
+#define CLT_GEMM_BLOCKED_CONFIGS 5
+CLT_API const char *clt_gemm_blocked_config_name(int config);
+
+/* clt_gemm_strided_batched by configuration `config` of those kernels;
+ * CLT_ERR_UNSUPPORTED where it does not run the transposes and n asked
+ * for, or an operand reaches past 2^31 elements. */
+CLT_API clt_status clt_gemm_blocked_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch);
+
 /* ------------------------------------------------------------------------ */
 /* Activations and profiling                                                 */
 

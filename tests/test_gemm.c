@@ -2,7 +2,8 @@
  * sizes from {1, 3, 7, 33, 127, 300}, the four transpose combinations,
  * alpha and beta, strided batches, operands that are views at odd offsets
  * and at aligned ones (handed to CLBlast as sub-buffers),
- * and the errors for bad arguments. */
+ * and the errors for bad arguments. Our own fp32 kernels
+ * (ops/gemm_blocked.h) the same way, on sizes that cut their tiles. */
 #include <math.h>
 
 #include "common.h"
@@ -10,6 +11,7 @@
 #include "common/rng.h"
 #include "graph/graph.h"
 #include "mma_context.h"
+#include "ops/gemm_blocked.h"
 #include "runtime/runtime.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -430,6 +432,53 @@ START_TEST(mma_env_checked) {
 }
 END_TEST
 
+/* ---- our own fp32 kernels ---------------------------------------------- */
+
+/* Sizes around their tiles (4 or 8 rows; 32 or 8 columns; 16 of k): a
+ * strip moved back to end at n (45, 100, 13, 31), a partial last tile of
+ * rows, k below, at and past a vector with a masked tail (5, 16, 37), one
+ * of everything. */
+static const int64_t blocked_shapes[][3] = {
+    {1, 32, 1},  {5, 45, 17},  {9, 100, 3},  {33, 64, 37}, {3, 8, 5},
+    {9, 13, 16}, {7, 31, 33},  {4, 10, 300}, {13, 5, 21},  {2, 1, 1},
+    {17, 9, 64}, {6, 130, 129},
+};
+
+/* _i: configuration. Every transpose combination on every shape: checked
+ * against the host where the configuration runs it, else refused as
+ * unsupported; alpha and beta, and strided batches, in turn. */
+START_TEST(blocked_products) {
+  static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 0.25f}, {-1.0f, 1.0f}};
+  int ran = 0;
+  double e;
+  for (int t = 0; t < 4; t++) {
+    clt_transpose ta = (t & 1) ? CLT_TRANS : CLT_NO_TRANS;
+    clt_transpose tb = (t & 2) ? CLT_TRANS : CLT_NO_TRANS;
+    for (int i = 0; i < COUNT(blocked_shapes); i++) {
+      const int64_t *s = blocked_shapes[i];
+      const float *w = ab[(i + t) % COUNT(ab)];
+      int64_t batch = i % 4 == 1 ? 3 : 1;
+      if (!clt_gemm_blocked_fits(_i, ta, tb, s[0], s[1], s[2])) {
+        double unused;
+        ck_assert_int_eq(clt_check_gemm_blocked(g_ctx, _i, ta, tb, s[0], s[1],
+                                                s[2], 1.0f, 0.0f, 1, &unused),
+                         CLT_ERR_UNSUPPORTED);
+        continue;
+      }
+      ran++;
+      ck_assert_check(clt_check_gemm_blocked(g_ctx, _i, ta, tb, s[0], s[1],
+                                             s[2], w[0], w[1], batch, &e),
+                      e, TOL, "%s %s%s m=%lld n=%lld k=%lld batch %lld",
+                      clt_gemm_blocked_config_name(_i), trans_name(ta),
+                      trans_name(tb), (long long)s[0], (long long)s[1],
+                      (long long)s[2], (long long)batch);
+    }
+  }
+  /* rows: NN and TN on the shapes wide enough; dot: NT on all of them. */
+  ck_assert_int_ge(ran, 4);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 static Suite *gemm_suite(void) {
@@ -442,6 +491,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(prod, gemm_colmajor_form, 0, 4);
   tcase_add_loop_test(prod, gemm_on_views, 0, COUNT(view_cases));
   tcase_add_test(prod, gemm_many_views);
+  tcase_add_loop_test(prod, blocked_products, 0, CLT_GEMM_BLOCKED_CONFIGS);
   suite_add_tcase(s, prod);
 
   TCase *mma = tcase_create("fp16 products");

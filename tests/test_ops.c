@@ -680,6 +680,44 @@ START_TEST(gemm_mma_emulated) {
 }
 END_TEST
 
+/* Our own fp32 GEMM kernels (cl/gemm.cl; test_gemm.c has more shapes),
+ * on sizes small enough for oclgrind that still reach every path: a
+ * partial tile of rows, a strip of columns moved back to end at n (its
+ * first columns skipped), C read for beta, k past a vector with a masked
+ * tail and k below one (scalars), a batch of two. */
+START_TEST(gemm_blocked_tiles) {
+  static const struct {
+    clt_transpose ta, tb;
+    int64_t m, n, k;
+    float beta;
+  } cases[] = {
+      {CLT_NO_TRANS, CLT_NO_TRANS, 5, 33, 3, 0.5f},
+      {CLT_TRANS, CLT_NO_TRANS, 9, 32, 2, 0.0f},
+      {CLT_NO_TRANS, CLT_NO_TRANS, 3, 9, 2, 0.0f},
+      {CLT_TRANS, CLT_NO_TRANS, 5, 13, 3, 1.0f},
+      {CLT_NO_TRANS, CLT_TRANS, 5, 3, 17, 0.5f},
+      {CLT_NO_TRANS, CLT_TRANS, 9, 5, 4, 0.0f},
+  };
+  int ran[CLT_GEMM_BLOCKED_CONFIGS] = {0};
+  for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++)
+    for (int i = 0; i < COUNT(cases); i++) {
+      double e = -1.0;
+      clt_status st = clt_check_gemm_blocked(
+          g_ctx, c, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n,
+          cases[i].k, 1.5f, cases[i].beta, 2, &e);
+      if (st == CLT_ERR_UNSUPPORTED) continue;
+      ran[c]++;
+      ck_assert_msg(st == CLT_OK && e <= TOL,
+                    "%s case %d: %s, max error %.3g (%s)",
+                    clt_gemm_blocked_config_name(c), i, clt_status_string(st),
+                    e, clt_context_last_error(g_ctx));
+    }
+  for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++)
+    ck_assert_msg(ran[c] >= 2, "%s ran %d cases",
+                  clt_gemm_blocked_config_name(c), ran[c]);
+}
+END_TEST
+
 /* The public convolution op (the layer's path) and CLBlast's convgemm
  * against a direct host convolution, odd shape, stride, padding,
  * dilation, bias. */
@@ -1227,6 +1265,7 @@ static Suite *ops_suite(void) {
   TCase *conv = tcase_create("conv");
   tcase_add_test(conv, conv2d_public_op);
   tcase_add_test(conv, gemm_mma_emulated);
+  tcase_add_test(conv, gemm_blocked_tiles);
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
   tcase_add_loop_test(conv, conv_direct_windows, 0, conv_window_count());

@@ -55,6 +55,14 @@ clt_status clt_check_gemm_form(clt_context *ctx, bool colmajor,
                                int64_t n, int64_t k, float alpha, float beta,
                                int64_t batch, double *max_err);
 
+/* The same by our own fp32 kernel in configuration `config`
+ * (ops/gemm_blocked.h); CLT_ERR_UNSUPPORTED where it does not run the
+ * transposes and n asked for. */
+clt_status clt_check_gemm_blocked(clt_context *ctx, int config,
+                                  clt_transpose ta, clt_transpose tb,
+                                  int64_t m, int64_t n, int64_t k, float alpha,
+                                  float beta, int64_t batch, double *max_err);
+
 /* The same by the fp16 route's kernel (ops/gemm_mma.h) in tile
  * configuration `config`: the reference takes a and b rounded to fp16
  * (nearest even), the sums in double. CLT_ERR_UNSUPPORTED where the

@@ -47,6 +47,17 @@ static clt_status st_gemm_ct_batched(clt_context *ctx, double *e) {
   return clt_check_gemm_form(ctx, true, CLT_TRANS, CLT_NO_TRANS, 9, 13, 27,
                              0.5f, 1.0f, 5, e);
 }
+/* Our own fp32 kernels (the plans' candidates): a strided batch of TN
+ * by rows with beta, a strip moved back to end at n; NT by dot products
+ * with a masked tail of k. */
+static clt_status st_blocked_rows(clt_context *ctx, double *e) {
+  return clt_check_gemm_blocked(ctx, 0, CLT_TRANS, CLT_NO_TRANS, 5, 45, 17,
+                                0.5f, 0.25f, 3, e);
+}
+static clt_status st_blocked_dot(clt_context *ctx, double *e) {
+  return clt_check_gemm_blocked(ctx, 3, CLT_NO_TRANS, CLT_TRANS, 9, 13, 37,
+                                1.0f, 0.5f, 1, e);
+}
 /* The fp16 route's kernel, each tile configuration, on the shapes of a
  * conv's three products (NN, NT, TN). */
 static clt_status st_mma_0(clt_context *ctx, double *e) {
@@ -289,6 +300,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm c^T nn 33x17x65", st_gemm_ct_nn, 1e-5, false},
     {"gemm c^T tn strided batched 5x9x13x27 beta=1", st_gemm_ct_batched, 1e-5,
      false},
+    {"gemm own rows 4x32 tn strided batched 3x5x45x17 beta=0.25",
+     st_blocked_rows, 1e-5, false},
+    {"gemm own dot 4x4 nt 9x13x37 beta=0.5", st_blocked_dot, 1e-5, false},
     {"gemm fp16 64x64 nn 33x17x65", st_mma_0, 1e-5, true},
     {"gemm fp16 128x64 nt 3x150x70x129", st_mma_1, 1e-5, true},
     {"gemm fp16 128x128 tn 131x260x47 beta=1", st_mma_2, 1e-5, true},

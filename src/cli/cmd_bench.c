@@ -75,12 +75,15 @@ static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
   return clt_tensor_upload(*t, *host);
 }
 
-/* run_product's config for CLBlast's SGEMM, in either form. */
+/* run_product's config for CLBlast's SGEMM, in either form, and for our
+ * own fp32 kernels (BLOCKED + their configuration). */
 #define SGEMM_ROW_MAJOR (-1)
 #define SGEMM_COL_MAJOR (-2)
+#define BLOCKED 1000
 
-/* One product of shape s: CLBlast's SGEMM (config SGEMM_*) or the fp16
- * route's kernel in tile configuration config. */
+/* One product of shape s: CLBlast's SGEMM (config SGEMM_*), our own fp32
+ * kernel (BLOCKED + configuration) or the fp16 route's kernel in tile
+ * configuration config. */
 static clt_status run_product(clt_context *ctx, const gemm_shape *s,
                               int config, clt_tensor *a, clt_tensor *b,
                               clt_tensor *c) {
@@ -89,6 +92,10 @@ static clt_status run_product(clt_context *ctx, const gemm_shape *s,
                                       : clt_gemm_strided_batched)(
         ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, s->m * s->k, b,
         s->k * s->n, 0.0f, c, s->m * s->n, s->batch);
+  if (config >= BLOCKED)
+    return clt_gemm_blocked_strided_batched(
+        ctx, config - BLOCKED, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
+        s->m * s->k, b, s->k * s->n, 0.0f, c, s->m * s->n, s->batch);
   return clt_gemm_f16_strided_batched(ctx, config, s->ta, s->tb, s->m, s->n,
                                       s->k, 1.0f, a, s->m * s->k, b,
                                       s->k * s->n, 0.0f, c, s->m * s->n,
@@ -158,6 +165,25 @@ static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
   return CLT_OK;
 }
 
+/* The fastest of our own fp32 kernels that run s (0 seconds: none). */
+static clt_status time_blocked(clt_context *ctx, const gemm_shape *s,
+                               clt_tensor *a, clt_tensor *b, clt_tensor *c,
+                               double *seconds, int *config) {
+  *seconds = 0.0;
+  for (int i = 0; i < CLT_GEMM_BLOCKED_CONFIGS; i++) {
+    clt_status st = run_product(ctx, s, BLOCKED + i, a, b, c);
+    if (st == CLT_ERR_UNSUPPORTED) continue; /* not for these transposes */
+    CLI_TRY(st);
+    double t = 0.0;
+    CLI_TRY(time_product(ctx, s, BLOCKED + i, a, b, c, &t));
+    if (*seconds == 0.0 || t < *seconds) {
+      *seconds = t;
+      *config = i;
+    }
+  }
+  return CLT_OK;
+}
+
 static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
                             bool mixed) {
   clt_tensor *a = NULL, *b = NULL, *c = NULL;
@@ -170,7 +196,12 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   if (st == CLT_OK) st = make_random(ctx, nc, 3, &c, &hc);
   if (st == CLT_OK) st = time_product(ctx, s, SGEMM_ROW_MAJOR, a, b, c, &row);
   if (st == CLT_OK) st = time_product(ctx, s, SGEMM_COL_MAJOR, a, b, c, &col);
-  double secs = row < col ? row : col; /* as the measured plans choose */
+  double own = 0.0;
+  int own_config = 0;
+  if (st == CLT_OK) st = time_blocked(ctx, s, a, b, c, &own, &own_config);
+  /* as the measured plans choose */
+  double secs = row < col ? row : col;
+  if (own > 0.0 && own < secs) secs = own;
   double mma_secs = 0.0;
   int config = 0;
   if (st == CLT_OK && mixed)
@@ -181,6 +212,11 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
     printf("%-24s %5lld %5lld %5lld %5lld %10.2f %10.2f", s->name,
            (long long)s->m, (long long)s->n, (long long)s->k,
            (long long)s->batch, flops / row * 1e-9, flops / col * 1e-9);
+    if (own > 0.0)
+      printf(" %10.2f %-9s", flops / own * 1e-9,
+             clt_gemm_blocked_config_name(own_config));
+    else
+      printf(" %10s %-9s", "-", "");
     if (mixed)
       printf(" %10.2f %6.2fx %-8s", flops / mma_secs * 1e-9, secs / mma_secs,
              clt_fp16_config_name(config));
@@ -223,8 +259,9 @@ static int bench_gemm(int argc, char **argv) {
       "[--device D] [--max-size N] [--only TEXT] [--precision P]",
       "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
       "  squares, row-major and as the column-major C^T (README \"Measured\n"
-      "  plans\"), and OpenBLAS's on the CPU (where built with it) against\n"
-      "  the faster\n",
+      "  plans\"), of cltrain's own fp32 kernels (the fastest that runs the\n"
+      "  shape), and OpenBLAS's on the CPU (where built with it) against\n"
+      "  the fastest\n",
       options, (int)(sizeof options / sizeof options[0]), 0, 0, NULL};
   int npos = 0;
   int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
@@ -253,10 +290,12 @@ static int bench_gemm(int argc, char **argv) {
       mixed = false;
     }
   }
-  /* SGEMM in both forms (row-major, and the column-major C^T); the fp16
-   * kernel and OpenBLAS against the faster, which the plans would run. */
-  printf("%-24s %5s %5s %5s %5s %10s %10s", "shape", "m", "n", "k", "batch",
-         "GFLOP/s", "c^T");
+  /* SGEMM in both forms (row-major, and the column-major C^T), and our
+   * own fp32 kernels (the fastest configuration that runs the shape); the
+   * fp16 kernel and OpenBLAS against the fastest, which the plans would
+   * run. */
+  printf("%-24s %5s %5s %5s %5s %10s %10s %10s %-9s", "shape", "m", "n", "k",
+         "batch", "GFLOP/s", "c^T", "own", "kernel");
   if (mixed) printf(" %10s %7s %-8s", "fp16", "vs fp32", "tiles");
 #ifdef CLT_HAVE_OPENBLAS
   printf(" %10s %7s", "OpenBLAS", "ratio");

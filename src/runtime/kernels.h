@@ -32,7 +32,7 @@
   X(softmax_xent, "loss")                                                      \
   X(mse, "loss")                                                               \
   X(sum_channels, "reduce")                                                    \
-  X(sum_columns, "reduce")                                                    \
+  X(sum_columns, "reduce")                                                     \
   X(sum_into, "reduce")                                                        \
   X(sumsq_into, "reduce")                                                      \
   X(sum_slices, "reduce")                                                      \
@@ -65,6 +65,11 @@
   X(bn_backward_reduce, "norm")                                                \
   X(bn_backward_apply, "norm")                                                 \
   X(dropout_forward, "dropout")                                                \
-  X(mul_f32, "dropout")
+  X(mul_f32, "dropout")                                                        \
+  X(gemm_rows_4x32, "gemm")                                                    \
+  X(gemm_rows_8x32, "gemm")                                                    \
+  X(gemm_rows_4x8, "gemm")                                                     \
+  X(gemm_dot_4x4, "gemm")                                                      \
+  X(gemm_dot_8x2, "gemm")
 
 #endif

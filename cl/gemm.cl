@@ -1,0 +1,134 @@
+/* Register-blocked fp32 GEMM kernels for devices where CLBlast's tiles
+ * fit the products badly (src/ops/gemm_blocked.c): candidates of the
+ * measured plans beside CLBlast's SGEMM, chosen only where they measure
+ * faster and give the same numbers.
+ *
+ * C = alpha op(A) op(B) + beta C, a strided batch along dimension 2 of the
+ * range; beta 0 does not read C. Two shapes of work:
+ *
+ * gemm_rows_MRxW (op(B) = B stored [k, n], contiguous along n; A either
+ * way, as element strides): a work-item computes MR rows by W columns of
+ * C, walking k with one row of B as W/VW vectors and each A value
+ * broadcast: the product a CPU vectorises as its BLAS does. The last strip
+ * of a row is moved back to end at n (its columns already written by the
+ * strip before are skipped), so every load is a whole vector; n >= W.
+ *
+ * gemm_dot_MRxNR (C = A B^T, A [m, k] and B [n, k], both contiguous along
+ * k): a work-item computes MR x NR dot products sixteen of k at a time in
+ * vectors, summed across at the end; the last sixteen are loaded ending at
+ * k with the lanes already summed masked out (k < 16: scalars).
+ *
+ * Rows and columns past m or n are clamped for the loads (their results
+ * are never stored). */
+
+#define GEMM_STORE(ptr, value)                                                 \
+  (*(ptr) = beta == 0.0f ? alpha * (value) : alpha * (value) + beta * *(ptr))
+
+#define GEMM_ROWS(NAME, MR, NV, VW)                                            \
+  __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
+                     __global const float *a, int a_off, int a_si, int a_sp,   \
+                     int a_batch, __global const float *b, int b_off, int ldb, \
+                     int b_batch, __global float *c, int c_off, int ldc,       \
+                     int c_batch) {                                            \
+    int jw = get_global_id(0) * (NV * VW), i0 = get_global_id(1) * MR;         \
+    int bi = get_global_id(2);                                                 \
+    if (jw >= n || i0 >= m) return;                                            \
+    int j0 = min(jw, n - NV * VW);                                             \
+    a += a_off + bi * a_batch;                                                 \
+    b += b_off + bi * b_batch + j0;                                            \
+    c += c_off + bi * c_batch + j0;                                            \
+    float##VW acc[MR][NV];                                                     \
+    int row[MR];                                                               \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
+      row[r] = min(i0 + r, m - 1) * a_si;                                      \
+      _Pragma("unroll") for (int v = 0; v < NV; v++) acc[r][v] = 0.0f;         \
+    }                                                                          \
+    for (int p = 0; p < k; p++) {                                              \
+      float##VW bv[NV];                                                        \
+      _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] =                   \
+          vload##VW(v, b);                                                     \
+      b += ldb;                                                                \
+      _Pragma("unroll") for (int r = 0; r < MR; r++) {                         \
+        float##VW av = (float##VW)(a[row[r] + p * a_sp]);                      \
+        _Pragma("unroll") for (int v = 0; v < NV; v++) acc[r][v] =             \
+            fma(av, bv[v], acc[r][v]);                                         \
+      }                                                                        \
+    }                                                                          \
+    int skip = jw - j0; /* columns the strip before wrote */                   \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
+      if (i0 + r >= m) break;                                                  \
+      __global float *cr = c + (i0 + r) * ldc;                                 \
+      if (skip == 0 && beta == 0.0f) {                                         \
+        _Pragma("unroll") for (int v = 0; v < NV; v++)                         \
+            vstore##VW(alpha * acc[r][v], v, cr);                              \
+      } else {                                                                 \
+        float out[NV * VW];                                                    \
+        _Pragma("unroll") for (int v = 0; v < NV; v++)                         \
+            vstore##VW(acc[r][v], v, out);                                     \
+        for (int j = skip; j < NV * VW; j++) GEMM_STORE(cr + j, out[j]);       \
+      }                                                                        \
+    }                                                                          \
+  }
+
+GEMM_ROWS(gemm_rows_4x32, 4, 2, 16)
+GEMM_ROWS(gemm_rows_8x32, 8, 2, 16)
+GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
+
+#define GEMM_DOT(NAME, MR, NR)                                                 \
+  __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
+                     __global const float *a, int a_off, int lda, int a_batch, \
+                     __global const float *b, int b_off, int ldb, int b_batch, \
+                     __global float *c, int c_off, int ldc, int c_batch) {     \
+    int j0 = get_global_id(0) * NR, i0 = get_global_id(1) * MR;                \
+    int bi = get_global_id(2);                                                 \
+    if (j0 >= n || i0 >= m) return;                                            \
+    a += a_off + bi * a_batch;                                                 \
+    b += b_off + bi * b_batch;                                                 \
+    c += c_off + bi * c_batch;                                                 \
+    __global const float *ar[MR], *br[NR];                                     \
+    float16 acc[MR][NR];                                                       \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
+      ar[r] = a + min(i0 + r, m - 1) * lda;                                    \
+      _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] = 0.0f;         \
+    }                                                                          \
+    _Pragma("unroll") for (int s = 0; s < NR; s++) br[s] =                     \
+        b + min(j0 + s, n - 1) * ldb;                                          \
+    int p = 0;                                                                 \
+    for (; p + 16 <= k; p += 16) {                                             \
+      float16 av[MR], bv[NR];                                                  \
+      _Pragma("unroll") for (int r = 0; r < MR; r++) av[r] =                   \
+          vload16(0, ar[r] + p);                                               \
+      _Pragma("unroll") for (int s = 0; s < NR; s++) bv[s] =                   \
+          vload16(0, br[s] + p);                                               \
+      _Pragma("unroll") for (int r = 0; r < MR; r++)                           \
+          _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] =           \
+              fma(av[r], bv[s], acc[r][s]);                                    \
+    }                                                                          \
+    if (p < k && k >= 16) { /* the last 16, lanes before p masked */           \
+      const float16 lane = (float16)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, \
+                                     7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f,    \
+                                     13.0f, 14.0f, 15.0f);                     \
+      int16 keep = isgreaterequal(lane, (float16)(float)(p - (k - 16)));       \
+      float16 bv[NR];                                                          \
+      _Pragma("unroll") for (int s = 0; s < NR; s++) bv[s] =                   \
+          vload16(0, br[s] + k - 16);                                          \
+      _Pragma("unroll") for (int r = 0; r < MR; r++) {                         \
+        float16 av = select((float16)0.0f, vload16(0, ar[r] + k - 16), keep);  \
+        _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] =             \
+            fma(av, bv[s], acc[r][s]);                                         \
+      }                                                                        \
+      p = k;                                                                   \
+    }                                                                          \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
+      if (i0 + r >= m) break;                                                  \
+      _Pragma("unroll") for (int s = 0; s < NR; s++) {                         \
+        if (j0 + s >= n) break;                                                \
+        float t = sum16(acc[r][s]);                                            \
+        for (int q = p; q < k; q++) t = fma(ar[r][q], br[s][q], t);            \
+        GEMM_STORE(c + (i0 + r) * ldc + j0 + s, t);                            \
+      }                                                                        \
+    }                                                                          \
+  }
+
+GEMM_DOT(gemm_dot_4x4, 4, 4)
+GEMM_DOT(gemm_dot_8x2, 8, 2)

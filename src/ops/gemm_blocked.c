@@ -1,0 +1,93 @@
+/* fp32 GEMM by cltrain's own register-blocked kernels (gemm_blocked.h,
+ * cl/gemm.cl). */
+#include "ops/gemm_blocked.h"
+
+#include <limits.h>
+
+#include "tensor/tensor.h"
+
+typedef enum blocked_kind { ROWS, DOT } blocked_kind;
+
+static const struct {
+  const char *name;
+  clt_kernel_id kernel;
+  blocked_kind kind;
+  int mr;    /* rows of C a work-item computes */
+  int width; /* its columns */
+} configs[CLT_GEMM_BLOCKED_CONFIGS] = {
+    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32},
+    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32},
+    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8},
+    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4},
+    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2},
+};
+
+CLT_API const char *clt_gemm_blocked_config_name(int config) {
+  return config >= 0 && config < CLT_GEMM_BLOCKED_CONFIGS ? configs[config].name
+                                                          : "?";
+}
+
+bool clt_gemm_blocked_fits(int config, clt_transpose ta, clt_transpose tb,
+                           int64_t m, int64_t n, int64_t k) {
+  if (config < 0 || config >= CLT_GEMM_BLOCKED_CONFIGS) return false;
+  if (m > INT_MAX / k || n > INT_MAX / k || m > INT_MAX / n) return false;
+  if (configs[config].kind == DOT)
+    return ta == CLT_NO_TRANS && tb == CLT_TRANS;
+  /* The narrow strip is offered only where the wide ones cannot run. */
+  int width = configs[config].width;
+  return tb == CLT_NO_TRANS && n >= width && (width == 32 || n < 32);
+}
+
+/* Whether every index the kernel computes into t stays below 2^31. */
+static bool fits_int(const clt_tensor *t) {
+  return t->offset + t->numel <= INT_MAX;
+}
+
+clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
+                               clt_transpose tb, int64_t m, int64_t n,
+                               int64_t k, float alpha, const clt_tensor *a,
+                               int64_t lda, int64_t stride_a,
+                               const clt_tensor *b, int64_t ldb,
+                               int64_t stride_b, float beta, clt_tensor *c,
+                               int64_t ldc, int64_t stride_c, int64_t batch) {
+  const char *routine = "gemm_blocked";
+  CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
+                              b, ldb, stride_b, c, ldc, stride_c, batch));
+  if (!clt_gemm_blocked_fits(config, ta, tb, m, n, k))
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                        "%s: configuration \"%s\" does not run %c%c products "
+                        "with n = %lld",
+                        routine, clt_gemm_blocked_config_name(config),
+                        ta == CLT_TRANS ? 'T' : 'N', tb == CLT_TRANS ? 'T' : 'N',
+                        (long long)n);
+  /* check_args bounded each operand's span by its tensor's size. */
+  if (!fits_int(a) || !fits_int(b) || !fits_int(c) || batch > INT_MAX)
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                        "%s: operands beyond 2^31 elements", routine);
+  int mr = configs[config].mr, width = configs[config].width;
+  size_t global[3] = {(size_t)((n + width - 1) / width),
+                      (size_t)((m + mr - 1) / mr), (size_t)batch};
+  if (configs[config].kind == DOT)
+    return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
+                   KI(k), KF(alpha), KF(beta), KT(a), KI(lda), KI(stride_a),
+                   KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
+                   KI(stride_c));
+  /* A(i, p): row i and column p of a stored [m, k], or the other way
+   * round of a stored [k, m]. */
+  int64_t a_si = ta == CLT_TRANS ? 1 : lda, a_sp = ta == CLT_TRANS ? lda : 1;
+  return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
+                 KI(k), KF(alpha), KF(beta), KT(a), KI(a_si), KI(a_sp),
+                 KI(stride_a), KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
+                 KI(stride_c));
+}
+
+CLT_API clt_status clt_gemm_blocked_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch) {
+  return clt_gemm_blocked_ld(ctx, config, trans_a, trans_b, m, n, k, alpha, a,
+                             trans_a == CLT_TRANS ? m : k, stride_a, b,
+                             trans_b == CLT_TRANS ? k : n, stride_b, beta, c, n,
+                             stride_c, batch);
+}

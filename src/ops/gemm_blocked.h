@@ -1,0 +1,36 @@
+/* fp32 GEMM by cltrain's own register-blocked kernels (cl/gemm.cl): the
+ * measured plans' candidates beside CLBlast's SGEMM for products whose
+ * shapes CLBlast's tiles fit badly on a device (on POCL, a CPU: n = 10,
+ * k = 9, widths that are not multiples of its tile, where it pads, copies
+ * and runs at a third of OpenBLAS). A plan takes one only where it
+ * measures faster and its numbers match one SGEMM's (graph/plan.c).
+ *
+ * Configurations (clt_gemm_blocked_config_name):
+ *   "rows 4x32", "rows 8x32", "rows 4x8": op(B) not transposed (B stored
+ *     [k, n]), A either way; a work-item computes 4 or 8 rows by 32 or 8
+ *     columns of C; n at least the width;
+ *   "dot 4x4", "dot 8x2": A [m, k] and B [n, k] (NT), both read along k
+ *     in vectors of 16, 4x4 or 8x2 dot products a work-item.
+ * Their indices are 32-bit: operands beyond 2^31 elements are refused. */
+#ifndef CLT_OPS_GEMM_BLOCKED_H
+#define CLT_OPS_GEMM_BLOCKED_H
+
+#include "ops/ops.h"
+
+/* Whether configuration `config` can run a product of these transposes
+ * and sizes (m x n x k, one matrix). */
+bool clt_gemm_blocked_fits(int config, clt_transpose ta, clt_transpose tb,
+                           int64_t m, int64_t n, int64_t k);
+
+/* C = alpha op(A) op(B) + beta C by configuration `config`, with explicit
+ * leading dimensions and strided batches as clt_gemm_ld (row-major). A
+ * configuration that does not fit the product is CLT_ERR_UNSUPPORTED. */
+clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
+                               clt_transpose tb, int64_t m, int64_t n,
+                               int64_t k, float alpha, const clt_tensor *a,
+                               int64_t lda, int64_t stride_a,
+                               const clt_tensor *b, int64_t ldb,
+                               int64_t stride_b, float beta, clt_tensor *c,
+                               int64_t ldc, int64_t stride_c, int64_t batch);
+
+#endif
