@@ -626,12 +626,13 @@ CLT_API clt_precision clt_graph_precision(const clt_graph *g);
 CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale);
 CLT_API float clt_graph_loss_scale(const clt_graph *g);
 
-#define CLT_PLAN_MAX_CANDIDATES 32
+#define CLT_PLAN_MAX_CANDIDATES 48
 
 typedef struct clt_plan_candidate {
   char name[32];  /* "one gemm", "per image 64", "split-k 8", each also
-                     as "... c^T" (the column-major form); a conv
-                     layout: "gemm + swap", "nchw direct" */
+                     as "... c^T" (the column-major form) and by our own
+                     kernels ("own dot 4x4 split-k 8"); a conv layout:
+                     "gemm + swap", "nchw direct" */
   double seconds; /* best of its timed runs; 0 when not timed */
   double gflops;  /* the work's flops (2 m n k per product) / seconds; 0
                      when not timed */

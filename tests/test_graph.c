@@ -233,7 +233,9 @@ START_TEST(test_profile_by_layer) {
     ck_assert_uint_eq(calls, ops[i].calls);
     ck_assert_double_eq_tol(seconds, ops[i].seconds, 1e-9 + 1e-9 * seconds);
   }
-  /* The products of each layer's passes, and the update, apart. */
+  /* The products of each layer's passes, and the update, apart (a
+   * product's op is "gemm", CLBlast's, or its own kernel's,
+   * "gemm_rows_4x32"). */
   static const char *const want[][2] = {
       {"c1 forward", "gemm"},   {"c1 backward", "gemm"},
       {"d1 forward", "gemm"},   {"d1 backward", "gemm"},
@@ -243,7 +245,7 @@ START_TEST(test_profile_by_layer) {
     for (size_t j = 0; j < n_layers; j++) {
       ck_assert_ptr_nonnull(layers[j].layer);
       if (strcmp(layers[j].layer, want[w][0]) == 0 &&
-          strcmp(layers[j].op, want[w][1]) == 0) {
+          strncmp(layers[j].op, want[w][1], strlen(want[w][1])) == 0) {
         ck_assert_uint_ge(layers[j].calls, 3);
         found = true;
       }

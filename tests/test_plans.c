@@ -144,7 +144,7 @@ static void check_case_plans(int ci, bool mma) {
     for (int e = 0; e < COUNT(extra); e++) {
       int64_t s = extra[e] ? extra[e] : p.k;
       if (s <= p.k)
-        plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false};
+        plans[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false, 0};
     }
   }
   int64_t ws = 1;
@@ -178,12 +178,12 @@ START_TEST(plan_rejects_misfits) {
   clt_tensor *t;
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){64}, &t));
   /* 2 does not divide 7 */
-  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2, 0, false};
+  clt_gemm_plan split_n = {CLT_GEMM_SPLIT_N, 2, 0, false, 0};
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_n, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "3x7x5"));
-  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2, 0, false}; /* no workspace */
+  clt_gemm_plan split_k = {CLT_GEMM_SPLIT_K, 2, 0, false, 0}; /* no workspace */
   ck_assert_int_eq(clt_gemm_plan_run(g_ctx, &p, &split_k, 1.0f, t, t, 0.0f,
                                      t, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
@@ -747,6 +747,57 @@ START_TEST(last_candidates_train_alike) {
 }
 END_TEST
 
+/* Training with every product on our own kernels (_i + 1: the first,
+ * second, third of each product's own candidates, where it has that
+ * many) against the same without plans: rows tiles of 32 and of 8 (the
+ * second dense layer's products, 9 wide), dot products for the NT ones,
+ * per image and split-K. */
+START_TEST(own_kernels_train_alike) {
+  static const char *wide =
+      "input shape=2x6x6\n"
+      "conv2d filters=3 kernel=3 activation=relu\n"
+      "flatten\n"
+      "dense units=9 activation=relu\n"
+      "dense units=4\n"
+      "softmax_cross_entropy\n";
+  const int64_t batch = 40;
+  clt_context *ctx = open_ctx(CLT_PLAN_OFF);
+  use_ctx(ctx);
+  float *p[2];
+  int64_t n = 0;
+  for (int run = 0; run < 2; run++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(wide, &g));
+    g->test_blocked = run == 1 ? _i + 1 : 0;
+    ck_assert_ok(clt_graph_compile(g, batch, 5));
+    int own = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info info;
+      ck_assert_ok(clt_graph_plan_info(g, i, &info));
+      if (!strstr(info.product, "layout") &&
+          !strncmp(info.candidates[info.chosen].name, "own ", 4))
+        own++;
+    }
+    /* Every one of the 9 products has an own candidate; fewer have two
+     * or three (dense 2's, 9 wide, only rows 4x8 one gemm). */
+    if (run == 0) ck_assert_int_eq(own, 0);
+    else if (_i == 0) ck_assert_int_eq(own, 9);
+    else ck_assert_int_ge(own, 4);
+    p[run] = train_steps(g, batch);
+    n = g->param_count;
+    clt_graph_destroy(g);
+  }
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabs(p[1][i] - p[0][i]) <= 1e-4 * fmax(1, fabs(p[0][i])),
+                  "parameter %lld: %g on our own kernels, %g without plans",
+                  (long long)i, p[1][i], p[0][i]);
+  free(p[0]);
+  free(p[1]);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 static void make_dirs(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/clt_plans_XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(g_dir));
@@ -976,6 +1027,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, mixed_training_on_fp16_route);
   tcase_add_test(cache, plan_same_bits_run_to_run);
   tcase_add_test(cache, last_candidates_train_alike);
+  tcase_add_loop_test(cache, own_kernels_train_alike, 0, 3);
   tcase_add_test(cache, clblast_search_stored_and_applied);
   tcase_add_test(cache, clblast_search_extra_sets);
   suite_add_tcase(s, cache);

@@ -26,13 +26,13 @@ static void print_plan(const clt_plan_info *p) {
   for (int i = 0; i < p->candidate_count; i++) {
     const clt_plan_candidate *c = &p->candidates[i];
     if (c->rejected)
-      printf("  %-16s %12s %10s  rejected (failed or gave other numbers)\n",
+      printf("  %-28s %12s %10s  rejected (failed or gave other numbers)\n",
              c->name, "-", "-");
     else if (c->seconds > 0)
-      printf("  %-16s %9.3f ms %10.2f%s\n", c->name, c->seconds * 1e3,
+      printf("  %-28s %9.3f ms %10.2f%s\n", c->name, c->seconds * 1e3,
              c->gflops, i == p->chosen ? "  <- chosen" : "");
     else
-      printf("  %-16s %12s %10s%s\n", c->name, "-", "-",
+      printf("  %-28s %12s %10s%s\n", c->name, "-", "-",
              i == p->chosen ? "  <- chosen" : "");
   }
 }
@@ -182,7 +182,7 @@ int cli_tune(int argc, char **argv) {
   }
   printf("%s at batch %lld: %d products with a choice\n", model, batch,
          clt_graph_plan_count(g));
-  printf("  %-16s %12s %10s\n", "candidate", "time", "GFLOP/s");
+  printf("  %-28s %12s %10s\n", "candidate", "time", "GFLOP/s");
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
     clt_plan_info p;
     if (clt_graph_plan_info(g, i, &p) == CLT_OK) print_plan(&p);

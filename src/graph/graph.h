@@ -149,6 +149,9 @@ struct clt_graph {
   bool test_last; /* tests: every product takes its last SGEMM candidate
                      (unmeasured, unstored): the column-major form of its
                      most split plan */
+  int test_blocked; /* tests: every product that has candidates by our own
+                       fp32 kernels takes the test_blocked-th of them
+                       (1: the first; unmeasured, unstored); 0: off */
   int test_way; /* tests: 1 + the way every clt_graph_plan_ways takes
                    (unmeasured, unstored); 0 to choose as the mode says */
   const char *test_way_name; /* tests: the way of this name, where

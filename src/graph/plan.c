@@ -205,7 +205,7 @@ static bool load_stored(clt_graph *g, const char *desc, clt_plan_info *r) {
 
 static void store_plan(clt_graph *g, const char *desc,
                        const clt_plan_info *r) {
-  char text[2048];
+  char text[4096];
   format_plan(r, text, sizeof text);
   clt_plan_store_save(g->ctx, desc, text);
 }
@@ -220,7 +220,7 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
                                   const char *what, const clt_gemm_product *p,
                                   const clt_tensor *a, const clt_tensor *b,
                                   clt_tensor *c, clt_gemm_plan *plan) {
-  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
+  *plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
   char shape[64];
   clt_gemm_product_str(p, shape, sizeof shape);
   clt_plan_info *r = start_record(g, n, what, shape);
@@ -247,13 +247,19 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
     *plan = cands[fp32_count];
     return CLT_OK;
   }
+  for (int i = 0, seen = 0; g->test_blocked > 0 && i < fp32_count; i++)
+    if (cands[i].blocked && ++seen == g->test_blocked) {
+      r->chosen = i;
+      *plan = cands[i];
+      return CLT_OK;
+    }
   if (g->test_last) {
     r->chosen = fp32_count - 1;
     *plan = cands[fp32_count - 1];
     return CLT_OK;
   }
   if (g->plan_mode == CLT_PLAN_OFF || r->candidate_count == 1) return CLT_OK;
-  char desc[1024];
+  char desc[4096];
   describe(g, p, r, desc, sizeof desc);
   if (!load_stored(g, desc, r)) {
     CLT_TRY(measure(g, p, cands, r, a, b, c));
@@ -287,7 +293,7 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
     return CLT_OK;
   }
   if (g->plan_mode == CLT_PLAN_OFF || w->work.count == 1) return CLT_OK;
-  char desc[1024];
+  char desc[4096];
   /* "ways2": as "gemm2" in describe(). */
   size_t len = describe_setting(g, desc, sizeof desc);
   len += (size_t)snprintf(desc + len, sizeof desc - len, " ways2 %s %s:",

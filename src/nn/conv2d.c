@@ -588,7 +588,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                                  &s->plan_fwd));
   bool dx = in->needs_grad;
   s->plan_dcol = s->plan_dwr = s->plan_drow =
-      (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
+      (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
   CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                  dweight, &s->plan_dw));
   if (dx)

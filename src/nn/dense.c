@@ -135,7 +135,7 @@ static clt_status dense_compile(clt_graph *g, clt_graph_node *n) {
   int64_t b = g->max_batch;
   clt_gemm_product fwd = forward_product(s, b), dw = wgrad_product(s, b),
                    dx = dgrad_product(s, b);
-  const clt_gemm_plan one = {CLT_GEMM_ONE, 1, 0, false};
+  const clt_gemm_plan one = {CLT_GEMM_ONE, 1, 0, false, 0};
   s->plan_fwd = s->plan_dw = s->plan_dx = one;
   s->work = NULL;
   bool measuring = clt_graph_plans_measure(g);

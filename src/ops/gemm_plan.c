@@ -1,6 +1,7 @@
 /* The ways one GEMM product of a layer can run (see gemm_plan.h). */
 #include "ops/gemm_plan.h"
 
+#include "ops/gemm_blocked.h"
 #include "ops/gemm_mma.h"
 
 #include <stdio.h>
@@ -11,25 +12,29 @@
  * products are mostly overhead on any device. */
 #define SPLIT_K_MIN_CHUNK 16
 #define SPLIT_K_MAX 256
+/* Most candidates by our own kernels a product gets (the least split
+ * plans': room stays for the fp16 route's, clt_gemm_mma_candidates). */
+#define BLOCKED_ROOM 12
 
 /* clt_gemm_candidates' list in the row-major form. */
 static int row_major_candidates(const clt_gemm_product *p,
                                 int64_t max_workspace, clt_gemm_plan *out) {
   int count = 0;
-  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false};
+  out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
   if (p->images > 1 && !p->images_along_k && p->n % p->images == 0)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0, false};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0, false, 0};
   if (!p->images_along_k) return count;
-  /* Room for the column-major twins (clt_gemm_candidates). */
-  const int room = CLT_GEMM_MAX_CANDIDATES / 2;
+  /* Room for the column-major twins and our own kernels'
+   * (clt_gemm_candidates): one, per image and 8 split-K counts. */
+  const int room = 10;
   if (p->images > 1 && p->k % p->images == 0 &&
       p->images * p->m * p->n <= max_workspace)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images, 0, false};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, p->images, 0, false, 0};
   for (int64_t s = 2; s <= SPLIT_K_MAX && count < room; s *= 2) {
     if (s * SPLIT_K_MIN_CHUNK > p->k || s * p->m * p->n > max_workspace)
       break;
     if (s != p->images || p->k % p->images != 0)
-      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false};
+      out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_K, s, 0, false, 0};
   }
   return count;
 }
@@ -37,6 +42,19 @@ static int row_major_candidates(const clt_gemm_product *p,
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out) {
   int rows = row_major_candidates(p, max_workspace, out), count = rows;
+  /* Our own kernels, where they fit each call's n, leaving room for the
+   * column-major twins. */
+  for (int i = 0; i < rows; i++) {
+    int64_t n = out[i].method == CLT_GEMM_SPLIT_N ? p->n / out[i].splits
+                                                  : p->n;
+    for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++)
+      if (count < rows + BLOCKED_ROOM &&
+          count < CLT_GEMM_MAX_CANDIDATES - rows &&
+          clt_gemm_blocked_fits(c, p->ta, p->tb, p->m, n, p->k)) {
+        out[count] = out[i];
+        out[count++].blocked = c + 1;
+      }
+  }
   for (int i = 0; i < rows && count < CLT_GEMM_MAX_CANDIDATES; i++) {
     out[count] = out[i];
     out[count++].colmajor = true;
@@ -47,10 +65,10 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
 int clt_gemm_mma_candidates(clt_gemm_plan *out, int count) {
   int fp32 = count;
   for (int c = 0; c < CLT_FP16_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false};
+    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false, 0};
   for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
-    if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor)
-      out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1, false};
+    if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor && !out[i].blocked)
+      out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1, false, 0};
   return count;
 }
 
@@ -67,6 +85,9 @@ void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
   if (plan->mma > 0)
     snprintf(route, sizeof route, "fp16 %s ",
              clt_fp16_config_name(plan->mma - 1));
+  else if (plan->blocked > 0)
+    snprintf(route, sizeof route, "own %s ",
+             clt_gemm_blocked_config_name(plan->blocked - 1));
   const char *form = plan->colmajor ? " c^T" : "";
   if (plan->method == CLT_GEMM_ONE)
     snprintf(buf, len, "%sone gemm%s", route, form);
@@ -105,7 +126,8 @@ static int64_t ld_b(const clt_gemm_product *p) {
   return p->tb == CLT_TRANS ? p->k : p->n;
 }
 
-/* One GEMM call of a plan: CLBlast's SGEMM or the fp16 route's kernel. */
+/* One GEMM call of a plan: CLBlast's SGEMM, our own fp32 kernel or the
+ * fp16 route's kernel. */
 static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
                             clt_transpose ta, clt_transpose tb, int64_t m,
                             int64_t n, int64_t k, float alpha,
@@ -117,6 +139,10 @@ static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
     return clt_gemm_mma_ld(ctx, plan->mma - 1, ta, tb, m, n, k, alpha, a, lda,
                            stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                            batch);
+  if (plan->blocked > 0)
+    return clt_gemm_blocked_ld(ctx, plan->blocked - 1, ta, tb, m, n, k, alpha,
+                               a, lda, stride_a, b, ldb, stride_b, beta, c,
+                               ldc, stride_c, batch);
   return clt_gemm_ld(ctx, plan->colmajor, ta, tb, m, n, k, alpha, a, lda,
                      stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                      batch);

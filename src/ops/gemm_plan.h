@@ -14,7 +14,9 @@
  *     with S = images.
  * Which is fastest depends on the device (one GEMM with a huge k runs at
  * 13 GFLOP/s on an H100, per image at 714), so the graph measures them
- * (gemm_measure.h) and remembers the choice. */
+ * (gemm_measure.h) and remembers the choice. Each of these runs through
+ * CLBlast (in either form) or through one of cltrain's own fp32 kernels
+ * (gemm_blocked.h) that fits the product's transposes and widths. */
 #ifndef CLT_OPS_GEMM_PLAN_H
 #define CLT_OPS_GEMM_PLAN_H
 
@@ -37,6 +39,9 @@ typedef struct clt_gemm_plan {
    * colmajor: the same product without CLBlast's copies of C where its
    * kernel wants C that way); false for the fp16 route. */
   bool colmajor;
+  /* 0: as above; c + 1: our own fp32 kernel in configuration c
+   * (gemm_blocked.h) instead of CLBlast. */
+  int blocked;
 } clt_gemm_plan;
 
 typedef struct clt_gemm_product {
@@ -52,8 +57,10 @@ typedef struct clt_gemm_product {
 /* Lists the plans worth measuring for p into out (room for
  * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts are powers of
  * two from 2 whose chunks hold at least 16 of k and whose partials fit in
- * max_workspace floats, plus the per-image split; then each of those in
- * the column-major form (colmajor), as room allows. Returns the count. */
+ * max_workspace floats, plus the per-image split; then those by each of
+ * our own kernels that fits them (the least split first, as room allows
+ * beside the next); then each of the first ones in the column-major form
+ * (colmajor), the most split last. Returns the count. */
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out);
 
@@ -68,8 +75,9 @@ int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,
                                 const clt_gemm_plan *plan);
 
 /* A short name: "one gemm", "per image 64", "split-k 8", the
- * column-major form's with " c^T" after ("split-k 8 c^T"); the fp16
- * route's with its tile configuration first: "fp16 64x64 split-k 8". */
+ * column-major form's with " c^T" after ("split-k 8 c^T"); our own
+ * kernels' and the fp16 route's with the kernel first: "own dot 4x4
+ * split-k 8", "fp16 64x64 split-k 8". */
 void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
                         char *buf, size_t len);
 
