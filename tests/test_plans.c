@@ -692,18 +692,23 @@ START_TEST(plan_same_bits_run_to_run) {
 }
 END_TEST
 
-/* Training with every product on its last SGEMM candidate (the
- * column-major form of its most split plan: split-K of the dense weight
- * gradients, whose k is the batch, and of the convolutions') against the
- * same without plans, through a smaller last batch. */
-START_TEST(last_candidates_train_alike) {
-  static const char *wide =
-      "input shape=2x6x6\n"
-      "conv2d filters=3 kernel=3 activation=relu\n"
-      "flatten\n"
-      "dense units=9 activation=relu\n"
-      "dense units=4\n"
-      "softmax_cross_entropy\n";
+/* train_alike's model: a convolution and two dense layers, the second's
+ * products 9 wide. */
+static const char *const wide_model = "input shape=2x6x6\n"
+                                      "conv2d filters=3 kernel=3 "
+                                      "activation=relu\n"
+                                      "flatten\n"
+                                      "dense units=9 activation=relu\n"
+                                      "dense units=4\n"
+                                      "softmax_cross_entropy\n";
+
+/* Trains wide_model at batch 40 twice in a context without plans: run 0
+ * as it is, run 1 with hook(g, arg) applied before the compile (a test
+ * hook forcing candidates); check(g, run, arg) looks at each run's plans;
+ * the parameters after train_steps must agree. */
+static void train_alike(void (*hook)(clt_graph *, int),
+                        void (*check)(clt_graph *, int, int), int arg,
+                        const char *what) {
   const int64_t batch = 40; /* dW of the dense layers: split-k 2 */
   clt_context *ctx = open_ctx(CLT_PLAN_OFF);
   use_ctx(ctx);
@@ -711,90 +716,86 @@ START_TEST(last_candidates_train_alike) {
   int64_t n = 0;
   for (int run = 0; run < 2; run++) {
     clt_graph *g = NULL;
-    ck_assert_ok(graph_from_text(wide, &g));
-    g->test_last = run == 1;
+    ck_assert_ok(graph_from_text(wide_model, &g));
+    if (run == 1) hook(g, arg);
     ck_assert_ok(clt_graph_compile(g, batch, 5));
-    int products = 0, split = 0;
-    for (int i = 0; i < clt_graph_plan_count(g); i++) {
-      clt_plan_info info;
-      ck_assert_ok(clt_graph_plan_info(g, i, &info));
-      if (strstr(info.product, "layout")) continue;
-      products++;
-      const char *name = info.candidates[info.chosen].name;
-      ck_assert_msg(run == 0 || strstr(name, " c^T"), "%s %s: %s",
-                    info.layer, info.product, name);
-      if (!strcmp(info.product, "weight gradient") &&
-          !strncmp(name, "split-k", 7))
-        split++;
-    }
-    /* conv: forward, dW, the rows backward's dW; each dense: forward, dW,
-     * dx. */
-    ck_assert_int_eq(products, 9);
-    ck_assert_int_eq(split, run == 1 ? 3 : 0);
+    check(g, run, arg);
     p[run] = train_steps(g, batch);
     n = g->param_count;
     clt_graph_destroy(g);
   }
   for (int64_t i = 0; i < n; i++)
     ck_assert_msg(fabs(p[1][i] - p[0][i]) <= 1e-4 * fmax(1, fabs(p[0][i])),
-                  "parameter %lld: %g on the last candidates, %g without "
-                  "plans",
-                  (long long)i, p[1][i], p[0][i]);
+                  "parameter %lld: %g on %s, %g without plans", (long long)i,
+                  p[1][i], what, p[0][i]);
   free(p[0]);
   free(p[1]);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
+
+static void take_last(clt_graph *g, int unused) {
+  (void)unused;
+  g->test_last = true;
+}
+
+/* Every product on its last candidate: the column-major form; split-K
+ * for the three weight gradients. */
+static void check_last(clt_graph *g, int run, int unused) {
+  (void)unused;
+  int products = 0, split = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info info;
+    ck_assert_ok(clt_graph_plan_info(g, i, &info));
+    if (strstr(info.product, "layout")) continue;
+    products++;
+    const char *name = info.candidates[info.chosen].name;
+    ck_assert_msg(run == 0 || strstr(name, " c^T"), "%s %s: %s", info.layer,
+                  info.product, name);
+    if (!strcmp(info.product, "weight gradient") &&
+        !strncmp(name, "split-k", 7))
+      split++;
+  }
+  /* conv: forward, dW, the rows backward's dW; each dense: forward, dW,
+   * dx. */
+  ck_assert_int_eq(products, 9);
+  ck_assert_int_eq(split, run == 1 ? 3 : 0);
+}
+
+/* Training with every product on its last SGEMM candidate (the
+ * column-major form of its most split plan: split-K of the dense weight
+ * gradients, whose k is the batch, and of the convolutions') against the
+ * same without plans. */
+START_TEST(last_candidates_train_alike) {
+  train_alike(take_last, check_last, 0, "the last candidates");
+}
 END_TEST
+
+static void take_own(clt_graph *g, int which) { g->test_blocked = which; }
+
+/* Products on our own kernels: none without the hook; with it all 9 on
+ * their first, fewer on a second or third (dense 2's, 9 wide, have only
+ * rows 4x8 one gemm). */
+static void check_own(clt_graph *g, int run, int which) {
+  int own = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info info;
+    ck_assert_ok(clt_graph_plan_info(g, i, &info));
+    if (!strstr(info.product, "layout") &&
+        !strncmp(info.candidates[info.chosen].name, "own ", 4))
+      own++;
+  }
+  if (run == 0) ck_assert_int_eq(own, 0);
+  else if (which == 1) ck_assert_int_eq(own, 9);
+  else ck_assert_int_ge(own, 4);
+}
 
 /* Training with every product on our own kernels (_i + 1: the first,
  * second, third of each product's own candidates, where it has that
- * many) against the same without plans: rows tiles of 32 and of 8 (the
- * second dense layer's products, 9 wide), dot products for the NT ones,
- * per image and split-K. */
+ * many) against the same without plans: rows tiles of 32 and of 8, dot
+ * products for the NT ones, per image and split-K. */
 START_TEST(own_kernels_train_alike) {
-  static const char *wide =
-      "input shape=2x6x6\n"
-      "conv2d filters=3 kernel=3 activation=relu\n"
-      "flatten\n"
-      "dense units=9 activation=relu\n"
-      "dense units=4\n"
-      "softmax_cross_entropy\n";
-  const int64_t batch = 40;
-  clt_context *ctx = open_ctx(CLT_PLAN_OFF);
-  use_ctx(ctx);
-  float *p[2];
-  int64_t n = 0;
-  for (int run = 0; run < 2; run++) {
-    clt_graph *g = NULL;
-    ck_assert_ok(graph_from_text(wide, &g));
-    g->test_blocked = run == 1 ? _i + 1 : 0;
-    ck_assert_ok(clt_graph_compile(g, batch, 5));
-    int own = 0;
-    for (int i = 0; i < clt_graph_plan_count(g); i++) {
-      clt_plan_info info;
-      ck_assert_ok(clt_graph_plan_info(g, i, &info));
-      if (!strstr(info.product, "layout") &&
-          !strncmp(info.candidates[info.chosen].name, "own ", 4))
-        own++;
-    }
-    /* Every one of the 9 products has an own candidate; fewer have two
-     * or three (dense 2's, 9 wide, only rows 4x8 one gemm). */
-    if (run == 0) ck_assert_int_eq(own, 0);
-    else if (_i == 0) ck_assert_int_eq(own, 9);
-    else ck_assert_int_ge(own, 4);
-    p[run] = train_steps(g, batch);
-    n = g->param_count;
-    clt_graph_destroy(g);
-  }
-  for (int64_t i = 0; i < n; i++)
-    ck_assert_msg(fabs(p[1][i] - p[0][i]) <= 1e-4 * fmax(1, fabs(p[0][i])),
-                  "parameter %lld: %g on our own kernels, %g without plans",
-                  (long long)i, p[1][i], p[0][i]);
-  free(p[0]);
-  free(p[1]);
-  use_ctx(g_main);
-  clt_context_destroy(ctx);
+  train_alike(take_own, check_own, _i + 1, "our own kernels");
 }
 END_TEST
 
