@@ -11,7 +11,10 @@
  * C, walking k with one row of B as W/VW vectors and each A value
  * broadcast: the product a CPU vectorises as its BLAS does. The last strip
  * of a row is moved back to end at n (its columns already written by the
- * strip before are skipped), so every load is a whole vector; n >= W.
+ * strip before are skipped), so every load is a whole vector; n >= W. C
+ * has a stride for its rows and one for its columns (vector stores where
+ * the columns are adjacent), so that C^T = op(B)^T op(A)^T can be run
+ * instead where op(A)^T is the operand stored along its rows (A [k, m]).
  *
  * gemm_dot_MRxNR (C = A B^T, A [m, k] and B [n, k], both contiguous along
  * k): a work-item computes MR x NR dot products sixteen of k at a time in
@@ -28,15 +31,15 @@
   __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
                      __global const float *a, int a_off, int a_si, int a_sp,   \
                      int a_batch, __global const float *b, int b_off, int ldb, \
-                     int b_batch, __global float *c, int c_off, int ldc,       \
-                     int c_batch) {                                            \
+                     int b_batch, __global float *c, int c_off, int c_si,      \
+                     int c_sj, int c_batch) {                                  \
     int jw = get_global_id(0) * (NV * VW), i0 = get_global_id(1) * MR;         \
     int bi = get_global_id(2);                                                 \
     if (jw >= n || i0 >= m) return;                                            \
     int j0 = min(jw, n - NV * VW);                                             \
     a += a_off + bi * a_batch;                                                 \
     b += b_off + bi * b_batch + j0;                                            \
-    c += c_off + bi * c_batch + j0;                                            \
+    c += c_off + bi * c_batch + j0 * c_sj;                                     \
     float##VW acc[MR][NV];                                                     \
     int row[MR];                                                               \
     _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
@@ -57,15 +60,15 @@
     int skip = jw - j0; /* columns the strip before wrote */                   \
     _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
       if (i0 + r >= m) break;                                                  \
-      __global float *cr = c + (i0 + r) * ldc;                                 \
-      if (skip == 0 && beta == 0.0f) {                                         \
+      __global float *cr = c + (i0 + r) * c_si;                                \
+      if (skip == 0 && beta == 0.0f && c_sj == 1) {                            \
         _Pragma("unroll") for (int v = 0; v < NV; v++)                         \
             vstore##VW(alpha * acc[r][v], v, cr);                              \
       } else {                                                                 \
         float out[NV * VW];                                                    \
         _Pragma("unroll") for (int v = 0; v < NV; v++)                         \
             vstore##VW(acc[r][v], v, out);                                     \
-        for (int j = skip; j < NV * VW; j++) GEMM_STORE(cr + j, out[j]);       \
+        for (int j = skip; j < NV * VW; j++) GEMM_STORE(cr + j * c_sj, out[j]);\
       }                                                                        \
     }                                                                          \
   }

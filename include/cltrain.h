@@ -336,8 +336,10 @@ CLT_API clt_status clt_gemm_f16_strided_batched(
 /* cltrain's own register-blocked fp32 GEMM kernels (README "Measured
  * plans"), the plans' candidates beside CLBlast's SGEMM: "rows 4x32",
  * "rows 8x32" (B not transposed, n >= 32), "rows 4x8" (B not transposed,
- * 8 <= n < 32), "dot 4x4", "dot 8x2" (A not transposed, B transposed). */
-#define CLT_GEMM_BLOCKED_CONFIGS 5
+ * 8 <= n < 32), "dot 4x4", "dot 8x2" (A not transposed, B transposed),
+ * "rows 4x32 c^T", "rows 8x32 c^T" (A transposed, m >= 32, and B
+ * transposed or n < 32: the rows kernels run as C^T). */
+#define CLT_GEMM_BLOCKED_CONFIGS 7
 CLT_API const char *clt_gemm_blocked_config_name(int config);
 
 /* clt_gemm_strided_batched by configuration `config` of those kernels;

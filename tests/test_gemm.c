@@ -441,7 +441,7 @@ END_TEST
 static const int64_t blocked_shapes[][3] = {
     {1, 32, 1},  {5, 45, 17},  {9, 100, 3},  {33, 64, 37}, {3, 8, 5},
     {9, 13, 16}, {7, 31, 33},  {4, 10, 300}, {13, 5, 21},  {2, 1, 1},
-    {17, 9, 64}, {6, 130, 129},
+    {17, 9, 64}, {6, 130, 129}, {40, 9, 50}, {64, 3, 17}, {37, 33, 5},
 };
 
 /* _i: configuration. Every transpose combination on every shape: checked

@@ -684,7 +684,7 @@ END_TEST
  * on sizes small enough for oclgrind that still reach every path: a
  * partial tile of rows, a strip of columns moved back to end at n (its
  * first columns skipped), C read for beta, k past a vector with a masked
- * tail and k below one (scalars), a batch of two. */
+ * tail and k below one (scalars), C^T's strided stores, a batch of two. */
 START_TEST(gemm_blocked_tiles) {
   static const struct {
     clt_transpose ta, tb;
@@ -697,6 +697,8 @@ START_TEST(gemm_blocked_tiles) {
       {CLT_TRANS, CLT_NO_TRANS, 5, 13, 3, 1.0f},
       {CLT_NO_TRANS, CLT_TRANS, 5, 3, 17, 0.5f},
       {CLT_NO_TRANS, CLT_TRANS, 9, 5, 4, 0.0f},
+      {CLT_TRANS, CLT_NO_TRANS, 33, 3, 2, 0.5f},
+      {CLT_TRANS, CLT_TRANS, 34, 5, 3, 0.0f},
   };
   int ran[CLT_GEMM_BLOCKED_CONFIGS] = {0};
   for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++)

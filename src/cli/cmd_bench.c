@@ -213,10 +213,10 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
            (long long)s->m, (long long)s->n, (long long)s->k,
            (long long)s->batch, flops / row * 1e-9, flops / col * 1e-9);
     if (own > 0.0)
-      printf(" %10.2f %-9s", flops / own * 1e-9,
+      printf(" %10.2f %-13s", flops / own * 1e-9,
              clt_gemm_blocked_config_name(own_config));
     else
-      printf(" %10s %-9s", "-", "");
+      printf(" %10s %-13s", "-", "");
     if (mixed)
       printf(" %10.2f %6.2fx %-8s", flops / mma_secs * 1e-9, secs / mma_secs,
              clt_fp16_config_name(config));
@@ -294,7 +294,7 @@ static int bench_gemm(int argc, char **argv) {
    * own fp32 kernels (the fastest configuration that runs the shape); the
    * fp16 kernel and OpenBLAS against the fastest, which the plans would
    * run. */
-  printf("%-24s %5s %5s %5s %5s %10s %10s %10s %-9s", "shape", "m", "n", "k",
+  printf("%-24s %5s %5s %5s %5s %10s %10s %10s %-13s", "shape", "m", "n", "k",
          "batch", "GFLOP/s", "c^T", "own", "kernel");
   if (mixed) printf(" %10s %7s %-8s", "fp16", "vs fp32", "tiles");
 #ifdef CLT_HAVE_OPENBLAS

@@ -14,12 +14,16 @@ static const struct {
   blocked_kind kind;
   int mr;    /* rows of C a work-item computes */
   int width; /* its columns */
+  /* rows: run as C^T = op(B)^T op(A)^T, its rows along C's columns */
+  bool transposed;
 } configs[CLT_GEMM_BLOCKED_CONFIGS] = {
-    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32},
-    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32},
-    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8},
-    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4},
-    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2},
+    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32, false},
+    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32, false},
+    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8, false},
+    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4, false},
+    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, false},
+    {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, true},
+    {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, true},
 };
 
 CLT_API const char *clt_gemm_blocked_config_name(int config) {
@@ -33,8 +37,12 @@ bool clt_gemm_blocked_fits(int config, clt_transpose ta, clt_transpose tb,
   if (m > INT_MAX / k || n > INT_MAX / k || m > INT_MAX / n) return false;
   if (configs[config].kind == DOT)
     return ta == CLT_NO_TRANS && tb == CLT_TRANS;
-  /* The narrow strip is offered only where the wide ones cannot run. */
+  /* The narrow strip is offered only where the wide ones cannot run; C^T
+   * (whose rows are C's columns: op(A)^T = A stored [k, m] is the operand
+   * read along them) where C is narrow or B is transposed. */
   int width = configs[config].width;
+  if (configs[config].transposed)
+    return ta == CLT_TRANS && m >= width && (tb == CLT_TRANS || n < 32);
   return tb == CLT_NO_TRANS && n >= width && (width == 32 || n < 32);
 }
 
@@ -72,13 +80,25 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
                    KI(k), KF(alpha), KF(beta), KT(a), KI(lda), KI(stride_a),
                    KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
                    KI(stride_c));
+  if (configs[config].transposed) {
+    /* C^T [n, m] = op(B)^T op(A)^T: its left operand's element (j, p) is
+     * op(B)(p, j); its right one, A stored [k, m], is read along m; its
+     * element (j, i) is C's (i, j). */
+    int64_t b_sj = tb == CLT_TRANS ? ldb : 1, b_sp = tb == CLT_TRANS ? 1 : ldb;
+    size_t swapped[3] = {(size_t)((m + width - 1) / width),
+                         (size_t)((n + mr - 1) / mr), (size_t)batch};
+    return CLT_RUN(ctx, configs[config].kernel, 3, swapped, NULL, KI(n),
+                   KI(m), KI(k), KF(alpha), KF(beta), KT(b), KI(b_sj),
+                   KI(b_sp), KI(stride_b), KT(a), KI(lda), KI(stride_a),
+                   KT(c), KI(1), KI(ldc), KI(stride_c));
+  }
   /* A(i, p): row i and column p of a stored [m, k], or the other way
    * round of a stored [k, m]. */
   int64_t a_si = ta == CLT_TRANS ? 1 : lda, a_sp = ta == CLT_TRANS ? lda : 1;
   return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
                  KI(k), KF(alpha), KF(beta), KT(a), KI(a_si), KI(a_sp),
                  KI(stride_a), KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
-                 KI(stride_c));
+                 KI(1), KI(stride_c));
 }
 
 CLT_API clt_status clt_gemm_blocked_strided_batched(

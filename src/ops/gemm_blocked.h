@@ -10,7 +10,10 @@
  *     [k, n]), A either way; a work-item computes 4 or 8 rows by 32 or 8
  *     columns of C; n at least the width;
  *   "dot 4x4", "dot 8x2": A [m, k] and B [n, k] (NT), both read along k
- *     in vectors of 16, 4x4 or 8x2 dot products a work-item.
+ *     in vectors of 16, 4x4 or 8x2 dot products a work-item;
+ *   "rows 4x32 c^T", "rows 8x32 c^T": the rows kernels on C^T = op(B)^T
+ *     op(A)^T, for A transposed (stored [k, m], read along m), m >= 32,
+ *     and B transposed or n < 32 (TT, and TN too narrow for the others).
  * Their indices are 32-bit: operands beyond 2^31 elements are refused. */
 #ifndef CLT_OPS_GEMM_BLOCKED_H
 #define CLT_OPS_GEMM_BLOCKED_H
