@@ -527,7 +527,10 @@ START_TEST(mixed_plans_have_fp16_candidates) {
     for (int c = 0; c < p.candidate_count; c++) {
       ck_assert_msg(!p.candidates[c].rejected, "%s %s: %s rejected", p.layer,
                     p.product, p.candidates[c].name);
-      ck_assert_msg(p.candidates[c].seconds > 0, "%s %s: %s not timed",
+      /* Our own kernels are not all run where the first was far slower
+       * than one GEMM (gemm_measure.c; llvmpipe). */
+      bool own = strncmp(p.candidates[c].name, "own ", 4) == 0;
+      ck_assert_msg(own || p.candidates[c].seconds > 0, "%s %s: %s not timed",
                     p.layer, p.product, p.candidates[c].name);
       if (strncmp(p.candidates[c].name, "fp16 ", 5) == 0) fp16++;
     }

@@ -21,9 +21,10 @@
 #define DROP_RATIO 1.5
 /* Our own kernels (built at start-up, so their first call compiles
  * nothing) whose first call takes this many times one GEMM's first call
- * (CLBlast's compile included) are timed no more: on a device they do not
- * suit (llvmpipe: 25x slower than CLBlast) a timed round of each would
- * double what measuring costs. */
+ * (CLBlast's compile included) are timed no more, and the product's other
+ * own candidates are not run at all (untimed: seconds 0): on a device
+ * they do not suit (llvmpipe: 4-25x slower than CLBlast) running each
+ * would cost several times what measuring CLBlast's plans does. */
 #define OWN_FIRST_RATIO 8.0
 
 static double now_seconds(void) {
@@ -139,10 +140,12 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   for (int i = 0; i < count; i++) timing[i] = true;
   double t0 = 0.0;
   double first_call[CLT_GEMM_MAX_CANDIDATES];
+  bool own_slow = false;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
     if (round == 0) t0 = now_seconds();
     if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
     for (int i = 0; st == CLT_OK && i < count; i++) {
+      if (round < 0 && own_slow && t[i].plan.blocked > 0) timing[i] = false;
       if (!timing[i]) continue;
       double c0 = now_seconds();
       st = measure_one(ctx, &mb, &t[i], i == 0, round);
@@ -151,12 +154,15 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
           !t[i].rejected && first_call[i] > OWN_FIRST_RATIO * first_call[0]) {
         t[i].seconds = first_call[i]; /* what it was seen to take */
         timing[i] = false;
+        own_slow = true;
       }
     }
     if (round < 0) continue;
     *best = 0;
     for (int i = 1; st == CLT_OK && i < count; i++)
-      if (!t[i].rejected && t[i].seconds < t[*best].seconds) *best = i;
+      if (!t[i].rejected && t[i].seconds > 0 &&
+          t[i].seconds < t[*best].seconds)
+        *best = i;
     for (int i = 0; i < count; i++)
       if (t[i].seconds > DROP_RATIO * t[*best].seconds) timing[i] = false;
   }
