@@ -432,6 +432,37 @@ START_TEST(mma_env_checked) {
 }
 END_TEST
 
+/* A sub-buffer handed out stays valid after the context's cache lets it
+ * go: a product took a hit on the cache's oldest entry for one operand,
+ * then made a new one for the next, which released the first before
+ * CLBlast used it (the ResNet's per-image products at batch 256 crashed
+ * in CLBlast on the freed object). */
+START_TEST(sub_buffer_outlives_eviction) {
+  const int64_t al = clt_graph_plan_align(g_ctx), views = 600;
+  int64_t total = (views + 1) * al;
+  clt_tensor *base;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){total}, &base));
+  size_t at = (size_t)base->offset * 4;
+  cl_mem first = clt_sub_buffer_get(g_ctx, base->buffer, at + (size_t)al * 4, 4);
+  ck_assert_ptr_nonnull(first);
+  for (int64_t i = 2; i <= views; i++) {
+    cl_mem m = clt_sub_buffer_get(g_ctx, base->buffer, at + (size_t)(i * al) * 4,
+                                  4);
+    ck_assert_ptr_nonnull(m);
+    clReleaseMemObject(m);
+  }
+  ck_assert_uint_le(g_ctx->sub_count, 512);
+  /* Gone from the cache, alive for its holder. */
+  cl_uint refs = 0;
+  ck_assert_int_eq(clGetMemObjectInfo(first, CL_MEM_REFERENCE_COUNT,
+                                      sizeof refs, &refs, NULL),
+                   CL_SUCCESS);
+  ck_assert_uint_eq(refs, 1);
+  clReleaseMemObject(first);
+  clt_tensor_destroy(base);
+}
+END_TEST
+
 /* ---- our own fp32 kernels ---------------------------------------------- */
 
 /* Sizes around their tiles (4 or 8 rows; 32 or 8 columns; 16 of k): a
@@ -491,6 +522,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(prod, gemm_colmajor_form, 0, 4);
   tcase_add_loop_test(prod, gemm_on_views, 0, COUNT(view_cases));
   tcase_add_test(prod, gemm_many_views);
+  tcase_add_test(prod, sub_buffer_outlives_eviction);
   tcase_add_loop_test(prod, blocked_products, 0, CLT_GEMM_BLOCKED_CONFIGS);
   suite_add_tcase(s, prod);
 

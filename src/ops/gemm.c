@@ -158,14 +158,19 @@ clt_status clt_gemm_check_args(clt_context *ctx, const char *routine,
 typedef struct clblast_operand {
   cl_mem mem;
   size_t offset;
+  bool own; /* a sub-buffer reference of ours, released after the call */
 } clblast_operand;
 
 static clblast_operand operand_at(clt_context *ctx, const clt_tensor *t,
                                   int64_t span) {
   cl_mem sub = clt_sub_buffer_get(ctx, t->buffer, (size_t)t->offset * 4,
                                   (size_t)span * 4);
-  return sub ? (clblast_operand){sub, 0}
-             : (clblast_operand){t->buffer, (size_t)t->offset};
+  return sub ? (clblast_operand){sub, 0, true}
+             : (clblast_operand){t->buffer, (size_t)t->offset, false};
+}
+
+static void operand_done(clblast_operand *o) {
+  if (o->own) clReleaseMemObject(o->mem);
 }
 
 clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
@@ -229,6 +234,9 @@ clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
         (size_t)k, alpha, o1.mem, o1.offset, (size_t)ld1, (size_t)s1, o2.mem,
         o2.offset, (size_t)ld2, (size_t)s2, beta, oc.mem, oc.offset,
         (size_t)ldc, (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
+  operand_done(&o1);
+  operand_done(&o2);
+  operand_done(&oc);
   if (rc != CLBlastSuccess) return clblast_fail(ctx, routine, rc, m, n, k);
   return CLT_OK;
 }

@@ -19,6 +19,10 @@ typedef struct clt_gemm_state {
    * then) and what frees it with this state. */
   void *mma;
   void (*mma_free)(void *mma);
+  /* Products whose measuring found our own kernels far slower than one
+   * GEMM (gemm_measure.c): past a few, they are not run on this device
+   * any more. */
+  int own_slow;
 } clt_gemm_state;
 
 /* One set of CLBlast parameters for one of its kernels ("Xgemm",

@@ -174,7 +174,10 @@ void clt_pool_release_all(clt_context *ctx);
  * the offset. For libraries (CLBlast) that copy an operand with a non-zero
  * offset to a temporary before their kernels run, where the same operand
  * at offset 0 is used in place. A few hundred are kept; beyond that the
- * oldest is released. */
+ * oldest is released. The caller gets a reference of its own (release it
+ * with clReleaseMemObject once the call that uses it is enqueued): a later
+ * get may release the context's, even within one product (a hit on the
+ * oldest, then a new one that evicts it). */
 cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
                           size_t bytes);
 void clt_sub_buffers_release(clt_context *ctx);

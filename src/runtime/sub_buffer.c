@@ -19,8 +19,10 @@ cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
     return NULL;
   for (size_t i = 0; i < ctx->sub_count; i++) {
     clt_sub_buffer *s = &ctx->subs[i];
-    if (s->parent == parent && s->origin == origin && s->bytes == bytes)
+    if (s->parent == parent && s->origin == origin && s->bytes == bytes) {
+      clRetainMemObject(s->mem); /* the caller's reference */
       return s->mem;
+    }
   }
   if (!ctx->subs) {
     ctx->subs = calloc(SUB_BUFFER_MAX, sizeof *ctx->subs);
@@ -41,6 +43,7 @@ cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
     ctx->sub_count++;
   }
   ctx->subs[slot] = (clt_sub_buffer){parent, origin, bytes, mem};
+  clRetainMemObject(mem); /* the caller's reference */
   return mem;
 }
 
