@@ -20,17 +20,18 @@
 #define MAX_ROUNDS 5
 #define BUDGET_SECONDS 0.5
 #define DROP_RATIO 1.5
-/* Our own kernels (built at start-up, so their first call compiles
- * nothing) whose first call takes this many times one GEMM's first call
- * (CLBlast's compile included) are timed no more, and the product's other
- * own candidates are not run at all (untimed: seconds 0); after
+/* Our own kernels get one timed run right after their first (untimed:
+ * POCL builds a kernel's work-group function for each new range on its
+ * first call, hundreds of ms), as one GEMM does: one that takes this many
+ * times one GEMM's is timed no more, and the product's other own
+ * candidates are not run at all (untimed: seconds 0); after
  * OWN_SLOW_PRODUCTS such products in a context, no own candidate is run
  * there any more. On a device they do not suit (llvmpipe: 4-100x slower
  * than CLBlast) running each would cost many times what measuring
  * CLBlast's plans does (the sample CNN's evaluation at batch 100 on
  * llvmpipe: 212 s against 99 s). */
-#define OWN_FIRST_RATIO 2.0
-#define OWN_SLOW_PRODUCTS 2
+#define OWN_SLOW_RATIO 3.0
+#define OWN_SLOW_PRODUCTS 3
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -144,21 +145,21 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   bool timing[CLT_GEMM_MAX_CANDIDATES];
   for (int i = 0; i < count; i++) timing[i] = true;
   double t0 = 0.0;
-  double first_call[CLT_GEMM_MAX_CANDIDATES];
   clt_gemm_state *gs = clt_gemm_state_get(ctx); /* NULL: no memory */
   bool own_off = gs && gs->own_slow >= OWN_SLOW_PRODUCTS, own_slow = own_off;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
     if (round == 0) t0 = now_seconds();
     if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
     for (int i = 0; st == CLT_OK && i < count; i++) {
-      if (round < 0 && own_slow && t[i].plan.blocked > 0) timing[i] = false;
+      bool own = t[i].plan.blocked > 0;
+      if (round < 0 && own && own_slow) timing[i] = false;
       if (!timing[i]) continue;
-      double c0 = now_seconds();
       st = measure_one(ctx, &mb, &t[i], i == 0, round);
-      if (round < 0) first_call[i] = now_seconds() - c0;
-      if (st == CLT_OK && round < 0 && t[i].plan.blocked > 0 &&
-          !t[i].rejected && first_call[i] > OWN_FIRST_RATIO * first_call[0]) {
-        t[i].seconds = first_call[i]; /* what it was seen to take */
+      /* One GEMM and each own kernel: a timed run at once. */
+      if (st == CLT_OK && round < 0 && (i == 0 || own) && !t[i].rejected)
+        st = measure_one(ctx, &mb, &t[i], i == 0, 0);
+      if (st == CLT_OK && round < 0 && own && !t[i].rejected &&
+          t[i].seconds > OWN_SLOW_RATIO * t[0].seconds) {
         timing[i] = false;
         own_slow = true;
       }
