@@ -171,11 +171,10 @@ static clt_status time_blocked(clt_context *ctx, const gemm_shape *s,
                                double *seconds, int *config) {
   *seconds = 0.0;
   for (int i = 0; i < CLT_GEMM_BLOCKED_CONFIGS; i++) {
-    clt_status st = run_product(ctx, s, BLOCKED + i, a, b, c);
+    double t = 0.0;
+    clt_status st = time_product(ctx, s, BLOCKED + i, a, b, c, &t);
     if (st == CLT_ERR_UNSUPPORTED) continue; /* not for these transposes */
     CLI_TRY(st);
-    double t = 0.0;
-    CLI_TRY(time_product(ctx, s, BLOCKED + i, a, b, c, &t));
     if (*seconds == 0.0 || t < *seconds) {
       *seconds = t;
       *config = i;

@@ -73,32 +73,33 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                         "%s: operands beyond 2^31 elements", routine);
   int mr = configs[config].mr, width = configs[config].width;
-  size_t global[3] = {(size_t)((n + width - 1) / width),
-                      (size_t)((m + mr - 1) / mr), (size_t)batch};
-  if (configs[config].kind == DOT)
+  if (configs[config].kind == DOT) {
+    size_t global[3] = {(size_t)((n + width - 1) / width),
+                        (size_t)((m + mr - 1) / mr), (size_t)batch};
     return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
                    KI(k), KF(alpha), KF(beta), KT(a), KI(lda), KI(stride_a),
                    KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
                    KI(stride_c));
-  if (configs[config].transposed) {
-    /* C^T [n, m] = op(B)^T op(A)^T: its left operand's element (j, p) is
-     * op(B)(p, j); its right one, A stored [k, m], is read along m; its
-     * element (j, i) is C's (i, j). */
-    int64_t b_sj = tb == CLT_TRANS ? ldb : 1, b_sp = tb == CLT_TRANS ? 1 : ldb;
-    size_t swapped[3] = {(size_t)((m + width - 1) / width),
-                         (size_t)((n + mr - 1) / mr), (size_t)batch};
-    return CLT_RUN(ctx, configs[config].kernel, 3, swapped, NULL, KI(n),
-                   KI(m), KI(k), KF(alpha), KF(beta), KT(b), KI(b_sj),
-                   KI(b_sp), KI(stride_b), KT(a), KI(lda), KI(stride_a),
-                   KT(c), KI(1), KI(ldc), KI(stride_c));
   }
-  /* A(i, p): row i and column p of a stored [m, k], or the other way
-   * round of a stored [k, m]. */
-  int64_t a_si = ta == CLT_TRANS ? 1 : lda, a_sp = ta == CLT_TRANS ? lda : 1;
-  return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
-                 KI(k), KF(alpha), KF(beta), KT(a), KI(a_si), KI(a_sp),
-                 KI(stride_a), KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
-                 KI(1), KI(stride_c));
+  /* The rows kernel computes D = L R, R stored [k, cols] and read along
+   * its rows: D is C (L = op(A), R = B) or, transposed, C^T [n, m]
+   * (L = op(B)^T, R = A stored [k, m]), whose element (j, i) is C's
+   * (i, j). L's element (r, p) lies along r (stride 1) where op(A) is A
+   * stored [k, m] or op(B)^T is B stored [k, n]. */
+  bool tr = configs[config].transposed;
+  int64_t rows = tr ? n : m, cols = tr ? m : n;
+  const clt_tensor *left = tr ? b : a, *right = tr ? a : b;
+  int64_t l_ld = tr ? ldb : lda, l_stride = tr ? stride_b : stride_a;
+  int64_t r_ld = tr ? lda : ldb, r_stride = tr ? stride_a : stride_b;
+  bool along_r = tr ? tb == CLT_NO_TRANS : ta == CLT_TRANS;
+  int64_t l_sr = along_r ? 1 : l_ld, l_sp = along_r ? l_ld : 1;
+  int64_t d_sr = tr ? 1 : ldc, d_sc = tr ? ldc : 1;
+  size_t global[3] = {(size_t)((cols + width - 1) / width),
+                      (size_t)((rows + mr - 1) / mr), (size_t)batch};
+  return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(rows),
+                 KI(cols), KI(k), KF(alpha), KF(beta), KT(left), KI(l_sr),
+                 KI(l_sp), KI(l_stride), KT(right), KI(r_ld), KI(r_stride),
+                 KT(c), KI(d_sr), KI(d_sc), KI(stride_c));
 }
 
 CLT_API clt_status clt_gemm_blocked_strided_batched(
