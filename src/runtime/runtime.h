@@ -57,7 +57,7 @@ struct clt_context {
    * operands handed to CLBlast (clt_sub_buffer_get). */
   size_t base_align_bytes;
   clt_sub_buffer *subs;
-  size_t sub_count, sub_next;
+  size_t sub_count;
   clt_err err;
   clt_log_fn log;
   void *log_user;
@@ -173,13 +173,16 @@ void clt_pool_release_all(clt_context *ctx);
  * aligned as the device requires; OpenCL refused): then use parent with
  * the offset. For libraries (CLBlast) that copy an operand with a non-zero
  * offset to a temporary before their kernels run, where the same operand
- * at offset 0 is used in place. A few hundred are kept; beyond that the
- * oldest is released. The caller gets a reference of its own (release it
- * with clReleaseMemObject once the call that uses it is enqueued): a later
- * get may release the context's, even within one product (a hit on the
- * oldest, then a new one that evicts it). */
+ * at offset 0 is used in place. A few hundred are kept; beyond that all
+ * are released (newest first) and the cache starts again. The caller gets
+ * a reference of its own (release it with clReleaseMemObject once the call
+ * that uses it is enqueued): a later get may release the context's, even
+ * within one product (a hit, then a new one that empties the cache). */
 cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
                           size_t bytes);
+/* Releases the context's sub-buffers, newest first: _drop keeps the
+ * cache for more, _release frees it (context teardown). */
+void clt_sub_buffers_drop(clt_context *ctx);
 void clt_sub_buffers_release(clt_context *ctx);
 
 /* Profiling (profile.c): drops the events recorded so far. */

@@ -33,24 +33,24 @@ cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
   cl_mem mem = clCreateSubBuffer(parent, CL_MEM_READ_WRITE,
                                  CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
   if (rc != CL_SUCCESS || !mem) return NULL;
-  size_t slot = ctx->sub_count;
-  if (slot == SUB_BUFFER_MAX) {
-    /* Full: the oldest goes (OpenCL keeps it while commands use it). */
-    slot = ctx->sub_next;
-    ctx->sub_next = (ctx->sub_next + 1) % SUB_BUFFER_MAX;
-    clReleaseMemObject(ctx->subs[slot].mem);
-  } else {
-    ctx->sub_count++;
-  }
-  ctx->subs[slot] = (clt_sub_buffer){parent, origin, bytes, mem};
+  /* Full: all go, newest first (see clt_sub_buffers_release); OpenCL
+   * keeps those that commands or a caller still use. */
+  if (ctx->sub_count == SUB_BUFFER_MAX) clt_sub_buffers_drop(ctx);
+  ctx->subs[ctx->sub_count++] = (clt_sub_buffer){parent, origin, bytes, mem};
   clRetainMemObject(mem); /* the caller's reference */
   return mem;
 }
 
+/* Releases the cached sub-buffers in the reverse order of their making.
+ * NVIDIA's driver 580 crashed (SIGSEGV inside clReleaseMemObject) when a
+ * context released the 24 sub-buffers of a ResNet in the order they were
+ * made, every time, at the eleventh; newest first it never did. */
+void clt_sub_buffers_drop(clt_context *ctx) {
+  while (ctx->sub_count > 0) clReleaseMemObject(ctx->subs[--ctx->sub_count].mem);
+}
+
 void clt_sub_buffers_release(clt_context *ctx) {
-  for (size_t i = 0; i < ctx->sub_count; i++)
-    clReleaseMemObject(ctx->subs[i].mem);
+  clt_sub_buffers_drop(ctx);
   free(ctx->subs);
   ctx->subs = NULL;
-  ctx->sub_count = ctx->sub_next = 0;
 }
