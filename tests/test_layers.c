@@ -60,9 +60,13 @@ START_TEST(test_fd_batchnorm_2d) {
 END_TEST
 
 START_TEST(test_fd_batchnorm_1d) {
-  check_gradients("input shape=6\ndense units=5\nbatchnorm momentum=0.2\n"
-                  "tanh\ndense units=3\nsoftmax_cross_entropy\n",
-                  4, false);
+  const char *model = "input shape=6\ndense units=5\nbatchnorm momentum=0.2\n"
+                      "tanh\ndense units=3\nsoftmax_cross_entropy\n";
+  check_gradients(model, 4, false);
+  /* The split reductions, one of them with a shorter last chunk (9 in
+   * chunks of 2). */
+  check_gradients_named(model, 4, false, 0, "split 32");
+  check_gradients_named(model, 9, false, 0, "split 8");
 }
 END_TEST
 

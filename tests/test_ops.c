@@ -1050,6 +1050,22 @@ START_TEST(bn_shapes) {
                       e, TOL, "%lldx%lldx%lld training=%d accumulate=%d",
                       (long long)N, (long long)C, (long long)HW, training,
                       acc);
+  /* The split reductions: 2 and 3 parts leave a shorter last chunk for
+   * odd N, 128 more parts than planes (one plane each). */
+  static const int64_t wants[] = {2, 3, 8, 128};
+  for (size_t w = 0; w < COUNT(wants); w++) {
+    ck_assert_check(clt_check_bn_stats_split(g_ctx, N, C, HW, wants[w], &e), e,
+                    TOL, "%lldx%lldx%lld in %lld parts", (long long)N,
+                    (long long)C, (long long)HW, (long long)wants[w]);
+    for (int training = 0; training < 2; training++)
+      ck_assert_check(clt_check_bn_backward_split(g_ctx, N, C, HW, 1e-5f,
+                                                  training, training,
+                                                  wants[w], &e),
+                      e, TOL,
+                      "%lldx%lldx%lld training=%d in %lld parts", (long long)N,
+                      (long long)C, (long long)HW, training,
+                      (long long)wants[w]);
+  }
 }
 END_TEST
 

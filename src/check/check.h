@@ -227,6 +227,11 @@ clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
 /* mean[c] and the biased var[c] over N and HW. */
 clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
                               int64_t HW, double *max_err);
+/* The same through the split reductions, `want` parts asked for
+ * (clt_bn_stats_split; 1: the per-channel kernel). */
+clt_status clt_check_bn_stats_split(clt_context *ctx, int64_t N, int64_t C,
+                                    int64_t HW, int64_t want,
+                                    double *max_err);
 /* running stats moved by momentum towards the batch's (the unbiased
  * variance, M / (M - 1), for M > 1 elements per channel), and
  * num_batches_tracked + 1. */
@@ -243,6 +248,10 @@ clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
                                  bool accumulate, double *max_err);
+clt_status clt_check_bn_backward_split(clt_context *ctx, int64_t N, int64_t C,
+                                       int64_t HW, float eps, bool training,
+                                       bool accumulate, int64_t want,
+                                       double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or

@@ -256,6 +256,12 @@ static clt_status st_avgpool_bwd(clt_context *ctx, double *e) {
 static clt_status st_bn_stats(clt_context *ctx, double *e) {
   return clt_check_bn_stats(ctx, 7, 3, 49, e);
 }
+static clt_status st_bn_stats_split(clt_context *ctx, double *e) {
+  return clt_check_bn_stats_split(ctx, 7, 3, 49, 3, e);
+}
+static clt_status st_bn_bwd_split(clt_context *ctx, double *e) {
+  return clt_check_bn_backward_split(ctx, 33, 10, 7, 1e-5f, true, true, 8, e);
+}
 static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
 }
@@ -359,6 +365,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"avgpool forward 6x9x7 k3s2p1", st_avgpool_fwd, 1e-6, false},
     {"avgpool backward 6x9x7 k3s2p1 accumulate", st_avgpool_bwd, 1e-6, false},
     {"batchnorm stats 7x3x49", st_bn_stats, 1e-5, false},
+    {"batchnorm stats 7x3x49 split in 3", st_bn_stats_split, 1e-5, false},
+    {"batchnorm backward 33x10x7 split in 8 accumulate", st_bn_bwd_split, 1e-5,
+     false},
     {"batchnorm running stats 10", st_bn_running, 1e-6, false},
     {"batchnorm forward 7x3x49", st_bn_fwd, 1e-5, false},
     {"batchnorm backward training 7x3x49", st_bn_bwd_train, 1e-5, false},

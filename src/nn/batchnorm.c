@@ -4,6 +4,7 @@
  * defines them); evaluation uses the running averages. Parameters as
  * PyTorch names them: weight, bias, running_mean, running_var,
  * num_batches_tracked. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,17 @@ typedef struct bn_state {
   float momentum, eps;
   clt_tensor *mean, *var; /* this batch's statistics [C] */
   bool trained;           /* the last forward used batch statistics */
+  /* The reductions' ways (clt_bn_stats_split): the parts asked for, 1 for
+   * one group per channel, measured at compile; work their partial sums. */
+  int64_t stats_parts, grad_parts;
+  clt_tensor *work;
 } bn_state;
+
+/* The ways of both reductions, and the parts each asks for. */
+static const char *const way_names[] = {"per channel", "split 8", "split 32",
+                                        "split 128"};
+static const int64_t way_parts[] = {1, 8, 32, 128};
+#define BN_WAYS 4
 
 enum { BN_WEIGHT, BN_BIAS, BN_RMEAN, BN_RVAR, BN_TRACKED };
 
@@ -66,14 +77,85 @@ static clt_status bn_configure(clt_graph *g, clt_graph_node *n,
 static void bn_release(bn_state *s) {
   clt_tensor_destroy(s->mean);
   clt_tensor_destroy(s->var);
-  s->mean = s->var = NULL;
+  clt_tensor_destroy(s->work);
+  s->mean = s->var = s->work = NULL;
+}
+
+typedef struct bn_work {
+  clt_graph *g;
+  clt_graph_node *n;
+  bool backward;
+} bn_work;
+
+static clt_status run_bn_way(void *user, int way) {
+  bn_work *w = user;
+  bn_state *s = w->n->state;
+  clt_param *p = w->n->params;
+  const clt_tensor *x = clt_graph_in(w->g, w->n, 0)->out;
+  int64_t b = w->g->max_batch;
+  if (!w->backward)
+    return clt_bn_stats_split(w->g->ctx, s->mean, s->var, x, b, s->C, s->HW,
+                              way_parts[way], s->work);
+  return clt_bn_backward_split(w->g->ctx, NULL, &p[BN_WEIGHT].grad,
+                               &p[BN_BIAS].grad, w->n->grad, x, s->mean,
+                               s->var, &p[BN_WEIGHT].value, b, s->C, s->HW,
+                               s->eps, true, false, way_parts[way], s->work);
+}
+
+/* Picks the reductions' ways (issue 8's kernels laid out for the device):
+ * the statistics on fixed input values, then the gradient sums on those
+ * statistics and fixed output gradients. */
+static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
+  bn_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch;
+  char key[160], shape[64];
+  snprintf(key, sizeof key, "batchnorm %lld channels of %lld, batch %lld",
+           (long long)s->C, (long long)s->HW, (long long)b);
+  snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
+           (long long)(b * s->HW));
+  bn_work bw = {g, n, false};
+  clt_graph_ways ways = {
+      .what = "stats layout",
+      .shape = shape,
+      .m = s->C,
+      .n = b * s->HW,
+      .k = 1,
+      .key = key,
+      .work = {.count = BN_WAYS, .run = run_bn_way, .user = &bw,
+               .check_count = 2}};
+  for (int i = 0; i < BN_WAYS; i++) ways.names[i] = way_names[i];
+  ways.work.checks[0] = s->mean;
+  ways.work.checks[1] = s->var;
+  bool measuring = clt_graph_plans_measure(g);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->stats_parts = way_parts[chosen];
+  if (!n->grad) return CLT_OK;
+  if (measuring) {
+    CLT_TRY(run_bn_way(&bw, 0)); /* the statistics the backward reads */
+    CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  }
+  bw.backward = true;
+  ways.what = "stats backward layout";
+  ways.work.checks[0] = &n->params[BN_WEIGHT].grad;
+  ways.work.checks[1] = &n->params[BN_BIAS].grad;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->grad_parts = way_parts[chosen];
+  return CLT_OK;
 }
 
 static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
   bn_state *s = n->state;
   bn_release(s);
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->mean));
-  return clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->var);
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->var));
+  int64_t chunk, parts = clt_bn_split_parts(
+      g->max_batch, way_parts[BN_WAYS - 1], &chunk);
+  int64_t work = 2 * s->C * parts;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work));
+  return bn_plan(g, n);
 }
 
 static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
@@ -83,7 +165,8 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   const clt_tensor *mean = &p[BN_RMEAN].value, *var = &p[BN_RVAR].value;
   s->trained = g->training;
   if (g->training) {
-    CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, x, g->batch, s->C, s->HW));
+    CLT_TRY(clt_bn_stats_split(g->ctx, s->mean, s->var, x, g->batch, s->C,
+                               s->HW, s->stats_parts, s->work));
     CLT_TRY(clt_bn_update_running(g->ctx, &p[BN_RMEAN].value,
                                   &p[BN_RVAR].value, &p[BN_TRACKED].value,
                                   s->mean, s->var, s->C, g->batch * s->HW,
@@ -102,10 +185,12 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   const clt_tensor *mean = s->trained ? s->mean : &p[BN_RMEAN].value;
   const clt_tensor *var = s->trained ? s->var : &p[BN_RVAR].value;
-  return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
-                         n->grad, clt_graph_in(g, n, 0)->out, mean, var,
-                         &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
-                         s->trained, acc);
+  return clt_bn_backward_split(g->ctx, dx, &p[BN_WEIGHT].grad,
+                               &p[BN_BIAS].grad, n->grad,
+                               clt_graph_in(g, n, 0)->out, mean, var,
+                               &p[BN_WEIGHT].value, g->batch, s->C, s->HW,
+                               s->eps, s->trained, acc, s->grad_parts,
+                               s->work);
 }
 
 static void bn_destroy(clt_graph_node *n) {

@@ -12,12 +12,56 @@ static void plane_range(const clt_context *ctx, int64_t planes, int64_t HW,
   global[1] = (size_t)planes;
 }
 
+int64_t clt_bn_split_parts(int64_t N, int64_t want, int64_t *chunk) {
+  if (want < 1) want = 1;
+  *chunk = (N + want - 1) / want;
+  if (*chunk < 1) *chunk = 1;
+  return (N + *chunk - 1) / *chunk;
+}
+
+/* The split kernels' range: a group of ctx->work_group items per (channel,
+ * part). */
+static void split_range(const clt_context *ctx, int64_t C, int64_t parts,
+                        size_t global[2], size_t local[2]) {
+  local[0] = ctx->work_group;
+  local[1] = 1;
+  global[0] = ctx->work_group * (size_t)C;
+  global[1] = (size_t)parts;
+}
+
+static clt_status check_work(clt_context *ctx, const char *what,
+                             const clt_tensor *work, int64_t need) {
+  if (work && clt_tensor_numel(work) >= need) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "%s: the split needs a workspace of %lld floats, "
+                      "given %lld",
+                      what, (long long)need,
+                      (long long)(work ? clt_tensor_numel(work) : 0));
+}
+
+clt_status clt_bn_stats_split(clt_context *ctx, clt_tensor *mean,
+                              clt_tensor *var, const clt_tensor *x, int64_t N,
+                              int64_t C, int64_t HW, int64_t want,
+                              clt_tensor *work) {
+  if (want <= 1) {
+    size_t local = ctx->work_group, global = local * (size_t)C;
+    return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean),
+                   KT(var), KT(x), KI(N), KI(C), KI(HW));
+  }
+  int64_t chunk, parts = clt_bn_split_parts(N, want, &chunk);
+  CLT_TRY(check_work(ctx, "batchnorm statistics", work, 2 * C * parts));
+  size_t global[2], local[2];
+  split_range(ctx, C, parts, global, local);
+  CLT_TRY(CLT_RUN(ctx, CLT_K_bn_stats_part, 2, global, local, KT(work), KT(x),
+                  KI(N), KI(C), KI(HW), KI(chunk)));
+  return CLT_RUN_1D(ctx, CLT_K_bn_stats_combine, (size_t)C, KT(mean), KT(var),
+                    KT(work), KI(N), KI(C), KI(HW), KI(chunk), KI(parts));
+}
+
 clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
                         const clt_tensor *x, int64_t N, int64_t C,
                         int64_t HW) {
-  size_t local = ctx->work_group, global = local * (size_t)C;
-  return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean), KT(var),
-                 KT(x), KI(N), KI(C), KI(HW));
+  return clt_bn_stats_split(ctx, mean, var, x, N, C, HW, 1, NULL);
 }
 
 clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
@@ -47,10 +91,35 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
                            bool accumulate) {
-  size_t local = ctx->work_group, global = local * (size_t)C;
-  CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
-                  KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(var),
-                  KI(N), KI(C), KI(HW), KF(eps)));
+  return clt_bn_backward_split(ctx, dx, dgamma, dbeta, dy, x, mean, var,
+                               gamma, N, C, HW, eps, training, accumulate, 1,
+                               NULL);
+}
+
+clt_status clt_bn_backward_split(clt_context *ctx, clt_tensor *dx,
+                                 clt_tensor *dgamma, clt_tensor *dbeta,
+                                 const clt_tensor *dy, const clt_tensor *x,
+                                 const clt_tensor *mean, const clt_tensor *var,
+                                 const clt_tensor *gamma, int64_t N, int64_t C,
+                                 int64_t HW, float eps, bool training,
+                                 bool accumulate, int64_t want,
+                                 clt_tensor *work) {
+  if (want <= 1) {
+    size_t local = ctx->work_group, global = local * (size_t)C;
+    CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
+                    KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(var),
+                    KI(N), KI(C), KI(HW), KF(eps)));
+  } else {
+    int64_t chunk, parts = clt_bn_split_parts(N, want, &chunk);
+    CLT_TRY(check_work(ctx, "batchnorm backward", work, 2 * C * parts));
+    size_t global[2], local[2];
+    split_range(ctx, C, parts, global, local);
+    CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_part, 2, global, local, KT(work),
+                    KT(dy), KT(x), KT(mean), KT(var), KI(N), KI(C), KI(HW),
+                    KF(eps), KI(chunk)));
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_bn_backward_combine, (size_t)C, KT(dgamma),
+                       KT(dbeta), KT(work), KI(C), KI(parts)));
+  }
   if (!dx) return CLT_OK;
   size_t g2[2], l2[2];
   plane_range(ctx, N * C, HW, g2, l2);

@@ -64,6 +64,10 @@
   X(bn_apply, "norm")                                                          \
   X(bn_backward_reduce, "norm")                                                \
   X(bn_backward_apply, "norm")                                                 \
+  X(bn_stats_part, "norm")                                                     \
+  X(bn_stats_combine, "norm")                                                  \
+  X(bn_backward_part, "norm")                                                  \
+  X(bn_backward_combine, "norm")                                               \
   X(dropout_forward, "dropout")                                                \
   X(mul_f32, "dropout")                                                        \
   X(gemm_rows_4x32, "gemm")                                                    \
