@@ -41,7 +41,9 @@ torch=(python3 samples/bench/torch_train.py --device cuda)
 dev=(--device nvidia)
 SETS=${SETS:-.gpu/clblast_sets.txt}
 
-run() { echo "+ $*"; "$@"; }
+# Line-buffered, so that a line printed before a crash is not lost in a
+# pipe's buffer (NVIDIA's driver once crashed at every ResNet's exit).
+run() { echo "+ $*"; stdbuf -oL -eL "$@"; }
 
 part_check() {
   run cltrain devices
@@ -148,6 +150,9 @@ part_mpi() {
   for mb in "cnn 64" "cnn 256" "mlp 256"; do
     read -r model b <<<"$mb"
     m=samples/fashion_$model.model
+    # The CPU rank's first run compiles its kernels and measures its plans
+    # (more than 90 s for the CNN on that machine's POCL): done here, apart.
+    run cltrain tune "$m" --batch "$b" --device pocl >/dev/null
     run cltrain bench train "$m" --batch "$b" --steps 50 "${dev[@]}"
     run "${mr[@]}" -np 1 cltrain bench train "$m" --batch "$b" --steps 50 \
       "${dev[@]}" : -np 1 cltrain bench train "$m" --batch "$b" --steps 50 \

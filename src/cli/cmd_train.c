@@ -1007,6 +1007,10 @@ static int bench_train_one(const char *model, const char *device,
          (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
          (double)mem.device_bytes_peak / 1048576.0,
          scaler ? " precision=mixed" : "");
+  /* The figure is out before anything else can fail (into a pipe stdout
+   * is held back, and a driver that crashed while the context was torn
+   * down took it along). */
+  fflush(stdout);
   if (profile &&
       print_profile(ctx, profile_by == PROFILE_BY_LAYER, steps, secs) != 0)
     goto done;
