@@ -22,7 +22,8 @@
 #          choice; `gemm` before it shows CLBlast's database), then tune of
 #          the CNN and the ResNet at batch 64, fp32 and mixed
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
-#          torch_train.py --device cuda; CNN b64 and ResNet b256 with
+#          torch_train.py --device cuda; real train epochs of the MLP
+#          (b256) and the CNN (b64); CNN b64 and ResNet b256 with
 #          --profile-by layer (each layer's passes apart)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
@@ -125,6 +126,9 @@ part_train() {
       run cltrain bench train "samples/fashion_$model.model" --batch "$b" --steps 100 "${dev[@]}"
     done
   done
+  # Issue 8's "one train epoch vs bench train": real epochs, the loader in.
+  run cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  run cltrain train samples/fashion_cnn.model --data fashion-mnist --batch 64 --epochs 2 "${dev[@]}"
   run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
 }
