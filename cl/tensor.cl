@@ -15,3 +15,13 @@ __kernel void fill_u8(__global uchar *x, int x_off, int n, int value) {
   int i = get_global_id(0);
   if (i < n) x[x_off + i] = (uchar)value;
 }
+
+/* y[i] = table[x[i]]: pixel bytes to the floats a host would have made
+ * (the table comes from the host, so every device gives the same bits). */
+__kernel void lookup_u8_f32(__global float *y, int y_off,
+                            __global const uchar *x, int x_off,
+                            __global const float *table, int table_off,
+                            int n) {
+  int i = get_global_id(0);
+  if (i < n) y[y_off + i] = table[table_off + x[x_off + i]];
+}

@@ -820,6 +820,81 @@ START_TEST(test_loader_shards_augment_as_one) {
 }
 END_TEST
 
+/* Byte mode (fit's: the device scales): the same images, bytes where
+ * the floats were, each float the byte / 255 exactly; every crop, flip and
+ * shard alike. An f32 dataset stays floats. */
+static void check_bytes_match(int64_t count, int batch, int shards, int pad,
+                              bool flip) {
+  clt_dataset ds = make_indexed(count, 2, 5, 4);
+  int64_t size = 40;
+  clt_loader_options opts;
+  clt_loader_options_init(&opts);
+  opts.batch = batch;
+  opts.seed = 3;
+  opts.pad_crop = pad;
+  opts.hflip = flip;
+  opts.shard_count = shards;
+  opts.shard_rank = shards > 1 ? 1 : 0;
+  clt_loader *lf = NULL, *lb = NULL;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &lf, &err), CLT_OK);
+  opts.bytes = true;
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &lb, &err), CLT_OK);
+  for (int epoch = 0; epoch < 2; epoch++) {
+    ck_assert_int_eq(clt_loader_start_epoch(lf, epoch), CLT_OK);
+    ck_assert_int_eq(clt_loader_start_epoch(lb, epoch), CLT_OK);
+    clt_host_batch f, b;
+    int64_t seen = 0;
+    while (clt_loader_next(lf, &f)) {
+      ck_assert(clt_loader_next(lb, &b));
+      ck_assert_int_eq(b.n, f.n);
+      ck_assert_ptr_null(b.images);
+      ck_assert_ptr_nonnull(b.bytes);
+      ck_assert_ptr_null(f.bytes);
+      ck_assert_mem_eq(b.labels, f.labels, (size_t)f.n * sizeof(int32_t));
+      for (int64_t i = 0; i < f.n * size; i++)
+        ck_assert_msg(f.images[i] == (float)b.bytes[i] / 255.0f,
+                      "epoch %d value %lld: %g from floats, byte %d", epoch,
+                      (long long)i, f.images[i], b.bytes[i]);
+      seen += f.n;
+      clt_loader_release(lf, &f);
+      clt_loader_release(lb, &b);
+    }
+    ck_assert(!clt_loader_next(lb, &b));
+    ck_assert_int_gt(seen, 0);
+  }
+  clt_loader_destroy(lf);
+  clt_loader_destroy(lb);
+  clt_dataset_free(&ds);
+}
+
+START_TEST(test_loader_bytes_match_floats) {
+  check_bytes_match(103, 10, 1, 0, false); /* a last batch of 3 */
+  check_bytes_match(103, 10, 1, 2, true);
+  check_bytes_match(50, 5, 3, 1, true); /* shard 1 of 3 */
+  /* f32 pixels: floats whatever is asked */
+  clt_dataset ds = {.count = 3, .channels = 1, .height = 2, .width = 2};
+  ds.fpixels = calloc(12, sizeof(float));
+  ds.labels = calloc(3, sizeof(int32_t));
+  ds.num_classes = 2;
+  clt_loader_options opts;
+  clt_loader_options_init(&opts);
+  opts.batch = 2;
+  opts.bytes = true;
+  clt_loader *l = NULL;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &l, &err), CLT_OK);
+  ck_assert_int_eq(clt_loader_start_epoch(l, 0), CLT_OK);
+  clt_host_batch b;
+  ck_assert(clt_loader_next(l, &b));
+  ck_assert_ptr_nonnull(b.images);
+  ck_assert_ptr_null(b.bytes);
+  clt_loader_release(l, &b);
+  clt_loader_destroy(l);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
 START_TEST(test_loader_bad_shard) {
   clt_dataset ds = make_indexed(10, 1, 2, 2);
   clt_loader_options opts;
@@ -1227,6 +1302,7 @@ static Suite *data_suite(void) {
   tcase_add_test(loader, test_loader_each_index_once);
   tcase_add_test(loader, test_loader_shards_cover_epoch_once);
   tcase_add_test(loader, test_loader_shards_augment_as_one);
+  tcase_add_test(loader, test_loader_bytes_match_floats);
   tcase_add_test(loader, test_loader_bad_shard);
   tcase_add_test(loader, test_loader_identity_without_shuffle);
   tcase_add_test(loader, test_loader_order_by_seed_and_epoch);

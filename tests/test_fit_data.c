@@ -32,6 +32,81 @@ static clt_optimizer *adam(clt_graph *g, float lr) {
   return opt;
 }
 
+/* clt_fit on u8 pixels sends bytes and scales them on the device: after
+ * an epoch (no shuffle, a last batch of 5) the model answers every sample
+ * as one trained by a loop of our own that uploads the pixels / 255 as
+ * floats, to the bit. */
+START_TEST(test_fit_bytes_equal_floats) {
+  enum { N = 37, IN = 12, B = 8 };
+  static uint8_t px[N * IN];
+  static float xf[N * IN];
+  static int32_t labels[N];
+  for (int i = 0; i < N * IN; i++) {
+    px[i] = (uint8_t)((i * 97 + 13) % 256);
+    xf[i] = (float)px[i] / 255.0f;
+  }
+  for (int i = 0; i < N; i++) labels[i] = i % 3;
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = IN;
+  d.pixels_u8 = px;
+  d.labels = labels;
+  d.num_classes = 3;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  float *w[2];
+  int64_t nw = 0;
+  for (int run = 0; run < 2; run++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(clt_graph_create(g_ctx, &g));
+    clt_node in, h, out;
+    ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){IN}, &in));
+    ck_assert_ok(clt_graph_dense(g, in, 5, &h));
+    ck_assert_ok(clt_graph_activation(g, h, CLT_ACT_RELU, &h));
+    ck_assert_ok(clt_graph_dense(g, h, 3, &out));
+    ck_assert_ok(clt_graph_softmax_cross_entropy(g, out, NULL));
+    ck_assert_ok(clt_graph_compile(g, B, 9));
+    clt_optimizer *opt = adam(g, 0.01f);
+    if (run == 0) {
+      clt_fit_options fo;
+      clt_fit_options_init(&fo);
+      fo.epochs = 1;
+      fo.batch = B;
+      fo.shuffle = false;
+      clt_epoch_stats hist[1];
+      ck_assert_ok(clt_fit(g, opt, ds, NULL, &fo, hist));
+    } else {
+      for (int at = 0; at < N; at += B) {
+        int n = N - at < B ? N - at : B;
+        ck_assert_ok(clt_graph_set_batch(g, xf + at * IN, labels + at, n));
+        ck_assert_ok(clt_graph_forward(g, true));
+        ck_assert_ok(clt_graph_backward(g));
+        ck_assert_ok(clt_optimizer_step(opt));
+      }
+    }
+    /* The trained model's outputs for every sample: equal weights give
+     * equal bits. */
+    nw = N * 3;
+    w[run] = malloc((size_t)nw * sizeof(float));
+    for (int at = 0; at < N; at += B) {
+      int n = N - at < B ? N - at : B;
+      int64_t outputs = 0;
+      ck_assert_ok(clt_graph_set_batch(g, xf + at * IN, labels + at, n));
+      ck_assert_ok(clt_graph_forward(g, false));
+      ck_assert_ok(clt_graph_predictions(g, w[run] + at * 3, &outputs));
+      ck_assert_int_eq(outputs, 3);
+    }
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+  }
+  ck_assert_mem_eq(w[0], w[1], (size_t)nw * sizeof(float));
+  free(w[0]);
+  free(w[1]);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
 /* y = (2 x0 - x1 + 0.5 x2 x3 ... as a linear map) + 0.3: two targets of
  * four inputs, learnt by one dense layer. */
 START_TEST(test_mse_regression_through_fit) {
@@ -551,6 +626,7 @@ static Suite *fit_data_suite(void) {
   TCase *tc = tcase_create("fit_data");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_mse_regression_through_fit);
+  tcase_add_test(tc, test_fit_bytes_equal_floats);
   tcase_add_test(tc, test_mismatched_data_is_refused);
   tcase_add_test(tc, test_memory_classifier_names_in_checkpoint);
   tcase_add_test(tc, test_image_folders_train_end_to_end);

@@ -29,6 +29,7 @@ typedef struct loader_slot {
   int64_t n;     /* images filled */
   int64_t global_n;
   float *images;
+  uint8_t *bytes;
   int32_t *labels;
   float *targets;
 } loader_slot;
@@ -39,6 +40,7 @@ struct clt_loader {
   int64_t image_size; /* C * H * W */
   int64_t nbatches;
   int64_t *order;   /* dataset index of each position in the epoch */
+  bool bytes;       /* slots hold pixel bytes, not floats */
   float scale[256]; /* pixel byte -> [0, 1] */
   loader_slot *slots;
   clt_rng augment; /* used by the worker while it fills a slot */
@@ -75,11 +77,12 @@ static inline float loader_value(const clt_loader *l, int64_t index,
   return l->scale[ds->pixels[index * l->image_size + i]];
 }
 
-/* Copies sample `index` to dst (u8 scaled to [0, 1], f32 as is), shifted
- * by a random crop of the zero-padded image and possibly mirrored. The
- * draws per image are fixed (crop y, crop x, flip) so the stream stays
- * aligned. */
-static void loader_copy_image(clt_loader *l, int64_t index, float *dst) {
+/* Copies sample `index` to dst (u8 scaled to [0, 1], f32 as is), or where
+ * dst is NULL its bytes to bdst, shifted by a random crop of the
+ * zero-padded image and possibly mirrored. The draws per image are fixed
+ * (crop y, crop x, flip) so the stream stays aligned. */
+static void loader_copy_image(clt_loader *l, int64_t index, float *dst,
+                              uint8_t *bdst) {
   const clt_dataset *ds = l->ds;
   int pad = l->opts.pad_crop;
   int64_t dy = 0, dx = 0;
@@ -88,6 +91,25 @@ static void loader_copy_image(clt_loader *l, int64_t index, float *dst) {
     dx = (int64_t)clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1) - pad;
   }
   bool flip = l->opts.hflip && clt_rng_below(&l->augment, 2) == 1;
+  if (!dst) {
+    const uint8_t *src = ds->pixels + index * l->image_size;
+    if (pad == 0 && !flip) {
+      memcpy(bdst, src, (size_t)l->image_size);
+      return;
+    }
+    int64_t h = ds->height, w = ds->width;
+    for (int64_t c = 0; c < ds->channels; c++)
+      for (int64_t y = 0; y < h; y++) {
+        int64_t sy = y + dy;
+        uint8_t *out = bdst + (c * h + y) * w;
+        for (int64_t x = 0; x < w; x++) {
+          int64_t sx = (flip ? w - 1 - x : x) + dx;
+          bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+          out[x] = inside ? src[(c * h + sy) * w + sx] : 0;
+        }
+      }
+    return;
+  }
   if (pad == 0 && !flip) {
     if (ds->fpixels) {
       memcpy(dst, ds->fpixels + index * l->image_size,
@@ -143,7 +165,10 @@ static void loader_fill(clt_loader *l, loader_slot *slot) {
     if (ds->targets)
       memcpy(slot->targets + i * tsize, ds->targets + index * tsize,
              (size_t)tsize * sizeof(float));
-    loader_copy_image(l, index, slot->images + i * l->image_size);
+    if (l->bytes)
+      loader_copy_image(l, index, NULL, slot->bytes + i * l->image_size);
+    else
+      loader_copy_image(l, index, slot->images + i * l->image_size, NULL);
   }
   for (int64_t i = hi; draws && i < first + m; i++) loader_skip_image(l);
 }
@@ -219,6 +244,7 @@ static void loader_free(clt_loader *l) {
   if (l->slots) {
     for (int i = 0; i < l->opts.depth; i++) {
       free(l->slots[i].images);
+      free(l->slots[i].bytes);
       free(l->slots[i].labels);
       free(l->slots[i].targets);
     }
@@ -237,13 +263,18 @@ static clt_status loader_alloc(clt_loader *l, clt_err *err) {
   bool ok = l->order && l->slots;
   for (int i = 0; ok && i < l->opts.depth; i++) {
     loader_slot *slot = &l->slots[i];
-    slot->images = malloc((size_t)(capacity * l->image_size) * sizeof(float));
+    if (l->bytes)
+      /* Room for a whole number of 4-byte words (uploaded as such). */
+      slot->bytes = malloc((size_t)((capacity * l->image_size + 3) / 4 * 4));
+    else
+      slot->images =
+          malloc((size_t)(capacity * l->image_size) * sizeof(float));
     if (l->ds->labels)
       slot->labels = malloc((size_t)capacity * sizeof *slot->labels);
     if (l->ds->targets)
       slot->targets = malloc((size_t)(capacity * l->ds->target_size) *
                              sizeof *slot->targets);
-    ok = slot->images && (slot->labels || !l->ds->labels) &&
+    ok = (slot->images || slot->bytes) && (slot->labels || !l->ds->labels) &&
          (slot->targets || !l->ds->targets);
   }
   if (ok) return CLT_OK;
@@ -286,6 +317,7 @@ clt_status clt_loader_create(const clt_dataset *ds,
   l->opts = *opts;
   if (l->opts.depth == 0) l->opts.depth = LOADER_DEFAULT_DEPTH;
   l->image_size = (int64_t)ds->channels * ds->height * ds->width;
+  l->bytes = opts->bytes && ds->pixels && !ds->fpixels;
   int64_t global = (int64_t)opts->batch *
                    (opts->shard_count > 1 ? opts->shard_count : 1);
   l->nbatches = (ds->count + global - 1) / global;
@@ -385,6 +417,7 @@ bool clt_loader_next(clt_loader *l, clt_host_batch *out) {
     out->n = slot->n;
     out->global_n = slot->global_n;
     out->images = slot->images;
+    out->bytes = slot->bytes;
     out->labels = slot->labels;
     out->targets = slot->targets;
   }

@@ -35,6 +35,10 @@ typedef struct clt_loader_options {
    * may be empty). Augmentation draws as one loader of the global batch
    * would. shard_count 0 or 1: no sharding. */
   int shard_rank, shard_count;
+  /* A dataset of u8 pixels is handed out as those bytes (clt_host_batch
+   * .bytes, .images NULL), for a device to scale: a quarter of the upload
+   * and no per-pixel work on the host. f32 datasets stay floats. */
+  bool bytes;
 } clt_loader_options;
 
 typedef struct clt_host_batch {
@@ -42,7 +46,12 @@ typedef struct clt_host_batch {
   int64_t n;       /* images in this batch (the last may be partial) */
   /* Images in the global batch this is a shard of (n without sharding). */
   int64_t global_n;
-  float *images;   /* n * C * H * W: u8 pixels / 255 in [0, 1], f32 as is */
+  float *images;   /* n * C * H * W: u8 pixels / 255 in [0, 1], f32 as is;
+                      NULL where bytes holds them */
+  /* n * C * H * W pixel bytes as the dataset holds them (after the same
+   * augmentation; 0 outside a crop), where options.bytes asked and the
+   * dataset is u8; else NULL. The buffer has room for a multiple of 4. */
+  uint8_t *bytes;
   int32_t *labels; /* n, or NULL for a dataset of targets */
   float *targets;  /* n * target_size, or NULL for a dataset of labels */
 } clt_host_batch;

@@ -35,7 +35,9 @@ static void release_buffers(clt_graph *g) {
   clt_graph_plan_release(g);
   clt_tensor_destroy(g->labels);
   clt_tensor_destroy(g->metrics);
-  g->labels = g->metrics = NULL;
+  clt_tensor_destroy(g->input_bytes);
+  clt_tensor_destroy(g->byte_table);
+  g->labels = g->metrics = g->input_bytes = g->byte_table = NULL;
   g->compiled = false;
 }
 

@@ -82,17 +82,42 @@ static clt_status read_metrics(clt_graph *g, clt_metrics *m, bool reset) {
   return CLT_OK;
 }
 
-/* Uploads a host batch into the graph without waiting. */
+/* The graph's byte staging and its table (pixel byte v -> v / 255, as
+ * the loader computes it for floats), made on first use. */
+static clt_status byte_staging(clt_graph *g, int64_t numel) {
+  if (g->input_bytes && g->input_bytes->numel >= numel) return CLT_OK;
+  clt_tensor_destroy(g->input_bytes);
+  g->input_bytes = NULL;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes));
+  if (g->byte_table) return CLT_OK;
+  float table[256];
+  for (int v = 0; v < 256; v++) table[v] = (float)v / 255.0f;
+  int64_t n = 256;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &n, &g->byte_table));
+  return clt_tensor_upload(g->byte_table, table);
+}
+
+/* Uploads a host batch into the graph without waiting: pixel bytes (the
+ * loader's byte mode) go up as they are, a quarter of the floats, and
+ * become the input's values on the device. */
 static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
                                cl_event *done) {
   clt_graph_node *in = &g->nodes[g->input_node];
-  clt_tensor x = clt_tensor_slice_1d(in->out, 0, b->n * in->size);
+  int64_t numel = b->n * in->size;
+  clt_tensor x = clt_tensor_slice_1d(in->out, 0, numel);
   bool targets = is_regression(g);
   int64_t per = targets ? g->nodes[g->loss_node].size : 1;
   clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n * per);
   CLT_TRY(clt_tensor_upload_async(
       &y, targets ? (const void *)b->targets : (const void *)b->labels, NULL));
-  CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
+  if (b->bytes) {
+    CLT_TRY(byte_staging(g, g->max_batch * in->size));
+    clt_tensor xb = clt_tensor_slice_1d(g->input_bytes, 0, numel);
+    CLT_TRY(clt_tensor_upload_async(&xb, b->bytes, done));
+    CLT_TRY(clt_lookup_u8(g->ctx, &x, &xb, g->byte_table, numel));
+  } else {
+    CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
+  }
   g->batch = b->n;
   return CLT_OK;
 }
@@ -237,6 +262,7 @@ static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
   lo.batch = (int)batch;
   lo.shuffle = shuffle;
   lo.seed = seed;
+  lo.bytes = true; /* u8 datasets: bytes up, scaled on the device */
   if (fo && shuffle) {
     lo.pad_crop = fo->pad_crop;
     lo.hflip = fo->hflip;
