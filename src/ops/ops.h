@@ -50,11 +50,11 @@ clt_status clt_sum_slices(clt_context *ctx, clt_tensor *out,
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
                            bool accumulate);
-/* out = alpha * x over n elements. */
 /* y[i] = table[x[i]] for the n bytes of x (u8) into y (f32); table holds
  * 256 floats. The loader's pixel bytes made the model's inputs. */
 clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                          const clt_tensor *table, int64_t n);
+/* out = alpha * x over n elements. */
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,
                              bool accumulate);
