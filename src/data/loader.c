@@ -67,6 +67,10 @@ int64_t clt_loader_batches_per_epoch(const clt_loader *l) {
   return l ? l->nbatches : 0;
 }
 
+void clt_loader_byte_values(float values[256]) {
+  for (int v = 0; v < 256; v++) values[v] = (float)v / 255.0f;
+}
+
 /* ---- worker ------------------------------------------------------------ */
 
 /* Value i of sample `index`, as the model sees it. */
@@ -91,44 +95,29 @@ static void loader_copy_image(clt_loader *l, int64_t index, float *dst,
     dx = (int64_t)clt_rng_below(&l->augment, 2 * (uint64_t)pad + 1) - pad;
   }
   bool flip = l->opts.hflip && clt_rng_below(&l->augment, 2) == 1;
-  if (!dst) {
-    const uint8_t *src = ds->pixels + index * l->image_size;
-    if (pad == 0 && !flip) {
-      memcpy(bdst, src, (size_t)l->image_size);
-      return;
-    }
-    int64_t h = ds->height, w = ds->width;
-    for (int64_t c = 0; c < ds->channels; c++)
-      for (int64_t y = 0; y < h; y++) {
-        int64_t sy = y + dy;
-        uint8_t *out = bdst + (c * h + y) * w;
-        for (int64_t x = 0; x < w; x++) {
-          int64_t sx = (flip ? w - 1 - x : x) + dx;
-          bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
-          out[x] = inside ? src[(c * h + sy) * w + sx] : 0;
-        }
-      }
-    return;
-  }
   if (pad == 0 && !flip) {
-    if (ds->fpixels) {
-      memcpy(dst, ds->fpixels + index * l->image_size,
-             (size_t)l->image_size * sizeof *dst);
-      return;
-    }
-    const uint8_t *src = ds->pixels + index * l->image_size;
-    for (int64_t i = 0; i < l->image_size; i++) dst[i] = l->scale[src[i]];
+    int64_t first = index * l->image_size;
+    if (!dst)
+      memcpy(bdst, ds->pixels + first, (size_t)l->image_size);
+    else if (ds->fpixels)
+      memcpy(dst, ds->fpixels + first, (size_t)l->image_size * sizeof *dst);
+    else
+      for (int64_t i = 0; i < l->image_size; i++)
+        dst[i] = l->scale[ds->pixels[first + i]];
     return;
   }
   int64_t h = ds->height, w = ds->width;
   for (int64_t c = 0; c < ds->channels; c++) {
     for (int64_t y = 0; y < h; y++) {
-      int64_t sy = y + dy;
-      float *out = dst + (c * h + y) * w;
+      int64_t sy = y + dy, row = (c * h + y) * w;
       for (int64_t x = 0; x < w; x++) {
         int64_t sx = (flip ? w - 1 - x : x) + dx;
         bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
-        out[x] = inside ? loader_value(l, index, (c * h + sy) * w + sx) : 0.0f;
+        int64_t at = (c * h + sy) * w + sx;
+        if (dst)
+          dst[row + x] = inside ? loader_value(l, index, at) : 0.0f;
+        else
+          bdst[row + x] = inside ? ds->pixels[index * l->image_size + at] : 0;
       }
     }
   }
@@ -323,7 +312,7 @@ clt_status clt_loader_create(const clt_dataset *ds,
   l->nbatches = (ds->count + global - 1) / global;
   /* No epoch yet: nothing to fill, nothing to take. */
   l->fill_next = l->take_next = l->nbatches;
-  for (int v = 0; v < 256; v++) l->scale[v] = (float)v / 255.0f;
+  clt_loader_byte_values(l->scale);
   clt_status status = loader_alloc(l, err);
   if (status == CLT_OK) status = loader_start_thread(l, err);
   if (status != CLT_OK) {

@@ -58,6 +58,10 @@ typedef struct clt_host_batch {
 
 typedef struct clt_loader clt_loader;
 
+/* The float a pixel byte v becomes, v / 255 in [0, 1], for every v: what
+ * the loader hands out, and what a device given the bytes must make. */
+void clt_loader_byte_values(float values[256]);
+
 /* Fills opts with the defaults: batch 32, shuffle on, seed 0, no
  * augmentation, depth 3. */
 void clt_loader_options_init(clt_loader_options *opts);

@@ -82,8 +82,8 @@ static clt_status read_metrics(clt_graph *g, clt_metrics *m, bool reset) {
   return CLT_OK;
 }
 
-/* The graph's byte staging and its table (pixel byte v -> v / 255, as
- * the loader computes it for floats), made on first use. */
+/* The graph's byte staging and its table (pixel byte -> the loader's
+ * float for it), made on first use. */
 static clt_status byte_staging(clt_graph *g, int64_t numel) {
   if (g->input_bytes && g->input_bytes->numel >= numel) return CLT_OK;
   clt_tensor_destroy(g->input_bytes);
@@ -91,7 +91,7 @@ static clt_status byte_staging(clt_graph *g, int64_t numel) {
   CLT_TRY(clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes));
   if (g->byte_table) return CLT_OK;
   float table[256];
-  for (int v = 0; v < 256; v++) table[v] = (float)v / 255.0f;
+  clt_loader_byte_values(table);
   int64_t n = 256;
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &n, &g->byte_table));
   return clt_tensor_upload(g->byte_table, table);
