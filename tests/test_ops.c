@@ -1078,7 +1078,7 @@ START_TEST(bn_shapes) {
   const int64_t *sh = bn_shape(_i);
   int64_t N = sh[0], C = sh[1], HW = sh[2];
   double e;
-  ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, &e), e, TOL,
+  ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, 1, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
   ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
@@ -1088,7 +1088,7 @@ START_TEST(bn_shapes) {
   for (int training = 0; training < 2; training++)
     for (int acc = 0; acc < 2; acc++)
       ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
-                                            acc, &e),
+                                            acc, 1, &e),
                       e, TOL, "%lldx%lldx%lld training=%d accumulate=%d",
                       (long long)N, (long long)C, (long long)HW, training,
                       acc);
@@ -1096,13 +1096,12 @@ START_TEST(bn_shapes) {
    * odd N, 128 more parts than planes (one plane each). */
   static const int64_t wants[] = {2, 3, 8, 128};
   for (size_t w = 0; w < COUNT(wants); w++) {
-    ck_assert_check(clt_check_bn_stats_split(g_ctx, N, C, HW, wants[w], &e), e,
-                    TOL, "%lldx%lldx%lld in %lld parts", (long long)N,
+    ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, wants[w], &e), e, TOL,
+                    "%lldx%lldx%lld in %lld parts", (long long)N,
                     (long long)C, (long long)HW, (long long)wants[w]);
     for (int training = 0; training < 2; training++)
-      ck_assert_check(clt_check_bn_backward_split(g_ctx, N, C, HW, 1e-5f,
-                                                  training, training,
-                                                  wants[w], &e),
+      ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
+                                            training, wants[w], &e),
                       e, TOL,
                       "%lldx%lldx%lld training=%d in %lld parts", (long long)N,
                       (long long)C, (long long)HW, training,
@@ -1115,7 +1114,7 @@ END_TEST
 START_TEST(bn_backward_eval_single) {
   double e;
   ck_assert_check(
-      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, &e), e, TOL,
+      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, 1, &e), e, TOL,
       "1x3x1 evaluation");
 }
 END_TEST
@@ -1179,10 +1178,10 @@ START_TEST(bn_backward_finite_differences) {
   clt_tensor *tys = upload_new(xs, N * K * HW);
   clt_tensor *tgs = upload_new(gs, K), *tbs = upload_new(bs, K);
   clt_tensor *tms = upload_new(gs, K), *tvs = upload_new(gs, K);
-  ck_assert_ok(clt_bn_stats(g_ctx, tmean, tvar, tx, N, C, HW));
+  ck_assert_ok(clt_bn_stats(g_ctx, tmean, tvar, tx, N, C, HW, 1, NULL));
   ck_assert_ok(clt_bn_backward(g_ctx, tdx, tdg, tdb, tdy, tx, tmean, tvar, tg,
-                               N, C, HW, eps, true, false));
-  ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW));
+                               N, C, HW, eps, true, false, 1, NULL));
+  ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW, 1, NULL));
   ck_assert_ok(clt_bn_forward(g_ctx, tys, txs, tms, tvs, tgs, tbs, N, K, HW,
                               eps));
   float *dx = download_new(tdx), *ys = download_new(tys);

@@ -224,14 +224,10 @@ clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
  * are uniform in [-1, 1] plus a per-channel offset (up to +-4), so a
  * one-pass variance would lose digits. */
 
-/* mean[c] and the biased var[c] over N and HW. */
+/* mean[c] and the biased var[c] over N and HW, `want` parts asked of the
+ * split reductions (clt_bn_stats; 1: the per-channel kernel). */
 clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
-                              int64_t HW, double *max_err);
-/* The same through the split reductions, `want` parts asked for
- * (clt_bn_stats_split; 1: the per-channel kernel). */
-clt_status clt_check_bn_stats_split(clt_context *ctx, int64_t N, int64_t C,
-                                    int64_t HW, int64_t want,
-                                    double *max_err);
+                              int64_t HW, int64_t want, double *max_err);
 /* running stats moved by momentum towards the batch's (the unbiased
  * variance, M / (M - 1), for M > 1 elements per channel), and
  * num_batches_tracked + 1. */
@@ -244,14 +240,11 @@ clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
  * gradient through the batch statistics (the op is given mean / var = the
  * batch's, rounded to float); in evaluation, gamma dy / sqrt(var + eps)
  * with running statistics. A second call with dx NULL must still give
- * dgamma and dbeta. */
+ * dgamma and dbeta. want: as clt_check_bn_stats. */
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, double *max_err);
-clt_status clt_check_bn_backward_split(clt_context *ctx, int64_t N, int64_t C,
-                                       int64_t HW, float eps, bool training,
-                                       bool accumulate, int64_t want,
-                                       double *max_err);
+                                 bool accumulate, int64_t want,
+                                 double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or

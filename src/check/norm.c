@@ -10,7 +10,7 @@ typedef struct bn_args {
   int64_t N, C, HW;
   float eps;
   bool training, accumulate;
-  int64_t want; /* the split's parts asked for (clt_bn_stats_split) */
+  int64_t want; /* the split's parts asked for (clt_bn_stats) */
 } bn_args;
 
 /* The split's workspace, where a->want asks for one (else NULL). */
@@ -57,8 +57,8 @@ static clt_status bn_stats_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, a->C, -1.0f, 1.0f, &var));
   clt_tensor *work;
   CLT_TRY(bn_work(s, a, &work));
-  CLT_TRY(clt_bn_stats_split(s->ctx, mean->t, var->t, x->t, a->N, a->C, a->HW,
-                             a->want, work));
+  CLT_TRY(clt_bn_stats(s->ctx, mean->t, var->t, x->t, a->N, a->C, a->HW,
+                       a->want, work));
   for (int64_t c = 0; c < a->C; c++) {
     double m, v;
     bn_stats_ref(x->host, a, c, &m, &v);
@@ -68,16 +68,10 @@ static clt_status bn_stats_body(check_set *s, const void *arg) {
   return CLT_OK;
 }
 
-clt_status clt_check_bn_stats_split(clt_context *ctx, int64_t N, int64_t C,
-                                    int64_t HW, int64_t want,
-                                    double *max_err) {
+clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
+                              int64_t HW, int64_t want, double *max_err) {
   bn_args a = {.N = N, .C = C, .HW = HW, .want = want};
   return check_run(ctx, 240, bn_stats_body, &a, max_err);
-}
-
-clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
-                              int64_t HW, double *max_err) {
-  return clt_check_bn_stats_split(ctx, N, C, HW, 1, max_err);
 }
 
 typedef struct bn_running_args {
@@ -183,13 +177,13 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dbeta2));
   clt_tensor *work;
   CLT_TRY(bn_work(s, a, &work));
-  CLT_TRY(clt_bn_backward_split(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
-                                x->t, mean->t, var->t, gamma->t, N, C, HW, eps,
-                                training, accumulate, a->want, work));
+  CLT_TRY(clt_bn_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
+                          mean->t, var->t, gamma->t, N, C, HW, eps, training,
+                          accumulate, a->want, work));
   /* Without dx, dgamma and dbeta must come all the same. */
-  CLT_TRY(clt_bn_backward_split(s->ctx, NULL, dgamma2->t, dbeta2->t, dy->t,
-                                x->t, mean->t, var->t, gamma->t, N, C, HW, eps,
-                                training, accumulate, a->want, work));
+  CLT_TRY(clt_bn_backward(s->ctx, NULL, dgamma2->t, dbeta2->t, dy->t, x->t,
+                          mean->t, var->t, gamma->t, N, C, HW, eps, training,
+                          accumulate, a->want, work));
   for (int64_t c = 0; c < C; c++) {
     double mu = mean->host[c], inv = 1.0 / sqrt((double)var->host[c] + eps);
     double sg = 0.0, sb = 0.0;
@@ -217,15 +211,8 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, double *max_err) {
-  return clt_check_bn_backward_split(ctx, N, C, HW, eps, training, accumulate,
-                                     1, max_err);
-}
-
-clt_status clt_check_bn_backward_split(clt_context *ctx, int64_t N, int64_t C,
-                                       int64_t HW, float eps, bool training,
-                                       bool accumulate, int64_t want,
-                                       double *max_err) {
+                                 bool accumulate, int64_t want,
+                                 double *max_err) {
   bn_args a = {N, C, HW, eps, training, accumulate, want};
   return check_run(ctx, 270, bn_backward_body, &a, max_err);
 }

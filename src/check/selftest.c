@@ -254,13 +254,13 @@ static clt_status st_avgpool_bwd(clt_context *ctx, double *e) {
   return clt_check_avgpool_backward(ctx, &w, true, e);
 }
 static clt_status st_bn_stats(clt_context *ctx, double *e) {
-  return clt_check_bn_stats(ctx, 7, 3, 49, e);
+  return clt_check_bn_stats(ctx, 7, 3, 49, 1, e);
 }
 static clt_status st_bn_stats_split(clt_context *ctx, double *e) {
-  return clt_check_bn_stats_split(ctx, 7, 3, 49, 3, e);
+  return clt_check_bn_stats(ctx, 7, 3, 49, 3, e);
 }
 static clt_status st_bn_bwd_split(clt_context *ctx, double *e) {
-  return clt_check_bn_backward_split(ctx, 33, 10, 7, 1e-5f, true, true, 8, e);
+  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, e);
 }
 static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
@@ -269,10 +269,10 @@ static clt_status st_bn_fwd(clt_context *ctx, double *e) {
   return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, e);
 }
 static clt_status st_bn_bwd_train(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, e);
+  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, e);
 }
 static clt_status st_bn_bwd_eval(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, e);
+  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, e);
 }
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);

@@ -18,7 +18,7 @@ typedef struct bn_state {
   float momentum, eps;
   clt_tensor *mean, *var; /* this batch's statistics [C] */
   bool trained;           /* the last forward used batch statistics */
-  /* The reductions' ways (clt_bn_stats_split): the parts asked for, 1 for
+  /* The reductions' ways (clt_bn_stats): the parts asked for, 1 for
    * one group per channel, measured at compile; work their partial sums. */
   int64_t stats_parts, grad_parts;
   clt_tensor *work;
@@ -94,12 +94,12 @@ static clt_status run_bn_way(void *user, int way) {
   const clt_tensor *x = clt_graph_in(w->g, w->n, 0)->out;
   int64_t b = w->g->max_batch;
   if (!w->backward)
-    return clt_bn_stats_split(w->g->ctx, s->mean, s->var, x, b, s->C, s->HW,
-                              way_parts[way], s->work);
-  return clt_bn_backward_split(w->g->ctx, NULL, &p[BN_WEIGHT].grad,
-                               &p[BN_BIAS].grad, w->n->grad, x, s->mean,
-                               s->var, &p[BN_WEIGHT].value, b, s->C, s->HW,
-                               s->eps, true, false, way_parts[way], s->work);
+    return clt_bn_stats(w->g->ctx, s->mean, s->var, x, b, s->C, s->HW,
+                        way_parts[way], s->work);
+  return clt_bn_backward(w->g->ctx, NULL, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
+                         w->n->grad, x, s->mean, s->var, &p[BN_WEIGHT].value,
+                         b, s->C, s->HW, s->eps, true, false, way_parts[way],
+                         s->work);
 }
 
 /* Picks the reductions' ways (issue 8's kernels laid out for the device):
@@ -165,8 +165,8 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   const clt_tensor *mean = &p[BN_RMEAN].value, *var = &p[BN_RVAR].value;
   s->trained = g->training;
   if (g->training) {
-    CLT_TRY(clt_bn_stats_split(g->ctx, s->mean, s->var, x, g->batch, s->C,
-                               s->HW, s->stats_parts, s->work));
+    CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, x, g->batch, s->C, s->HW,
+                         s->stats_parts, s->work));
     CLT_TRY(clt_bn_update_running(g->ctx, &p[BN_RMEAN].value,
                                   &p[BN_RVAR].value, &p[BN_TRACKED].value,
                                   s->mean, s->var, s->C, g->batch * s->HW,
@@ -185,12 +185,10 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   const clt_tensor *mean = s->trained ? s->mean : &p[BN_RMEAN].value;
   const clt_tensor *var = s->trained ? s->var : &p[BN_RVAR].value;
-  return clt_bn_backward_split(g->ctx, dx, &p[BN_WEIGHT].grad,
-                               &p[BN_BIAS].grad, n->grad,
-                               clt_graph_in(g, n, 0)->out, mean, var,
-                               &p[BN_WEIGHT].value, g->batch, s->C, s->HW,
-                               s->eps, s->trained, acc, s->grad_parts,
-                               s->work);
+  return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
+                         n->grad, clt_graph_in(g, n, 0)->out, mean, var,
+                         &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
+                         s->trained, acc, s->grad_parts, s->work);
 }
 
 static void bn_destroy(clt_graph_node *n) {

@@ -39,10 +39,9 @@ static clt_status check_work(clt_context *ctx, const char *what,
                       (long long)(work ? clt_tensor_numel(work) : 0));
 }
 
-clt_status clt_bn_stats_split(clt_context *ctx, clt_tensor *mean,
-                              clt_tensor *var, const clt_tensor *x, int64_t N,
-                              int64_t C, int64_t HW, int64_t want,
-                              clt_tensor *work) {
+clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
+                        const clt_tensor *x, int64_t N, int64_t C, int64_t HW,
+                        int64_t want, clt_tensor *work) {
   if (want <= 1) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean),
@@ -56,12 +55,6 @@ clt_status clt_bn_stats_split(clt_context *ctx, clt_tensor *mean,
                   KI(N), KI(C), KI(HW), KI(chunk)));
   return CLT_RUN_1D(ctx, CLT_K_bn_stats_combine, (size_t)C, KT(mean), KT(var),
                     KT(work), KI(N), KI(C), KI(HW), KI(chunk), KI(parts));
-}
-
-clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
-                        const clt_tensor *x, int64_t N, int64_t C,
-                        int64_t HW) {
-  return clt_bn_stats_split(ctx, mean, var, x, N, C, HW, 1, NULL);
 }
 
 clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
@@ -90,20 +83,7 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate) {
-  return clt_bn_backward_split(ctx, dx, dgamma, dbeta, dy, x, mean, var,
-                               gamma, N, C, HW, eps, training, accumulate, 1,
-                               NULL);
-}
-
-clt_status clt_bn_backward_split(clt_context *ctx, clt_tensor *dx,
-                                 clt_tensor *dgamma, clt_tensor *dbeta,
-                                 const clt_tensor *dy, const clt_tensor *x,
-                                 const clt_tensor *mean, const clt_tensor *var,
-                                 const clt_tensor *gamma, int64_t N, int64_t C,
-                                 int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want,
-                                 clt_tensor *work) {
+                           bool accumulate, int64_t want, clt_tensor *work) {
   if (want <= 1) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,

@@ -242,19 +242,17 @@ clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_window *w,
                                 bool accumulate);
 
-/* Batch normalisation of x [N, C, HW] (HW 1 for dense inputs). */
-clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
-                        const clt_tensor *x, int64_t N, int64_t C, int64_t HW);
-/* The split reductions (cl/norm.c): the N planes of each channel in
- * `parts` chunks reduced side by side, then combined, where one group per
- * channel leaves a GPU idle. clt_bn_split_parts gives the parts (chunks of
- * *chunk planes) that asking for `want` makes; work holds at least
- * 2 C parts floats. want <= 1: the per-channel kernels, work unused. */
+/* Batch normalisation of x [N, C, HW] (HW 1 for dense inputs).
+ * The reductions (the statistics, dgamma and dbeta) run one group per
+ * channel where want <= 1 (work unused), else split (cl/norm.cl): the N
+ * planes of each channel in parts chunks reduced side by side, then
+ * combined, where one group per channel leaves a GPU idle.
+ * clt_bn_split_parts gives the parts (chunks of *chunk planes) that
+ * asking for `want` makes; work then holds at least 2 C parts floats. */
 int64_t clt_bn_split_parts(int64_t N, int64_t want, int64_t *chunk);
-clt_status clt_bn_stats_split(clt_context *ctx, clt_tensor *mean,
-                              clt_tensor *var, const clt_tensor *x, int64_t N,
-                              int64_t C, int64_t HW, int64_t want,
-                              clt_tensor *work);
+clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
+                        const clt_tensor *x, int64_t N, int64_t C, int64_t HW,
+                        int64_t want, clt_tensor *work);
 clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
                                  clt_tensor *rvar, clt_tensor *tracked,
                                  const clt_tensor *mean, const clt_tensor *var,
@@ -269,16 +267,7 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate);
-/* clt_bn_backward with dgamma and dbeta reduced as clt_bn_stats_split. */
-clt_status clt_bn_backward_split(clt_context *ctx, clt_tensor *dx,
-                                 clt_tensor *dgamma, clt_tensor *dbeta,
-                                 const clt_tensor *dy, const clt_tensor *x,
-                                 const clt_tensor *mean, const clt_tensor *var,
-                                 const clt_tensor *gamma, int64_t N, int64_t C,
-                                 int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want,
-                                 clt_tensor *work);
+                           bool accumulate, int64_t want, clt_tensor *work);
 
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
