@@ -33,7 +33,7 @@ cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
   cl_mem mem = clCreateSubBuffer(parent, CL_MEM_READ_WRITE,
                                  CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
   if (rc != CL_SUCCESS || !mem) return NULL;
-  /* Full: all go, newest first (see clt_sub_buffers_release); OpenCL
+  /* Full: all go, newest first (see clt_sub_buffers_drop); OpenCL
    * keeps those that commands or a caller still use. */
   if (ctx->sub_count == SUB_BUFFER_MAX) clt_sub_buffers_drop(ctx);
   ctx->subs[ctx->sub_count++] = (clt_sub_buffer){parent, origin, bytes, mem};
@@ -46,7 +46,8 @@ cl_mem clt_sub_buffer_get(clt_context *ctx, cl_mem parent, size_t origin,
  * context released the 24 sub-buffers of a ResNet in the order they were
  * made, every time, at the eleventh; newest first it never did. */
 void clt_sub_buffers_drop(clt_context *ctx) {
-  while (ctx->sub_count > 0) clReleaseMemObject(ctx->subs[--ctx->sub_count].mem);
+  while (ctx->sub_count > 0)
+    clReleaseMemObject(ctx->subs[--ctx->sub_count].mem);
 }
 
 void clt_sub_buffers_release(clt_context *ctx) {
