@@ -6,13 +6,16 @@
 #include "graph_helpers.h"
 
 /* A convolutional model's gradients in each conv layout (conv2d.c): the
- * GEMMs with swaps, NCHW direct, and the direct kernels in both of their
- * layouts (every window here has few enough taps to be offered them). */
+ * GEMMs with swaps, NCHW direct, the direct kernels in both of their
+ * layouts (every window here has few enough taps to be offered them), and
+ * the implicit GEMMs in two tile configurations. */
 static void check_conv_gradients(const char *model, int64_t batch) {
   check_gradients_way(model, batch, false, 1);
   check_gradients_way(model, batch, false, 2);
   check_gradients_named(model, batch, false, 0, "direct");
   check_gradients_named(model, batch, false, 0, "direct per element");
+  check_gradients_named(model, batch, false, 0, "implicit 16x64");
+  check_gradients_named(model, batch, false, 0, "implicit 128x128");
 }
 
 START_TEST(test_fd_conv_stride2_pad) {

@@ -15,6 +15,7 @@
 #include "check/harness.h"
 #include "common/rng.h"
 #include "mma_context.h"
+#include "ops/conv_implicit.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes                                                                    */
@@ -883,6 +884,115 @@ START_TEST(conv_direct_windows) {
 }
 END_TEST
 
+/* A weight gradient sums batch*OH*OW products (3069 here) in one f32
+ * accumulator per chunk. */
+#define TOL_SUM 1e-4
+
+/* The implicit-GEMM convolution (cl/igemm.cl) in every tile
+ * configuration on every window: forward with and without the bias and a
+ * fused ReLU, the data gradient written and added, the weight gradient in
+ * one chunk and in three, against the host reference. */
+START_TEST(conv_implicit_windows) {
+  char where[128];
+  window_str(conv_window(_i), where, sizeof where);
+  static const int64_t batches[] = {1, 3}, filters[] = {1, 5};
+  clt_window w = *conv_window(_i);
+  double e;
+  for (int config = 0; config < CLT_IGEMM_CONFIGS; config++)
+    for (int k = 0; k < 2; k++) {
+      const char *cn = clt_igemm_config_name(config);
+      for (int flags = 0; flags < 4; flags += 3)
+        ck_assert_check(clt_check_conv_implicit_forward(
+                            g_ctx, config, batches[k], filters[k], &w,
+                            flags & 1, flags >> 1, &e),
+                        e, TOL, "%s %s forward batch %lld bias/relu %d",
+                        where, cn, (long long)batches[k], flags);
+      for (int acc = 0; acc < 2; acc++)
+        ck_assert_check(clt_check_conv_implicit_dgrad(g_ctx, config,
+                                                      batches[k], filters[k],
+                                                      &w, acc, &e),
+                        e, TOL, "%s %s data gradient batch %lld acc %d",
+                        where, cn, (long long)batches[k], acc);
+      for (int splits = 1; splits <= 3; splits += 2)
+        ck_assert_check(clt_check_conv_implicit_wgrad(g_ctx, config, splits,
+                                                      batches[k], filters[k],
+                                                      &w, &e),
+                        e, TOL_SUM, "%s %s weight gradient batch %lld splits %d",
+                        where, cn, (long long)batches[k], splits);
+    }
+}
+END_TEST
+
+/* Shapes that cut every tile and k block of the implicit GEMMs (filters
+ * and channels past 64 and 128, k not a multiple of 16, more chunks asked
+ * than k blocks), and what the ops refuse. */
+START_TEST(conv_implicit_tiles) {
+  static const clt_window full[] = {
+      WIN(19, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1),
+      WIN(17, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1),
+      WIN(130, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1),
+  };
+  static const clt_window tiny[] = {
+      WIN(19, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1),
+      WIN(17, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
+  };
+  static const int64_t full_filters[] = {70, 33, 130}, tiny_filters[] = {70,
+                                                                          33};
+  const clt_window *wins = test_tiny() ? tiny : full;
+  const int64_t *filters = test_tiny() ? tiny_filters : full_filters;
+  int count = test_tiny() ? 2 : 3;
+  int64_t batch = test_tiny() ? 2 : 3;
+  double e;
+  for (int i = 0; i < count; i++) {
+    clt_window w = with_out(&wins[i]);
+    char where[128];
+    window_str(&w, where, sizeof where);
+    for (int config = 0; config < CLT_IGEMM_CONFIGS; config++) {
+      const char *cn = clt_igemm_config_name(config);
+      ck_assert_check(clt_check_conv_implicit_forward(g_ctx, config, batch,
+                                                      filters[i], &w, true,
+                                                      true, &e),
+                      e, TOL, "%s F%lld %s forward", where,
+                      (long long)filters[i], cn);
+      ck_assert_check(clt_check_conv_implicit_dgrad(g_ctx, config, batch,
+                                                    filters[i], &w, true, &e),
+                      e, TOL, "%s F%lld %s data gradient", where,
+                      (long long)filters[i], cn);
+      static const int splits[] = {1, 4, 1000};
+      for (int k = 0; k < 3; k++)
+        ck_assert_check(clt_check_conv_implicit_wgrad(g_ctx, config,
+                                                      splits[k], batch,
+                                                      filters[i], &w, &e),
+                        e, TOL_SUM, "%s F%lld %s weight gradient splits %d",
+                        where, (long long)filters[i], cn, splits[k]);
+    }
+  }
+  /* Refused: no such configuration, a y too small, chunks without a
+   * workspace. */
+  clt_window w = with_out(&wins[0]);
+  int64_t nx = batch * w.C * w.H * w.W, nw = filters[0] * w.C * w.KH * w.KW;
+  int64_t ny = batch * filters[0] * w.OH * w.OW;
+  clt_tensor *x, *wt, *y;
+  ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 1, &nx, &x), CLT_OK);
+  ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 1, &nw, &wt), CLT_OK);
+  ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 1, &ny, &y), CLT_OK);
+  ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, CLT_IGEMM_CONFIGS, y, x,
+                                             wt, NULL, batch, filters[0], &w,
+                                             false),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, 0, y, x, wt, NULL,
+                                             batch + 1, filters[0], &w,
+                                             false),
+                   CLT_ERR_SHAPE);
+  ck_assert_int_eq(clt_conv_implicit_wgrad(g_ctx, 0, 4, wt, NULL, x, y, batch,
+                                           filters[0], &w),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_tensor_destroy(x);
+  clt_tensor_destroy(wt);
+  clt_tensor_destroy(y);
+}
+END_TEST
+
 /* col2im against im2col: <im2col(x), d> = <x, col2im(d)>, in both
  * layouts of the unfold. */
 START_TEST(col2im_adjoint) {
@@ -1329,6 +1439,8 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(conv, im2col_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, col2im_adjoint, 0, conv_window_count());
   tcase_add_loop_test(conv, conv_direct_windows, 0, conv_window_count());
+  tcase_add_loop_test(conv, conv_implicit_windows, 0, conv_window_count());
+  tcase_add_test(conv, conv_implicit_tiles);
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());
   tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);

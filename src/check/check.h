@@ -195,6 +195,24 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
                                        bool bias, bool relu,
                                        double *max_err);
 
+/* The implicit-GEMM convolution (ops/conv_implicit.h) in tile
+ * configuration `config`: the forward as clt_check_conv_direct_forward's;
+ * the data gradient dx (= or +=, accumulate) from dy; the weight gradient
+ * from x and dy, its k range in at most `splits` chunks; against the host
+ * reference in double. */
+clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
+                                           int64_t batch, int64_t F,
+                                           const clt_window *w, bool bias,
+                                           bool relu, double *max_err);
+clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
+                                         int64_t batch, int64_t F,
+                                         const clt_window *w, bool accumulate,
+                                         double *max_err);
+clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
+                                         int splits, int64_t batch,
+                                         int64_t F, const clt_window *w,
+                                         double *max_err);
+
 /* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
  * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,

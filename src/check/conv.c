@@ -1,6 +1,8 @@
 /* Checks of cl/conv.cl: im2col, col2im (both layouts), the axis swap and
- * NCHW to NHWC. */
+ * NCHW to NHWC, the direct convolution; and of cl/igemm.cl, the implicit
+ * GEMMs. */
 #include "check/harness.h"
+#include "ops/conv_implicit.h"
 
 typedef struct window_args {
   int64_t batch;
@@ -277,4 +279,129 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
                                        double *max_err) {
   direct_args a = {batch, F, w, bias, relu};
   return check_run(ctx, 210, direct_wgrad_body, &a, max_err);
+}
+
+typedef struct implicit_args {
+  int64_t batch, F;
+  const clt_window *w;
+  int config, splits;
+  bool bias, relu, accumulate;
+} implicit_args;
+
+static clt_status implicit_forward_body(check_set *s, const void *arg) {
+  const implicit_args *a = arg;
+  clt_window w;
+  CLT_TRY(check_window(s, a->w, false, &w));
+  int64_t ny = a->batch * a->F * w.OH * w.OW;
+  check_f32 *x, *wt, *b, *y;
+  double *ref;
+  CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, a->F * w.C * w.KH * w.KW, -1.0f, 1.0f, &wt));
+  CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &b));
+  CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
+  CLT_TRY(check_doubles(s, ny, &ref));
+  CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
+                                    a->bias ? b->t : NULL, a->batch, a->F,
+                                    &w, a->relu));
+  direct_reference(&w, a->batch, a->F, x->host, wt->host, ref);
+  int64_t ohw = w.OH * w.OW;
+  for (int64_t i = 0; i < ny; i++) {
+    double v = ref[i] + (a->bias ? b->host[i / ohw % a->F] : 0.0f);
+    y->host[i] = (float)(a->relu && v < 0.0 ? 0.0 : v);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
+                                           int64_t batch, int64_t F,
+                                           const clt_window *w, bool bias,
+                                           bool relu, double *max_err) {
+  implicit_args a = {batch, F, w, config, 1, bias, relu, false};
+  return check_run(ctx, 220, implicit_forward_body, &a, max_err);
+}
+
+/* Visits every tap (n, f, oh, ow, c, kh, kw) that reads inside x: `yi`
+ * its index in y (dy), `xi` in x, `wi` in the weight. */
+#define FOR_TAPS(w, batch, F, yi, xi, wi, body)                                \
+  do {                                                                         \
+    for (int64_t n_ = 0; n_ < (batch); n_++)                                   \
+      for (int64_t f_ = 0; f_ < (F); f_++)                                     \
+        for (int64_t oh_ = 0; oh_ < (w)->OH; oh_++)                            \
+          for (int64_t ow_ = 0; ow_ < (w)->OW; ow_++) {                        \
+            int64_t yi = ((n_ * (F) + f_) * (w)->OH + oh_) * (w)->OW + ow_;    \
+            for (int64_t c_ = 0; c_ < (w)->C; c_++)                            \
+              for (int64_t kh_ = 0; kh_ < (w)->KH; kh_++)                      \
+                for (int64_t kw_ = 0; kw_ < (w)->KW; kw_++) {                  \
+                  int64_t ih_ =                                                \
+                      oh_ * (w)->stride_h - (w)->pad_h + kh_ * (w)->dil_h;     \
+                  int64_t iw_ =                                                \
+                      ow_ * (w)->stride_w - (w)->pad_w + kw_ * (w)->dil_w;     \
+                  if (ih_ < 0 || ih_ >= (w)->H || iw_ < 0 || iw_ >= (w)->W)    \
+                    continue;                                                  \
+                  int64_t xi = ((n_ * (w)->C + c_) * (w)->H + ih_) * (w)->W +  \
+                               iw_;                                            \
+                  int64_t wi = ((f_ * (w)->C + c_) * (w)->KH + kh_) *          \
+                                   (w)->KW +                                   \
+                               kw_;                                            \
+                  body                                                         \
+                }                                                              \
+          }                                                                    \
+  } while (0)
+
+static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
+  const implicit_args *a = arg;
+  clt_window w;
+  CLT_TRY(check_window(s, a->w, false, &w));
+  int64_t nx = a->batch * w.C * w.H * w.W;
+  check_f32 *dy, *wt, *dx;
+  double *sum;
+  CLT_TRY(check_operand(s, a->batch * a->F * w.OH * w.OW, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, a->F * w.C * w.KH * w.KW, -1.0f, 1.0f, &wt));
+  CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
+  CLT_TRY(check_doubles(s, nx, &sum));
+  CLT_TRY(clt_conv_implicit_dgrad(s->ctx, a->config, dx->t, dy->t, wt->t,
+                                  a->batch, a->F, &w, a->accumulate));
+  FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
+           { sum[xi] += (double)wt->host[wi] * dy->host[yi]; });
+  for (int64_t i = 0; i < nx; i++)
+    dx->host[i] = (float)(a->accumulate ? dx->host[i] + sum[i] : sum[i]);
+  return CLT_OK;
+}
+
+clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
+                                         int64_t batch, int64_t F,
+                                         const clt_window *w, bool accumulate,
+                                         double *max_err) {
+  implicit_args a = {batch, F, w, config, 1, false, false, accumulate};
+  return check_run(ctx, 230, implicit_dgrad_body, &a, max_err);
+}
+
+static clt_status implicit_wgrad_body(check_set *s, const void *arg) {
+  const implicit_args *a = arg;
+  clt_window w;
+  CLT_TRY(check_window(s, a->w, false, &w));
+  int64_t nw = a->F * w.C * w.KH * w.KW;
+  check_f32 *x, *dy, *dw;
+  double *sum;
+  CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
+  CLT_TRY(check_operand(s, a->batch * a->F * w.OH * w.OW, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, nw, -1.0f, 1.0f, &dw));
+  CLT_TRY(check_doubles(s, nw, &sum));
+  int64_t len = clt_conv_implicit_workspace(a->splits, a->batch, a->F, &w);
+  clt_tensor *work = NULL;
+  if (len > 0) CLT_TRY(check_plain(s, len, &work));
+  CLT_TRY(clt_conv_implicit_wgrad(s->ctx, a->config, a->splits, dw->t, work,
+                                  x->t, dy->t, a->batch, a->F, &w));
+  FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
+           { sum[wi] += (double)x->host[xi] * dy->host[yi]; });
+  for (int64_t i = 0; i < nw; i++) dw->host[i] = (float)sum[i];
+  return CLT_OK;
+}
+
+clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
+                                         int splits, int64_t batch,
+                                         int64_t F, const clt_window *w,
+                                         double *max_err) {
+  implicit_args a = {batch, F, w, config, splits, false, false, false};
+  return check_run(ctx, 240, implicit_wgrad_body, &a, max_err);
 }

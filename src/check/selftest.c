@@ -215,6 +215,20 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 13, 3, 1, 0, 1);
   return clt_check_conv_direct_wgrad(ctx, 3, 4, &w, true, true, e);
 }
+/* The implicit GEMMs (cl/igemm.cl), each op in a different tile
+ * configuration, on windows that cut tiles and k blocks. */
+static clt_status st_implicit_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(19, 9, 10, 3, 1, 1, 1);
+  return clt_check_conv_implicit_forward(ctx, 0, 3, 70, &w, true, true, e);
+}
+static clt_status st_implicit_dgrad(clt_context *ctx, double *e) {
+  clt_window w = square(17, 11, 9, 3, 2, 1, 1);
+  return clt_check_conv_implicit_dgrad(ctx, 1, 2, 33, &w, true, e);
+}
+static clt_status st_implicit_wgrad(clt_context *ctx, double *e) {
+  clt_window w = square(9, 11, 9, 3, 2, 1, 1);
+  return clt_check_conv_implicit_wgrad(ctx, 2, 4, 3, 130, &w, e);
+}
 static clt_status st_im2row(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 7, 3, 2, 1, 1);
   w.rows = true;
@@ -354,6 +368,13 @@ const clt_selftest_case clt_selftest_cases[] = {
      false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",
      st_direct_wgrad, 1e-5, false},
+    {"conv implicit 3x19x9x10 k3p1 to 70 + bias + relu (64x64)",
+     st_implicit_fwd, 1e-5, false},
+    {"conv implicit data gradient 2x17x11x9 k3s2p1 from 33 (16x64)",
+     st_implicit_dgrad, 1e-5, false},
+    {"conv implicit weight gradient 3x9x11x9 k3s2p1 to 130, 4 chunks "
+     "(128x128)",
+     st_implicit_wgrad, 1e-5, false},
     {"im2row 2x3x9x7 k3s2p1", st_im2row, 0.0, false},
     {"row2im 2x1x11x9 k5 dil2 p4 accumulate", st_row2im_dil, 1e-5, false},
     {"nchw to nhwc 3x5x121 fused relu gradient", st_nchw_to_nhwc, 0.0, false},

@@ -329,6 +329,8 @@ typedef struct clt_graph_ways {
   double flops;      /* of the work, for GFLOP/s */
   const char *names[CLT_MEASURE_MAX_WAYS]; /* at most 31 characters */
   clt_measure_work work; /* the ways, way 0 the default */
+  double *seconds;       /* where not NULL: each way's time, measured or
+                            stored (0: not timed, or nothing measured) */
 } clt_graph_ways;
 
 /* Picks one of w's ways for node n into *chosen as

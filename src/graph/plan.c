@@ -317,6 +317,7 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   for (int i = 0; i < r->candidate_count; i++) {
     clt_plan_candidate *c = &r->candidates[i];
     c->gflops = c->seconds > 0 ? w->flops / c->seconds * 1e-9 : 0.0;
+    if (w->seconds) w->seconds[i] = c->rejected ? 0.0 : c->seconds;
   }
   *chosen = r->chosen;
   log_choice(g, r);

@@ -43,12 +43,22 @@
  * order, and dcol per image as NCHW direct's. Their GEMMs' k would be the
  * tap count, which CLBlast pads to its tile: the CNN's first convolution
  * (k = 9) ran its products at 6-13 GFLOP/s on POCL against 50-70 for the
- * second's. */
+ * second's.
+ * Every window is also offered the implicit GEMMs (ops/conv_implicit.h,
+ * one way per tile configuration): forward, y straight from x and W with
+ * the bias and the ReLU, no unfold, no swap; backward, dy through the
+ * fused ReLU and db as NCHW direct's, then dW from x and dy (its k range
+ * cut into chunks, enough for every compute unit to have work groups) and
+ * dx from W and dy, added in place: no unfold, no fold. Shaped for GPUs,
+ * where im2col and col2im took a third of the ResNet's step; measured
+ * like the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
+#include "ops/conv_implicit.h"
+#include "ops/gemm_tuning.h"
 
 static const char *const keys[] = {
     "filters", "kernel", "stride", "padding", "dilation", "bias",
@@ -79,15 +89,19 @@ typedef struct conv_state {
   int fwd_way, bwd_way;
   /* col2im with a work-item per element (im2col's choice is w's). */
   bool col2im_elems;
+  /* The implicit backward's chunks of dW's k range, per tile
+   * configuration. */
+  int implicit_splits[CLT_IGEMM_CONFIGS];
 } conv_state;
 
 /* The NCHW weight gradient's per-image partials may use this many floats
  * at most (split-K's limit, graph/plan.c). */
 #define NCHW_MAX_WORKSPACE ((int64_t)16 << 20)
 
-/* run_way's ways. */
+/* run_way's ways; WAY_IMPLICIT + c: the implicit GEMMs in tile
+ * configuration c. */
 enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
-       WAY_DIRECT_ELEMS };
+       WAY_DIRECT_ELEMS, WAY_IMPLICIT };
 
 /* The direct way (cl/conv.cl conv_direct_*, a work-item per row or per
  * element) is offered to windows of at most this many taps (C*KH*KW):
@@ -287,6 +301,26 @@ static clt_status backward_rows(clt_graph *g, const conv_state *s,
                      io->weight, io->dcol, NULL);
 }
 
+/* The implicit backward in tile configuration `config`: dy through the
+ * fused ReLU (in place) and db as NCHW direct's, dW from x and dy, dx
+ * from W and dy (added where io->acc). */
+static clt_status backward_implicit(clt_graph *g, const conv_state *s,
+                                    const conv_io *io, int config) {
+  int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
+  if (io->relu)
+    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
+  if (io->db)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
+                                     false));
+  CLT_TRY(clt_conv_implicit_wgrad(g->ctx, config, s->implicit_splits[config],
+                                  io->dw, io->work, io->x, io->dy, b, f,
+                                  &s->w));
+  if (!io->dx) return CLT_OK;
+  return clt_conv_implicit_dgrad(g->ctx, config, io->dx, io->dy, io->weight,
+                                 b, f, &s->w, io->acc);
+}
+
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
                               clt_layer_args *a,
@@ -386,6 +420,12 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
                           const conv_io *in, bool backward, int way) {
   conv_io io = *in;
   io.colmajor = way == WAY_NCHW_CT;
+  if (way >= WAY_IMPLICIT && !backward)
+    return clt_conv_implicit_forward(g->ctx, way - WAY_IMPLICIT, io.y, io.x,
+                                     io.weight, io.bias, io.batch,
+                                     s->filters, &s->w, io.relu);
+  if (way >= WAY_IMPLICIT)
+    return backward_implicit(g, s, &io, way - WAY_IMPLICIT);
   bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
   clt_window dwin = s->w; /* the direct kernels' layout */
   dwin.per_element = way == WAY_DIRECT_ELEMS;
@@ -430,6 +470,37 @@ static clt_status refill_col(void *user) {
                             &l->s->w);
 }
 
+/* The implicit ways (a GPU's ground) lose by far on CPU devices (POCL:
+ * 15-50x), and measuring them costs a compile its time: after
+ * IMPLICIT_SLOW_LAYOUTS layouts in a context where every implicit way
+ * took more than IMPLICIT_SLOW_RATIO times the way chosen, they are not
+ * run any more (as our own GEMM kernels, ops/gemm_measure.c); they stay
+ * in the list, untimed, so that a layout's stored plan does not depend on
+ * what the context measured before it. A test forcing a way by name may
+ * take them always. */
+#define IMPLICIT_SLOW_RATIO 3.0
+#define IMPLICIT_SLOW_LAYOUTS 3
+
+static bool implicit_timed(clt_graph *g) {
+  return g->test_way_name ||
+         clt_gemm_state_of(g->ctx)->implicit_slow < IMPLICIT_SLOW_LAYOUTS;
+}
+
+/* Counts a layout whose implicit ways [first, count) all took far longer
+ * than the way chosen (all timed). */
+static void note_implicit(clt_graph *g, const double *seconds, int first,
+                          int count, int chosen) {
+  if (first >= count || chosen >= first || !(seconds[chosen] > 0.0)) return;
+  for (int i = first; i < count; i++)
+    if (!(seconds[i] > IMPLICIT_SLOW_RATIO * seconds[chosen])) return;
+  clt_gemm_state *gs = clt_gemm_state_get(g->ctx);
+  if (gs && ++gs->implicit_slow == IMPLICIT_SLOW_LAYOUTS)
+    clt_ctx_log(g->ctx, CLT_LOG_INFO,
+                "conv2d: the implicit-GEMM ways ran far slower than the "
+                "others on %d layouts; not measured further on this device",
+                IMPLICIT_SLOW_LAYOUTS);
+}
+
 /* Times the swap layout (the plans chosen) against NCHW direct in both
  * forms (where nchw_fits), backward rows, and where direct the direct
  * way, forward or backward, on the buffers io names; *way receives the
@@ -443,8 +514,9 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   int64_t b = g->max_batch;
   layout_work l = {g, s, *io, backward, {WAY_SWAP}};
   static const char *const names[] = {
-      "gemm + swap", "nchw direct", "nchw direct c^T",
-      "rows",        "direct",      "direct per element"};
+      "gemm + swap",    "nchw direct",       "nchw direct c^T",
+      "rows",           "direct",            "direct per element",
+      "implicit 64x64", "implicit 16x64",    "implicit 128x128"};
   int count = 1;
   if (nchw_fits) {
     l.ids[count++] = WAY_NCHW;
@@ -454,6 +526,12 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   if (direct) {
     l.ids[count++] = WAY_DIRECT;
     l.ids[count++] = WAY_DIRECT_ELEMS;
+  }
+  int implicit_first = count;
+  bool skip[CLT_MEASURE_MAX_WAYS] = {false};
+  for (int c = 0; c < CLT_IGEMM_CONFIGS; c++) {
+    skip[count] = !implicit_timed(g);
+    l.ids[count++] = WAY_IMPLICIT + c;
   }
   char shape[64], key[512];
   clt_gemm_product whole =
@@ -491,14 +569,17 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
       .k = whole.k,
       .key = key,
       .flops = flops,
-      .work = {.count = count, .run = run_layout,
+      .work = {.count = count, .skip = skip, .run = run_layout,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
   for (int i = 0; i < count; i++) ways.names[i] = names[l.ids[i]];
   for (int i = 0; i < nchecks; i++) ways.work.checks[i] = &checks[i];
+  double seconds[CLT_MEASURE_MAX_WAYS];
+  ways.seconds = seconds;
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   *way = l.ids[chosen];
+  note_implicit(g, seconds, implicit_first, count, chosen);
   return CLT_OK;
 }
 
@@ -561,6 +642,22 @@ static clt_status plan_copy(clt_graph *g, clt_graph_node *n, bool backward,
   return CLT_OK;
 }
 
+/* The chunks of the implicit weight gradient's k range (batch*OH*OW) in
+ * tile configuration `config`: as many as give the device's compute units
+ * two work-groups each, while a chunk keeps 16 k blocks of its own (a
+ * device that reports no units gets one chunk). */
+static int implicit_splits(const clt_graph *g, const conv_state *s,
+                           int config) {
+  const clt_window *w = &s->w;
+  int64_t tiles = clt_conv_implicit_wgrad_tiles(config, s->filters, w);
+  int64_t want = 2 * (int64_t)g->ctx->info.compute_units;
+  int64_t k = g->max_batch * w->OH * w->OW, most = k / (16 * 16);
+  int64_t splits = (want + tiles - 1) / tiles;
+  if (splits > most) splits = most;
+  if (splits > 4096) splits = 4096;
+  return splits < 1 ? 1 : (int)splits;
+}
+
 /* Chooses the plans, measuring on the backward's workspaces (nothing
  * else lives in them while the graph compiles): col and tmp hold a fixed
  * spread of values, each product writes what the next one reads (y' into
@@ -616,9 +713,17 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   bool direct = fwd.k <= DIRECT_MAX_TAPS; /* k: the window's taps */
   int64_t direct_work =
       direct ? clt_conv_direct_workspace(b, s->filters, &s->w, s->bias) : 0;
+  int64_t implicit_work[CLT_IGEMM_CONFIGS];
+  for (int c = 0; c < CLT_IGEMM_CONFIGS; c++) {
+    s->implicit_splits[c] = implicit_splits(g, s, c);
+    implicit_work[c] = clt_conv_implicit_workspace(s->implicit_splits[c], b,
+                                                   s->filters, &s->w);
+  }
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
   if (rows_work > most) most = rows_work;
   if (direct_work > most) most = direct_work;
+  for (int c = 0; c < CLT_IGEMM_CONFIGS; c++)
+    if (implicit_work[c] > most) most = implicit_work[c];
   clt_tensor *work = NULL;
   if (measuring) {
     int64_t len = most > 1 ? most : 1;
@@ -644,7 +749,9 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     st = plan_layout(g, n, &bio, true, nchw_fits, direct, &s->bwd_way);
   clt_tensor_destroy(work);
   CLT_TRY(st);
-  int64_t need = s->bwd_way >= WAY_DIRECT ? direct_work
+  int64_t need = s->bwd_way >= WAY_IMPLICIT
+                     ? implicit_work[s->bwd_way - WAY_IMPLICIT]
+                 : s->bwd_way >= WAY_DIRECT ? direct_work
                  : s->bwd_way == WAY_ROWS ? rows_work
                  : s->bwd_way > 0         ? nchw_work
                                           : swap_work;

@@ -262,7 +262,7 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
   for (int i = 0; i < w->count; i++) {
     seconds[i] = 0.0;
     rejected[i] = false;
-    timing[i] = true;
+    timing[i] = i == 0 || !w->skip || !w->skip[i];
   }
   double t0 = 0.0;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
@@ -289,7 +289,8 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
     if (round < 0) continue;
     *best = 0;
     for (int i = 1; st == CLT_OK && i < w->count; i++)
-      if (!rejected[i] && seconds[i] < seconds[*best]) *best = i;
+      if (!rejected[i] && seconds[i] > 0.0 && seconds[i] < seconds[*best])
+        *best = i;
     for (int i = 0; i < w->count; i++)
       if (seconds[i] > DROP_RATIO * seconds[*best]) timing[i] = false;
   }

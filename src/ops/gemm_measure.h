@@ -30,7 +30,7 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             clt_tensor *c, int *best);
 
 /* The most ways clt_measure_ways compares, and results it checks. */
-#define CLT_MEASURE_MAX_WAYS 6
+#define CLT_MEASURE_MAX_WAYS 10
 #define CLT_MEASURE_MAX_CHECKS 2
 
 /* Several ways to do one piece of work that is more than one product (a
@@ -41,6 +41,8 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
  * the results every way must give alike (whole tensors). */
 typedef struct clt_measure_work {
   int count;
+  const bool *skip; /* where not NULL and skip[i] (i > 0): way i is not
+                       run (its time stays 0, never chosen) */
   clt_status (*run)(void *user, int way);
   clt_status (*prepare)(void *user);
   void *user;

@@ -210,6 +210,7 @@ static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
 static void state_free(void *p) {
   clt_gemm_state *state = p;
   if (state->mma_free) state->mma_free(state->mma);
+  if (state->igemm_free) state->igemm_free(state->igemm);
   free(state);
 }
 

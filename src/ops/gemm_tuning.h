@@ -19,10 +19,17 @@ typedef struct clt_gemm_state {
    * then) and what frees it with this state. */
   void *mma;
   void (*mma_free)(void *mma);
+  /* The implicit-GEMM convolutions' programs (conv_implicit.c's, made on
+   * first use) and what frees them. */
+  void *igemm;
+  void (*igemm_free)(void *igemm);
   /* Products whose measuring found our own kernels far slower than one
    * GEMM (gemm_measure.c): past a few, they are not run on this device
    * any more. */
   int own_slow;
+  /* Convolution layouts whose implicit-GEMM ways all ran far slower than
+   * the way chosen (nn/conv2d.c): past a few, not offered any more. */
+  int implicit_slow;
 } clt_gemm_state;
 
 /* One set of CLBlast parameters for one of its kernels ("Xgemm",
