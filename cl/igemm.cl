@@ -17,12 +17,20 @@
  *              the k range cut into get_num_groups(2) chunks of kchunk,
  *              each chunk's partial product written to its own slice.
  *
- * Built with -DIG_BM, IG_BN (the group's tile of C) and IG_TM, IG_TN (the
- * work-item's): (IG_BM/IG_TM) x (IG_BN/IG_TN) work-items, which must be a
- * multiple of IG_BN and of IG_BK. A work-item computes the rows
- * ty + i*IG_TY and the columns tx + j*IG_TX of the tile, so that
- * neighbouring work-items write neighbouring columns. Sizes and offsets
- * are ints (the host refuses tensors past 2^31 elements). */
+ * Built with -DIG_BM, IG_BN (the group's tile of C) and either
+ *   IG_TM, IG_TN (fp32): the work-item's tile, (IG_BM/IG_TM) x
+ *     (IG_BN/IG_TN) work-items; an item computes the rows ty + i*IG_TY and
+ *     the columns tx + j*IG_TX of the tile, so that neighbouring items
+ *     write neighbouring columns; or
+ *   CLT_MMA_PTX, CLT_MMA_ASM, IG_WM, IG_WN (fp16 inputs, f32 sums, as
+ *     cl/mma.cl): IG_WM x IG_WN warps of 32, each a (IG_BM/IG_WM) x
+ *     (IG_BN/IG_WN) part of the tile in 16 x 8 pieces on the tensor cores
+ *     (or their emulation, CLT_MMA_PTX=0); the operands are rounded to
+ *     fp16 on their way to local memory (exact for mixed precision's
+ *     values, which are fp16 already).
+ * The loads (ig_*_fetch) are the same for both. The work-items must be a
+ * multiple of IG_BN and of IG_BK. Sizes and offsets are ints (the host
+ * refuses tensors past 2^31 elements). */
 
 #ifndef IG_BM
 #define IG_BM 64
@@ -30,30 +38,119 @@
 #ifndef IG_BN
 #define IG_BN 64
 #endif
+#define IG_BK 16
+
+#ifdef CLT_MMA_PTX
+#ifndef IG_WM
+#define IG_WM 2
+#endif
+#ifndef IG_WN
+#define IG_WN 2
+#endif
+#define IG_THREADS (IG_WM * IG_WN * 32)
+/* 16 x 8 pieces per warp along m and n, and the sums an item holds. */
+#define IG_MT (IG_BM / IG_WM / 16)
+#define IG_NT (IG_BN / IG_WN / 8)
+#define IG_ACC (IG_MT * IG_NT * 4)
+/* Words (two halves) per row of a local tile, k along the row: 4 more
+ * than IG_BK/2, so that a fragment's 8 rows x 4 words fall in 32 banks. */
+#define IG_LDW (IG_BK / 2 + 4)
+#define IG_A_TILE (IG_BM * IG_LDW)
+#define IG_B_TILE (IG_BN * IG_LDW)
+typedef uint ig_tile;
+#else
 #ifndef IG_TM
 #define IG_TM 4
 #endif
 #ifndef IG_TN
 #define IG_TN 4
 #endif
-#define IG_BK 16
 #define IG_TX (IG_BN / IG_TN)
 #define IG_TY (IG_BM / IG_TM)
 #define IG_THREADS (IG_TX * IG_TY)
-#define IG_A_LOADS (IG_BM * IG_BK / IG_THREADS)
-#define IG_B_LOADS (IG_BN * IG_BK / IG_THREADS)
+#define IG_ACC (IG_TM * IG_TN)
 /* Rows of the local tiles, k-major: one float more than a tile's width,
  * so that items storing along k hit different banks. */
 #define IG_LDA (IG_BM + 1)
 #define IG_LDB (IG_BN + 1)
+#define IG_A_TILE (IG_BK * IG_LDA)
+#define IG_B_TILE (IG_BK * IG_LDB)
+typedef float ig_tile;
+#endif
+
+#if IG_THREADS % IG_BN || IG_THREADS % IG_BK
+#error "igemm: the work-items must be a multiple of IG_BN and IG_BK"
+#endif
+#define IG_A_LOADS (IG_BM * IG_BK / IG_THREADS)
+#define IG_B_LOADS (IG_BN * IG_BK / IG_THREADS)
 /* A window offset that makes every bounds test fail (k or n past the
  * product). */
 #define IG_NOWHERE (1 << 29)
 
+/* The local tiles of a kernel, and the emulated instruction's scratch. */
+#if defined(CLT_MMA_PTX) && !CLT_MMA_PTX
+#define IG_LOCALS                                                             \
+  __local ig_tile as[IG_A_TILE], bs[IG_B_TILE];                               \
+  __local uint scratch[IG_THREADS * 6]
+#else
+#define IG_LOCALS                                                             \
+  __local ig_tile as[IG_A_TILE], bs[IG_B_TILE];                               \
+  __local uint *scratch = 0
+#endif
+
+#ifdef CLT_MMA_PTX
+/* acc += the tile's k-block product for this item's pieces: each warp
+ * loads its fragments (cl/mma.cl's layout) and issues the instruction. */
+static void ig_multiply(float *acc, __local const uint *as,
+                        __local const uint *bs, int lid,
+                        __local uint *scratch) {
+  int lane = lid & 31, warp = lid >> 5, g = lane >> 2, t = lane & 3;
+  int wm = warp / IG_WN, wn = warp % IG_WN;
+  __local uint *mine = scratch ? scratch + warp * 32 * 6 : scratch;
+  uint fa[IG_MT][4], fb[IG_NT][2];
+#pragma unroll
+  for (int i = 0; i < IG_MT; i++) {
+    __local const uint *p =
+        as + (wm * (IG_BM / IG_WM) + i * 16 + g) * IG_LDW + t;
+    fa[i][0] = p[0];
+    fa[i][1] = p[8 * IG_LDW];
+    fa[i][2] = p[4];
+    fa[i][3] = p[8 * IG_LDW + 4];
+  }
+#pragma unroll
+  for (int j = 0; j < IG_NT; j++) {
+    __local const uint *p = bs + (wn * (IG_BN / IG_WN) + j * 8 + g) * IG_LDW + t;
+    fb[j][0] = p[0];
+    fb[j][1] = p[4];
+  }
+#pragma unroll
+  for (int i = 0; i < IG_MT; i++)
+#pragma unroll
+    for (int j = 0; j < IG_NT; j++)
+      MMA_16816(acc + (i * IG_NT + j) * 4, fa[i], fb[j], mine, lane);
+}
+
+/* The tile position of this item's sum q. */
+static void ig_out(int q, int lid, int *row, int *col) {
+  int lane = lid & 31, warp = lid >> 5, g = lane >> 2, t = lane & 3;
+  int r = q & 3, i = (q >> 2) / IG_NT, j = (q >> 2) % IG_NT;
+  *row = (warp / IG_WN) * (IG_BM / IG_WM) + i * 16 + g + (r >> 1) * 8;
+  *col = (warp % IG_WN) * (IG_BN / IG_WN) + j * 8 + 2 * t + (r & 1);
+}
+
+/* One loaded value into a local tile as a half: row r of a tile (m of A,
+ * n of B), k along the row. */
+#define IG_PUT(tile, r, k, v) \
+  vstore_half_rte((v), (r) * 2 * IG_LDW + (k), (__local half *)(tile))
+#define IG_PUT_A(k, m, v) IG_PUT(as, m, k, v)
+#define IG_PUT_B(k, n, v) IG_PUT(bs, n, k, v)
+#else
 /* acc[i*IG_TN + j] += the tile's k-block product for this item's rows and
  * columns. */
 static void ig_multiply(float *acc, __local const float *as,
-                        __local const float *bs, int tx, int ty) {
+                        __local const float *bs, int lid,
+                        __local uint *scratch) {
+  int tx = lid % IG_TX, ty = lid / IG_TX;
   for (int kk = 0; kk < IG_BK; kk++) {
     float a[IG_TM], b[IG_TN];
 #pragma unroll
@@ -68,24 +165,31 @@ static void ig_multiply(float *acc, __local const float *as,
   }
 }
 
+/* The tile position of this item's sum q. */
+static void ig_out(int q, int lid, int *row, int *col) {
+  *row = lid / IG_TX + (q / IG_TN) * IG_TY;
+  *col = lid % IG_TX + (q % IG_TN) * IG_TX;
+}
+
+#define IG_PUT_A(k, m, v) (as[(k) * IG_LDA + (m)] = (v))
+#define IG_PUT_B(k, n, v) (bs[(k) * IG_LDB + (n)] = (v))
+#endif
+
 /* Registers into the local tiles. A is always loaded along k (item lid
  * holds k lid % IG_BK of rows lid / IG_BK + i * (IG_THREADS / IG_BK));
  * B along n (b_along_n: column lid % IG_BN of k rows lid / IG_BN +
  * i * (IG_THREADS / IG_BN)) or along k as A. */
 static void ig_stash(const float *ra, const float *rb, bool b_along_n,
-                     __local float *as, __local float *bs, int lid) {
+                     __local ig_tile *as, __local ig_tile *bs, int lid) {
 #pragma unroll
   for (int i = 0; i < IG_A_LOADS; i++)
-    as[(lid % IG_BK) * IG_LDA + lid / IG_BK + i * (IG_THREADS / IG_BK)] =
-        ra[i];
+    IG_PUT_A(lid % IG_BK, lid / IG_BK + i * (IG_THREADS / IG_BK), ra[i]);
 #pragma unroll
   for (int i = 0; i < IG_B_LOADS; i++) {
     if (b_along_n)
-      bs[(lid / IG_BN + i * (IG_THREADS / IG_BN)) * IG_LDB + lid % IG_BN] =
-          rb[i];
+      IG_PUT_B(lid / IG_BN + i * (IG_THREADS / IG_BN), lid % IG_BN, rb[i]);
     else
-      bs[(lid % IG_BK) * IG_LDB + lid / IG_BK + i * (IG_THREADS / IG_BK)] =
-          rb[i];
+      IG_PUT_B(lid % IG_BK, lid / IG_BK + i * (IG_THREADS / IG_BK), rb[i]);
   }
 }
 
@@ -126,9 +230,9 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
           int bias_off, int has_bias, int relu, int batch, int F, int C,
           int H, int W, int KH, int KW, int OH, int OW, int pad_h, int pad_w,
           int stride_h, int stride_w, int dil_h, int dil_w) {
-  __local float as[IG_BK * IG_LDA], bs[IG_BK * IG_LDB];
+  IG_LOCALS;
   __local int4 rows[2][IG_BK];
-  int lid = get_local_id(0), tx = lid % IG_TX, ty = lid / IG_TX;
+  int lid = get_local_id(0);
   int K = C * KH * KW, OHW = OH * OW, N = batch * OHW, M = F;
   int m0 = get_group_id(1) * IG_BM, n0 = get_group_id(0) * IG_BN;
   x += x_off;
@@ -146,9 +250,9 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
   int iw0 = ow * stride_w - pad_w;
   int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK;
 
-  float acc[IG_TM * IG_TN];
+  float acc[IG_ACC];
 #pragma unroll
-  for (int i = 0; i < IG_TM * IG_TN; i++) acc[i] = 0.0f;
+  for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
   if (lid < IG_BK)
@@ -166,24 +270,22 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
     if (k0 + IG_BK < K)
       ig_fwd_fetch(ra, rb, rows[s], w, x, M, K, k0 + IG_BK, a_row, a_k, H, W,
                    ih0, iw0, corner, lid);
-    ig_multiply(acc, as, bs, tx, ty);
+    ig_multiply(acc, as, bs, lid, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
 #pragma unroll
-  for (int j = 0; j < IG_TN; j++) {
-    int col = n0 + tx + j * IG_TX;
-    if (col >= N) continue;
+  for (int q = 0; q < IG_ACC; q++) {
+    int m, col;
+    ig_out(q, lid, &m, &col);
+    m += m0;
+    col += n0;
+    if (m >= M || col >= N) continue;
     int cb = col / OHW, cp = col - cb * OHW;
-#pragma unroll
-    for (int i = 0; i < IG_TM; i++) {
-      int m = m0 + ty + i * IG_TY;
-      if (m >= M) continue;
-      float v = acc[i * IG_TN + j];
-      if (has_bias) v += bias[bias_off + m];
-      if (relu) v = v > 0.0f ? v : 0.0f;
-      y[y_off + (cb * M + m) * OHW + cp] = v;
-    }
+    float v = acc[q];
+    if (has_bias) v += bias[bias_off + m];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    y[y_off + (cb * M + m) * OHW + cp] = v;
   }
 }
 
@@ -235,9 +337,9 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
          int batch, int F, int C, int H, int W, int KH, int KW, int OH,
          int OW, int pad_h, int pad_w, int stride_h, int stride_w, int dil_h,
          int dil_w) {
-  __local float as[IG_BK * IG_LDA], bs[IG_BK * IG_LDB];
+  IG_LOCALS;
   __local int4 rows[2][IG_BK];
-  int lid = get_local_id(0), tx = lid % IG_TX, ty = lid / IG_TX;
+  int lid = get_local_id(0);
   int KK = KH * KW, K = F * KK, OHW = OH * OW, HW = H * W, N = batch * HW;
   int M = C;
   int m0 = get_group_id(1) * IG_BM, n0 = get_group_id(0) * IG_BN;
@@ -253,9 +355,9 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
   int plane = b * F * OHW;
   int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK;
 
-  float acc[IG_TM * IG_TN];
+  float acc[IG_ACC];
 #pragma unroll
-  for (int i = 0; i < IG_TM * IG_TN; i++) acc[i] = 0.0f;
+  for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
   if (lid < IG_BK) rows[0][lid] = ig_dy_row(lid, K, KH, KW, OHW, dil_h, dil_w);
@@ -270,23 +372,20 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
     if (k0 + IG_BK < K)
       ig_dx_fetch(ra, rb, rows[s], w, dy, M, K, KK, C, k0 + IG_BK, a_row, a_k,
                   OH, OW, stride_h, stride_w, ihp, iwp, plane, lid);
-    ig_multiply(acc, as, bs, tx, ty);
+    ig_multiply(acc, as, bs, lid, scratch);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
 #pragma unroll
-  for (int j = 0; j < IG_TN; j++) {
-    int col = n0 + tx + j * IG_TX;
-    if (col >= N) continue;
+  for (int q = 0; q < IG_ACC; q++) {
+    int m, col;
+    ig_out(q, lid, &m, &col);
+    m += m0;
+    col += n0;
+    if (m >= M || col >= N) continue;
     int cb = col / HW, cp = col - cb * HW;
-#pragma unroll
-    for (int i = 0; i < IG_TM; i++) {
-      int m = m0 + ty + i * IG_TY;
-      if (m >= M) continue;
-      __global float *out = dx + dx_off + (cb * M + m) * HW + cp;
-      float v = acc[i * IG_TN + j];
-      *out = accumulate ? *out + v : v;
-    }
+    __global float *out = dx + dx_off + (cb * M + m) * HW + cp;
+    *out = accumulate ? *out + acc[q] : acc[q];
   }
 }
 
@@ -297,10 +396,10 @@ igemm_dw(__global float *dw, int dw_off, __global const float *x, int x_off,
          __global const float *dy, int dy_off, int kchunk, int batch, int F,
          int C, int H, int W, int KH, int KW, int OH, int OW, int pad_h,
          int pad_w, int stride_h, int stride_w, int dil_h, int dil_w) {
-  __local float as[IG_BK * IG_LDA], bs[IG_BK * IG_LDB];
+  IG_LOCALS;
   /* The tile's columns n = (c, kh, kw), fixed for the whole k range. */
   __local int4 cols[IG_BN];
-  int lid = get_local_id(0), tx = lid % IG_TX, ty = lid / IG_TX;
+  int lid = get_local_id(0);
   int KK = KH * KW, N = C * KK, OHW = OH * OW, K = batch * OHW, M = F;
   int m0 = get_group_id(1) * IG_BM, n0 = get_group_id(0) * IG_BN;
   int z = get_group_id(2);
@@ -312,9 +411,9 @@ igemm_dw(__global float *dw, int dw_off, __global const float *x, int x_off,
   barrier(CLK_LOCAL_MEM_FENCE);
   int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, a_col = lid / IG_BK;
 
-  float acc[IG_TM * IG_TN];
+  float acc[IG_ACC];
 #pragma unroll
-  for (int i = 0; i < IG_TM * IG_TN; i++) acc[i] = 0.0f;
+  for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
   for (int k0 = k_begin; k0 < k_end; k0 += IG_BK) {
@@ -343,18 +442,16 @@ igemm_dw(__global float *dw, int dw_off, __global const float *x, int x_off,
     barrier(CLK_LOCAL_MEM_FENCE); /* the previous block is multiplied */
     ig_stash(ra, rb, false, as, bs, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
-    ig_multiply(acc, as, bs, tx, ty);
+    ig_multiply(acc, as, bs, lid, scratch);
   }
 
   __global float *out = dw + dw_off + (long)z * M * N;
 #pragma unroll
-  for (int i = 0; i < IG_TM; i++) {
-    int m = m0 + ty + i * IG_TY;
-    if (m >= M) continue;
-#pragma unroll
-    for (int j = 0; j < IG_TN; j++) {
-      int col = n0 + tx + j * IG_TX;
-      if (col < N) out[m * N + col] = acc[i * IG_TN + j];
-    }
+  for (int q = 0; q < IG_ACC; q++) {
+    int m, col;
+    ig_out(q, lid, &m, &col);
+    m += m0;
+    col += n0;
+    if (m < M && col < N) out[m * N + col] = acc[q];
   }
 }

@@ -898,7 +898,7 @@ START_TEST(conv_implicit_windows) {
   static const int64_t batches[] = {1, 3}, filters[] = {1, 5};
   clt_window w = *conv_window(_i);
   double e;
-  for (int config = 0; config < CLT_IGEMM_CONFIGS; config++)
+  for (int config = 0; config < CLT_IGEMM_FP32_CONFIGS; config++)
     for (int k = 0; k < 2; k++) {
       const char *cn = clt_igemm_config_name(config);
       for (int flags = 0; flags < 4; flags += 3)
@@ -925,50 +925,60 @@ END_TEST
 
 /* Shapes that cut every tile and k block of the implicit GEMMs (filters
  * and channels past 64 and 128, k not a multiple of 16, more chunks asked
- * than k blocks), and what the ops refuse. */
-START_TEST(conv_implicit_tiles) {
-  static const clt_window full[] = {
-      WIN(19, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1),
-      WIN(17, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1),
-      WIN(130, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1),
-  };
-  static const clt_window tiny[] = {
-      WIN(19, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1),
-      WIN(17, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
-  };
+ * than k blocks), in configurations [first, last) on ctx (small: smaller
+ * images, the same tiles cut); what the ops refuse. */
+static const clt_window full_implicit[] = {
+    WIN(19, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1),
+    WIN(17, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1),
+    WIN(130, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1),
+};
+static const clt_window tiny_implicit[] = {
+    WIN(19, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1),
+    WIN(17, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
+};
+
+static void implicit_tiles(clt_context *ctx, int first, int last,
+                           bool small) {
   static const int64_t full_filters[] = {70, 33, 130}, tiny_filters[] = {70,
                                                                           33};
-  const clt_window *wins = test_tiny() ? tiny : full;
-  const int64_t *filters = test_tiny() ? tiny_filters : full_filters;
-  int count = test_tiny() ? 2 : 3;
-  int64_t batch = test_tiny() ? 2 : 3;
+  const clt_window *wins = small ? tiny_implicit : full_implicit;
+  const int64_t *filters = small ? tiny_filters : full_filters;
+  int count = small ? 2 : 3;
+  int64_t batch = small ? 2 : 3;
   double e;
   for (int i = 0; i < count; i++) {
     clt_window w = with_out(&wins[i]);
     char where[128];
     window_str(&w, where, sizeof where);
-    for (int config = 0; config < CLT_IGEMM_CONFIGS; config++) {
+    for (int config = first; config < last; config++) {
       const char *cn = clt_igemm_config_name(config);
-      ck_assert_check(clt_check_conv_implicit_forward(g_ctx, config, batch,
+      ck_assert_check(clt_check_conv_implicit_forward(ctx, config, batch,
                                                       filters[i], &w, true,
                                                       true, &e),
-                      e, TOL, "%s F%lld %s forward", where,
+                      e, TOL_SUM, "%s F%lld %s forward", where,
                       (long long)filters[i], cn);
-      ck_assert_check(clt_check_conv_implicit_dgrad(g_ctx, config, batch,
+      ck_assert_check(clt_check_conv_implicit_dgrad(ctx, config, batch,
                                                     filters[i], &w, true, &e),
-                      e, TOL, "%s F%lld %s data gradient", where,
+                      e, TOL_SUM, "%s F%lld %s data gradient", where,
                       (long long)filters[i], cn);
       static const int splits[] = {1, 4, 1000};
       for (int k = 0; k < 3; k++)
-        ck_assert_check(clt_check_conv_implicit_wgrad(g_ctx, config,
+        ck_assert_check(clt_check_conv_implicit_wgrad(ctx, config,
                                                       splits[k], batch,
                                                       filters[i], &w, &e),
                         e, TOL_SUM, "%s F%lld %s weight gradient splits %d",
                         where, (long long)filters[i], cn, splits[k]);
     }
   }
-  /* Refused: no such configuration, a y too small, chunks without a
-   * workspace. */
+}
+
+START_TEST(conv_implicit_tiles) {
+  implicit_tiles(g_ctx, 0, CLT_IGEMM_FP32_CONFIGS, test_tiny());
+  /* Refused: no such configuration, an fp16 one without the route (none
+   * on this context unless the device has tensor cores), a y too small,
+   * chunks without a workspace. */
+  const clt_window *wins = test_tiny() ? tiny_implicit : full_implicit;
+  int64_t batch = test_tiny() ? 2 : 3, filters[1] = {70};
   clt_window w = with_out(&wins[0]);
   int64_t nx = batch * w.C * w.H * w.W, nw = filters[0] * w.C * w.KH * w.KW;
   int64_t ny = batch * filters[0] * w.OH * w.OW;
@@ -987,9 +997,26 @@ START_TEST(conv_implicit_tiles) {
   ck_assert_int_eq(clt_conv_implicit_wgrad(g_ctx, 0, 4, wt, NULL, x, y, batch,
                                            filters[0], &w),
                    CLT_ERR_INVALID_ARGUMENT);
+  clt_fp16_route route;
+  ck_assert_int_eq(clt_fp16_route_get(g_ctx, &route, NULL), CLT_OK);
+  if (route == CLT_FP16_SGEMM)
+    ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, CLT_IGEMM_FP32_CONFIGS,
+                                               y, x, wt, NULL, batch,
+                                               filters[0], &w, false),
+                     CLT_ERR_UNSUPPORTED);
   clt_tensor_destroy(x);
   clt_tensor_destroy(wt);
   clt_tensor_destroy(y);
+}
+END_TEST
+
+/* The fp16 configurations on the emulated instruction: every line of
+ * the tensor-core path but the instruction itself (small shapes: the
+ * emulation is slow). */
+START_TEST(conv_implicit_fp16_emulated) {
+  clt_context *ctx = open_emulated_mma(NULL);
+  implicit_tiles(ctx, CLT_IGEMM_FP32_CONFIGS, CLT_IGEMM_CONFIGS, true);
+  clt_context_destroy(ctx);
 }
 END_TEST
 
@@ -1441,6 +1468,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(conv, conv_direct_windows, 0, conv_window_count());
   tcase_add_loop_test(conv, conv_implicit_windows, 0, conv_window_count());
   tcase_add_test(conv, conv_implicit_tiles);
+  tcase_add_test(conv, conv_implicit_fp16_emulated);
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());
   tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);

@@ -226,11 +226,16 @@ static const layout_case layout_cases[] = {
  * column-major form, 4 rows (backward only), 0 measured); last: every
  * product on its last candidate, planned for a batch 3 larger than the
  * step's (the plans cut to a smaller last batch). */
+/* Where set, layout_step_named compiles in mixed precision. */
+static bool g_layout_mixed;
+
 static void layout_step_named(const layout_case *c, int way, bool last,
                               const char *name, float **y, float **grads,
                               int64_t *ny, int64_t *ng) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(c->model, &g));
+  if (g_layout_mixed)
+    ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
   g->test_way = way;
   g->test_way_name = name;
   g->test_last = last;
@@ -282,14 +287,19 @@ static void layout_step(const layout_case *c, int way, bool last, float **y,
   layout_step_named(c, way, last, NULL, y, grads, ny, ng);
 }
 
-static void expect_close(const float *want, const float *got, int64_t n,
-                         const char *what) {
+static void expect_within(const float *want, const float *got, int64_t n,
+                          double tol, const char *what) {
   double max = 1.0;
   for (int64_t i = 0; i < n; i++) max = fmax(max, fabs(want[i]));
   for (int64_t i = 0; i < n; i++)
-    ck_assert_msg(fabs(want[i] - got[i]) <= 1e-5 * max,
+    ck_assert_msg(fabs(want[i] - got[i]) <= tol * max,
                   "%s[%lld]: %g with swaps, %g in the other layout", what,
                   (long long)i, want[i], got[i]);
+}
+
+static void expect_close(const float *want, const float *got, int64_t n,
+                         const char *what) {
+  expect_within(want, got, n, 1e-5, what);
 }
 
 START_TEST(conv_layouts_agree) {
@@ -502,6 +512,37 @@ START_TEST(plan_cache_miss_hit_damaged) {
       strstr(clt_context_last_error(ctx), "CLT_PLAN=sometimes"));
   clt_graph_destroy(g);
   unsetenv("CLT_PLAN");
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* The implicit GEMMs' fp16 configurations (on the emulated instruction)
+ * under mixed precision, against the swaps' SGEMMs on the same fp16
+ * values: the sums differ in order only, but every layer's output and
+ * gradient is rounded to fp16, where such a difference may flip the last
+ * bit (2^-11 relative). */
+START_TEST(conv_implicit_fp16_agrees) {
+  clt_context *ctx = open_emulated_mma(NULL);
+  use_ctx(ctx);
+  g_layout_mixed = true;
+  const layout_case *c = &layout_cases[_i];
+  float *y1, *g1, *y2, *g2;
+  int64_t ny, ng;
+  layout_step(c, 1, false, &y1, &g1, &ny, &ng);
+  static const char *const names[] = {"implicit fp16 64x64",
+                                      "implicit fp16 128x64",
+                                      "implicit fp16 128x128"};
+  for (int i = 0; i < 3; i++) {
+    layout_step_named(c, 0, false, names[i], &y2, &g2, &ny, &ng);
+    expect_within(y1, y2, ny, 2e-3, names[i]);
+    expect_within(g1, g2, ng, 2e-3, names[i]);
+    free(y2);
+    free(g2);
+  }
+  free(y1);
+  free(g1);
+  g_layout_mixed = false;
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
@@ -1032,6 +1073,7 @@ static Suite *plans_suite(void) {
   tcase_add_loop_test(run, plan_candidates_match_reference, 0, COUNT(cases));
   tcase_add_test(run, plan_rejects_misfits);
   tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
+  tcase_add_loop_test(run, conv_implicit_fp16_agrees, 0, COUNT(layout_cases));
   suite_add_tcase(s, run);
   TCase *cache = tcase_create("cache");
   tcase_add_unchecked_fixture(cache, make_dirs, remove_dirs);

@@ -196,7 +196,9 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
                                        double *max_err);
 
 /* The implicit-GEMM convolution (ops/conv_implicit.h) in tile
- * configuration `config`: the forward as clt_check_conv_direct_forward's;
+ * configuration `config` (an fp16 one: on operands rounded to fp16, in a
+ * context with the fp16 route): the forward as
+ * clt_check_conv_direct_forward's;
  * the data gradient dx (= or +=, accumulate) from dy; the weight gradient
  * from x and dy, its k range in at most `splits` chunks; against the host
  * reference in double. */

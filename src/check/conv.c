@@ -1,6 +1,8 @@
 /* Checks of cl/conv.cl: im2col, col2im (both layouts), the axis swap and
  * NCHW to NHWC, the direct convolution; and of cl/igemm.cl, the implicit
  * GEMMs. */
+#include <stdlib.h>
+
 #include "check/harness.h"
 #include "ops/conv_implicit.h"
 
@@ -281,6 +283,23 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
   return check_run(ctx, 210, direct_wgrad_body, &a, max_err);
 }
 
+/* The fp16 configurations take fp16 values (mixed precision's): the
+ * operands rounded to them, on the host and the device. */
+static clt_status implicit_inputs(check_set *s, int config, check_f32 *a,
+                                  check_f32 *b) {
+  if (!clt_igemm_config_fp16(config)) return CLT_OK;
+  check_f32 *ops[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    uint16_t *h = malloc((size_t)ops[i]->n * sizeof(uint16_t));
+    if (!h) return clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "check");
+    clt_f32_to_f16(ops[i]->host, h, ops[i]->n);
+    clt_f16_to_f32(h, ops[i]->host, ops[i]->n);
+    free(h);
+    CLT_TRY(check_upload(ops[i]));
+  }
+  return CLT_OK;
+}
+
 typedef struct implicit_args {
   int64_t batch, F;
   const clt_window *w;
@@ -300,6 +319,7 @@ static clt_status implicit_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
   CLT_TRY(check_doubles(s, ny, &ref));
+  CLT_TRY(implicit_inputs(s, a->config, x, wt));
   CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
                                     a->bias ? b->t : NULL, a->batch, a->F,
                                     &w, a->relu));
@@ -359,6 +379,7 @@ static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, a->F * w.C * w.KH * w.KW, -1.0f, 1.0f, &wt));
   CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
   CLT_TRY(check_doubles(s, nx, &sum));
+  CLT_TRY(implicit_inputs(s, a->config, dy, wt));
   CLT_TRY(clt_conv_implicit_dgrad(s->ctx, a->config, dx->t, dy->t, wt->t,
                                   a->batch, a->F, &w, a->accumulate));
   FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
@@ -387,6 +408,7 @@ static clt_status implicit_wgrad_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, a->batch * a->F * w.OH * w.OW, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, nw, -1.0f, 1.0f, &dw));
   CLT_TRY(check_doubles(s, nw, &sum));
+  CLT_TRY(implicit_inputs(s, a->config, x, dy));
   int64_t len = clt_conv_implicit_workspace(a->splits, a->batch, a->F, &w);
   clt_tensor *work = NULL;
   if (len > 0) CLT_TRY(check_plain(s, len, &work));

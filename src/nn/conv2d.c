@@ -45,7 +45,8 @@
  * (k = 9) ran its products at 6-13 GFLOP/s on POCL against 50-70 for the
  * second's.
  * Every window is also offered the implicit GEMMs (ops/conv_implicit.h,
- * one way per tile configuration): forward, y straight from x and W with
+ * one way per tile configuration; under mixed precision, where the device
+ * has the fp16 route, its fp16 configurations too): forward, y straight from x and W with
  * the bias and the ReLU, no unfold, no swap; backward, dy through the
  * fused ReLU and db as NCHW direct's, then dW from x and dy (its k range
  * cut into chunks, enough for every compute unit to have work groups) and
@@ -486,6 +487,17 @@ static bool implicit_timed(clt_graph *g) {
          clt_gemm_state_of(g->ctx)->implicit_slow < IMPLICIT_SLOW_LAYOUTS;
 }
 
+/* Whether the implicit GEMMs' fp16 configurations are offered: under
+ * mixed precision, where the device has the fp16 route's instruction. */
+static clt_status implicit_fp16(clt_graph *g, bool *on) {
+  *on = false;
+  if (g->precision != CLT_PRECISION_MIXED) return CLT_OK;
+  clt_fp16_route route;
+  CLT_TRY(clt_fp16_route_get(g->ctx, &route, NULL));
+  *on = route != CLT_FP16_SGEMM;
+  return CLT_OK;
+}
+
 /* Counts a layout whose implicit ways [first, count) all took far longer
  * than the way chosen (all timed). */
 static void note_implicit(clt_graph *g, const double *seconds, int first,
@@ -516,7 +528,9 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   static const char *const names[] = {
       "gemm + swap",    "nchw direct",       "nchw direct c^T",
       "rows",           "direct",            "direct per element",
-      "implicit 64x64", "implicit 16x64",    "implicit 128x128"};
+      "implicit 64x64", "implicit 16x64",    "implicit 128x128",
+      "implicit fp16 64x64", "implicit fp16 128x64",
+      "implicit fp16 128x128"};
   int count = 1;
   if (nchw_fits) {
     l.ids[count++] = WAY_NCHW;
@@ -529,7 +543,10 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   }
   int implicit_first = count;
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
+  bool fp16 = false;
+  CLT_TRY(implicit_fp16(g, &fp16));
   for (int c = 0; c < CLT_IGEMM_CONFIGS; c++) {
+    if (clt_igemm_config_fp16(c) && !fp16) continue;
     skip[count] = !implicit_timed(g);
     l.ids[count++] = WAY_IMPLICIT + c;
   }
@@ -733,18 +750,27 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                  .bias = s->bias ? &n->params[1].value : NULL,
                  .col = s->col, .tmp = s->tmp, .y = n->out, .work = work,
                  .relu = n->fused_relu};
-  conv_io bio = {.batch = b, .weight = weight, .x = in->out,
+  /* The backward reads x and the output (a fused ReLU's mask) in their
+   * backward copies where mixed precision keeps them apart (graph.h): the
+   * forward copies may share memory with the backward's buffers. */
+  clt_tensor *bx = in->out_bwd ? in->out_bwd : in->out;
+  clt_tensor *bout = n->out_bwd ? n->out_bwd : n->out;
+  conv_io bio = {.batch = b, .weight = weight, .x = bx,
                  .dx = dx ? in->grad : NULL, .col = col, .tmp = tmp,
                  .dy = n->grad, .dw = dweight,
                  .db = s->bias ? &n->params[1].grad : NULL,
                  .dcol = dx ? col : NULL, .work = work,
-                 .relu = n->fused_relu, .out = n->out};
+                 .relu = n->fused_relu, .out = bout};
   clt_status st = CLT_OK;
   if (measuring) st = clt_graph_plan_fill(g, s->col);
   if (measuring && st == CLT_OK && n->grad)
     st = clt_graph_plan_fill(g, n->grad);
   if (st == CLT_OK)
     st = plan_layout(g, n, &fio, false, true, direct, &s->fwd_way);
+  if (measuring && st == CLT_OK && n->grad && in->out_bwd)
+    st = clt_graph_plan_fill(g, in->out_bwd);
+  if (measuring && st == CLT_OK && n->grad && n->out_bwd)
+    st = clt_graph_plan_fill(g, n->out_bwd);
   if (st == CLT_OK && n->grad)
     st = plan_layout(g, n, &bio, true, nchw_fits, direct, &s->bwd_way);
   clt_tensor_destroy(work);

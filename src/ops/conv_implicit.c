@@ -5,16 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ops/gemm_mma.h"
 #include "ops/gemm_tuning.h"
 
-/* cl/igemm.cl's IG_BM, IG_BN, IG_TM, IG_TN. */
+/* cl/igemm.cl's IG_BM, IG_BN and IG_TM, IG_TN (fp32) or IG_WM, IG_WN
+ * (fp16: warps, cl/mma.cl's configurations). */
 static const struct {
   const char *name;
-  int bm, bn, tm, tn;
+  int bm, bn, tm, tn, wm, wn;
 } configs[CLT_IGEMM_CONFIGS] = {
-    {"64x64", 64, 64, 4, 4},
-    {"16x64", 16, 64, 2, 4},
-    {"128x128", 128, 128, 8, 8},
+    {"64x64", 64, 64, 4, 4, 0, 0},
+    {"16x64", 16, 64, 2, 4, 0, 0},
+    {"128x128", 128, 128, 8, 8, 0, 0},
+    {"fp16 64x64", 64, 64, 0, 0, 2, 2},
+    {"fp16 128x64", 128, 64, 0, 0, 2, 2},
+    {"fp16 128x128", 128, 128, 0, 0, 2, 4},
 };
 
 #define IG_BK 16 /* cl/igemm.cl's */
@@ -31,6 +36,18 @@ typedef struct igemm_state {
 const char *clt_igemm_config_name(int config) {
   return config >= 0 && config < CLT_IGEMM_CONFIGS ? configs[config].name
                                                    : "?";
+}
+
+bool clt_igemm_config_fp16(int config) {
+  return config >= 0 && config < CLT_IGEMM_CONFIGS && configs[config].wm > 0;
+}
+
+/* Work-items per group. */
+static size_t threads_of(int config) {
+  if (configs[config].wm > 0)
+    return (size_t)configs[config].wm * (size_t)configs[config].wn * 32;
+  return (size_t)(configs[config].bm / configs[config].tm) *
+         (size_t)(configs[config].bn / configs[config].tn);
 }
 
 static void state_free(void *p) {
@@ -63,10 +80,18 @@ static clt_status kernel_of(clt_context *ctx, int config, int which,
   }
   igemm_state *st = gs->igemm;
   if (!st->programs[config]) {
-    char extra[128];
-    snprintf(extra, sizeof extra, "-DIG_BM=%d -DIG_BN=%d -DIG_TM=%d -DIG_TN=%d",
-             configs[config].bm, configs[config].bn, configs[config].tm,
-             configs[config].tn);
+    char extra[256], mma[96] = "";
+    if (configs[config].wm > 0) /* the fp16 route's instruction */
+      CLT_TRY(clt_fp16_build_flags(ctx, mma, sizeof mma));
+    if (configs[config].wm > 0)
+      snprintf(extra, sizeof extra, "%s -DIG_BM=%d -DIG_BN=%d -DIG_WM=%d "
+               "-DIG_WN=%d", mma, configs[config].bm, configs[config].bn,
+               configs[config].wm, configs[config].wn);
+    else
+      snprintf(extra, sizeof extra,
+               "-DIG_BM=%d -DIG_BN=%d -DIG_TM=%d -DIG_TN=%d",
+               configs[config].bm, configs[config].bn, configs[config].tm,
+               configs[config].tn);
     CLT_TRY(clt_program_build_extra(ctx, "igemm", extra,
                                     &st->programs[config]));
   }
@@ -121,8 +146,7 @@ static clt_status launch(clt_context *ctx, int config, int which, int64_t m,
   cl_kernel kernel = NULL;
   CLT_TRY(kernel_of(ctx, config, which, &kernel));
   int bm = configs[config].bm, bn = configs[config].bn;
-  size_t threads = (size_t)(bm / configs[config].tm) *
-                   (size_t)(bn / configs[config].tn);
+  size_t threads = threads_of(config);
   size_t global[3] = {(size_t)((n + bn - 1) / bn) * threads,
                       (size_t)((m + bm - 1) / bm), (size_t)chunks};
   size_t local[3] = {threads, 1, 1};

@@ -11,10 +11,17 @@
 
 #include "ops/ops.h"
 
-/* Tile configurations (a work-group's tile of the output): 0 "64x64",
- * 1 "16x64" (few filters or channels), 2 "128x128". */
-#define CLT_IGEMM_CONFIGS 3
+/* Tile configurations (a work-group's tile of the output): f32 products,
+ * 0 "64x64", 1 "16x64" (few filters or channels), 2 "128x128"; fp16
+ * inputs with f32 sums on the fp16 route's instruction (ops/gemm_mma.h:
+ * tensor cores, or their emulation; CLT_ERR_UNSUPPORTED where the route
+ * is SGEMM), 3 "fp16 64x64", 4 "fp16 128x64", 5 "fp16 128x128": for
+ * mixed precision, whose values are fp16 already (others are rounded to
+ * nearest even on their way in). */
+#define CLT_IGEMM_CONFIGS 6
+#define CLT_IGEMM_FP32_CONFIGS 3
 const char *clt_igemm_config_name(int config);
+bool clt_igemm_config_fp16(int config);
 
 /* y [batch, F, OH, OW] = the convolution of x [batch, C, H, W] by weight,
  * plus bias (NULL: none), then ReLU where relu. */

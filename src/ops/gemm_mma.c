@@ -280,6 +280,18 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx,
   return CLT_OK;
 }
 
+clt_status clt_fp16_build_flags(clt_context *ctx, char *buf, size_t len) {
+  clt_fp16_route route;
+  CLT_TRY(clt_fp16_route_get(ctx, &route, NULL));
+  const clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
+  if (route == CLT_FP16_SGEMM)
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "fp16 products: %s",
+                        st->why);
+  snprintf(buf, len, "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d",
+           route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form);
+  return CLT_OK;
+}
+
 CLT_API clt_status clt_gemm_f16_strided_batched(
     clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
     int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,

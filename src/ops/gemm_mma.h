@@ -38,4 +38,9 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
                            int64_t stride_b, float beta, clt_tensor *c,
                            int64_t ldc, int64_t stride_c, int64_t batch);
 
+/* The build options that give another program the route's instruction
+ * (cl/prelude.cl's MMA_16816: "-DCLT_MMA_PTX=... -DCLT_MMA_ASM=..."),
+ * probing the route first; CLT_ERR_UNSUPPORTED where it is SGEMM. */
+clt_status clt_fp16_build_flags(clt_context *ctx, char *buf, size_t len);
+
 #endif
