@@ -38,7 +38,11 @@
 #ifndef IG_BN
 #define IG_BN 64
 #endif
+/* The k block: 16 (fp32), or a multiple of the instruction's 16 (fp16:
+ * 32, as cl/mma.cl, half the barriers). */
+#ifndef IG_BK
 #define IG_BK 16
+#endif
 
 #ifdef CLT_MMA_PTX
 #ifndef IG_WM
@@ -53,7 +57,8 @@
 #define IG_NT (IG_BN / IG_WN / 8)
 #define IG_ACC (IG_MT * IG_NT * 4)
 /* Words (two halves) per row of a local tile, k along the row: 4 more
- * than IG_BK/2, so that a fragment's 8 rows x 4 words fall in 32 banks. */
+ * than IG_BK/2, so that a fragment's 8 rows x 4 words fall in 32 banks
+ * (IG_BK 16 or 32). */
 #define IG_LDW (IG_BK / 2 + 4)
 #define IG_A_TILE (IG_BM * IG_LDW)
 #define IG_B_TILE (IG_BN * IG_LDW)
@@ -107,27 +112,31 @@ static void ig_multiply(float *acc, __local const uint *as,
   int lane = lid & 31, warp = lid >> 5, g = lane >> 2, t = lane & 3;
   int wm = warp / IG_WN, wn = warp % IG_WN;
   __local uint *mine = scratch ? scratch + warp * 32 * 6 : scratch;
-  uint fa[IG_MT][4], fb[IG_NT][2];
 #pragma unroll
-  for (int i = 0; i < IG_MT; i++) {
-    __local const uint *p =
-        as + (wm * (IG_BM / IG_WM) + i * 16 + g) * IG_LDW + t;
-    fa[i][0] = p[0];
-    fa[i][1] = p[8 * IG_LDW];
-    fa[i][2] = p[4];
-    fa[i][3] = p[8 * IG_LDW + 4];
+  for (int ks = 0; ks < IG_BK / 16; ks++) {
+    uint fa[IG_MT][4], fb[IG_NT][2];
+#pragma unroll
+    for (int i = 0; i < IG_MT; i++) {
+      __local const uint *p =
+          as + (wm * (IG_BM / IG_WM) + i * 16 + g) * IG_LDW + ks * 8 + t;
+      fa[i][0] = p[0];
+      fa[i][1] = p[8 * IG_LDW];
+      fa[i][2] = p[4];
+      fa[i][3] = p[8 * IG_LDW + 4];
+    }
+#pragma unroll
+    for (int j = 0; j < IG_NT; j++) {
+      __local const uint *p =
+          bs + (wn * (IG_BN / IG_WN) + j * 8 + g) * IG_LDW + ks * 8 + t;
+      fb[j][0] = p[0];
+      fb[j][1] = p[4];
+    }
+#pragma unroll
+    for (int i = 0; i < IG_MT; i++)
+#pragma unroll
+      for (int j = 0; j < IG_NT; j++)
+        MMA_16816(acc + (i * IG_NT + j) * 4, fa[i], fb[j], mine, lane);
   }
-#pragma unroll
-  for (int j = 0; j < IG_NT; j++) {
-    __local const uint *p = bs + (wn * (IG_BN / IG_WN) + j * 8 + g) * IG_LDW + t;
-    fb[j][0] = p[0];
-    fb[j][1] = p[4];
-  }
-#pragma unroll
-  for (int i = 0; i < IG_MT; i++)
-#pragma unroll
-    for (int j = 0; j < IG_NT; j++)
-      MMA_16816(acc + (i * IG_NT + j) * 4, fa[i], fb[j], mine, lane);
 }
 
 /* The tile position of this item's sum q. */

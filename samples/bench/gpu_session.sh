@@ -20,7 +20,9 @@
 #   plans  tune --gemm (CLBlast's parameter search, with --sets $SETS
 #          where that file exists; stored: the parts after it run with its
 #          choice; `gemm` before it shows CLBlast's database), then tune of
-#          the CNN and the ResNet at batch 64, fp32 and mixed
+#          the CNN and the ResNet at batch 64 and of the wide ResNet at
+#          batch 256, fp32 and mixed (the conv layouts: the implicit
+#          GEMMs' ways, fp16 ones under mixed, against the unfolds)
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; real train epochs of the MLP
 #          (b256) and the CNN (b64); CNN b64 and ResNet b256 with
@@ -116,6 +118,9 @@ part_plans() {
     for p in fp32 mixed; do
       run cltrain tune "samples/fashion_$model.model" --batch 64 --precision "$p" "${dev[@]}"
     done
+  done
+  for p in fp32 mixed; do
+    run cltrain tune samples/fashion_resnet_wide.model --batch 256 --precision "$p" "${dev[@]}"
   done
 }
 

@@ -170,10 +170,28 @@ clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
   return check_run(ctx, 195, nhwc_body, &a, max_err);
 }
 
+/* The fp16 configurations take fp16 values (mixed precision's): the
+ * operands rounded to them, on the host and the device. */
+static clt_status implicit_inputs(check_set *s, int config, check_f32 *a,
+                                  check_f32 *b) {
+  if (!clt_igemm_config_fp16(config)) return CLT_OK;
+  check_f32 *ops[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    uint16_t *h = malloc((size_t)ops[i]->n * sizeof(uint16_t));
+    if (!h) return clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "check");
+    clt_f32_to_f16(ops[i]->host, h, ops[i]->n);
+    clt_f16_to_f32(h, ops[i]->host, ops[i]->n);
+    free(h);
+    CLT_TRY(check_upload(ops[i]));
+  }
+  return CLT_OK;
+}
+
 typedef struct direct_args {
   int64_t batch, F;
   const clt_window *w;
   bool bias, relu;
+  int config; /* conv_forward_body: an implicit GEMM's (-1: direct) */
 } direct_args;
 
 /* The reference of the direct convolution: y (before bias and ReLU) in
@@ -198,7 +216,9 @@ static void direct_reference(const clt_window *w, int64_t batch, int64_t F,
         }
 }
 
-static clt_status direct_forward_body(check_set *s, const void *arg) {
+/* The forward of the direct kernels (config < 0) or of an implicit GEMM
+ * in tile configuration config. */
+static clt_status conv_forward_body(check_set *s, const void *arg) {
   const direct_args *a = arg;
   clt_window w;
   CLT_TRY(check_window(s, a->w, false, &w));
@@ -211,9 +231,15 @@ static clt_status direct_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
   CLT_TRY(check_doubles(s, ny, &ref));
-  CLT_TRY(clt_conv_direct_forward(s->ctx, y->t, x->t, wt->t,
-                                  a->bias ? b->t : NULL, a->batch, a->F, &w,
-                                  a->relu));
+  if (a->config >= 0) CLT_TRY(implicit_inputs(s, a->config, x, wt));
+  if (a->config >= 0)
+    CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
+                                      a->bias ? b->t : NULL, a->batch, a->F,
+                                      &w, a->relu));
+  else
+    CLT_TRY(clt_conv_direct_forward(s->ctx, y->t, x->t, wt->t,
+                                    a->bias ? b->t : NULL, a->batch, a->F,
+                                    &w, a->relu));
   direct_reference(&w, a->batch, a->F, x->host, wt->host, ref);
   int64_t ohw = w.OH * w.OW;
   for (int64_t i = 0; i < ny; i++) {
@@ -227,8 +253,8 @@ clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
                                          int64_t F, const clt_window *w,
                                          bool bias, bool relu,
                                          double *max_err) {
-  direct_args a = {batch, F, w, bias, relu};
-  return check_run(ctx, 200, direct_forward_body, &a, max_err);
+  direct_args a = {batch, F, w, bias, relu, -1};
+  return check_run(ctx, 200, conv_forward_body, &a, max_err);
 }
 
 static clt_status direct_wgrad_body(check_set *s, const void *arg) {
@@ -279,65 +305,24 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
                                        int64_t F, const clt_window *w,
                                        bool bias, bool relu,
                                        double *max_err) {
-  direct_args a = {batch, F, w, bias, relu};
+  direct_args a = {batch, F, w, bias, relu, -1};
   return check_run(ctx, 210, direct_wgrad_body, &a, max_err);
 }
 
-/* The fp16 configurations take fp16 values (mixed precision's): the
- * operands rounded to them, on the host and the device. */
-static clt_status implicit_inputs(check_set *s, int config, check_f32 *a,
-                                  check_f32 *b) {
-  if (!clt_igemm_config_fp16(config)) return CLT_OK;
-  check_f32 *ops[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    uint16_t *h = malloc((size_t)ops[i]->n * sizeof(uint16_t));
-    if (!h) return clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "check");
-    clt_f32_to_f16(ops[i]->host, h, ops[i]->n);
-    clt_f16_to_f32(h, ops[i]->host, ops[i]->n);
-    free(h);
-    CLT_TRY(check_upload(ops[i]));
-  }
-  return CLT_OK;
-}
-
+/* The implicit GEMMs' gradients. */
 typedef struct implicit_args {
   int64_t batch, F;
   const clt_window *w;
   int config, splits;
-  bool bias, relu, accumulate;
+  bool accumulate;
 } implicit_args;
-
-static clt_status implicit_forward_body(check_set *s, const void *arg) {
-  const implicit_args *a = arg;
-  clt_window w;
-  CLT_TRY(check_window(s, a->w, false, &w));
-  int64_t ny = a->batch * a->F * w.OH * w.OW;
-  check_f32 *x, *wt, *b, *y;
-  double *ref;
-  CLT_TRY(check_operand(s, a->batch * w.C * w.H * w.W, -1.0f, 1.0f, &x));
-  CLT_TRY(check_operand(s, a->F * w.C * w.KH * w.KW, -1.0f, 1.0f, &wt));
-  CLT_TRY(check_operand(s, a->F, -1.0f, 1.0f, &b));
-  CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
-  CLT_TRY(check_doubles(s, ny, &ref));
-  CLT_TRY(implicit_inputs(s, a->config, x, wt));
-  CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
-                                    a->bias ? b->t : NULL, a->batch, a->F,
-                                    &w, a->relu));
-  direct_reference(&w, a->batch, a->F, x->host, wt->host, ref);
-  int64_t ohw = w.OH * w.OW;
-  for (int64_t i = 0; i < ny; i++) {
-    double v = ref[i] + (a->bias ? b->host[i / ohw % a->F] : 0.0f);
-    y->host[i] = (float)(a->relu && v < 0.0 ? 0.0 : v);
-  }
-  return CLT_OK;
-}
 
 clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
                                            int64_t batch, int64_t F,
                                            const clt_window *w, bool bias,
                                            bool relu, double *max_err) {
-  implicit_args a = {batch, F, w, config, 1, bias, relu, false};
-  return check_run(ctx, 220, implicit_forward_body, &a, max_err);
+  direct_args a = {batch, F, w, bias, relu, config};
+  return check_run(ctx, 220, conv_forward_body, &a, max_err);
 }
 
 /* Visits every tap (n, f, oh, ow, c, kh, kw) that reads inside x: `yi`
@@ -393,7 +378,7 @@ clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
                                          int64_t batch, int64_t F,
                                          const clt_window *w, bool accumulate,
                                          double *max_err) {
-  implicit_args a = {batch, F, w, config, 1, false, false, accumulate};
+  implicit_args a = {batch, F, w, config, 1, accumulate};
   return check_run(ctx, 230, implicit_dgrad_body, &a, max_err);
 }
 
@@ -424,6 +409,6 @@ clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
                                          int splits, int64_t batch,
                                          int64_t F, const clt_window *w,
                                          double *max_err) {
-  implicit_args a = {batch, F, w, config, splits, false, false, false};
+  implicit_args a = {batch, F, w, config, splits, false};
   return check_run(ctx, 240, implicit_wgrad_body, &a, max_err);
 }

@@ -245,6 +245,18 @@ static clt_status dcol_nchw(clt_graph *g, const conv_state *s,
                      io->dcol, io->batch * ohw, ohw, io->batch);
 }
 
+/* dy through the fused ReLU (in place) and db from dy in NCHW: the
+ * start of the backwards that read dy as it is. */
+static clt_status dy_in_nchw(clt_graph *g, const conv_state *s,
+                             const conv_io *io) {
+  int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
+  if (io->relu)
+    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
+  if (!io->db) return CLT_OK;
+  return clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw, false);
+}
+
 /* dy through the fused ReLU (in place), db from dy in NCHW; dW = sum over
  * b of dy[b] col_b^T (one batched GEMM of per-image partials, summed in
  * order); dcol_b = W^T dy[b]. */
@@ -253,12 +265,7 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
   int64_t b = io->batch;
-  if (io->relu)
-    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
-                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
-  if (io->db)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
-                                     false));
+  CLT_TRY(dy_in_nchw(g, s, io));
   clt_tensor *partials = b > 1 ? io->work : io->dw;
   CLT_TRY(clt_gemm_ld(g->ctx, io->colmajor, CLT_NO_TRANS, CLT_TRANS, f, ckk,
                       ohw, 1.0f, io->dy, ohw, f * ohw, io->col, b * ohw, ohw,
@@ -307,13 +314,8 @@ static clt_status backward_rows(clt_graph *g, const conv_state *s,
  * from W and dy (added where io->acc). */
 static clt_status backward_implicit(clt_graph *g, const conv_state *s,
                                     const conv_io *io, int config) {
-  int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
-  if (io->relu)
-    CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
-                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
-  if (io->db)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw,
-                                     false));
+  int64_t f = s->filters, b = io->batch;
+  CLT_TRY(dy_in_nchw(g, s, io));
   CLT_TRY(clt_conv_implicit_wgrad(g->ctx, config, s->implicit_splits[config],
                                   io->dw, io->work, io->x, io->dy, b, f,
                                   &s->w));

@@ -22,7 +22,9 @@ static const struct {
     {"fp16 128x128", 128, 128, 0, 0, 2, 4},
 };
 
-#define IG_BK 16 /* cl/igemm.cl's */
+/* cl/igemm.cl's k block in the fp32 configurations (the fp16 ones: 32);
+ * a weight gradient's chunks are multiples of it. */
+#define IG_BK 16
 
 enum { K_FWD, K_DX, K_DW, K_COUNT };
 static const char *const kernel_names[K_COUNT] = {"igemm_fwd", "igemm_dx",
@@ -84,8 +86,8 @@ static clt_status kernel_of(clt_context *ctx, int config, int which,
     if (configs[config].wm > 0) /* the fp16 route's instruction */
       CLT_TRY(clt_fp16_build_flags(ctx, mma, sizeof mma));
     if (configs[config].wm > 0)
-      snprintf(extra, sizeof extra, "%s -DIG_BM=%d -DIG_BN=%d -DIG_WM=%d "
-               "-DIG_WN=%d", mma, configs[config].bm, configs[config].bn,
+      snprintf(extra, sizeof extra, "%s -DIG_BK=32 -DIG_BM=%d -DIG_BN=%d "
+               "-DIG_WM=%d -DIG_WN=%d", mma, configs[config].bm, configs[config].bn,
                configs[config].wm, configs[config].wn);
     else
       snprintf(extra, sizeof extra,
