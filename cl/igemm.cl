@@ -214,25 +214,6 @@ static int4 ig_col_row(int k, int K, int KH, int KW, int H, int W, int dil_h,
                 kw * dil_w, 0);
 }
 
-/* Block k0's loads into registers: A from the weights, B from x through
- * the block's rows of col (rows). */
-static void ig_fwd_fetch(float *ra, float *rb, __local const int4 *rows,
-                         __global const float *w, __global const float *x,
-                         int M, int K, int k0, int a_row, int a_k, int H,
-                         int W, int ih0, int iw0, int corner, int lid) {
-#pragma unroll
-  for (int i = 0; i < IG_A_LOADS; i++) {
-    int m = a_row + i * (IG_THREADS / IG_BK), k = k0 + a_k;
-    ra[i] = m < M && k < K ? w[m * K + k] : 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < IG_B_LOADS; i++) {
-    int4 r = rows[lid / IG_BN + i * (IG_THREADS / IG_BN)];
-    int ih = ih0 + r.y, iw = iw0 + r.z;
-    rb[i] = (uint)ih < (uint)H && (uint)iw < (uint)W ? x[corner + r.x] : 0.0f;
-  }
-}
-
 __kernel __attribute__((reqd_work_group_size(IG_THREADS, 1, 1))) void
 igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
           __global const float *w, int w_off, __global const float *bias,
@@ -240,7 +221,7 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
           int H, int W, int KH, int KW, int OH, int OW, int pad_h, int pad_w,
           int stride_h, int stride_w, int dil_h, int dil_w) {
   IG_LOCALS;
-  __local int4 rows[2][IG_BK];
+  __local int4 rows[IG_BK];
   int lid = get_local_id(0);
   int K = C * KH * KW, OHW = OH * OW, N = batch * OHW, M = F;
   int m0 = get_group_id(1) * IG_BM, n0 = get_group_id(0) * IG_BN;
@@ -257,30 +238,37 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
    * every test fails, whatever a row adds). */
   int ih0 = n_in ? oh * stride_h - pad_h : -2 * IG_NOWHERE;
   int iw0 = ow * stride_w - pad_w;
-  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK;
+  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, b_row = lid / IG_BN;
 
   float acc[IG_ACC];
 #pragma unroll
   for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
-  if (lid < IG_BK)
-    rows[0][lid] = ig_col_row(lid, K, KH, KW, H, W, dil_h, dil_w);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ig_fwd_fetch(ra, rb, rows[0], w, x, M, K, 0, a_row, a_k, H, W, ih0, iw0,
-               corner, lid);
-  for (int k0 = 0, s = 1; k0 < K; k0 += IG_BK, s ^= 1) {
-    ig_stash(ra, rb, true, as, bs, lid);
+  /* Each block: its rows of col into the table, the loads (A from the
+   * weights, B from x through the table), into local memory, multiplied.
+   * (Loading the next block while multiplying this one, with the loads in
+   * a function called before the loop and in it, gave wrong numbers and
+   * crashes on POCL 3.1 and oclgrind: keep the loads here.) */
+  for (int k0 = 0; k0 < K; k0 += IG_BK) {
     if (lid < IG_BK)
-      rows[s][lid] =
-          ig_col_row(k0 + IG_BK + lid, K, KH, KW, H, W, dil_h, dil_w);
+      rows[lid] = ig_col_row(k0 + lid, K, KH, KW, H, W, dil_h, dil_w);
+    barrier(CLK_LOCAL_MEM_FENCE); /* and the last block is multiplied */
+#pragma unroll
+    for (int i = 0; i < IG_A_LOADS; i++) {
+      int m = a_row + i * (IG_THREADS / IG_BK), k = k0 + a_k;
+      ra[i] = m < M && k < K ? w[m * K + k] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < IG_B_LOADS; i++) {
+      int4 r = rows[b_row + i * (IG_THREADS / IG_BN)];
+      int ih = ih0 + r.y, iw = iw0 + r.z;
+      rb[i] = (uint)ih < (uint)H && (uint)iw < (uint)W ? x[corner + r.x]
+                                                       : 0.0f;
+    }
+    ig_stash(ra, rb, true, as, bs, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* The next block travels while this one is multiplied. */
-    if (k0 + IG_BK < K)
-      ig_fwd_fetch(ra, rb, rows[s], w, x, M, K, k0 + IG_BK, a_row, a_k, H, W,
-                   ih0, iw0, corner, lid);
     ig_multiply(acc, as, bs, lid, scratch);
-    barrier(CLK_LOCAL_MEM_FENCE);
   }
 
 #pragma unroll
@@ -309,37 +297,6 @@ static int4 ig_dy_row(int k, int K, int KH, int KW, int OHW, int dil_h,
   return (int4)(f * OHW, kh * dil_h, kw * dil_w, 0);
 }
 
-/* Block k0's loads into registers: A[c][(f, r)] = W[f][c][r] (this item's
- * k once per block), B from dy through the block's rows (rows). */
-static void ig_dx_fetch(float *ra, float *rb, __local const int4 *rows,
-                        __global const float *w, __global const float *dy,
-                        int M, int K, int KK, int C, int k0, int a_row,
-                        int a_k, int OH, int OW, int stride_h, int stride_w,
-                        int ihp, int iwp, int plane, int lid) {
-  int k = k0 + a_k, f = k / KK, r = k - f * KK;
-#pragma unroll
-  for (int i = 0; i < IG_A_LOADS; i++) {
-    int m = a_row + i * (IG_THREADS / IG_BK);
-    ra[i] = m < M && k < K ? w[(f * C + m) * KK + r] : 0.0f;
-  }
-  bool unit = stride_h == 1 && stride_w == 1;
-#pragma unroll
-  for (int i = 0; i < IG_B_LOADS; i++) {
-    int4 t = rows[lid / IG_BN + i * (IG_THREADS / IG_BN)];
-    /* oh*stride_h = ih + pad_h - kh*dil_h, and ow alike */
-    int sh = ihp - t.y, sw = iwp - t.z, oh = sh, ow = sw;
-    if (!unit) {
-      oh = sh / stride_h;
-      ow = sw / stride_w;
-      if (oh * stride_h != sh) oh = -1;
-      if (ow * stride_w != sw) ow = -1;
-    }
-    rb[i] = sh >= 0 && sw >= 0 && (uint)oh < (uint)OH && (uint)ow < (uint)OW
-                ? dy[plane + t.x + oh * OW + ow]
-                : 0.0f;
-  }
-}
-
 __kernel __attribute__((reqd_work_group_size(IG_THREADS, 1, 1))) void
 igemm_dx(__global float *dx, int dx_off, __global const float *dy,
          int dy_off, __global const float *w, int w_off, int accumulate,
@@ -347,7 +304,7 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
          int OW, int pad_h, int pad_w, int stride_h, int stride_w, int dil_h,
          int dil_w) {
   IG_LOCALS;
-  __local int4 rows[2][IG_BK];
+  __local int4 rows[IG_BK];
   int lid = get_local_id(0);
   int KK = KH * KW, K = F * KK, OHW = OH * OW, HW = H * W, N = batch * HW;
   int M = C;
@@ -362,27 +319,45 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
   int ih = p / W, iw = p - ih * W;
   int ihp = n_in ? ih + pad_h : -2 * IG_NOWHERE, iwp = iw + pad_w;
   int plane = b * F * OHW;
-  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK;
+  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, b_row = lid / IG_BN;
 
   float acc[IG_ACC];
 #pragma unroll
   for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
+  bool unit = stride_h == 1 && stride_w == 1;
 
-  if (lid < IG_BK) rows[0][lid] = ig_dy_row(lid, K, KH, KW, OHW, dil_h, dil_w);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ig_dx_fetch(ra, rb, rows[0], w, dy, M, K, KK, C, 0, a_row, a_k, OH, OW,
-              stride_h, stride_w, ihp, iwp, plane, lid);
-  for (int k0 = 0, s = 1; k0 < K; k0 += IG_BK, s ^= 1) {
-    ig_stash(ra, rb, true, as, bs, lid);
+  /* Each block as the forward's (see there why the loads are here). */
+  for (int k0 = 0; k0 < K; k0 += IG_BK) {
     if (lid < IG_BK)
-      rows[s][lid] = ig_dy_row(k0 + IG_BK + lid, K, KH, KW, OHW, dil_h, dil_w);
+      rows[lid] = ig_dy_row(k0 + lid, K, KH, KW, OHW, dil_h, dil_w);
+    barrier(CLK_LOCAL_MEM_FENCE); /* and the last block is multiplied */
+    /* A[c][(f, r)] = W[f][c][r]: this item's k once per block. */
+    int k = k0 + a_k, f = k / KK, r = k - f * KK;
+#pragma unroll
+    for (int i = 0; i < IG_A_LOADS; i++) {
+      int m = a_row + i * (IG_THREADS / IG_BK);
+      ra[i] = m < M && k < K ? w[(f * C + m) * KK + r] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < IG_B_LOADS; i++) {
+      int4 t = rows[b_row + i * (IG_THREADS / IG_BN)];
+      /* oh*stride_h = ih + pad_h - kh*dil_h, and ow alike */
+      int sh = ihp - t.y, sw = iwp - t.z, oh = sh, ow = sw;
+      if (!unit) {
+        oh = sh / stride_h;
+        ow = sw / stride_w;
+        if (oh * stride_h != sh) oh = -1;
+        if (ow * stride_w != sw) ow = -1;
+      }
+      rb[i] = sh >= 0 && sw >= 0 && (uint)oh < (uint)OH &&
+                      (uint)ow < (uint)OW
+                  ? dy[plane + t.x + oh * OW + ow]
+                  : 0.0f;
+    }
+    ig_stash(ra, rb, true, as, bs, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + IG_BK < K)
-      ig_dx_fetch(ra, rb, rows[s], w, dy, M, K, KK, C, k0 + IG_BK, a_row, a_k,
-                  OH, OW, stride_h, stride_w, ihp, iwp, plane, lid);
     ig_multiply(acc, as, bs, lid, scratch);
-    barrier(CLK_LOCAL_MEM_FENCE);
   }
 
 #pragma unroll

@@ -933,6 +933,8 @@ static const clt_window full_implicit[] = {
     WIN(19, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1),
     WIN(17, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1),
     WIN(130, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1),
+    WIN(1, 28, 28, 3, 3, 1, 1, 0, 0, 1, 1), /* the sample CNN's */
+    WIN(32, 13, 13, 3, 3, 1, 1, 0, 0, 1, 1),
 };
 static const clt_window tiny_implicit[] = {
     WIN(19, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1),
@@ -941,13 +943,13 @@ static const clt_window tiny_implicit[] = {
 
 static void implicit_tiles(clt_context *ctx, int first, int last,
                            bool small) {
-  static const int64_t full_filters[] = {70, 33, 130}, tiny_filters[] = {70,
-                                                                          33};
+  static const int64_t full_filters[] = {70, 33, 130, 32, 64},
+                       tiny_filters[] = {70, 33};
   const clt_window *wins = small ? tiny_implicit : full_implicit;
   const int64_t *filters = small ? tiny_filters : full_filters;
   /* The emulated instruction under oclgrind (tiny): one window. */
   int count = small ? (test_tiny() && first >= CLT_IGEMM_FP32_CONFIGS ? 1 : 2)
-                    : 3;
+                    : COUNT(full_implicit);
   int64_t batch = small ? 2 : 3;
   double e;
   for (int i = 0; i < count; i++) {

@@ -305,7 +305,12 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
     double secs[CLT_MEASURE_MAX_WAYS];
     bool rejected[CLT_MEASURE_MAX_WAYS];
     double t0 = now_seconds();
-    CLT_TRY(clt_measure_ways(g->ctx, &w->work, secs, rejected, &r->chosen));
+    clt_measure_work work = w->work;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s", n->name, w->what);
+    work.what = what;
+    work.names = w->names;
+    CLT_TRY(clt_measure_ways(g->ctx, &work, secs, rejected, &r->chosen));
     g->plan_seconds += now_seconds() - t0;
     for (int i = 0; i < w->work.count; i++) {
       r->candidates[i].seconds = secs[i];

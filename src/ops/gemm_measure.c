@@ -2,6 +2,7 @@
 #include "ops/gemm_measure.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -230,11 +231,22 @@ static clt_status check_way(ways_state *ws, int i, bool *differs) {
   return CLT_OK;
 }
 
+/* Way i's name for messages (buf: room for a number). */
+static const char *way_name(const clt_measure_work *w, int i, char *buf,
+                            size_t len) {
+  if (w->names && w->names[i]) return w->names[i];
+  snprintf(buf, len, "way %d", i);
+  return buf;
+}
+
 /* A way other than the reference that fails is rejected, not an error. */
-static clt_status reject_way(clt_context *ctx, int i, clt_status st,
-                             double *seconds, bool *rejected) {
+static clt_status reject_way(clt_context *ctx, const clt_measure_work *w,
+                             int i, clt_status st, double *seconds,
+                             bool *rejected) {
   if (st == CLT_OK || i == 0) return st;
-  clt_ctx_log(ctx, CLT_LOG_WARN, "plan: a candidate failed: %s",
+  char buf[32];
+  clt_ctx_log(ctx, CLT_LOG_WARN, "plan: %s: %s failed: %s",
+              w->what ? w->what : "ways", way_name(w, i, buf, sizeof buf),
               clt_context_last_error(ctx));
   clt_err_clear(&ctx->err);
   *rejected = true;
@@ -271,18 +283,20 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
     for (int i = 0; st == CLT_OK && i < w->count; i++) {
       if (rejected[i] || !timing[i]) continue;
       if (round >= 0) {
-        st = reject_way(ctx, i, time_way(ctx, w, i, &seconds[i]), &seconds[i],
+        st = reject_way(ctx, w, i, time_way(ctx, w, i, &seconds[i]), &seconds[i],
                         &rejected[i]);
         continue;
       }
       bool differs = false;
-      st = reject_way(ctx, i, check_way(&ws, i, &differs), &seconds[i],
+      st = reject_way(ctx, w, i, check_way(&ws, i, &differs), &seconds[i],
                       &rejected[i]);
       if (st == CLT_OK && differs) {
+        char a[32], b[32];
         clt_ctx_log(ctx, CLT_LOG_WARN,
-                    "plan: candidate %d gave other numbers than the first on "
-                    "this device; not used",
-                    i);
+                    "plan: %s: %s gave other numbers than %s on this device; "
+                    "not used",
+                    w->what ? w->what : "ways", way_name(w, i, a, sizeof a),
+                    way_name(w, 0, b, sizeof b));
         rejected[i] = true;
       }
     }

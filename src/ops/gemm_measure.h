@@ -48,6 +48,10 @@ typedef struct clt_measure_work {
   void *user;
   const clt_tensor *checks[CLT_MEASURE_MAX_CHECKS];
   int check_count;
+  /* For messages (optional): what is measured ("conv1 backward layout")
+   * and each way's name. */
+  const char *what;
+  const char *const *names;
 } clt_measure_work;
 
 /* Times the ways of w as clt_gemm_measure times plans (an untimed first
