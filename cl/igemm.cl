@@ -373,7 +373,7 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
   }
 }
 
-/* ---- weight gradient ------------------------------------------------------ */
+/* ---- weight gradient ---------------------------------------------------- */
 
 __kernel __attribute__((reqd_work_group_size(IG_THREADS, 1, 1))) void
 igemm_dw(__global float *dw, int dw_off, __global const float *x, int x_off,

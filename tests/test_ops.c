@@ -919,7 +919,8 @@ START_TEST(conv_implicit_windows) {
         ck_assert_check(clt_check_conv_implicit_wgrad(g_ctx, config, splits,
                                                       batches[k], filters[k],
                                                       &w, &e),
-                        e, TOL_SUM, "%s %s weight gradient batch %lld splits %d",
+                        e, TOL_SUM,
+                        "%s %s weight gradient batch %lld splits %d",
                         where, cn, (long long)batches[k], splits);
     }
 }

@@ -46,13 +46,13 @@
  * second's.
  * Every window is also offered the implicit GEMMs (ops/conv_implicit.h,
  * one way per tile configuration; under mixed precision, where the device
- * has the fp16 route, its fp16 configurations too): forward, y straight from x and W with
- * the bias and the ReLU, no unfold, no swap; backward, dy through the
- * fused ReLU and db as NCHW direct's, then dW from x and dy (its k range
- * cut into chunks, enough for every compute unit to have work groups) and
- * dx from W and dy, added in place: no unfold, no fold. Shaped for GPUs,
- * where im2col and col2im took a third of the ResNet's step; measured
- * like the others. */
+ * has the fp16 route, its fp16 configurations too): forward, y straight
+ * from x and W with the bias and the ReLU, no unfold, no swap; backward,
+ * dy through the fused ReLU and db as NCHW direct's, then dW from x and dy
+ * (its k range cut into chunks, enough for every compute unit to have
+ * work-groups) and dx from W and dy, added in place: no unfold, no fold.
+ * Shaped for GPUs, where im2col and col2im took a third of the ResNet's
+ * step; measured like the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -86,8 +86,9 @@ static clt_status kernel_of(clt_context *ctx, int config, int which,
     if (configs[config].wm > 0) /* the fp16 route's instruction */
       CLT_TRY(clt_fp16_build_flags(ctx, mma, sizeof mma));
     if (configs[config].wm > 0)
-      snprintf(extra, sizeof extra, "%s -DIG_BK=32 -DIG_BM=%d -DIG_BN=%d "
-               "-DIG_WM=%d -DIG_WN=%d", mma, configs[config].bm, configs[config].bn,
+      snprintf(extra, sizeof extra,
+               "%s -DIG_BK=32 -DIG_BM=%d -DIG_BN=%d -DIG_WM=%d -DIG_WN=%d",
+               mma, configs[config].bm, configs[config].bn,
                configs[config].wm, configs[config].wn);
     else
       snprintf(extra, sizeof extra,
@@ -121,8 +122,8 @@ static clt_status check(clt_context *ctx, const char *what,
   for (int i = 0; i < count; i++) {
     if (!t[i]) continue;
     if (t[i]->dtype != CLT_F32)
-      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "%s: %s must be f32", what,
-                          names[i]);
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT, "%s: %s must be f32",
+                          what, names[i]);
     if (t[i]->numel < need[i])
       return clt_ctx_fail(ctx, CLT_ERR_SHAPE,
                           "%s: %s holds %lld floats, the shape needs %lld",

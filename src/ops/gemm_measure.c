@@ -283,8 +283,8 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
     for (int i = 0; st == CLT_OK && i < w->count; i++) {
       if (rejected[i] || !timing[i]) continue;
       if (round >= 0) {
-        st = reject_way(ctx, w, i, time_way(ctx, w, i, &seconds[i]), &seconds[i],
-                        &rejected[i]);
+        st = reject_way(ctx, w, i, time_way(ctx, w, i, &seconds[i]),
+                        &seconds[i], &rejected[i]);
         continue;
       }
       bool differs = false;
