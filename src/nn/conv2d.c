@@ -500,13 +500,18 @@ static clt_status implicit_fp16(clt_graph *g, bool *on) {
   return CLT_OK;
 }
 
-/* Counts a layout whose implicit ways [first, count) all took far longer
- * than the way chosen (all timed). */
+/* Counts a layout whose implicit ways [first, count) took far longer than
+ * the way chosen, each that was timed (at least one). */
 static void note_implicit(clt_graph *g, const double *seconds, int first,
                           int count, int chosen) {
   if (first >= count || chosen >= first || !(seconds[chosen] > 0.0)) return;
-  for (int i = first; i < count; i++)
+  int timed = 0;
+  for (int i = first; i < count; i++) {
+    if (!(seconds[i] > 0.0)) continue;
     if (!(seconds[i] > IMPLICIT_SLOW_RATIO * seconds[chosen])) return;
+    timed++;
+  }
+  if (timed == 0) return;
   clt_gemm_state *gs = clt_gemm_state_get(g->ctx);
   if (gs && ++gs->implicit_slow == IMPLICIT_SLOW_LAYOUTS)
     clt_ctx_log(g->ctx, CLT_LOG_INFO,
@@ -545,11 +550,17 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   }
   int implicit_first = count;
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
+  int group[CLT_MEASURE_MAX_WAYS] = {0};
   bool fp16 = false;
   CLT_TRY(implicit_fp16(g, &fp16));
-  for (int c = 0; c < CLT_IGEMM_CONFIGS; c++) {
+  /* The implicit ways in order of cost (the 16x64 tiles first): a first
+   * that loses by far spares the device building the others. */
+  static const int implicit_order[CLT_IGEMM_CONFIGS] = {1, 0, 2, 3, 4, 5};
+  for (int o = 0; o < CLT_IGEMM_CONFIGS; o++) {
+    int c = implicit_order[o];
     if (clt_igemm_config_fp16(c) && !fp16) continue;
     skip[count] = !implicit_timed(g);
+    group[count] = clt_igemm_config_fp16(c) ? 2 : 1;
     l.ids[count++] = WAY_IMPLICIT + c;
   }
   char shape[64], key[512];
@@ -588,7 +599,8 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
       .k = whole.k,
       .key = key,
       .flops = flops,
-      .work = {.count = count, .skip = skip, .run = run_layout,
+      .work = {.count = count, .skip = skip, .group = group,
+               .run = run_layout,
                .prepare = backward ? refill_col : NULL, .user = &l,
                .check_count = nchecks}};
   for (int i = 0; i < count; i++) ways.names[i] = names[l.ids[i]];

@@ -254,6 +254,19 @@ static clt_status reject_way(clt_context *ctx, const clt_measure_work *w,
   return CLT_OK;
 }
 
+/* A group's first way, timed at once, that runs more than this many times
+ * longer than way 0 keeps the group's other ways from running at all (as
+ * our own GEMM kernels against one GEMM). */
+#define GROUP_SLOW_RATIO 3.0
+
+/* The first way of way i's group (w->group), or -1: in none. */
+static int group_leader(const clt_measure_work *w, int i) {
+  if (!w->group || w->group[i] <= 0) return -1;
+  for (int j = 0; j < i; j++)
+    if (w->group[j] == w->group[i]) return j;
+  return i;
+}
+
 clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
                             double *seconds, bool *rejected, int *best) {
   *best = 0;
@@ -287,6 +300,14 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
                         &seconds[i], &rejected[i]);
         continue;
       }
+      /* A group's later ways are not run where its first ran far slower
+       * than way 0. */
+      int lead = group_leader(w, i);
+      if (lead >= 0 && lead != i && seconds[lead] > GROUP_SLOW_RATIO *
+                                                       seconds[0]) {
+        timing[i] = false;
+        continue;
+      }
       bool differs = false;
       st = reject_way(ctx, w, i, check_way(&ws, i, &differs), &seconds[i],
                       &rejected[i]);
@@ -299,6 +320,10 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
                     way_name(w, 0, b, sizeof b));
         rejected[i] = true;
       }
+      /* Way 0 and each group's first: a timed run at once. */
+      if (st == CLT_OK && !rejected[i] && (i == 0 || lead == i))
+        st = reject_way(ctx, w, i, time_way(ctx, w, i, &seconds[i]),
+                        &seconds[i], &rejected[i]);
     }
     if (round < 0) continue;
     *best = 0;

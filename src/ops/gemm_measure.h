@@ -43,6 +43,10 @@ typedef struct clt_measure_work {
   int count;
   const bool *skip; /* where not NULL and skip[i] (i > 0): way i is not
                        run (its time stays 0, never chosen) */
+  const int *group; /* where not NULL: ways of one group (the same number
+                       > 0) are variants of one kind; the first is timed
+                       right after its check, and where it takes more than
+                       3 times way 0's time the others are not run */
   clt_status (*run)(void *user, int way);
   clt_status (*prepare)(void *user);
   void *user;
