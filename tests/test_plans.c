@@ -523,7 +523,7 @@ END_TEST
  * gradient is rounded to fp16, where such a difference may flip the last
  * bit (2^-11 relative). */
 START_TEST(conv_implicit_fp16_agrees) {
-  clt_context *ctx = open_emulated_mma(NULL);
+  clt_context *ctx = open_emulated_mma(NULL), *suite_ctx = g_ctx;
   use_ctx(ctx);
   g_layout_mixed = true;
   const layout_case *c = &layout_cases[_i];
@@ -543,7 +543,7 @@ START_TEST(conv_implicit_fp16_agrees) {
   free(y1);
   free(g1);
   g_layout_mixed = false;
-  use_ctx(g_main);
+  use_ctx(suite_ctx); /* (g_main is set by the cache cases, after these) */
   clt_context_destroy(ctx);
 }
 END_TEST
