@@ -117,19 +117,13 @@ static void ig_multiply(float *acc, __local const uint *as,
     uint fa[IG_MT][4], fb[IG_NT][2];
 #pragma unroll
     for (int i = 0; i < IG_MT; i++) {
-      __local const uint *p =
-          as + (wm * (IG_BM / IG_WM) + i * 16 + g) * IG_LDW + ks * 8 + t;
-      fa[i][0] = p[0];
-      fa[i][1] = p[8 * IG_LDW];
-      fa[i][2] = p[4];
-      fa[i][3] = p[8 * IG_LDW + 4];
+      int row = wm * (IG_BM / IG_WM) + i * 16 + g;
+      mma_load_a(fa[i], as + row * IG_LDW + ks * 8 + t, IG_LDW);
     }
 #pragma unroll
     for (int j = 0; j < IG_NT; j++) {
-      __local const uint *p =
-          bs + (wn * (IG_BN / IG_WN) + j * 8 + g) * IG_LDW + ks * 8 + t;
-      fb[j][0] = p[0];
-      fb[j][1] = p[4];
+      int row = wn * (IG_BN / IG_WN) + j * 8 + g;
+      mma_load_b(fb[j], bs + row * IG_LDW + ks * 8 + t);
     }
 #pragma unroll
     for (int i = 0; i < IG_MT; i++)

@@ -135,19 +135,13 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
       uint fa[MMA_TM][4], fb[MMA_TN][2];
 #pragma unroll
       for (int i = 0; i < MMA_TM; i++) {
-        __local const uint *p =
-            as + (wm * (MMA_BM / MMA_WM) + i * 16 + g) * MMA_LDS + ks * 8 + t;
-        fa[i][0] = p[0];
-        fa[i][1] = p[8 * MMA_LDS];
-        fa[i][2] = p[4];
-        fa[i][3] = p[8 * MMA_LDS + 4];
+        int row = wm * (MMA_BM / MMA_WM) + i * 16 + g;
+        mma_load_a(fa[i], as + row * MMA_LDS + ks * 8 + t, MMA_LDS);
       }
 #pragma unroll
       for (int j = 0; j < MMA_TN; j++) {
-        __local const uint *p =
-            bs + (wn * (MMA_BN / MMA_WN) + j * 8 + g) * MMA_LDS + ks * 8 + t;
-        fb[j][0] = p[0];
-        fb[j][1] = p[4];
+        int row = wn * (MMA_BN / MMA_WN) + j * 8 + g;
+        mma_load_b(fb[j], bs + row * MMA_LDS + ks * 8 + t);
       }
 #pragma unroll
       for (int i = 0; i < MMA_TM; i++)

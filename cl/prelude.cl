@@ -81,4 +81,19 @@ static void mma_emulated(float *d, const uint *a, const uint *b,
 }
 #define MMA_16816(d, a, b, scratch, lane) mma_emulated(d, a, b, scratch, lane)
 #endif
+
+/* A warp's fragments from local tiles of halves, k along each row (ld
+ * words a row): lane l = 4 g + t loads the A piece whose row g word t p
+ * points at (rows g and g+8, words t and t+4) and the B piece likewise
+ * (row g, words t and t+4), as MMA_16816 takes them. */
+static void mma_load_a(uint *fa, __local const uint *p, int ld) {
+  fa[0] = p[0];
+  fa[1] = p[8 * ld];
+  fa[2] = p[4];
+  fa[3] = p[8 * ld + 4];
+}
+static void mma_load_b(uint *fb, __local const uint *p) {
+  fb[0] = p[0];
+  fb[1] = p[4];
+}
 #endif

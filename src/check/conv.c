@@ -194,26 +194,40 @@ typedef struct direct_args {
   int config; /* conv_forward_body: an implicit GEMM's (-1: direct) */
 } direct_args;
 
-/* The reference of the direct convolution: y (before bias and ReLU) in
- * double, every tap in (c, kh, kw) order as PyTorch's Conv2d sums them. */
+/* Visits every tap (n, f, oh, ow, c, kh, kw) that reads inside x: `yi`
+ * its index in y (dy), `xi` in x, `wi` in the weight. */
+#define FOR_TAPS(w, batch, F, yi, xi, wi, body)                                \
+  do {                                                                         \
+    for (int64_t n_ = 0; n_ < (batch); n_++)                                   \
+      for (int64_t f_ = 0; f_ < (F); f_++)                                     \
+        for (int64_t oh_ = 0; oh_ < (w)->OH; oh_++)                            \
+          for (int64_t ow_ = 0; ow_ < (w)->OW; ow_++) {                        \
+            int64_t yi = ((n_ * (F) + f_) * (w)->OH + oh_) * (w)->OW + ow_;    \
+            for (int64_t c_ = 0; c_ < (w)->C; c_++)                            \
+              for (int64_t kh_ = 0; kh_ < (w)->KH; kh_++)                      \
+                for (int64_t kw_ = 0; kw_ < (w)->KW; kw_++) {                  \
+                  int64_t ih_ =                                                \
+                      oh_ * (w)->stride_h - (w)->pad_h + kh_ * (w)->dil_h;     \
+                  int64_t iw_ =                                                \
+                      ow_ * (w)->stride_w - (w)->pad_w + kw_ * (w)->dil_w;     \
+                  if (ih_ < 0 || ih_ >= (w)->H || iw_ < 0 || iw_ >= (w)->W)    \
+                    continue;                                                  \
+                  int64_t xi = ((n_ * (w)->C + c_) * (w)->H + ih_) * (w)->W +  \
+                               iw_;                                            \
+                  int64_t wi = ((f_ * (w)->C + c_) * (w)->KH + kh_) *          \
+                                   (w)->KW +                                   \
+                               kw_;                                            \
+                  body                                                         \
+                }                                                              \
+          }                                                                    \
+  } while (0)
+
+/* The reference of the direct convolution: y (before bias and ReLU; zeros
+ * on entry) in double, every tap in (c, kh, kw) order as PyTorch's Conv2d
+ * sums them. */
 static void direct_reference(const clt_window *w, int64_t batch, int64_t F,
                              const float *x, const float *wt, double *y) {
-  for (int64_t n = 0; n < batch; n++)
-    for (int64_t f = 0; f < F; f++)
-      for (int64_t oh = 0; oh < w->OH; oh++)
-        for (int64_t ow = 0; ow < w->OW; ow++) {
-          double s = 0.0;
-          for (int64_t c = 0; c < w->C; c++)
-            for (int64_t kh = 0; kh < w->KH; kh++)
-              for (int64_t kw = 0; kw < w->KW; kw++) {
-                int64_t ih = oh * w->stride_h - w->pad_h + kh * w->dil_h;
-                int64_t iw = ow * w->stride_w - w->pad_w + kw * w->dil_w;
-                if (ih < 0 || ih >= w->H || iw < 0 || iw >= w->W) continue;
-                s += (double)wt[((f * w->C + c) * w->KH + kh) * w->KW + kw] *
-                     x[((n * w->C + c) * w->H + ih) * w->W + iw];
-              }
-          y[((n * F + f) * w->OH + oh) * w->OW + ow] = s;
-        }
+  FOR_TAPS(w, batch, F, yi, xi, wi, { y[yi] += (double)wt[wi] * x[xi]; });
 }
 
 /* The forward of the direct kernels (config < 0) or of an implicit GEMM
@@ -325,33 +339,6 @@ clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
   return check_run(ctx, 220, conv_forward_body, &a, max_err);
 }
 
-/* Visits every tap (n, f, oh, ow, c, kh, kw) that reads inside x: `yi`
- * its index in y (dy), `xi` in x, `wi` in the weight. */
-#define FOR_TAPS(w, batch, F, yi, xi, wi, body)                                \
-  do {                                                                         \
-    for (int64_t n_ = 0; n_ < (batch); n_++)                                   \
-      for (int64_t f_ = 0; f_ < (F); f_++)                                     \
-        for (int64_t oh_ = 0; oh_ < (w)->OH; oh_++)                            \
-          for (int64_t ow_ = 0; ow_ < (w)->OW; ow_++) {                        \
-            int64_t yi = ((n_ * (F) + f_) * (w)->OH + oh_) * (w)->OW + ow_;    \
-            for (int64_t c_ = 0; c_ < (w)->C; c_++)                            \
-              for (int64_t kh_ = 0; kh_ < (w)->KH; kh_++)                      \
-                for (int64_t kw_ = 0; kw_ < (w)->KW; kw_++) {                  \
-                  int64_t ih_ =                                                \
-                      oh_ * (w)->stride_h - (w)->pad_h + kh_ * (w)->dil_h;     \
-                  int64_t iw_ =                                                \
-                      ow_ * (w)->stride_w - (w)->pad_w + kw_ * (w)->dil_w;     \
-                  if (ih_ < 0 || ih_ >= (w)->H || iw_ < 0 || iw_ >= (w)->W)    \
-                    continue;                                                  \
-                  int64_t xi = ((n_ * (w)->C + c_) * (w)->H + ih_) * (w)->W +  \
-                               iw_;                                            \
-                  int64_t wi = ((f_ * (w)->C + c_) * (w)->KH + kh_) *          \
-                                   (w)->KW +                                   \
-                               kw_;                                            \
-                  body                                                         \
-                }                                                              \
-          }                                                                    \
-  } while (0)
 
 static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
   const implicit_args *a = arg;
