@@ -38,23 +38,35 @@ static float act_derivative(int kind, float x, float y, float alpha) {
  * scalar code (ReLU forward 4x slower). accumulate is a select, not a
  * branch, for the same reason. */
 #define ACTIVATION_KERNELS(NAME, KIND)                                        \
-  __kernel void activation_forward_##NAME(__global float *y, int y_off,      \
-                                          __global const float *x,           \
-                                          int x_off, int n, float alpha) {   \
+  ROUND16_BODY activation_forward_##NAME##_body(                              \
+      __global float *y, int y_off, __global const float *x, int x_off,       \
+      int n, float alpha, ROUND16_PARAMS, int round16) {                      \
     int i = get_global_id(0);                                                 \
     if (i >= n) return;                                                       \
-    y[y_off + i] = act_forward(KIND, x[x_off + i], alpha);                    \
+    STORE16(y, y_off, i, act_forward(KIND, x[x_off + i], alpha));             \
   }                                                                           \
-  __kernel void activation_backward_##NAME(                                   \
+  ROUND16_VARIANTS(activation_forward_##NAME,                                 \
+                   (__global float *y, int y_off, __global const float *x,    \
+                    int x_off, int n, float alpha, ROUND16_PARAMS),           \
+                   (y, y_off, x, x_off, n, alpha, h16, h16_off))              \
+  ROUND16_BODY activation_backward_##NAME##_body(                             \
       __global float *dx, int dx_off, __global const float *dy, int dy_off,   \
       __global const float *x, int x_off, __global const float *y,            \
-      int y_off, int n, float alpha, int accumulate) {                        \
+      int y_off, int n, float alpha, int accumulate, ROUND16_PARAMS,          \
+      int round16) {                                                          \
     int i = get_global_id(0);                                                 \
     if (i >= n) return;                                                       \
     float g = dy[dy_off + i] *                                                \
               act_derivative(KIND, x[x_off + i], y[y_off + i], alpha);        \
-    dx[dx_off + i] = accumulate ? dx[dx_off + i] + g : g;                     \
-  }
+    STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + g : g);              \
+  }                                                                           \
+  ROUND16_VARIANTS(activation_backward_##NAME,                                \
+                   (__global float *dx, int dx_off, __global const float *dy, \
+                    int dy_off, __global const float *x, int x_off,           \
+                    __global const float *y, int y_off, int n, float alpha,   \
+                    int accumulate, ROUND16_PARAMS),                          \
+                   (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha,     \
+                    accumulate, h16, h16_off))
 
 ACTIVATION_KERNELS(relu, ACT_RELU)
 ACTIVATION_KERNELS(leaky_relu, ACT_LEAKY)

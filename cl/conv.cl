@@ -110,11 +110,12 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
  * CNN's second convolution at batch 64: 1.2-1.7 against 1.0-1.1 ms). An
  * element gets its contributions in (kh, kw) order, as col2im_sum adds
  * them. */
-__kernel void col2im(__global float *dx, int dx_off,
-                     __global const float *dcol, int dcol_off, int batch,
-                     int C, int H, int W, int KH, int KW, int OH, int OW,
-                     int pad_h, int pad_w, int stride_h, int stride_w,
-                     int dil_h, int dil_w, int accumulate) {
+ROUND16_BODY col2im_body(__global float *dx, int dx_off,
+                         __global const float *dcol, int dcol_off, int batch,
+                         int C, int H, int W, int KH, int KW, int OH, int OW,
+                         int pad_h, int pad_w, int stride_h, int stride_w,
+                         int dil_h, int dil_w, int accumulate, ROUND16_PARAMS,
+                         int round16) {
   int i = get_global_id(0);
   if (i >= batch * C) return;
   int c = i % C, n = i / C;
@@ -143,7 +144,16 @@ __kernel void col2im(__global float *dx, int dx_off,
       }
     }
   }
+  ROUND16_RUN(plane, H * W, i * H * W);
 }
+ROUND16_VARIANTS(col2im, (__global float *dx, int dx_off,
+                  __global const float *dcol, int dcol_off, int batch, int C,
+                  int H, int W, int KH, int KW, int OH, int OW, int pad_h,
+                  int pad_w, int stride_h, int stride_w, int dil_h, int dil_w,
+                  int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, dcol, dcol_off, batch, C, H, W, KH, KW, OH, OW,
+                  pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
+                  h16, h16_off))
 
 /* The unfold laid out the other way, "rows": row [batch*OH*OW,
  * C*KH*KW], the transpose of col, row[(n*OH + oh)*OW + ow][(c*KH + kh)*KW
@@ -206,11 +216,12 @@ __kernel void im2row(__global float *row, int row_off,
  * time (for 3 wide, one vector), one at the edges with its taps checked.
  * An element gets its contributions in the order of the pixels that read
  * it (not col2im's: other rounding, no other numbers). */
-__kernel void row2im(__global float *dx, int dx_off,
-                     __global const float *drow, int drow_off, int batch,
-                     int C, int H, int W, int KH, int KW, int OH, int OW,
-                     int pad_h, int pad_w, int stride_h, int stride_w,
-                     int dil_h, int dil_w, int accumulate) {
+ROUND16_BODY row2im_body(__global float *dx, int dx_off,
+                         __global const float *drow, int drow_off, int batch,
+                         int C, int H, int W, int KH, int KW, int OH, int OW,
+                         int pad_h, int pad_w, int stride_h, int stride_w,
+                         int dil_h, int dil_w, int accumulate, ROUND16_PARAMS,
+                         int round16) {
   int i = get_global_id(0);
   if (i >= batch * C) return;
   int c = i % C, n = i / C;
@@ -241,7 +252,16 @@ __kernel void row2im(__global float *dx, int dx_off,
       }
     }
   }
+  ROUND16_RUN(plane, H * W, i * H * W);
 }
+ROUND16_VARIANTS(row2im, (__global float *dx, int dx_off,
+                  __global const float *drow, int drow_off, int batch, int C,
+                  int H, int W, int KH, int KW, int OH, int OW, int pad_h,
+                  int pad_w, int stride_h, int stride_w, int dil_h, int dil_w,
+                  int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, drow, drow_off, batch, C, H, W, KH, KW, OH, OW,
+                  pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
+                  h16, h16_off))
 
 /* The same four with one work-item per element (rows: the row layout's),
  * consecutive work-items on consecutive elements of what they write
@@ -277,12 +297,13 @@ __kernel void im2col_elems(__global float *col, int col_off,
                          : 0.0f;
 }
 
-__kernel void col2im_elems(__global float *dx, int dx_off,
-                           __global const float *dcol, int dcol_off,
-                           int batch, int C, int H, int W, int KH, int KW,
-                           int OH, int OW, int pad_h, int pad_w, int stride_h,
-                           int stride_w, int dil_h, int dil_w,
-                           int accumulate, int rows) {
+ROUND16_BODY col2im_elems_body(__global float *dx, int dx_off,
+                               __global const float *dcol, int dcol_off,
+                               int batch, int C, int H, int W, int KH, int KW,
+                               int OH, int OW, int pad_h, int pad_w,
+                               int stride_h, int stride_w, int dil_h, int dil_w,
+                               int accumulate, int rows, ROUND16_PARAMS,
+                               int round16) {
   int i = get_global_id(0);
   if (i >= batch * C * H * W) return;
   int iw = i % W;
@@ -292,8 +313,16 @@ __kernel void col2im_elems(__global float *dx, int dx_off,
   float sum = col2im_sum(dcol + dcol_off, batch, n, c, ih, iw, C, KH, KW, OH,
                          OW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
                          rows);
-  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+  STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + sum : sum);
 }
+ROUND16_VARIANTS(col2im_elems, (__global float *dx, int dx_off,
+                  __global const float *dcol, int dcol_off, int batch, int C,
+                  int H, int W, int KH, int KW, int OH, int OW, int pad_h,
+                  int pad_w, int stride_h, int stride_w, int dil_h, int dil_w,
+                  int accumulate, int rows, ROUND16_PARAMS),
+                 (dx, dx_off, dcol, dcol_off, batch, C, H, W, KH, KW, OH, OW,
+                  pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
+                  rows, h16, h16_off))
 
 /* y[b][a][s] = x[a][b][s] (+ bias[a]): between the GEMM's [channels,
  * batch, spatial] and NCHW's [batch, channels, spatial], either way. One
@@ -301,11 +330,12 @@ __kernel void col2im_elems(__global float *dx, int dx_off,
  * to what is written (the forward), 2 multiplies by mask > 0, mask laid
  * out as x (the backward: the gradient through it, mask its output); the
  * same arithmetic as cl/activation.cl's, so the same bits. */
-__kernel void swap_axes01(__global float *y, int y_off,
-                          __global const float *x, int x_off,
-                          __global const float *bias, int bias_off,
-                          __global const float *mask, int mask_off, int A,
-                          int B, int S, int has_bias, int relu) {
+ROUND16_BODY swap_axes01_body(__global float *y, int y_off,
+                              __global const float *x, int x_off,
+                              __global const float *bias, int bias_off,
+                              __global const float *mask, int mask_off, int A,
+                              int B, int S, int has_bias, int relu,
+                              ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= A * B) return;
   int a = i / B, b = i % B;
@@ -324,7 +354,15 @@ __kernel void swap_axes01(__global float *y, int y_off,
   } else {
     for (int s = 0; s < S; s++) out[s] = in[s] + add;
   }
+  ROUND16_RUN(out, S, (b * A + a) * S);
 }
+ROUND16_VARIANTS(swap_axes01, (__global float *y, int y_off,
+                  __global const float *x, int x_off,
+                  __global const float *bias, int bias_off,
+                  __global const float *mask, int mask_off, int A, int B, int S,
+                  int has_bias, int relu, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, bias, bias_off, mask, mask_off, A, B, S,
+                  has_bias, relu, h16, h16_off))
 
 /* y[n][p][c] = x[n][c][p]: NCHW to NHWC, [N, C, P] to [N, P, C] (the
  * "rows" backward's dy, nn/conv2d.c). relu_grad: the gradient through a
@@ -460,15 +498,15 @@ static float direct_col(__global const float *xn, __global const float *wf,
 
 /* y[n][f][:][:] for work-item n*F + f: the inner columns in blocks, the
  * rest column by column. */
-__kernel void conv_direct_forward(__global float *y, int y_off,
-                                  __global const float *x, int x_off,
-                                  __global const float *wt, int wt_off,
-                                  __global const float *bias, int bias_off,
-                                  int batch, int F, int C, int H, int W,
-                                  int KH, int KW, int OH, int OW, int pad_h,
-                                  int pad_w, int stride_h, int stride_w,
-                                  int dil_h, int dil_w, int has_bias,
-                                  int relu) {
+ROUND16_BODY conv_direct_forward_body(__global float *y, int y_off,
+                                      __global const float *x, int x_off,
+                                      __global const float *wt, int wt_off,
+                                      __global const float *bias, int bias_off,
+                                      int batch, int F, int C, int H, int W,
+                                      int KH, int KW, int OH, int OW, int pad_h,
+                                      int pad_w, int stride_h, int stride_w,
+                                      int dil_h, int dil_w, int has_bias,
+                                      int relu, ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= batch * F) return;
   int f = i % F, n = i / F;
@@ -494,15 +532,25 @@ __kernel void conv_direct_forward(__global float *y, int y_off,
       out[ow] = relu && !(s > 0.0f) ? 0.0f : s;
     }
   }
+  ROUND16_RUN(y + y_off + i * OH * OW, OH * OW, i * OH * OW);
 }
+ROUND16_VARIANTS(conv_direct_forward, (__global float *y, int y_off,
+                  __global const float *x, int x_off, __global const float *wt,
+                  int wt_off, __global const float *bias, int bias_off,
+                  int batch, int F, int C, int H, int W, int KH, int KW, int OH,
+                  int OW, int pad_h, int pad_w, int stride_h, int stride_w,
+                  int dil_h, int dil_w, int has_bias, int relu, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, wt, wt_off, bias, bias_off, batch, F, C,
+                  H, W, KH, KW, OH, OW, pad_h, pad_w, stride_h, stride_w, dil_h,
+                  dil_w, has_bias, relu, h16, h16_off))
 
 /* The same, a work-item per element: global (OW, OH, batch*F). */
-__kernel void conv_direct_forward_elems(
+ROUND16_BODY conv_direct_forward_elems_body(
     __global float *y, int y_off, __global const float *x, int x_off,
     __global const float *wt, int wt_off, __global const float *bias,
-    int bias_off, int batch, int F, int C, int H, int W, int KH, int KW,
-    int OH, int OW, int pad_h, int pad_w, int stride_h, int stride_w,
-    int dil_h, int dil_w, int has_bias, int relu) {
+    int bias_off, int batch, int F, int C, int H, int W, int KH, int KW, int OH,
+    int OW, int pad_h, int pad_w, int stride_h, int stride_w, int dil_h,
+    int dil_w, int has_bias, int relu, ROUND16_PARAMS, int round16) {
   int ow = get_global_id(0), oh = get_global_id(1), nf = get_global_id(2);
   if (ow >= OW || oh >= OH || nf >= batch * F) return;
   int f = nf % F, n = nf / F;
@@ -510,8 +558,17 @@ __kernel void conv_direct_forward_elems(
                        wt + wt_off + f * C * KH * KW, oh, ow, C, H, W, KH,
                        KW, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
   s += has_bias ? bias[bias_off + f] : 0.0f;
-  y[y_off + (nf * OH + oh) * OW + ow] = relu && !(s > 0.0f) ? 0.0f : s;
+  STORE16(y, y_off, (nf * OH + oh) * OW + ow, relu && !(s > 0.0f) ? 0.0f : s);
 }
+ROUND16_VARIANTS(conv_direct_forward_elems, (__global float *y, int y_off,
+                  __global const float *x, int x_off, __global const float *wt,
+                  int wt_off, __global const float *bias, int bias_off,
+                  int batch, int F, int C, int H, int W, int KH, int KW, int OH,
+                  int OW, int pad_h, int pad_w, int stride_h, int stride_w,
+                  int dil_h, int dil_w, int has_bias, int relu, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, wt, wt_off, bias, bias_off, batch, F, C,
+                  H, W, KH, KW, OH, OW, pad_h, pad_w, stride_h, stride_w, dil_h,
+                  dil_w, has_bias, relu, h16, h16_off))
 
 /* The direct convolution's weight and bias gradients, as partial sums
  * over the output rows r = n*OH + oh, in chunks of rows_per_chunk (the

@@ -2,44 +2,59 @@
  * offset of its tensor; `accumulate` adds into the output instead of
  * overwriting it (gradients that flow in from several consumers). */
 
-__kernel void add_f32(__global float *out, int out_off,
-                      __global const float *a, int a_off,
-                      __global const float *b, int b_off, int n,
-                      int accumulate) {
+ROUND16_BODY add_f32_body(__global float *out, int out_off,
+                          __global const float *a, int a_off,
+                          __global const float *b, int b_off, int n,
+                          int accumulate, ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= n) return;
   float v = a[a_off + i] + b[b_off + i];
-  out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+  STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
 }
+ROUND16_VARIANTS(add_f32, (__global float *out, int out_off,
+                  __global const float *a, int a_off, __global const float *b,
+                  int b_off, int n, int accumulate, ROUND16_PARAMS),
+                 (out, out_off, a, a_off, b, b_off, n, accumulate, h16,
+                  h16_off))
 
 /* out = alpha * x (+ out when accumulating). */
-__kernel void scale_f32(__global float *out, int out_off,
-                        __global const float *x, int x_off, int n, float alpha,
-                        int accumulate) {
+ROUND16_BODY scale_f32_body(__global float *out, int out_off,
+                            __global const float *x, int x_off, int n,
+                            float alpha, int accumulate, ROUND16_PARAMS,
+                            int round16) {
   int i = get_global_id(0);
   if (i >= n) return;
   float v = alpha * x[x_off + i];
-  out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+  STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
 }
+ROUND16_VARIANTS(scale_f32, (__global float *out, int out_off,
+                  __global const float *x, int x_off, int n, float alpha,
+                  int accumulate, ROUND16_PARAMS),
+                 (out, out_off, x, x_off, n, alpha, accumulate, h16, h16_off))
 
 /* y[row, col] += bias[col] for a [rows, cols] matrix, in place. */
-__kernel void bias_add_rows(__global float *y, int y_off,
-                            __global const float *bias, int b_off, int rows,
-                            int cols, int relu) {
+ROUND16_BODY bias_add_rows_body(__global float *y, int y_off,
+                                __global const float *bias, int b_off, int rows,
+                                int cols, int relu, ROUND16_PARAMS,
+                                int round16) {
   int i = get_global_id(0);
   if (i >= rows * cols) return;
   float v = y[y_off + i] + bias[b_off + i % cols];
   /* relu: a fused ReLU after the bias (nn/dense.c), a select. */
-  y[y_off + i] = relu && !(v > 0.0f) ? 0.0f : v;
+  STORE16(y, y_off, i, relu && !(v > 0.0f) ? 0.0f : v);
 }
+ROUND16_VARIANTS(bias_add_rows, (__global float *y, int y_off,
+                  __global const float *bias, int b_off, int rows, int cols,
+                  int relu, ROUND16_PARAMS),
+                 (y, y_off, bias, b_off, rows, cols, relu, h16, h16_off))
 
 /* y[n, c, s] += bias[c] for NCHW data, then a fused ReLU where relu; one
  * work-item per (n, c) plane, looping over its contiguous spatial
  * elements. */
-__kernel void bias_add_channels(__global float *y, int y_off,
-                                __global const float *bias, int b_off,
-                                int channels, int spatial, int planes,
-                                int relu) {
+ROUND16_BODY bias_add_channels_body(__global float *y, int y_off,
+                                    __global const float *bias, int b_off,
+                                    int channels, int spatial, int planes,
+                                    int relu, ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= planes) return;
   float b = bias[b_off + i % channels];
@@ -52,7 +67,13 @@ __kernel void bias_add_channels(__global float *y, int y_off,
   } else {
     for (int s = 0; s < spatial; s++) plane[s] += b;
   }
+  ROUND16_RUN(plane, spatial, i * spatial);
 }
+ROUND16_VARIANTS(bias_add_channels, (__global float *y, int y_off,
+                  __global const float *bias, int b_off, int channels,
+                  int spatial, int planes, int relu, ROUND16_PARAMS),
+                 (y, y_off, bias, b_off, channels, spatial, planes, relu, h16,
+                  h16_off))
 
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]
  * (concatenation); with `backward` the other way round, y's slice into x

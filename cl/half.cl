@@ -33,40 +33,12 @@ __kernel void unscale_check_f32(__global float *g, int g_off, int n,
   g[g_off + i] = v * inv_scale;
 }
 
-/* Mixed precision's fp16 values kept in fp32 buffers (graph.c): x rounded
- * to the nearest half, ties to even, as vstore_half_rte then vload_half
- * would give, with no half buffer (a private half is not OpenCL C 1.2
- * without cl_khr_fp16). In the halves' normal range, the float's mantissa
- * keeps its top 10 bits, rounded to nearest even on the 13 dropped (a carry
- * moves into the exponent, as it should); below 2^-14 the halves are
- * multiples of 2^-24, and scaling by a power of two is exact; from 65520
- * on, a half overflows to infinity. Integer steps: libm's ilogb and ldexp
- * cost a CPU device a quarter of a mixed-precision step. */
-static float round_to_half(float v) {
-  uint u = as_uint(v), a = u & 0x7fffffffu, sign = u & 0x80000000u;
-  if (a >= 0x7f800000u) return v; /* infinity, NaN */
-  if (a >= 0x477ff000u) return as_float(sign | 0x7f800000u);
-  if (a >= 0x38800000u) {
-    a += 0xfffu + ((a >> 13) & 1u);
-    return as_float(sign | (a & ~0x1fffu));
-  }
-  return rint(v * 0x1p24f) * 0x1p-24f;
-}
-
+/* round_to_half and half_bits: cl/prelude.cl (the layers' kernels round
+ * what they write with them too). */
 __kernel void round_f16(__global float *y, int y_off,
                         __global const float *x, int x_off, int n) {
   int i = get_global_id(0);
   if (i < n) y[y_off + i] = round_to_half(x[x_off + i]);
-}
-
-/* The bits of r as a half, r being one already (round_to_half's result):
- * integer steps too (vstore_half_rte is slow on CPU devices). */
-static ushort half_bits(float r) {
-  uint u = as_uint(r), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
-  if (a > 0x7f800000u) return (ushort)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a == 0x7f800000u) return (ushort)(sign | 0x7c00u);
-  if (a >= 0x38800000u) return (ushort)(sign | ((a - 0x38000000u) >> 13));
-  return (ushort)(sign | (uint)(as_float(a) * 0x1p24f));
 }
 
 /* The same rounding of an output in place, saving it in fp16 too (the

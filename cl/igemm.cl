@@ -213,7 +213,8 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
           __global const float *w, int w_off, __global const float *bias,
           int bias_off, int has_bias, int relu, int batch, int F, int C,
           int H, int W, int KH, int KW, int OH, int OW, int pad_h, int pad_w,
-          int stride_h, int stride_w, int dil_h, int dil_w) {
+          int stride_h, int stride_w, int dil_h, int dil_w, ROUND16_PARAMS,
+          int round16) {
   IG_LOCALS;
   __local int4 rows[IG_BK];
   int lid = get_local_id(0);
@@ -276,7 +277,7 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
     float v = acc[q];
     if (has_bias) v += bias[bias_off + m];
     if (relu) v = v > 0.0f ? v : 0.0f;
-    y[y_off + (cb * M + m) * OHW + cp] = v;
+    STORE16(y, y_off, (cb * M + m) * OHW + cp, v);
   }
 }
 
@@ -296,7 +297,7 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
          int dy_off, __global const float *w, int w_off, int accumulate,
          int batch, int F, int C, int H, int W, int KH, int KW, int OH,
          int OW, int pad_h, int pad_w, int stride_h, int stride_w, int dil_h,
-         int dil_w) {
+         int dil_w, ROUND16_PARAMS, int round16) {
   IG_LOCALS;
   __local int4 rows[IG_BK];
   int lid = get_local_id(0);
@@ -362,8 +363,8 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
     col += n0;
     if (m >= M || col >= N) continue;
     int cb = col / HW, cp = col - cb * HW;
-    __global float *out = dx + dx_off + (cb * M + m) * HW + cp;
-    *out = accumulate ? *out + acc[q] : acc[q];
+    int at = (cb * M + m) * HW + cp;
+    STORE16(dx, dx_off, at, accumulate ? dx[dx_off + at] + acc[q] : acc[q]);
   }
 }
 

@@ -78,19 +78,30 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
 }
 
 /* Work-item (s, p): position s of plane p = n * C + c. */
-__kernel void bn_apply(__global float *y, int y_off,
-                       __global const float *x, int x_off,
-                       __global const float *mean, int mean_off,
-                       __global const float *var, int var_off,
-                       __global const float *gamma, int gamma_off,
-                       __global const float *beta, int beta_off, int N, int C,
-                       int HW, float eps) {
+ROUND16_BODY bn_apply_body(__global float *y, int y_off,
+                           __global const float *x, int x_off,
+                           __global const float *mean, int mean_off,
+                           __global const float *var, int var_off,
+                           __global const float *gamma, int gamma_off,
+                           __global const float *beta, int beta_off, int N,
+                           int C, int HW, float eps, ROUND16_PARAMS,
+                           int round16) {
   int s = get_global_id(0), p = get_global_id(1);
   if (s >= HW || p >= N * C) return;
   int c = p % C, i = p * HW + s;
   float k = rsqrt(var[var_off + c] + eps) * gamma[gamma_off + c];
-  y[y_off + i] = (x[x_off + i] - mean[mean_off + c]) * k + beta[beta_off + c];
+  STORE16(y, y_off, i,
+          (x[x_off + i] - mean[mean_off + c]) * k + beta[beta_off + c]);
 }
+ROUND16_VARIANTS(bn_apply, (__global float *y, int y_off,
+                  __global const float *x, int x_off,
+                  __global const float *mean, int mean_off,
+                  __global const float *var, int var_off,
+                  __global const float *gamma, int gamma_off,
+                  __global const float *beta, int beta_off, int N, int C,
+                  int HW, float eps, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
+                  gamma_off, beta, beta_off, N, C, HW, eps, h16, h16_off))
 
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
@@ -134,16 +145,17 @@ __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
 
 /* Training mode: dx = gamma inv / M (M dy - dbeta - xhat dgamma).
  * Evaluation mode (batch statistics not used): dx = gamma inv dy. */
-__kernel void bn_backward_apply(__global float *dx, int dx_off,
-                                __global const float *dy, int dy_off,
-                                __global const float *x, int x_off,
-                                __global const float *mean, int mean_off,
-                                __global const float *var, int var_off,
-                                __global const float *gamma, int gamma_off,
-                                __global const float *dgamma, int dgamma_off,
-                                __global const float *dbeta, int dbeta_off,
-                                int N, int C, int HW, float eps, int training,
-                                int accumulate) {
+ROUND16_BODY bn_backward_apply_body(__global float *dx, int dx_off,
+                                    __global const float *dy, int dy_off,
+                                    __global const float *x, int x_off,
+                                    __global const float *mean, int mean_off,
+                                    __global const float *var, int var_off,
+                                    __global const float *gamma, int gamma_off,
+                                    __global const float *dgamma,
+                                    int dgamma_off, __global const float *dbeta,
+                                    int dbeta_off, int N, int C, int HW,
+                                    float eps, int training, int accumulate,
+                                    ROUND16_PARAMS, int round16) {
   int s = get_global_id(0), p = get_global_id(1);
   if (s >= HW || p >= N * C) return;
   int c = p % C, i = p * HW + s;
@@ -157,8 +169,20 @@ __kernel void bn_backward_apply(__global float *dx, int dx_off,
                            (M * d - dbeta[dbeta_off + c] -
                             xhat * dgamma[dgamma_off + c])
                      : k * d;
-  dx[dx_off + i] = accumulate ? dx[dx_off + i] + g : g;
+  STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + g : g);
 }
+ROUND16_VARIANTS(bn_backward_apply, (__global float *dx, int dx_off,
+                  __global const float *dy, int dy_off, __global const float *x,
+                  int x_off, __global const float *mean, int mean_off,
+                  __global const float *var, int var_off,
+                  __global const float *gamma, int gamma_off,
+                  __global const float *dgamma, int dgamma_off,
+                  __global const float *dbeta, int dbeta_off, int N, int C,
+                  int HW, float eps, int training, int accumulate,
+                  ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, x, x_off, mean, mean_off, var,
+                  var_off, gamma, gamma_off, dgamma, dgamma_off, dbeta,
+                  dbeta_off, N, C, HW, eps, training, accumulate, h16, h16_off))
 
 /* The split reductions (a way measured against the kernels above, which
  * run one group per channel: on a GPU a ResNet's 16 channels kept 16 of

@@ -35,12 +35,13 @@ static float window_max(__global const float *plane, int H, int W, int oh,
  * faster on POCL than updating y and arg in place). The same order and
  * comparison as window_max, which does the windows at the padded edges. */
 #define MAXPOOL_RUN 16
-__kernel void maxpool_forward(__global float *y, int y_off,
-                              __global int *arg, int arg_off,
-                              __global const float *x, int x_off, int planes,
-                              int H, int W, int OH, int OW, int KH, int KW,
-                              int pad_h, int pad_w, int stride_h,
-                              int stride_w) {
+ROUND16_BODY maxpool_forward_body(__global float *y, int y_off,
+                                  __global int *arg, int arg_off,
+                                  __global const float *x, int x_off,
+                                  int planes, int H, int W, int OH, int OW,
+                                  int KH, int KW, int pad_h, int pad_w,
+                                  int stride_h, int stride_w, ROUND16_PARAMS,
+                                  int round16) {
   int i = get_global_id(0);
   if (i >= planes * OH) return;
   int oh = i % OH, p = i / OH;
@@ -87,7 +88,15 @@ __kernel void maxpool_forward(__global float *y, int y_off,
       ar[o0 + j] = at[j];
     }
   }
+  ROUND16_RUN(yr, OW, i * OW);
 }
+ROUND16_VARIANTS(maxpool_forward, (__global float *y, int y_off,
+                  __global int *arg, int arg_off, __global const float *x,
+                  int x_off, int planes, int H, int W, int OH, int OW, int KH,
+                  int KW, int pad_h, int pad_w, int stride_h, int stride_w,
+                  ROUND16_PARAMS),
+                 (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW, KH,
+                  KW, pad_h, pad_w, stride_h, stride_w, h16, h16_off))
 
 static int first_window(int i, int pad, int k, int stride) {
   int t = i + pad - k + 1; /* smallest o with o*stride + k - 1 >= i + pad */
@@ -111,24 +120,33 @@ static float maxpool_gather(__global const float *dy, __global const int *arg,
   return sum;
 }
 
-__kernel void maxpool_backward(__global float *dx, int dx_off,
-                               __global const float *dy, int dy_off,
-                               __global const int *arg, int arg_off,
-                               int planes, int H, int W, int OH, int OW,
-                               int KH, int KW, int pad_h, int pad_w,
-                               int stride_h, int stride_w, int accumulate) {
+ROUND16_BODY maxpool_backward_body(__global float *dx, int dx_off,
+                                   __global const float *dy, int dy_off,
+                                   __global const int *arg, int arg_off,
+                                   int planes, int H, int W, int OH, int OW,
+                                   int KH, int KW, int pad_h, int pad_w,
+                                   int stride_h, int stride_w, int accumulate,
+                                   ROUND16_PARAMS, int round16) {
   /* One work-item per input row (p, ih), gathering from the windows that
    * cover each element. */
   int i = get_global_id(0);
   if (i >= planes * H) return;
   int ih = i % H, p = i / H;
-  __global float *out = dx + dx_off + i * W;
   for (int iw = 0; iw < W; iw++) {
     float sum = maxpool_gather(dy + dy_off, arg + arg_off, p, ih, iw, W, OH,
                                OW, KH, KW, pad_h, pad_w, stride_h, stride_w);
-    out[iw] = accumulate ? out[iw] + sum : sum;
+    int at = i * W + iw;
+    STORE16(dx, dx_off, at, accumulate ? dx[dx_off + at] + sum : sum);
   }
 }
+ROUND16_VARIANTS(maxpool_backward, (__global float *dx, int dx_off,
+                  __global const float *dy, int dy_off,
+                  __global const int *arg, int arg_off, int planes, int H,
+                  int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
+                  int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
+                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, h16,
+                  h16_off))
 
 /* Backward of max pooling with windows that do not overlap (stride >=
  * kernel): every input element lies in at most one window, so each output
@@ -138,12 +156,11 @@ __kernel void maxpool_backward(__global float *dx, int dx_off,
  * the rows above and the last those below: every row once, and every
  * element its windows scatter into lies in its own rows, so nothing else
  * needs dx cleared beforehand. */
-__kernel void maxpool_backward_scatter(__global float *dx, int dx_off,
-                                       __global const float *dy, int dy_off,
-                                       __global const int *arg, int arg_off,
-                                       int planes, int H, int W, int OH,
-                                       int OW, int pad_h, int stride_h,
-                                       int accumulate) {
+ROUND16_BODY maxpool_backward_scatter_body(
+    __global float *dx, int dx_off, __global const float *dy, int dy_off,
+    __global const int *arg, int arg_off, int planes, int H, int W, int OH,
+    int OW, int pad_h, int stride_h, int accumulate, ROUND16_PARAMS,
+    int round16) {
   int i = get_global_id(0);
   if (i >= planes * OH) return;
   int p = i / OH, oh = i % OH;
@@ -153,58 +170,91 @@ __kernel void maxpool_backward_scatter(__global float *dx, int dx_off,
     int r1 = oh == OH - 1 ? H : min(H, (oh + 1) * stride_h - pad_h);
     for (int e = r0 * W; e < r1 * W; e++) plane[e] = 0.0f;
   }
+  /* Rounding (mode 1 and not accumulating only: ops/pool.c) rounds the
+   * one gradient each element gets; the zeros are halves already. */
   for (int ow = 0; ow < OW; ow++) {
     int at = arg[arg_off + i * OW + ow];
-    if (at >= 0) plane[at] += dy[dy_off + i * OW + ow];
+    if (at >= 0)
+      store16(plane + at, plane[at] + dy[dy_off + i * OW + ow],
+              h16 + h16_off + p * H * W + at, round16);
   }
 }
+ROUND16_VARIANTS(maxpool_backward_scatter, (__global float *dx, int dx_off,
+                  __global const float *dy, int dy_off,
+                  __global const int *arg, int arg_off, int planes, int H,
+                  int W, int OH, int OW, int pad_h, int stride_h,
+                  int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
+                  pad_h, stride_h, accumulate, h16, h16_off))
 
 /* The three max-pooling kernels above with one work-item per element
  * written (consecutive work-items on consecutive elements: coalesced on a
  * GPU); the layer measures both layouts (nn/pool.c). */
-__kernel void maxpool_forward_elems(__global float *y, int y_off,
-                                    __global int *arg, int arg_off,
-                                    __global const float *x, int x_off,
-                                    int planes, int H, int W, int OH, int OW,
-                                    int KH, int KW, int pad_h, int pad_w,
-                                    int stride_h, int stride_w) {
+ROUND16_BODY maxpool_forward_elems_body(__global float *y, int y_off,
+                                        __global int *arg, int arg_off,
+                                        __global const float *x, int x_off,
+                                        int planes, int H, int W, int OH,
+                                        int OW, int KH, int KW, int pad_h,
+                                        int pad_w, int stride_h, int stride_w,
+                                        ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= planes * OH * OW) return;
   int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
   __global const float *plane = x + x_off + p * H * W;
   int best_at;
-  y[y_off + i] = window_max(plane, H, W, oh, ow, KH, KW, pad_h, pad_w,
-                            stride_h, stride_w, &best_at);
+  STORE16(y, y_off, i,
+          window_max(plane, H, W, oh, ow, KH, KW, pad_h, pad_w, stride_h,
+                     stride_w, &best_at));
   arg[arg_off + i] = best_at;
 }
+ROUND16_VARIANTS(maxpool_forward_elems, (__global float *y, int y_off,
+                  __global int *arg, int arg_off, __global const float *x,
+                  int x_off, int planes, int H, int W, int OH, int OW, int KH,
+                  int KW, int pad_h, int pad_w, int stride_h, int stride_w,
+                  ROUND16_PARAMS),
+                 (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW, KH,
+                  KW, pad_h, pad_w, stride_h, stride_w, h16, h16_off))
 
-__kernel void maxpool_backward_elems(__global float *dx, int dx_off,
-                                     __global const float *dy, int dy_off,
-                                     __global const int *arg, int arg_off,
-                                     int planes, int H, int W, int OH, int OW,
-                                     int KH, int KW, int pad_h, int pad_w,
-                                     int stride_h, int stride_w,
-                                     int accumulate) {
+ROUND16_BODY maxpool_backward_elems_body(
+    __global float *dx, int dx_off, __global const float *dy, int dy_off,
+    __global const int *arg, int arg_off, int planes, int H, int W, int OH,
+    int OW, int KH, int KW, int pad_h, int pad_w, int stride_h, int stride_w,
+    int accumulate, ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= planes * H * W) return;
   int iw = i % W, ih = (i / W) % H, p = i / (W * H);
   float sum = maxpool_gather(dy + dy_off, arg + arg_off, p, ih, iw, W, OH,
                              OW, KH, KW, pad_h, pad_w, stride_h, stride_w);
-  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+  STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + sum : sum);
 }
+ROUND16_VARIANTS(maxpool_backward_elems, (__global float *dx, int dx_off,
+                  __global const float *dy, int dy_off,
+                  __global const int *arg, int arg_off, int planes, int H,
+                  int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
+                  int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
+                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, h16,
+                  h16_off))
 
-__kernel void maxpool_backward_scatter_elems(__global float *dx, int dx_off,
-                                             __global const float *dy,
-                                             int dy_off,
-                                             __global const int *arg,
-                                             int arg_off, int planes, int H,
-                                             int W, int OH, int OW) {
+ROUND16_BODY maxpool_backward_scatter_elems_body(
+    __global float *dx, int dx_off, __global const float *dy, int dy_off,
+    __global const int *arg, int arg_off, int planes, int H, int W, int OH,
+    int OW, ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= planes * OH * OW) return;
   int p = i / (OH * OW);
   int at = arg[arg_off + i];
-  if (at >= 0) dx[dx_off + p * H * W + at] += dy[dy_off + i];
+  if (at >= 0) {
+    at += p * H * W;
+    STORE16(dx, dx_off, at, dx[dx_off + at] + dy[dy_off + i]);
+  }
 }
+ROUND16_VARIANTS(maxpool_backward_scatter_elems, (__global float *dx,
+                  int dx_off, __global const float *dy, int dy_off,
+                  __global const int *arg, int arg_off, int planes, int H,
+                  int W, int OH, int OW, ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
+                  h16, h16_off))
 
 /* Average pooling; the divisor counts padding (PyTorch's default,
  * count_include_pad=True) but not what lies past the padded edge. */
@@ -215,11 +265,12 @@ static int avg_divisor(int oh, int ow, int H, int W, int KH, int KW,
   return (h1 - h0) * (w1 - w0);
 }
 
-__kernel void avgpool_forward(__global float *y, int y_off,
-                              __global const float *x, int x_off, int planes,
-                              int H, int W, int OH, int OW, int KH, int KW,
-                              int pad_h, int pad_w, int stride_h,
-                              int stride_w) {
+ROUND16_BODY avgpool_forward_body(__global float *y, int y_off,
+                                  __global const float *x, int x_off,
+                                  int planes, int H, int W, int OH, int OW,
+                                  int KH, int KW, int pad_h, int pad_w,
+                                  int stride_h, int stride_w, ROUND16_PARAMS,
+                                  int round16) {
   int i = get_global_id(0);
   if (i >= planes * OH * OW) return;
   int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
@@ -232,15 +283,23 @@ __kernel void avgpool_forward(__global float *y, int y_off,
       if (iw >= 0 && iw < W) sum += x[x_off + (p * H + ih) * W + iw];
     }
   }
-  y[y_off + i] = sum / (float)avg_divisor(oh, ow, H, W, KH, KW, pad_h, pad_w,
-                                          stride_h, stride_w);
+  STORE16(y, y_off, i,
+          sum / (float)avg_divisor(oh, ow, H, W, KH, KW, pad_h, pad_w,
+                                   stride_h, stride_w));
 }
+ROUND16_VARIANTS(avgpool_forward, (__global float *y, int y_off,
+                  __global const float *x, int x_off, int planes, int H, int W,
+                  int OH, int OW, int KH, int KW, int pad_h, int pad_w,
+                  int stride_h, int stride_w, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, planes, H, W, OH, OW, KH, KW, pad_h,
+                  pad_w, stride_h, stride_w, h16, h16_off))
 
-__kernel void avgpool_backward(__global float *dx, int dx_off,
-                               __global const float *dy, int dy_off,
-                               int planes, int H, int W, int OH, int OW,
-                               int KH, int KW, int pad_h, int pad_w,
-                               int stride_h, int stride_w, int accumulate) {
+ROUND16_BODY avgpool_backward_body(__global float *dx, int dx_off,
+                                   __global const float *dy, int dy_off,
+                                   int planes, int H, int W, int OH, int OW,
+                                   int KH, int KW, int pad_h, int pad_w,
+                                   int stride_h, int stride_w, int accumulate,
+                                   ROUND16_PARAMS, int round16) {
   int i = get_global_id(0);
   if (i >= planes * H * W) return;
   int iw = i % W, ih = (i / W) % H, p = i / (W * H);
@@ -252,5 +311,11 @@ __kernel void avgpool_backward(__global float *dx, int dx_off,
       sum += dy[dy_off + (p * OH + oh) * OW + ow] /
              (float)avg_divisor(oh, ow, H, W, KH, KW, pad_h, pad_w, stride_h,
                                 stride_w);
-  dx[dx_off + i] = accumulate ? dx[dx_off + i] + sum : sum;
+  STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + sum : sum);
 }
+ROUND16_VARIANTS(avgpool_backward, (__global float *dx, int dx_off,
+                  __global const float *dy, int dy_off, int planes, int H,
+                  int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
+                  int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
+                 (dx, dx_off, dy, dy_off, planes, H, W, OH, OW, KH, KW, pad_h,
+                  pad_w, stride_h, stride_w, accumulate, h16, h16_off))

@@ -97,3 +97,85 @@ static void mma_load_b(uint *fb, __local const uint *p) {
   fb[1] = p[4];
 }
 #endif
+
+/* Mixed precision's fp16 values kept in fp32 buffers (graph.c): x rounded
+ * to the nearest half, ties to even, as vstore_half_rte then vload_half
+ * would give, with no half buffer (a private half is not OpenCL C 1.2
+ * without cl_khr_fp16). In the halves' normal range, the float's mantissa
+ * keeps its top 10 bits, rounded to nearest even on the 13 dropped (a carry
+ * moves into the exponent, as it should); below 2^-14 the halves are
+ * multiples of 2^-24, and scaling by a power of two is exact; from 65520
+ * on, a half overflows to infinity. Integer steps: libm's ilogb and ldexp
+ * cost a CPU device a quarter of a mixed-precision step. Every case is
+ * computed and one selected, no branch, so that CPU devices can vectorise
+ * across work-items. */
+static float round_to_half(float v) {
+  uint u = as_uint(v), a = u & 0x7fffffffu, sign = u & 0x80000000u;
+  uint normal = (a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu;
+  /* Below 2^-14: |v| 2^24 < 1024 rounded to an integer by adding and
+   * taking away 1.5 2^23 (round to nearest even, as rint, which POCL
+   * calls in libm one element at a time: the passes 2-4x slower). */
+  float t = (as_float(a) * 0x1p24f + 0x1.8p23f) - 0x1.8p23f;
+  uint small = as_uint(t * 0x1p-24f);
+  float r = as_float(sign | (a >= 0x38800000u ? normal : small));
+  r = a >= 0x477ff000u ? as_float(sign | 0x7f800000u) : r;
+  return a >= 0x7f800000u ? v : r; /* infinity, NaN */
+}
+
+/* The bits of r as a half, r being one already (round_to_half's result):
+ * integer steps and selects too (vstore_half_rte is slow on CPU
+ * devices); the subnormals' scaling capped so that no case converts an
+ * out-of-range float. */
+static ushort half_bits(float r) {
+  uint u = as_uint(r), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+  uint small = (uint)(fmin(as_float(a), 0x1p-14f) * 0x1p24f);
+  uint h = a >= 0x38800000u ? (a - 0x38000000u) >> 13 : small;
+  h = a == 0x7f800000u ? 0x7c00u : h;
+  h = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : h;
+  return (ushort)(sign | h);
+}
+
+/* The last store of a layer's output or of a gradient under mixed
+ * precision (graph.c's clt_graph_out_round and clt_graph_grad_round):
+ * the kernels that write one take ROUND16_PARAMS after their other
+ * arguments and store through STORE16 with round16: 0 stores v as it is
+ * (fp32, or the graph rounds afterwards); 1 stores v rounded to the
+ * nearest half; 2 also writes the half's bits into h16 (the fp16 copy
+ * kept for the backward pass, element for element). The same numbers as
+ * a separate round_f16 or round_save_f16 pass, one pass over memory
+ * fewer.
+ *
+ * round16 is a constant in each kernel: ROUND16_VARIANTS(NAME, (params),
+ * (arguments)) makes the kernels NAME, NAME_r16 and NAME_s16 (modes 0, 1,
+ * 2; the host adds the mode to NAME's id), each calling NAME_body, a
+ * ROUND16_BODY function taking the kernel's parameters and round16. A
+ * mode passed at run time left POCL's work-item loops scalar (batch
+ * norm's apply 1.4x slower in fp32, every fused kernel slower than the
+ * separate passes in mixed precision). */
+#define ROUND16_PARAMS __global ushort *h16, int h16_off
+#define ROUND16_BODY static inline __attribute__((always_inline)) void
+#define ROUND16_UNPACK(...) __VA_ARGS__
+#define ROUND16_VARIANTS(NAME, PARAMS, ARGS)                                   \
+  __kernel void NAME PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 0); }           \
+  __kernel void NAME##_r16 PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 1); }     \
+  __kernel void NAME##_s16 PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 2); }
+#define STORE16(y, y_off, i, v)                                                \
+  store16((y) + (y_off) + (i), (v), h16 + h16_off + (i), round16)
+static void store16(__global float *y, float v, __global ushort *h,
+                    int mode) {
+  if (mode) {
+    v = round_to_half(v);
+    if (mode == 2) *h = half_bits(v);
+  }
+  *y = v;
+}
+/* The same over the n elements from y (from h in the copy) that a
+ * work-item owns, once it has written them all (the kernels that add
+ * into what they write, or store vectors): in its cache still. */
+#define ROUND16_RUN(y, n, at)                                                  \
+  round16_run((y), (n), h16 + h16_off + (at), round16)
+static void round16_run(__global float *y, int n, __global ushort *h,
+                        int mode) {
+  if (!mode) return;
+  for (int e = 0; e < n; e++) store16(y + e, y[e], h + e, mode);
+}

@@ -315,6 +315,107 @@ START_TEST(test_relu_fusion_trains_the_same) {
 }
 END_TEST
 
+/* Mixed precision's rounding in the layers' own kernels
+ * (clt_graph_out_round, clt_graph_grad_round): every layer type that
+ * takes it, a three-input sum, a gradient with two writers (t3's output
+ * feeds a3 and c4, so it is summed, then rounded by the graph), a
+ * dropout that is trained and evaluated. */
+#define ROUNDABLE                                                              \
+  "input shape=2x9x9\n"                                                        \
+  "conv2d name=c1 filters=4 kernel=3 padding=1 activation=relu\n"              \
+  "batchnorm name=b1\n"                                                        \
+  "leaky_relu name=l1 alpha=0.1\n"                                             \
+  "conv2d name=c2 filters=4 kernel=3 padding=1 bias=false\n"                   \
+  "sigmoid name=s2\n"                                                          \
+  "add name=a2 inputs=l1,s2,c2\n"                                              \
+  "avgpool name=p2 kernel=2 padding=1\n"                                       \
+  "conv2d name=c3 filters=4 kernel=3 padding=1\n"                              \
+  "tanh name=t3\n"                                                             \
+  "add name=a3 inputs=t3,p2\n"                                                 \
+  "conv2d name=c4 filters=4 kernel=1 input=t3\n"                               \
+  "add name=a4 inputs=a3,c4\n"                                                 \
+  "maxpool name=p4 kernel=2\n"                                                 \
+  "flatten\n"                                                                  \
+  "dense name=d1 units=12 activation=gelu\n"                                   \
+  "dropout name=dr rate=0.25\n"                                                \
+  "dense name=d2 units=8 bias=false activation=relu\n"                         \
+  "dense units=5\n"                                                            \
+  "softmax_cross_entropy\n"
+
+/* ROUNDABLE trained in mixed precision with fusion on or off, every
+ * layer's way forced to `way` (a name, or NULL: the defaults); the
+ * losses, the predictions of an evaluation after training (dropout off)
+ * and the weights into r; how many outputs and gradients the layers'
+ * kernels rounded in the last step into *outs and *grads. */
+static void train_rounding(bool fuse, const char *way, run_record *r,
+                           int *outs, int *grads) {
+  clt_plan_mode saved = g_ctx->plan_option;
+  g_ctx->plan_option = CLT_PLAN_OFF;
+  setenv("CLT_FUSE", fuse ? "1" : "0", 1);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(ROUNDABLE, &g));
+  g->test_way_name = way;
+  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  ck_assert_ok(clt_graph_compile(g, 16, 11));
+  unsetenv("CLT_FUSE");
+  g_ctx->plan_option = saved;
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_graph_set_loss_scale(g, 64.0f);
+  random_batch(g, 16, 5, false);
+  for (int s = 0; s < 4; s++) {
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    r->losses[s] = (float)m.loss;
+  }
+  *outs = *grads = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    *outs += g->nodes[i].out_rounded;
+    *grads += g->nodes[i].grad_rounded;
+  }
+  random_batch(g, 13, 6, false);
+  ck_assert_ok(clt_graph_forward(g, false));
+  int64_t outputs = 0;
+  ck_assert_ok(clt_graph_predictions(g, r->predictions[0], &outputs));
+  r->param_count = g->param_count;
+  r->params = malloc((size_t)g->param_count * sizeof(float));
+  clt_tensor p = clt_tensor_slice_1d(g->params, 0, g->param_count);
+  ck_assert_ok(clt_tensor_download(&p, r->params));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+
+/* Rounded where made or by a pass of its own: the same bits, in every
+ * convolution layout (_i: the defaults, NCHW direct's bias kernel, the
+ * direct kernels by row and by element, the implicit GEMMs) and batch
+ * norm's split reductions; with fusion on, the layers' kernels do it for
+ * most outputs and gradients, with it off for none. */
+START_TEST(test_rounding_in_kernels_trains_the_same) {
+  static const char *const ways[] = {NULL, "nchw direct", "direct",
+                                     "direct per element", "implicit 16x64",
+                                     "split 8"};
+  static run_record a, b;
+  int outs_on, grads_on, outs_off, grads_off;
+  train_rounding(true, ways[_i], &a, &outs_on, &grads_on);
+  train_rounding(false, ways[_i], &b, &outs_off, &grads_off);
+  ck_assert_mem_eq(a.losses, b.losses, 4 * sizeof(float));
+  ck_assert_mem_eq(a.predictions[0], b.predictions[0], 13 * 5 * sizeof(float));
+  ck_assert_int_eq(a.param_count, b.param_count);
+  ck_assert_mem_eq(a.params, b.params, (size_t)a.param_count * sizeof(float));
+  ck_assert_int_eq(outs_off + grads_off, 0);
+  ck_assert_msg(outs_on >= 12 && grads_on >= 8,
+                "%d outputs and %d gradients rounded in the kernels", outs_on,
+                grads_on);
+  free(a.params);
+  free(b.params);
+}
+END_TEST
+
 /* A bad CLT_FUSE is an error, not a guess. */
 START_TEST(test_fuse_env_checked) {
   clt_graph *g = NULL;
@@ -365,6 +466,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
   tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 7);
+  tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 6);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;

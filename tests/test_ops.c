@@ -128,10 +128,11 @@ START_TEST(add_lengths) {
   shape_list n = lengths_list();
   double e;
   for (int k = 0; k < n.count; k++) {
-    ck_assert_check(clt_check_add(g_ctx, n.v[k], false, &e), e, TOL_EXACT,
-                    "n=%lld", (long long)n.v[k]);
-    ck_assert_check(clt_check_add(g_ctx, n.v[k], true, &e), e, TOL_EXACT,
-                    "n=%lld accumulate", (long long)n.v[k]);
+    ck_assert_check(clt_check_add(g_ctx, n.v[k], false, k % 3, &e), e,
+                    TOL_EXACT, "n=%lld round %d", (long long)n.v[k], k % 3);
+    ck_assert_check(clt_check_add(g_ctx, n.v[k], true, (k + 1) % 3, &e), e,
+                    TOL_EXACT, "n=%lld accumulate round %d", (long long)n.v[k],
+                    (k + 1) % 3);
   }
 }
 END_TEST
@@ -199,12 +200,15 @@ START_TEST(scale_lengths) {
   double e;
   for (int k = 0; k < n.count; k++)
     for (int a = 0; a < COUNT(alphas); a++) {
-      ck_assert_check(clt_check_scale(g_ctx, n.v[k], alphas[a], false, &e), e,
-                      TOL_EXACT, "n=%lld alpha=%g", (long long)n.v[k],
-                      alphas[a]);
-      ck_assert_check(clt_check_scale(g_ctx, n.v[k], alphas[a], true, &e), e,
-                      TOL_EXACT, "n=%lld alpha=%g accumulate",
-                      (long long)n.v[k], alphas[a]);
+      int r = (k + a) % 3;
+      ck_assert_check(
+          clt_check_scale(g_ctx, n.v[k], alphas[a], false, r, &e), e,
+          TOL_EXACT, "n=%lld alpha=%g round %d", (long long)n.v[k], alphas[a],
+          r);
+      ck_assert_check(
+          clt_check_scale(g_ctx, n.v[k], alphas[a], true, (r + 1) % 3, &e), e,
+          TOL_EXACT, "n=%lld alpha=%g accumulate round %d", (long long)n.v[k],
+          alphas[a], (r + 1) % 3);
     }
 }
 END_TEST
@@ -214,9 +218,10 @@ START_TEST(bias_rows_grid) {
   grid_at(_i, &rows, &cols);
   double e;
   for (int relu = 0; relu < 2; relu++)
-    ck_assert_check(clt_check_bias_rows(g_ctx, rows, cols, relu, &e), e,
-                    TOL_EXACT, "%lldx%lld relu %d", (long long)rows,
-                    (long long)cols, relu);
+    ck_assert_check(
+        clt_check_bias_rows(g_ctx, rows, cols, relu, (_i + relu) % 3, &e), e,
+        TOL_EXACT, "%lldx%lld relu %d round %d", (long long)rows,
+        (long long)cols, relu, (_i + relu) % 3);
 }
 END_TEST
 
@@ -229,10 +234,11 @@ START_TEST(bias_channels_shapes) {
   for (int k = 0; k < count; k++) {
     const int64_t *s = test_tiny() ? tiny[k] : full[k];
     for (int relu = 0; relu < 2; relu++)
-      ck_assert_check(
-          clt_check_bias_channels(g_ctx, s[0], s[1], s[2], relu, &e), e,
-          TOL_EXACT, "%lldx%lldx%lld relu %d", (long long)s[0],
-          (long long)s[1], (long long)s[2], relu);
+      ck_assert_check(clt_check_bias_channels(g_ctx, s[0], s[1], s[2], relu,
+                                              (k + relu) % 3, &e),
+                      e, TOL_EXACT, "%lldx%lldx%lld relu %d round %d",
+                      (long long)s[0], (long long)s[1], (long long)s[2], relu,
+                      (k + relu) % 3);
   }
 }
 END_TEST
@@ -259,8 +265,9 @@ START_TEST(activation_forward_lengths) {
   for (int k = 0; k < n.count; k++)
     ck_assert_check(
         clt_check_activation_forward(g_ctx, activations[_i].kind, n.v[k],
-                                     activations[_i].alpha, &e),
-        e, TOL, "%s n=%lld", activations[_i].name, (long long)n.v[k]);
+                                     activations[_i].alpha, k % 3, &e),
+        e, TOL, "%s n=%lld round %d", activations[_i].name, (long long)n.v[k],
+        k % 3);
 }
 END_TEST
 
@@ -269,11 +276,12 @@ START_TEST(activation_backward_lengths) {
   double e;
   for (int k = 0; k < n.count; k++)
     for (int acc = 0; acc < 2; acc++)
-      ck_assert_check(
-          clt_check_activation_backward(g_ctx, activations[_i].kind, n.v[k],
-                                        activations[_i].alpha, acc, &e),
-          e, TOL, "%s n=%lld accumulate=%d", activations[_i].name,
-          (long long)n.v[k], acc);
+      ck_assert_check(clt_check_activation_backward(
+                          g_ctx, activations[_i].kind, n.v[k],
+                          activations[_i].alpha, acc, (k + acc) % 3, &e),
+                      e, TOL, "%s n=%lld accumulate=%d round %d",
+                      activations[_i].name, (long long)n.v[k], acc,
+                      (k + acc) % 3);
 }
 END_TEST
 
@@ -312,11 +320,11 @@ START_TEST(activation_backward_finite_differences) {
              *tm = upload_new(xm, N), *tone = upload_new(ones, N);
   clt_tensor *ty = upload_new(ones, N), *typ = upload_new(ones, N),
              *tym = upload_new(ones, N), *tdx = upload_new(ones, N);
-  ck_assert_ok(clt_activation_forward(g_ctx, ty, tx, N, kind, alpha));
-  ck_assert_ok(clt_activation_forward(g_ctx, typ, tp, N, kind, alpha));
-  ck_assert_ok(clt_activation_forward(g_ctx, tym, tm, N, kind, alpha));
-  ck_assert_ok(
-      clt_activation_backward(g_ctx, tdx, tone, tx, ty, N, kind, alpha, false));
+  ck_assert_ok(clt_activation_forward(g_ctx, ty, tx, N, kind, alpha, NULL));
+  ck_assert_ok(clt_activation_forward(g_ctx, typ, tp, N, kind, alpha, NULL));
+  ck_assert_ok(clt_activation_forward(g_ctx, tym, tm, N, kind, alpha, NULL));
+  ck_assert_ok(clt_activation_backward(g_ctx, tdx, tone, tx, ty, N, kind, alpha,
+                                       false, NULL));
   float *yp = download_new(typ), *ym = download_new(tym),
         *dx = download_new(tdx);
   for (int i = 0; i < N; i++) {
@@ -844,12 +852,15 @@ START_TEST(im2col_windows) {
       ck_assert_check(clt_check_im2col(g_ctx, batches[b], &w, &e), e, 0.0,
                       "%s batch %lld per element %d rows %d", where,
                       (long long)batches[b], w.per_element, w.rows);
-      for (int acc = 0; acc < 2; acc++)
-        ck_assert_check(clt_check_col2im(g_ctx, batches[b], &w, acc, &e), e,
+      for (int acc = 0; acc < 2; acc++) {
+        int r = (layout + b + acc) % 3;
+        ck_assert_check(clt_check_col2im(g_ctx, batches[b], &w, acc, r, &e), e,
                         TOL,
-                        "%s batch %lld accumulate=%d per element %d rows %d",
+                        "%s batch %lld accumulate=%d per element %d rows %d "
+                        "round %d",
                         where, (long long)batches[b], acc, w.per_element,
-                        w.rows);
+                        w.rows, r);
+      }
     }
   }
 }
@@ -869,11 +880,13 @@ START_TEST(conv_direct_windows) {
         clt_window w = *conv_window(_i);
         w.per_element = layout;
         bool bias = flags & 1, relu = flags >> 1;
+        int r = (flags + k) % 3;
         ck_assert_check(clt_check_conv_direct_forward(g_ctx, batches[k],
                                                       filters[k], &w, bias,
-                                                      relu, &e),
-                        e, TOL, "%s forward per element %d bias %d relu %d",
-                        where, layout, bias, relu);
+                                                      relu, r, &e),
+                        e, TOL,
+                        "%s forward per element %d bias %d relu %d round %d",
+                        where, layout, bias, relu, r);
         ck_assert_check(clt_check_conv_direct_wgrad(g_ctx, batches[k],
                                                     filters[k], &w, bias,
                                                     relu, &e),
@@ -903,18 +916,24 @@ START_TEST(conv_implicit_windows) {
   for (int config = 0; config < CLT_IGEMM_FP32_CONFIGS; config++)
     for (int k = 0; k < nb; k++) {
       const char *cn = clt_igemm_config_name(config);
-      for (int flags = 0; flags < 4; flags += 3)
+      for (int flags = 0; flags < 4; flags += 3) {
+        int r = (flags / 3 + k + config) % 3;
         ck_assert_check(clt_check_conv_implicit_forward(
                             g_ctx, config, batches[k], filters[k], &w,
-                            flags & 1, flags >> 1, &e),
-                        e, TOL, "%s %s forward batch %lld bias/relu %d",
-                        where, cn, (long long)batches[k], flags);
-      for (int acc = 0; acc < 2; acc++)
+                            flags & 1, flags >> 1, r, &e),
+                        e, TOL,
+                        "%s %s forward batch %lld bias/relu %d round %d",
+                        where, cn, (long long)batches[k], flags, r);
+      }
+      for (int acc = 0; acc < 2; acc++) {
+        int r = (acc + k + config + 1) % 3;
         ck_assert_check(clt_check_conv_implicit_dgrad(g_ctx, config,
                                                       batches[k], filters[k],
-                                                      &w, acc, &e),
-                        e, TOL, "%s %s data gradient batch %lld acc %d",
-                        where, cn, (long long)batches[k], acc);
+                                                      &w, acc, r, &e),
+                        e, TOL,
+                        "%s %s data gradient batch %lld acc %d round %d",
+                        where, cn, (long long)batches[k], acc, r);
+      }
       for (int splits = 1; splits <= 3; splits += 2)
         ck_assert_check(clt_check_conv_implicit_wgrad(g_ctx, config, splits,
                                                       batches[k], filters[k],
@@ -959,15 +978,17 @@ static void implicit_tiles(clt_context *ctx, int first, int last,
     window_str(&w, where, sizeof where);
     for (int config = first; config < last; config++) {
       const char *cn = clt_igemm_config_name(config);
+      int r = (i + config) % 3;
       ck_assert_check(clt_check_conv_implicit_forward(ctx, config, batch,
                                                       filters[i], &w, true,
-                                                      true, &e),
-                      e, TOL_SUM, "%s F%lld %s forward", where,
-                      (long long)filters[i], cn);
+                                                      true, r, &e),
+                      e, TOL_SUM, "%s F%lld %s forward round %d", where,
+                      (long long)filters[i], cn, r);
       ck_assert_check(clt_check_conv_implicit_dgrad(ctx, config, batch,
-                                                    filters[i], &w, true, &e),
-                      e, TOL_SUM, "%s F%lld %s data gradient", where,
-                      (long long)filters[i], cn);
+                                                    filters[i], &w, true,
+                                                    (r + 1) % 3, &e),
+                      e, TOL_SUM, "%s F%lld %s data gradient round %d", where,
+                      (long long)filters[i], cn, (r + 1) % 3);
       static const int splits[] = {1, 4, 1000};
       for (int k = 0; k < 3; k++)
         ck_assert_check(clt_check_conv_implicit_wgrad(ctx, config,
@@ -995,11 +1016,11 @@ START_TEST(conv_implicit_tiles) {
   ck_assert_int_eq(clt_tensor_create(g_ctx, CLT_F32, 1, &ny, &y), CLT_OK);
   ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, CLT_IGEMM_CONFIGS, y, x,
                                              wt, NULL, batch, filters[0], &w,
-                                             false),
+                                             false, NULL),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, 0, y, x, wt, NULL,
                                              batch + 1, filters[0], &w,
-                                             false),
+                                             false, NULL),
                    CLT_ERR_SHAPE);
   ck_assert_int_eq(clt_conv_implicit_wgrad(g_ctx, 0, 4, wt, NULL, x, y, batch,
                                            filters[0], &w),
@@ -1009,7 +1030,7 @@ START_TEST(conv_implicit_tiles) {
   if (route == CLT_FP16_SGEMM)
     ck_assert_int_eq(clt_conv_implicit_forward(g_ctx, CLT_IGEMM_FP32_CONFIGS,
                                                y, x, wt, NULL, batch,
-                                               filters[0], &w, false),
+                                               filters[0], &w, false, NULL),
                      CLT_ERR_UNSUPPORTED);
   clt_tensor_destroy(x);
   clt_tensor_destroy(wt);
@@ -1043,7 +1064,7 @@ START_TEST(col2im_adjoint) {
     clt_tensor *tx = upload_new(x, nx), *td = upload_new(d, ncol);
     clt_tensor *tcol = upload_new(d, ncol), *tdx = upload_new(x, nx);
     ck_assert_ok(clt_im2col_forward(g_ctx, tcol, tx, batch, &w));
-    ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false));
+    ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false, NULL));
     float *col = download_new(tcol), *dx = download_new(tdx);
     double mag = 0.0;
     double lhs = dot(col, d, ncol, &mag), rhs = dot(x, dx, nx, &mag);
@@ -1092,10 +1113,10 @@ START_TEST(swap_axes_grid) {
     for (int bias = 0; bias < 2; bias++)
       for (int relu = 0; relu < 3; relu++) /* plain, ReLU, its gradient */
         ck_assert_check(clt_check_swap_axes01(g_ctx, rows, cols, n.v[k], bias,
-                                              relu, &e),
-                        e, 0.0, "%lldx%lldx%lld bias %d relu %d",
+                                              relu, (k + bias + relu) % 3, &e),
+                        e, 0.0, "%lldx%lldx%lld bias %d relu %d round %d",
                         (long long)rows, (long long)cols, (long long)n.v[k],
-                        bias, relu);
+                        bias, relu, (k + bias + relu) % 3);
 }
 END_TEST
 
@@ -1140,12 +1161,15 @@ START_TEST(maxpool_windows) {
   for (int per_element = 0; per_element < 2; per_element++) {
     clt_window w = *pool_window(_i);
     w.per_element = per_element;
-    ck_assert_check(clt_check_maxpool_forward(g_ctx, &w, &e), e, 0.0,
-                    "%s per element %d", where, per_element);
-    for (int acc = 0; acc < 2; acc++)
-      ck_assert_check(clt_check_maxpool_backward(g_ctx, &w, acc, &e), e,
-                      TOL_EXACT, "%s accumulate=%d per element %d", where,
-                      acc, per_element);
+    int r = (_i + per_element) % 3;
+    ck_assert_check(clt_check_maxpool_forward(g_ctx, &w, r, &e), e, 0.0,
+                    "%s per element %d round %d", where, per_element, r);
+    for (int acc = 0; acc < 2; acc++) {
+      int rb = (r + acc + 1) % 3;
+      ck_assert_check(clt_check_maxpool_backward(g_ctx, &w, acc, rb, &e), e,
+                      TOL_EXACT, "%s accumulate=%d per element %d round %d",
+                      where, acc, per_element, rb);
+    }
   }
 }
 END_TEST
@@ -1154,12 +1178,14 @@ START_TEST(avgpool_windows) {
   char where[128];
   window_str(pool_window(_i), where, sizeof where);
   double e;
-  ck_assert_check(clt_check_avgpool_forward(g_ctx, pool_window(_i), &e), e,
-                  TOL_EXACT, "%s", where);
+  ck_assert_check(
+      clt_check_avgpool_forward(g_ctx, pool_window(_i), _i % 3, &e), e,
+      TOL_EXACT, "%s round %d", where, _i % 3);
   for (int acc = 0; acc < 2; acc++)
-    ck_assert_check(
-        clt_check_avgpool_backward(g_ctx, pool_window(_i), acc, &e), e,
-        TOL_EXACT, "%s accumulate=%d", where, acc);
+    ck_assert_check(clt_check_avgpool_backward(g_ctx, pool_window(_i), acc,
+                                               (_i + acc + 1) % 3, &e),
+                    e, TOL_EXACT, "%s accumulate=%d round %d", where, acc,
+                    (_i + acc + 1) % 3);
 }
 END_TEST
 
@@ -1180,11 +1206,12 @@ START_TEST(pool_adjoint) {
   window_str(&w, where, sizeof where);
   for (int is_max = 0; is_max < 2; is_max++) {
     if (is_max) {
-      ck_assert_ok(clt_maxpool_forward(g_ctx, ty, targ, tx, &w));
-      ck_assert_ok(clt_maxpool_backward(g_ctx, tdx, td, targ, &w, false));
+      ck_assert_ok(clt_maxpool_forward(g_ctx, ty, targ, tx, &w, NULL));
+      ck_assert_ok(
+          clt_maxpool_backward(g_ctx, tdx, td, targ, &w, false, NULL));
     } else {
-      ck_assert_ok(clt_avgpool_forward(g_ctx, ty, tx, &w));
-      ck_assert_ok(clt_avgpool_backward(g_ctx, tdx, td, &w, false));
+      ck_assert_ok(clt_avgpool_forward(g_ctx, ty, tx, &w, NULL));
+      ck_assert_ok(clt_avgpool_backward(g_ctx, tdx, td, &w, false, NULL));
     }
     float *y = download_new(ty), *dx = download_new(tdx);
     double mag = 0.0;
@@ -1224,18 +1251,19 @@ START_TEST(bn_shapes) {
   double e;
   ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, 1, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, &e), e, TOL,
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, 2, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, &e), e, TOL,
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, 1, &e), e, TOL,
                   "%lldx%lldx%lld eps 0.1", (long long)N, (long long)C,
                   (long long)HW);
   for (int training = 0; training < 2; training++)
     for (int acc = 0; acc < 2; acc++)
       ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
-                                            acc, 1, &e),
-                      e, TOL, "%lldx%lldx%lld training=%d accumulate=%d",
+                                            acc, 1, (training + acc) % 3, &e),
+                      e, TOL,
+                      "%lldx%lldx%lld training=%d accumulate=%d round %d",
                       (long long)N, (long long)C, (long long)HW, training,
-                      acc);
+                      acc, (training + acc) % 3);
   /* The split reductions: 2 and 3 parts leave a shorter last chunk for
    * odd N, 128 more parts than planes (one plane each). */
   static const int64_t wants[] = {2, 3, 8, 128};
@@ -1245,11 +1273,12 @@ START_TEST(bn_shapes) {
                     (long long)C, (long long)HW, (long long)wants[w]);
     for (int training = 0; training < 2; training++)
       ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
-                                            training, wants[w], &e),
+                                            training, wants[w],
+                                            (int)(w + training) % 3, &e),
                       e, TOL,
-                      "%lldx%lldx%lld training=%d in %lld parts", (long long)N,
-                      (long long)C, (long long)HW, training,
-                      (long long)wants[w]);
+                      "%lldx%lldx%lld training=%d in %lld parts round %d",
+                      (long long)N, (long long)C, (long long)HW, training,
+                      (long long)wants[w], (int)(w + training) % 3);
   }
 }
 END_TEST
@@ -1258,8 +1287,8 @@ END_TEST
 START_TEST(bn_backward_eval_single) {
   double e;
   ck_assert_check(
-      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, 1, &e), e, TOL,
-      "1x3x1 evaluation");
+      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, 1, 2, &e), e,
+      TOL, "1x3x1 evaluation, fp16-saved");
 }
 END_TEST
 
@@ -1324,10 +1353,10 @@ START_TEST(bn_backward_finite_differences) {
   clt_tensor *tms = upload_new(gs, K), *tvs = upload_new(gs, K);
   ck_assert_ok(clt_bn_stats(g_ctx, tmean, tvar, tx, N, C, HW, 1, NULL));
   ck_assert_ok(clt_bn_backward(g_ctx, tdx, tdg, tdb, tdy, tx, tmean, tvar, tg,
-                               N, C, HW, eps, true, false, 1, NULL));
+                               N, C, HW, eps, true, false, 1, NULL, NULL));
   ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW, 1, NULL));
   ck_assert_ok(clt_bn_forward(g_ctx, tys, txs, tms, tvs, tgs, tbs, N, K, HW,
-                              eps));
+                              eps, NULL));
   float *dx = download_new(tdx), *ys = download_new(tys);
   for (int64_t j = 0; j < n; j++) {
     int64_t c = (j / HW) % C;

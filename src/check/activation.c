@@ -56,17 +56,20 @@ static clt_status act_forward_body(check_set *s, const void *arg) {
   check_f32 *x, *y;
   CLT_TRY(act_input(s, a->n, &x));
   CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &y));
-  CLT_TRY(clt_activation_forward(s->ctx, y->t, x->t, a->n, a->kind, a->alpha));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_activation_forward(s->ctx, y->t, x->t, a->n, a->kind, a->alpha,
+                                 round));
   for (int64_t i = 0; i < a->n; i++)
     y->host[i] = (float)act_ref(a->kind, x->host[i], a->alpha);
   return CLT_OK;
 }
 
 clt_status clt_check_activation_forward(clt_context *ctx, clt_activation kind,
-                                        int64_t n, float alpha,
+                                        int64_t n, float alpha, int round16,
                                         double *max_err) {
   act_args a = {kind, n, alpha, false};
-  return check_run(ctx, 60, act_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 60, act_forward_body, &a, round16, max_err);
 }
 
 static clt_status act_backward_body(check_set *s, const void *arg) {
@@ -79,8 +82,10 @@ static clt_status act_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_upload(y));
   CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &dx));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
   CLT_TRY(clt_activation_backward(s->ctx, dx->t, dy->t, x->t, y->t, a->n,
-                                  a->kind, a->alpha, a->accumulate));
+                                  a->kind, a->alpha, a->accumulate, round));
   for (int64_t i = 0; i < a->n; i++) {
     double g = dy->host[i] * act_grad_ref(a->kind, x->host[i], a->alpha);
     dx->host[i] = (float)(a->accumulate ? dx->host[i] + g : g);
@@ -90,7 +95,8 @@ static clt_status act_backward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_activation_backward(clt_context *ctx, clt_activation kind,
                                          int64_t n, float alpha,
-                                         bool accumulate, double *max_err) {
+                                         bool accumulate, int round16,
+                                         double *max_err) {
   act_args a = {kind, n, alpha, accumulate};
-  return check_run(ctx, 70, act_backward_body, &a, max_err);
+  return check_run_rounded(ctx, 70, act_backward_body, &a, round16, max_err);
 }

@@ -19,6 +19,12 @@
 
 #include "ops/ops.h"
 
+/* The checks that take `round16` run the op once as it is and, where
+ * round16 is 1 or 2, once more asking it to round what it writes to fp16
+ * (mode 1) and to save the halves too (mode 2; ops.h clt_round16):
+ * check_run_rounded in check/harness.h says what the second run must
+ * give. */
+
 /* ---- cl/tensor.cl: check/tensor.c --------------------------------------- */
 /* Fills an operand of n elements with 0.25. */
 clt_status clt_check_fill(clt_context *ctx, int64_t n, double *max_err);
@@ -75,16 +81,16 @@ clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
 /* ---- cl/elementwise.cl: check/elementwise.c ----------------------------- */
 /* out = a + b (+ out) over n elements. */
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
-                         double *max_err);
+                         int round16, double *max_err);
 /* out = alpha * x (+ out) over n elements. */
 clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
-                           bool accumulate, double *max_err);
+                           bool accumulate, int round16, double *max_err);
 /* y += bias, then ReLU where relu (a fused ReLU). */
 clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
-                               bool relu, double *max_err);
+                               bool relu, int round16, double *max_err);
 clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
-                                   int64_t channels, int64_t spatial,
-                                   bool relu, double *max_err);
+                                   int64_t channels, int64_t spatial, bool relu,
+                                   int round16, double *max_err);
 
 /* Concatenation along channels: forward copies x [N, Cx, S] into channels
  * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;
@@ -97,13 +103,14 @@ clt_status clt_check_channel_slice(clt_context *ctx, int64_t N, int64_t Cy,
 /* ---- cl/activation.cl: check/activation.c ------------------------------- */
 /* Forward on x uniform in [-4, 4] (one element exactly 0). */
 clt_status clt_check_activation_forward(clt_context *ctx, clt_activation kind,
-                                        int64_t n, float alpha,
+                                        int64_t n, float alpha, int round16,
                                         double *max_err);
 /* Backward against the analytic derivative computed in double from x; the
  * op is given y = the forward output rounded to float. */
 clt_status clt_check_activation_backward(clt_context *ctx, clt_activation kind,
                                          int64_t n, float alpha,
-                                         bool accumulate, double *max_err);
+                                         bool accumulate, int round16,
+                                         double *max_err);
 
 /* ---- cl/loss.cl: check/loss.c ------------------------------------------- */
 /* Softmax of rows of x uniform in [-5, 5]. */
@@ -167,12 +174,12 @@ clt_status clt_check_im2col(clt_context *ctx, int64_t batch,
  * added into the input element it was read from (w->rows: dcol laid out as
  * row). The reference scatters; the op may gather. */
 clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
-                            const clt_window *w, bool accumulate,
+                            const clt_window *w, bool accumulate, int round16,
                             double *max_err);
 /* y [B, A, S] = x [A, B, S] (+ bias[a]), with a fused ReLU (relu, a
  * clt_swap_relu: its forward, or its gradient by a mask holding zeros). */
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
-                                 int64_t S, bool bias, int relu,
+                                 int64_t S, bool bias, int relu, int round16,
                                  double *max_err);
 /* y [N, P, C] = x [N, C, P], through a ReLU's gradient (a mask holding
  * zeros) where relu_grad. */
@@ -185,7 +192,7 @@ clt_status clt_check_nchw_to_nhwc(clt_context *ctx, int64_t N, int64_t C,
  * relu), as torch.nn.functional.conv2d. */
 clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
                                          int64_t F, const clt_window *w,
-                                         bool bias, bool relu,
+                                         bool bias, bool relu, int round16,
                                          double *max_err);
 /* Its weight gradient, and where bias the bias's (the bias operand is
  * left alone otherwise), from x and dy (through a ReLU's gradient, a mask
@@ -205,11 +212,12 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
 clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
                                            int64_t batch, int64_t F,
                                            const clt_window *w, bool bias,
-                                           bool relu, double *max_err);
+                                           bool relu, int round16,
+                                           double *max_err);
 clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
                                          int64_t batch, int64_t F,
                                          const clt_window *w, bool accumulate,
-                                         double *max_err);
+                                         int round16, double *max_err);
 clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
                                          int splits, int64_t batch,
                                          int64_t F, const clt_window *w,
@@ -227,17 +235,19 @@ clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
  * window over it returns (argmax pointing at it). An argmax that differs
  * counts as an error of 1. */
 clt_status clt_check_maxpool_forward(clt_context *ctx, const clt_window *w,
-                                     double *max_err);
+                                     int round16, double *max_err);
 /* dx (+)= dy routed through argmax, given the host's argmax of random
  * inputs (overlapping windows share maxima). */
 clt_status clt_check_maxpool_backward(clt_context *ctx, const clt_window *w,
-                                      bool accumulate, double *max_err);
+                                      bool accumulate, int round16,
+                                      double *max_err);
 /* The divisor counts padding (count_include_pad=True) but not what lies
  * past the padded edge. */
 clt_status clt_check_avgpool_forward(clt_context *ctx, const clt_window *w,
-                                     double *max_err);
+                                     int round16, double *max_err);
 clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
-                                      bool accumulate, double *max_err);
+                                      bool accumulate, int round16,
+                                      double *max_err);
 
 /* ---- cl/norm.cl: check/norm.c ------------------------------------------- */
 /* Batch normalisation of x [N, C, HW] as torch.nn.BatchNorm1d/2d. Inputs
@@ -255,7 +265,8 @@ clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
                                        float momentum, double *max_err);
 /* y = (x - mean) / sqrt(var + eps) * gamma + beta, var in [0.25, 2]. */
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, double *max_err);
+                                int64_t HW, float eps, int round16,
+                                double *max_err);
 /* dgamma = sum dy xhat, dbeta = sum dy, and dx (+)=: in training, the
  * gradient through the batch statistics (the op is given mean / var = the
  * batch's, rounded to float); in evaluation, gamma dy / sqrt(var + eps)
@@ -263,7 +274,7 @@ clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
  * dgamma and dbeta. want: as clt_check_bn_stats. */
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want,
+                                 bool accumulate, int64_t want, int round16,
                                  double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */

@@ -73,8 +73,10 @@ static clt_status col2im_body(check_set *s, const void *arg) {
                         &dcol));
   CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
   CLT_TRY(check_doubles(s, nx, &sum));
-  CLT_TRY(
-      clt_col2im_backward(s->ctx, dx->t, dcol->t, batch, &w, a->accumulate));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
+  CLT_TRY(clt_col2im_backward(s->ctx, dx->t, dcol->t, batch, &w, a->accumulate,
+                              round));
   FOR_UNFOLD(&w, batch, at, src, {
     if (src >= 0) sum[src] += dcol->host[at];
   });
@@ -84,10 +86,10 @@ static clt_status col2im_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_col2im(clt_context *ctx, int64_t batch,
-                            const clt_window *w, bool accumulate,
+                            const clt_window *w, bool accumulate, int round16,
                             double *max_err) {
   window_args a = {batch, w, accumulate};
-  return check_run(ctx, 180, col2im_body, &a, max_err);
+  return check_run_rounded(ctx, 180, col2im_body, &a, round16, max_err);
 }
 
 /* An operand of n values that a ReLU could have output: zeros where it
@@ -113,8 +115,10 @@ static clt_status swap_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, A * B * S, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand(s, A, -1.0f, 1.0f, &b));
   CLT_TRY(relu_mask_operand(s, A * B * S, &m));
-  CLT_TRY(clt_swap_axes01_relu(s->ctx, y->t, x->t, a->bias ? b->t : NULL,
-                               m->t, A, B, S, (clt_swap_relu)a->relu));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_swap_axes01_relu(s->ctx, y->t, x->t, a->bias ? b->t : NULL, m->t,
+                               A, B, S, (clt_swap_relu)a->relu, round));
   for (int64_t i = 0; i < A; i++)
     for (int64_t j = 0; j < B; j++)
       for (int64_t k = 0; k < S; k++) {
@@ -129,10 +133,10 @@ static clt_status swap_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_swap_axes01(clt_context *ctx, int64_t A, int64_t B,
-                                 int64_t S, bool bias, int relu,
+                                 int64_t S, bool bias, int relu, int round16,
                                  double *max_err) {
   swap_args a = {A, B, S, bias, relu};
-  return check_run(ctx, 190, swap_body, &a, max_err);
+  return check_run_rounded(ctx, 190, swap_body, &a, round16, max_err);
 }
 
 typedef struct nhwc_args {
@@ -246,14 +250,16 @@ static clt_status conv_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
   CLT_TRY(check_doubles(s, ny, &ref));
   if (a->config >= 0) CLT_TRY(implicit_inputs(s, a->config, x, wt));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
   if (a->config >= 0)
     CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
-                                      a->bias ? b->t : NULL, a->batch, a->F,
-                                      &w, a->relu));
+                                      a->bias ? b->t : NULL, a->batch, a->F, &w,
+                                      a->relu, round));
   else
     CLT_TRY(clt_conv_direct_forward(s->ctx, y->t, x->t, wt->t,
-                                    a->bias ? b->t : NULL, a->batch, a->F,
-                                    &w, a->relu));
+                                    a->bias ? b->t : NULL, a->batch, a->F, &w,
+                                    a->relu, round));
   direct_reference(&w, a->batch, a->F, x->host, wt->host, ref);
   int64_t ohw = w.OH * w.OW;
   for (int64_t i = 0; i < ny; i++) {
@@ -265,10 +271,10 @@ static clt_status conv_forward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
                                          int64_t F, const clt_window *w,
-                                         bool bias, bool relu,
+                                         bool bias, bool relu, int round16,
                                          double *max_err) {
   direct_args a = {batch, F, w, bias, relu, -1};
-  return check_run(ctx, 200, conv_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 200, conv_forward_body, &a, round16, max_err);
 }
 
 static clt_status direct_wgrad_body(check_set *s, const void *arg) {
@@ -334,9 +340,10 @@ typedef struct implicit_args {
 clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
                                            int64_t batch, int64_t F,
                                            const clt_window *w, bool bias,
-                                           bool relu, double *max_err) {
+                                           bool relu, int round16,
+                                           double *max_err) {
   direct_args a = {batch, F, w, bias, relu, config};
-  return check_run(ctx, 220, conv_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 220, conv_forward_body, &a, round16, max_err);
 }
 
 
@@ -352,8 +359,10 @@ static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
   CLT_TRY(check_doubles(s, nx, &sum));
   CLT_TRY(implicit_inputs(s, a->config, dy, wt));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
   CLT_TRY(clt_conv_implicit_dgrad(s->ctx, a->config, dx->t, dy->t, wt->t,
-                                  a->batch, a->F, &w, a->accumulate));
+                                  a->batch, a->F, &w, a->accumulate, round));
   FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
            { sum[xi] += (double)wt->host[wi] * dy->host[yi]; });
   for (int64_t i = 0; i < nx; i++)
@@ -364,9 +373,9 @@ static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
 clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
                                          int64_t batch, int64_t F,
                                          const clt_window *w, bool accumulate,
-                                         double *max_err) {
+                                         int round16, double *max_err) {
   implicit_args a = {batch, F, w, config, 1, accumulate};
-  return check_run(ctx, 230, implicit_dgrad_body, &a, max_err);
+  return check_run_rounded(ctx, 230, implicit_dgrad_body, &a, round16, max_err);
 }
 
 static clt_status implicit_wgrad_body(check_set *s, const void *arg) {

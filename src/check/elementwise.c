@@ -13,7 +13,10 @@ static clt_status add_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &a));
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &out));
-  CLT_TRY(clt_add_forward(s->ctx, out->t, a->t, b->t, u->n, u->accumulate));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, out, &round));
+  CLT_TRY(
+      clt_add_forward(s->ctx, out->t, a->t, b->t, u->n, u->accumulate, round));
   for (int64_t i = 0; i < u->n; i++) {
     double v = (double)a->host[i] + b->host[i];
     out->host[i] = (float)(u->accumulate ? out->host[i] + v : v);
@@ -22,9 +25,9 @@ static clt_status add_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
-                         double *max_err) {
+                         int round16, double *max_err) {
   unary_args u = {.n = n, .accumulate = accumulate};
-  return check_run(ctx, 20, add_body, &u, max_err);
+  return check_run_rounded(ctx, 20, add_body, &u, round16, max_err);
 }
 
 static clt_status scale_body(check_set *s, const void *arg) {
@@ -32,8 +35,10 @@ static clt_status scale_body(check_set *s, const void *arg) {
   check_f32 *x, *out;
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &out));
-  CLT_TRY(
-      clt_scale_forward(s->ctx, out->t, x->t, u->n, u->alpha, u->accumulate));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, out, &round));
+  CLT_TRY(clt_scale_forward(s->ctx, out->t, x->t, u->n, u->alpha, u->accumulate,
+                            round));
   for (int64_t i = 0; i < u->n; i++) {
     double v = (double)u->alpha * x->host[i];
     out->host[i] = (float)(u->accumulate ? out->host[i] + v : v);
@@ -42,9 +47,9 @@ static clt_status scale_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
-                           bool accumulate, double *max_err) {
+                           bool accumulate, int round16, double *max_err) {
   unary_args u = {n, alpha, accumulate};
-  return check_run(ctx, 30, scale_body, &u, max_err);
+  return check_run_rounded(ctx, 30, scale_body, &u, round16, max_err);
 }
 
 /* y [outer, channels, inner] += bias[channels]; the rows op is
@@ -60,12 +65,14 @@ static clt_status bias_body(check_set *s, const void *arg) {
   check_f32 *y, *bias;
   CLT_TRY(check_operand(s, b->outer * b->channels * inner, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand(s, b->channels, -1.0f, 1.0f, &bias));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
   if (b->rows)
-    CLT_TRY(clt_bias_rows_forward(s->ctx, y->t, bias->t, b->outer,
-                                  b->channels, b->relu));
+    CLT_TRY(clt_bias_rows_forward(s->ctx, y->t, bias->t, b->outer, b->channels,
+                                  b->relu, round));
   else
     CLT_TRY(clt_bias_channels_forward(s->ctx, y->t, bias->t, b->outer,
-                                      b->channels, inner, b->relu));
+                                      b->channels, inner, b->relu, round));
   for (int64_t o = 0; o < b->outer; o++)
     for (int64_t c = 0; c < b->channels; c++)
       for (int64_t p = 0; p < inner; p++) {
@@ -77,16 +84,16 @@ static clt_status bias_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
-                               bool relu, double *max_err) {
+                               bool relu, int round16, double *max_err) {
   bias_args b = {rows, cols, 1, true, relu};
-  return check_run(ctx, 40, bias_body, &b, max_err);
+  return check_run_rounded(ctx, 40, bias_body, &b, round16, max_err);
 }
 
 clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
-                                   int64_t channels, int64_t spatial,
-                                   bool relu, double *max_err) {
+                                   int64_t channels, int64_t spatial, bool relu,
+                                   int round16, double *max_err) {
   bias_args b = {batch, channels, spatial, false, relu};
-  return check_run(ctx, 50, bias_body, &b, max_err);
+  return check_run_rounded(ctx, 50, bias_body, &b, round16, max_err);
 }
 
 typedef struct slice_args {

@@ -217,10 +217,84 @@ static clt_status compare_f32(check_set *s, check_f32 *b) {
   return st;
 }
 
+static bool same_bits(float a, float b) {
+  return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The rounded run's output against the plain run's, rounded on the host,
+ * and mode 2's copy against those halves' bits. */
+static clt_status compare_rounded(check_set *s, check_f32 *b) {
+  int64_t total = b->n + 2 * CHECK_GUARD;
+  float *got = malloc((size_t)total * sizeof(float));
+  uint16_t *half = malloc((size_t)total * sizeof(uint16_t));
+  clt_status st = got && half
+                      ? clt_tensor_download(b->base, got)
+                      : clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "check");
+  int64_t bad =
+      st == CLT_OK ? changed_canary(got, b->all, sizeof *got, b->n) : -1;
+  if (bad >= 0) st = canary_fail(s, b->index, b->n, bad, got[bad], b->all[bad]);
+  if (st == CLT_OK && s->copy) st = clt_tensor_download(s->copy_base, half);
+  bad = st == CLT_OK && s->copy
+            ? changed_canary(half, s->copy_all, sizeof *half, b->n)
+            : -1;
+  if (bad >= 0)
+    st = canary_fail(s, s->f32_count + s->i32_count, b->n, bad, half[bad],
+                     s->copy_all[bad]);
+  for (int64_t j = 0; st == CLT_OK && j < b->n; j++) {
+    uint16_t h;
+    float want;
+    clt_f32_to_f16(&s->plain[j], &h, 1);
+    clt_f16_to_f32(&h, &want, 1);
+    float g = got[CHECK_GUARD + j];
+    uint16_t gh = half[CHECK_GUARD + j];
+    if (isnan(want)) { /* any NaN, in either */
+      if (!isnan(g)) check_worse(s, 1.0);
+      if (s->copy && !((gh & 0x7c00) == 0x7c00 && (gh & 0x3ff)))
+        check_worse(s, 1.0);
+      continue;
+    }
+    if (!same_bits(g, want)) check_worse(s, 1.0);
+    if (s->copy && gh != h) check_worse(s, 1.0);
+  }
+  free(got);
+  free(half);
+  return st;
+}
+
 clt_status check_compare(check_set *s) {
   s->compared = true;
   for (int i = 0; i < s->i32_count; i++) CLT_TRY(compare_i32(s, &s->i32[i]));
-  for (int i = 0; i < s->f32_count; i++) CLT_TRY(compare_f32(s, &s->f32[i]));
+  for (int i = 0; i < s->f32_count; i++) {
+    check_f32 *b = &s->f32[i];
+    CLT_TRY(s->round16 && b == s->rounded ? compare_rounded(s, b)
+                                          : compare_f32(s, b));
+  }
+  return CLT_OK;
+}
+
+clt_status check_round(check_set *s, check_f32 *y, const clt_round16 **out) {
+  *out = NULL;
+  if (s->rounded)
+    return clt_ctx_fail(s->ctx, CLT_ERR_INTERNAL,
+                        "check: a second rounded operand");
+  s->rounded = y;
+  if (!s->round16) return CLT_OK;
+  s->round = (clt_round16){s->round16, NULL};
+  if (s->round16 == 2) {
+    int64_t total = y->n + 2 * CHECK_GUARD, shape[1] = {y->n};
+    s->copy_all = malloc((size_t)total * sizeof(uint16_t));
+    if (!s->copy_all) return clt_ctx_fail(s->ctx, CLT_ERR_HOST_MEMORY, "check");
+    /* Canaries from a stream of their own: the operands the body makes
+     * after this call must be the plain run's. */
+    clt_rng r = clt_rng_derive(s->seed, 98, 0);
+    for (int64_t i = 0; i < total; i++)
+      s->copy_all[i] = (uint16_t)clt_rng_below(&r, 0x7c00);
+    CLT_TRY(clt_tensor_create(s->ctx, CLT_F16, 1, &total, &s->copy_base));
+    CLT_TRY(clt_tensor_view(s->copy_base, CHECK_GUARD, 1, shape, &s->copy));
+    CLT_TRY(clt_tensor_upload(s->copy_base, s->copy_all));
+    s->round.copy = s->copy;
+  }
+  *out = &s->round;
   return CLT_OK;
 }
 
@@ -238,17 +312,70 @@ static void set_free(check_set *s) {
     free(s->i32[i].all);
   }
   for (int i = 0; i < s->scratch_count; i++) free(s->scratch[i]);
+  clt_tensor_destroy(s->copy);
+  clt_tensor_destroy(s->copy_base);
+  free(s->copy_all);
 }
 
-clt_status check_run(clt_context *ctx, uint64_t seed, check_body body,
-                     const void *arg, double *max_err) {
+/* One run of body in rounding mode round16 (0: plain); plain_out, where
+ * not NULL, receives a copy of the rounded operand's device values (n
+ * floats, malloc'ed: the caller frees them). */
+static clt_status run_once(clt_context *ctx, uint64_t seed, check_body body,
+                           const void *arg, int round16, float *plain,
+                           float **plain_out, double *max_err) {
   check_set s;
   memset(&s, 0, sizeof s);
   s.ctx = ctx;
   s.seed = seed;
+  s.round16 = round16;
+  s.plain = plain;
   clt_status st = body(&s, arg);
   if (st == CLT_OK && !s.compared) st = check_compare(&s);
+  if (st == CLT_OK && plain_out) {
+    check_f32 *y = s.rounded;
+    float *all = NULL;
+    if (!y)
+      st = clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "check: the body named no rounded operand");
+    else if (!(all = malloc((size_t)(y->n + 2 * CHECK_GUARD) * sizeof(float))))
+      st = clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "check");
+    else
+      st = clt_tensor_download(y->base, all);
+    if (st == CLT_OK) {
+      memmove(all, all + CHECK_GUARD, (size_t)y->n * sizeof(float));
+      *plain_out = all;
+    } else {
+      free(all);
+    }
+  }
+  if (st == CLT_OK && round16 && !s.rounded)
+    st = clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                      "check: the body named no rounded operand");
   *max_err = st == CLT_OK ? s.err : INFINITY;
   set_free(&s);
+  return st;
+}
+
+clt_status check_run(clt_context *ctx, uint64_t seed, check_body body,
+                     const void *arg, double *max_err) {
+  return run_once(ctx, seed, body, arg, 0, NULL, NULL, max_err);
+}
+
+clt_status check_run_rounded(clt_context *ctx, uint64_t seed, check_body body,
+                             const void *arg, int round16, double *max_err) {
+  if (round16 < 0 || round16 > 2)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "check: rounding mode %d",
+                        round16);
+  if (!round16) return check_run(ctx, seed, body, arg, max_err);
+  float *plain = NULL;
+  double e_plain = INFINITY;
+  clt_status st = run_once(ctx, seed, body, arg, 0, NULL, &plain, &e_plain);
+  if (st == CLT_OK)
+    st = run_once(ctx, seed, body, arg, round16, plain, NULL, max_err);
+  free(plain);
+  if (st != CLT_OK)
+    *max_err = INFINITY;
+  else if (e_plain > *max_err)
+    *max_err = e_plain;
   return st;
 }

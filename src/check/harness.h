@@ -75,6 +75,18 @@ typedef struct check_set {
   int extra_count;
   double err;
   bool compared; /* the body compared already (check_compare) */
+  /* check_run_rounded: the rounding mode this run asks of the op (0 in
+   * its plain run), the operand the body said the op rounds
+   * (check_round), what check_round handed out, the fp16 copy (mode 2:
+   * a view of n halves at CHECK_GUARD into copy_base, whose guards hold
+   * canaries) and the plain run's device values of that operand, which
+   * the rounded run's must equal once rounded. */
+  int round16;
+  check_f32 *rounded;
+  clt_round16 round;
+  clt_tensor *copy_base, *copy;
+  uint16_t *copy_all;
+  float *plain;
 } check_set;
 
 typedef clt_status (*check_body)(check_set *s, const void *arg);
@@ -84,6 +96,23 @@ typedef clt_status (*check_body)(check_set *s, const void *arg);
  * the error in *max_err (infinite when the status is not CLT_OK). */
 clt_status check_run(clt_context *ctx, uint64_t seed, check_body body,
                      const void *arg, double *max_err);
+
+/* Mixed precision's rounding done by the kernel that writes an op's
+ * output (ops.h clt_round16): check_run, then, where round16 is 1 or 2,
+ * the same body again on the same inputs (same seed) with the op asked to
+ * round (check_round) in that mode. The rounded run's output must be the
+ * plain run's device output rounded to fp16 on the host (IEEE, ties to
+ * even), bit for bit, and in mode 2 its fp16 copy those halves' bits,
+ * canaries untouched; every other operand is compared with the body's
+ * reference as in the plain run. A bit that differs counts as an error
+ * of 1. */
+clt_status check_run_rounded(clt_context *ctx, uint64_t seed, check_body body,
+                             const void *arg, int round16, double *max_err);
+/* The rounding for the op whose output is y: NULL in a plain run (so
+ * check_run's bodies give the op NULL), else the mode the run asks for,
+ * with a fresh fp16 copy in mode 2. A body calls it once, for the one
+ * operand the op writes last. */
+clt_status check_round(check_set *s, check_f32 *y, const clt_round16 **out);
 
 /* A new operand of n elements uniform in [lo, hi) (canaries too),
  * uploaded. */

@@ -141,8 +141,10 @@ static clt_status bn_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, C, -1.5f, 1.5f, &gamma));
   CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &beta));
   CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
   CLT_TRY(clt_bn_forward(s->ctx, y->t, x->t, mean->t, var->t, gamma->t, beta->t,
-                         a->N, C, HW, a->eps));
+                         a->N, C, HW, a->eps, round));
   for (int64_t i = 0; i < n; i++) {
     int64_t c = (i / HW) % C;
     double inv = 1.0 / sqrt((double)var->host[c] + a->eps);
@@ -154,9 +156,10 @@ static clt_status bn_forward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, double *max_err) {
+                                int64_t HW, float eps, int round16,
+                                double *max_err) {
   bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps};
-  return check_run(ctx, 260, bn_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 260, bn_forward_body, &a, round16, max_err);
 }
 
 static clt_status bn_backward_body(check_set *s, const void *arg) {
@@ -177,13 +180,16 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dbeta2));
   clt_tensor *work;
   CLT_TRY(bn_work(s, a, &work));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
   CLT_TRY(clt_bn_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
                           mean->t, var->t, gamma->t, N, C, HW, eps, training,
-                          accumulate, a->want, work));
-  /* Without dx, dgamma and dbeta must come all the same. */
+                          accumulate, a->want, work, round));
+  /* Without dx, dgamma and dbeta must come all the same (a rounding asked
+   * for dx is then nobody's). */
   CLT_TRY(clt_bn_backward(s->ctx, NULL, dgamma2->t, dbeta2->t, dy->t, x->t,
                           mean->t, var->t, gamma->t, N, C, HW, eps, training,
-                          accumulate, a->want, work));
+                          accumulate, a->want, work, round));
   for (int64_t c = 0; c < C; c++) {
     double mu = mean->host[c], inv = 1.0 / sqrt((double)var->host[c] + eps);
     double sg = 0.0, sb = 0.0;
@@ -211,8 +217,8 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want,
+                                 bool accumulate, int64_t want, int round16,
                                  double *max_err) {
   bn_args a = {N, C, HW, eps, training, accumulate, want};
-  return check_run(ctx, 270, bn_backward_body, &a, max_err);
+  return check_run_rounded(ctx, 270, bn_backward_body, &a, round16, max_err);
 }

@@ -70,15 +70,18 @@ static clt_status maxpool_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_upload(x));
   CLT_TRY(check_operand(s, nout, -1.0f, 1.0f, &y));
   CLT_TRY(check_operand_i32(s, nout, &argmax));
-  CLT_TRY(clt_maxpool_forward(s->ctx, y->t, argmax->t, x->t, &w));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_maxpool_forward(s->ctx, y->t, argmax->t, x->t, &w, round));
   maxpool_ref(&w, x->host, y->host, argmax->host);
   return CLT_OK;
 }
 
 clt_status clt_check_maxpool_forward(clt_context *ctx, const clt_window *w,
-                                     double *max_err) {
+                                     int round16, double *max_err) {
   pool_args a = {w, false};
-  return check_run(ctx, 200, maxpool_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 200, maxpool_forward_body, &a, round16,
+                           max_err);
 }
 
 static clt_status maxpool_backward_body(check_set *s, const void *arg) {
@@ -99,8 +102,10 @@ static clt_status maxpool_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, nout, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
   CLT_TRY(check_doubles(s, nx, &sum));
-  CLT_TRY(
-      clt_maxpool_backward(s->ctx, dx->t, dy->t, argmax->t, &w, a->accumulate));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
+  CLT_TRY(clt_maxpool_backward(s->ctx, dx->t, dy->t, argmax->t, &w,
+                               a->accumulate, round));
   for (int64_t p = 0; p < w.C; p++)
     for (int64_t o = 0; o < w.OH * w.OW; o++)
       sum[p * plane + argmax->host[p * w.OH * w.OW + o]] +=
@@ -111,9 +116,11 @@ static clt_status maxpool_backward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_maxpool_backward(clt_context *ctx, const clt_window *w,
-                                      bool accumulate, double *max_err) {
+                                      bool accumulate, int round16,
+                                      double *max_err) {
   pool_args a = {w, accumulate};
-  return check_run(ctx, 210, maxpool_backward_body, &a, max_err);
+  return check_run_rounded(ctx, 210, maxpool_backward_body, &a, round16,
+                           max_err);
 }
 
 static clt_status avgpool_forward_body(check_set *s, const void *arg) {
@@ -124,7 +131,9 @@ static clt_status avgpool_forward_body(check_set *s, const void *arg) {
   check_f32 *x, *y;
   CLT_TRY(check_operand(s, w.C * plane, -1.0f, 1.0f, &x));
   CLT_TRY(check_operand(s, w.C * w.OH * w.OW, -1.0f, 1.0f, &y));
-  CLT_TRY(clt_avgpool_forward(s->ctx, y->t, x->t, &w));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_avgpool_forward(s->ctx, y->t, x->t, &w, round));
   for (int64_t p = 0; p < w.C; p++)
     for (int64_t oh = 0; oh < w.OH; oh++)
       for (int64_t ow = 0; ow < w.OW; ow++) {
@@ -139,9 +148,10 @@ static clt_status avgpool_forward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_avgpool_forward(clt_context *ctx, const clt_window *w,
-                                     double *max_err) {
+                                     int round16, double *max_err) {
   pool_args a = {w, false};
-  return check_run(ctx, 220, avgpool_forward_body, &a, max_err);
+  return check_run_rounded(ctx, 220, avgpool_forward_body, &a, round16,
+                           max_err);
 }
 
 static clt_status avgpool_backward_body(check_set *s, const void *arg) {
@@ -154,7 +164,10 @@ static clt_status avgpool_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, w.C * w.OH * w.OW, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, nx, -1.0f, 1.0f, &dx));
   CLT_TRY(check_doubles(s, nx, &sum));
-  CLT_TRY(clt_avgpool_backward(s->ctx, dx->t, dy->t, &w, a->accumulate));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
+  CLT_TRY(clt_avgpool_backward(s->ctx, dx->t, dy->t, &w, a->accumulate,
+                               round));
   for (int64_t p = 0; p < w.C; p++)
     for (int64_t oh = 0; oh < w.OH; oh++)
       for (int64_t ow = 0; ow < w.OW; ow++) {
@@ -171,7 +184,9 @@ static clt_status avgpool_backward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_avgpool_backward(clt_context *ctx, const clt_window *w,
-                                      bool accumulate, double *max_err) {
+                                      bool accumulate, int round16,
+                                      double *max_err) {
   pool_args a = {w, accumulate};
-  return check_run(ctx, 230, avgpool_backward_body, &a, max_err);
+  return check_run_rounded(ctx, 230, avgpool_backward_body, &a, round16,
+                           max_err);
 }

@@ -74,37 +74,40 @@ static clt_status st_mma_2(clt_context *ctx, double *e) {
 }
 
 static clt_status st_add(clt_context *ctx, double *e) {
-  return clt_check_add(ctx, 1001, false, e);
+  return clt_check_add(ctx, 1001, false, 0, e);
 }
 static clt_status st_add_acc(clt_context *ctx, double *e) {
-  return clt_check_add(ctx, 257, true, e);
+  return clt_check_add(ctx, 257, true, 1, e);
 }
 static clt_status st_scale(clt_context *ctx, double *e) {
-  return clt_check_scale(ctx, 1001, -0.75f, false, e);
+  return clt_check_scale(ctx, 1001, -0.75f, false, 0, e);
 }
 static clt_status st_scale_acc(clt_context *ctx, double *e) {
-  return clt_check_scale(ctx, 257, 2.5f, true, e);
+  return clt_check_scale(ctx, 257, 2.5f, true, 0, e);
 }
 static clt_status st_bias_rows(clt_context *ctx, double *e) {
-  return clt_check_bias_rows(ctx, 7, 33, false, e);
+  return clt_check_bias_rows(ctx, 7, 33, false, 0, e);
 }
 static clt_status st_bias_channels(clt_context *ctx, double *e) {
-  return clt_check_bias_channels(ctx, 3, 5, 17, false, e);
+  return clt_check_bias_channels(ctx, 3, 5, 17, false, 0, e);
 }
 static clt_status st_bias_rows_relu(clt_context *ctx, double *e) {
-  return clt_check_bias_rows(ctx, 7, 33, true, e);
+  return clt_check_bias_rows(ctx, 7, 33, true, 1, e);
 }
 static clt_status st_bias_channels_relu(clt_context *ctx, double *e) {
-  return clt_check_bias_channels(ctx, 3, 5, 17, true, e);
+  return clt_check_bias_channels(ctx, 3, 5, 17, true, 2, e);
 }
 
-/* Forward and backward of each activation, 1000 elements. */
+/* Forward and backward of each activation, 1000 elements. The entries
+ * named "fp16-rounded" or "fp16-saved" also run the op asking it to round
+ * what it writes (and to save it in fp16: mixed precision's rounding in
+ * the kernels, check_run_rounded). */
 #define ACT_CASES(tag, kind, alpha)                                            \
   static clt_status st_##tag##_fwd(clt_context *ctx, double *e) {              \
-    return clt_check_activation_forward(ctx, kind, 1000, alpha, e);            \
+    return clt_check_activation_forward(ctx, kind, 1000, alpha, 2, e);         \
   }                                                                            \
   static clt_status st_##tag##_bwd(clt_context *ctx, double *e) {              \
-    return clt_check_activation_backward(ctx, kind, 1000, alpha, true, e);     \
+    return clt_check_activation_backward(ctx, kind, 1000, alpha, true, 1, e);  \
   }
 ACT_CASES(relu, CLT_ACT_RELU, 0.0f)
 ACT_CASES(leaky, CLT_ACT_LEAKY_RELU, 0.01f)
@@ -201,15 +204,15 @@ static clt_status st_im2col_dil(clt_context *ctx, double *e) {
 }
 static clt_status st_col2im(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 7, 3, 2, 1, 1);
-  return clt_check_col2im(ctx, 2, &w, true, e);
+  return clt_check_col2im(ctx, 2, &w, true, 1, e);
 }
 static clt_status st_col2im_dil(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 9, 5, 1, 4, 2);
-  return clt_check_col2im(ctx, 1, &w, false, e);
+  return clt_check_col2im(ctx, 1, &w, false, 0, e);
 }
 static clt_status st_direct_fwd(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 12, 3, 1, 1, 1);
-  return clt_check_conv_direct_forward(ctx, 2, 5, &w, true, true, e);
+  return clt_check_conv_direct_forward(ctx, 2, 5, &w, true, true, 2, e);
 }
 static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 13, 3, 1, 0, 1);
@@ -219,11 +222,11 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
  * configuration, on windows that cut tiles and k blocks. */
 static clt_status st_implicit_fwd(clt_context *ctx, double *e) {
   clt_window w = square(19, 9, 10, 3, 1, 1, 1);
-  return clt_check_conv_implicit_forward(ctx, 0, 3, 70, &w, true, true, e);
+  return clt_check_conv_implicit_forward(ctx, 0, 3, 70, &w, true, true, 2, e);
 }
 static clt_status st_implicit_dgrad(clt_context *ctx, double *e) {
   clt_window w = square(17, 11, 9, 3, 2, 1, 1);
-  return clt_check_conv_implicit_dgrad(ctx, 1, 2, 33, &w, true, e);
+  return clt_check_conv_implicit_dgrad(ctx, 1, 2, 33, &w, true, 1, e);
 }
 static clt_status st_implicit_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(9, 11, 9, 3, 2, 1, 1);
@@ -237,35 +240,35 @@ static clt_status st_im2row(clt_context *ctx, double *e) {
 static clt_status st_row2im_dil(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 9, 5, 1, 4, 2);
   w.rows = true;
-  return clt_check_col2im(ctx, 2, &w, true, e);
+  return clt_check_col2im(ctx, 2, &w, true, 2, e);
 }
 static clt_status st_nchw_to_nhwc(clt_context *ctx, double *e) {
   return clt_check_nchw_to_nhwc(ctx, 3, 5, 121, true, e);
 }
 static clt_status st_swap_axes(clt_context *ctx, double *e) {
-  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_PLAIN, e);
+  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_PLAIN, 0, e);
 }
 static clt_status st_swap_relu(clt_context *ctx, double *e) {
-  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_RELU, e);
+  return clt_check_swap_axes01(ctx, 5, 3, 121, true, CLT_SWAP_RELU, 2, e);
 }
 static clt_status st_swap_relu_grad(clt_context *ctx, double *e) {
-  return clt_check_swap_axes01(ctx, 3, 5, 121, false, CLT_SWAP_RELU_GRAD, e);
+  return clt_check_swap_axes01(ctx, 3, 5, 121, false, CLT_SWAP_RELU_GRAD, 0, e);
 }
 static clt_status st_maxpool_fwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
-  return clt_check_maxpool_forward(ctx, &w, e);
+  return clt_check_maxpool_forward(ctx, &w, 2, e);
 }
 static clt_status st_maxpool_bwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
-  return clt_check_maxpool_backward(ctx, &w, true, e);
+  return clt_check_maxpool_backward(ctx, &w, true, 1, e);
 }
 static clt_status st_avgpool_fwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
-  return clt_check_avgpool_forward(ctx, &w, e);
+  return clt_check_avgpool_forward(ctx, &w, 1, e);
 }
 static clt_status st_avgpool_bwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
-  return clt_check_avgpool_backward(ctx, &w, true, e);
+  return clt_check_avgpool_backward(ctx, &w, true, 1, e);
 }
 static clt_status st_bn_stats(clt_context *ctx, double *e) {
   return clt_check_bn_stats(ctx, 7, 3, 49, 1, e);
@@ -274,19 +277,19 @@ static clt_status st_bn_stats_split(clt_context *ctx, double *e) {
   return clt_check_bn_stats(ctx, 7, 3, 49, 3, e);
 }
 static clt_status st_bn_bwd_split(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, e);
+  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, 0, e);
 }
 static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
 }
 static clt_status st_bn_fwd(clt_context *ctx, double *e) {
-  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, e);
+  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, 2, e);
 }
 static clt_status st_bn_bwd_train(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, e);
+  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, 1, e);
 }
 static clt_status st_bn_bwd_eval(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, e);
+  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, 0, e);
 }
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
@@ -327,23 +330,27 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 128x64 nt 3x150x70x129", st_mma_1, 1e-5, true},
     {"gemm fp16 128x128 tn 131x260x47 beta=1", st_mma_2, 1e-5, true},
     {"add 1001", st_add, 1e-6, false},
-    {"add 257 accumulate", st_add_acc, 1e-6, false},
+    {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
     {"scale 1001", st_scale, 1e-6, false},
     {"scale 257 accumulate", st_scale_acc, 1e-6, false},
     {"bias rows 7x33", st_bias_rows, 1e-6, false},
     {"bias channels 3x5x17", st_bias_channels, 1e-6, false},
-    {"bias rows 7x33 + fused relu", st_bias_rows_relu, 1e-6, false},
-    {"bias channels 3x5x17 + fused relu", st_bias_channels_relu, 1e-6, false},
-    {"relu forward 1000", st_relu_fwd, 1e-6, false},
-    {"relu backward 1000 accumulate", st_relu_bwd, 1e-6, false},
-    {"leaky relu forward 1000", st_leaky_fwd, 1e-6, false},
-    {"leaky relu backward 1000 accumulate", st_leaky_bwd, 1e-6, false},
-    {"sigmoid forward 1000", st_sigmoid_fwd, 1e-5, false},
-    {"sigmoid backward 1000 accumulate", st_sigmoid_bwd, 1e-5, false},
-    {"tanh forward 1000", st_tanh_fwd, 1e-5, false},
-    {"tanh backward 1000 accumulate", st_tanh_bwd, 1e-5, false},
-    {"gelu forward 1000", st_gelu_fwd, 1e-5, false},
-    {"gelu backward 1000 accumulate", st_gelu_bwd, 1e-5, false},
+    {"bias rows 7x33 + fused relu, fp16-rounded", st_bias_rows_relu, 1e-6,
+     false},
+    {"bias channels 3x5x17 + fused relu, fp16-saved", st_bias_channels_relu,
+     1e-6, false},
+    {"relu forward 1000, fp16-saved", st_relu_fwd, 1e-6, false},
+    {"relu backward 1000 accumulate, fp16-rounded", st_relu_bwd, 1e-6, false},
+    {"leaky relu forward 1000, fp16-saved", st_leaky_fwd, 1e-6, false},
+    {"leaky relu backward 1000 accumulate, fp16-rounded", st_leaky_bwd, 1e-6,
+     false},
+    {"sigmoid forward 1000, fp16-saved", st_sigmoid_fwd, 1e-5, false},
+    {"sigmoid backward 1000 accumulate, fp16-rounded", st_sigmoid_bwd, 1e-5,
+     false},
+    {"tanh forward 1000, fp16-saved", st_tanh_fwd, 1e-5, false},
+    {"tanh backward 1000 accumulate, fp16-rounded", st_tanh_bwd, 1e-5, false},
+    {"gelu forward 1000, fp16-saved", st_gelu_fwd, 1e-5, false},
+    {"gelu backward 1000 accumulate, fp16-rounded", st_gelu_bwd, 1e-5, false},
     {"softmax forward 7x10", st_softmax_fwd, 1e-5, false},
     {"softmax backward 7x10", st_softmax_bwd, 1e-5, false},
     {"softmax xent 33x10", st_xent, 1e-5, false},
@@ -362,36 +369,43 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"adamw clip 3 steps", st_adamw_clip, 1e-5, false},
     {"im2col 2x3x9x7 k3s2p1", st_im2col, 0.0, false},
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0, false},
-    {"col2im 2x3x9x7 k3s2p1 accumulate", st_col2im, 1e-5, false},
+    {"col2im 2x3x9x7 k3s2p1 accumulate, fp16-rounded", st_col2im, 1e-5, false},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5, false},
-    {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu", st_direct_fwd, 1e-5,
-     false},
+    {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
+     1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",
      st_direct_wgrad, 1e-5, false},
-    {"conv implicit 3x19x9x10 k3p1 to 70 + bias + relu (64x64)",
+    {"conv implicit 3x19x9x10 k3p1 to 70 + bias + relu (64x64), "
+     "fp16-saved",
      st_implicit_fwd, 1e-5, false},
-    {"conv implicit data gradient 2x17x11x9 k3s2p1 from 33 (16x64)",
+    {"conv implicit data gradient 2x17x11x9 k3s2p1 from 33 (16x64), "
+     "fp16-rounded",
      st_implicit_dgrad, 1e-5, false},
     {"conv implicit weight gradient 3x9x11x9 k3s2p1 to 130, 4 chunks "
      "(128x128)",
      st_implicit_wgrad, 1e-5, false},
     {"im2row 2x3x9x7 k3s2p1", st_im2row, 0.0, false},
-    {"row2im 2x1x11x9 k5 dil2 p4 accumulate", st_row2im_dil, 1e-5, false},
+    {"row2im 2x1x11x9 k5 dil2 p4 accumulate, fp16-saved", st_row2im_dil, 1e-5,
+     false},
     {"nchw to nhwc 3x5x121 fused relu gradient", st_nchw_to_nhwc, 0.0, false},
     {"swap axes 5x3x121 + bias", st_swap_axes, 0.0, false},
-    {"swap axes 5x3x121 + bias + fused relu", st_swap_relu, 0.0, false},
+    {"swap axes 5x3x121 + bias + fused relu, fp16-saved", st_swap_relu, 0.0,
+     false},
     {"swap axes 3x5x121 fused relu gradient", st_swap_relu_grad, 0.0, false},
-    {"maxpool forward 6x9x7 k3s2p1", st_maxpool_fwd, 0.0, false},
-    {"maxpool backward 6x9x7 k3s2p1 accumulate", st_maxpool_bwd, 1e-6, false},
-    {"avgpool forward 6x9x7 k3s2p1", st_avgpool_fwd, 1e-6, false},
-    {"avgpool backward 6x9x7 k3s2p1 accumulate", st_avgpool_bwd, 1e-6, false},
+    {"maxpool forward 6x9x7 k3s2p1, fp16-saved", st_maxpool_fwd, 0.0, false},
+    {"maxpool backward 6x9x7 k3s2p1 accumulate, fp16-rounded", st_maxpool_bwd,
+     1e-6, false},
+    {"avgpool forward 6x9x7 k3s2p1, fp16-rounded", st_avgpool_fwd, 1e-6, false},
+    {"avgpool backward 6x9x7 k3s2p1 accumulate, fp16-rounded", st_avgpool_bwd,
+     1e-6, false},
     {"batchnorm stats 7x3x49", st_bn_stats, 1e-5, false},
     {"batchnorm stats 7x3x49 split in 3", st_bn_stats_split, 1e-5, false},
     {"batchnorm backward 33x10x7 split in 8 accumulate", st_bn_bwd_split, 1e-5,
      false},
     {"batchnorm running stats 10", st_bn_running, 1e-6, false},
-    {"batchnorm forward 7x3x49", st_bn_fwd, 1e-5, false},
-    {"batchnorm backward training 7x3x49", st_bn_bwd_train, 1e-5, false},
+    {"batchnorm forward 7x3x49, fp16-saved", st_bn_fwd, 1e-5, false},
+    {"batchnorm backward training 7x3x49, fp16-rounded", st_bn_bwd_train, 1e-5,
+     false},
     {"batchnorm backward eval 33x10 accumulate", st_bn_bwd_eval, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},

@@ -612,6 +612,7 @@ static clt_status fusion_wanted(clt_graph *g, bool *on) {
 static clt_status fuse_relus(clt_graph *g) {
   bool on;
   CLT_TRY(fusion_wanted(g, &on));
+  g->fuse = on;
   for (int i = 0; i < g->n_nodes; i++)
     g->nodes[i].fused_relu = g->nodes[i].fused_away = false;
   if (!on) return CLT_OK;
@@ -629,6 +630,20 @@ static clt_status fuse_relus(clt_graph *g) {
     a->fused_away = true;
   }
   return CLT_OK;
+}
+
+static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n);
+
+/* clt_graph_node.grad_writers: every input of a node with a backward
+ * (reshapes and fused ReLUs write nothing: their gradient is a view). */
+static void count_grad_writers(clt_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_writers = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *n = &g->nodes[i];
+    if (!n->ops->backward || clt_node_aliases(n)) continue;
+    for (int k = 0; k < n->n_inputs; k++)
+      grad_owner(g, clt_graph_in(g, n, k))->grad_writers++;
+  }
 }
 
 CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
@@ -649,6 +664,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   if (!g->initialised) g->seed = seed;
   mark_needs_grad(g);
   CLT_TRY(fuse_relus(g));
+  count_grad_writers(g);
   g->planned_precision = g->precision;
   CLT_TRY(plan_params(g));
   CLT_TRY(plan_buffers(g));
@@ -738,6 +754,27 @@ static bool rounds_output(const clt_graph *g, const clt_graph_node *n) {
   return n->index != g->input_node && !n->is_loss && !clt_node_aliases(n);
 }
 
+const clt_round16 *clt_graph_out_round(clt_graph *g, clt_graph_node *n) {
+  if (g->precision != CLT_PRECISION_MIXED || !g->fuse || !rounds_output(g, n))
+    return NULL;
+  n->out_round.mode = n->out16 ? 2 : 1;
+  n->out_round.copy = n->out16;
+  n->out_rounded = true;
+  return &n->out_round;
+}
+
+const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
+                                        int i, bool accumulate) {
+  static const clt_round16 to_half = {1, NULL};
+  clt_graph_node *in = clt_graph_in(g, n, i), *owner = grad_owner(g, in);
+  if (g->precision != CLT_PRECISION_MIXED || !g->fuse || accumulate ||
+      !in->needs_grad || !in->grad || !rounds_output(g, owner) ||
+      owner->grad_writers != 1)
+    return NULL;
+  owner->grad_rounded = true;
+  return &to_half;
+}
+
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   CLT_TRY(need_compiled(g, "forward"));
   if (g->batch < 1)
@@ -753,11 +790,13 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     clt_profile_scope(g->ctx, n->name, "forward");
+    n->out_rounded = false;
     if (n->ops->forward && !n->fused_away) st = n->ops->forward(g, n);
     if (st != CLT_OK) break;
-    if (mixed && rounds_output(g, n) && n->out16)
+    bool round = mixed && rounds_output(g, n) && !n->out_rounded;
+    if (round && n->out16)
       st = clt_round_save_f16(g->ctx, n->out, n->out16, g->batch * n->size);
-    else if (mixed && rounds_output(g, n))
+    else if (round)
       st = clt_round_f16(g->ctx, n->out, n->out, g->batch * n->size);
     if (st != CLT_OK) break;
   }
@@ -791,11 +830,14 @@ static clt_status backward_nodes(clt_graph *g) {
         if (n->params[k].trainable)
           CLT_TRY(clt_tensor_fill(&n->params[k].grad, 0.0));
     } else {
-      /* The gradient of n's output is whole now: fp16 from here on. */
-      if (mixed && rounds_output(g, n) && n->grad)
+      /* The gradient of n's output is whole now: fp16 from here on
+       * (rounded already where its one writer did it). */
+      if (mixed && rounds_output(g, n) && n->grad && !n->grad_rounded)
         CLT_TRY(clt_round_f16(g->ctx, n->grad, n->grad, g->batch * n->size));
       CLT_TRY(n->ops->backward(g, n));
-      for (int k = 0; mixed && k < n->n_params; k++)
+      /* Parameter gradients: here where a hook reads them as they are
+       * made, else all in one pass at the end. */
+      for (int k = 0; mixed && g->grads_final && k < n->n_params; k++)
         if (n->params[k].trainable)
           CLT_TRY(clt_round_f16(g->ctx, &n->params[k].grad,
                                 &n->params[k].grad, n->params[k].numel));
@@ -803,6 +845,8 @@ static clt_status backward_nodes(clt_graph *g) {
     if (g->grads_final && n->n_params > 0)
       CLT_TRY(g->grads_final(g, n->params[0].offset, g->grads_final_user));
   }
+  if (mixed && !g->grads_final && g->param_count > 0)
+    CLT_TRY(clt_round_f16(g->ctx, g->grads, g->grads, g->param_count));
   return CLT_OK;
 }
 
@@ -811,7 +855,8 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
   if (g->loss_node < 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "backward: the graph has no loss layer");
-  for (int i = 0; i < g->n_nodes; i++) g->nodes[i].grad_written = false;
+  for (int i = 0; i < g->n_nodes; i++)
+    g->nodes[i].grad_written = g->nodes[i].grad_rounded = false;
   clt_status st = backward_nodes(g);
   clt_profile_scope(g->ctx, NULL, NULL);
   return st;

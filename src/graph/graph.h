@@ -107,6 +107,16 @@ struct clt_graph_node {
    * (fused_away). Same numbers as the two nodes, one pass fewer each way
    * and one buffer less. */
   bool fused_relu, fused_away;
+  /* Mixed precision's rounding done by the layers' own kernels
+   * (clt_graph_out_round, clt_graph_grad_round): what the forward's last
+   * kernel is to do with the output; whether the forward took it (else
+   * the graph rounds afterwards); how many backwards write this node's
+   * gradient (set at compile, counted through reshapes); whether the one
+   * that wrote it rounded it. */
+  clt_round16 out_round;
+  bool out_rounded;
+  int grad_writers;
+  bool grad_rounded;
   void *state;       /* the layer's own options and buffers */
 };
 
@@ -163,6 +173,7 @@ struct clt_graph {
                                 test_way) */
   /* Shared device buffers of the last compile (graph/memplan.c). */
   bool share_buffers; /* false: every buffer its own memory (tests) */
+  bool fuse;          /* CLT_FUSE: layers fused, rounding in their kernels */
   int plan_round;
   clt_buffer_request *requests;
   int n_requests, cap_requests;
@@ -240,6 +251,19 @@ static inline clt_graph_node *clt_graph_in(clt_graph *g, clt_graph_node *n,
  * input needs no gradient. Marks it written. */
 clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
                                  bool *accumulate);
+/* Mixed precision: the rounding of n's output to fp16 (and the saving of
+ * its fp16 copy, where a backward reads it again) that the graph would
+ * do after n's forward, for the kernel of n's forward that writes the
+ * whole output last; calling it tells the graph that this kernel does it.
+ * NULL under fp32, for outputs that stay f32 (the input batch's, the
+ * loss's, views) and with CLT_FUSE=0. */
+const clt_round16 *clt_graph_out_round(clt_graph *g, clt_graph_node *n);
+/* The same for the gradient of n's input i that n's backward writes
+ * (after clt_graph_input_grad, with the accumulate it gave): the rounding
+ * the graph would do before the input's own backward, where n is the only
+ * backward that writes that gradient; else NULL. */
+const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
+                                        int i, bool accumulate);
 
 /* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
 uint64_t *clt_node_saved_counter(clt_graph_node *n);

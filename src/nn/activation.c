@@ -40,7 +40,8 @@ static clt_status act_configure(clt_graph *g, clt_graph_node *n,
 static clt_status act_forward(clt_graph *g, clt_graph_node *n) {
   act_state *s = n->state;
   return clt_activation_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
-                                g->batch * n->size, s->kind, s->alpha);
+                                g->batch * n->size, s->kind, s->alpha,
+                                clt_graph_out_round(g, n));
 }
 
 static clt_status act_backward(clt_graph *g, clt_graph_node *n) {
@@ -50,7 +51,8 @@ static clt_status act_backward(clt_graph *g, clt_graph_node *n) {
   if (!dx) return CLT_OK;
   return clt_activation_backward(g->ctx, dx, n->grad,
                                  clt_graph_in(g, n, 0)->out, n->out,
-                                 g->batch * n->size, s->kind, s->alpha, acc);
+                                 g->batch * n->size, s->kind, s->alpha, acc,
+                                 clt_graph_grad_round(g, n, 0, acc));
 }
 
 static void act_destroy(clt_graph_node *n) { free(n->state); }

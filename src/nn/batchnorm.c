@@ -99,7 +99,7 @@ static clt_status run_bn_way(void *user, int way) {
   return clt_bn_backward(w->g->ctx, NULL, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
                          w->n->grad, x, s->mean, s->var, &p[BN_WEIGHT].value,
                          b, s->C, s->HW, s->eps, true, false, way_parts[way],
-                         s->work);
+                         s->work, NULL);
 }
 
 /* Picks the reductions' ways (issue 8's kernels laid out for the device):
@@ -175,7 +175,8 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
     var = s->var;
   }
   return clt_bn_forward(g->ctx, n->out, x, mean, var, &p[BN_WEIGHT].value,
-                        &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps);
+                        &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps,
+                        clt_graph_out_round(g, n));
 }
 
 static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
@@ -188,7 +189,8 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
                          n->grad, clt_graph_in(g, n, 0)->out, mean, var,
                          &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
-                         s->trained, acc, s->grad_parts, s->work);
+                         s->trained, acc, s->grad_parts, s->work,
+                         dx ? clt_graph_grad_round(g, n, 0, acc) : NULL);
 }
 
 static void bn_destroy(clt_graph_node *n) {

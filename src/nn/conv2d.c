@@ -182,6 +182,9 @@ typedef struct conv_io {
   bool relu;        /* a fused ReLU (clt_graph_node.fused_relu) */
   bool colmajor;    /* NCHW direct: its GEMMs in the column-major form */
   const clt_tensor *out; /* backward with relu: the output, its mask */
+  /* Mixed precision: the rounding of y (forward) or dx (backward) by the
+   * kernel that writes it last (clt_graph_out_round); NULL: none. */
+  const clt_round16 *round;
 } conv_io;
 
 /* y' = W col by the forward's plan, then y = swap(y') + bias (and the
@@ -192,7 +195,8 @@ static clt_status forward_swap(clt_graph *g, const conv_state *s,
                       io->weight, io->col, io->tmp, io->work));
   return clt_swap_axes01_relu(g->ctx, io->y, io->tmp, io->bias, NULL,
                               s->filters, io->batch, s->w.OH * s->w.OW,
-                              io->relu ? CLT_SWAP_RELU : CLT_SWAP_PLAIN);
+                              io->relu ? CLT_SWAP_RELU : CLT_SWAP_PLAIN,
+                              io->round);
 }
 
 /* y[b] = W col_b for every b as one strided-batched GEMM, then the bias
@@ -207,10 +211,10 @@ static clt_status forward_nchw(clt_graph *g, const conv_state *s,
                       io->batch));
   if (io->bias)
     return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
-                                     ohw, io->relu);
+                                     ohw, io->relu, io->round);
   return io->relu ? clt_activation_forward(g->ctx, io->y, io->y,
                                            io->batch * f * ohw, CLT_ACT_RELU,
-                                           0.0f)
+                                           0.0f, io->round)
                   : CLT_OK;
 }
 
@@ -222,7 +226,8 @@ static clt_status backward_swap(clt_graph *g, const conv_state *s,
   CLT_TRY(clt_swap_axes01_relu(g->ctx, io->tmp, io->dy, NULL, io->out,
                                io->batch, s->filters, ohw,
                                io->relu ? CLT_SWAP_RELU_GRAD
-                                        : CLT_SWAP_PLAIN));
+                                        : CLT_SWAP_PLAIN,
+                               NULL));
   if (io->db)
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->tmp, 1, s->filters,
                                      io->batch * ohw, false));
@@ -252,7 +257,8 @@ static clt_status dy_in_nchw(clt_graph *g, const conv_state *s,
   int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
   if (io->relu)
     CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
-                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false,
+                                    NULL));
   if (!io->db) return CLT_OK;
   return clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw, false);
 }
@@ -284,7 +290,8 @@ static clt_status backward_direct(clt_graph *g, const conv_state *s,
   bool relu_first = io->relu && io->dcol;
   if (relu_first)
     CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
-                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false));
+                                    b * f * ohw, CLT_ACT_RELU, 0.0f, false,
+                                    NULL));
   CLT_TRY(clt_conv_direct_wgrad(g->ctx, io->dw, io->db, io->x, io->dy,
                                 io->relu && !relu_first ? io->out : NULL, b,
                                 f, w, io->work));
@@ -321,7 +328,7 @@ static clt_status backward_implicit(clt_graph *g, const conv_state *s,
                                   &s->w));
   if (!io->dx) return CLT_OK;
   return clt_conv_implicit_dgrad(g->ctx, config, io->dx, io->dy, io->weight,
-                                 b, f, &s->w, io->acc);
+                                 b, f, &s->w, io->acc, io->round);
 }
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
@@ -426,7 +433,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (way >= WAY_IMPLICIT && !backward)
     return clt_conv_implicit_forward(g->ctx, way - WAY_IMPLICIT, io.y, io.x,
                                      io.weight, io.bias, io.batch,
-                                     s->filters, &s->w, io.relu);
+                                     s->filters, &s->w, io.relu, io.round);
   if (way >= WAY_IMPLICIT)
     return backward_implicit(g, s, &io, way - WAY_IMPLICIT);
   bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
@@ -435,7 +442,8 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (!backward) {
     if (direct)
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
-                                     io.batch, s->filters, &dwin, io.relu);
+                                     io.batch, s->filters, &dwin, io.relu,
+                                     io.round);
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &s->w));
     return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
   }
@@ -456,7 +464,8 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
     CLT_TRY(backward_nchw(g, s, &io));
   if (!io.dx) return CLT_OK;
   w.per_element = s->col2im_elems;
-  return clt_col2im_backward(g->ctx, io.dx, io.dcol, io.batch, &w, io.acc);
+  return clt_col2im_backward(g->ctx, io.dx, io.dcol, io.batch, &w, io.acc,
+                             io.round);
 }
 
 static clt_status run_layout(void *user, int way) {
@@ -628,7 +637,7 @@ static clt_status run_copy(void *user, int way) {
   w.per_element = way == 1;
   if (c->backward)
     return clt_col2im_backward(c->g->ctx, c->x, c->col, c->g->max_batch, &w,
-                               false);
+                               false, NULL);
   return clt_im2col_forward(c->g->ctx, c->col, c->x, c->g->max_batch, &w);
 }
 
@@ -819,6 +828,11 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                 .x = clt_graph_in(g, n, 0)->out,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
                 .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
+  /* Every way's last kernel is ours but NCHW direct's without a bias or
+   * a ReLU, where the GEMM writes y. */
+  bool gemm_last = (s->fwd_way == WAY_NCHW || s->fwd_way == WAY_NCHW_CT) &&
+                   !io.bias && !io.relu;
+  if (!gemm_last) io.round = clt_graph_out_round(g, n);
   return run_way(g, s, &io, false, s->fwd_way);
 }
 
@@ -836,6 +850,8 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
                 .db = s->bias ? &n->params[1].grad : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work,
                 .relu = n->fused_relu, .out = n->out};
+  /* dx comes from col2im or the implicit data gradient: ours. */
+  if (dx) io.round = clt_graph_grad_round(g, n, 0, acc);
   return run_way(g, s, &io, true, s->bwd_way);
 }
 

@@ -95,11 +95,12 @@ static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
                       &n->params[0].value, 0.0f, n->out));
   if (s->bias)
     return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
-                                 g->batch, s->units, n->fused_relu);
+                                 g->batch, s->units, n->fused_relu,
+                                 clt_graph_out_round(g, n));
   /* A fused ReLU (clt_graph_node.fused_relu) in place. */
-  return n->fused_relu ? clt_activation_forward(g->ctx, n->out, n->out,
-                                                g->batch * s->units,
-                                                CLT_ACT_RELU, 0.0f)
+  return n->fused_relu ? clt_activation_forward(
+                             g->ctx, n->out, n->out, g->batch * s->units,
+                             CLT_ACT_RELU, 0.0f, clt_graph_out_round(g, n))
                        : CLT_OK;
 }
 
@@ -110,7 +111,7 @@ static clt_status dense_backward(clt_graph *g, clt_graph_node *n) {
   if (n->fused_relu)
     CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
                                     g->batch * s->units, CLT_ACT_RELU, 0.0f,
-                                    false));
+                                    false, NULL));
   /* dW = dy^T x: [units, batch] [batch, in] */
   CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, n->grad, in->out,
                       0.0f, &n->params[0].grad));

@@ -47,8 +47,9 @@ static clt_status dropout_forward(clt_graph *g, clt_graph_node *n) {
   const clt_tensor *x = clt_graph_in(g, n, 0)->out;
   int64_t count = g->batch * n->size;
   s->trained = g->training && s->rate > 0.0f;
-  if (!s->trained) return clt_scale_forward(g->ctx, n->out, x, count, 1.0f,
-                                            false);
+  if (!s->trained)
+    return clt_scale_forward(g->ctx, n->out, x, count, 1.0f, false,
+                             clt_graph_out_round(g, n));
   clt_rng r = clt_rng_derive(g->seed, CLT_RNG_DROPOUT, (uint64_t)n->index);
   return clt_dropout_forward(g->ctx, n->out, s->mask, x, count, s->rate,
                              clt_rng_next(&r), s->calls++);
@@ -61,7 +62,8 @@ static clt_status dropout_backward(clt_graph *g, clt_graph_node *n) {
   if (!dx) return CLT_OK;
   int64_t count = g->batch * n->size;
   if (!s->trained)
-    return clt_scale_forward(g->ctx, dx, n->grad, count, 1.0f, acc);
+    return clt_scale_forward(g->ctx, dx, n->grad, count, 1.0f, acc,
+                             clt_graph_grad_round(g, n, 0, acc));
   return clt_mul_forward(g->ctx, dx, n->grad, s->mask, count, acc);
 }
 

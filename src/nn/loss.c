@@ -89,7 +89,8 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
   if (!dx) return CLT_OK;
   /* Loss scaling (mixed precision) multiplies every gradient from here. */
   return clt_scale_forward(g->ctx, dx, s->dinput, g->batch * n->size,
-                           g->loss_scale, acc);
+                           g->loss_scale, acc,
+                           clt_graph_grad_round(g, n, 0, acc));
 }
 
 static void loss_destroy(clt_graph_node *n) { free(n->state); }

@@ -41,11 +41,15 @@ static clt_status add_configure(clt_graph *g, clt_graph_node *n,
 
 static clt_status add_forward(clt_graph *g, clt_graph_node *n) {
   int64_t count = g->batch * n->size;
+  /* The last kernel rounds the sum (mixed precision). */
+  bool two = n->n_inputs == 2;
   CLT_TRY(clt_add_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
-                          clt_graph_in(g, n, 1)->out, count, false));
+                          clt_graph_in(g, n, 1)->out, count, false,
+                          two ? clt_graph_out_round(g, n) : NULL));
   for (int i = 2; i < n->n_inputs; i++)
-    CLT_TRY(clt_scale_forward(g->ctx, n->out, clt_graph_in(g, n, i)->out,
-                              count, 1.0f, true));
+    CLT_TRY(clt_scale_forward(
+        g->ctx, n->out, clt_graph_in(g, n, i)->out, count, 1.0f, true,
+        i == n->n_inputs - 1 ? clt_graph_out_round(g, n) : NULL));
   return CLT_OK;
 }
 
@@ -55,7 +59,7 @@ static clt_status add_backward(clt_graph *g, clt_graph_node *n) {
     clt_tensor *dx = clt_graph_input_grad(g, n, i, &acc);
     if (dx)
       CLT_TRY(clt_scale_forward(g->ctx, dx, n->grad, g->batch * n->size, 1.0f,
-                                acc));
+                                acc, clt_graph_grad_round(g, n, i, acc)));
   }
   return CLT_OK;
 }

@@ -109,8 +109,9 @@ static clt_status run_pool(void *user, int way) {
   clt_graph_node *in = clt_graph_in(p->g, p->n, 0);
   if (p->backward)
     return clt_maxpool_backward(p->g->ctx, in->grad, p->n->grad, p->s->argmax,
-                                &w, false);
-  return clt_maxpool_forward(p->g->ctx, p->n->out, p->s->argmax, in->out, &w);
+                                &w, false, NULL);
+  return clt_maxpool_forward(p->g->ctx, p->n->out, p->s->argmax, in->out, &w,
+                             NULL);
 }
 
 /* Picks max pooling's layouts (issue 8's kernels laid out for the
@@ -167,8 +168,10 @@ static clt_status pool_forward(clt_graph *g, clt_graph_node *n) {
   pool_state *s = n->state;
   clt_window w = planes(s, g->batch);
   const clt_tensor *x = clt_graph_in(g, n, 0)->out;
-  if (s->is_max) return clt_maxpool_forward(g->ctx, n->out, s->argmax, x, &w);
-  return clt_avgpool_forward(g->ctx, n->out, x, &w);
+  const clt_round16 *round = clt_graph_out_round(g, n);
+  if (s->is_max)
+    return clt_maxpool_forward(g->ctx, n->out, s->argmax, x, &w, round);
+  return clt_avgpool_forward(g->ctx, n->out, x, &w, round);
 }
 
 static clt_status pool_backward(clt_graph *g, clt_graph_node *n) {
@@ -178,9 +181,11 @@ static clt_status pool_backward(clt_graph *g, clt_graph_node *n) {
   if (!dx) return CLT_OK;
   clt_window w = planes(s, g->batch);
   w.per_element = s->bwd_elems;
+  const clt_round16 *round = clt_graph_grad_round(g, n, 0, acc);
   if (s->is_max)
-    return clt_maxpool_backward(g->ctx, dx, n->grad, s->argmax, &w, acc);
-  return clt_avgpool_backward(g->ctx, dx, n->grad, &w, acc);
+    return clt_maxpool_backward(g->ctx, dx, n->grad, s->argmax, &w, acc,
+                                round);
+  return clt_avgpool_backward(g->ctx, dx, n->grad, &w, acc, round);
 }
 
 static void pool_destroy(clt_graph_node *n) { free(n->state); }

@@ -28,29 +28,33 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
 
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
-                               const clt_window *w, bool accumulate) {
+                               const clt_window *w, bool accumulate,
+                               const clt_round16 *round) {
   int64_t n = batch * w->C * w->H; /* rows of dx */
   if (w->per_element)
-    return CLT_RUN_1D(ctx, CLT_K_col2im_elems, (size_t)(n * w->W), KT(dx),
-                      KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate),
-                      KI(w->rows));
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_col2im_elems, round),
+                      (size_t)(n * w->W), KT(dx), KT(dcol), KI(batch),
+                      WINDOW_ARGS(w), KI(accumulate), KI(w->rows),
+                      KR(round, dx));
   /* a work-item per input plane (image, channel) */
-  return CLT_RUN_1D(ctx, w->rows ? CLT_K_row2im : CLT_K_col2im,
+  return CLT_RUN_1D(ctx, KR_ID(w->rows ? CLT_K_row2im : CLT_K_col2im, round),
                     (size_t)(batch * w->C), KT(dx), KT(dcol), KI(batch),
-                    WINDOW_ARGS(w), KI(accumulate));
+                    WINDOW_ARGS(w), KI(accumulate), KR(round, dx));
 }
 
 clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
                                 const clt_tensor *x, const clt_tensor *bias,
                                 const clt_tensor *mask, int64_t A, int64_t B,
-                                int64_t S, clt_swap_relu relu) {
+                                int64_t S, clt_swap_relu relu,
+                                const clt_round16 *round) {
   if (relu == CLT_SWAP_RELU_GRAD && !mask)
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "swap: a ReLU gradient "
                         "without the ReLU's output");
   /* x stands in for the buffers the kernel does not read. */
-  return CLT_RUN_1D(ctx, CLT_K_swap_axes01, (size_t)(A * B), KT(y), KT(x),
-                    KT(bias ? bias : x), KT(mask ? mask : x), KI(A), KI(B),
-                    KI(S), KI(bias != NULL), KI(relu));
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_swap_axes01, round), (size_t)(A * B),
+                    KT(y), KT(x), KT(bias ? bias : x), KT(mask ? mask : x),
+                    KI(A), KI(B), KI(S), KI(bias != NULL), KI(relu),
+                    KR(round, y));
 }
 
 clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
@@ -64,10 +68,11 @@ clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
                     KI(mask != NULL));
 }
 
-clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
-                           const clt_tensor *x, const clt_tensor *bias,
-                           int64_t A, int64_t B, int64_t S) {
-  return clt_swap_axes01_relu(ctx, y, x, bias, NULL, A, B, S, CLT_SWAP_PLAIN);
+clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                           const clt_tensor *bias, int64_t A, int64_t B,
+                           int64_t S) {
+  return clt_swap_axes01_relu(ctx, y, x, bias, NULL, A, B, S, CLT_SWAP_PLAIN,
+                              NULL);
 }
 
 clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,
@@ -206,18 +211,21 @@ clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
                                    const clt_tensor *x,
                                    const clt_tensor *weight,
                                    const clt_tensor *bias, int64_t batch,
-                                   int64_t F, const clt_window *w, bool relu) {
+                                   int64_t F, const clt_window *w, bool relu,
+                                   const clt_round16 *round) {
   /* x stands in for the bias where there is none (not read). */
   const clt_tensor *b = bias ? bias : x;
   if (w->per_element) {
     size_t global[3] = {(size_t)w->OW, (size_t)w->OH, (size_t)(batch * F)};
-    return CLT_RUN(ctx, CLT_K_conv_direct_forward_elems, 3, global, NULL,
-                   KT(y), KT(x), KT(weight), KT(b), KI(batch), KI(F),
-                   WINDOW_ARGS(w), KI(bias != NULL), KI(relu));
+    return CLT_RUN(ctx, KR_ID(CLT_K_conv_direct_forward_elems, round), 3,
+                   global, NULL, KT(y), KT(x), KT(weight), KT(b), KI(batch),
+                   KI(F), WINDOW_ARGS(w), KI(bias != NULL), KI(relu),
+                   KR(round, y));
   }
-  return CLT_RUN_1D(ctx, CLT_K_conv_direct_forward, (size_t)(batch * F),
-                    KT(y), KT(x), KT(weight), KT(b), KI(batch), KI(F),
-                    WINDOW_ARGS(w), KI(bias != NULL), KI(relu));
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_conv_direct_forward, round),
+                    (size_t)(batch * F), KT(y), KT(x), KT(weight), KT(b),
+                    KI(batch), KI(F), WINDOW_ARGS(w), KI(bias != NULL),
+                    KI(relu), KR(round, y));
 }
 
 clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,

@@ -168,7 +168,7 @@ clt_status clt_conv_implicit_forward(clt_context *ctx, int config,
                                      const clt_tensor *weight,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t filters, const clt_window *w,
-                                     bool relu) {
+                                     bool relu, const clt_round16 *round) {
   const char *what = "implicit convolution (forward)";
   if (!window_ok(w, batch, filters))
     return clt_ctx_fail(ctx, CLT_ERR_SHAPE, "%s: empty geometry", what);
@@ -180,7 +180,8 @@ clt_status clt_conv_implicit_forward(clt_context *ctx, int config,
   CLT_TRY(check(ctx, what, t, need, names, 4));
   const clt_karg args[] = {KT(y),      KT(x),    KT(weight),
                            KT(bias ? bias : weight), KI(bias != NULL),
-                           KI(relu),   KI(batch), KI(filters), GEOMETRY(w)};
+                           KI(relu),   KI(batch), KI(filters), GEOMETRY(w),
+                           KR(round, y), KI(clt_round16_mode(round))};
   return launch(ctx, config, K_FWD, filters, batch * w->OH * w->OW, 1, args,
                 (int)(sizeof args / sizeof args[0]));
 }
@@ -189,7 +190,7 @@ clt_status clt_conv_implicit_dgrad(clt_context *ctx, int config,
                                    clt_tensor *dx, const clt_tensor *dy,
                                    const clt_tensor *weight, int64_t batch,
                                    int64_t filters, const clt_window *w,
-                                   bool accumulate) {
+                                   bool accumulate, const clt_round16 *round) {
   const char *what = "implicit convolution (data gradient)";
   if (!window_ok(w, batch, filters))
     return clt_ctx_fail(ctx, CLT_ERR_SHAPE, "%s: empty geometry", what);
@@ -201,7 +202,8 @@ clt_status clt_conv_implicit_dgrad(clt_context *ctx, int config,
   CLT_TRY(check(ctx, what, t, need, names, 3));
   const clt_karg args[] = {KT(dx),          KT(dy),   KT(weight),
                            KI(accumulate),  KI(batch), KI(filters),
-                           GEOMETRY(w)};
+                           GEOMETRY(w),     KR(round, dx),
+                           KI(clt_round16_mode(round))};
   return launch(ctx, config, K_DX, w->C, batch * w->H * w->W, 1, args,
                 (int)(sizeof args / sizeof args[0]));
 }

@@ -30,7 +30,7 @@ clt_status clt_conv_implicit_forward(clt_context *ctx, int config,
                                      const clt_tensor *weight,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t filters, const clt_window *w,
-                                     bool relu);
+                                     bool relu, const clt_round16 *round);
 
 /* dx [batch, C, H, W] = (or +=, accumulate) the gradient of the input
  * from dy [batch, F, OH, OW]. */
@@ -38,7 +38,7 @@ clt_status clt_conv_implicit_dgrad(clt_context *ctx, int config,
                                    clt_tensor *dx, const clt_tensor *dy,
                                    const clt_tensor *weight, int64_t batch,
                                    int64_t filters, const clt_window *w,
-                                   bool accumulate);
+                                   bool accumulate, const clt_round16 *round);
 
 /* dw [F, C*KH*KW] = the weight gradient from x and dy, the k range
  * (batch*OH*OW) cut into at most `splits` chunks whose partial products go

@@ -3,9 +3,9 @@
 
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
-                           bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_add_f32, (size_t)n, KT(out), KT(a), KT(b),
-                    KI(n), KI(accumulate));
+                           bool accumulate, const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_add_f32, round), (size_t)n, KT(out),
+                    KT(a), KT(b), KI(n), KI(accumulate), KR(round, out));
 }
 
 clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
@@ -22,9 +22,9 @@ clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
 
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,
-                             bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_scale_f32, (size_t)n, KT(out), KT(x), KI(n),
-                    KF(alpha), KI(accumulate));
+                             bool accumulate, const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_scale_f32, round), (size_t)n, KT(out),
+                    KT(x), KI(n), KF(alpha), KI(accumulate), KR(round, out));
 }
 
 clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
@@ -40,19 +40,21 @@ clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
 
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,
-                                 int64_t cols, bool relu) {
-  return CLT_RUN_1D(ctx, CLT_K_bias_add_rows, (size_t)(rows * cols), KT(y),
-                    KT(bias), KI(rows), KI(cols), KI(relu));
+                                 int64_t cols, bool relu,
+                                 const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_bias_add_rows, round),
+                    (size_t)(rows * cols), KT(y), KT(bias), KI(rows),
+                    KI(cols), KI(relu), KR(round, y));
 }
 
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t channels, int64_t spatial,
-                                     bool relu) {
+                                     bool relu, const clt_round16 *round) {
   int64_t planes = batch * channels;
-  return CLT_RUN_1D(ctx, CLT_K_bias_add_channels, (size_t)planes, KT(y),
-                    KT(bias), KI(channels), KI(spatial), KI(planes),
-                    KI(relu));
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_bias_add_channels, round),
+                    (size_t)planes, KT(y), KT(bias), KI(channels),
+                    KI(spatial), KI(planes), KI(relu), KR(round, y));
 }
 
 clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,

@@ -69,12 +69,13 @@ clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
 clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
-                          int64_t N, int64_t C, int64_t HW, float eps) {
+                          int64_t N, int64_t C, int64_t HW, float eps,
+                          const clt_round16 *round) {
   size_t global[2], local[2];
   plane_range(ctx, N * C, HW, global, local);
-  return CLT_RUN(ctx, CLT_K_bn_apply, 2, global, local, KT(y), KT(x),
-                 KT(mean), KT(var), KT(gamma), KT(beta), KI(N), KI(C), KI(HW),
-                 KF(eps));
+  return CLT_RUN(ctx, KR_ID(CLT_K_bn_apply, round), 2, global, local, KT(y),
+                 KT(x), KT(mean), KT(var), KT(gamma), KT(beta), KI(N), KI(C),
+                 KI(HW), KF(eps), KR(round, y));
 }
 
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
@@ -83,7 +84,8 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate, int64_t want, clt_tensor *work) {
+                           bool accumulate, int64_t want, clt_tensor *work,
+                           const clt_round16 *round) {
   if (want <= 1) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
@@ -103,7 +105,8 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
   if (!dx) return CLT_OK;
   size_t g2[2], l2[2];
   plane_range(ctx, N * C, HW, g2, l2);
-  return CLT_RUN(ctx, CLT_K_bn_backward_apply, 2, g2, l2, KT(dx), KT(dy),
-                 KT(x), KT(mean), KT(var), KT(gamma), KT(dgamma), KT(dbeta),
-                 KI(N), KI(C), KI(HW), KF(eps), KI(training), KI(accumulate));
+  return CLT_RUN(ctx, KR_ID(CLT_K_bn_backward_apply, round), 2, g2, l2,
+                 KT(dx), KT(dy), KT(x), KT(mean), KT(var), KT(gamma),
+                 KT(dgamma), KT(dbeta), KI(N), KI(C), KI(HW), KF(eps),
+                 KI(training), KI(accumulate), KR(round, dx));
 }

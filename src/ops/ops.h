@@ -46,10 +46,35 @@ clt_status clt_sum_slices(clt_context *ctx, clt_tensor *out,
                           const clt_tensor *ws, int64_t n, int64_t slices,
                           float alpha, float beta);
 
+/* Mixed precision's rounding done by the kernel that writes an op's
+ * output (cl/prelude.cl STORE16; graph.c decides where): mode 0 none, 1
+ * to the nearest fp16 value, 2 that and the halves' bits into copy (an
+ * f16 tensor, element i of it for element i of the output). The ops that
+ * take a `const clt_round16 *` apply it to what they write; NULL: mode
+ * 0. Where the op accumulates, the sum is what is rounded. */
+typedef struct clt_round16 {
+  int mode;
+  const clt_tensor *copy;
+} clt_round16;
+
+/* A clt_round16 given to a kernel (cl/prelude.cl): KR_ID(id, r) the
+ * kernel of its mode (ROUND16_VARIANTS), KR(r, y) the argument that
+ * ROUND16_PARAMS takes, y (the op's output) standing in for the copy
+ * where there is none (never written then). */
+static inline int clt_round16_mode(const clt_round16 *r) {
+  return r ? r->mode : 0;
+}
+static inline const clt_tensor *clt_round16_copy(const clt_round16 *r,
+                                                 const clt_tensor *y) {
+  return r && r->copy ? r->copy : y;
+}
+#define KR_ID(id, r) ((clt_kernel_id)((id) + clt_round16_mode(r)))
+#define KR(r, y) KT(clt_round16_copy((r), (y)))
+
 /* out = a + b over n elements. */
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
-                           bool accumulate);
+                           bool accumulate, const clt_round16 *round);
 /* y[i] = table[x[i]] for the n bytes of x (u8) into y (f32); table holds
  * 256 floats. The loader's pixel bytes made the model's inputs. */
 clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
@@ -57,7 +82,7 @@ clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
 /* out = alpha * x over n elements. */
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,
-                             bool accumulate);
+                             bool accumulate, const clt_round16 *round);
 /* y = x rounded to the nearest fp16 value (ties to even, infinity past
  * the largest half), kept in f32, over n elements; y may be x (mixed
  * precision, cl/half.cl). */
@@ -70,22 +95,24 @@ clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
 /* y[r, c] += bias[c], y of [rows, cols]; then ReLU where relu. */
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                                  const clt_tensor *bias, int64_t rows,
-                                 int64_t cols, bool relu);
+                                 int64_t cols, bool relu,
+                                 const clt_round16 *round);
 /* y[n, c, s] += bias[c], y of [batch, channels, spatial]; then ReLU where
  * relu. */
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t channels, int64_t spatial,
-                                     bool relu);
+                                     bool relu, const clt_round16 *round);
 
 clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
                                   const clt_tensor *x, int64_t n,
-                                  clt_activation kind, float alpha);
+                                  clt_activation kind, float alpha,
+                                  const clt_round16 *round);
 clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
                                    const clt_tensor *dy, const clt_tensor *x,
                                    const clt_tensor *y, int64_t n,
                                    clt_activation kind, float alpha,
-                                   bool accumulate);
+                                   bool accumulate, const clt_round16 *round);
 
 clt_status clt_softmax_forward(clt_context *ctx, clt_tensor *y,
                                const clt_tensor *x, int64_t rows,
@@ -173,7 +200,8 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
  * from drow, laid out as row). */
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                                const clt_tensor *dcol, int64_t batch,
-                               const clt_window *w, bool accumulate);
+                               const clt_window *w, bool accumulate,
+                               const clt_round16 *round);
 /* y [B, A, S] from x [A, B, S], adding bias[a] when bias is not NULL. */
 clt_status clt_swap_axes01(clt_context *ctx, clt_tensor *y,
                            const clt_tensor *x, const clt_tensor *bias,
@@ -188,7 +216,8 @@ typedef enum clt_swap_relu {
 clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
                                 const clt_tensor *x, const clt_tensor *bias,
                                 const clt_tensor *mask, int64_t A, int64_t B,
-                                int64_t S, clt_swap_relu relu);
+                                int64_t S, clt_swap_relu relu,
+                                const clt_round16 *round);
 /* y [N, P, C] from x [N, C, P] (NCHW to NHWC); with mask (a ReLU's output,
  * laid out as x), the gradient through that ReLU, x * (mask > 0), which
  * also replaces x. */
@@ -203,7 +232,8 @@ clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
                                    const clt_tensor *x,
                                    const clt_tensor *weight,
                                    const clt_tensor *bias, int64_t batch,
-                                   int64_t F, const clt_window *w, bool relu);
+                                   int64_t F, const clt_window *w, bool relu,
+                                   const clt_round16 *round);
 /* Its weight gradient dw [F, C, KH, KW] and, where db is not NULL, bias
  * gradient db [F] from x and dy [batch, F, OH, OW] (through a ReLU whose
  * output is mask, where mask is not NULL), overwritten: partial sums in
@@ -232,15 +262,17 @@ clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,
 /* Pooling over batch*C planes (w->C counts planes here). */
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
-                               const clt_window *w);
+                               const clt_window *w, const clt_round16 *round);
 clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_tensor *argmax,
-                                const clt_window *w, bool accumulate);
+                                const clt_window *w, bool accumulate,
+                                const clt_round16 *round);
 clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
-                               const clt_tensor *x, const clt_window *w);
+                               const clt_tensor *x, const clt_window *w,
+                               const clt_round16 *round);
 clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_window *w,
-                                bool accumulate);
+                                bool accumulate, const clt_round16 *round);
 
 /* Batch normalisation of x [N, C, HW] (HW 1 for dense inputs).
  * The reductions (the statistics, dgamma and dbeta) run one group per
@@ -260,14 +292,16 @@ clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
 clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
-                          int64_t N, int64_t C, int64_t HW, float eps);
+                          int64_t N, int64_t C, int64_t HW, float eps,
+                          const clt_round16 *round);
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate, int64_t want, clt_tensor *work);
+                           bool accumulate, int64_t want, clt_tensor *work,
+                           const clt_round16 *round);
 
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,

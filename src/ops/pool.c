@@ -10,52 +10,63 @@
 
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
-                               const clt_window *w) {
+                               const clt_window *w, const clt_round16 *round) {
   if (w->per_element)
-    return CLT_RUN_1D(ctx, CLT_K_maxpool_forward_elems,
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward_elems, round),
                       (size_t)(w->C * w->OH * w->OW), KT(y), KT(argmax), KT(x),
-                      POOL_ARGS(w));
-  return CLT_RUN_1D(ctx, CLT_K_maxpool_forward, (size_t)(w->C * w->OH),
-                    KT(y), KT(argmax), KT(x), POOL_ARGS(w));
+                      POOL_ARGS(w), KR(round, y));
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward, round),
+                    (size_t)(w->C * w->OH), KT(y), KT(argmax), KT(x),
+                    POOL_ARGS(w), KR(round, y));
 }
 
 clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_tensor *argmax,
-                                const clt_window *w, bool accumulate) {
-  if (w->stride_h >= w->KH && w->stride_w >= w->KW) {
-    /* Windows do not overlap: a scatter, far cheaper than the gather (the
-     * per-row kernel clears dx itself). */
+                                const clt_window *w, bool accumulate,
+                                const clt_round16 *round) {
+  /* Windows that do not overlap: a scatter, far cheaper than the gather
+   * (the per-row kernel clears dx itself). It rounds only the elements it
+   * writes, so not where it adds into dx and rounds, nor where it saves
+   * the halves too (never asked by the graph: clt_graph_grad_round). */
+  int mode = clt_round16_mode(round);
+  if (w->stride_h >= w->KH && w->stride_w >= w->KW &&
+      (mode == 0 || (mode == 1 && !accumulate))) {
     if (!w->per_element)
-      return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter,
+      return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward_scatter, round),
                         (size_t)(w->C * w->OH), KT(dx), KT(dy), KT(argmax),
                         KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW),
-                        KI(w->pad_h), KI(w->stride_h), KI(accumulate));
+                        KI(w->pad_h), KI(w->stride_h), KI(accumulate),
+                        KR(round, dx));
     if (!accumulate) {
       clt_tensor plane = clt_tensor_slice_1d(dx, 0, w->C * w->H * w->W);
       CLT_TRY(clt_tensor_fill(&plane, 0.0));
     }
-    return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_scatter_elems,
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward_scatter_elems, round),
                       (size_t)(w->C * w->OH * w->OW), KT(dx), KT(dy),
                       KT(argmax), KI(w->C), KI(w->H), KI(w->W), KI(w->OH),
-                      KI(w->OW));
+                      KI(w->OW), KR(round, dx));
   }
   if (w->per_element)
-    return CLT_RUN_1D(ctx, CLT_K_maxpool_backward_elems,
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward_elems, round),
                       (size_t)(w->C * w->H * w->W), KT(dx), KT(dy),
-                      KT(argmax), POOL_ARGS(w), KI(accumulate));
-  return CLT_RUN_1D(ctx, CLT_K_maxpool_backward, (size_t)(w->C * w->H),
-                    KT(dx), KT(dy), KT(argmax), POOL_ARGS(w), KI(accumulate));
+                      KT(argmax), POOL_ARGS(w), KI(accumulate), KR(round, dx));
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward, round),
+                    (size_t)(w->C * w->H), KT(dx), KT(dy), KT(argmax),
+                    POOL_ARGS(w), KI(accumulate), KR(round, dx));
 }
 
 clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
-                               const clt_tensor *x, const clt_window *w) {
-  return CLT_RUN_1D(ctx, CLT_K_avgpool_forward, (size_t)(w->C * w->OH * w->OW),
-                    KT(y), KT(x), POOL_ARGS(w));
+                               const clt_tensor *x, const clt_window *w,
+                               const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_forward, round),
+                    (size_t)(w->C * w->OH * w->OW), KT(y), KT(x), POOL_ARGS(w),
+                    KR(round, y));
 }
 
 clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_window *w,
-                                bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_avgpool_backward, (size_t)(w->C * w->H * w->W),
-                    KT(dx), KT(dy), POOL_ARGS(w), KI(accumulate));
+                                bool accumulate, const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_backward, round),
+                    (size_t)(w->C * w->H * w->W), KT(dx), KT(dy), POOL_ARGS(w),
+                    KI(accumulate), KR(round, dx));
 }

@@ -3,6 +3,12 @@
 #ifndef CLT_RUNTIME_KERNELS_H
 #define CLT_RUNTIME_KERNELS_H
 
+/* A kernel made by ROUND16_VARIANTS (cl/prelude.cl): NAME, NAME_r16 and
+ * NAME_s16, in that order (the host adds the rounding mode to NAME's id:
+ * KR_ID in ops/ops.h). */
+#define CLT_KERNEL_R16(X, name, file)                                          \
+  X(name, file) X(name##_r16, file) X(name##_s16, file)
+
 #define CLT_KERNEL_LIST(X)                                                     \
   X(fill_f32, "tensor")                                                        \
   X(fill_i32, "tensor")                                                        \
@@ -14,20 +20,20 @@
   X(unscale_check_f32, "half")                                                 \
   X(round_f16, "half")                                                         \
   X(round_save_f16, "half")                                                    \
-  X(add_f32, "elementwise")                                                    \
-  X(scale_f32, "elementwise")                                                  \
-  X(bias_add_rows, "elementwise")                                              \
-  X(bias_add_channels, "elementwise")                                          \
-  X(activation_forward_relu, "activation")                                     \
-  X(activation_backward_relu, "activation")                                    \
-  X(activation_forward_leaky_relu, "activation")                               \
-  X(activation_backward_leaky_relu, "activation")                              \
-  X(activation_forward_sigmoid, "activation")                                  \
-  X(activation_backward_sigmoid, "activation")                                 \
-  X(activation_forward_tanh, "activation")                                     \
-  X(activation_backward_tanh, "activation")                                    \
-  X(activation_forward_gelu, "activation")                                     \
-  X(activation_backward_gelu, "activation")                                    \
+  CLT_KERNEL_R16(X, add_f32, "elementwise")                                    \
+  CLT_KERNEL_R16(X, scale_f32, "elementwise")                                  \
+  CLT_KERNEL_R16(X, bias_add_rows, "elementwise")                              \
+  CLT_KERNEL_R16(X, bias_add_channels, "elementwise")                          \
+  CLT_KERNEL_R16(X, activation_forward_relu, "activation")                     \
+  CLT_KERNEL_R16(X, activation_backward_relu, "activation")                    \
+  CLT_KERNEL_R16(X, activation_forward_leaky_relu, "activation")               \
+  CLT_KERNEL_R16(X, activation_backward_leaky_relu, "activation")              \
+  CLT_KERNEL_R16(X, activation_forward_sigmoid, "activation")                  \
+  CLT_KERNEL_R16(X, activation_backward_sigmoid, "activation")                 \
+  CLT_KERNEL_R16(X, activation_forward_tanh, "activation")                     \
+  CLT_KERNEL_R16(X, activation_backward_tanh, "activation")                    \
+  CLT_KERNEL_R16(X, activation_forward_gelu, "activation")                     \
+  CLT_KERNEL_R16(X, activation_backward_gelu, "activation")                    \
   X(softmax_rows, "loss")                                                      \
   X(softmax_rows_backward, "loss")                                             \
   X(softmax_xent, "loss")                                                      \
@@ -41,30 +47,30 @@
   X(adam_step, "optim")                                                        \
   X(channel_slice_copy, "elementwise")                                         \
   X(im2col, "conv")                                                            \
-  X(col2im, "conv")                                                            \
+  CLT_KERNEL_R16(X, col2im, "conv")                                            \
   X(im2col_elems, "conv")                                                      \
-  X(col2im_elems, "conv")                                                      \
+  CLT_KERNEL_R16(X, col2im_elems, "conv")                                      \
   X(im2row, "conv")                                                            \
-  X(row2im, "conv")                                                            \
-  X(swap_axes01, "conv")                                                       \
+  CLT_KERNEL_R16(X, row2im, "conv")                                            \
+  CLT_KERNEL_R16(X, swap_axes01, "conv")                                       \
   X(nchw_to_nhwc, "conv")                                                      \
-  X(conv_direct_forward, "conv")                                               \
+  CLT_KERNEL_R16(X, conv_direct_forward, "conv")                               \
   X(conv_direct_wgrad, "conv")                                                 \
-  X(conv_direct_forward_elems, "conv")                                         \
+  CLT_KERNEL_R16(X, conv_direct_forward_elems, "conv")                         \
   X(conv_direct_wgrad_elems, "conv")                                           \
-  X(maxpool_forward, "pool")                                                   \
-  X(maxpool_backward, "pool")                                                  \
-  X(maxpool_backward_scatter, "pool")                                          \
-  X(maxpool_forward_elems, "pool")                                             \
-  X(maxpool_backward_elems, "pool")                                            \
-  X(maxpool_backward_scatter_elems, "pool")                                    \
-  X(avgpool_forward, "pool")                                                   \
-  X(avgpool_backward, "pool")                                                  \
+  CLT_KERNEL_R16(X, maxpool_forward, "pool")                                   \
+  CLT_KERNEL_R16(X, maxpool_backward, "pool")                                  \
+  CLT_KERNEL_R16(X, maxpool_backward_scatter, "pool")                          \
+  CLT_KERNEL_R16(X, maxpool_forward_elems, "pool")                             \
+  CLT_KERNEL_R16(X, maxpool_backward_elems, "pool")                            \
+  CLT_KERNEL_R16(X, maxpool_backward_scatter_elems, "pool")                    \
+  CLT_KERNEL_R16(X, avgpool_forward, "pool")                                   \
+  CLT_KERNEL_R16(X, avgpool_backward, "pool")                                  \
   X(bn_stats, "norm")                                                          \
   X(bn_update_running, "norm")                                                 \
-  X(bn_apply, "norm")                                                          \
+  CLT_KERNEL_R16(X, bn_apply, "norm")                                          \
   X(bn_backward_reduce, "norm")                                                \
-  X(bn_backward_apply, "norm")                                                 \
+  CLT_KERNEL_R16(X, bn_backward_apply, "norm")                                 \
   X(bn_stats_part, "norm")                                                     \
   X(bn_stats_combine, "norm")                                                  \
   X(bn_backward_part, "norm")                                                  \
