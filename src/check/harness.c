@@ -363,6 +363,7 @@ clt_status check_run(clt_context *ctx, uint64_t seed, check_body body,
 
 clt_status check_run_rounded(clt_context *ctx, uint64_t seed, check_body body,
                              const void *arg, int round16, double *max_err) {
+  *max_err = INFINITY;
   if (round16 < 0 || round16 > 2)
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "check: rounding mode %d",
                         round16);
