@@ -17,9 +17,13 @@
  * instead where op(A)^T is the operand stored along its rows (A [k, m]).
  *
  * gemm_dot_MRxNR (C = A B^T, A [m, k] and B [n, k], both contiguous along
- * k): a work-item computes MR x NR dot products sixteen of k at a time in
- * vectors, summed across at the end; the last sixteen are loaded ending at
- * k with the lanes already summed masked out (k < 16: scalars).
+ * k): a work-item computes MR x NR dot products VW (16 or 8: _v8) of k at
+ * a time in vectors, summed across at the end; the last VW are loaded
+ * ending at k with the lanes already summed masked out (k < VW: scalars).
+ *
+ * Both in vectors of 16 and of 8: a CPU whose registers hold 8 floats
+ * (AVX2, 16 of them) keeps a 4x32 tile's partial sums in 16 registers and
+ * spills the operands; 6x16 leaves room (the usual AVX2 SGEMM tile).
  *
  * Rows and columns past m or n are clamped for the loads (their results
  * are never stored). */
@@ -76,8 +80,19 @@
 GEMM_ROWS(gemm_rows_4x32, 4, 2, 16)
 GEMM_ROWS(gemm_rows_8x32, 8, 2, 16)
 GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
+GEMM_ROWS(gemm_rows_6x16, 6, 2, 8)
+GEMM_ROWS(gemm_rows_4x16, 4, 2, 8)
 
-#define GEMM_DOT(NAME, MR, NR)                                                 \
+#define GEMM_LANES16                                                           \
+  (float16)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, \
+            11.0f, 12.0f, 13.0f, 14.0f, 15.0f)
+#define GEMM_LANES8 (float8)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f)
+static float sum8(float8 v) {
+  float4 b = v.lo + v.hi;
+  return (b.x + b.y) + (b.z + b.w);
+}
+
+#define GEMM_DOT(NAME, MR, NR, VW)                                                 \
   __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
                      __global const float *a, int a_off, int lda, int a_batch, \
                      __global const float *b, int b_off, int ldb, int b_batch, \
@@ -89,7 +104,7 @@ GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
     b += b_off + bi * b_batch;                                                 \
     c += c_off + bi * c_batch;                                                 \
     __global const float *ar[MR], *br[NR];                                     \
-    float16 acc[MR][NR];                                                       \
+    float##VW acc[MR][NR];                                                     \
     _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
       ar[r] = a + min(i0 + r, m - 1) * lda;                                    \
       _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] = 0.0f;         \
@@ -97,26 +112,25 @@ GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
     _Pragma("unroll") for (int s = 0; s < NR; s++) br[s] =                     \
         b + min(j0 + s, n - 1) * ldb;                                          \
     int p = 0;                                                                 \
-    for (; p + 16 <= k; p += 16) {                                             \
-      float16 av[MR], bv[NR];                                                  \
+    for (; p + VW <= k; p += VW) {                                             \
+      float##VW av[MR], bv[NR];                                                \
       _Pragma("unroll") for (int r = 0; r < MR; r++) av[r] =                   \
-          vload16(0, ar[r] + p);                                               \
+          vload##VW(0, ar[r] + p);                                             \
       _Pragma("unroll") for (int s = 0; s < NR; s++) bv[s] =                   \
-          vload16(0, br[s] + p);                                               \
+          vload##VW(0, br[s] + p);                                             \
       _Pragma("unroll") for (int r = 0; r < MR; r++)                           \
           _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] =           \
               fma(av[r], bv[s], acc[r][s]);                                    \
     }                                                                          \
-    if (p < k && k >= 16) { /* the last 16, lanes before p masked */           \
-      const float16 lane = (float16)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, \
-                                     7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f,    \
-                                     13.0f, 14.0f, 15.0f);                     \
-      int16 keep = isgreaterequal(lane, (float16)(float)(p - (k - 16)));       \
-      float16 bv[NR];                                                          \
+    if (p < k && k >= VW) { /* the last VW, lanes before p masked */           \
+      int##VW keep =                                                           \
+          isgreaterequal(GEMM_LANES##VW, (float##VW)(float)(p - (k - VW)));    \
+      float##VW bv[NR];                                                        \
       _Pragma("unroll") for (int s = 0; s < NR; s++) bv[s] =                   \
-          vload16(0, br[s] + k - 16);                                          \
+          vload##VW(0, br[s] + k - VW);                                        \
       _Pragma("unroll") for (int r = 0; r < MR; r++) {                         \
-        float16 av = select((float16)0.0f, vload16(0, ar[r] + k - 16), keep);  \
+        float##VW av =                                                         \
+            select((float##VW)0.0f, vload##VW(0, ar[r] + k - VW), keep);       \
         _Pragma("unroll") for (int s = 0; s < NR; s++) acc[r][s] =             \
             fma(av, bv[s], acc[r][s]);                                         \
       }                                                                        \
@@ -126,12 +140,15 @@ GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
       if (i0 + r >= m) break;                                                  \
       _Pragma("unroll") for (int s = 0; s < NR; s++) {                         \
         if (j0 + s >= n) break;                                                \
-        float t = sum16(acc[r][s]);                                            \
+        float t = sum##VW(acc[r][s]);                                          \
         for (int q = p; q < k; q++) t = fma(ar[r][q], br[s][q], t);            \
         GEMM_STORE(c + (i0 + r) * ldc + j0 + s, t);                            \
       }                                                                        \
     }                                                                          \
   }
 
-GEMM_DOT(gemm_dot_4x4, 4, 4)
-GEMM_DOT(gemm_dot_8x2, 8, 2)
+GEMM_DOT(gemm_dot_4x4, 4, 4, 16)
+GEMM_DOT(gemm_dot_8x2, 8, 2, 16)
+GEMM_DOT(gemm_dot_4x2_v8, 4, 2, 8)
+GEMM_DOT(gemm_dot_3x3_v8, 3, 3, 8)
+GEMM_DOT(gemm_dot_2x4_v8, 2, 4, 8)

@@ -338,8 +338,11 @@ CLT_API clt_status clt_gemm_f16_strided_batched(
  * "rows 8x32" (B not transposed, n >= 32), "rows 4x8" (B not transposed,
  * 8 <= n < 32), "dot 4x4", "dot 8x2" (A not transposed, B transposed),
  * "rows 4x32 c^T", "rows 8x32 c^T" (A transposed, m >= 32, and B
- * transposed or n < 32: the rows kernels run as C^T). */
-#define CLT_GEMM_BLOCKED_CONFIGS 7
+ * transposed or n < 32: the rows kernels run as C^T); then, in vectors of
+ * 8 (a CPU with 16 registers of 8 floats), "rows 6x16", "rows 4x16" (B not
+ * transposed, n >= 16), "dot 4x2 v8", "dot 3x3 v8", "dot 2x4 v8" and
+ * "rows 6x16 c^T" (m >= 16). */
+#define CLT_GEMM_BLOCKED_CONFIGS 13
 CLT_API const char *clt_gemm_blocked_config_name(int config);
 
 /* clt_gemm_strided_batched by configuration `config` of those kernels;
@@ -628,7 +631,7 @@ CLT_API clt_precision clt_graph_precision(const clt_graph *g);
 CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale);
 CLT_API float clt_graph_loss_scale(const clt_graph *g);
 
-#define CLT_PLAN_MAX_CANDIDATES 48
+#define CLT_PLAN_MAX_CANDIDATES 64
 
 typedef struct clt_plan_candidate {
   char name[32];  /* "one gemm", "per image 64", "split-k 8", each also

@@ -24,6 +24,12 @@ static const struct {
     {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, false},
     {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, true},
     {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, true},
+    {"rows 6x16", CLT_K_gemm_rows_6x16, ROWS, 6, 16, false},
+    {"rows 4x16", CLT_K_gemm_rows_4x16, ROWS, 4, 16, false},
+    {"dot 4x2 v8", CLT_K_gemm_dot_4x2_v8, DOT, 4, 2, false},
+    {"dot 3x3 v8", CLT_K_gemm_dot_3x3_v8, DOT, 3, 3, false},
+    {"dot 2x4 v8", CLT_K_gemm_dot_2x4_v8, DOT, 2, 4, false},
+    {"rows 6x16 c^T", CLT_K_gemm_rows_6x16, ROWS, 6, 16, true},
 };
 
 CLT_API const char *clt_gemm_blocked_config_name(int config) {
@@ -43,7 +49,7 @@ bool clt_gemm_blocked_fits(int config, clt_transpose ta, clt_transpose tb,
   int width = configs[config].width;
   if (configs[config].transposed)
     return ta == CLT_TRANS && m >= width && (tb == CLT_TRANS || n < 32);
-  return tb == CLT_NO_TRANS && n >= width && (width == 32 || n < 32);
+  return tb == CLT_NO_TRANS && n >= width && (width >= 16 || n < 32);
 }
 
 /* Whether every index the kernel computes into t stays below 2^31. */

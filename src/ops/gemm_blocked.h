@@ -13,7 +13,11 @@
  *     in vectors of 16, 4x4 or 8x2 dot products a work-item;
  *   "rows 4x32 c^T", "rows 8x32 c^T": the rows kernels on C^T = op(B)^T
  *     op(A)^T, for A transposed (stored [k, m], read along m), m >= 32,
- *     and B transposed or n < 32 (TT, and TN too narrow for the others).
+ *     and B transposed or n < 32 (TT, and TN too narrow for the others);
+ *   "rows 6x16", "rows 4x16" (n >= 16), "dot 4x2 v8", "dot 3x3 v8",
+ *     "dot 2x4 v8", "rows 6x16 c^T" (m >= 16): the same in vectors of 8,
+ *     for CPUs with sixteen 8-float registers (AVX2), where the 16-wide
+ *     tiles' partial sums alone fill every register and spill.
  * Their indices are 32-bit: operands beyond 2^31 elements are refused. */
 #ifndef CLT_OPS_GEMM_BLOCKED_H
 #define CLT_OPS_GEMM_BLOCKED_H

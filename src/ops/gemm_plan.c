@@ -14,7 +14,7 @@
 #define SPLIT_K_MAX 256
 /* Most candidates by our own kernels a product gets (the least split
  * plans': room stays for the fp16 route's, clt_gemm_mma_candidates). */
-#define BLOCKED_ROOM 12
+#define BLOCKED_ROOM 24
 
 /* clt_gemm_candidates' list in the row-major form. */
 static int row_major_candidates(const clt_gemm_product *p,

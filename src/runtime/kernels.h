@@ -81,6 +81,11 @@
   X(gemm_rows_8x32, "gemm")                                                    \
   X(gemm_rows_4x8, "gemm")                                                     \
   X(gemm_dot_4x4, "gemm")                                                      \
-  X(gemm_dot_8x2, "gemm")
+  X(gemm_dot_8x2, "gemm")                                                      \
+  X(gemm_rows_6x16, "gemm")                                                    \
+  X(gemm_rows_4x16, "gemm")                                                    \
+  X(gemm_dot_4x2_v8, "gemm")                                                   \
+  X(gemm_dot_3x3_v8, "gemm")                                                   \
+  X(gemm_dot_2x4_v8, "gemm")
 
 #endif
