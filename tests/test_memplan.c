@@ -430,8 +430,11 @@ START_TEST(test_fuse_env_checked) {
 END_TEST
 
 /* Evaluation between training steps and a recompile for another batch
- * size leave training as it was. */
+ * size leave training as it was. (Unmeasured plans: measured ones may
+ * pick another kernel for 4 rows than for 16, summing in another order.) */
 START_TEST(test_recompile_and_evaluate) {
+  clt_plan_mode saved = g_ctx->plan_option;
+  g_ctx->plan_option = CLT_PLAN_OFF;
   clt_graph *g = compiled(CNN, 16, true);
   random_batch(g, 16, 9, false);
   ck_assert_ok(clt_graph_forward(g, false));
@@ -451,6 +454,7 @@ START_TEST(test_recompile_and_evaluate) {
   ck_assert_ok(clt_graph_predictions(g, after, &outputs));
   ck_assert_mem_eq(before, after, 4 * 5 * sizeof(float));
   clt_graph_destroy(g);
+  g_ctx->plan_option = saved;
 }
 END_TEST
 

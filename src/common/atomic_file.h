@@ -1,11 +1,13 @@
 /* Files replaced atomically: written to a temporary file in the same
  * folder, synced, then renamed over the real name, so that a crash, a full
  * disk or a kill -9 leaves either the old file or the new one, never half a
- * file and never a temporary beside it. Where the file system allows
- * (Linux's O_TMPFILE), the new file has no name at all until it is
- * complete, so a kill -9 while writing leaves nothing; elsewhere a named
- * temporary "<path>.tmp-<pid>-<tag>" is used, and the next writer of the
- * same path removes those of writers that no longer run. The kernel cache, checkpoints and charts all write this way.
+ * file. Where the file system allows (Linux's O_TMPFILE), the new file has
+ * no name until it is complete and synced, so a kill -9 while writing
+ * leaves nothing; only one between naming it and the rename leaves a
+ * temporary "<path>.tmp-<pid>-<tag>" (the name a file system without
+ * O_TMPFILE uses throughout), and the next writer of the same path removes
+ * those of writers that no longer run. The kernel cache, checkpoints and
+ * charts all write this way.
  *
  *   clt_atomic_file f;
  *   CLT_TRY(clt_atomic_open(&f, path, err));
