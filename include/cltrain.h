@@ -626,6 +626,14 @@ typedef enum clt_precision {
  * batch size (its parameters kept, the batch set dropped). */
 CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p);
 CLT_API clt_precision clt_graph_precision(const clt_graph *g);
+/* Whether g will only run forward passes (evaluation, prediction: what
+ * torch.no_grad() is to PyTorch). On: clt_graph_compile gives no layer a
+ * gradient buffer and measures no backward product or layout (the most of
+ * a compile's measuring), and clt_graph_backward fails with
+ * CLT_ERR_INVALID_ARGUMENT. Off by default. Best before clt_graph_compile;
+ * a compiled graph whose setting changes is compiled again for the same
+ * batch size (its parameters kept, the batch set dropped). */
+CLT_API clt_status clt_graph_set_forward_only(clt_graph *g, bool on);
 /* The factor the loss layer multiplies every gradient by in backward
  * (default 1). A loss scaler attached to the optimizer sets it. */
 CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale);

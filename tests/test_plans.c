@@ -691,6 +691,53 @@ START_TEST(plan_off_gives_defaults) {
 }
 END_TEST
 
+/* A forward-only graph (eval, predict, the inference API) measures the
+ * forward's products and layouts only, predicts what the full graph
+ * predicts, and refuses a backward; turned off, the graph is compiled
+ * again with every plan and trains. */
+START_TEST(forward_only_plans_forward) {
+  clt_context *ctx = open_ctx(CLT_PLAN_REMEASURE);
+  use_ctx(ctx);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_set_forward_only(g, true));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  int count = clt_graph_plan_count(g);
+  /* Per convolution its forward product, im2col and forward layouts; the
+   * dense layer's forward. */
+  ck_assert_int_eq(count, 7);
+  for (int i = 0; i < count; i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    ck_assert_msg(!strstr(p.product, "gradient") &&
+                      !strstr(p.product, "backward") &&
+                      p.source == CLT_PLAN_FROM_MEASURED,
+                  "%s %s planned (source %d)", p.layer, p.product,
+                  (int)p.source);
+  }
+  enum { CLASSES = 3 };
+  float want[BATCH * CLASSES], got[BATCH * CLASSES];
+  int64_t outputs = 0;
+  random_batch(g, BATCH, 17, false);
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_graph_predictions(g, got, &outputs));
+  ck_assert_int_eq(outputs, CLASSES);
+  ck_assert_int_eq(clt_graph_backward(g), CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(ctx), "forward"));
+  ck_assert_ok(clt_graph_set_forward_only(g, false));
+  ck_assert_int_eq(clt_graph_plan_count(g), PRODUCTS);
+  random_batch(g, BATCH, 17, false);
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_graph_predictions(g, want, &outputs));
+  expect_close(want, got, BATCH * CLASSES, "forward-only predictions");
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  clt_graph_destroy(g);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* Parameters after a few steps from one seed. */
 static float *train_steps(clt_graph *g, int64_t batch) {
   clt_optimizer_options oo;
@@ -1080,6 +1127,7 @@ static Suite *plans_suite(void) {
   tcase_set_timeout(cache, 600);
   tcase_add_test(cache, plan_cache_miss_hit_damaged);
   tcase_add_test(cache, plan_off_gives_defaults);
+  tcase_add_test(cache, forward_only_plans_forward);
   tcase_add_test(cache, mixed_plans_have_fp16_candidates);
   tcase_add_loop_test(cache, mma_plans_match_reference, 0, COUNT(cases));
   tcase_add_test(cache, mixed_training_on_fp16_route);

@@ -25,6 +25,7 @@ CLT_API clt_status clt_model_load(clt_context *ctx, const char *model_path,
                       "%s: the model has no loss layer; predictions are read "
                       "at the layer before it (softmax_cross_entropy or mse)",
                       model_path);
+  if (st == CLT_OK) st = clt_graph_set_forward_only(m->g, true);
   if (st == CLT_OK) st = clt_graph_compile(m->g, CLT_INFER_BATCH, 1);
   if (st == CLT_OK && weights_path)
     st = clt_checkpoint_load_weights(m->g, weights_path);

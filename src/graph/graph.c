@@ -451,6 +451,7 @@ static void mark_needs_grad(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     n->needs_grad = false;
+    if (g->forward_only) continue; /* no gradient anywhere */
     for (int p = 0; p < n->n_params; p++)
       if (n->params[p].trainable) n->needs_grad = true;
     for (int k = 0; k < n->n_inputs; k++)
@@ -508,6 +509,14 @@ CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
   if (g->compiled && p != g->planned_precision)
     return clt_graph_compile(g, g->max_batch, g->seed);
   return g->params ? bind_param_values(g) : CLT_OK;
+}
+
+CLT_API clt_status clt_graph_set_forward_only(clt_graph *g, bool on) {
+  g->forward_only = on;
+  /* The memory plan and the plans measured depend on it. */
+  if (g->compiled && on != g->planned_forward_only)
+    return clt_graph_compile(g, g->max_batch, g->seed);
+  return CLT_OK;
 }
 
 CLT_API clt_precision clt_graph_precision(const clt_graph *g) {
@@ -662,6 +671,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   g->max_batch = max_batch;
   g->batch = 0;
   if (!g->initialised) g->seed = seed;
+  g->planned_forward_only = g->forward_only;
   mark_needs_grad(g);
   CLT_TRY(fuse_relus(g));
   count_grad_writers(g);
@@ -852,6 +862,10 @@ static clt_status backward_nodes(clt_graph *g) {
 
 CLT_API clt_status clt_graph_backward(clt_graph *g) {
   CLT_TRY(need_compiled(g, "backward"));
+  if (g->planned_forward_only)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "backward: the graph was compiled for forward passes "
+                        "only (clt_graph_set_forward_only)");
   if (g->loss_node < 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "backward: the graph has no loss layer");

@@ -128,6 +128,9 @@ struct clt_graph {
   int64_t max_batch, batch;
   bool compiled, initialised;
   bool training;
+  /* clt_graph_set_forward_only: compiled without gradients or a
+   * backward's plans; backward refuses to run. */
+  bool forward_only, planned_forward_only;
   uint64_t seed;
   clt_tensor *params;   /* every parameter, one buffer */
   clt_tensor *grads;    /* their gradients, same layout */

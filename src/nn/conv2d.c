@@ -723,16 +723,19 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dweight = &n->params[0].grad;
   CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, weight, col, tmp,
                                  &s->plan_fwd));
-  bool dx = in->needs_grad;
-  s->plan_dcol = s->plan_dwr = s->plan_drow =
+  /* No gradient (a forward-only graph): no backward to plan. */
+  bool bwd = n->grad != NULL, dx = bwd && in->needs_grad;
+  s->plan_dw = s->plan_dcol = s->plan_dwr = s->plan_drow =
       (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
-  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
-                                 dweight, &s->plan_dw));
+  if (bwd)
+    CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
+                                   dweight, &s->plan_dw));
   if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol, weight, tmp,
                                    col, &s->plan_dcol));
-  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient (rows)", &dwr, tmp,
-                                 col, dweight, &s->plan_dwr));
+  if (bwd)
+    CLT_TRY(clt_graph_plan_product(g, n, "weight gradient (rows)", &dwr, tmp,
+                                   col, dweight, &s->plan_dwr));
   if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient (rows)", &drow, tmp,
                                    weight, col, &s->plan_drow));
