@@ -629,8 +629,8 @@ CLT_API clt_precision clt_graph_precision(const clt_graph *g);
 /* Whether g will only run forward passes (evaluation, prediction: what
  * torch.no_grad() is to PyTorch). On: clt_graph_compile gives no layer a
  * gradient buffer and measures no backward product or layout (the most of
- * a compile's measuring), and clt_graph_backward fails with
- * CLT_ERR_INVALID_ARGUMENT. Off by default. Best before clt_graph_compile;
+ * a compile's measuring), and clt_graph_backward and clt_optimizer_step
+ * fail with CLT_ERR_INVALID_ARGUMENT. Off by default. Best before clt_graph_compile;
  * a compiled graph whose setting changes is compiled again for the same
  * batch size (its parameters kept, the batch set dropped). */
 CLT_API clt_status clt_graph_set_forward_only(clt_graph *g, bool on);

@@ -724,6 +724,12 @@ START_TEST(forward_only_plans_forward) {
   ck_assert_int_eq(outputs, CLASSES);
   ck_assert_int_eq(clt_graph_backward(g), CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(ctx), "forward"));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_int_eq(clt_optimizer_step(opt), CLT_ERR_INVALID_ARGUMENT);
+  clt_optimizer_destroy(opt);
   ck_assert_ok(clt_graph_set_forward_only(g, false));
   ck_assert_int_eq(clt_graph_plan_count(g), PRODUCTS);
   random_batch(g, BATCH, 17, false);
@@ -732,6 +738,9 @@ START_TEST(forward_only_plans_forward) {
   expect_close(want, got, BATCH * CLASSES, "forward-only predictions");
   ck_assert_ok(clt_graph_forward(g, true));
   ck_assert_ok(clt_graph_backward(g));
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_ok(clt_optimizer_step(opt));
+  clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   use_ctx(g_main);
   clt_context_destroy(ctx);
