@@ -511,6 +511,14 @@ CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
   return g->params ? bind_param_values(g) : CLT_OK;
 }
 
+clt_status clt_graph_need_backward(clt_graph *g, const char *what) {
+  if (!g->planned_forward_only) return CLT_OK;
+  return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "%s: the graph was compiled for forward passes only "
+                      "(clt_graph_set_forward_only)",
+                      what);
+}
+
 CLT_API clt_status clt_graph_set_forward_only(clt_graph *g, bool on) {
   g->forward_only = on;
   /* The memory plan and the plans measured depend on it. */
@@ -862,10 +870,7 @@ static clt_status backward_nodes(clt_graph *g) {
 
 CLT_API clt_status clt_graph_backward(clt_graph *g) {
   CLT_TRY(need_compiled(g, "backward"));
-  if (g->planned_forward_only)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "backward: the graph was compiled for forward passes "
-                        "only (clt_graph_set_forward_only)");
+  CLT_TRY(clt_graph_need_backward(g, "backward"));
   if (g->loss_node < 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "backward: the graph has no loss layer");

@@ -376,6 +376,11 @@ bool clt_graph_plans_measure(const clt_graph *g);
  * measured candidate computing with the wrong operand block shows. */
 clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t);
 
+/* CLT_OK, or CLT_ERR_INVALID_ARGUMENT ("WHAT: the graph was compiled for
+ * forward passes only") where g was compiled forward-only: for the
+ * backward and the optimizer's step, which need its gradients. */
+clt_status clt_graph_need_backward(clt_graph *g, const char *what);
+
 /* Glorot/He bound for a weight with the given fans, per the init option. */
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);
 

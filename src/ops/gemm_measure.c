@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ops/gemm_blocked.h"
 #include "ops/gemm_tuning.h"
 #include "tensor/tensor.h"
 
@@ -109,19 +108,13 @@ static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
   if (st == CLT_OK && is_reference)
     mb->tol = reference_tolerance(mb->ref, mb->p->m * mb->p->n);
   if (st == CLT_OK && !is_reference && !matches(mb)) {
-    const clt_gemm_product *p = mb->p;
+    char name[64], shape[64];
+    clt_gemm_plan_name(mb->p, &t->plan, name, sizeof name);
+    clt_gemm_product_str(mb->p, shape, sizeof shape);
     clt_ctx_log(ctx, CLT_LOG_WARN,
-                "GEMM plan: a candidate (method %d, %lld splits%s%s%s) gave "
-                "other numbers than one GEMM on this device for the %c%c "
-                "product m=%lld n=%lld k=%lld; not used",
-                (int)t->plan.method, (long long)t->plan.splits,
-                t->plan.blocked ? ", our kernel \"" : "",
-                t->plan.blocked
-                    ? clt_gemm_blocked_config_name(t->plan.blocked - 1)
-                    : "",
-                t->plan.blocked ? "\"" : "", p->ta == CLT_TRANS ? 'T' : 'N',
-                p->tb == CLT_TRANS ? 'T' : 'N', (long long)p->m,
-                (long long)p->n, (long long)p->k);
+                "GEMM plan: candidate \"%s\" gave other numbers than one "
+                "GEMM on this device for %s; not used",
+                name, shape);
     t->rejected = true;
     return CLT_OK;
   }

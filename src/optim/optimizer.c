@@ -250,10 +250,7 @@ CLT_API void clt_optimizer_set_loss_scaler(clt_optimizer *o,
 static clt_status step(clt_optimizer *o);
 
 CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
-  if (o->g->planned_forward_only)
-    return clt_ctx_fail(o->g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "optimizer step: the graph was compiled for forward "
-                        "passes only (clt_graph_set_forward_only)");
+  CLT_TRY(clt_graph_need_backward(o->g, "optimizer step"));
   clt_profile_scope(o->g->ctx, "optimizer", NULL);
   clt_status st = step(o);
   clt_profile_scope(o->g->ctx, NULL, NULL);
