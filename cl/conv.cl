@@ -29,23 +29,27 @@ static void window_rows(int kh, int H, int OH, int pad_h, int stride_h,
  * OH*OW run for image n, looping over oh and ow, so the divisions happen
  * once per work-item and the inner loop copies contiguous memory with no
  * test in it, which CPU devices (POCL) vectorise (a work-item per (n, row,
- * oh) was 1.5-2x slower on POCL: more index work for 11-wide rows). */
+ * oh) was 1.5-2x slower on POCL: more index work for 11-wide rows). Where
+ * the run is long, per output rows each (ops.h clt_loop_per). */
 __kernel void im2col(__global float *col, int col_off,
                      __global const float *x, int x_off, int batch, int C,
                      int H, int W, int KH, int KW, int OH, int OW, int pad_h,
                      int pad_w, int stride_h, int stride_w, int dil_h,
-                     int dil_w) {
+                     int dil_w, int per) {
+  int parts = (OH + per - 1) / per;
   int i = get_global_id(0);
   int rows = C * KH * KW;
-  if (i >= batch * rows) return;
-  int r = i % rows;
-  int n = i / rows;
+  if (i >= batch * rows * parts) return;
+  int part = i % parts;
+  int r = i / parts % rows;
+  int n = i / parts / rows;
+  int oh0 = part * per, oh1 = min(OH, oh0 + per);
   int kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
   int iw0 = kw * dil_w - pad_w, lo, hi;
   window_cols(kw, W, OW, pad_w, stride_w, dil_w, &lo, &hi);
   __global const float *plane = x + x_off + (n * C + c) * H * W;
-  __global float *out = col + col_off + (r * batch + n) * OH * OW;
-  for (int oh = 0; oh < OH; oh++, out += OW) {
+  __global float *out = col + col_off + ((r * batch + n) * OH + oh0) * OW;
+  for (int oh = oh0; oh < oh1; oh++, out += OW) {
     int ih = oh * stride_h - pad_h + kh * dil_h;
     if (ih < 0 || ih >= H) {
       for (int ow = 0; ow < OW; ow++) out[ow] = 0.0f;
@@ -107,24 +111,32 @@ static float col2im_sum(__global const float *dcol, int batch, int n, int c,
  * dcol, into the plane, output row by output row, loops over ow with no
  * division or test in them (contiguous for stride 1, which CPU devices
  * vectorise). A work-item per input row took 20-30% longer on POCL (the
- * CNN's second convolution at batch 64: 1.2-1.7 against 1.0-1.1 ms). An
+ * CNN's second convolution at batch 64: 1.2-1.7 against 1.0-1.1 ms), but
+ * where the plane is large, a work-item takes per of its rows (ops.h
+ * clt_loop_per), and of each dcol row the output rows that read them. An
  * element gets its contributions in (kh, kw) order, as col2im_sum adds
  * them. */
 ROUND16_BODY col2im_body(__global float *dx, int dx_off,
                          __global const float *dcol, int dcol_off, int batch,
                          int C, int H, int W, int KH, int KW, int OH, int OW,
                          int pad_h, int pad_w, int stride_h, int stride_w,
-                         int dil_h, int dil_w, int accumulate, ROUND16_PARAMS,
-                         int round16) {
+                         int dil_h, int dil_w, int accumulate, int per,
+                         ROUND16_PARAMS, int round16) {
+  int parts = (H + per - 1) / per;
   int i = get_global_id(0);
-  if (i >= batch * C) return;
-  int c = i % C, n = i / C;
-  __global float *plane = dx + dx_off + i * H * W;
+  if (i >= batch * C * parts) return;
+  int part = i % parts, u = i / parts;
+  int c = u % C, n = u / C;
+  int ih0 = part * per, ih1 = min(H, ih0 + per);
+  __global float *plane = dx + dx_off + u * H * W;
   if (!accumulate)
-    for (int e = 0; e < H * W; e++) plane[e] = 0.0f;
+    for (int e = ih0 * W; e < ih1 * W; e++) plane[e] = 0.0f;
   for (int kh = 0; kh < KH; kh++) {
+    /* The output rows whose window row kh reads input row ih in [ih0,
+     * ih1): ih - ih0 in [0, ih1 - ih0), as if the padding were ih0 more. */
     int oh_lo, oh_hi;
-    window_rows(kh, H, OH, pad_h, stride_h, dil_h, &oh_lo, &oh_hi);
+    window_rows(kh, ih1 - ih0, OH, pad_h + ih0, stride_h, dil_h, &oh_lo,
+                &oh_hi);
     for (int kw = 0; kw < KW; kw++) {
       /* Column ow of this dcol row came from iw = ow * stride_w + iw0. */
       int iw0 = kw * dil_w - pad_w, ow_lo, ow_hi;
@@ -144,16 +156,16 @@ ROUND16_BODY col2im_body(__global float *dx, int dx_off,
       }
     }
   }
-  ROUND16_RUN(plane, H * W, i * H * W);
+  ROUND16_RUN(plane + ih0 * W, (ih1 - ih0) * W, u * H * W + ih0 * W);
 }
 ROUND16_VARIANTS(col2im, (__global float *dx, int dx_off,
                   __global const float *dcol, int dcol_off, int batch, int C,
                   int H, int W, int KH, int KW, int OH, int OW, int pad_h,
                   int pad_w, int stride_h, int stride_w, int dil_h, int dil_w,
-                  int accumulate, ROUND16_PARAMS),
+                  int accumulate, int per, ROUND16_PARAMS),
                  (dx, dx_off, dcol, dcol_off, batch, C, H, W, KH, KW, OH, OW,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
-                  h16, h16_off))
+                  per, h16, h16_off))
 
 /* The unfold laid out the other way, "rows": row [batch*OH*OW,
  * C*KH*KW], the transpose of col, row[(n*OH + oh)*OW + ow][(c*KH + kh)*KW
@@ -162,21 +174,24 @@ ROUND16_VARIANTS(col2im, (__global float *dx, int dx_off,
  * form CLBlast's Xgemm runs without copies (nn/conv2d.c's "rows"
  * backward). One work-item per output row (n, oh): it writes that row's
  * OW pixel rows, OW*C*KH*KW contiguous values, KW at a time from one input
- * row. */
+ * row; where that is long, per pixels of it each (ops.h clt_loop_per). */
 __kernel void im2row(__global float *row, int row_off,
                      __global const float *x, int x_off, int batch, int C,
                      int H, int W, int KH, int KW, int OH, int OW, int pad_h,
                      int pad_w, int stride_h, int stride_w, int dil_h,
-                     int dil_w) {
+                     int dil_w, int per) {
+  int parts = (OW + per - 1) / per;
   int i = get_global_id(0);
-  if (i >= batch * OH) return;
-  int oh = i % OH;
-  int n = i / OH;
+  if (i >= batch * OH * parts) return;
+  int part = i % parts, u = i / parts;
+  int oh = u % OH;
+  int n = u / OH;
   int ckk = C * KH * KW;
-  __global float *out = row + row_off + i * OW * ckk;
+  int ow0 = part * per, ow1 = min(OW, ow0 + per);
+  __global float *out = row + row_off + (u * OW + ow0) * ckk;
   __global const float *img = x + x_off + n * C * H * W;
   int ih0 = oh * stride_h - pad_h;
-  for (int ow = 0; ow < OW; ow++) {
+  for (int ow = ow0; ow < ow1; ow++) {
     int iw0 = ow * stride_w - pad_w;
     /* Inside the image: no test per element. */
     bool inside = ih0 >= 0 && ih0 + (KH - 1) * dil_h < H && iw0 >= 0 &&
@@ -215,27 +230,39 @@ __kernel void im2row(__global float *row, int row_off,
  * in drow), into the plane: a window inside the input a row of KW at a
  * time (for 3 wide, one vector), one at the edges with its taps checked.
  * An element gets its contributions in the order of the pixels that read
- * it (not col2im's: other rounding, no other numbers). */
+ * it (not col2im's: other rounding, no other numbers). Where the plane is
+ * large, a work-item takes per of its rows, and the pixels whose windows
+ * reach them (ops.h clt_loop_per). */
 ROUND16_BODY row2im_body(__global float *dx, int dx_off,
                          __global const float *drow, int drow_off, int batch,
                          int C, int H, int W, int KH, int KW, int OH, int OW,
                          int pad_h, int pad_w, int stride_h, int stride_w,
-                         int dil_h, int dil_w, int accumulate, ROUND16_PARAMS,
-                         int round16) {
+                         int dil_h, int dil_w, int accumulate, int per,
+                         ROUND16_PARAMS, int round16) {
+  int parts = (H + per - 1) / per;
   int i = get_global_id(0);
-  if (i >= batch * C) return;
-  int c = i % C, n = i / C;
+  if (i >= batch * C * parts) return;
+  int part = i % parts, u = i / parts;
+  int c = u % C, n = u / C;
   int ckk = C * KH * KW;
-  __global float *plane = dx + dx_off + i * H * W;
+  /* This work-item's input rows [b0, b1), and the output rows whose
+   * windows reach them: ih0 + (KH - 1) * dil_h >= b0 and ih0 < b1. */
+  int b0 = part * per, b1 = min(H, b0 + per);
+  int reach = b0 + pad_h - (KH - 1) * dil_h;
+  int oh0 = reach <= 0 ? 0 : (reach + stride_h - 1) / stride_h;
+  int oh1 = min(OH, (b1 + pad_h + stride_h - 1) / stride_h);
+  __global float *plane = dx + dx_off + u * H * W;
   if (!accumulate)
-    for (int e = 0; e < H * W; e++) plane[e] = 0.0f;
-  __global const float *src = drow + drow_off + n * OH * OW * ckk + c * KH * KW;
-  for (int oh = 0; oh < OH; oh++) {
+    for (int e = b0 * W; e < b1 * W; e++) plane[e] = 0.0f;
+  __global const float *src =
+      drow + drow_off + (n * OH * OW + oh0 * OW) * ckk + c * KH * KW;
+  for (int oh = oh0; oh < oh1; oh++) {
     int ih0 = oh * stride_h - pad_h;
+    /* The whole window's rows in [b0, b1) (then inside the input). */
+    bool rows_in = ih0 >= b0 && ih0 + (KH - 1) * dil_h < b1;
     for (int ow = 0; ow < OW; ow++, src += ckk) {
       int iw0 = ow * stride_w - pad_w;
-      bool inside = ih0 >= 0 && ih0 + (KH - 1) * dil_h < H && iw0 >= 0 &&
-                    iw0 + (KW - 1) * dil_w < W;
+      bool inside = rows_in && iw0 >= 0 && iw0 + (KW - 1) * dil_w < W;
       if (inside && KW == 3 && dil_w == 1) {
         __global float *o = plane + ih0 * W + iw0;
         for (int kh = 0; kh < KH; kh++, o += dil_h * W)
@@ -244,7 +271,7 @@ ROUND16_BODY row2im_body(__global float *dx, int dx_off,
       }
       for (int kh = 0; kh < KH; kh++) {
         int ih = ih0 + kh * dil_h;
-        if (ih < 0 || ih >= H) continue;
+        if (ih < b0 || ih >= b1) continue;
         for (int kw = 0; kw < KW; kw++) {
           int iw = iw0 + kw * dil_w;
           if (iw >= 0 && iw < W) plane[ih * W + iw] += src[kh * KW + kw];
@@ -252,16 +279,16 @@ ROUND16_BODY row2im_body(__global float *dx, int dx_off,
       }
     }
   }
-  ROUND16_RUN(plane, H * W, i * H * W);
+  ROUND16_RUN(plane + b0 * W, (b1 - b0) * W, u * H * W + b0 * W);
 }
 ROUND16_VARIANTS(row2im, (__global float *dx, int dx_off,
                   __global const float *drow, int drow_off, int batch, int C,
                   int H, int W, int KH, int KW, int OH, int OW, int pad_h,
                   int pad_w, int stride_h, int stride_w, int dil_h, int dil_w,
-                  int accumulate, ROUND16_PARAMS),
+                  int accumulate, int per, ROUND16_PARAMS),
                  (dx, dx_off, drow, drow_off, batch, C, H, W, KH, KW, OH, OW,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
-                  h16, h16_off))
+                  per, h16, h16_off))
 
 /* The same four with one work-item per element (rows: the row layout's),
  * consecutive work-items on consecutive elements of what they write
@@ -329,40 +356,44 @@ ROUND16_VARIANTS(col2im_elems, (__global float *dx, int dx_off,
  * work-item per row of s. relu (a fused ReLU, nn/conv2d.c): 1 applies it
  * to what is written (the forward), 2 multiplies by mask > 0, mask laid
  * out as x (the backward: the gradient through it, mask its output); the
- * same arithmetic as cl/activation.cl's, so the same bits. */
+ * same arithmetic as cl/activation.cl's, so the same bits. A long row of s
+ * goes per elements a work-item (ops.h clt_loop_per). */
 ROUND16_BODY swap_axes01_body(__global float *y, int y_off,
                               __global const float *x, int x_off,
                               __global const float *bias, int bias_off,
                               __global const float *mask, int mask_off, int A,
-                              int B, int S, int has_bias, int relu,
+                              int B, int S, int has_bias, int relu, int per,
                               ROUND16_PARAMS, int round16) {
+  int parts = (S + per - 1) / per;
   int i = get_global_id(0);
-  if (i >= A * B) return;
-  int a = i / B, b = i % B;
+  if (i >= A * B * parts) return;
+  int part = i % parts, u = i / parts;
+  int a = u / B, b = u % B;
+  int s0 = part * per, n = min(S, s0 + per) - s0;
   float add = has_bias ? bias[bias_off + a] : 0.0f;
-  __global const float *in = x + x_off + i * S;
-  __global float *out = y + y_off + (b * A + a) * S;
+  __global const float *in = x + x_off + u * S + s0;
+  __global float *out = y + y_off + (b * A + a) * S + s0;
   if (relu == 1) {
-    for (int s = 0; s < S; s++) {
+    for (int s = 0; s < n; s++) {
       float v = in[s] + add;
       out[s] = v > 0.0f ? v : 0.0f;
     }
   } else if (relu == 2) {
-    __global const float *m = mask + mask_off + i * S;
-    for (int s = 0; s < S; s++)
+    __global const float *m = mask + mask_off + u * S + s0;
+    for (int s = 0; s < n; s++)
       out[s] = (in[s] + add) * (m[s] > 0.0f ? 1.0f : 0.0f);
   } else {
-    for (int s = 0; s < S; s++) out[s] = in[s] + add;
+    for (int s = 0; s < n; s++) out[s] = in[s] + add;
   }
-  ROUND16_RUN(out, S, (b * A + a) * S);
+  ROUND16_RUN(out, n, (b * A + a) * S + s0);
 }
 ROUND16_VARIANTS(swap_axes01, (__global float *y, int y_off,
                   __global const float *x, int x_off,
                   __global const float *bias, int bias_off,
                   __global const float *mask, int mask_off, int A, int B, int S,
-                  int has_bias, int relu, ROUND16_PARAMS),
+                  int has_bias, int relu, int per, ROUND16_PARAMS),
                  (y, y_off, x, x_off, bias, bias_off, mask, mask_off, A, B, S,
-                  has_bias, relu, h16, h16_off))
+                  has_bias, relu, per, h16, h16_off))
 
 /* y[n][p][c] = x[n][c][p]: NCHW to NHWC, [N, C, P] to [N, P, C] (the
  * "rows" backward's dy, nn/conv2d.c). relu_grad: the gradient through a
@@ -497,7 +528,8 @@ static float direct_col(__global const float *xn, __global const float *wf,
   }
 
 /* y[n][f][:][:] for work-item n*F + f: the inner columns in blocks, the
- * rest column by column. */
+ * rest column by column; where that is long, per output rows a work-item
+ * (ops.h clt_loop_per). */
 ROUND16_BODY conv_direct_forward_body(__global float *y, int y_off,
                                       __global const float *x, int x_off,
                                       __global const float *wt, int wt_off,
@@ -506,17 +538,21 @@ ROUND16_BODY conv_direct_forward_body(__global float *y, int y_off,
                                       int KH, int KW, int OH, int OW, int pad_h,
                                       int pad_w, int stride_h, int stride_w,
                                       int dil_h, int dil_w, int has_bias,
-                                      int relu, ROUND16_PARAMS, int round16) {
-  int i = get_global_id(0);
-  if (i >= batch * F) return;
+                                      int relu, int per, ROUND16_PARAMS,
+                                      int round16) {
+  int parts = (OH + per - 1) / per;
+  int u = get_global_id(0);
+  if (u >= batch * F * parts) return;
+  int part = u % parts, i = u / parts;
   int f = i % F, n = i / F;
+  int oh0 = part * per, oh1 = min(OH, oh0 + per);
   __global const float *xn = x + x_off + n * C * H * W;
   __global const float *wf = wt + wt_off + f * C * KH * KW;
   float b = has_bias ? bias[bias_off + f] : 0.0f;
   int lo, hi;
   inner_cols(W, OW, KW, pad_w, stride_w, dil_w, &lo, &hi);
   if (hi - lo < 8) hi = lo;
-  for (int oh = 0; oh < OH; oh++) {
+  for (int oh = oh0; oh < oh1; oh++) {
     __global float *out = y + y_off + (i * OH + oh) * OW;
     int ih0 = oh * stride_h - pad_h;
     if (hi - lo >= 16) {
@@ -532,17 +568,19 @@ ROUND16_BODY conv_direct_forward_body(__global float *y, int y_off,
       out[ow] = relu && !(s > 0.0f) ? 0.0f : s;
     }
   }
-  ROUND16_RUN(y + y_off + i * OH * OW, OH * OW, i * OH * OW);
+  ROUND16_RUN(y + y_off + (i * OH + oh0) * OW, (oh1 - oh0) * OW,
+              (i * OH + oh0) * OW);
 }
 ROUND16_VARIANTS(conv_direct_forward, (__global float *y, int y_off,
                   __global const float *x, int x_off, __global const float *wt,
                   int wt_off, __global const float *bias, int bias_off,
                   int batch, int F, int C, int H, int W, int KH, int KW, int OH,
                   int OW, int pad_h, int pad_w, int stride_h, int stride_w,
-                  int dil_h, int dil_w, int has_bias, int relu, ROUND16_PARAMS),
+                  int dil_h, int dil_w, int has_bias, int relu, int per,
+                  ROUND16_PARAMS),
                  (y, y_off, x, x_off, wt, wt_off, bias, bias_off, batch, F, C,
                   H, W, KH, KW, OH, OW, pad_h, pad_w, stride_h, stride_w, dil_h,
-                  dil_w, has_bias, relu, h16, h16_off))
+                  dil_w, has_bias, relu, per, h16, h16_off))
 
 /* The same, a work-item per element: global (OW, OH, batch*F). */
 ROUND16_BODY conv_direct_forward_elems_body(

@@ -50,30 +50,34 @@ ROUND16_VARIANTS(bias_add_rows, (__global float *y, int y_off,
 
 /* y[n, c, s] += bias[c] for NCHW data, then a fused ReLU where relu; one
  * work-item per (n, c) plane, looping over its contiguous spatial
- * elements. */
+ * elements (a large plane per elements each: ops.h clt_loop_per). */
 ROUND16_BODY bias_add_channels_body(__global float *y, int y_off,
                                     __global const float *bias, int b_off,
                                     int channels, int spatial, int planes,
-                                    int relu, ROUND16_PARAMS, int round16) {
+                                    int relu, int per, ROUND16_PARAMS,
+                                    int round16) {
+  int parts = (spatial + per - 1) / per;
   int i = get_global_id(0);
-  if (i >= planes) return;
-  float b = bias[b_off + i % channels];
-  __global float *plane = y + y_off + i * spatial;
+  if (i >= planes * parts) return;
+  int part = i % parts, u = i / parts;
+  int s0 = part * per, n = min(spatial, s0 + per) - s0;
+  float b = bias[b_off + u % channels];
+  __global float *plane = y + y_off + u * spatial + s0;
   if (relu) {
-    for (int s = 0; s < spatial; s++) {
+    for (int s = 0; s < n; s++) {
       float v = plane[s] + b;
       plane[s] = v > 0.0f ? v : 0.0f;
     }
   } else {
-    for (int s = 0; s < spatial; s++) plane[s] += b;
+    for (int s = 0; s < n; s++) plane[s] += b;
   }
-  ROUND16_RUN(plane, spatial, i * spatial);
+  ROUND16_RUN(plane, n, u * spatial + s0);
 }
 ROUND16_VARIANTS(bias_add_channels, (__global float *y, int y_off,
                   __global const float *bias, int b_off, int channels,
-                  int spatial, int planes, int relu, ROUND16_PARAMS),
-                 (y, y_off, bias, b_off, channels, spatial, planes, relu, h16,
-                  h16_off))
+                  int spatial, int planes, int relu, int per, ROUND16_PARAMS),
+                 (y, y_off, bias, b_off, channels, spatial, planes, relu, per,
+                  h16, h16_off))
 
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]
  * (concatenation); with `backward` the other way round, y's slice into x

@@ -1081,6 +1081,119 @@ START_TEST(col2im_adjoint) {
 }
 END_TEST
 
+/* The kernels that walk a row or plane per work-item, cut into parts
+ * (ops.h clt_loop_per) by a loop limit low enough to give every part one
+ * row or pixel (1), or a few (150): against the host reference, both
+ * layouts, accumulating, fp16-rounded; and col2im / row2im, which add,
+ * the same bits as in one part. */
+START_TEST(row_kernels_in_parts) {
+  clt_window w0 = with_out(conv_window(_i));
+  char where[128];
+  window_str(&w0, where, sizeof where);
+  static const int64_t limits[] = {1, 150};
+  int64_t saved = g_ctx->loop_limit;
+  double e;
+  for (int l = 0; l < COUNT(limits); l++) {
+    g_ctx->loop_limit = limits[l];
+    for (int rows = 0; rows < 2; rows++) {
+      clt_window w = w0;
+      w.rows = rows;
+      ck_assert_check(clt_check_im2col(g_ctx, 2, &w, &e), e, 0.0,
+                      "%s limit %lld rows %d", where, (long long)limits[l],
+                      rows);
+      for (int acc = 0; acc < 2; acc++) {
+        int r = (l + rows + acc) % 3;
+        ck_assert_check(clt_check_col2im(g_ctx, 2, &w, acc, r, &e), e, TOL,
+                        "%s limit %lld rows %d accumulate %d round %d", where,
+                        (long long)limits[l], rows, acc, r);
+      }
+    }
+    for (int flags = 0; flags < 4; flags++) {
+      bool bias = flags & 1, relu = flags >> 1;
+      int r = (flags + l) % 3;
+      ck_assert_check(
+          clt_check_conv_direct_forward(g_ctx, 2, 3, &w0, bias, relu, r, &e), e,
+          TOL, "%s direct limit %lld bias %d relu %d round %d", where,
+          (long long)limits[l], bias, relu, r);
+      ck_assert_check(
+          clt_check_bias_channels(g_ctx, 2, 3, w0.H * w0.W, relu, r, &e), e,
+          TOL_EXACT, "bias 2x3x%lld limit %lld relu %d",
+          (long long)(w0.H * w0.W), (long long)limits[l], relu);
+      for (int swap_relu = 0; swap_relu < 3; swap_relu++)
+        ck_assert_check(clt_check_swap_axes01(g_ctx, 3, 2, w0.OH * w0.OW, bias,
+                                              swap_relu, r, &e),
+                        e, 0.0, "swap 3x2x%lld limit %lld bias %d relu %d",
+                        (long long)(w0.OH * w0.OW), (long long)limits[l], bias,
+                        swap_relu);
+    }
+  }
+  g_ctx->loop_limit = saved;
+  for (int rows = 0; rows < 2; rows++) {
+    clt_window w = w0;
+    w.rows = rows;
+    int64_t batch = 2, nx = batch * w.C * w.H * w.W;
+    int64_t ncol = batch * w.C * w.KH * w.KW * w.OH * w.OW;
+    float *d = malloc((size_t)ncol * sizeof(float));
+    ck_assert(d);
+    clt_random_fill(d, ncol, 14, -1.0f, 1.0f);
+    clt_tensor *td = upload_new(d, ncol);
+    float *dx[2];
+    for (int cut = 0; cut < 2; cut++) {
+      clt_tensor *tdx = upload_new(d, nx);
+      g_ctx->loop_limit = cut ? 1 : saved;
+      ck_assert_ok(clt_col2im_backward(g_ctx, tdx, td, batch, &w, false, NULL));
+      dx[cut] = download_new(tdx);
+      clt_tensor_destroy(tdx);
+    }
+    g_ctx->loop_limit = saved;
+    ck_assert_msg(memcmp(dx[0], dx[1], (size_t)nx * sizeof(float)) == 0,
+                  "%s rows %d: col2im cut into parts gave other bits", where,
+                  rows);
+    free(dx[0]);
+    free(dx[1]);
+    free(d);
+    clt_tensor_destroy(td);
+  }
+}
+END_TEST
+
+/* The same kernels on one large image at the context's own loop limit:
+ * 260 x 260 (67,600 pixels), where a work-item per row or plane would run
+ * more than 65,535 loop iterations, which Mesa's llvmpipe cuts short
+ * without an error (col2im went wrong there from 100 x 100 on). */
+START_TEST(row_kernels_large_image) {
+  if (test_tiny()) return; /* too slow on the simulator */
+  clt_window big = {.C = 1,
+                    .H = 260,
+                    .W = 260,
+                    .KH = 3,
+                    .KW = 3,
+                    .stride_h = 1,
+                    .stride_w = 1,
+                    .pad_h = 1,
+                    .pad_w = 1,
+                    .dil_h = 1,
+                    .dil_w = 1};
+  clt_window w0 = with_out(&big);
+  double e;
+  for (int rows = 0; rows < 2; rows++) {
+    clt_window w = w0;
+    w.rows = rows;
+    ck_assert_check(clt_check_im2col(g_ctx, 1, &w, &e), e, 0.0,
+                    "260x260 rows %d", rows);
+    ck_assert_check(clt_check_col2im(g_ctx, 1, &w, false, 0, &e), e, TOL,
+                    "260x260 rows %d", rows);
+  }
+  ck_assert_check(
+      clt_check_conv_direct_forward(g_ctx, 1, 2, &w0, true, true, 0, &e), e,
+      TOL, "260x260 direct");
+  ck_assert_check(clt_check_bias_channels(g_ctx, 1, 2, 260 * 260, true, 0, &e),
+                  e, TOL_EXACT, "bias 1x2x67600");
+  ck_assert_check(clt_check_swap_axes01(g_ctx, 2, 1, 260 * 260, true, 1, 0, &e),
+                  e, 0.0, "swap 2x1x67600");
+}
+END_TEST
+
 /* NCHW to NHWC (the "rows" backward's dy), plain and through a ReLU's
  * gradient. */
 START_TEST(nchw_to_nhwc_grid) {
@@ -1506,6 +1619,8 @@ static Suite *ops_suite(void) {
   tcase_add_test(conv, conv_implicit_tiles);
   tcase_add_test(conv, conv_implicit_fp16_emulated);
   tcase_add_loop_test(conv, swap_axes_grid, 0, grid_count());
+  tcase_add_loop_test(conv, row_kernels_in_parts, 0, conv_window_count());
+  tcase_add_test(conv, row_kernels_large_image);
   tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);
 

@@ -10,6 +10,34 @@
       KI((w)->OW), KI((w)->pad_h), KI((w)->pad_w), KI((w)->stride_h),          \
       KI((w)->stride_w), KI((w)->dil_h), KI((w)->dil_w)
 
+/* What one work-item of the row kernels below runs, in loop iterations,
+ * when it takes `per` of its units (ops.h clt_loop_per). */
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t im2col_cost(int64_t per, const void *arg) { /* output rows */
+  const clt_window *w = arg;
+  return per * (w->OW + 1) + 1;
+}
+
+static int64_t im2row_cost(int64_t per, const void *arg) { /* pixels */
+  const clt_window *w = arg;
+  return per * (w->C * w->KH * (w->KW + 1) + 1) + 1;
+}
+
+static int64_t col2im_cost(int64_t per, const void *arg) { /* input rows */
+  const clt_window *w = arg;
+  /* zeroing and fp16 rounding; each tap's output rows reading them */
+  return 2 * per * w->W +
+         w->KH * w->KW * (ceil_div(per, w->stride_h) * (w->OW + 1) + 1) + w->KH;
+}
+
+static int64_t row2im_cost(int64_t per, const void *arg) { /* input rows */
+  const clt_window *w = arg;
+  int64_t rows = ceil_div(per + (w->KH - 1) * w->dil_h, w->stride_h) + 1;
+  if (rows > w->OH) rows = w->OH;
+  return 2 * per * w->W + rows * (w->OW * (w->KH * (w->KW + 1) + 1) + 1);
+}
+
 clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
                               const clt_tensor *x, int64_t batch,
                               const clt_window *w) {
@@ -18,12 +46,17 @@ clt_status clt_im2col_forward(clt_context *ctx, clt_tensor *col,
     return CLT_RUN_1D(ctx, CLT_K_im2col_elems, (size_t)(ckk * pixels),
                       KT(col), KT(x), KI(batch), WINDOW_ARGS(w),
                       KI(w->rows));
-  if (w->rows) /* a work-item per output row (image, oh) */
-    return CLT_RUN_1D(ctx, CLT_K_im2row, (size_t)(batch * w->OH), KT(col),
-                      KT(x), KI(batch), WINDOW_ARGS(w));
+  if (w->rows) { /* a work-item per output row (image, oh) */
+    int64_t per = clt_loop_per(ctx, w->OW, im2row_cost, w);
+    return CLT_RUN_1D(ctx, CLT_K_im2row,
+                      (size_t)(batch * w->OH * clt_loop_parts(w->OW, per)),
+                      KT(col), KT(x), KI(batch), WINDOW_ARGS(w), KI(per));
+  }
   /* a work-item per (image, row of col) */
-  return CLT_RUN_1D(ctx, CLT_K_im2col, (size_t)(batch * ckk), KT(col), KT(x),
-                    KI(batch), WINDOW_ARGS(w));
+  int64_t per = clt_loop_per(ctx, w->OH, im2col_cost, w);
+  return CLT_RUN_1D(ctx, CLT_K_im2col,
+                    (size_t)(batch * ckk * clt_loop_parts(w->OH, per)), KT(col),
+                    KT(x), KI(batch), WINDOW_ARGS(w), KI(per));
 }
 
 clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
@@ -37,9 +70,11 @@ clt_status clt_col2im_backward(clt_context *ctx, clt_tensor *dx,
                       WINDOW_ARGS(w), KI(accumulate), KI(w->rows),
                       KR(round, dx));
   /* a work-item per input plane (image, channel) */
+  int64_t per = clt_loop_per(ctx, w->H, w->rows ? row2im_cost : col2im_cost, w);
   return CLT_RUN_1D(ctx, KR_ID(w->rows ? CLT_K_row2im : CLT_K_col2im, round),
-                    (size_t)(batch * w->C), KT(dx), KT(dcol), KI(batch),
-                    WINDOW_ARGS(w), KI(accumulate), KR(round, dx));
+                    (size_t)(batch * w->C * clt_loop_parts(w->H, per)), KT(dx),
+                    KT(dcol), KI(batch), WINDOW_ARGS(w), KI(accumulate),
+                    KI(per), KR(round, dx));
 }
 
 clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
@@ -51,10 +86,11 @@ clt_status clt_swap_axes01_relu(clt_context *ctx, clt_tensor *y,
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "swap: a ReLU gradient "
                         "without the ReLU's output");
   /* x stands in for the buffers the kernel does not read. */
-  return CLT_RUN_1D(ctx, KR_ID(CLT_K_swap_axes01, round), (size_t)(A * B),
-                    KT(y), KT(x), KT(bias ? bias : x), KT(mask ? mask : x),
-                    KI(A), KI(B), KI(S), KI(bias != NULL), KI(relu),
-                    KR(round, y));
+  int64_t per = clt_loop_per(ctx, S, clt_loop_cost_twice, NULL);
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_swap_axes01, round),
+                    (size_t)(A * B * clt_loop_parts(S, per)), KT(y), KT(x),
+                    KT(bias ? bias : x), KT(mask ? mask : x), KI(A), KI(B),
+                    KI(S), KI(bias != NULL), KI(relu), KI(per), KR(round, y));
 }
 
 clt_status clt_nchw_to_nhwc(clt_context *ctx, clt_tensor *y, clt_tensor *x,
@@ -207,6 +243,24 @@ int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
   return chunks * w->OW * F * (w->C * w->KH * w->KW + (bias ? 1 : 0));
 }
 
+/* What a work-item of conv_direct_forward runs for per output rows: each
+ * row's inner columns in blocks of 16 or 8 and the others one by one
+ * (cl/conv.cl inner_cols), every one a loop over the taps; the row's
+ * column loop; the fp16 rounding. */
+static int64_t direct_forward_cost(int64_t per, const void *arg) {
+  const clt_window *w = arg;
+  int64_t last = w->W - 1 + w->pad_w - (w->KW - 1) * w->dil_w;
+  int64_t lo = ceil_div(w->pad_w, w->stride_w), hi;
+  if (lo > w->OW) lo = w->OW;
+  hi = last < 0 || w->stride_w != 1 ? lo : last / w->stride_w + 1;
+  if (hi > w->OW) hi = w->OW;
+  if (hi - lo < 8) hi = lo;
+  int64_t inner = hi > lo ? hi - lo : 0;
+  int64_t blocks = inner ? ceil_div(inner, inner >= 16 ? 16 : 8) : 0;
+  int64_t taps = w->C * (w->KH * (w->KW + 1) + 1) + 1;
+  return per * ((blocks + w->OW - inner) * taps + 2 * w->OW + 1) + 1;
+}
+
 clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
                                    const clt_tensor *x,
                                    const clt_tensor *weight,
@@ -222,10 +276,11 @@ clt_status clt_conv_direct_forward(clt_context *ctx, clt_tensor *y,
                    KI(F), WINDOW_ARGS(w), KI(bias != NULL), KI(relu),
                    KR(round, y));
   }
+  int64_t per = clt_loop_per(ctx, w->OH, direct_forward_cost, w);
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_conv_direct_forward, round),
-                    (size_t)(batch * F), KT(y), KT(x), KT(weight), KT(b),
-                    KI(batch), KI(F), WINDOW_ARGS(w), KI(bias != NULL),
-                    KI(relu), KR(round, y));
+                    (size_t)(batch * F * clt_loop_parts(w->OH, per)), KT(y),
+                    KT(x), KT(weight), KT(b), KI(batch), KI(F), WINDOW_ARGS(w),
+                    KI(bias != NULL), KI(relu), KI(per), KR(round, y));
 }
 
 clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,

@@ -52,9 +52,11 @@ clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      int64_t channels, int64_t spatial,
                                      bool relu, const clt_round16 *round) {
   int64_t planes = batch * channels;
+  int64_t per = clt_loop_per(ctx, spatial, clt_loop_cost_twice, NULL);
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_bias_add_channels, round),
-                    (size_t)planes, KT(y), KT(bias), KI(channels),
-                    KI(spatial), KI(planes), KI(relu), KR(round, y));
+                    (size_t)(planes * clt_loop_parts(spatial, per)), KT(y),
+                    KT(bias), KI(channels), KI(spatial), KI(planes), KI(relu),
+                    KI(per), KR(round, y));
 }
 
 clt_status clt_channel_slice(clt_context *ctx, clt_tensor *y, clt_tensor *x,

@@ -71,6 +71,31 @@ static inline const clt_tensor *clt_round16_copy(const clt_round16 *r,
 #define KR_ID(id, r) ((clt_kernel_id)((id) + clt_round16_mode(r)))
 #define KR(r, y) KT(clt_round16_copy((r), (y)))
 
+/* Kernels that walk a whole row or plane in one work-item (a CPU device
+ * vectorises the loop, and pays its index work once) cut it into parts
+ * where the loops would run more than ctx->loop_limit iterations: Mesa's
+ * llvmpipe ends them after 65,535 without an error, and gave wrong
+ * numbers from col2im at 100x100 images. Each part is computed as the
+ * whole would compute it (the same operations on each element, in the
+ * same order: the same bits).
+ *
+ * clt_loop_per returns how many of `units` (output rows, pixels, input
+ * rows) a work-item takes: all of them where cost(units) is within the
+ * limit, else the most for which cost (what a work-item taking that many
+ * runs, inner loops included; growing with them) is, at least 1, evened
+ * out over the parts that makes. */
+typedef int64_t (*clt_loop_cost)(int64_t per, const void *arg);
+int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
+                     const void *arg);
+static inline int64_t clt_loop_parts(int64_t units, int64_t per) {
+  return (units + per - 1) / per;
+}
+/* The cost of a loop over per elements and a second one (fp16 rounding). */
+static inline int64_t clt_loop_cost_twice(int64_t per, const void *arg) {
+  (void)arg;
+  return 2 * per + 1;
+}
+
 /* out = a + b over n elements. */
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,

@@ -30,6 +30,10 @@ typedef struct clt_profile_entry {
   cl_event event;
 } clt_profile_entry;
 
+/* clt_context.loop_limit's default: half of llvmpipe's limit, as the
+ * counts the ops make are estimates. */
+#define CLT_LOOP_LIMIT 32768
+
 struct clt_context {
   clt_device_info info;
   cl_platform_id platform;
@@ -40,6 +44,12 @@ struct clt_context {
   int program_count;
   cl_kernel kernels[CLT_KERNEL_COUNT];
   size_t work_group;         /* size used by kernels with a fixed group */
+  /* The most loop iterations, inner ones counted, that a kernel which
+   * walks a whole row or plane per work-item may run in one: more are cut
+   * into parts (clt_loop_parts). Mesa's llvmpipe ends a work-item's loops
+   * after 65,535 iterations in all, without an error. Lowered by tests,
+   * to cut small shapes too. */
+  int64_t loop_limit;
   /* State a layer above keeps per context (ops/ keeps its GEMM set-up
    * here), made by that layer on first use; runtime only frees it, with
    * the destructor stored beside it, and knows nothing of its contents. */
