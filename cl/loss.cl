@@ -1,6 +1,9 @@
 /* Softmax, softmax + cross-entropy (fused), mean squared error. One
  * work-item per row: class counts are small (10..1000) and the rows are
- * independent, so no local memory and no barrier is needed. */
+ * independent, so no local memory and no barrier is needed. Rows longer
+ * than a work-item's loops may be (ops.h clt_loop_per: llvmpipe ends them
+ * after 65,535 iterations) go to the _group kernels at the end: a
+ * work-group of CLT_WG items per row. */
 
 /* y[r, :] = softmax(x[r, :]) */
 __kernel void softmax_rows(__global float *y, int y_off,
@@ -87,4 +90,134 @@ __kernel void mse(__global float *loss, int loss_off,
     grad[grad_off + i] = 2.0f * d * grad_scale;
   }
   loss[loss_off + r] = s;
+}
+
+/* ---- a work-group per row: global rows * CLT_WG exactly (no group may
+ * leave before the barriers), local CLT_WG ---- */
+
+/* The largest v over the group, to every item (group_sum's tree). */
+static float group_max(__local float *scratch, float v) {
+  int lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = CLT_WG / 2; step > 0; step /= 2) {
+    if (lid < step) scratch[lid] = fmax(scratch[lid], scratch[lid + step]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float m = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return m;
+}
+
+/* The first column holding the row's largest value, to every item, from
+ * each item's first largest of its columns (m at arg; arg -1: none) and
+ * that value in *m. */
+static int group_argmax(__local float *sm, __local int *sa, float *m,
+                        int arg) {
+  int lid = get_local_id(0);
+  sm[lid] = *m;
+  sa[lid] = arg;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = CLT_WG / 2; step > 0; step /= 2) {
+    if (lid < step) {
+      float mb = sm[lid + step];
+      int ab = sa[lid + step];
+      if (ab >= 0 && (sa[lid] < 0 || mb > sm[lid] ||
+                      (mb == sm[lid] && ab < sa[lid]))) {
+        sm[lid] = mb;
+        sa[lid] = ab;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *m = sm[0];
+  int a = sa[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return a;
+}
+
+__kernel void softmax_rows_group(__global float *y, int y_off,
+                                 __global const float *x, int x_off, int rows,
+                                 int cols) {
+  __local float scratch[CLT_WG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  __global const float *xr = x + x_off + r * cols;
+  __global float *yr = y + y_off + r * cols;
+  float m = -INFINITY;
+  for (int c = lid; c < cols; c += CLT_WG) m = fmax(m, xr[c]);
+  m = group_max(scratch, m);
+  float s = 0.0f;
+  for (int c = lid; c < cols; c += CLT_WG) s += exp(xr[c] - m);
+  float inv = 1.0f / group_sum(scratch, s);
+  for (int c = lid; c < cols; c += CLT_WG) yr[c] = exp(xr[c] - m) * inv;
+}
+
+__kernel void softmax_rows_backward_group(__global float *dx, int dx_off,
+                                          __global const float *dy,
+                                          int dy_off, __global const float *y,
+                                          int y_off, int rows, int cols,
+                                          int accumulate) {
+  __local float scratch[CLT_WG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  int base = r * cols;
+  float dot = 0.0f;
+  for (int c = lid; c < cols; c += CLT_WG)
+    dot += dy[dy_off + base + c] * y[y_off + base + c];
+  dot = group_sum(scratch, dot);
+  for (int c = lid; c < cols; c += CLT_WG) {
+    float g = y[y_off + base + c] * (dy[dy_off + base + c] - dot);
+    dx[dx_off + base + c] = accumulate ? dx[dx_off + base + c] + g : g;
+  }
+}
+
+__kernel void softmax_xent_group(__global float *loss, int loss_off,
+                                 __global float *correct, int correct_off,
+                                 __global float *grad, int grad_off,
+                                 __global const float *x, int x_off,
+                                 __global const int *labels, int labels_off,
+                                 int rows, int cols, float grad_scale) {
+  __local float scratch[CLT_WG];
+  __local int args[CLT_WG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  __global const float *xr = x + x_off + r * cols;
+  int label = labels[labels_off + r];
+  float m = -INFINITY;
+  int arg = -1;
+  for (int c = lid; c < cols; c += CLT_WG)
+    if (arg < 0 || xr[c] > m) {
+      m = xr[c];
+      arg = c;
+    }
+  arg = group_argmax(scratch, args, &m, arg);
+  float s = 0.0f;
+  for (int c = lid; c < cols; c += CLT_WG) s += exp(xr[c] - m);
+  s = group_sum(scratch, s);
+  bool valid = label >= 0 && label < cols;
+  if (lid == 0) {
+    loss[loss_off + r] = valid ? (m - xr[label]) + log(s) : NAN;
+    correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
+  }
+  float inv = 1.0f / s;
+  for (int c = lid; c < cols; c += CLT_WG) {
+    float p = exp(xr[c] - m) * inv;
+    grad[grad_off + r * cols + c] = (p - (c == label ? 1.0f : 0.0f)) * grad_scale;
+  }
+}
+
+__kernel void mse_group(__global float *loss, int loss_off,
+                        __global float *grad, int grad_off,
+                        __global const float *p, int p_off,
+                        __global const float *t, int t_off, int rows, int cols,
+                        float grad_scale) {
+  __local float scratch[CLT_WG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  float s = 0.0f;
+  for (int c = lid; c < cols; c += CLT_WG) {
+    int i = r * cols + c;
+    float d = p[p_off + i] - t[t_off + i];
+    s += d * d;
+    grad[grad_off + i] = 2.0f * d * grad_scale;
+  }
+  s = group_sum(scratch, s);
+  if (lid == 0) loss[loss_off + r] = s;
 }

@@ -485,6 +485,68 @@ START_TEST(softmax_xent_bad_labels) {
 }
 END_TEST
 
+/* Rows longer than one work-item's loops may be go to a work-group per
+ * row (ops/loss.c), here every row (a loop limit of 1): softmax, its
+ * backward, the fused cross-entropy and MSE against the host reference,
+ * columns below and past the group size; the arg max ties to the first
+ * column as one work-item per row takes it; and 70,000 columns at the
+ * context's own limit (one work-item per row gave wrong numbers there on
+ * llvmpipe). */
+START_TEST(loss_rows_by_groups) {
+  static const int64_t full_cols[] = {1, 10, 127, 300, 1000};
+  static const int64_t tiny_cols_g[] = {3, 70};
+  const int64_t *cols = test_tiny() ? tiny_cols_g : full_cols;
+  int ncols = test_tiny() ? COUNT(tiny_cols_g) : COUNT(full_cols);
+  int64_t saved = g_ctx->loop_limit;
+  double e;
+  g_ctx->loop_limit = 1;
+  for (int k = 0; k < ncols; k++)
+    for (int64_t rows = 1; rows <= 3; rows += 2) {
+      int64_t c = cols[k];
+      ck_assert_check(clt_check_softmax_forward(g_ctx, rows, c, &e), e, TOL,
+                      "groups %lldx%lld", (long long)rows, (long long)c);
+      ck_assert_check(clt_check_softmax_backward(g_ctx, rows, c, k & 1, &e), e,
+                      TOL, "groups %lldx%lld", (long long)rows, (long long)c);
+      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 30.0f, &e), e, TOL,
+                      "groups %lldx%lld", (long long)rows, (long long)c);
+      ck_assert_check(clt_check_mse(g_ctx, rows, c, &e), e, TOL,
+                      "groups %lldx%lld", (long long)rows, (long long)c);
+    }
+  /* Two rows whose largest logit is at columns 5 and 200 of 300 alike:
+   * the first counts, in both kernels. */
+  enum { R = 2, C = 300 };
+  float *x = calloc(R * C, sizeof(float));
+  ck_assert(x);
+  for (int r = 0; r < R; r++) x[r * C + 5] = x[r * C + 200] = 3.0f;
+  int32_t labels[R] = {5, 200};
+  clt_tensor *tx = upload_new(x, R * C), *tgrad = upload_new(x, R * C);
+  clt_tensor *tloss = upload_new(x, R), *tcorr = upload_new(x, R), *tlab;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_I32, 1, (int64_t[]){R}, &tlab));
+  ck_assert_ok(clt_tensor_upload(tlab, labels));
+  for (int groups = 0; groups < 2; groups++) {
+    g_ctx->loop_limit = groups ? 1 : saved;
+    ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
+                                                   tx, tlab, R, C, 1.0f));
+    float *corr = download_new(tcorr);
+    ck_assert_msg(corr[0] == 1.0f && corr[1] == 0.0f,
+                  "groups %d: ties counted %g, %g", groups, corr[0], corr[1]);
+    free(corr);
+  }
+  g_ctx->loop_limit = saved;
+  free(x);
+  clt_tensor *all[] = {tx, tgrad, tloss, tcorr, tlab};
+  for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
+  if (test_tiny()) return;
+  ck_assert_check(clt_check_softmax_forward(g_ctx, 2, 70000, &e), e, TOL,
+                  "2x70000");
+  ck_assert_check(clt_check_softmax_backward(g_ctx, 2, 70000, true, &e), e, TOL,
+                  "2x70000");
+  ck_assert_check(clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, &e), e, TOL,
+                  "2x70000");
+  ck_assert_check(clt_check_mse(g_ctx, 2, 70000, &e), e, TOL, "2x70000");
+}
+END_TEST
+
 START_TEST(mse_grid) {
   int64_t rows, cols;
   grid_at(_i, &rows, &cols);
@@ -1595,6 +1657,7 @@ static Suite *ops_suite(void) {
   tcase_add_test(loss, softmax_xent_finite_differences);
   tcase_add_test(loss, softmax_xent_bad_labels);
   tcase_add_loop_test(loss, mse_grid, 0, grid_count());
+  tcase_add_test(loss, loss_rows_by_groups);
   suite_add_tcase(s, loss);
 
   TCase *red = tcase_create("reduce");

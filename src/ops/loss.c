@@ -1,9 +1,23 @@
 /* Softmax and the losses (cl/loss.cl). */
 #include "ops/ops.h"
 
+/* Whether a row of cols is longer than one work-item's loops may be
+ * (ops.h clt_loop_per): then a work-group of ctx->work_group items takes
+ * it (the _group kernels), global and local set for that. */
+static bool by_groups(const clt_context *ctx, int64_t rows, int64_t cols,
+                      size_t *global, size_t *local) {
+  *local = ctx->work_group;
+  *global = *local * (size_t)rows;
+  return 3 * cols + 3 > ctx->loop_limit;
+}
+
 clt_status clt_softmax_forward(clt_context *ctx, clt_tensor *y,
                                const clt_tensor *x, int64_t rows,
                                int64_t cols) {
+  size_t global, local;
+  if (by_groups(ctx, rows, cols, &global, &local))
+    return CLT_RUN(ctx, CLT_K_softmax_rows_group, 1, &global, &local, KT(y),
+                   KT(x), KI(rows), KI(cols));
   return CLT_RUN_1D(ctx, CLT_K_softmax_rows, (size_t)rows, KT(y), KT(x),
                     KI(rows), KI(cols));
 }
@@ -11,6 +25,10 @@ clt_status clt_softmax_forward(clt_context *ctx, clt_tensor *y,
 clt_status clt_softmax_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_tensor *y,
                                 int64_t rows, int64_t cols, bool accumulate) {
+  size_t global, local;
+  if (by_groups(ctx, rows, cols, &global, &local))
+    return CLT_RUN(ctx, CLT_K_softmax_rows_backward_group, 1, &global, &local,
+                   KT(dx), KT(dy), KT(y), KI(rows), KI(cols), KI(accumulate));
   return CLT_RUN_1D(ctx, CLT_K_softmax_rows_backward, (size_t)rows, KT(dx),
                     KT(dy), KT(y), KI(rows), KI(cols), KI(accumulate));
 }
@@ -22,6 +40,11 @@ clt_status clt_softmax_xent_forward_backward(
   if (labels->dtype != CLT_I32)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "softmax cross-entropy: labels must be i32");
+  size_t global, local;
+  if (by_groups(ctx, rows, cols, &global, &local))
+    return CLT_RUN(ctx, CLT_K_softmax_xent_group, 1, &global, &local,
+                   KT(loss_rows), KT(correct_rows), KT(grad), KT(x), KT(labels),
+                   KI(rows), KI(cols), KF(grad_scale));
   return CLT_RUN_1D(ctx, CLT_K_softmax_xent, (size_t)rows, KT(loss_rows),
                     KT(correct_rows), KT(grad), KT(x), KT(labels), KI(rows),
                     KI(cols), KF(grad_scale));
@@ -31,6 +54,10 @@ clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
                                     clt_tensor *grad, const clt_tensor *p,
                                     const clt_tensor *t, int64_t rows,
                                     int64_t cols, float grad_scale) {
+  size_t global, local;
+  if (by_groups(ctx, rows, cols, &global, &local))
+    return CLT_RUN(ctx, CLT_K_mse_group, 1, &global, &local, KT(loss_rows),
+                   KT(grad), KT(p), KT(t), KI(rows), KI(cols), KF(grad_scale));
   return CLT_RUN_1D(ctx, CLT_K_mse, (size_t)rows, KT(loss_rows), KT(grad),
                     KT(p), KT(t), KI(rows), KI(cols), KF(grad_scale));
 }
