@@ -59,6 +59,12 @@ echo "ok: train on a folder of train.csv and test.csv (accuracy $acc)"
   >"$T/out"
 must_say "held out" "the last 10% (30 samples) of $T/csv/train.csv" "$T/out"
 echo "ok: a single CSV file: 10% held out, said so"
+"$C" train "$T/tiny.model" --data "$T/csv/train.csv" --holdout 0 --epochs 1 \
+  --batch 20 >"$T/out"
+must_say "no test set" "(no test set)" "$T/out"
+grep '^final:' "$T/out" | grep -qw nan &&
+  fail "no test set: a nan printed: $(cat "$T/out")"
+echo "ok: --holdout 0 and no test data: the train figures, no nan"
 "$C" train "$T/tiny.model" --data "$T/csv/train.csv" \
   --test-data "$T/csv/test.csv" --epochs 1 --batch 20 --quiet >"$T/out"
 "$C" eval "$T/tiny.model" --weights "$T/csv.st" --test-data "$T/csv/test.csv" \

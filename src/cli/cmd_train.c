@@ -780,6 +780,18 @@ int cli_train(int argc, char **argv) {
                       clt_dataset_count(train),
                       val ? clt_dataset_count(val) : 0,
                       test ? clt_dataset_count(test) : 0);
+  } else if (!test) { /* --holdout 0 and no test data: no test figures */
+    if (po.regression)
+      printf("final: train loss %.6g after %d epochs%s (no test set)\n",
+             last->train_loss, result.last_epoch,
+             last->epoch != result.last_epoch ? " (the best epoch's weights)"
+                                              : "");
+    else
+      printf("final: train accuracy %.4f, train loss %.4f after %d "
+             "epochs%s (no test set)\n",
+             last->train_acc, last->train_loss, result.last_epoch,
+             last->epoch != result.last_epoch ? " (the best epoch's weights)"
+                                              : "");
   } else if (po.regression) {
     printf("final: test loss %.6g, train loss %.6g after %d epochs%s\n",
            last->test_loss, last->train_loss, result.last_epoch,
