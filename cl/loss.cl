@@ -38,6 +38,22 @@ __kernel void softmax_rows_backward(__global float *dx, int dx_off,
   }
 }
 
+/* Row xr's cross-entropy loss from its largest logit m and s, the sum of
+ * exp(xr[c] - m); NaN for a label outside [0, cols). (m - x[label]) +
+ * log(s), not (m + log(s)) - x[label]: with large, nearly equal logits the
+ * sum m + log(s) would round log(s) away. */
+static float xent_loss(__global const float *xr, int label, int cols, float m,
+                       float s) {
+  return label >= 0 && label < cols ? (m - xr[label]) + log(s) : NAN;
+}
+
+/* The loss's gradient at column c holding logit xc: (softmax - onehot) *
+ * grad_scale, inv being 1 / s. */
+static float xent_grad(float xc, int c, int label, float m, float inv,
+                       float grad_scale) {
+  return (exp(xc - m) * inv - (c == label ? 1.0f : 0.0f)) * grad_scale;
+}
+
 /* Per row: loss[r] = logsumexp(x[r]) - x[r, label]; correct[r] = argmax
  * is the label; grad[r] = (softmax(x[r]) - onehot(label)) * grad_scale.
  * Stable for logits of any size: everything is relative to the row max.
@@ -62,15 +78,12 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
   float s = 0.0f;
   for (int c = 0; c < cols; c++) s += exp(xr[c] - m);
   bool valid = label >= 0 && label < cols;
-  /* (m - x[label]) + log(s), not (m + log(s)) - x[label]: with large,
-   * nearly equal logits the sum m + log(s) would round log(s) away. */
-  loss[loss_off + r] = valid ? (m - xr[label]) + log(s) : NAN;
+  loss[loss_off + r] = xent_loss(xr, label, cols, m, s);
   correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
   float inv = 1.0f / s;
-  for (int c = 0; c < cols; c++) {
-    float p = exp(xr[c] - m) * inv;
-    grad[grad_off + r * cols + c] = (p - (c == label ? 1.0f : 0.0f)) * grad_scale;
-  }
+  for (int c = 0; c < cols; c++)
+    grad[grad_off + r * cols + c] =
+        xent_grad(xr[c], c, label, m, inv, grad_scale);
 }
 
 /* Per row: loss[r] = sum_c (p - t)^2 (the caller divides by the element
@@ -194,14 +207,13 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
   s = group_sum(scratch, s);
   bool valid = label >= 0 && label < cols;
   if (lid == 0) {
-    loss[loss_off + r] = valid ? (m - xr[label]) + log(s) : NAN;
+    loss[loss_off + r] = xent_loss(xr, label, cols, m, s);
     correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
   }
   float inv = 1.0f / s;
-  for (int c = lid; c < cols; c += CLT_WG) {
-    float p = exp(xr[c] - m) * inv;
-    grad[grad_off + r * cols + c] = (p - (c == label ? 1.0f : 0.0f)) * grad_scale;
-  }
+  for (int c = lid; c < cols; c += CLT_WG)
+    grad[grad_off + r * cols + c] =
+        xent_grad(xr[c], c, label, m, inv, grad_scale);
 }
 
 __kernel void mse_group(__global float *loss, int loss_off,

@@ -775,6 +775,8 @@ int cli_train(int argc, char **argv) {
   const clt_epoch_stats *last = &hist[result.last_epoch - 1];
   if (a.early_stop > 0 && result.best_epoch > 0)
     last = &hist[result.best_epoch - 1]; /* the weights kept */
+  const char *kept =
+      last->epoch != result.last_epoch ? " (the best epoch's weights)" : "";
   if (a.json) {
     print_json_result(&a, ctx, hist, last, &result, po.regression,
                       clt_dataset_count(train),
@@ -783,25 +785,17 @@ int cli_train(int argc, char **argv) {
   } else if (!test) { /* --holdout 0 and no test data: no test figures */
     if (po.regression)
       printf("final: train loss %.6g after %d epochs%s (no test set)\n",
-             last->train_loss, result.last_epoch,
-             last->epoch != result.last_epoch ? " (the best epoch's weights)"
-                                              : "");
+             last->train_loss, result.last_epoch, kept);
     else
       printf("final: train accuracy %.4f, train loss %.4f after %d "
              "epochs%s (no test set)\n",
-             last->train_acc, last->train_loss, result.last_epoch,
-             last->epoch != result.last_epoch ? " (the best epoch's weights)"
-                                              : "");
+             last->train_acc, last->train_loss, result.last_epoch, kept);
   } else if (po.regression) {
     printf("final: test loss %.6g, train loss %.6g after %d epochs%s\n",
-           last->test_loss, last->train_loss, result.last_epoch,
-           last->epoch != result.last_epoch ? " (the best epoch's weights)"
-                                            : "");
+           last->test_loss, last->train_loss, result.last_epoch, kept);
   } else {
     printf("final: test accuracy %.4f, test loss %.4f after %d epochs%s\n",
-           last->test_acc, last->test_loss, result.last_epoch,
-           last->epoch != result.last_epoch ? " (the best epoch's weights)"
-                                            : "");
+           last->test_acc, last->test_loss, result.last_epoch, kept);
   }
   if (a.save && !a.quiet)
     fprintf(out, "saved %s%s\n", a.save,
