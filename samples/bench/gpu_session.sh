@@ -6,9 +6,9 @@
 # PARTs (default: all, in this order, about 25 minutes: split them over
 # calls of at most 10 minutes):
 #   check  devices, selftest (the fp16 route's probe and kernel checks),
-#          test_gemm on the GPU
+#          test_ops, test_layers, test_mixed on the GPU
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
-#          torch_gemm.py (fp32 with TF32 off, fp16)
+#          torch_gemm.py (fp32 with TF32 off, fp16); test_gemm on the GPU
 #   clbtune  (not in the default list: about 8 minutes, a call of its
 #          own) CLBlast's own tuners on the GPU (needs
 #          samples/bench/gpu_tuner_bundle.sh after gpu-bundle): Xgemm at
@@ -36,6 +36,11 @@
 # Each part's output goes to stdout and to $OUT/PART.log where $OUT is set
 # (the device tool brings $OUT back). Run it twice to see the stored plans
 # at work (the first run measures them).
+# Every command's wall time is printed after it ("- 12 s"). For a short
+# lease: DEADLINE=S skips every command that would start S seconds or more
+# after the script's start (printed as skipped), and CMD_LIMIT=S (default
+# 300) ends any one command after S seconds, so that one slow command
+# cannot take the whole call.
 set -uo pipefail
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(check gemm plans train mixed mpi)
@@ -44,19 +49,37 @@ torch=(python3 samples/bench/torch_train.py --device cuda)
 dev=(--device nvidia)
 SETS=${SETS:-.gpu/clblast_sets.txt}
 
+DEADLINE=${DEADLINE:-}
+CMD_LIMIT=${CMD_LIMIT:-300}
+
 # Line-buffered, so that a line printed before a crash is not lost in a
 # pipe's buffer (NVIDIA's driver once crashed at every ResNet's exit).
-run() { echo "+ $*"; stdbuf -oL -eL "$@"; }
+run() {
+  if [ -n "$DEADLINE" ] && [ "$SECONDS" -ge "$DEADLINE" ]; then
+    echo "+ $* (skipped: past DEADLINE=$DEADLINE s)"
+    return 0
+  fi
+  echo "+ $*"
+  local start=$SECONDS rc=0
+  timeout "$CMD_LIMIT" stdbuf -oL -eL "$@" || rc=$?
+  [ "$rc" = 124 ] && echo "(ended after CMD_LIMIT=$CMD_LIMIT s)"
+  echo "- $((SECONDS - start)) s, exit $rc"
+  return "$rc"
+}
 
 part_check() {
   run cltrain devices
   run cltrain selftest "${dev[@]}"
-  CLT_DEVICE=nvidia run test_gemm
+  local t
+  for t in test_ops test_layers test_mixed; do
+    CLT_DEVICE=nvidia run "$t"
+  done
 }
 
 part_gemm() {
   run python3 samples/bench/torch_gemm.py --device cuda --sizes 1024 2048 4096
   run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed
+  CLT_DEVICE=nvidia run test_gemm
 }
 
 # run_tuner DIR LIMIT LOG TUNER ARGS...: a CLBlast tuner in DIR (where it
@@ -139,7 +162,7 @@ part_train() {
 }
 
 part_mixed() {
-  for b in 64 256; do
+  for b in 256 64; do
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50 --amp
     run cltrain bench train samples/fashion_resnet_wide.model --batch "$b" --steps 50 --precision mixed --profile-by layer "${dev[@]}"
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50
@@ -156,7 +179,7 @@ part_mpi() {
   fi
   local mr=(mpirun --oversubscribe --allow-run-as-root)
   local mb model b m
-  for mb in "cnn 64" "cnn 256" "mlp 256"; do
+  for mb in "mlp 256" "cnn 64" "cnn 256"; do
     read -r model b <<<"$mb"
     m=samples/fashion_$model.model
     # The CPU rank's first run compiles its kernels and measures its plans
