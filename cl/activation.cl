@@ -48,7 +48,7 @@ static float act_derivative(int kind, float x, float y, float alpha) {
   ROUND16_VARIANTS(activation_forward_##NAME,                                 \
                    (__global float *y, int y_off, __global const float *x,    \
                     int x_off, int n, float alpha, ROUND16_PARAMS),           \
-                   (y, y_off, x, x_off, n, alpha, h16, h16_off))              \
+                   (y, y_off, x, x_off, n, alpha, ROUND16_ARGS))              \
   ROUND16_BODY activation_backward_##NAME##_body(                             \
       __global float *dx, int dx_off, __global const float *dy, int dy_off,   \
       __global const float *x, int x_off, __global const float *y,            \
@@ -66,7 +66,7 @@ static float act_derivative(int kind, float x, float y, float alpha) {
                     __global const float *y, int y_off, int n, float alpha,   \
                     int accumulate, ROUND16_PARAMS),                          \
                    (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha,     \
-                    accumulate, h16, h16_off))
+                    accumulate, ROUND16_ARGS))
 
 ACTIVATION_KERNELS(relu, ACT_RELU)
 ACTIVATION_KERNELS(leaky_relu, ACT_LEAKY)

@@ -165,7 +165,7 @@ ROUND16_VARIANTS(col2im, (__global float *dx, int dx_off,
                   int accumulate, int per, ROUND16_PARAMS),
                  (dx, dx_off, dcol, dcol_off, batch, C, H, W, KH, KW, OH, OW,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
-                  per, h16, h16_off))
+                  per, ROUND16_ARGS))
 
 /* The unfold laid out the other way, "rows": row [batch*OH*OW,
  * C*KH*KW], the transpose of col, row[(n*OH + oh)*OW + ow][(c*KH + kh)*KW
@@ -288,7 +288,7 @@ ROUND16_VARIANTS(row2im, (__global float *dx, int dx_off,
                   int accumulate, int per, ROUND16_PARAMS),
                  (dx, dx_off, drow, drow_off, batch, C, H, W, KH, KW, OH, OW,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
-                  per, h16, h16_off))
+                  per, ROUND16_ARGS))
 
 /* The same four with one work-item per element (rows: the row layout's),
  * consecutive work-items on consecutive elements of what they write
@@ -349,7 +349,7 @@ ROUND16_VARIANTS(col2im_elems, (__global float *dx, int dx_off,
                   int accumulate, int rows, ROUND16_PARAMS),
                  (dx, dx_off, dcol, dcol_off, batch, C, H, W, KH, KW, OH, OW,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
-                  rows, h16, h16_off))
+                  rows, ROUND16_ARGS))
 
 /* y[b][a][s] = x[a][b][s] (+ bias[a]): between the GEMM's [channels,
  * batch, spatial] and NCHW's [batch, channels, spatial], either way. One
@@ -393,7 +393,7 @@ ROUND16_VARIANTS(swap_axes01, (__global float *y, int y_off,
                   __global const float *mask, int mask_off, int A, int B, int S,
                   int has_bias, int relu, int per, ROUND16_PARAMS),
                  (y, y_off, x, x_off, bias, bias_off, mask, mask_off, A, B, S,
-                  has_bias, relu, per, h16, h16_off))
+                  has_bias, relu, per, ROUND16_ARGS))
 
 /* y[n][p][c] = x[n][c][p]: NCHW to NHWC, [N, C, P] to [N, P, C] (the
  * "rows" backward's dy, nn/conv2d.c). relu_grad: the gradient through a
@@ -580,7 +580,7 @@ ROUND16_VARIANTS(conv_direct_forward, (__global float *y, int y_off,
                   ROUND16_PARAMS),
                  (y, y_off, x, x_off, wt, wt_off, bias, bias_off, batch, F, C,
                   H, W, KH, KW, OH, OW, pad_h, pad_w, stride_h, stride_w, dil_h,
-                  dil_w, has_bias, relu, per, h16, h16_off))
+                  dil_w, has_bias, relu, per, ROUND16_ARGS))
 
 /* The same, a work-item per element: global (OW, OH, batch*F). */
 ROUND16_BODY conv_direct_forward_elems_body(
@@ -606,7 +606,7 @@ ROUND16_VARIANTS(conv_direct_forward_elems, (__global float *y, int y_off,
                   int dil_h, int dil_w, int has_bias, int relu, ROUND16_PARAMS),
                  (y, y_off, x, x_off, wt, wt_off, bias, bias_off, batch, F, C,
                   H, W, KH, KW, OH, OW, pad_h, pad_w, stride_h, stride_w, dil_h,
-                  dil_w, has_bias, relu, h16, h16_off))
+                  dil_w, has_bias, relu, ROUND16_ARGS))
 
 /* The direct convolution's weight and bias gradients, as partial sums
  * over the output rows r = n*OH + oh, in chunks of rows_per_chunk (the

@@ -14,8 +14,7 @@ ROUND16_BODY add_f32_body(__global float *out, int out_off,
 ROUND16_VARIANTS(add_f32, (__global float *out, int out_off,
                   __global const float *a, int a_off, __global const float *b,
                   int b_off, int n, int accumulate, ROUND16_PARAMS),
-                 (out, out_off, a, a_off, b, b_off, n, accumulate, h16,
-                  h16_off))
+                 (out, out_off, a, a_off, b, b_off, n, accumulate, ROUND16_ARGS))
 
 /* out = alpha * x (+ out when accumulating). */
 ROUND16_BODY scale_f32_body(__global float *out, int out_off,
@@ -30,7 +29,7 @@ ROUND16_BODY scale_f32_body(__global float *out, int out_off,
 ROUND16_VARIANTS(scale_f32, (__global float *out, int out_off,
                   __global const float *x, int x_off, int n, float alpha,
                   int accumulate, ROUND16_PARAMS),
-                 (out, out_off, x, x_off, n, alpha, accumulate, h16, h16_off))
+                 (out, out_off, x, x_off, n, alpha, accumulate, ROUND16_ARGS))
 
 /* y[row, col] += bias[col] for a [rows, cols] matrix, in place. */
 ROUND16_BODY bias_add_rows_body(__global float *y, int y_off,
@@ -46,7 +45,7 @@ ROUND16_BODY bias_add_rows_body(__global float *y, int y_off,
 ROUND16_VARIANTS(bias_add_rows, (__global float *y, int y_off,
                   __global const float *bias, int b_off, int rows, int cols,
                   int relu, ROUND16_PARAMS),
-                 (y, y_off, bias, b_off, rows, cols, relu, h16, h16_off))
+                 (y, y_off, bias, b_off, rows, cols, relu, ROUND16_ARGS))
 
 /* y[n, c, s] += bias[c] for NCHW data, then a fused ReLU where relu; one
  * work-item per (n, c) plane, looping over its contiguous spatial
@@ -77,7 +76,7 @@ ROUND16_VARIANTS(bias_add_channels, (__global float *y, int y_off,
                   __global const float *bias, int b_off, int channels,
                   int spatial, int planes, int relu, int per, ROUND16_PARAMS),
                  (y, y_off, bias, b_off, channels, spatial, planes, relu, per,
-                  h16, h16_off))
+                  ROUND16_ARGS))
 
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]
  * (concatenation); with `backward` the other way round, y's slice into x

@@ -101,7 +101,7 @@ ROUND16_VARIANTS(bn_apply, (__global float *y, int y_off,
                   __global const float *beta, int beta_off, int N, int C,
                   int HW, float eps, ROUND16_PARAMS),
                  (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
-                  gamma_off, beta, beta_off, N, C, HW, eps, h16, h16_off))
+                  gamma_off, beta, beta_off, N, C, HW, eps, ROUND16_ARGS))
 
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
@@ -182,7 +182,7 @@ ROUND16_VARIANTS(bn_backward_apply, (__global float *dx, int dx_off,
                   ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, x, x_off, mean, mean_off, var,
                   var_off, gamma, gamma_off, dgamma, dgamma_off, dbeta,
-                  dbeta_off, N, C, HW, eps, training, accumulate, h16, h16_off))
+                  dbeta_off, N, C, HW, eps, training, accumulate, ROUND16_ARGS))
 
 /* The split reductions (a way measured against the kernels above, which
  * run one group per channel: on a GPU a ResNet's 16 channels kept 16 of

@@ -96,7 +96,7 @@ ROUND16_VARIANTS(maxpool_forward, (__global float *y, int y_off,
                   int KW, int pad_h, int pad_w, int stride_h, int stride_w,
                   ROUND16_PARAMS),
                  (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW, KH,
-                  KW, pad_h, pad_w, stride_h, stride_w, h16, h16_off))
+                  KW, pad_h, pad_w, stride_h, stride_w, ROUND16_ARGS))
 
 static int first_window(int i, int pad, int k, int stride) {
   int t = i + pad - k + 1; /* smallest o with o*stride + k - 1 >= i + pad */
@@ -145,8 +145,7 @@ ROUND16_VARIANTS(maxpool_backward, (__global float *dx, int dx_off,
                   int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
                   int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
-                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, h16,
-                  h16_off))
+                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, ROUND16_ARGS))
 
 /* Backward of max pooling with windows that do not overlap (stride >=
  * kernel): every input element lies in at most one window, so each output
@@ -185,7 +184,7 @@ ROUND16_VARIANTS(maxpool_backward_scatter, (__global float *dx, int dx_off,
                   int W, int OH, int OW, int pad_h, int stride_h,
                   int accumulate, ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
-                  pad_h, stride_h, accumulate, h16, h16_off))
+                  pad_h, stride_h, accumulate, ROUND16_ARGS))
 
 /* The three max-pooling kernels above with one work-item per element
  * written (consecutive work-items on consecutive elements: coalesced on a
@@ -213,7 +212,7 @@ ROUND16_VARIANTS(maxpool_forward_elems, (__global float *y, int y_off,
                   int KW, int pad_h, int pad_w, int stride_h, int stride_w,
                   ROUND16_PARAMS),
                  (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW, KH,
-                  KW, pad_h, pad_w, stride_h, stride_w, h16, h16_off))
+                  KW, pad_h, pad_w, stride_h, stride_w, ROUND16_ARGS))
 
 ROUND16_BODY maxpool_backward_elems_body(
     __global float *dx, int dx_off, __global const float *dy, int dy_off,
@@ -233,8 +232,7 @@ ROUND16_VARIANTS(maxpool_backward_elems, (__global float *dx, int dx_off,
                   int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
                   int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
-                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, h16,
-                  h16_off))
+                  KH, KW, pad_h, pad_w, stride_h, stride_w, accumulate, ROUND16_ARGS))
 
 ROUND16_BODY maxpool_backward_scatter_elems_body(
     __global float *dx, int dx_off, __global const float *dy, int dy_off,
@@ -254,7 +252,7 @@ ROUND16_VARIANTS(maxpool_backward_scatter_elems, (__global float *dx,
                   __global const int *arg, int arg_off, int planes, int H,
                   int W, int OH, int OW, ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, arg, arg_off, planes, H, W, OH, OW,
-                  h16, h16_off))
+                  ROUND16_ARGS))
 
 /* Average pooling; the divisor counts padding (PyTorch's default,
  * count_include_pad=True) but not what lies past the padded edge. */
@@ -292,7 +290,7 @@ ROUND16_VARIANTS(avgpool_forward, (__global float *y, int y_off,
                   int OH, int OW, int KH, int KW, int pad_h, int pad_w,
                   int stride_h, int stride_w, ROUND16_PARAMS),
                  (y, y_off, x, x_off, planes, H, W, OH, OW, KH, KW, pad_h,
-                  pad_w, stride_h, stride_w, h16, h16_off))
+                  pad_w, stride_h, stride_w, ROUND16_ARGS))
 
 ROUND16_BODY avgpool_backward_body(__global float *dx, int dx_off,
                                    __global const float *dy, int dy_off,
@@ -318,4 +316,4 @@ ROUND16_VARIANTS(avgpool_backward, (__global float *dx, int dx_off,
                   int W, int OH, int OW, int KH, int KW, int pad_h, int pad_w,
                   int stride_h, int stride_w, int accumulate, ROUND16_PARAMS),
                  (dx, dx_off, dy, dy_off, planes, H, W, OH, OW, KH, KW, pad_h,
-                  pad_w, stride_h, stride_w, accumulate, h16, h16_off))
+                  pad_w, stride_h, stride_w, accumulate, ROUND16_ARGS))

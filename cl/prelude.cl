@@ -161,19 +161,31 @@ static float half_value(ushort h) {
  * fewer.
  *
  * round16 is a constant in each kernel: ROUND16_VARIANTS(NAME, (params),
- * (arguments)) makes the kernels NAME, NAME_r16 and NAME_s16 (modes 0, 1,
- * 2; the host adds the mode to NAME's id), each calling NAME_body, a
- * ROUND16_BODY function taking the kernel's parameters and round16. A
- * mode passed at run time left POCL's work-item loops scalar (batch
- * norm's apply 1.4x slower in fp32, every fused kernel slower than the
- * separate passes in mixed precision). */
+ * (arguments, ROUND16_ARGS)) makes the kernels NAME, NAME_r16 and
+ * NAME_s16 (modes 0, 1, 2; the host adds the mode to NAME's id), each
+ * calling NAME_body, a ROUND16_BODY function taking the kernel's
+ * parameters and round16. A mode passed at run time left POCL's
+ * work-item loops scalar (batch norm's apply 1.4x slower in fp32, every
+ * fused kernel slower than the separate passes in mixed precision).
+ * ROUND16_ARGS ends the arguments with the round16 each kernel declares
+ * (no variadic macro: OpenCL C 1.2 has none, and NVIDIA's compiler
+ * refuses them). */
 #define ROUND16_PARAMS __global ushort *h16, int h16_off
+#define ROUND16_ARGS h16, h16_off, round16
 #define ROUND16_BODY static inline __attribute__((always_inline)) void
-#define ROUND16_UNPACK(...) __VA_ARGS__
 #define ROUND16_VARIANTS(NAME, PARAMS, ARGS)                                   \
-  __kernel void NAME PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 0); }           \
-  __kernel void NAME##_r16 PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 1); }     \
-  __kernel void NAME##_s16 PARAMS { NAME##_body(ROUND16_UNPACK ARGS, 2); }
+  __kernel void NAME PARAMS {                                                  \
+    const int round16 = 0;                                                     \
+    NAME##_body ARGS;                                                          \
+  }                                                                            \
+  __kernel void NAME##_r16 PARAMS {                                            \
+    const int round16 = 1;                                                     \
+    NAME##_body ARGS;                                                          \
+  }                                                                            \
+  __kernel void NAME##_s16 PARAMS {                                            \
+    const int round16 = 2;                                                     \
+    NAME##_body ARGS;                                                          \
+  }
 #define STORE16(y, y_off, i, v)                                                \
   store16((y) + (y_off) + (i), (v), h16 + h16_off + (i), round16)
 static void store16(__global float *y, float v, __global ushort *h,
