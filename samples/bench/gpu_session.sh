@@ -3,8 +3,13 @@
 # (an NVIDIA H100: see ../shared/tools/gpu-bundle, whose .gpu/ must travel
 # with the tree). From the project's root there:
 #     source .gpu/env && bash samples/bench/gpu_session.sh [PART...]
-# PARTs (default: all, in this order, about 25 minutes: split them over
-# calls of at most 10 minutes):
+# PARTs (default: all, in the order check train mixed plans gemm mpi).
+# Times seen on an H200 on 2026-11-26, the plans measured in the same
+# call: check about 50 s (selftest's first run compiles every kernel, 19
+# s), train about 130 s (a PyTorch run costs 8-12 s, most of it start-up),
+# mixed about 90 s; the mpi part's plan measuring on the POCL rank about
+# 300 s (give it a call of its own). With DEADLINE=480 CMD_LIMIT=120 the
+# first parts fit one call of 10 minutes, each part's log kept:
 #   check  devices, selftest (the fp16 route's probe and kernel checks),
 #          test_ops, test_layers, test_mixed on the GPU
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
@@ -43,7 +48,7 @@
 # cannot take the whole call.
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(check gemm plans train mixed mpi)
+[ ${#parts[@]} -gt 0 ] || parts=(check train mixed plans gemm mpi)
 out=${OUT:-}
 torch=(python3 samples/bench/torch_train.py --device cuda)
 dev=(--device nvidia)
