@@ -8,8 +8,10 @@ clt_status clt_sgd_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
                         const clt_sgd_params *hp) {
   /* Without momentum the buffer is never read; p stands in for it. */
   const clt_tensor *buf = momentum_buf ? momentum_buf : p;
-  return CLT_RUN_1D(ctx, CLT_K_sgd_step, (size_t)p->numel, KT(p), KT(g),
-                    KT(buf), KT(norm_sq), KI(p->numel), KF(hp->lr),
+  /* The _clip kernel reads the norm; the other never does. */
+  clt_kernel_id k = hp->max_norm > 0.0f ? CLT_K_sgd_step_clip : CLT_K_sgd_step;
+  return CLT_RUN_1D(ctx, k, (size_t)p->numel, KT(p), KT(g), KT(buf),
+                    KT(norm_sq), KI(p->numel), KF(hp->lr),
                     KF(momentum_buf ? hp->momentum : 0.0f), KF(hp->dampening),
                     KF(hp->weight_decay), KI(hp->nesterov), KI(hp->first),
                     KF(hp->max_norm));
@@ -17,14 +19,14 @@ clt_status clt_sgd_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
 
 clt_status clt_adam_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
                          clt_tensor *m, clt_tensor *v,
-                         const clt_tensor *norm_sq,
-                         const clt_adam_params *hp) {
+                         const clt_tensor *norm_sq, const clt_adam_params *hp) {
   double t = (double)hp->step;
   float bias1 = (float)(1.0 - pow(hp->beta1, t));
   float bias2 = (float)(1.0 - pow(hp->beta2, t));
-  return CLT_RUN_1D(ctx, CLT_K_adam_step, (size_t)p->numel, KT(p), KT(g),
-                    KT(m), KT(v), KT(norm_sq), KI(p->numel), KF(hp->lr),
-                    KF(hp->beta1), KF(hp->beta2), KF(hp->eps),
-                    KF(hp->weight_decay), KI(hp->decoupled), KF(bias1),
-                    KF(bias2), KF(hp->max_norm));
+  clt_kernel_id k =
+      hp->max_norm > 0.0f ? CLT_K_adam_step_clip : CLT_K_adam_step;
+  return CLT_RUN_1D(ctx, k, (size_t)p->numel, KT(p), KT(g), KT(m), KT(v),
+                    KT(norm_sq), KI(p->numel), KF(hp->lr), KF(hp->beta1),
+                    KF(hp->beta2), KF(hp->eps), KF(hp->weight_decay),
+                    KI(hp->decoupled), KF(bias1), KF(bias2), KF(hp->max_norm));
 }

@@ -48,7 +48,9 @@
   X(sumsq_into, "reduce")                                                      \
   X(sum_slices, "reduce")                                                      \
   X(sgd_step, "optim")                                                         \
+  X(sgd_step_clip, "optim")                                                    \
   X(adam_step, "optim")                                                        \
+  X(adam_step_clip, "optim")                                                   \
   X(channel_slice_copy, "elementwise")                                         \
   X(im2col, "conv")                                                            \
   CLT_KERNEL_R16(X, col2im, "conv")                                            \
