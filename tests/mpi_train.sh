@@ -121,6 +121,29 @@ expect_reports "bench train" \
   "ranks=2 total_images_per_sec=[0-9.]+ step_ms=[0-9.]+"
 echo "ok: train and bench train report every rank (images/s, wait, device)"
 
+# A rank on a CPU device bound to fewer cores than the device has compute
+# units is told so, and how to give it its cores; a rank with them is
+# not. (Open MPI binds each of two ranks to one core; POCL reports a
+# compute unit per core it may use, unless POCL_MAX_PTHREAD_COUNT says
+# fewer.)
+units=$("$C" devices --json | python3 -c '
+import json, sys
+d = [x for x in json.load(sys.stdin)["devices"] if "Portable" in x["platform"]]
+print(d[0]["compute_units"] if d else 0)')
+if [ "$units" -ge 2 ]; then
+  "${MR[@]}" -np 2 --bind-to core "$C" bench train "$MLP" --batch 16 \
+    --steps 2 --device pocl >"$T/out" 2>&1 || fail "bound: $(cat "$T/out")"
+  grep -qE "^cltrain: warning: rank 1 runs on .* \($units compute units\) but may use only 1 core: .*--bind-to none" \
+    "$T/out" || fail "bound to a core, no warning: $(cat "$T/out")"
+  "${MR[@]}" -np 2 --bind-to none "$C" bench train "$MLP" --batch 16 \
+    --steps 2 --device pocl >"$T/out" 2>&1 || fail "unbound: $(cat "$T/out")"
+  ! grep -q "may use only" "$T/out" ||
+    fail "unbound ranks warned: $(cat "$T/out")"
+  echo "ok: a CPU rank bound to one core is told about --bind-to none"
+else
+  echo "skipped: the warning about bound CPU ranks (POCL has $units compute units here)"
+fi
+
 # ---- a rank that fails ----------------------------------------------------
 cat >"$T/tiny.model" <<'EOF2'
 input shape=1x4x4

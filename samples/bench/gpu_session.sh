@@ -182,7 +182,10 @@ part_mpi() {
     echo "no mpirun: run samples/bench/gpu_mpi_bundle.sh after gpu-bundle"
     return 1
   fi
-  local mr=(mpirun --oversubscribe --allow-run-as-root)
+  # --bind-to none: with two ranks Open MPI binds each to one core, and
+  # the POCL rank's 16 threads would share it (likely why, on 2026-11-26,
+  # a GPU rank and a POCL rank had printed nothing after 75 s).
+  local mr=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
   local mb model b m
   for mb in "mlp 256" "cnn 64" "cnn 256"; do
     read -r model b <<<"$mb"

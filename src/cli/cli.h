@@ -93,6 +93,13 @@ int cli_dist_open(clt_dist **dist);
 const char *cli_rank_device(const char *spec, const clt_dist *dist,
                             char *buf, size_t len);
 
+/* Under mpirun: where this rank runs on a CPU device but may use fewer
+ * cores than the device has compute units (Open MPI binds each rank to
+ * one core when it starts two or fewer, to a socket beyond; POCL still
+ * starts a thread per compute unit, all on those cores), says so on
+ * stderr, naming the rank and mpirun's --bind-to none. */
+void cli_warn_rank_cores(const clt_context *ctx, const clt_dist *dist);
+
 /* The context's log callback of the commands: warnings and errors to
  * stderr, the rest dropped. */
 void cli_print_warnings(clt_log_level level, const char *message, void *user);

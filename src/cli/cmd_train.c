@@ -584,6 +584,7 @@ int cli_train(int argc, char **argv) {
     rc = 1;
     goto stop_ranks;
   }
+  cli_warn_rank_cores(ctx, dist);
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   clt_loss_scaler *scaler = NULL;
@@ -1060,6 +1061,7 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
   clt_context *ctx =
       cli_open_context(cli_rank_device(device, dist, spec, sizeof spec), false);
   if (!ctx) return 1;
+  cli_warn_rank_cores(ctx, dist);
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   clt_loss_scaler *scaler = NULL;

@@ -1,5 +1,6 @@
 /* What the commands share: a context that reports its first-run
  * compilation, output paths checked before work, the clock. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,24 @@ int cli_dist_open(clt_dist **dist) {
     return 1;
   }
   return 0;
+}
+
+void cli_warn_rank_cores(const clt_context *ctx, const clt_dist *dist) {
+  if (!dist || !ctx) return;
+  const clt_device_info *d = clt_context_device(ctx);
+  if (d->type != CLT_DEVICE_CPU || d->compute_units < 2) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  int cores = CPU_COUNT(&set);
+  if (cores <= 0 || (unsigned)cores >= d->compute_units) return;
+  fprintf(stderr,
+          "cltrain: warning: rank %d runs on %s (%u compute units) but may "
+          "use only %d core%s: mpirun binds each rank to one core when it "
+          "starts two or fewer; give CPU ranks their cores with mpirun "
+          "--bind-to none (or --map-by slot:PE=N)\n",
+          clt_dist_rank(dist), d->name, d->compute_units, cores,
+          cores == 1 ? "" : "s");
 }
 
 const char *cli_rank_device(const char *spec, const clt_dist *dist,
