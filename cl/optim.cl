@@ -10,66 +10,92 @@ static float clip_scale(__global const float *norm_sq, int off,
   return fmin(1.0f, max_norm / (norm + 1e-6f));
 }
 
-/* Each step comes in two kernels: NAME, and NAME_clip, which scales the
- * gradient by clip_scale. Without clipping the kernel reads no norm: a
- * load from one address in every work-item, even one whose value is not
- * used, kept POCL 3.1 from vectorizing the step (scalar sqrt and
- * division: the MLP's Adam step over 101,770 parameters took 0.31-0.41
- * ms on 2 AMD EPYC cores, 0.14-0.23 ms vectorized); the clipped step
- * multiplies by the same scale as before. */
+/* Each step comes in two kernels, the way ROUND16_VARIANTS makes the
+ * rounding ones (cl/prelude.cl): CLIP_VARIANTS(NAME, (params), (arguments,
+ * clip)) makes NAME and NAME_clip, which call NAME_body with clip a
+ * constant 0 or 1; with 1 the body scales the gradient by clip_scale.
+ * Without clipping the kernel reads no norm: a load from one address in
+ * every work-item, even one whose value is not used, kept POCL 3.1 from
+ * vectorizing the step (scalar sqrt and division: the MLP's Adam step
+ * over 101,770 parameters took 0.31-0.41 ms on 2 AMD EPYC cores,
+ * 0.14-0.23 ms vectorized); the clipped step multiplies by the same scale
+ * as before. */
+#define CLIP_BODY static inline __attribute__((always_inline)) void
+#define CLIP_VARIANTS(NAME, PARAMS, ARGS)                                      \
+  __kernel void NAME PARAMS {                                                  \
+    const int clip = 0;                                                        \
+    NAME##_body ARGS;                                                          \
+  }                                                                            \
+  __kernel void NAME##_clip PARAMS {                                           \
+    const int clip = 1;                                                        \
+    NAME##_body ARGS;                                                          \
+  }
 
 /* first: 1 on the optimizer's first step (the momentum buffer starts as
  * the gradient itself, as in PyTorch). */
-#define SGD_STEP(NAME, CLIP)                                                   \
-  __kernel void NAME(__global float *p, int p_off, __global const float *g,    \
-                     int g_off, __global float *buf, int buf_off,              \
-                     __global const float *norm_sq, int norm_off, int n,       \
-                     float lr, float momentum, float dampening,                \
-                     float weight_decay, int nesterov, int first,              \
-                     float max_norm) {                                         \
-    int i = get_global_id(0);                                                  \
-    if (i >= n) return;                                                        \
-    float w = p[p_off + i];                                                    \
-    float d = g[g_off + i];                                                    \
-    if (CLIP) d *= clip_scale(norm_sq, norm_off, max_norm);                    \
-    d += weight_decay * w;                                                     \
-    if (momentum != 0.0f) {                                                    \
-      float b = first ? d                                                      \
-                      : momentum * buf[buf_off + i] + (1.0f - dampening) * d;  \
-      buf[buf_off + i] = b;                                                    \
-      d = nesterov ? d + momentum * b : b;                                     \
-    }                                                                          \
-    p[p_off + i] = w - lr * d;                                                 \
+CLIP_BODY sgd_step_body(__global float *p, int p_off, __global const float *g,
+                        int g_off, __global float *buf, int buf_off,
+                        __global const float *norm_sq, int norm_off, int n,
+                        float lr, float momentum, float dampening,
+                        float weight_decay, int nesterov, int first,
+                        float max_norm, int clip) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float w = p[p_off + i];
+  float d = g[g_off + i];
+  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
+  d += weight_decay * w;
+  if (momentum != 0.0f) {
+    float b = first ? d : momentum * buf[buf_off + i] + (1.0f - dampening) * d;
+    buf[buf_off + i] = b;
+    d = nesterov ? d + momentum * b : b;
   }
-SGD_STEP(sgd_step, 0)
-SGD_STEP(sgd_step_clip, 1)
+  p[p_off + i] = w - lr * d;
+}
+CLIP_VARIANTS(sgd_step,
+              (__global float *p, int p_off, __global const float *g,
+               int g_off, __global float *buf, int buf_off,
+               __global const float *norm_sq, int norm_off, int n, float lr,
+               float momentum, float dampening, float weight_decay,
+               int nesterov, int first, float max_norm),
+              (p, p_off, g, g_off, buf, buf_off, norm_sq, norm_off, n, lr,
+               momentum, dampening, weight_decay, nesterov, first, max_norm,
+               clip))
 
 /* decoupled: 1 for AdamW (weight decay applied to the weight directly),
  * 0 for Adam (weight decay added to the gradient). bias1 = 1 - beta1^t,
  * bias2 = 1 - beta2^t, from the host's step count. */
-#define ADAM_STEP(NAME, CLIP)                                                  \
-  __kernel void NAME(__global float *p, int p_off, __global const float *g,    \
-                     int g_off, __global float *m, int m_off,                  \
-                     __global float *v, int v_off,                             \
-                     __global const float *norm_sq, int norm_off, int n,       \
-                     float lr, float beta1, float beta2, float eps,            \
-                     float weight_decay, int decoupled, float bias1,           \
-                     float bias2, float max_norm) {                            \
-    int i = get_global_id(0);                                                  \
-    if (i >= n) return;                                                        \
-    float w = p[p_off + i];                                                    \
-    float d = g[g_off + i];                                                    \
-    if (CLIP) d *= clip_scale(norm_sq, norm_off, max_norm);                    \
-    if (decoupled)                                                             \
-      w *= 1.0f - lr * weight_decay;                                           \
-    else                                                                       \
-      d += weight_decay * w;                                                   \
-    float mi = beta1 * m[m_off + i] + (1.0f - beta1) * d;                      \
-    float vi = beta2 * v[v_off + i] + (1.0f - beta2) * d * d;                  \
-    m[m_off + i] = mi;                                                         \
-    v[v_off + i] = vi;                                                         \
-    float denom = sqrt(vi) / sqrt(bias2) + eps;                                \
-    p[p_off + i] = w - (lr / bias1) * mi / denom;                              \
-  }
-ADAM_STEP(adam_step, 0)
-ADAM_STEP(adam_step_clip, 1)
+CLIP_BODY adam_step_body(__global float *p, int p_off,
+                         __global const float *g, int g_off,
+                         __global float *m, int m_off, __global float *v,
+                         int v_off, __global const float *norm_sq,
+                         int norm_off, int n, float lr, float beta1,
+                         float beta2, float eps, float weight_decay,
+                         int decoupled, float bias1, float bias2,
+                         float max_norm, int clip) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float w = p[p_off + i];
+  float d = g[g_off + i];
+  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
+  if (decoupled)
+    w *= 1.0f - lr * weight_decay;
+  else
+    d += weight_decay * w;
+  float mi = beta1 * m[m_off + i] + (1.0f - beta1) * d;
+  float vi = beta2 * v[v_off + i] + (1.0f - beta2) * d * d;
+  m[m_off + i] = mi;
+  v[v_off + i] = vi;
+  float denom = sqrt(vi) / sqrt(bias2) + eps;
+  p[p_off + i] = w - (lr / bias1) * mi / denom;
+}
+CLIP_VARIANTS(adam_step,
+              (__global float *p, int p_off, __global const float *g,
+               int g_off, __global float *m, int m_off, __global float *v,
+               int v_off, __global const float *norm_sq, int norm_off, int n,
+               float lr, float beta1, float beta2, float eps,
+               float weight_decay, int decoupled, float bias1, float bias2,
+               float max_norm),
+              (p, p_off, g, g_off, m, m_off, v, v_off, norm_sq, norm_off, n,
+               lr, beta1, beta2, eps, weight_decay, decoupled, bias1, bias2,
+               max_norm, clip))

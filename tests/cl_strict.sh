@@ -3,11 +3,12 @@
 # cl/NAME.cl), checked by clang as strict OpenCL C 1.2: the language
 # NVIDIA's compiler takes, which refuses what POCL and rusticl accept as
 # clang extensions (a variadic macro in the prelude broke every program on
-# an H200 on 2026-11-26 while every CPU test passed). Clang's "-pedantic-errors" turns
-# each such extension into an error. Each program is checked with the
-# -D options the runtime passes (src/runtime/program.c), and the tile
-# programs in the configurations they are built in (fp32 and the fp16
-# route's emulated instruction: clang has no PTX `asm`).
+# an H200 on 2026-11-26 while every CPU test passed). Clang's
+# "-pedantic-errors" turns each such extension into an error. Each
+# program is checked with the -D options the runtime passes
+# (src/runtime/program.c), and the tile programs in the configurations
+# they are built in (fp32 and the fp16 route's emulated instruction: clang
+# has no PTX `asm`).
 #     cl_strict.sh CLANG CL_DIR
 set -uo pipefail
 clang=$1 dir=$2
