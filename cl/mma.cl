@@ -10,7 +10,9 @@
  *                    Fragments for mma.m16n8k16 with floating point
  *                    type"), so that every other line of the kernel is
  *                    checked on any device (POCL, oclgrind);
- *   -DMMA_BM, MMA_BN  the block's tile of C, MMA_WM x MMA_WN warps of 32.
+ *   -DMMA_BM, MMA_BN  the block's tile of C, MMA_WM x MMA_WN warps of 32;
+ *   -DMMA_STAGES=S    S > 0: the staged form below instead (S k-blocks in
+ *                    its ring), with -DCLT_MMA_ASYNC=0 or 1.
  *
  * C = alpha op(A) op(B) + beta C, row-major, op() per ta/tb, strided
  * batches along dimension 2 of the range. A and B are f32 in memory and
@@ -166,3 +168,247 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
         *out = beta == 0.0f ? v : v + beta * *out;
       }
 }
+
+/* ---- the staged form: fp16 operands packed once, a ring of k-blocks ----
+ *
+ * mma_pack writes op(A) as [M'][K'] and op(B)^T as [N'][K'] halves, k
+ * contiguous, zero past the matrices (M', N', K' rounded up to the tiles,
+ * so the product's loop reads whole tiles with no bounds checks);
+ * gemm_mma_staged multiplies them through a ring of MMA_STAGES k-blocks
+ * in local memory: block kb + STAGES - 1 travels while block kb is
+ * multiplied, one barrier a block. With -DCLT_MMA_ASYNC=1 (PTX only) the
+ * blocks travel by cp.async, straight from global to local memory; with
+ * 0 through registers, stored after the products (every device).
+ *
+ * A k-block row is 32 halves: four 16-byte chunks, chunk c of row r kept
+ * at c ^ ((r >> 1) & 3), so that the 8 rows x 4 words a fragment load
+ * touches fall in 32 different banks without padding (which the ring's
+ * 48 KB could not spare). */
+
+#ifndef MMA_STAGES
+#define MMA_STAGES 0
+#endif
+#if MMA_STAGES > 0
+#ifndef CLT_MMA_ASYNC
+#define CLT_MMA_ASYNC 0
+#endif
+#define MMA_ROWS (MMA_BM + MMA_BN)
+#define MMA_CHUNKS (MMA_ROWS * 4 / MMA_THREADS)
+
+/* 32 x 32 tiles through local memory, so that both the reads (along k
+ * or along the rows, as stored) and the writes (along k) are coalesced.
+ * dst[b][r][c] = op(src)[r][c], op(src)[r][c] = src[r ld + c] or, with
+ * trans, src[c ld + r]; zero for r >= rows or c >= cols. Work-groups of
+ * 32 x 8 over (cols_p, rows_p, batches). */
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void
+mma_pack(int trans, int rows, int cols, __global const float *src,
+         int src_off, int ld, int stride, __global half *dst, int dst_off,
+         int rows_p, int cols_p) {
+  __local float tile[32][33];
+  int tx = get_local_id(0), ty = get_local_id(1);
+  int c0 = get_group_id(0) * 32, r0 = get_group_id(1) * 32;
+  long batch = get_group_id(2);
+  src += src_off + batch * stride;
+  /* dst_off counts f32 words (the buffer is an f32 tensor) */
+  dst += 2 * (long)dst_off + batch * (long)rows_p * cols_p;
+  for (int j = ty; j < 32; j += 8) {
+    /* without trans: row r0 + j, column c0 + tx; with: column c0 + j of
+     * op(src) is row c0 + j as stored, read along r0 + tx */
+    int r = trans ? r0 + tx : r0 + j, c = trans ? c0 + j : c0 + tx;
+    float v = r < rows && c < cols
+                  ? src[trans ? (long)c * ld + r : (long)r * ld + c]
+                  : 0.0f;
+    if (trans)
+      tile[tx][j] = v;
+    else
+      tile[j][tx] = v;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int j = ty; j < 32; j += 8)
+    vstore_half_rte(tile[j][tx], (long)(r0 + j) * cols_p + c0 + tx, dst);
+}
+
+/* Where chunk c (16 bytes) of row r of a k-block sits, in uint4s. */
+#define MMA_CHUNK(r, c) ((r) * 4 + ((c) ^ (((r) >> 1) & 3)))
+
+#if CLT_MMA_PTX && CLT_MMA_ASYNC
+#if MMA_STAGES == 2
+#define MMA_WAIT_GROUPS "0"
+#elif MMA_STAGES == 3
+#define MMA_WAIT_GROUPS "1"
+#else
+#define MMA_WAIT_GROUPS "2"
+#endif
+/* The local address as the .shared state space has it: a __local
+ * pointer's value on NVIDIA's compiler (the probe checks the result). */
+#define MMA_COPY16(dst, src)                                                   \
+  MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
+              (uint)(ulong)(dst)),                                             \
+          "l"((ulong)(src))                                                    \
+          : "memory")
+#define MMA_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#define MMA_WAIT() MMA_ASM("cp.async.wait_group " MMA_WAIT_GROUPS ";" ::: "memory")
+#endif
+
+/* This work-item's chunks of k-block kb: row e / 4 of the ring's A rows
+ * then B rows, chunk e % 4, consecutive items on consecutive chunks. */
+#define MMA_CHUNK_SRC(e, kb)                                                   \
+  ((e) / 4 < MMA_BM ? pa + (long)((e) / 4) * kq + (kb) * 4 + (e) % 4          \
+                    : pb + (long)((e) / 4 - MMA_BM) * kq + (kb) * 4 + (e) % 4)
+
+/* C = alpha A B^T + beta C on packed operands (above): a is [M'][K'] and
+ * b is [N'][K'] halves as uint4s (8 halves), from a_off and b_off f32
+ * words on, kq = K' / 8 of them a row,
+ * a_stride and b_stride uint4s between batches (0: one operand for all). */
+__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void
+gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
+                int a_off, long a_stride, __global const uint4 *b, int b_off,
+                long b_stride, float beta, __global float *c, int c_off,
+                int ldc, int stride_c) {
+  __local uint4 ring[MMA_STAGES * MMA_ROWS * 4];
+#if CLT_MMA_PTX
+  __local uint *scratch = 0;
+#else
+  __local uint scratch_all[MMA_WM * MMA_WN * 32 * 6];
+#endif
+  int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+#if !CLT_MMA_PTX
+  __local uint *scratch = scratch_all + warp * 32 * 6;
+#endif
+  int g = lane >> 2, t = lane & 3;
+  int wm = warp / MMA_WN, wn = warp % MMA_WN;
+  int m0 = get_group_id(1) * MMA_BM, n0 = get_group_id(0) * MMA_BN;
+  long batch = get_group_id(2);
+  /* the offsets count f32 words, multiples of 4 */
+  __global const uint4 *pa = a + a_off / 4 + batch * a_stride + (long)m0 * kq;
+  __global const uint4 *pb = b + b_off / 4 + batch * b_stride + (long)n0 * kq;
+  c += c_off + batch * stride_c;
+  int blocks = kq / 4;
+
+  float acc[MMA_TM][MMA_TN][4];
+#pragma unroll
+  for (int i = 0; i < MMA_TM; i++)
+#pragma unroll
+    for (int j = 0; j < MMA_TN; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0f;
+
+  /* The first STAGES - 1 blocks. */
+  for (int s = 0; s < MMA_STAGES - 1; s++) {
+#pragma unroll
+    for (int i = 0; i < MMA_CHUNKS; i++) {
+      int e = lid + i * MMA_THREADS;
+      __local uint4 *to = ring + s * MMA_ROWS * 4 + MMA_CHUNK(e / 4, e % 4);
+      if (s < blocks) {
+#if CLT_MMA_PTX && CLT_MMA_ASYNC
+        MMA_COPY16(to, MMA_CHUNK_SRC(e, s));
+#else
+        *to = *MMA_CHUNK_SRC(e, s);
+#endif
+      }
+    }
+#if CLT_MMA_PTX && CLT_MMA_ASYNC
+    MMA_COMMIT();
+#endif
+  }
+
+  for (int kb = 0; kb < blocks; kb++) {
+#if CLT_MMA_PTX && CLT_MMA_ASYNC
+    MMA_WAIT(); /* this item's copies of block kb have landed */
+#endif
+    /* Everyone's copies of block kb have landed, and everyone is done
+     * with block kb - 1, whose stage the next block takes. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int next = kb + MMA_STAGES - 1;
+    __local uint4 *next_stage = ring + (next % MMA_STAGES) * MMA_ROWS * 4;
+#if CLT_MMA_PTX && CLT_MMA_ASYNC
+    if (next < blocks) {
+#pragma unroll
+      for (int i = 0; i < MMA_CHUNKS; i++) {
+        int e = lid + i * MMA_THREADS;
+        MMA_COPY16(next_stage + MMA_CHUNK(e / 4, e % 4),
+                   MMA_CHUNK_SRC(e, next));
+      }
+    }
+    MMA_COMMIT(); /* empty past the end: the wait above counts groups */
+#else
+    uint4 held[MMA_CHUNKS];
+    if (next < blocks) {
+#pragma unroll
+      for (int i = 0; i < MMA_CHUNKS; i++) {
+        int e = lid + i * MMA_THREADS;
+        held[i] = *MMA_CHUNK_SRC(e, next);
+      }
+    }
+#endif
+    __local const uint *as =
+        (__local const uint *)(ring + (kb % MMA_STAGES) * MMA_ROWS * 4);
+    __local const uint *bs = as + MMA_BM * 16;
+    /* Unrolled for the tensor cores; as loops when emulated, whose
+     * barriers inside each product make POCL's compile time grow with
+     * every copy (minutes for 64 copies). */
+#if CLT_MMA_PTX
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+    for (int ks = 0; ks < 2; ks++) {
+      uint fa[MMA_TM][4], fb[MMA_TN][2];
+      /* words t and t + 4 of the k-step: chunks 2 ks and 2 ks + 1 */
+#pragma unroll
+      for (int i = 0; i < MMA_TM; i++) {
+        int r = wm * (MMA_BM / MMA_WM) + i * 16 + g;
+        /* rows r and r + 8 share their swizzle */
+        __local const uint *lo = as + MMA_CHUNK(r, 2 * ks) * 4 + t;
+        __local const uint *hi = as + MMA_CHUNK(r, 2 * ks + 1) * 4 + t;
+        fa[i][0] = lo[0];
+        fa[i][1] = lo[8 * 16];
+        fa[i][2] = hi[0];
+        fa[i][3] = hi[8 * 16];
+      }
+#pragma unroll
+      for (int j = 0; j < MMA_TN; j++) {
+        int r = wn * (MMA_BN / MMA_WN) + j * 8 + g;
+        fb[j][0] = bs[MMA_CHUNK(r, 2 * ks) * 4 + t];
+        fb[j][1] = bs[MMA_CHUNK(r, 2 * ks + 1) * 4 + t];
+      }
+#if CLT_MMA_PTX
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+      for (int i = 0; i < MMA_TM; i++)
+#if CLT_MMA_PTX
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+        for (int j = 0; j < MMA_TN; j++)
+          MMA_16816(acc[i][j], fa[i], fb[j], scratch, lane);
+    }
+#if !(CLT_MMA_PTX && CLT_MMA_ASYNC)
+    if (next < blocks) {
+#pragma unroll
+      for (int i = 0; i < MMA_CHUNKS; i++) {
+        int e = lid + i * MMA_THREADS;
+        next_stage[MMA_CHUNK(e / 4, e % 4)] = held[i];
+      }
+    }
+#endif
+  }
+
+#pragma unroll
+  for (int i = 0; i < MMA_TM; i++)
+#pragma unroll
+    for (int j = 0; j < MMA_TN; j++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        int row = m0 + wm * (MMA_BM / MMA_WM) + i * 16 + g + (q >> 1) * 8;
+        int col = n0 + wn * (MMA_BN / MMA_WN) + j * 8 + 2 * t + (q & 1);
+        if (row >= m || col >= n) continue;
+        __global float *out = c + (long)row * ldc + col;
+        float v = alpha * acc[i][j][q];
+        *out = beta == 0.0f ? v : v + beta * *out;
+      }
+}
+#endif /* MMA_STAGES > 0 */

@@ -319,8 +319,10 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx, clt_fp16_route *route,
                                       const char **why);
 
 /* The fp16 kernel's tile configurations (of C per work-group), which the
- * measured plans choose between, and their names ("64x64", ...). */
-#define CLT_FP16_CONFIGS 3
+ * measured plans choose between, and their names ("64x64", ...; those
+ * named "... ring" pack A and B as fp16 first, then run through a ring of
+ * k-blocks in local memory: README "Mixed precision"). */
+#define CLT_FP16_CONFIGS 6
 CLT_API const char *clt_fp16_config_name(int config);
 
 /* clt_gemm_strided_batched by the fp16 route's kernel in tile

@@ -47,7 +47,15 @@ done
 for c in "64 64 2 2" "128 64 2 2" "128 128 2 4"; do
   read -r bm bn wm wn <<<"$c"
   check igemm "${fp16[@]}" -DIG_BK=32 -DIG_BM="$bm" -DIG_BN="$bn" -DIG_WM="$wm" -DIG_WN="$wn"
-  check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM="$wm" -DMMA_WN="$wn"
+  check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM="$wm" -DMMA_WN="$wn" -DMMA_STAGES=0 -DCLT_MMA_ASYNC=0
+done
+# The ring configurations (gemm_mma.c's with stages > 0; the stage count
+# is cut to what fits the device's local memory, so 2 and 3 both occur).
+for c in "64 128 2 2" "128 128 2 2" "128 128 2 4"; do
+  read -r bm bn wm wn <<<"$c"
+  for stages in 2 3; do
+    check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM="$wm" -DMMA_WN="$wn" -DMMA_STAGES="$stages" -DCLT_MMA_ASYNC=0
+  done
 done
 echo "cl_strict: $checked builds checked, $failed failed"
 [ "$failed" = 0 ]

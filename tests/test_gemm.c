@@ -325,6 +325,7 @@ START_TEST(mma_shapes) {
   double e;
   for (int c = 0; c < nctx; c++) {
     g_ctx = ctxs[c];
+    if (mma_config_refused(g_ctx, _i)) continue;
     for (int i = 0; i < COUNT(shapes); i += test_tiny() ? 4 : 1) {
       const int64_t *s = shapes[i];
       ck_assert_check(clt_check_gemm_mma(g_ctx, _i, CLT_NO_TRANS,
@@ -350,15 +351,18 @@ START_TEST(mma_transposes_batches) {
   double e;
   for (int c = 0; c < nctx; c++) {
     g_ctx = ctxs[c];
-    for (int p = 0; p < COUNT(picks); p++) {
+    /* each pick in a configuration of the first form and of the ring */
+    for (int q = 0; q < 2 * COUNT(picks); q++) {
+      int p = q % COUNT(picks), config = q % CLT_FP16_CONFIGS;
+      if (mma_config_refused(g_ctx, config)) continue;
       const int64_t *s = shapes[picks[p]];
       int64_t batch = p == 0 ? 3 : 1;
-      ck_assert_check(clt_check_gemm_mma(g_ctx, p % CLT_FP16_CONFIGS, ta, tb,
-                                         s[0], s[1], s[2], ab[p][0], ab[p][1],
-                                         batch, &e),
-                      e, TOL, "mma %s%s m=%lld n=%lld k=%lld batch %lld",
-                      trans_name(ta), trans_name(tb), (long long)s[0],
-                      (long long)s[1], (long long)s[2], (long long)batch);
+      ck_assert_check(clt_check_gemm_mma(g_ctx, config, ta, tb, s[0], s[1],
+                                         s[2], ab[p][0], ab[p][1], batch, &e),
+                      e, TOL, "mma %s %s%s m=%lld n=%lld k=%lld batch %lld",
+                      clt_fp16_config_name(config), trans_name(ta),
+                      trans_name(tb), (long long)s[0], (long long)s[1],
+                      (long long)s[2], (long long)batch);
     }
   }
   g_ctx = g_main_ctx;

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "common/rng.h"
+#include "graph/graph.h"
 #include "graph_helpers.h"
 #include "mma_context.h"
 #include "ops/gemm_plan.h"
@@ -103,6 +104,14 @@ static void check_plan(const clt_gemm_product *p, const clt_gemm_plan *plan,
                 "%s %s: two runs differ in their bits", shape, name);
 }
 
+/* The fp16 tile configurations ctx's device can run (a "ring" one needs
+ * more local memory than some devices have: llvmpipe's 32 KB). */
+static int usable_fp16_configs(clt_context *c) {
+  int usable = 0;
+  for (int i = 0; i < CLT_FP16_CONFIGS; i++) usable += clt_fp16_config_usable(c, i);
+  return usable;
+}
+
 /* Every plan of case ci against the reference, and each applied to a
  * smaller last batch as conv2d does: SGEMM's candidates and the split-K
  * counts 3, 5 and k (which do not divide k, or cut it to single columns);
@@ -137,8 +146,8 @@ static void check_case_plans(int ci, bool mma) {
   if (c->images > 1) ck_assert_int_ge(count, 2); /* per image at least */
   if (mma) {
     first = count;
-    count = clt_gemm_mma_candidates(plans, count);
-    ck_assert_int_ge(count, first + CLT_FP16_CONFIGS);
+    count = clt_gemm_mma_candidates(g_ctx, plans, count);
+    ck_assert_int_ge(count, first + usable_fp16_configs(g_ctx));
   } else if (c->along_k) {
     static const int64_t extra[] = {3, 5, 0};
     for (int e = 0; e < COUNT(extra); e++) {
@@ -373,7 +382,9 @@ static const char *model =
 /* Records: each convolution's products (the rows backward's too), its
  * forward and backward layouts and its im2col (and, with a data gradient,
  * col2im) layout; the dense layer's products. */
-enum { BATCH = 7, PRODUCTS = 18 };
+/* PRODUCTS: the model's products and layouts, and the one-dimensional
+ * launches' group size (CLT_PLAN_LAUNCH_PRODUCT). */
+enum { BATCH = 7, PRODUCTS = 19 };
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */
@@ -410,8 +421,9 @@ static int count_entries(void) {
 }
 
 /* Compiles the model on g_ctx and checks that every product's plan came
- * from `source`. */
-static clt_graph *compile_expecting(clt_plan_source source) {
+ * from `source`, the launches' group size from `launch_source`. */
+static clt_graph *compile_expecting_both(clt_plan_source source,
+                                         clt_plan_source launch_source) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(model, &g));
   ck_assert_ok(clt_graph_compile(g, BATCH, 5));
@@ -419,8 +431,10 @@ static clt_graph *compile_expecting(clt_plan_source source) {
   for (int i = 0; i < PRODUCTS; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
-    ck_assert_msg(p.source == source, "%s %s: source %d, expected %d",
-                  p.layer, p.product, (int)p.source, (int)source);
+    clt_plan_source want =
+        strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT) ? source : launch_source;
+    ck_assert_msg(p.source == want, "%s %s: source %d, expected %d",
+                  p.layer, p.product, (int)p.source, (int)want);
     ck_assert_int_ge(p.candidate_count, 2);
     ck_assert(p.chosen >= 0 && p.chosen < p.candidate_count);
     ck_assert(!p.candidates[p.chosen].rejected);
@@ -433,6 +447,10 @@ static clt_graph *compile_expecting(clt_plan_source source) {
   ck_assert_int_eq(clt_graph_plan_info(g, PRODUCTS, &p),
                    CLT_ERR_INVALID_ARGUMENT);
   return g;
+}
+
+static clt_graph *compile_expecting(clt_plan_source source) {
+  return compile_expecting_both(source, source);
 }
 
 /* Flips one byte in the middle of every stored plan. */
@@ -493,7 +511,10 @@ START_TEST(plan_cache_miss_hit_damaged) {
   for (int i = 0; i < PRODUCTS; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
-    ck_assert_msg(p.source == CLT_PLAN_FROM_MEASURED,
+    /* the launches' group size is the device's, whatever the precision */
+    bool launch = !strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT);
+    ck_assert_msg(p.source == (launch ? CLT_PLAN_FROM_CACHE
+                                      : CLT_PLAN_FROM_MEASURED),
                   "mixed %s %s: source %d", p.layer, p.product,
                   (int)p.source);
   }
@@ -587,10 +608,11 @@ START_TEST(mixed_plans_have_fp16_candidates) {
                     p.layer, p.product, p.candidates[c].name);
       if (strncmp(p.candidates[c].name, "fp16 ", 5) == 0) fp16++;
     }
-    bool gemm = strstr(p.product, "layout") == NULL;
+    bool gemm = strstr(p.product, "layout") == NULL &&
+                strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT) != 0;
     if (gemm) {
       gemm_records++;
-      ck_assert_msg(fp16 >= CLT_FP16_CONFIGS, "%s %s: %d fp16 candidates",
+      ck_assert_msg(fp16 >= usable_fp16_configs(ctx), "%s %s: %d fp16 candidates",
                     p.layer, p.product, fp16);
     }
   }
@@ -704,8 +726,8 @@ START_TEST(forward_only_plans_forward) {
   ck_assert_ok(clt_graph_compile(g, BATCH, 5));
   int count = clt_graph_plan_count(g);
   /* Per convolution its forward product, im2col and forward layouts; the
-   * dense layer's forward. */
-  ck_assert_int_eq(count, 7);
+   * dense layer's forward; the one-dimensional launches. */
+  ck_assert_int_eq(count, 8);
   for (int i = 0; i < count; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
@@ -859,7 +881,9 @@ static void check_last(clt_graph *g, int run, int unused) {
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
     clt_plan_info info;
     ck_assert_ok(clt_graph_plan_info(g, i, &info));
-    if (strstr(info.product, "layout")) continue;
+    if (strstr(info.product, "layout") ||
+        !strcmp(info.product, CLT_PLAN_LAUNCH_PRODUCT))
+      continue;
     products++;
     const char *name = info.candidates[info.chosen].name;
     ck_assert_msg(run == 0 || strstr(name, " c^T"), "%s %s: %s", info.layer,
@@ -880,6 +904,65 @@ static void check_last(clt_graph *g, int run, int unused) {
  * same without plans. */
 START_TEST(last_candidates_train_alike) {
   train_alike(take_last, check_last, 0, "the last candidates");
+}
+END_TEST
+
+/* The one-dimensional launches' group size is measured, and a size
+ * other than the default changes no bit of training (every such kernel
+ * is one work-item an output): the wide model, fp32 and mixed (_i),
+ * trained with groups of 64 and of the largest candidate. */
+START_TEST(launch_sizes_train_alike) {
+  clt_context *ctx = open_ctx(CLT_PLAN_REMEASURE);
+  use_ctx(ctx);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(wide_model, &g));
+  if (_i) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  ck_assert_ok(clt_graph_compile(g, 40, 5));
+  int found = 0;
+  size_t largest = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info info;
+    ck_assert_ok(clt_graph_plan_info(g, i, &info));
+    if (strcmp(info.product, CLT_PLAN_LAUNCH_PRODUCT)) continue;
+    found++;
+    ck_assert_int_eq(info.source, CLT_PLAN_FROM_MEASURED);
+    ck_assert_int_ge(info.candidate_count, 2);
+    for (int c = 0; c < info.candidate_count; c++)
+      ck_assert_msg(info.candidates[c].seconds > 0, "%s not timed",
+                    info.candidates[c].name);
+    ck_assert_str_eq(info.candidates[0].name, "groups of 64");
+    ck_assert_int_eq(sscanf(info.candidates[info.candidate_count - 1].name,
+                            "groups of %zu", &largest),
+                     1);
+    /* the choice is in force */
+    ck_assert_int_eq(ctx->launch_1d, (size_t)64 << info.chosen);
+  }
+  ck_assert_int_eq(found, 1);
+  clt_graph_destroy(g);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+
+  /* Without measuring (the same products' plans in both runs). */
+  ctx = open_ctx(CLT_PLAN_OFF);
+  use_ctx(ctx);
+  float *p[2];
+  int64_t n = 0;
+  for (int run = 0; run < 2; run++) {
+    ck_assert_ok(graph_from_text(wide_model, &g));
+    if (_i) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    ck_assert_ok(clt_graph_compile(g, 40, 5));
+    ck_assert_int_eq(ctx->launch_1d, 0); /* the default */
+    ctx->launch_1d = run == 0 ? 64 : largest;
+    p[run] = train_steps(g, 40);
+    n = g->param_count;
+    clt_graph_destroy(g);
+  }
+  ck_assert_msg(memcmp(p[0], p[1], (size_t)n * sizeof(float)) == 0,
+                "groups of 64 and of %zu trained differently", largest);
+  free(p[0]);
+  free(p[1]);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
 }
 END_TEST
 
@@ -1002,7 +1085,9 @@ START_TEST(clblast_search_stored_and_applied) {
   ck_assert_int_eq(clt_gemm_state_of(ctx)->indirect_min, lim);
   ck_assert_str_eq(clt_gemm_state_of(ctx)->params, searched);
   use_ctx(ctx);
-  clt_graph_destroy(compile_expecting(CLT_PLAN_FROM_MEASURED));
+  /* (the launches' group size does not depend on CLBlast's parameters) */
+  clt_graph_destroy(
+      compile_expecting_both(CLT_PLAN_FROM_MEASURED, CLT_PLAN_FROM_CACHE));
   clt_graph_destroy(compile_expecting(CLT_PLAN_FROM_CACHE));
   use_ctx(g_main);
   enum { M = 13, NN = 11, K = 29 };
@@ -1142,6 +1227,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, mixed_training_on_fp16_route);
   tcase_add_test(cache, plan_same_bits_run_to_run);
   tcase_add_test(cache, last_candidates_train_alike);
+  tcase_add_loop_test(cache, launch_sizes_train_alike, 0, 2);
   tcase_add_loop_test(cache, own_kernels_train_alike, 0, 3);
   tcase_add_test(cache, clblast_search_stored_and_applied);
   tcase_add_test(cache, clblast_search_extra_sets);

@@ -72,6 +72,20 @@ static clt_status st_mma_2(clt_context *ctx, double *e) {
   return clt_check_gemm_mma(ctx, 2, CLT_TRANS, CLT_NO_TRANS, 131, 260, 47,
                             0.5f, 1.0f, 1, e);
 }
+/* The ring configurations: packed operands, every transpose path of the
+ * packing, a batch, beta. */
+static clt_status st_mma_3(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 3, CLT_NO_TRANS, CLT_NO_TRANS, 33, 17, 65,
+                            1.0f, 0.0f, 1, e);
+}
+static clt_status st_mma_4(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 4, CLT_NO_TRANS, CLT_TRANS, 150, 70, 129,
+                            1.0f, 0.0f, 3, e);
+}
+static clt_status st_mma_5(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 5, CLT_TRANS, CLT_NO_TRANS, 131, 260, 47,
+                            0.5f, 1.0f, 1, e);
+}
 
 static clt_status st_add(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 1001, false, 0, e);
@@ -329,6 +343,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 64x64 nn 33x17x65", st_mma_0, 1e-5, true},
     {"gemm fp16 128x64 nt 3x150x70x129", st_mma_1, 1e-5, true},
     {"gemm fp16 128x128 tn 131x260x47 beta=1", st_mma_2, 1e-5, true},
+    {"gemm fp16 64x128 ring nn 33x17x65", st_mma_3, 1e-5, true},
+    {"gemm fp16 128x128 ring nt 3x150x70x129", st_mma_4, 1e-5, true},
+    {"gemm fp16 128x128x8 ring tn 131x260x47 beta=1", st_mma_5, 1e-5, true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
     {"scale 1001", st_scale, 1e-6, false},

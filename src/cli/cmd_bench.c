@@ -156,7 +156,16 @@ static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
   *seconds = 0.0;
   for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     double t = 0.0;
-    CLI_TRY(time_product(ctx, s, i, a, b, c, &t));
+    clt_status st = time_product(ctx, s, i, a, b, c, &t);
+    if (st == CLT_ERR_UNSUPPORTED) {
+      /* a configuration this device cannot run: said once, left out */
+      static bool said[CLT_FP16_CONFIGS];
+      if (!said[i])
+        fprintf(stderr, "note: %s\n", clt_context_last_error(ctx));
+      said[i] = true;
+      continue;
+    }
+    CLI_TRY(st);
     if (*seconds == 0.0 || t < *seconds) {
       *seconds = t;
       *config = i;

@@ -44,7 +44,12 @@ int cli_selftest(int argc, char **argv) {
     run++;
     double err = 0.0, t = cli_now();
     clt_status st = c->run(ctx, &err);
-    if (st != CLT_OK) {
+    if (st == CLT_ERR_UNSUPPORTED && c->fp16_route) {
+      /* a tile configuration this device cannot run (its local memory),
+       * which the measured plans leave out too */
+      printf("n/a  %-40s %s\n", c->name, clt_context_last_error(ctx));
+      run--;
+    } else if (st != CLT_OK) {
       printf("FAIL %-40s %s\n", c->name, clt_context_last_error(ctx));
       failed++;
     } else if (!(err <= c->tolerance)) {

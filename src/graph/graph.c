@@ -675,6 +675,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   CLT_TRY(clt_plan_mode_get(g->ctx, &g->plan_mode));
   g->plan_count = 0;
   g->plan_seconds = 0.0;
+  CLT_TRY(clt_graph_plan_launch(g));
   release_buffers(g);
   g->max_batch = max_batch;
   g->batch = 0;

@@ -334,6 +334,12 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
 
+/* The one-dimensional launches' work-group size (ctx->launch_1d), as a
+ * plan of its own (plan.c): measured on the device, stored, recorded as
+ * the product CLT_PLAN_LAUNCH_PRODUCT; the default where measuring is off. */
+#define CLT_PLAN_LAUNCH_PRODUCT "1-d launches"
+clt_status clt_graph_plan_launch(clt_graph *g);
+
 /* Picks how product p of node n runs (what: "forward", "weight
  * gradient", "data gradient") into *plan, as the graph's plan mode says:
  * one GEMM when off; else the stored plan, or the fastest candidate timed

@@ -237,7 +237,8 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
     clt_fp16_route route;
     CLT_TRY(clt_fp16_route_get(g->ctx, &route, NULL));
     if (route != CLT_FP16_SGEMM)
-      r->candidate_count = clt_gemm_mma_candidates(cands, r->candidate_count);
+      r->candidate_count = clt_gemm_mma_candidates(g->ctx, cands,
+                                                    r->candidate_count);
   }
   for (int i = 0; i < r->candidate_count; i++)
     clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
@@ -328,3 +329,111 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   log_choice(g, r);
   return CLT_OK;
 }
+
+/* ---- the one-dimensional launches' work-group size ----------------------
+ *
+ * clt_kernel_run_1d runs the elementwise kernels (activations, the fp16
+ * roundings and conversions, optimizer steps, ...) in groups of
+ * ctx->launch_1d items, one item an element. Groups of 64 were chosen on
+ * POCL; on NVIDIA's H200 a conversion of 12.8 M elements in groups of 64
+ * took 0.125 ms whatever it moved (6 or 10 bytes an element, 0.6-1 TB/s of
+ * 4.8): the rate at which the GPU starts groups, not its memory, set the
+ * pace. So the size is measured on the device, as a plan: f16_to_f32 on
+ * LAUNCH_ELEMS elements in groups of 64, 128, ... up to ctx->work_group,
+ * twice each, interleaved; another size than 64 only where it is at least
+ * LAUNCH_MARGIN faster (a CPU's sizes are within noise of each other, and
+ * every new size costs POCL a compile of each kernel). */
+#define LAUNCH_ELEMS (1 << 23)
+#define LAUNCH_MARGIN 0.9
+#define LAUNCH_MAX_SIZES 6
+
+/* Seconds a conversion takes in groups of `local`: a warm-up call, then
+ * calls in fours until 20 ms have passed. */
+static clt_status time_launch(clt_context *ctx, size_t local, clt_tensor *y,
+                              const clt_tensor *x, double *secs) {
+  ctx->launch_1d = local;
+  CLT_TRY(clt_tensor_convert(y, x));
+  CLT_TRY(clt_context_finish(ctx));
+  int reps = 0;
+  double t0 = now_seconds(), elapsed = 0.0;
+  while (reps < 8 || elapsed < 0.02) {
+    for (int i = 0; i < 4; i++) CLT_TRY(clt_tensor_convert(y, x));
+    CLT_TRY(clt_context_finish(ctx));
+    reps += 4;
+    elapsed = now_seconds() - t0;
+  }
+  *secs = elapsed / reps;
+  return CLT_OK;
+}
+
+static clt_status measure_launch(clt_graph *g, const size_t *sizes,
+                                 clt_plan_info *r) {
+  clt_context *ctx = g->ctx;
+  int64_t n = LAUNCH_ELEMS;
+  while (n > 4096 && (uint64_t)n * 4 > ctx->info.max_alloc_bytes / 4) n /= 2;
+  clt_tensor *x = NULL, *y = NULL;
+  clt_status st = clt_tensor_create(ctx, CLT_F16, 1, &n, &x);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &n, &y);
+  if (st == CLT_OK) st = clt_tensor_fill(y, 1.5);
+  if (st == CLT_OK) st = clt_tensor_convert(x, y);
+  double t0 = now_seconds();
+  for (int round = 0; st == CLT_OK && round < 2; round++)
+    for (int i = 0; st == CLT_OK && i < r->candidate_count; i++) {
+      double secs = 0.0;
+      st = time_launch(ctx, sizes[i], y, x, &secs);
+      if (round == 0 || secs < r->candidates[i].seconds)
+        r->candidates[i].seconds = secs;
+    }
+  g->plan_seconds += now_seconds() - t0;
+  clt_tensor_destroy(x);
+  clt_tensor_destroy(y);
+  CLT_TRY(st);
+  r->chosen = 0;
+  for (int i = 1; i < r->candidate_count; i++)
+    if (r->candidates[i].seconds < r->candidates[r->chosen].seconds)
+      r->chosen = i;
+  if (r->candidates[r->chosen].seconds >
+      LAUNCH_MARGIN * r->candidates[0].seconds)
+    r->chosen = 0;
+  r->source = CLT_PLAN_FROM_MEASURED;
+  return CLT_OK;
+}
+
+clt_status clt_graph_plan_launch(clt_graph *g) {
+  clt_context *ctx = g->ctx;
+  size_t sizes[LAUNCH_MAX_SIZES];
+  int count = 0;
+  for (size_t s = CLT_LAUNCH_1D_DEFAULT;
+       s <= ctx->work_group && count < LAUNCH_MAX_SIZES; s *= 2)
+    sizes[count++] = s;
+  ctx->launch_1d = 0;
+  if (count < 2) return CLT_OK;
+  clt_plan_info *r = new_record(g);
+  if (!r) return CLT_ERR_HOST_MEMORY;
+  snprintf(r->layer, sizeof r->layer, "-");
+  snprintf(r->product, sizeof r->product, CLT_PLAN_LAUNCH_PRODUCT);
+  snprintf(r->shape, sizeof r->shape, "f16_to_f32 of %d", LAUNCH_ELEMS);
+  r->candidate_count = count;
+  for (int i = 0; i < count; i++)
+    snprintf(r->candidates[i].name, sizeof r->candidates[i].name,
+             "groups of %zu", sizes[i]);
+  r->source = CLT_PLAN_FROM_DEFAULT; /* groups of 64 */
+  if (g->plan_mode == CLT_PLAN_OFF) return CLT_OK;
+  char desc[512];
+  size_t len = (size_t)snprintf(desc, sizeof desc, "launch1d %s:", r->shape);
+  for (int i = 0; i < count && len < sizeof desc; i++)
+    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
+                            r->candidates[i].name);
+  if (!load_stored(g, desc, r)) {
+    CLT_TRY(measure_launch(g, sizes, r));
+    store_plan(g, desc, r);
+  }
+  for (int i = 0; i < count; i++) /* elements per second, in GFLOP/s's place */
+    r->candidates[i].gflops = r->candidates[i].seconds > 0
+                                  ? LAUNCH_ELEMS / r->candidates[i].seconds * 1e-9
+                                  : 0.0;
+  ctx->launch_1d = sizes[r->chosen];
+  log_choice(g, r);
+  return CLT_OK;
+}
+

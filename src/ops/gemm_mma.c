@@ -12,15 +12,26 @@
 
 /* The block's tile of C and its warps (cl/mma.cl's MMA_BM, MMA_BN, MMA_WM,
  * MMA_WN): small tiles for the small products of split-K and narrow
- * layers, larger ones for wide products. */
+ * layers, larger ones for wide products. stages > 0: the staged form
+ * (gemm_mma_staged, its operands packed first) with a ring of up to that
+ * many k-blocks, fewer where the device's local memory is smaller. */
 static const struct {
   const char *name;
-  int bm, bn, wm, wn;
+  int bm, bn, wm, wn, stages;
 } configs[CLT_FP16_CONFIGS] = {
-    {"64x64", 64, 64, 2, 2},
-    {"128x64", 128, 64, 2, 2},
-    {"128x128", 128, 128, 2, 4},
+    {"64x64", 64, 64, 2, 2, 0},
+    {"128x64", 128, 64, 2, 2, 0},
+    {"128x128", 128, 128, 2, 4, 0},
+    {"64x128 ring", 64, 128, 2, 2, 3},
+    {"128x128 ring", 128, 128, 2, 2, 3},
+    {"128x128x8 ring", 128, 128, 2, 4, 3},
 };
+
+/* A k-block of the staged form: 32 halves a row of A and B. */
+#define RING_ROW_BYTES 64
+/* The staged form's k-block (cl/mma.cl) and the tiles the packed
+ * operands are rounded up to. */
+#define STAGED_BK 32
 
 typedef struct clt_mma_state {
   clt_fp16_route route;
@@ -28,6 +39,11 @@ typedef struct clt_mma_state {
   char why[512];
   cl_program programs[CLT_FP16_CONFIGS];
   cl_kernel kernels[CLT_FP16_CONFIGS];
+  cl_kernel packs[CLT_FP16_CONFIGS]; /* the staged form's mma_pack */
+  int async[CLT_FP16_CONFIGS];       /* built with cp.async (PTX) */
+  bool failed[CLT_FP16_CONFIGS];     /* a staged form that did not build */
+  char failed_why[CLT_FP16_CONFIGS][256];
+  clt_tensor *packed; /* the staged form's fp16 operands, grown on demand */
 } clt_mma_state;
 
 CLT_API const char *clt_fp16_config_name(int config) {
@@ -40,28 +56,107 @@ static void state_free(void *p) {
   if (!state) return;
   for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     if (state->kernels[i]) clReleaseKernel(state->kernels[i]);
+    if (state->packs[i]) clReleaseKernel(state->packs[i]);
     if (state->programs[i]) clReleaseProgram(state->programs[i]);
   }
+  clt_tensor_destroy(state->packed);
   free(state);
 }
 
-/* Builds configuration i of the route's kernel (once). */
-static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
-  if (st->kernels[i]) return CLT_OK;
-  char extra[160];
+/* The local memory configuration i needs with `stages` k-blocks in its
+ * ring (the staged form; the emulated instruction's scratch included). */
+static uint64_t ring_bytes(const clt_mma_state *st, int i, int stages) {
+  uint64_t scratch = st->route == CLT_FP16_MMA_PTX
+                         ? 0
+                         : (uint64_t)configs[i].wm * configs[i].wn * 32 * 6 * 4;
+  return (uint64_t)stages * (configs[i].bm + configs[i].bn) * RING_ROW_BYTES +
+         scratch;
+}
+
+/* The ring's k-blocks for configuration i on this device: as many as the
+ * configuration asks that fit its local memory; 0 where two do not. */
+static int ring_stages(const clt_context *ctx, const clt_mma_state *st,
+                       int i) {
+  for (int s = configs[i].stages; s >= 2; s--)
+    if (ring_bytes(st, i, s) <= ctx->info.local_mem_bytes) return s;
+  return 0;
+}
+
+bool clt_fp16_config_usable(clt_context *ctx, int config) {
+  clt_fp16_route route;
+  if (config < 0 || config >= CLT_FP16_CONFIGS ||
+      clt_fp16_route_get(ctx, &route, NULL) != CLT_OK ||
+      route == CLT_FP16_SGEMM)
+    return false;
+  const clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
+  return !st->failed[config] &&
+         (configs[config].stages == 0 || ring_stages(ctx, st, config) > 0);
+}
+
+static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
+                            int stages, int async) {
+  char extra[200];
   snprintf(extra, sizeof extra,
            "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
-           "-DMMA_WM=%d -DMMA_WN=%d",
+           "-DMMA_WM=%d -DMMA_WN=%d -DMMA_STAGES=%d -DCLT_MMA_ASYNC=%d",
            st->route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
-           configs[i].bn, configs[i].wm, configs[i].wn);
+           configs[i].bn, configs[i].wm, configs[i].wn, stages, async);
   CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
-  cl_int rc;
-  st->kernels[i] = clCreateKernel(st->programs[i], "gemm_mma", &rc);
-  if (rc != CL_SUCCESS) {
-    st->kernels[i] = NULL;
-    return clt_ctx_cl_fail(ctx, rc, "clCreateKernel gemm_mma");
+  const char *names[2] = {stages > 0 ? "gemm_mma_staged" : "gemm_mma",
+                          "mma_pack"};
+  cl_kernel *out[2] = {&st->kernels[i], &st->packs[i]};
+  for (int j = 0; j < (stages > 0 ? 2 : 1); j++) {
+    cl_int rc;
+    *out[j] = clCreateKernel(st->programs[i], names[j], &rc);
+    if (rc != CL_SUCCESS) {
+      *out[j] = NULL;
+      return clt_ctx_cl_fail(ctx, rc, names[j]);
+    }
   }
+  st->async[i] = async;
   return CLT_OK;
+}
+
+/* Builds configuration i of the route's kernel (once). The staged form
+ * tries cp.async first on the tensor-core route, then copies through
+ * registers; one that builds neither way, or whose ring does not fit the
+ * device's local memory, is refused from then on (CLT_ERR_UNSUPPORTED). */
+static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
+  if (st->kernels[i]) return CLT_OK;
+  if (configs[i].stages == 0) return build_one(ctx, st, i, 0, 0);
+  int stages = ring_stages(ctx, st, i);
+  if (stages == 0 && !st->failed[i]) {
+    st->failed[i] = true;
+    snprintf(st->failed_why[i], sizeof st->failed_why[i],
+             "its ring of two k-blocks needs %llu bytes of local memory, the "
+             "device has %llu",
+             (unsigned long long)ring_bytes(st, i, 2),
+             (unsigned long long)ctx->info.local_mem_bytes);
+  }
+  for (int async = st->route == CLT_FP16_MMA_PTX; !st->failed[i] && async >= 0;
+       async--) {
+    clt_status s = build_one(ctx, st, i, stages, async);
+    if (s == CLT_OK) return CLT_OK;
+    if (st->kernels[i]) clReleaseKernel(st->kernels[i]);
+    if (st->packs[i]) clReleaseKernel(st->packs[i]);
+    if (st->programs[i]) clReleaseProgram(st->programs[i]);
+    st->kernels[i] = st->packs[i] = NULL;
+    st->programs[i] = NULL;
+    if (s != CLT_ERR_BUILD) return s;
+    if (async == 0) {
+      char line[200];
+      snprintf(line, sizeof line, "%s", clt_context_last_error(ctx));
+      char *nl = strchr(line, '\n');
+      if (nl) *nl = '\0';
+      st->failed[i] = true;
+      snprintf(st->failed_why[i], sizeof st->failed_why[i],
+               "it did not build: %s", line);
+    }
+    clt_err_clear(&ctx->err);
+  }
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "gemm_mma: tile configuration %s is not usable on %s: %s",
+                      configs[i].name, ctx->info.name, st->failed_why[i]);
 }
 
 static clt_status launch(clt_context *ctx, cl_kernel kernel, int config,
@@ -82,6 +177,74 @@ static clt_status launch(clt_context *ctx, cl_kernel kernel, int config,
       KF(alpha), KT(a), KI(lda), KI(stride_a), KT(b), KI(ldb), KI(stride_b),
       KF(beta), KT(c), KI(ldc), KI(stride_c)};
   return clt_kernel_run_named(ctx, kernel, "gemm_mma", 3, global, local, args,
+                              (int)(sizeof args / sizeof args[0]));
+}
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* One operand into the packed buffer at `at` halves: `rows` x `cols` of
+ * op(src) (trans: src stored cols x rows) as rows_p x cols_p halves a
+ * batch, for `batches` batches. */
+static clt_status pack(clt_context *ctx, cl_kernel kernel, bool trans,
+                       int64_t rows, int64_t cols, const clt_tensor *src,
+                       int64_t ld, int64_t stride, int64_t batches,
+                       clt_tensor *packed, int64_t at, int64_t rows_p,
+                       int64_t cols_p) {
+  /* the packed tensor is f32 words: `at` is a multiple of 32 halves */
+  clt_tensor dst = clt_tensor_slice_1d(packed, at / 2, packed->numel - at / 2);
+  size_t global[3] = {(size_t)cols_p, (size_t)rows_p / 4, (size_t)batches};
+  size_t local[3] = {32, 8, 1};
+  const clt_karg args[] = {KI(trans), KI(rows), KI(cols), KT(src), KI(ld),
+                           KI(stride), KT(&dst), KI(rows_p), KI(cols_p)};
+  return clt_kernel_run_named(ctx, kernel, "mma_pack", 3, global, local, args,
+                              (int)(sizeof args / sizeof args[0]));
+}
+
+/* The staged form: op(A) and op(B)^T packed as fp16 into the state's
+ * buffer, then the ring kernel. */
+static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
+                                int config, clt_transpose ta, clt_transpose tb,
+                                int64_t m, int64_t n, int64_t k, float alpha,
+                                const clt_tensor *a, int64_t lda,
+                                int64_t stride_a, const clt_tensor *b,
+                                int64_t ldb, int64_t stride_b, float beta,
+                                clt_tensor *c, int64_t ldc, int64_t stride_c,
+                                int64_t batch) {
+  int bm = configs[config].bm, bn = configs[config].bn;
+  int64_t mp = round_up(m, bm), np = round_up(n, bn),
+          kp = round_up(k, STAGED_BK);
+  /* a stride of 0 (one operand for every batch) is packed once */
+  int64_t batches_a = stride_a ? batch : 1, batches_b = stride_b ? batch : 1;
+  int64_t halves_a = batches_a * mp * kp, halves = halves_a + batches_b * np * kp;
+  if (halves > INT_MAX || (uint64_t)halves * 2 > ctx->info.max_alloc_bytes)
+    return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                        "gemm_mma: tile configuration %s would pack %lld "
+                        "halves (more than one buffer may hold)",
+                        configs[config].name, (long long)halves);
+  if (!st->packed || st->packed->numel * 2 < halves) {
+    clt_tensor_destroy(st->packed);
+    st->packed = NULL;
+    int64_t words = halves / 2;
+    CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, &words, &st->packed));
+  }
+  CLT_TRY(pack(ctx, st->packs[config], ta == CLT_TRANS, m, k, a,
+               lda, stride_a, batches_a, st->packed, 0, mp, kp));
+  CLT_TRY(pack(ctx, st->packs[config], tb == CLT_NO_TRANS, n, k, b, ldb,
+               stride_b, batches_b, st->packed, halves_a, np, kp));
+  int threads = configs[config].wm * configs[config].wn * 32;
+  size_t global[3] = {(size_t)(np / bn) * threads, (size_t)(mp / bm),
+                      (size_t)batch};
+  size_t local[3] = {(size_t)threads, 1, 1};
+  /* the operands as uint4s (8 halves) */
+  clt_tensor pa = clt_tensor_slice_1d(st->packed, 0, halves_a / 2);
+  clt_tensor pb = clt_tensor_slice_1d(st->packed, halves_a / 2,
+                                      (halves - halves_a) / 2);
+  const clt_karg args[] = {
+      KI(m), KI(n), KI(kp / 8), KF(alpha), KT(&pa),
+      KU(stride_a ? mp * kp / 8 : 0), KT(&pb), KU(stride_b ? np * kp / 8 : 0),
+      KF(beta), KT(c), KI(ldc), KI(stride_c)};
+  return clt_kernel_run_named(ctx, st->kernels[config], "gemm_mma_staged", 3,
+                              global, local, args,
                               (int)(sizeof args / sizeof args[0]));
 }
 
@@ -113,6 +276,10 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
   if (route == CLT_FP16_SGEMM)
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "%s: %s", routine, st->why);
   CLT_TRY(build_config(ctx, st, config));
+  if (configs[config].stages > 0)
+    return launch_staged(ctx, st, config, ta, tb, m, n, k, alpha, a, lda,
+                         stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                         batch);
   return launch(ctx, st->kernels[config], config, ta, tb, m, n, k, alpha, a,
                 lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                 batch);

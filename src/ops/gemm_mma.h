@@ -38,6 +38,11 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
                            int64_t stride_b, float beta, clt_tensor *c,
                            int64_t ldc, int64_t stride_c, int64_t batch);
 
+/* Whether tile configuration `config` can run here: the route is not
+ * SGEMM, and a "ring" configuration's ring of k-blocks fits the device's
+ * local memory and its kernel built (false after a build that failed). */
+bool clt_fp16_config_usable(clt_context *ctx, int config);
+
 /* The build options that give another program the route's instruction
  * (cl/prelude.cl's MMA_16816: "-DCLT_MMA_PTX=... -DCLT_MMA_ASM=..."),
  * probing the route first; CLT_ERR_UNSUPPORTED where it is SGEMM. */

@@ -62,10 +62,12 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
   return count;
 }
 
-int clt_gemm_mma_candidates(clt_gemm_plan *out, int count) {
+int clt_gemm_mma_candidates(clt_context *ctx, clt_gemm_plan *out,
+                            int count) {
   int fp32 = count;
   for (int c = 0; c < CLT_FP16_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
-    out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false, 0};
+    if (clt_fp16_config_usable(ctx, c))
+      out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false, 0};
   for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
     if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor && !out[i].blocked)
       out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1, false, 0};

@@ -65,10 +65,12 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
                         clt_gemm_plan *out);
 
 /* Appends to out[0..count) the fp16 route's candidates for mixed
- * precision: one GEMM in each tile configuration, and every other plan
+ * precision: one GEMM in each tile configuration usable on ctx's device
+ * (clt_fp16_config_usable), and every other plan
  * of the list in the first (the small tiles suit split products), as
  * room allows up to CLT_GEMM_MAX_CANDIDATES. Returns the new count. */
-int clt_gemm_mma_candidates(clt_gemm_plan *out, int count);
+int clt_gemm_mma_candidates(clt_context *ctx, clt_gemm_plan *out,
+                            int count);
 
 /* Floats of workspace the plan needs (0 but for split-K). */
 int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,

@@ -299,6 +299,8 @@ clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel k,
 
 clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
                              const clt_karg *args, int nargs) {
-  size_t local = ctx->work_group < 64 ? ctx->work_group : 64;
+  size_t local = ctx->launch_1d                          ? ctx->launch_1d
+                 : ctx->work_group < CLT_LAUNCH_1D_DEFAULT ? ctx->work_group
+                                                           : CLT_LAUNCH_1D_DEFAULT;
   return clt_kernel_run(ctx, id, 1, &n, &local, args, nargs);
 }

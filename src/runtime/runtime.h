@@ -44,6 +44,9 @@ struct clt_context {
   int program_count;
   cl_kernel kernels[CLT_KERNEL_COUNT];
   size_t work_group;         /* size used by kernels with a fixed group */
+  size_t launch_1d; /* clt_kernel_run_1d's groups; 0: CLT_LAUNCH_1D_DEFAULT
+                       (or work_group where smaller). Measured per device
+                       by the graphs' plans (graph/plan.c). */
   /* The most loop iterations, inner ones counted, that a kernel which
    * walks a whole row or plane per work-item may run in one: more are cut
    * into parts (clt_loop_parts). Mesa's llvmpipe ends a work-item's loops
@@ -140,7 +143,9 @@ clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel kernel,
                                 const char *name, int dims,
                                 const size_t *global, const size_t *local,
                                 const clt_karg *args, int nargs);
-/* One work-item per element 0..n-1, in groups of 64. */
+/* One work-item per element 0..n-1, in groups of ctx->launch_1d (by
+ * default CLT_LAUNCH_1D_DEFAULT, until a graph's plans measure it). */
+#define CLT_LAUNCH_1D_DEFAULT 64
 clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
                              const clt_karg *args, int nargs);
 
