@@ -324,6 +324,12 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx, clt_fp16_route *route,
  * k-blocks in local memory: README "Mixed precision"). */
 #define CLT_FP16_CONFIGS 6
 CLT_API const char *clt_fp16_config_name(int config);
+/* How tile configuration `config` runs on ctx's device, a line for
+ * people into buf: "a ring of 3 k-blocks, copied by cp.async", "not
+ * usable: ..." (its ring does not fit the local memory, or it did not
+ * build), "not built yet" (built on first use). */
+CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
+                                  size_t len);
 
 /* clt_gemm_strided_batched by the fp16 route's kernel in tile
  * configuration `config`: A and B rounded to fp16 (nearest even) on their

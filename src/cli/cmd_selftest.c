@@ -60,6 +60,11 @@ int cli_selftest(int argc, char **argv) {
              cli_now() - t);
     }
   }
+  for (int i = 0; has_route && i < CLT_FP16_CONFIGS; i++) {
+    char form[300];
+    clt_fp16_config_form(ctx, i, form, sizeof form);
+    printf("fp16 tiles %-16s %s\n", clt_fp16_config_name(i), form);
+  }
   printf("%d of %d ops ok on %s\n", run - failed, run, d->name);
   clt_context_destroy(ctx);
   return failed ? 1 : 0;

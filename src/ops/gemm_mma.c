@@ -93,6 +93,27 @@ bool clt_fp16_config_usable(clt_context *ctx, int config) {
          (configs[config].stages == 0 || ring_stages(ctx, st, config) > 0);
 }
 
+CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
+                                  size_t len) {
+  clt_fp16_route route;
+  snprintf(buf, len, "%s", "?");
+  if (config < 0 || config >= CLT_FP16_CONFIGS ||
+      clt_fp16_route_get(ctx, &route, NULL) != CLT_OK ||
+      route == CLT_FP16_SGEMM)
+    return;
+  const clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
+  if (configs[config].stages == 0)
+    snprintf(buf, len, "tiles through registers, one k-block");
+  else if (st->failed[config])
+    snprintf(buf, len, "not usable: %s", st->failed_why[config]);
+  else if (!st->kernels[config])
+    snprintf(buf, len, "not built yet");
+  else
+    snprintf(buf, len, "a ring of %d k-blocks, copied by %s",
+             ring_stages(ctx, st, config),
+             st->async[config] ? "cp.async" : "registers");
+}
+
 static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
                             int stages, int async) {
   char extra[200];
