@@ -12,7 +12,8 @@
  *                    checked on any device (POCL, oclgrind);
  *   -DMMA_BM, MMA_BN  the block's tile of C, MMA_WM x MMA_WN warps of 32;
  *   -DMMA_STAGES=S    S > 0: the staged form below instead (S k-blocks in
- *                    its ring), with -DCLT_MMA_ASYNC=0 or 1.
+ *                    its ring), with -DCLT_MMA_ASYNC=0 or 1 and
+ *                    -DCLT_MMA_LDMATRIX=0 or 1.
  *
  * C = alpha op(A) op(B) + beta C, row-major, op() per ta/tb, strided
  * batches along dimension 2 of the range. A and B are f32 in memory and
@@ -192,6 +193,14 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
 #ifndef CLT_MMA_ASYNC
 #define CLT_MMA_ASYNC 0
 #endif
+/* -DCLT_MMA_LDMATRIX=1 (with CLT_MMA_ASYNC=1 only): fragments by ldmatrix. */
+#if !(CLT_MMA_PTX && CLT_MMA_ASYNC)
+#undef CLT_MMA_LDMATRIX
+#define CLT_MMA_LDMATRIX 0
+#endif
+#ifndef CLT_MMA_LDMATRIX
+#define CLT_MMA_LDMATRIX 0
+#endif
 #define MMA_ROWS (MMA_BM + MMA_BN)
 #define MMA_CHUNKS (MMA_ROWS * 4 / MMA_THREADS)
 
@@ -247,6 +256,17 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
           "l"((ulong)(src))                                                    \
           : "memory")
 #define MMA_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#if CLT_MMA_LDMATRIX
+/* Four 8 x 8 matrices of halves from local memory, lanes 8 j .. 8 j + 7
+ * giving the rows of matrix j, lane 4 g + t receiving row g's halves 2 t
+ * and 2 t + 1 of each: a whole A fragment, or two B fragments, in one
+ * instruction instead of four 32-bit loads. */
+#define MMA_LDMATRIX4(d0, d1, d2, d3, p)                                        \
+  MMA_ASM("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"      \
+          : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3)                             \
+          : "r"((uint)(ulong)(p))                                              \
+          : "memory")
+#endif
 #define MMA_WAIT() MMA_ASM("cp.async.wait_group " MMA_WAIT_GROUPS ";" ::: "memory")
 #endif
 
@@ -354,6 +374,25 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
 #endif
     for (int ks = 0; ks < 2; ks++) {
       uint fa[MMA_TM][4], fb[MMA_TN][2];
+#if CLT_MMA_LDMATRIX
+      int q = lane >> 3;
+      __local const uint4 *as4 = (__local const uint4 *)as,
+                          *bs4 = (__local const uint4 *)bs;
+#pragma unroll
+      for (int i = 0; i < MMA_TM; i++) {
+        /* matrices: rows 0-7 and 8-15 of k 0-7, then of k 8-15 */
+        int r = wm * (MMA_BM / MMA_WM) + i * 16 + (q & 1) * 8 + (lane & 7);
+        MMA_LDMATRIX4(fa[i][0], fa[i][1], fa[i][2], fa[i][3],
+                      as4 + MMA_CHUNK(r, 2 * ks + (q >> 1)));
+      }
+#pragma unroll
+      for (int j = 0; j < MMA_TN; j += 2) {
+        /* matrices: k 0-7 and 8-15 of columns 0-7, then of 8-15 */
+        int r = wn * (MMA_BN / MMA_WN) + j * 8 + (q >> 1) * 8 + (lane & 7);
+        MMA_LDMATRIX4(fb[j][0], fb[j][1], fb[j + 1][0], fb[j + 1][1],
+                      bs4 + MMA_CHUNK(r, 2 * ks + (q & 1)));
+      }
+#else
       /* words t and t + 4 of the k-step: chunks 2 ks and 2 ks + 1 */
 #pragma unroll
       for (int i = 0; i < MMA_TM; i++) {
@@ -372,6 +411,7 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
         fb[j][0] = bs[MMA_CHUNK(r, 2 * ks) * 4 + t];
         fb[j][1] = bs[MMA_CHUNK(r, 2 * ks + 1) * 4 + t];
       }
+#endif
 #if CLT_MMA_PTX
 #pragma unroll
 #else

@@ -51,7 +51,7 @@ for c in "64 64 2 2" "128 64 2 2" "128 128 2 4"; do
 done
 # The ring configurations (gemm_mma.c's with stages > 0; the stage count
 # is cut to what fits the device's local memory, so 2 and 3 both occur).
-for c in "64 128 2 2" "128 128 2 2" "128 128 2 4"; do
+for c in "64 128 2 2" "128 128 2 2" "128 128 2 4" "128 256 2 4"; do
   read -r bm bn wm wn <<<"$c"
   for stages in 2 3; do
     check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM="$wm" -DMMA_WN="$wn" -DMMA_STAGES="$stages" -DCLT_MMA_ASYNC=0

@@ -86,6 +86,18 @@ static clt_status st_mma_5(clt_context *ctx, double *e) {
   return clt_check_gemm_mma(ctx, 5, CLT_TRANS, CLT_NO_TRANS, 131, 260, 47,
                             0.5f, 1.0f, 1, e);
 }
+static clt_status st_mma_6(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 6, CLT_TRANS, CLT_TRANS, 70, 150, 129,
+                            1.0f, 0.0f, 2, e);
+}
+static clt_status st_mma_7(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 7, CLT_NO_TRANS, CLT_NO_TRANS, 131, 260, 47,
+                            1.0f, 0.0f, 1, e);
+}
+static clt_status st_mma_8(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 8, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
+                            0.5f, 1.0f, 2, e);
+}
 
 static clt_status st_add(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 1001, false, 0, e);
@@ -346,6 +358,10 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 64x128 ring nn 33x17x65", st_mma_3, 1e-5, true},
     {"gemm fp16 128x128 ring nt 3x150x70x129", st_mma_4, 1e-5, true},
     {"gemm fp16 128x128x8 ring tn 131x260x47 beta=1", st_mma_5, 1e-5, true},
+    {"gemm fp16 64x128 ring ldm tt 2x70x150x129", st_mma_6, 1e-5, true},
+    {"gemm fp16 128x128 ring ldm nn 131x260x47", st_mma_7, 1e-5, true},
+    {"gemm fp16 128x256 ring ldm nt 2x150x300x129 beta=1", st_mma_8, 1e-5,
+     true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
     {"scale 1001", st_scale, 1e-6, false},

@@ -152,10 +152,11 @@ static double time_openblas(const gemm_shape *s, const float *a,
  * name. */
 static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
                            clt_tensor *a, clt_tensor *b, clt_tensor *c,
-                           double *seconds, int *config) {
+                           double *seconds, int *config, double *each) {
   *seconds = 0.0;
   for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     double t = 0.0;
+    each[i] = 0.0;
     clt_status st = time_product(ctx, s, i, a, b, c, &t);
     if (st == CLT_ERR_UNSUPPORTED) {
       /* a configuration this device cannot run: said once, left out */
@@ -166,6 +167,7 @@ static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
       continue;
     }
     CLI_TRY(st);
+    each[i] = t;
     if (*seconds == 0.0 || t < *seconds) {
       *seconds = t;
       *config = i;
@@ -193,7 +195,7 @@ static clt_status time_blocked(clt_context *ctx, const gemm_shape *s,
 }
 
 static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
-                            bool mixed) {
+                            bool mixed, bool all_tiles) {
   clt_tensor *a = NULL, *b = NULL, *c = NULL;
   float *ha = NULL, *hb = NULL, *hc = NULL;
   int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n,
@@ -212,8 +214,9 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   if (own > 0.0 && own < secs) secs = own;
   double mma_secs = 0.0;
   int config = 0;
+  double each[CLT_FP16_CONFIGS];
   if (st == CLT_OK && mixed)
-    st = time_mma(ctx, s, a, b, c, &mma_secs, &config);
+    st = time_mma(ctx, s, a, b, c, &mma_secs, &config, each);
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
@@ -233,6 +236,10 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
     printf(" %10.2f %7.2f", ref, flops / secs * 1e-9 / ref);
 #endif
     printf("\n");
+    for (int i = 0; mixed && all_tiles && i < CLT_FP16_CONFIGS; i++)
+      if (each[i] > 0.0)
+        printf("  fp16 %-18s %10.2f GFLOP/s\n", clt_fp16_config_name(i),
+               flops / each[i] * 1e-9);
     fflush(stdout);
   }
   clt_tensor_destroy(a);
@@ -247,9 +254,14 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
 static int bench_gemm(int argc, char **argv) {
   const char *device = NULL, *only = NULL;
   long long limit = 2048;
+  bool all_tiles = false;
   int precision = CLT_PRECISION_FP32;
   static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
+      {"all-tiles", CLI_FLAG, &all_tiles, NULL,
+       "with --precision mixed: a line for each fp16 tile\n"
+       "configuration under each shape, not only the fastest",
+       0, 0, 0, 0, 0},
       {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
        0, 0, 0, 0},
       {"max-size", CLI_INT, &limit, "N",
@@ -264,7 +276,8 @@ static int bench_gemm(int argc, char **argv) {
   };
   const cli_command cmd = {
       "bench gemm",
-      "[--device D] [--max-size N] [--only TEXT] [--precision P]",
+      "[--device D] [--max-size N] [--only TEXT] [--precision P] "
+      "[--all-tiles]",
       "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
       "  squares, row-major and as the column-major C^T (README \"Measured\n"
       "  plans\"), of cltrain's own fp32 kernels (the fastest that runs the\n"
@@ -315,7 +328,7 @@ static int bench_gemm(int argc, char **argv) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     if (shapes[i].m > limit && shapes[i].n > limit) continue;
     if (only && !strstr(shapes[i].name, only)) continue;
-    if (bench_one(ctx, &shapes[i], mixed) != CLT_OK) {
+    if (bench_one(ctx, &shapes[i], mixed, all_tiles) != CLT_OK) {
       fprintf(stderr, "cltrain: %s: %s\n", shapes[i].name,
               clt_context_last_error(ctx));
       rc = 1;

@@ -18,13 +18,17 @@
 static const struct {
   const char *name;
   int bm, bn, wm, wn, stages;
+  bool ldm; /* fragments by ldmatrix where the ring travels by cp.async */
 } configs[CLT_FP16_CONFIGS] = {
-    {"64x64", 64, 64, 2, 2, 0},
-    {"128x64", 128, 64, 2, 2, 0},
-    {"128x128", 128, 128, 2, 4, 0},
-    {"64x128 ring", 64, 128, 2, 2, 3},
-    {"128x128 ring", 128, 128, 2, 2, 3},
-    {"128x128x8 ring", 128, 128, 2, 4, 3},
+    {"64x64", 64, 64, 2, 2, 0, false},
+    {"128x64", 128, 64, 2, 2, 0, false},
+    {"128x128", 128, 128, 2, 4, 0, false},
+    {"64x128 ring", 64, 128, 2, 2, 3, false},
+    {"128x128 ring", 128, 128, 2, 2, 3, false},
+    {"128x128x8 ring", 128, 128, 2, 4, 3, false},
+    {"64x128 ring ldm", 64, 128, 2, 2, 3, true},
+    {"128x128 ring ldm", 128, 128, 2, 2, 3, true},
+    {"128x256 ring ldm", 128, 256, 2, 4, 3, true},
 };
 
 /* A k-block of the staged form: 32 halves a row of A and B. */
@@ -109,9 +113,12 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
   else if (!st->kernels[config])
     snprintf(buf, len, "not built yet");
   else
-    snprintf(buf, len, "a ring of %d k-blocks, copied by %s",
+    snprintf(buf, len, "a ring of %d k-blocks, copied by %s%s",
              ring_stages(ctx, st, config),
-             st->async[config] ? "cp.async" : "registers");
+             st->async[config] ? "cp.async" : "registers",
+             configs[config].ldm && st->async[config]
+                 ? ", fragments by ldmatrix"
+                 : "");
 }
 
 static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
@@ -119,9 +126,11 @@ static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
   char extra[200];
   snprintf(extra, sizeof extra,
            "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
-           "-DMMA_WM=%d -DMMA_WN=%d -DMMA_STAGES=%d -DCLT_MMA_ASYNC=%d",
+           "-DMMA_WM=%d -DMMA_WN=%d -DMMA_STAGES=%d -DCLT_MMA_ASYNC=%d "
+           "-DCLT_MMA_LDMATRIX=%d",
            st->route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
-           configs[i].bn, configs[i].wm, configs[i].wn, stages, async);
+           configs[i].bn, configs[i].wm, configs[i].wn, stages, async,
+           configs[i].ldm && async);
   CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
   const char *names[2] = {stages > 0 ? "gemm_mma_staged" : "gemm_mma",
                           "mma_pack"};

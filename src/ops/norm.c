@@ -2,10 +2,11 @@
 #include "ops/ops.h"
 
 /* The element-wise kernels' range: (spatial position, plane), in groups of
- * at most 64 items, a row of a plane (or several small planes) each. */
+ * at most the one-dimensional launches' items (clt_launch_items, measured
+ * per device), a row of a plane (or several small planes) each. */
 static void plane_range(const clt_context *ctx, int64_t planes, int64_t HW,
                         size_t global[2], size_t local[2]) {
-  size_t most = ctx->work_group < 64 ? ctx->work_group : 64;
+  size_t most = clt_launch_items(ctx);
   local[0] = (size_t)HW < most ? (size_t)HW : most;
   local[1] = most / local[0];
   global[0] = (size_t)HW;

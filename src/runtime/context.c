@@ -297,10 +297,14 @@ clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel k,
   return CLT_OK;
 }
 
+size_t clt_launch_items(const clt_context *ctx) {
+  if (ctx->launch_1d) return ctx->launch_1d;
+  return ctx->work_group < CLT_LAUNCH_1D_DEFAULT ? ctx->work_group
+                                                 : CLT_LAUNCH_1D_DEFAULT;
+}
+
 clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
                              const clt_karg *args, int nargs) {
-  size_t local = ctx->launch_1d                          ? ctx->launch_1d
-                 : ctx->work_group < CLT_LAUNCH_1D_DEFAULT ? ctx->work_group
-                                                           : CLT_LAUNCH_1D_DEFAULT;
+  size_t local = clt_launch_items(ctx);
   return clt_kernel_run(ctx, id, 1, &n, &local, args, nargs);
 }

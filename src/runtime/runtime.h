@@ -146,6 +146,9 @@ clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel kernel,
 /* One work-item per element 0..n-1, in groups of ctx->launch_1d (by
  * default CLT_LAUNCH_1D_DEFAULT, until a graph's plans measure it). */
 #define CLT_LAUNCH_1D_DEFAULT 64
+/* The items of such a group (also the element-wise kernels' of other
+ * shapes: batch normalisation's planes). */
+size_t clt_launch_items(const clt_context *ctx);
 clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
                              const clt_karg *args, int nargs);
 
