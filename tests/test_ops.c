@@ -780,6 +780,14 @@ START_TEST(gemm_mma_emulated) {
   for (int c = 0; c < CLT_FP16_CONFIGS; c++)
     for (int t = 0; t < 4 && !mma_config_refused(ctx, c); t++) {
       if (test_tiny() && c > 0 && t > 0) continue;
+      /* Tiny (oclgrind, which interprets every work-item): of the ring
+       * configurations 64x128, 128x128 with 8 warps and 128x256; emulated,
+       * "ldm" builds the same kernel as the plain ring, and 128x128 with 4
+       * warps differs from 64x128 only in its tile's height. */
+      const char *name = clt_fp16_config_name(c);
+      if (test_tiny() && (!strcmp(name, "128x128 ring") ||
+                          (strstr(name, " ldm") && strncmp(name, "128x256", 7))))
+        continue;
       clt_transpose ta = t & 1 ? CLT_TRANS : CLT_NO_TRANS;
       clt_transpose tb = t & 2 ? CLT_TRANS : CLT_NO_TRANS;
       double e = -1.0;

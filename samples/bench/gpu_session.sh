@@ -83,7 +83,7 @@ part_check() {
 
 part_gemm() {
   run python3 samples/bench/torch_gemm.py --device cuda --sizes 1024 2048 4096
-  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed
+  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed --all-tiles
   CLT_DEVICE=nvidia run test_gemm
 }
 
