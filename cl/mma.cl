@@ -241,15 +241,20 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
 #define MMA_CHUNK(r, c) ((r) * 4 + ((c) ^ (((r) >> 1) & 3)))
 
 #if CLT_MMA_PTX && CLT_MMA_ASYNC
+/* cp.async.wait_group's operand: all but the newest STAGES - 2 groups. */
 #if MMA_STAGES == 2
 #define MMA_WAIT_GROUPS "0"
 #elif MMA_STAGES == 3
 #define MMA_WAIT_GROUPS "1"
-#else
+#elif MMA_STAGES == 4
 #define MMA_WAIT_GROUPS "2"
+#else
+#error "MMA_STAGES: 2, 3 or 4 with CLT_MMA_ASYNC"
 #endif
 /* The local address as the .shared state space has it: a __local
- * pointer's value on NVIDIA's compiler (the probe checks the result). */
+ * pointer's value on NVIDIA's compiler (not something OpenCL promises:
+ * the measured plans compare every configuration's numbers with SGEMM's
+ * before choosing it, and selftest checks each one). */
 #define MMA_COPY16(dst, src)                                                   \
   MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
               (uint)(ulong)(dst)),                                             \
