@@ -28,9 +28,13 @@
  *     (or their emulation, CLT_MMA_PTX=0); the operands are rounded to
  *     fp16 on their way to local memory (exact for mixed precision's
  *     values, which are fp16 already).
- * The loads (ig_*_fetch) are the same for both. The work-items must be a
- * multiple of IG_BN and of IG_BK. Sizes and offsets are ints (the host
- * refuses tensors past 2^31 elements). */
+ * The loads are the same for both, but an fp16 item loads two adjacent k
+ * of a row or column at a time (IG_KP), stored into local memory as one
+ * word (two halves). Each block's loads are issued before the block
+ * before it is multiplied and land in registers meanwhile (one block
+ * ahead), then stored into the local tiles. The work-items must be a
+ * multiple of IG_BN and of IG_BK / IG_KP. Sizes and offsets are ints (the
+ * host refuses tensors past 2^31 elements). */
 
 #ifndef IG_BM
 #define IG_BM 64
@@ -63,6 +67,8 @@
 #define IG_A_TILE (IG_BM * IG_LDW)
 #define IG_B_TILE (IG_BN * IG_LDW)
 typedef uint ig_tile;
+/* Adjacent k an item loads and stores together (one word of halves). */
+#define IG_KP 2
 #else
 #ifndef IG_TM
 #define IG_TM 4
@@ -81,13 +87,23 @@ typedef uint ig_tile;
 #define IG_A_TILE (IG_BK * IG_LDA)
 #define IG_B_TILE (IG_BK * IG_LDB)
 typedef float ig_tile;
+#define IG_KP 1
 #endif
 
-#if IG_THREADS % IG_BN || IG_THREADS % IG_BK
-#error "igemm: the work-items must be a multiple of IG_BN and IG_BK"
-#endif
+/* An operand loaded along k: item lid holds k (lid % IG_KI) * IG_KP ..
+ * + IG_KP - 1 of rows lid / IG_KI + i * IG_ROW_STEP; along n (B of the
+ * forward and the data gradient): column lid % IG_BN, k (lid / IG_BN) *
+ * IG_KP + i * IG_K_STEP and the IG_KP - 1 after. An item's registers hold
+ * value kp of its i-th group at i * IG_KP + kp. */
+#define IG_KI (IG_BK / IG_KP)
+#define IG_ROW_STEP (IG_THREADS / IG_KI)
+#define IG_K_STEP (IG_THREADS / IG_BN * IG_KP)
 #define IG_A_LOADS (IG_BM * IG_BK / IG_THREADS)
 #define IG_B_LOADS (IG_BN * IG_BK / IG_THREADS)
+#if IG_THREADS % IG_BN || IG_THREADS % IG_KI || IG_A_LOADS % IG_KP ||         \
+    IG_B_LOADS % IG_KP
+#error "igemm: the work-items must be a multiple of IG_BN and IG_BK / IG_KP"
+#endif
 /* A window offset that makes every bounds test fail (k or n past the
  * product). */
 #define IG_NOWHERE (1 << 29)
@@ -141,10 +157,12 @@ static void ig_out(int q, int lid, int *row, int *col) {
   *col = (warp % IG_WN) * (IG_BN / IG_WN) + j * 8 + 2 * t + (r & 1);
 }
 
-/* One loaded value into a local tile as a half: row r of a tile (m of A,
- * n of B), k along the row. */
-#define IG_PUT(tile, r, k, v) \
-  vstore_half_rte((v), (r) * 2 * IG_LDW + (k), (__local half *)(tile))
+/* Two loaded values (v[0], v[1]: k and k + 1, k even) into a local tile
+ * as one word of halves: row r of a tile (m of A, n of B), k along the
+ * row. */
+#define IG_PUT(tile, r, k, v)                                                 \
+  vstore_half2_rte((float2)((v)[0], (v)[1]), ((r) * 2 * IG_LDW + (k)) / 2,    \
+                   (__local half *)(tile))
 #define IG_PUT_A(k, m, v) IG_PUT(as, m, k, v)
 #define IG_PUT_B(k, n, v) IG_PUT(bs, n, k, v)
 #else
@@ -174,25 +192,25 @@ static void ig_out(int q, int lid, int *row, int *col) {
   *col = lid % IG_TX + (q % IG_TN) * IG_TX;
 }
 
-#define IG_PUT_A(k, m, v) (as[(k) * IG_LDA + (m)] = (v))
-#define IG_PUT_B(k, n, v) (bs[(k) * IG_LDB + (n)] = (v))
+#define IG_PUT_A(k, m, v) (as[(k) * IG_LDA + (m)] = (v)[0])
+#define IG_PUT_B(k, n, v) (bs[(k) * IG_LDB + (n)] = (v)[0])
 #endif
 
-/* Registers into the local tiles. A is always loaded along k (item lid
- * holds k lid % IG_BK of rows lid / IG_BK + i * (IG_THREADS / IG_BK));
- * B along n (b_along_n: column lid % IG_BN of k rows lid / IG_BN +
- * i * (IG_THREADS / IG_BN)) or along k as A. */
+/* Registers into the local tiles (the mapping above); B along n or, as A,
+ * along k. */
 static void ig_stash(const float *ra, const float *rb, bool b_along_n,
                      __local ig_tile *as, __local ig_tile *bs, int lid) {
+  int kq = lid % IG_KI * IG_KP, r = lid / IG_KI;
 #pragma unroll
-  for (int i = 0; i < IG_A_LOADS; i++)
-    IG_PUT_A(lid % IG_BK, lid / IG_BK + i * (IG_THREADS / IG_BK), ra[i]);
+  for (int i = 0; i < IG_A_LOADS / IG_KP; i++)
+    IG_PUT_A(kq, r + i * IG_ROW_STEP, ra + i * IG_KP);
 #pragma unroll
-  for (int i = 0; i < IG_B_LOADS; i++) {
+  for (int i = 0; i < IG_B_LOADS / IG_KP; i++) {
     if (b_along_n)
-      IG_PUT_B(lid / IG_BN + i * (IG_THREADS / IG_BN), lid % IG_BN, rb[i]);
+      IG_PUT_B(lid / IG_BN * IG_KP + i * IG_K_STEP, lid % IG_BN,
+               rb + i * IG_KP);
     else
-      IG_PUT_B(lid % IG_BK, lid / IG_BK + i * (IG_THREADS / IG_BK), rb[i]);
+      IG_PUT_B(kq, r + i * IG_ROW_STEP, rb + i * IG_KP);
   }
 }
 
@@ -233,38 +251,49 @@ igemm_fwd(__global float *y, int y_off, __global const float *x, int x_off,
    * every test fails, whatever a row adds). */
   int ih0 = n_in ? oh * stride_h - pad_h : -2 * IG_NOWHERE;
   int iw0 = ow * stride_w - pad_w;
-  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, b_row = lid / IG_BN;
+  int kq = lid % IG_KI * IG_KP, a_row = m0 + lid / IG_KI;
+  int b_k = lid / IG_BN * IG_KP;
 
   float acc[IG_ACC];
 #pragma unroll
   for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
-  /* Each block: its rows of col into the table, the loads (A from the
-   * weights, B from x through the table), into local memory, multiplied.
-   * (Loading the next block while multiplying this one, with the loads in
-   * a function called before the loop and in it, gave wrong numbers and
-   * crashes on POCL 3.1 and oclgrind: keep the loads here.) */
+  /* Block kl's loads: A from the weights, B from x through the rows
+   * table (holding block kl's rows). */
+#define IG_FWD_LOAD(kl)                                                       \
+  do {                                                                        \
+    _Pragma("unroll") for (int i = 0; i < IG_A_LOADS / IG_KP; i++)            \
+        _Pragma("unroll") for (int kp = 0; kp < IG_KP; kp++) {                \
+      int m = a_row + i * IG_ROW_STEP, k = (kl) + kq + kp;                    \
+      ra[i * IG_KP + kp] = m < M && k < K ? w[m * K + k] : 0.0f;              \
+    }                                                                         \
+    _Pragma("unroll") for (int i = 0; i < IG_B_LOADS / IG_KP; i++)            \
+        _Pragma("unroll") for (int kp = 0; kp < IG_KP; kp++) {                \
+      int4 r = rows[b_k + i * IG_K_STEP + kp];                                \
+      int ih = ih0 + r.y, iw = iw0 + r.z;                                     \
+      rb[i * IG_KP + kp] =                                                    \
+          (uint)ih < (uint)H && (uint)iw < (uint)W ? x[corner + r.x] : 0.0f;  \
+    }                                                                         \
+  } while (0)
+
+  /* Block 0 into registers; then each block: stored into local memory,
+   * the next block's rows into the table and its loads issued, this one
+   * multiplied while they travel. */
+  if (lid < IG_BK) rows[lid] = ig_col_row(lid, K, KH, KW, H, W, dil_h, dil_w);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  IG_FWD_LOAD(0);
   for (int k0 = 0; k0 < K; k0 += IG_BK) {
-    if (lid < IG_BK)
-      rows[lid] = ig_col_row(k0 + lid, K, KH, KW, H, W, dil_h, dil_w);
-    barrier(CLK_LOCAL_MEM_FENCE); /* and the last block is multiplied */
-#pragma unroll
-    for (int i = 0; i < IG_A_LOADS; i++) {
-      int m = a_row + i * (IG_THREADS / IG_BK), k = k0 + a_k;
-      ra[i] = m < M && k < K ? w[m * K + k] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < IG_B_LOADS; i++) {
-      int4 r = rows[b_row + i * (IG_THREADS / IG_BN)];
-      int ih = ih0 + r.y, iw = iw0 + r.z;
-      rb[i] = (uint)ih < (uint)H && (uint)iw < (uint)W ? x[corner + r.x]
-                                                       : 0.0f;
-    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* the last block is multiplied */
     ig_stash(ra, rb, true, as, bs, lid);
+    if (lid < IG_BK)
+      rows[lid] =
+          ig_col_row(k0 + IG_BK + lid, K, KH, KW, H, W, dil_h, dil_w);
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + IG_BK < K) IG_FWD_LOAD(k0 + IG_BK);
     ig_multiply(acc, as, bs, lid, scratch);
   }
+#undef IG_FWD_LOAD
 
 #pragma unroll
   for (int q = 0; q < IG_ACC; q++) {
@@ -314,7 +343,8 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
   int ih = p / W, iw = p - ih * W;
   int ihp = n_in ? ih + pad_h : -2 * IG_NOWHERE, iwp = iw + pad_w;
   int plane = b * F * OHW;
-  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, b_row = lid / IG_BN;
+  int kq = lid % IG_KI * IG_KP, a_row = m0 + lid / IG_KI;
+  int b_k = lid / IG_BN * IG_KP;
 
   float acc[IG_ACC];
 #pragma unroll
@@ -322,38 +352,50 @@ igemm_dx(__global float *dx, int dx_off, __global const float *dy,
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
   bool unit = stride_h == 1 && stride_w == 1;
 
-  /* Each block as the forward's (see there why the loads are here). */
+  /* Block kl's loads: A[c][(f, r)] = W[f][c][r], B from dy through the
+   * rows table (holding block kl's rows); oh*stride_h = ih + pad_h -
+   * kh*dil_h, and ow alike. */
+#define IG_DX_LOAD(kl)                                                        \
+  do {                                                                        \
+    _Pragma("unroll") for (int kp = 0; kp < IG_KP; kp++) {                    \
+      int k = (kl) + kq + kp, f = k / KK, r = k - f * KK;                     \
+      _Pragma("unroll") for (int i = 0; i < IG_A_LOADS / IG_KP; i++) {        \
+        int m = a_row + i * IG_ROW_STEP;                                      \
+        ra[i * IG_KP + kp] =                                                  \
+            m < M && k < K ? w[(f * C + m) * KK + r] : 0.0f;                  \
+      }                                                                       \
+    }                                                                         \
+    _Pragma("unroll") for (int i = 0; i < IG_B_LOADS / IG_KP; i++)            \
+        _Pragma("unroll") for (int kp = 0; kp < IG_KP; kp++) {                \
+      int4 t = rows[b_k + i * IG_K_STEP + kp];                                \
+      int sh = ihp - t.y, sw = iwp - t.z, oh = sh, ow = sw;                   \
+      if (!unit) {                                                            \
+        oh = sh / stride_h;                                                   \
+        ow = sw / stride_w;                                                   \
+        if (oh * stride_h != sh) oh = -1;                                     \
+        if (ow * stride_w != sw) ow = -1;                                     \
+      }                                                                       \
+      rb[i * IG_KP + kp] = sh >= 0 && sw >= 0 && (uint)oh < (uint)OH &&       \
+                                   (uint)ow < (uint)OW                        \
+                               ? dy[plane + t.x + oh * OW + ow]               \
+                               : 0.0f;                                        \
+    }                                                                         \
+  } while (0)
+
+  /* As the forward's loop. */
+  if (lid < IG_BK) rows[lid] = ig_dy_row(lid, K, KH, KW, OHW, dil_h, dil_w);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  IG_DX_LOAD(0);
   for (int k0 = 0; k0 < K; k0 += IG_BK) {
-    if (lid < IG_BK)
-      rows[lid] = ig_dy_row(k0 + lid, K, KH, KW, OHW, dil_h, dil_w);
-    barrier(CLK_LOCAL_MEM_FENCE); /* and the last block is multiplied */
-    /* A[c][(f, r)] = W[f][c][r]: this item's k once per block. */
-    int k = k0 + a_k, f = k / KK, r = k - f * KK;
-#pragma unroll
-    for (int i = 0; i < IG_A_LOADS; i++) {
-      int m = a_row + i * (IG_THREADS / IG_BK);
-      ra[i] = m < M && k < K ? w[(f * C + m) * KK + r] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < IG_B_LOADS; i++) {
-      int4 t = rows[b_row + i * (IG_THREADS / IG_BN)];
-      /* oh*stride_h = ih + pad_h - kh*dil_h, and ow alike */
-      int sh = ihp - t.y, sw = iwp - t.z, oh = sh, ow = sw;
-      if (!unit) {
-        oh = sh / stride_h;
-        ow = sw / stride_w;
-        if (oh * stride_h != sh) oh = -1;
-        if (ow * stride_w != sw) ow = -1;
-      }
-      rb[i] = sh >= 0 && sw >= 0 && (uint)oh < (uint)OH &&
-                      (uint)ow < (uint)OW
-                  ? dy[plane + t.x + oh * OW + ow]
-                  : 0.0f;
-    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* the last block is multiplied */
     ig_stash(ra, rb, true, as, bs, lid);
+    if (lid < IG_BK)
+      rows[lid] = ig_dy_row(k0 + IG_BK + lid, K, KH, KW, OHW, dil_h, dil_w);
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + IG_BK < K) IG_DX_LOAD(k0 + IG_BK);
     ig_multiply(acc, as, bs, lid, scratch);
   }
+#undef IG_DX_LOAD
 
 #pragma unroll
   for (int q = 0; q < IG_ACC; q++) {
@@ -388,41 +430,51 @@ igemm_dw(__global float *dw, int dw_off, __global const float *x, int x_off,
   if (lid < IG_BN)
     cols[lid] = ig_col_row(n0 + lid, N, KH, KW, H, W, dil_h, dil_w);
   barrier(CLK_LOCAL_MEM_FENCE);
-  int a_row = m0 + lid / IG_BK, a_k = lid % IG_BK, a_col = lid / IG_BK;
+  int kq = lid % IG_KI * IG_KP, a_col = lid / IG_KI, a_row = m0 + a_col;
 
   float acc[IG_ACC];
 #pragma unroll
   for (int i = 0; i < IG_ACC; i++) acc[i] = 0.0f;
   float ra[IG_A_LOADS], rb[IG_B_LOADS];
 
+  /* Block kl's loads: each of this item's k = (b, oh, ow) indexes dy for
+   * A and, through the tile's columns, x for B (both along k). */
+#define IG_DW_LOAD(kl)                                                        \
+  do {                                                                        \
+    _Pragma("unroll") for (int kp = 0; kp < IG_KP; kp++) {                    \
+      int k = (kl) + kq + kp;                                                 \
+      bool k_in = k < k_end;                                                  \
+      int b = k_in ? k / OHW : 0, p = k_in ? k - b * OHW : 0;                 \
+      int oh = p / OW, ow = p - oh * OW;                                      \
+      int corner = b * C * H * W + (oh * stride_h - pad_h) * W +              \
+                   ow * stride_w - pad_w;                                     \
+      int ih0 = k_in ? oh * stride_h - pad_h : -2 * IG_NOWHERE;               \
+      int iw0 = ow * stride_w - pad_w;                                        \
+      _Pragma("unroll") for (int i = 0; i < IG_A_LOADS / IG_KP; i++) {        \
+        int m = a_row + i * IG_ROW_STEP;                                      \
+        ra[i * IG_KP + kp] =                                                  \
+            m < M && k_in ? dy[(b * M + m) * OHW + p] : 0.0f;                 \
+      }                                                                       \
+      _Pragma("unroll") for (int i = 0; i < IG_B_LOADS / IG_KP; i++) {        \
+        int4 t = cols[a_col + i * IG_ROW_STEP];                               \
+        int ih = ih0 + t.y, iw = iw0 + t.z;                                   \
+        rb[i * IG_KP + kp] = (uint)ih < (uint)H && (uint)iw < (uint)W         \
+                                 ? x[corner + t.x]                            \
+                                 : 0.0f;                                      \
+      }                                                                       \
+    }                                                                         \
+  } while (0)
+
+  /* As the forward's loop, the columns fixed. */
+  IG_DW_LOAD(k_begin);
   for (int k0 = k_begin; k0 < k_end; k0 += IG_BK) {
-    /* This item's k = (b, oh, ow) indexes dy for A and, through the
-     * tile's columns, x for B (both loaded along k). */
-    int k = k0 + a_k;
-    bool k_in = k < k_end;
-    int b = k_in ? k / OHW : 0, p = k_in ? k - b * OHW : 0;
-    int oh = p / OW, ow = p - oh * OW;
-    int corner = b * C * H * W + (oh * stride_h - pad_h) * W +
-                 ow * stride_w - pad_w;
-    int ih0 = k_in ? oh * stride_h - pad_h : -2 * IG_NOWHERE;
-    int iw0 = ow * stride_w - pad_w;
-#pragma unroll
-    for (int i = 0; i < IG_A_LOADS; i++) {
-      int m = a_row + i * (IG_THREADS / IG_BK);
-      ra[i] = m < M && k_in ? dy[(b * M + m) * OHW + p] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < IG_B_LOADS; i++) {
-      int4 t = cols[a_col + i * (IG_THREADS / IG_BK)];
-      int ih = ih0 + t.y, iw = iw0 + t.z;
-      rb[i] = (uint)ih < (uint)H && (uint)iw < (uint)W ? x[corner + t.x]
-                                                       : 0.0f;
-    }
     barrier(CLK_LOCAL_MEM_FENCE); /* the previous block is multiplied */
     ig_stash(ra, rb, false, as, bs, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + IG_BK < k_end) IG_DW_LOAD(k0 + IG_BK);
     ig_multiply(acc, as, bs, lid, scratch);
   }
+#undef IG_DW_LOAD
 
   __global float *out = dw + dw_off + (long)z * M * N;
 #pragma unroll
