@@ -35,6 +35,12 @@
 #          --profile-by layer (each layer's passes apart)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
+#   ab     (not in the default list) this tree against an earlier
+#          revision in one call (samples/bench/gpu_ab_bundle.sh REV after
+#          gpu-bundle): tune tables compared (tune_compare.py), bench train
+#          interleaved, PyTorch before and after; AB_MODEL (the wide
+#          ResNet), AB_BATCH (256), AB_PRECISIONS ("mixed fp32"). About
+#          200 s for the wide ResNet's two precisions on an H200.
 #   mpi    (issue 12) the GPU alone against one GPU rank plus one POCL
 #          rank on the machine's CPU cores, MLP b256, CNN b64 and b256
 #          (MPI_RUNS chooses);
@@ -177,6 +183,42 @@ part_mixed() {
   done
 }
 
+# A/B: this tree's cltrain against .gpu/bin/cltrain-ab (an
+# earlier revision, samples/bench/gpu_ab_bundle.sh REV), each with a cache
+# of its own, in one call: tune of AB_MODEL at AB_BATCH for each precision
+# of AB_PRECISIONS (their tables into $OUT/ab_tune_{this,rev}_P.txt, for
+# tune_compare.py), then bench train this, rev, this, rev with --profile on
+# the first pair, PyTorch (--amp for mixed) before and after.
+part_ab() {
+  if [ ! -x .gpu/bin/cltrain-ab ]; then
+    echo "no .gpu/bin/cltrain-ab: run samples/bench/gpu_ab_bundle.sh REV after gpu-bundle"
+    return 1
+  fi
+  local model=${AB_MODEL:-samples/fashion_resnet_wide.model}
+  local b=${AB_BATCH:-256} tmodel p amp dir=${out:-/tmp}
+  tmodel=$(basename "$model" .model)
+  tmodel=${tmodel#fashion_}
+  echo "rev: $(cat .gpu/ab_rev 2>/dev/null || echo unknown)"
+  local this=(env CLT_CACHE_DIR=/tmp/clt-cache-this cltrain)
+  local rev=(env CLT_CACHE_DIR=/tmp/clt-cache-rev cltrain-ab)
+  for p in ${AB_PRECISIONS:-mixed fp32}; do
+    amp=()
+    [ "$p" = mixed ] && amp=(--amp)
+    run sh -c 'exec "$@" >"$0"' "$dir/ab_tune_this_$p.txt" "${this[@]}" tune "$model" --batch "$b" --precision "$p" "${dev[@]}"
+    run sh -c 'exec "$@" >"$0"' "$dir/ab_tune_rev_$p.txt" "${rev[@]}" tune "$model" --batch "$b" --precision "$p" "${dev[@]}"
+    run python3 samples/bench/tune_compare.py "$dir/ab_tune_rev_$p.txt" "$dir/ab_tune_this_$p.txt" --changed
+    run "${torch[@]}" --model "$tmodel" --batch "$b" --steps 50 "${amp[@]}"
+    local round prof
+    for round in 1 2; do
+      prof=()
+      [ "$round" = 1 ] && prof=(--profile)
+      run "${this[@]}" bench train "$model" --batch "$b" --steps 50 --precision "$p" "${prof[@]}" "${dev[@]}"
+      run "${rev[@]}" bench train "$model" --batch "$b" --steps 50 --precision "$p" "${prof[@]}" "${dev[@]}"
+    done
+    run "${torch[@]}" --model "$tmodel" --batch "$b" --steps 50 "${amp[@]}"
+  done
+}
+
 part_mpi() {
   # shellcheck source=/dev/null
   [ -f .gpu/mpi/env ] && source .gpu/mpi/env
@@ -209,7 +251,7 @@ part_mpi() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"
