@@ -458,9 +458,19 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
         continue;
       }
     }
+    /* Once every bucket is in flight there is nothing left to overlap:
+     * MPI_Wait runs the collectives' rounds back to back (Test between
+     * naps took 0.5 ms for a 900 KB sum that MPI_Allreduce does in 0.12
+     * between two ranks here). */
+    bool all_started = started == d->nbuckets;
     for (int b = finished; b < started && mpi_rc == MPI_SUCCESS; b++) {
       int flag = 0;
-      mpi_rc = MPI_Test(&d->buckets[b].req, &flag, MPI_STATUS_IGNORE);
+      if (all_started) {
+        mpi_rc = MPI_Wait(&d->buckets[b].req, MPI_STATUS_IGNORE);
+        flag = 1;
+      } else {
+        mpi_rc = MPI_Test(&d->buckets[b].req, &flag, MPI_STATUS_IGNORE);
+      }
       if (!flag)
         break;
       d->buckets[b].state = BUCKET_DONE;
