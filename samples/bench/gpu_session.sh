@@ -41,6 +41,11 @@
 #          interleaved, PyTorch before and after; AB_MODEL (the wide
 #          ResNet), AB_BATCH (256), AB_PRECISIONS ("mixed fp32"). About
 #          200 s for the wide ResNet's two precisions on an H200.
+#   probe  (not in the default list; seconds) ptx_probe (see
+#          samples/bench/ptx_probe.c): whether OpenCL reaches Hopper's
+#          wgmma, by build options or by patching the program's PTX; needs
+#          `cp build-gpu/ptx_probe .gpu/bin/` after gpu-bundle. With $OUT
+#          set, the PTX before and after the patch comes back.
 #   mpi    (issue 12) the GPU alone against one GPU rank plus one POCL
 #          rank on the machine's CPU cores, MLP b256, CNN b64 and b256
 #          (MPI_RUNS chooses);
@@ -248,10 +253,18 @@ part_mpi() {
   done
 }
 
+part_probe() {
+  if ! command -v ptx_probe >/dev/null; then
+    echo "no ptx_probe: cp build-gpu/ptx_probe .gpu/bin/ after gpu-bundle"
+    return 1
+  fi
+  run ptx_probe
+}
+
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"
