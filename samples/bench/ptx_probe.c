@@ -452,6 +452,14 @@ static int pick_device(void) {
   return 0;
 }
 
+static void release_all(void) {
+  clReleaseMemObject(buf_a);
+  clReleaseMemObject(buf_b);
+  clReleaseMemObject(buf_d);
+  clReleaseCommandQueue(queue);
+  clReleaseContext(ctx);
+}
+
 /* --emulate on the first OpenCL device: the way the manual describes must
  * give the host's product, the other must not (else the check proves
  * nothing). */
@@ -481,6 +489,7 @@ static int emulate(void) {
   }
   int right = run_checks(p, "emulated");
   clReleaseProgram(p);
+  release_all();
   /* run_checks tries LBO 128 / SBO 256 (the manual's reading for this
    * layout) first: exactly that one must be right. */
   printf("ptx_probe --emulate: %s\n",
@@ -523,10 +532,6 @@ int main(int argc, char **argv) {
          by_options || by_ptx ? (by_options ? "reachable by build options"
                                             : "reachable by patching the PTX")
                               : "not reached (above: why)");
-  clReleaseMemObject(buf_a);
-  clReleaseMemObject(buf_b);
-  clReleaseMemObject(buf_d);
-  clReleaseCommandQueue(queue);
-  clReleaseContext(ctx);
+  release_all();
   return 0;
 }
