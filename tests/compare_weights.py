@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""compare_weights.py [--all] A.safetensors B.safetensors [TOLERANCE]
+"""compare_weights.py [--all] [--tensor-tol T] A.safetensors B.safetensors [TOLERANCE]
 
 Compares the float32 tensors two checkpoints share (the model's weights;
 optimizer state and metadata are left out unless --all): prints the largest relative
 difference, max |a - b| / max(|a|, |b|, 1e-3), over every element, and
-exits 1 when it is above TOLERANCE (default 0: bit-identical). Also prints,
-for the record, the largest difference in a tensor against that tensor's
-largest value."""
+exits 1 when it is above TOLERANCE (default 0: bit-identical). Also prints
+the largest difference in a tensor against that tensor's largest value;
+with --tensor-tol T it exits 1 too when that is above T."""
 import json
 import struct
 import sys
@@ -16,6 +16,11 @@ from array import array
 ALL = "--all" in sys.argv
 if ALL:
     sys.argv.remove("--all")
+TENSOR_TOL = None
+if "--tensor-tol" in sys.argv:
+    i = sys.argv.index("--tensor-tol")
+    TENSOR_TOL = float(sys.argv[i + 1])
+    del sys.argv[i:i + 2]
 
 
 def tensors(path):
@@ -54,14 +59,16 @@ def main():
                 worst, where = d, name
             diff = max(diff, abs(x - y))
             top = max(top, abs(x), abs(y))
-        # For the record: the largest difference against the tensor's
-        # largest value (the per-element figure above is what is judged).
+        # The largest difference against the tensor's largest value
+        # (judged with --tensor-tol).
         if top > 0 and diff / top > tensor_worst:
             tensor_worst, tensor_where = diff / top, name
     print("max relative difference %.3g%s over %d tensors; per tensor, "
           "max |a - b| / max |a|: %.3g%s" %
           (worst, " (in %s)" % where if where else "", len(a), tensor_worst,
            " (in %s)" % tensor_where if tensor_where else ""))
+    if TENSOR_TOL is not None and tensor_worst > TENSOR_TOL:
+        return 1
     return 0 if worst <= tol else 1
 
 

@@ -36,7 +36,9 @@ ONE=(--data fashion-mnist --train-limit 64 --holdout 0 --test-limit 100
 for opt in "sgd --lr 0.1" "adam"; do
   # Adam divides each gradient by its own magnitude: where a gradient's
   # terms cancel to near eps, its fp32 rounding moves the step by a fair
-  # part of lr (PyTorch's own figure: samples/bench/torch_ddp_step.py).
+  # part of lr (PyTorch's own figure: samples/bench/torch_ddp_step.py), so
+  # its per-element bound is 1e-4; against each tensor's largest weight
+  # both optimizers stay within issue 12's 1e-5.
   tol=1e-5
   [ "$opt" = adam ] && tol=1e-4
   # shellcheck disable=SC2086
@@ -46,9 +48,9 @@ for opt in "sgd --lr 0.1" "adam"; do
   CLT_PLAN=off "${MR[@]}" -np 2 "$C" train "$MLP" "${ONE[@]}" --batch 32 \
     --optimizer $opt --save "$T/two.st" >"$T/out" 2>&1 ||
     fail "2 ranks: $(cat "$T/out")"
-  python3 "$CMP" "$T/one.st" "$T/two.st" "$tol" ||
-    fail "$opt: 2 ranks x 32 differ from 1 x 64 by more than $tol"
-  echo "ok: one $opt step of 2 ranks x 32 = 1 x 64 (tolerance $tol)"
+  python3 "$CMP" --tensor-tol 1e-5 "$T/one.st" "$T/two.st" "$tol" ||
+    fail "$opt: 2 ranks x 32 differ from 1 x 64 by more than $tol (per element) or 1e-5 (per tensor)"
+  echo "ok: one $opt step of 2 ranks x 32 = 1 x 64 (tolerance $tol per element, 1e-5 per tensor)"
 done
 # A partial last batch is averaged by sample counts: 65 images, global
 # batch 64, so the second step's one image is rank 3's and ranks 0-2
