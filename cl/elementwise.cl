@@ -16,6 +16,22 @@ ROUND16_VARIANTS(add_f32, (__global float *out, int out_off,
                   int b_off, int n, int accumulate, ROUND16_PARAMS),
                  (out, out_off, a, a_off, b, b_off, n, accumulate, ROUND16_ARGS))
 
+/* out = max(a + b, 0): a sum with a fused ReLU (nn/merge.c), a select as
+ * the ReLU layer's. */
+ROUND16_BODY add_relu_f32_body(__global float *out, int out_off,
+                               __global const float *a, int a_off,
+                               __global const float *b, int b_off, int n,
+                               ROUND16_PARAMS, int round16) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float v = a[a_off + i] + b[b_off + i];
+  STORE16(out, out_off, i, v > 0.0f ? v : 0.0f);
+}
+ROUND16_VARIANTS(add_relu_f32, (__global float *out, int out_off,
+                  __global const float *a, int a_off, __global const float *b,
+                  int b_off, int n, ROUND16_PARAMS),
+                 (out, out_off, a, a_off, b, b_off, n, ROUND16_ARGS))
+
 /* out = alpha * x (+ out when accumulating). */
 ROUND16_BODY scale_f32_body(__global float *out, int out_off,
                             __global const float *x, int x_off, int n,

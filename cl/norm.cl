@@ -77,21 +77,22 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
   if (c == 0) tracked[tracked_off] += 1.0f;
 }
 
-/* Work-item (s, p): position s of plane p = n * C + c. */
+/* Work-item (s, p): position s of plane p = n * C + c; relu: a fused
+ * ReLU after it (nn/batchnorm.c), a select as the ReLU layer's. */
 ROUND16_BODY bn_apply_body(__global float *y, int y_off,
                            __global const float *x, int x_off,
                            __global const float *mean, int mean_off,
                            __global const float *var, int var_off,
                            __global const float *gamma, int gamma_off,
                            __global const float *beta, int beta_off, int N,
-                           int C, int HW, float eps, ROUND16_PARAMS,
+                           int C, int HW, float eps, int relu, ROUND16_PARAMS,
                            int round16) {
   int s = get_global_id(0), p = get_global_id(1);
   if (s >= HW || p >= N * C) return;
   int c = p % C, i = p * HW + s;
   float k = rsqrt(var[var_off + c] + eps) * gamma[gamma_off + c];
-  STORE16(y, y_off, i,
-          (x[x_off + i] - mean[mean_off + c]) * k + beta[beta_off + c]);
+  float v = (x[x_off + i] - mean[mean_off + c]) * k + beta[beta_off + c];
+  STORE16(y, y_off, i, relu && !(v > 0.0f) ? 0.0f : v);
 }
 ROUND16_VARIANTS(bn_apply, (__global float *y, int y_off,
                   __global const float *x, int x_off,
@@ -99,9 +100,10 @@ ROUND16_VARIANTS(bn_apply, (__global float *y, int y_off,
                   __global const float *var, int var_off,
                   __global const float *gamma, int gamma_off,
                   __global const float *beta, int beta_off, int N, int C,
-                  int HW, float eps, ROUND16_PARAMS),
+                  int HW, float eps, int relu, ROUND16_PARAMS),
                  (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
-                  gamma_off, beta, beta_off, N, C, HW, eps, ROUND16_ARGS))
+                  gamma_off, beta, beta_off, N, C, HW, eps, relu,
+                  ROUND16_ARGS))
 
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,

@@ -236,8 +236,9 @@ START_TEST(test_fd_residual_shared) {
 END_TEST
 
 /* ReLU fusion (clt_graph_compile): conv2d and dense layers with and
- * without a bias apply the ReLU after them; c3's output is read by its
- * ReLU and by the add, so that ReLU stays a layer of its own. */
+ * without a bias, batch norm and sums of two and of three apply the ReLU
+ * after them; c3's output is read by its ReLU and by the add, so that
+ * ReLU stays a layer of its own (and a3, read by the pool, has none). */
 #define FUSABLE                                                                \
   "input shape=2x9x9\n"                                                        \
   "conv2d name=c1 filters=4 kernel=3 activation=relu\n"                        \
@@ -247,6 +248,15 @@ END_TEST
   "relu name=r3\n"                                                             \
   "add name=a3 inputs=c3,r3\n"                                                 \
   "maxpool kernel=2\n"                                                         \
+  "conv2d name=c5 filters=4 kernel=3 padding=1 bias=false\n"                   \
+  "batchnorm name=b5\n"                                                        \
+  "relu name=r5\n"                                                             \
+  "conv2d name=c6 filters=4 kernel=3 padding=1 bias=false\n"                   \
+  "batchnorm name=b6\n"                                                        \
+  "add name=a6 inputs=b6,r5\n"                                                 \
+  "relu name=r6\n"                                                             \
+  "add name=a7 inputs=r6,b6,c6\n"                                              \
+  "relu name=r7\n"                                                             \
   "flatten\n"                                                                  \
   "dense name=d1 units=12 activation=relu\n"                                   \
   "dense name=d2 units=8 bias=false\n"                                         \
@@ -280,13 +290,17 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
   unsetenv("CLT_FUSE");
   g_ctx->plan_option = saved;
   check_no_overlap(g);
-  const char *fused[] = {"c1", "c2", "d1", "d2"};
-  for (int i = 0; i < 4; i++)
+  const char *fused[] = {"c1", "c2", "d1", "d2", "b5", "a6", "a7"};
+  for (int i = 0; i < 7; i++)
     ck_assert_msg(node_named(g, fused[i])->fused_relu == fuse, "%s",
                   fused[i]);
+  const char *away[] = {"r2", "r5", "r6", "r7"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_msg(node_named(g, away[i])->fused_away == fuse, "%s", away[i]);
   ck_assert(!node_named(g, "c3")->fused_relu);
   ck_assert(!node_named(g, "r3")->fused_away);
-  ck_assert(node_named(g, "r2")->fused_away == fuse);
+  ck_assert(!node_named(g, "a3")->fused_relu);
+  ck_assert(!node_named(g, "b6")->fused_relu);
   *bytes = g->arena_bytes;
   train_graph(g, false, 6, r);
 }

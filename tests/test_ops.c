@@ -133,6 +133,9 @@ START_TEST(add_lengths) {
     ck_assert_check(clt_check_add(g_ctx, n.v[k], true, (k + 1) % 3, &e), e,
                     TOL_EXACT, "n=%lld accumulate round %d", (long long)n.v[k],
                     (k + 1) % 3);
+    ck_assert_check(clt_check_add_relu(g_ctx, n.v[k], (k + 2) % 3, &e), e,
+                    TOL_EXACT, "n=%lld relu round %d", (long long)n.v[k],
+                    (k + 2) % 3);
   }
 }
 END_TEST
@@ -1436,11 +1439,16 @@ START_TEST(bn_shapes) {
   double e;
   ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, 1, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, 2, &e), e, TOL,
-                  "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, 1, &e), e, TOL,
-                  "%lldx%lldx%lld eps 0.1", (long long)N, (long long)C,
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, false, 2, &e),
+                  e, TOL, "%lldx%lldx%lld", (long long)N, (long long)C,
                   (long long)HW);
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, false, 1, &e), e,
+                  TOL, "%lldx%lldx%lld eps 0.1", (long long)N, (long long)C,
+                  (long long)HW);
+  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, true, _i % 3,
+                                       &e),
+                  e, TOL, "%lldx%lldx%lld relu round %d", (long long)N,
+                  (long long)C, (long long)HW, _i % 3);
   for (int training = 0; training < 2; training++)
     for (int acc = 0; acc < 2; acc++)
       ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
@@ -1541,7 +1549,7 @@ START_TEST(bn_backward_finite_differences) {
                                N, C, HW, eps, true, false, 1, NULL, NULL));
   ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW, 1, NULL));
   ck_assert_ok(clt_bn_forward(g_ctx, tys, txs, tms, tvs, tgs, tbs, N, K, HW,
-                              eps, NULL));
+                              eps, false, NULL));
   float *dx = download_new(tdx), *ys = download_new(tys);
   for (int64_t j = 0; j < n; j++) {
     int64_t c = (j / HW) % C;

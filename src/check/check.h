@@ -82,6 +82,9 @@ clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
 /* out = a + b (+ out) over n elements. */
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
                          int round16, double *max_err);
+/* out = max(a + b, 0) over n elements (a ReLU fused after a sum). */
+clt_status clt_check_add_relu(clt_context *ctx, int64_t n, int round16,
+                              double *max_err);
 /* out = alpha * x (+ out) over n elements. */
 clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
                            bool accumulate, int round16, double *max_err);
@@ -263,9 +266,10 @@ clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
  * num_batches_tracked + 1. */
 clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
                                        float momentum, double *max_err);
-/* y = (x - mean) / sqrt(var + eps) * gamma + beta, var in [0.25, 2]. */
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta, var in [0.25, 2],
+ * then max(y, 0) where relu (a fused ReLU). */
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, int round16,
+                                int64_t HW, float eps, bool relu, int round16,
                                 double *max_err);
 /* dgamma = sum dy xhat, dbeta = sum dy, and dx (+)=: in training, the
  * gradient through the batch statistics (the op is given mean / var = the

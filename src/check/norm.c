@@ -11,6 +11,7 @@ typedef struct bn_args {
   float eps;
   bool training, accumulate;
   int64_t want; /* the split's parts asked for (clt_bn_stats) */
+  bool relu;    /* the forward's fused ReLU */
 } bn_args;
 
 /* The split's workspace, where a->want asks for one (else NULL). */
@@ -144,21 +145,21 @@ static clt_status bn_forward_body(check_set *s, const void *arg) {
   const clt_round16 *round;
   CLT_TRY(check_round(s, y, &round));
   CLT_TRY(clt_bn_forward(s->ctx, y->t, x->t, mean->t, var->t, gamma->t, beta->t,
-                         a->N, C, HW, a->eps, round));
+                         a->N, C, HW, a->eps, a->relu, round));
   for (int64_t i = 0; i < n; i++) {
     int64_t c = (i / HW) % C;
     double inv = 1.0 / sqrt((double)var->host[c] + a->eps);
-    y->host[i] =
-        (float)(((double)x->host[i] - mean->host[c]) * inv * gamma->host[c] +
-                beta->host[c]);
+    double v = ((double)x->host[i] - mean->host[c]) * inv * gamma->host[c] +
+               beta->host[c];
+    y->host[i] = (float)(a->relu && !(v > 0.0) ? 0.0 : v);
   }
   return CLT_OK;
 }
 
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, int round16,
+                                int64_t HW, float eps, bool relu, int round16,
                                 double *max_err) {
-  bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps};
+  bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps, .relu = relu};
   return check_run_rounded(ctx, 260, bn_forward_body, &a, round16, max_err);
 }
 
@@ -219,6 +220,6 @@ clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
                                  bool accumulate, int64_t want, int round16,
                                  double *max_err) {
-  bn_args a = {N, C, HW, eps, training, accumulate, want};
+  bn_args a = {N, C, HW, eps, training, accumulate, want, false};
   return check_run_rounded(ctx, 270, bn_backward_body, &a, round16, max_err);
 }

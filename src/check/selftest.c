@@ -105,6 +105,9 @@ static clt_status st_add(clt_context *ctx, double *e) {
 static clt_status st_add_acc(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 257, true, 1, e);
 }
+static clt_status st_add_relu(clt_context *ctx, double *e) {
+  return clt_check_add_relu(ctx, 1001, 2, e);
+}
 static clt_status st_scale(clt_context *ctx, double *e) {
   return clt_check_scale(ctx, 1001, -0.75f, false, 0, e);
 }
@@ -309,7 +312,10 @@ static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
 }
 static clt_status st_bn_fwd(clt_context *ctx, double *e) {
-  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, 2, e);
+  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, false, 2, e);
+}
+static clt_status st_bn_fwd_relu(clt_context *ctx, double *e) {
+  return clt_check_bn_forward(ctx, 5, 4, 33, 1e-5f, true, 1, e);
 }
 static clt_status st_bn_bwd_train(clt_context *ctx, double *e) {
   return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, 1, e);
@@ -364,6 +370,7 @@ const clt_selftest_case clt_selftest_cases[] = {
      true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
+    {"add 1001 + fused relu, fp16-saved", st_add_relu, 1e-6, false},
     {"scale 1001", st_scale, 1e-6, false},
     {"scale 257 accumulate", st_scale_acc, 1e-6, false},
     {"bias rows 7x33", st_bias_rows, 1e-6, false},
@@ -437,6 +444,8 @@ const clt_selftest_case clt_selftest_cases[] = {
      false},
     {"batchnorm running stats 10", st_bn_running, 1e-6, false},
     {"batchnorm forward 7x3x49, fp16-saved", st_bn_fwd, 1e-5, false},
+    {"batchnorm forward 5x4x33 + fused relu, fp16-rounded", st_bn_fwd_relu,
+     1e-5, false},
     {"batchnorm backward training 7x3x49, fp16-rounded", st_bn_bwd_train, 1e-5,
      false},
     {"batchnorm backward eval 33x10 accumulate", st_bn_bwd_eval, 1e-5, false},

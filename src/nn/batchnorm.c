@@ -176,7 +176,7 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   }
   return clt_bn_forward(g->ctx, n->out, x, mean, var, &p[BN_WEIGHT].value,
                         &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps,
-                        clt_graph_out_round(g, n));
+                        n->fused_relu, clt_graph_out_round(g, n));
 }
 
 static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
@@ -186,6 +186,12 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   const clt_tensor *mean = s->trained ? s->mean : &p[BN_RMEAN].value;
   const clt_tensor *var = s->trained ? s->var : &p[BN_RVAR].value;
+  /* The gradient through a fused ReLU (clt_graph_node.fused_relu), in
+   * place: dy times out > 0, as the ReLU layer's backward computes it. */
+  if (n->fused_relu)
+    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
+                                    g->batch * n->size, CLT_ACT_RELU, 0.0f,
+                                    false, NULL));
   return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
                          n->grad, clt_graph_in(g, n, 0)->out, mean, var,
                          &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
@@ -208,4 +214,5 @@ const clt_layer_ops clt_layer_batchnorm = {
     .forward = bn_forward,
     .backward = bn_backward,
     .destroy = bn_destroy,
+    .fuses_relu = true,
 };

@@ -39,27 +39,44 @@ static clt_status add_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+/* A ReLU fused after the sum (clt_graph_node.fused_relu): two inputs in
+ * one kernel; more, the ReLU in place after the last (a ReLU of a value
+ * already rounded to fp16 is that value or 0: the same bits). */
 static clt_status add_forward(clt_graph *g, clt_graph_node *n) {
   int64_t count = g->batch * n->size;
+  const clt_round16 *round = clt_graph_out_round(g, n);
+  if (n->n_inputs == 2 && n->fused_relu)
+    return clt_add_relu_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
+                                clt_graph_in(g, n, 1)->out, count, round);
   /* The last kernel rounds the sum (mixed precision). */
   bool two = n->n_inputs == 2;
   CLT_TRY(clt_add_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
                           clt_graph_in(g, n, 1)->out, count, false,
-                          two ? clt_graph_out_round(g, n) : NULL));
+                          two ? round : NULL));
   for (int i = 2; i < n->n_inputs; i++)
-    CLT_TRY(clt_scale_forward(
-        g->ctx, n->out, clt_graph_in(g, n, i)->out, count, 1.0f, true,
-        i == n->n_inputs - 1 ? clt_graph_out_round(g, n) : NULL));
+    CLT_TRY(clt_scale_forward(g->ctx, n->out, clt_graph_in(g, n, i)->out,
+                              count, 1.0f, true,
+                              i == n->n_inputs - 1 ? round : NULL));
+  if (n->fused_relu)
+    CLT_TRY(clt_activation_forward(g->ctx, n->out, n->out, count,
+                                   CLT_ACT_RELU, 0.0f, round));
   return CLT_OK;
 }
 
+/* Each input's gradient is the sum's; through a fused ReLU, dy times
+ * out > 0, computed by the ReLU layer's backward straight into each. */
 static clt_status add_backward(clt_graph *g, clt_graph_node *n) {
+  int64_t count = g->batch * n->size;
   for (int i = 0; i < n->n_inputs; i++) {
     bool acc = false;
     clt_tensor *dx = clt_graph_input_grad(g, n, i, &acc);
-    if (dx)
-      CLT_TRY(clt_scale_forward(g->ctx, dx, n->grad, g->batch * n->size, 1.0f,
-                                acc, clt_graph_grad_round(g, n, i, acc)));
+    if (!dx) continue;
+    const clt_round16 *round = clt_graph_grad_round(g, n, i, acc);
+    if (n->fused_relu)
+      CLT_TRY(clt_activation_backward(g->ctx, dx, n->grad, n->out, n->out,
+                                      count, CLT_ACT_RELU, 0.0f, acc, round));
+    else
+      CLT_TRY(clt_scale_forward(g->ctx, dx, n->grad, count, 1.0f, acc, round));
   }
   return CLT_OK;
 }
@@ -111,6 +128,7 @@ const clt_layer_ops clt_layer_add = {
     .configure = add_configure,
     .forward = add_forward,
     .backward = add_backward,
+    .fuses_relu = true,
 };
 
 const clt_layer_ops clt_layer_concat = {

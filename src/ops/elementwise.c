@@ -8,6 +8,13 @@ clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                     KT(a), KT(b), KI(n), KI(accumulate), KR(round, out));
 }
 
+clt_status clt_add_relu_forward(clt_context *ctx, clt_tensor *out,
+                                const clt_tensor *a, const clt_tensor *b,
+                                int64_t n, const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_add_relu_f32, round), (size_t)n, KT(out),
+                    KT(a), KT(b), KI(n), KR(round, out));
+}
+
 clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                          const clt_tensor *table, int64_t n) {
   if (y->dtype != CLT_F32 || x->dtype != CLT_U8 || table->dtype != CLT_F32 ||

@@ -71,12 +71,12 @@ clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
                           int64_t N, int64_t C, int64_t HW, float eps,
-                          const clt_round16 *round) {
+                          bool relu, const clt_round16 *round) {
   size_t global[2], local[2];
   plane_range(ctx, N * C, HW, global, local);
   return CLT_RUN(ctx, KR_ID(CLT_K_bn_apply, round), 2, global, local, KT(y),
                  KT(x), KT(mean), KT(var), KT(gamma), KT(beta), KI(N), KI(C),
-                 KI(HW), KF(eps), KR(round, y));
+                 KI(HW), KF(eps), KI(relu), KR(round, y));
 }
 
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,

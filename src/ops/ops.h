@@ -100,6 +100,10 @@ static inline int64_t clt_loop_cost_twice(int64_t per, const void *arg) {
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
                            bool accumulate, const clt_round16 *round);
+/* out = max(a + b, 0): a sum with a fused ReLU (the ReLU layer's select). */
+clt_status clt_add_relu_forward(clt_context *ctx, clt_tensor *out,
+                                const clt_tensor *a, const clt_tensor *b,
+                                int64_t n, const clt_round16 *round);
 /* y[i] = table[x[i]] for the n bytes of x (u8) into y (f32); table holds
  * 256 floats. The loader's pixel bytes made the model's inputs. */
 clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
@@ -314,11 +318,13 @@ clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
                                  clt_tensor *rvar, clt_tensor *tracked,
                                  const clt_tensor *mean, const clt_tensor *var,
                                  int64_t C, int64_t M, float momentum);
+/* y = (x - mean) / sqrt(var + eps) gamma + beta, then max(y, 0) where
+ * relu (a ReLU fused after it: the ReLU layer's select). */
 clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
                           int64_t N, int64_t C, int64_t HW, float eps,
-                          const clt_round16 *round);
+                          bool relu, const clt_round16 *round);
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,

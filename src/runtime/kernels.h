@@ -21,6 +21,7 @@
   X(round_f16, "half")                                                         \
   X(round_save_f16, "half")                                                    \
   CLT_KERNEL_R16(X, add_f32, "elementwise")                                    \
+  CLT_KERNEL_R16(X, add_relu_f32, "elementwise")                               \
   CLT_KERNEL_R16(X, scale_f32, "elementwise")                                  \
   CLT_KERNEL_R16(X, bias_add_rows, "elementwise")                              \
   CLT_KERNEL_R16(X, bias_add_channels, "elementwise")                          \
