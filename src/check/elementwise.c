@@ -5,6 +5,7 @@ typedef struct unary_args {
   int64_t n;
   float alpha;
   bool accumulate;
+  bool relu; /* add: the fused ReLU's kernel (no accumulate) */
 } unary_args;
 
 static clt_status add_body(check_set *s, const void *arg) {
@@ -15,10 +16,14 @@ static clt_status add_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &out));
   const clt_round16 *round;
   CLT_TRY(check_round(s, out, &round));
-  CLT_TRY(
-      clt_add_forward(s->ctx, out->t, a->t, b->t, u->n, u->accumulate, round));
+  if (u->relu)
+    CLT_TRY(clt_add_relu_forward(s->ctx, out->t, a->t, b->t, u->n, round));
+  else
+    CLT_TRY(clt_add_forward(s->ctx, out->t, a->t, b->t, u->n, u->accumulate,
+                            round));
   for (int64_t i = 0; i < u->n; i++) {
     double v = (double)a->host[i] + b->host[i];
+    if (u->relu) v = v > 0.0 ? v : 0.0;
     out->host[i] = (float)(u->accumulate ? out->host[i] + v : v);
   }
   return CLT_OK;
@@ -30,26 +35,10 @@ clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,
   return check_run_rounded(ctx, 20, add_body, &u, round16, max_err);
 }
 
-static clt_status add_relu_body(check_set *s, const void *arg) {
-  const unary_args *u = arg;
-  check_f32 *a, *b, *out;
-  CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &a));
-  CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &b));
-  CLT_TRY(check_operand(s, u->n, -1.0f, 1.0f, &out));
-  const clt_round16 *round;
-  CLT_TRY(check_round(s, out, &round));
-  CLT_TRY(clt_add_relu_forward(s->ctx, out->t, a->t, b->t, u->n, round));
-  for (int64_t i = 0; i < u->n; i++) {
-    double v = (double)a->host[i] + b->host[i];
-    out->host[i] = (float)(v > 0.0 ? v : 0.0);
-  }
-  return CLT_OK;
-}
-
 clt_status clt_check_add_relu(clt_context *ctx, int64_t n, int round16,
                               double *max_err) {
-  unary_args u = {.n = n};
-  return check_run_rounded(ctx, 21, add_relu_body, &u, round16, max_err);
+  unary_args u = {.n = n, .relu = true};
+  return check_run_rounded(ctx, 21, add_body, &u, round16, max_err);
 }
 
 static clt_status scale_body(check_set *s, const void *arg) {
@@ -70,7 +59,7 @@ static clt_status scale_body(check_set *s, const void *arg) {
 
 clt_status clt_check_scale(clt_context *ctx, int64_t n, float alpha,
                            bool accumulate, int round16, double *max_err) {
-  unary_args u = {n, alpha, accumulate};
+  unary_args u = {.n = n, .alpha = alpha, .accumulate = accumulate};
   return check_run_rounded(ctx, 30, scale_body, &u, round16, max_err);
 }
 
