@@ -325,6 +325,7 @@ START_TEST(precision_switches_back) {
     clt_graph *g = NULL, *ref = NULL;
     ck_assert_ok(graph_from_text(model, &g));
     ck_assert_ok(graph_from_text(model, &ref));
+    g->save_f16_option = 1; /* the fp16 copies, made and dropped */
     if (compiled_mixed)
       ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
     ck_assert_ok(clt_graph_compile(g, 3, 4));
@@ -358,9 +359,10 @@ START_TEST(precision_switches_back) {
 END_TEST
 
 /* With the memory plan, mixed precision keeps saved outputs in fp16
- * between their forward and backward use: the same bits as a graph whose
- * every buffer has memory of its own, over training steps, in less device
- * memory than fp32's plan. */
+ * between their forward and backward use where asked (save_f16): the same
+ * bits as a graph whose every buffer has memory of its own, over training
+ * steps, in less device memory than fp32's plan. By default a graph this
+ * small keeps them in f32 (no conversions): the same bits again. */
 START_TEST(mixed_memory_plan_same_bits_less_memory) {
   const char *model = "input shape=2x12x12\n"
                       "conv2d name=c1 filters=6 kernel=3 padding=1\n"
@@ -373,58 +375,97 @@ START_TEST(mixed_memory_plan_same_bits_less_memory) {
                       "dropout rate=0.2\ntanh\n"
                       "flatten\ndense units=16 activation=gelu\n"
                       "dense units=5\nsoftmax_cross_entropy\n";
-  clt_graph *g[3] = {NULL, NULL, NULL}; /* planned, own memory, fp32 */
-  clt_optimizer *opt[2] = {NULL, NULL};
-  clt_loss_scaler *sc[2] = {NULL, NULL};
+  /* planned in fp16, own memory, fp32, planned as by default */
+  clt_graph *g[4] = {NULL, NULL, NULL, NULL};
+  clt_optimizer *opt[4] = {NULL, NULL, NULL, NULL};
+  clt_loss_scaler *sc[4] = {NULL, NULL, NULL, NULL};
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
   clt_loss_scaler_options so;
   clt_loss_scaler_options_init(&so);
   so.init_scale = 256.0f;
-  for (int k = 0; k < 3; k++) {
+  unsetenv("CLT_SAVE_F16");
+  for (int k = 0; k < 4; k++) {
     ck_assert_ok(graph_from_text(model, &g[k]));
     g[k]->share_buffers = k != 1;
-    if (k < 2) ck_assert_ok(clt_graph_set_precision(g[k], CLT_PRECISION_MIXED));
+    if (k < 2) g[k]->save_f16_option = 1;
+    if (k != 2)
+      ck_assert_ok(clt_graph_set_precision(g[k], CLT_PRECISION_MIXED));
     ck_assert_ok(clt_graph_compile(g[k], 8, 3));
-    if (k == 2) break;
+    if (k == 2) continue;
     ck_assert_ok(clt_optimizer_create(g[k], &oo, &opt[k]));
     ck_assert_ok(clt_loss_scaler_create(g_ctx, &so, &sc[k]));
     clt_optimizer_set_loss_scaler(opt[k], sc[k]);
   }
-  int saved = 0;
-  for (int i = 0; i < g[0]->n_nodes; i++) saved += g[0]->nodes[i].out16 != NULL;
+  int saved = 0, saved_default = 0;
+  for (int i = 0; i < g[0]->n_nodes; i++) {
+    saved += g[0]->nodes[i].out16 != NULL;
+    saved_default += g[3]->nodes[i].out16 != NULL;
+  }
   ck_assert_int_ge(saved, 5);
+  ck_assert(g[0]->save_f16 && !g[3]->save_f16);
+  ck_assert_int_eq(saved_default, 0);
   ck_assert_msg(g[0]->arena_bytes < g[2]->arena_bytes,
                 "mixed plan %lld bytes, fp32 plan %lld",
                 (long long)g[0]->arena_bytes, (long long)g[2]->arena_bytes);
   for (int step = 0; step < 4; step++)
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
+      if (k == 2) continue;
       random_batch(g[k], step == 3 ? 5 : 8, 40 + (uint64_t)step, false);
       ck_assert_ok(clt_graph_forward(g[k], true));
       ck_assert_ok(clt_graph_backward(g[k]));
       ck_assert_ok(clt_optimizer_step(opt[k]));
     }
   int64_t n = g[0]->param_count;
-  float *a = download_all(g[0]->params, n), *b = download_all(g[1]->params, n);
-  ck_assert_msg(memcmp(a, b, (size_t)n * sizeof(float)) == 0,
-                "mixed precision with the memory plan trains differently");
+  float *a = download_all(g[0]->params, n);
+  for (int k = 1; k < 4; k += 2) {
+    float *b = download_all(g[k]->params, n);
+    ck_assert_msg(memcmp(a, b, (size_t)n * sizeof(float)) == 0,
+                  "mixed precision %s trains differently",
+                  k == 1 ? "with every buffer its own" : "holding f32");
+    free(b);
+  }
   free(a);
-  free(b);
   /* Evaluation after training reads the forward's buffers again. */
-  for (int k = 0; k < 2; k++) {
+  clt_metrics m[4];
+  for (int k = 0; k < 4; k++) {
+    if (k == 2) continue;
     random_batch(g[k], 8, 99, false);
     ck_assert_ok(clt_graph_forward(g[k], false));
+    ck_assert_ok(clt_graph_metrics(g[k], &m[k], true));
   }
-  clt_metrics m0, m1;
-  ck_assert_ok(clt_graph_metrics(g[0], &m0, true));
-  ck_assert_ok(clt_graph_metrics(g[1], &m1, true));
-  ck_assert(m0.loss == m1.loss);
-  for (int k = 0; k < 3; k++) {
-    if (k < 2) {
-      clt_optimizer_destroy(opt[k]);
-      clt_loss_scaler_destroy(sc[k]);
-    }
+  ck_assert(m[0].loss == m[1].loss && m[0].loss == m[3].loss);
+  for (int k = 0; k < 4; k++) {
+    clt_optimizer_destroy(opt[k]);
+    clt_loss_scaler_destroy(sc[k]);
     clt_graph_destroy(g[k]);
+  }
+}
+END_TEST
+
+/* CLT_SAVE_F16 chooses where the graph does not: 1 holds saved outputs in
+ * fp16, 0 in f32; anything else is refused, naming the variable. */
+START_TEST(save_f16_env_checked) {
+  const char *model = "input shape=1x6x6\n"
+                      "conv2d filters=2 kernel=3 activation=relu\n"
+                      "flatten\ndense units=3\nsoftmax_cross_entropy\n";
+  const char *values[] = {"1", "0", "yes"};
+  for (int v = 0; v < 3; v++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(model, &g));
+    ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    setenv("CLT_SAVE_F16", values[v], 1);
+    clt_status st = clt_graph_compile(g, 4, 3);
+    unsetenv("CLT_SAVE_F16");
+    if (v < 2) {
+      ck_assert_ok(st);
+      ck_assert(g->save_f16 == (v == 0));
+    } else {
+      ck_assert_int_eq(st, CLT_ERR_INVALID_ARGUMENT);
+      ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                                   "CLT_SAVE_F16=yes"));
+    }
+    clt_graph_destroy(g);
   }
 }
 END_TEST
@@ -440,6 +481,7 @@ static Suite *mixed_suite(void) {
   tcase_add_test(tc, optimizer_scaler_skips_overflow);
   tcase_add_test(tc, precision_switches_back);
   tcase_add_test(tc, mixed_memory_plan_same_bits_less_memory);
+  tcase_add_test(tc, save_f16_env_checked);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -17,6 +17,7 @@ CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   g->ctx = ctx;
   g->input_node = g->loss_node = -1;
   g->share_buffers = true;
+  g->save_f16_option = -1;
   g->loss_scale = 1.0f;
   *out = g;
   return CLT_OK;

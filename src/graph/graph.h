@@ -176,6 +176,15 @@ struct clt_graph {
                                 test_way) */
   /* Shared device buffers of the last compile (graph/memplan.c). */
   bool share_buffers; /* false: every buffer its own memory (tests) */
+  /* Mixed precision: whether saved outputs are held in fp16 between their
+   * forward and backward use (out16 below; memory for a conversion pass
+   * each way) or in f32 throughout (the same bits either way: the values
+   * are fp16's). save_f16_option: -1 (default) CLT_SAVE_F16 or, unset,
+   * fp16 only where the graph's outputs and gradients in f32 would take
+   * more than a quarter of the device's memory; 0 or 1 forces it (tests).
+   * save_f16 is the compile's decision. */
+  int save_f16_option;
+  bool save_f16;
   bool fuse;          /* CLT_FUSE: layers fused, rounding in their kernels */
   int plan_round;
   clt_buffer_request *requests;

@@ -115,12 +115,52 @@ static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
  * lies between the two (the f32 forward window [i, c] and backward window
  * [2N-1-c, 2N-1-i] are then apart) and the output is rounded anyway. */
 static bool saves_half(const clt_graph *g, const clt_graph_node *n, int c) {
-  return g->precision == CLT_PRECISION_MIXED && c > n->index &&
+  return g->precision == CLT_PRECISION_MIXED && g->save_f16 && c > n->index &&
          step_forward(g, c) + 1 < step_backward(g, c) &&
          n->index != g->input_node && !n->is_loss;
 }
 
+/* clt_graph.save_f16 (graph.h): the option, else CLT_SAVE_F16 (0 or 1),
+ * else fp16 where every output and gradient in f32, unshared, would take
+ * more than a quarter of the device's memory. Holding them in f32 saves
+ * the forward's fp16 copy (2 bytes an element) and the backward's
+ * conversion back (6): 10% of the wide ResNet's mixed step on an H200. */
+static clt_status decide_save_f16(clt_graph *g) {
+  g->save_f16 = false;
+  if (g->precision != CLT_PRECISION_MIXED) return CLT_OK;
+  if (g->save_f16_option >= 0) {
+    g->save_f16 = g->save_f16_option == 1;
+    return CLT_OK;
+  }
+  const char *v = getenv("CLT_SAVE_F16");
+  if (v && *v) {
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "CLT_SAVE_F16=%s: expected 0 (saved outputs in "
+                          "f32) or 1 (in fp16)",
+                          v);
+    g->save_f16 = v[0] == '1';
+    return CLT_OK;
+  }
+  double bytes = 0.0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const clt_graph_node *n = &g->nodes[i];
+    if (clt_node_aliases(n)) continue;
+    bytes += 4.0 * (double)g->max_batch * (double)n->size *
+             (n->needs_grad ? 2.0 : 1.0);
+  }
+  g->save_f16 = bytes > (double)g->ctx->info.global_mem_bytes / 4.0;
+  clt_ctx_log(g->ctx, CLT_LOG_INFO,
+              "mixed precision: saved outputs held in %s (outputs and "
+              "gradients %.1f MiB in f32, the device %.1f MiB; "
+              "CLT_SAVE_F16=0|1 chooses)",
+              g->save_f16 ? "fp16" : "f32", bytes / 1048576.0,
+              (double)g->ctx->info.global_mem_bytes / 1048576.0);
+  return CLT_OK;
+}
+
 clt_status clt_graph_plan_node_buffers(clt_graph *g) {
+  CLT_TRY(decide_save_f16(g));
   int n_nodes = g->n_nodes, all_last = 2 * n_nodes - 1;
   int *grad_first = malloc((size_t)n_nodes * sizeof *grad_first);
   if (!grad_first)
