@@ -211,6 +211,23 @@ grep -qF "rank 0: the training loss became infinite" "$T/out" ||
   fail "infinite loss: said more than once: $(cat "$T/out")"
 echo "ok: an infinite loss stops every rank, reported once"
 
+# ---- evaluation split across the ranks -------------------------------------
+# Three ranks evaluate a shard each of 201 test images (the last batch has
+# fewer images than ranks) with rank 0's batch-norm statistics: the
+# accuracy reported is what `cltrain eval` gives for the checkpoint rank 0
+# saves, image for image.
+RESNET=$SAMPLES/fashion_resnet.model
+"${MR[@]}" -np 3 "$C" train "$RESNET" --data fashion-mnist --train-limit 192 \
+  --test-limit 201 --holdout 0 --epochs 1 --batch 16 --seed 4 \
+  --save "$T/ev.st" >"$T/out" 2>&1 || fail "3 ranks, eval: $(cat "$T/out")"
+acc=$(sed -n 's/^final: test accuracy \([0-9.]*\),.*/\1/p' "$T/out")
+[ -n "$acc" ] || fail "3 ranks: no final test accuracy in: $(cat "$T/out")"
+"$C" eval "$RESNET" --weights "$T/ev.st" --data fashion-mnist \
+  --test-limit 201 >"$T/eval" 2>&1 || fail "eval: $(cat "$T/eval")"
+grep -qE "accuracy $acc \(" "$T/eval" ||
+  fail "3 ranks reported test accuracy $acc, eval of rank 0's checkpoint: $(grep accuracy "$T/eval")"
+echo "ok: 3 ranks evaluate a shard each, as eval of rank 0's checkpoint"
+
 # ---- resume under MPI -----------------------------------------------------
 RES=(--data fashion-mnist --train-limit 1000 --test-limit 200 --batch 32
      --seed 5 --pad-crop 2 --hflip --quiet)

@@ -135,6 +135,10 @@ clt_status clt_dist_broadcast(clt_dist *d, clt_graph *g, double *v, int n) {
   (void)d, (void)g, (void)v, (void)n;
   return CLT_OK;
 }
+clt_status clt_dist_sync_params(clt_dist *d, clt_graph *g) {
+  (void)d, (void)g;
+  return CLT_OK;
+}
 
 #else /* CLT_HAVE_MPI */
 
@@ -325,13 +329,24 @@ clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
     g->seed = clt_rng_next(&r);
   }
   /* Rank 0's weights (and batch-norm statistics) everywhere. */
-  if (n > 0) {
-    CLT_TRY(clt_tensor_download(g->params, d->host));
-    MPI_TRY(ctx, MPI_Bcast(d->host, (int)n, MPI_FLOAT, 0, d->comm),
-            "broadcasting the weights");
-    CLT_TRY(clt_tensor_upload(g->params, d->host));
-  }
-  return CLT_OK;
+  return clt_dist_sync_params(d, g);
+}
+
+clt_status clt_dist_sync_params(clt_dist *d, clt_graph *g) {
+  if (!d || g->param_count == 0)
+    return CLT_OK;
+  if (d->g != g)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "sharing the weights: the graph is not attached");
+  /* The download waits for the queue, so for any upload still reading
+   * d->host too. */
+  CLT_TRY(clt_tensor_download(g->params, d->host));
+  MPI_TRY(g->ctx,
+          MPI_Bcast(d->host, (int)g->param_count, MPI_FLOAT, 0, d->comm),
+          "broadcasting the weights");
+  if (d->rank == 0)
+    return CLT_OK;
+  return clt_tensor_upload(g->params, d->host);
 }
 
 void clt_dist_detach(clt_dist *d, clt_graph *g) {

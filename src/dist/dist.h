@@ -22,5 +22,10 @@ void clt_dist_add_train_time(clt_dist *d, double seconds);
 
 /* Collective: rank 0's n doubles to every rank. */
 clt_status clt_dist_broadcast(clt_dist *d, clt_graph *g, double *v, int n);
+/* Collective, on an attached graph: rank 0's parameters (the weights,
+ * which every rank holds the same already, and the batch-norm running
+ * statistics, which differ) to every rank, so that all evaluate rank 0's
+ * model (as DistributedDataParallel's broadcast_buffers). */
+clt_status clt_dist_sync_params(clt_dist *d, clt_graph *g);
 
 #endif

@@ -166,11 +166,14 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   clt_status st = read_metrics(g, out, true);
   while (st == CLT_OK && clt_loader_next(l, &b)) {
     cl_event next_ev = NULL;
-    st = upload_batch(g, &b, &next_ev);
+    if (b.n > 0) st = upload_batch(g, &b, &next_ev);
     /* The previous batch's upload has surely been consumed by now. */
     release_held(l, &held, &ev);
     held = b;
     ev = next_ev;
+    /* A shard with no image of this batch (evaluation over MPI: the last
+     * batch split among more ranks than it has images). */
+    if (b.n == 0) continue;
     if (st == CLT_OK) st = clt_graph_forward(g, training);
     if (st == CLT_OK && training) st = clt_graph_backward(g);
     if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
@@ -302,34 +305,43 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   return st;
 }
 
-/* Loss and accuracy of ds after an epoch (reported as CLT_PHASE_EVAL). */
-static clt_status eval_set(run_state *rs, const clt_dataset *ds, double *loss,
-                           double *acc) {
+/* Loss and accuracy of ds after an epoch (reported as CLT_PHASE_EVAL);
+ * over MPI (rs->dist), of this rank's shard of each batch. */
+static clt_status eval_set(run_state *rs, const clt_dataset *ds,
+                           clt_metrics *m) {
   clt_loader *l = NULL;
-  CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0, NULL, &l));
+  CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
+                      rs->dist ? rs->fo : NULL, &l));
   run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL};
-  clt_metrics m;
   clt_status st = clt_loader_start_epoch(l, 0);
-  if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), &m);
+  if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), m);
   clt_loader_destroy(l);
-  CLT_TRY(st);
-  *loss = m.loss;
-  *acc = m.accuracy;
-  return CLT_OK;
+  return st;
 }
 
-/* Over MPI every rank evaluates (no rank waits for another), then agrees,
- * and rank 0's results, those of the batch-norm statistics it saves, are
- * everyone's: early stopping and the schedule decide the same way. */
+/* Over MPI the ranks evaluate rank 0's model (its batch-norm statistics,
+ * the ones it saves, sent to all first) on a shard each of every batch,
+ * agree, and sum: the whole set once, in 1/N of the time. Rank 0's sums
+ * are then everyone's, so early stopping and the schedule decide the same
+ * way. */
 static clt_status eval_sets_dist(run_state *rs, const clt_dataset *test,
                                  clt_epoch_stats *es) {
   const clt_fit_options *fo = rs->fo;
-  clt_status st = CLT_OK;
-  if (fo->validation)
-    st = eval_set(rs, fo->validation, &es->val_loss, &es->val_acc);
-  if (st == CLT_OK && test)
-    st = eval_set(rs, test, &es->test_loss, &es->test_acc);
+  clt_metrics val = {0}, tm = {0};
+  clt_status st = clt_dist_sync_params(rs->dist, rs->g);
+  if (st == CLT_OK && fo->validation) st = eval_set(rs, fo->validation, &val);
+  if (st == CLT_OK && test) st = eval_set(rs, test, &tm);
   CLT_TRY(clt_dist_agree(rs->dist, rs->g->ctx, st));
+  if (fo->validation) {
+    CLT_TRY(clt_dist_reduce_metrics(rs->dist, rs->g, &val));
+    es->val_loss = val.loss;
+    es->val_acc = is_regression(rs->g) ? NAN : val.accuracy;
+  }
+  if (test) {
+    CLT_TRY(clt_dist_reduce_metrics(rs->dist, rs->g, &tm));
+    es->test_loss = tm.loss;
+    es->test_acc = is_regression(rs->g) ? NAN : tm.accuracy;
+  }
   double v[4] = {es->val_loss, es->val_acc, es->test_loss, es->test_acc};
   CLT_TRY(clt_dist_broadcast(rs->dist, rs->g, v, 4));
   es->val_loss = v[0];
@@ -364,9 +376,17 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   es->test_loss = es->test_acc = NAN;
   es->val_loss = es->val_acc = NAN;
   if (rs->dist) return eval_sets_dist(rs, test, es);
-  if (fo->validation)
-    CLT_TRY(eval_set(rs, fo->validation, &es->val_loss, &es->val_acc));
-  if (test) CLT_TRY(eval_set(rs, test, &es->test_loss, &es->test_acc));
+  clt_metrics m_eval;
+  if (fo->validation) {
+    CLT_TRY(eval_set(rs, fo->validation, &m_eval));
+    es->val_loss = m_eval.loss;
+    es->val_acc = m_eval.accuracy;
+  }
+  if (test) {
+    CLT_TRY(eval_set(rs, test, &m_eval));
+    es->test_loss = m_eval.loss;
+    es->test_acc = m_eval.accuracy;
+  }
   return CLT_OK;
 }
 
