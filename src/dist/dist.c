@@ -339,8 +339,9 @@ clt_status clt_dist_sync_params(clt_dist *d, clt_graph *g) {
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "sharing the weights: the graph is not attached");
   /* The download waits for the queue, so for any upload still reading
-   * d->host too. */
-  CLT_TRY(clt_tensor_download(g->params, d->host));
+   * d->host too. A rank whose download fails must not leave the others
+   * waiting in the broadcast: they agree first. */
+  CLT_TRY(clt_dist_agree(d, g->ctx, clt_tensor_download(g->params, d->host)));
   MPI_TRY(g->ctx,
           MPI_Bcast(d->host, (int)g->param_count, MPI_FLOAT, 0, d->comm),
           "broadcasting the weights");
