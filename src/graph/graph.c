@@ -608,18 +608,26 @@ static clt_status plan_buffers(clt_graph *g) {
   return clt_graph_plan_place(g);
 }
 
+clt_status clt_graph_env_switch(clt_graph *g, const char *name,
+                                const char *meaning, int *on) {
+  const char *v = getenv(name);
+  *on = -1;
+  if (!v || !*v) return CLT_OK;
+  if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s=%s: expected 0 or 1 (%s)", name, v, meaning);
+  *on = v[0] == '1';
+  return CLT_OK;
+}
+
 /* CLT_FUSE: 1 (default) or 0 (every layer runs on its own: for comparing
  * and for finding a fault). */
 static clt_status fusion_wanted(clt_graph *g, bool *on) {
-  const char *v = getenv("CLT_FUSE");
-  *on = true;
-  if (!v || !*v || !strcmp(v, "1")) return CLT_OK;
-  if (!strcmp(v, "0")) {
-    *on = false;
-    return CLT_OK;
-  }
-  return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                      "CLT_FUSE=%s: expected 0 or 1", v);
+  int v;
+  CLT_TRY(clt_graph_env_switch(g, "CLT_FUSE", "0: every layer on its own",
+                               &v));
+  *on = v != 0;
+  return CLT_OK;
 }
 
 /* A ReLU whose input is a node that can apply it (conv2d, dense) and that

@@ -302,6 +302,11 @@ clt_status clt_graph_workspace_keep(clt_graph *g, const clt_graph_node *n,
 
 /* Plans the outputs and gradients of every node (graph/memplan.c). */
 clt_status clt_graph_plan_node_buffers(clt_graph *g);
+/* A 0/1 switch from the environment variable name: *on -1 where it is
+ * unset or empty; any other value is refused, naming it and saying what
+ * (meaning) the switch does. */
+clt_status clt_graph_env_switch(clt_graph *g, const char *name,
+                                const char *meaning, int *on);
 
 /* Places every request of the current round in shared device buffers and
  * hands out the views, then starts the next round. */

@@ -113,9 +113,10 @@ static clt_graph_node *owner_of(clt_graph *g, clt_graph_node *n) {
 /* Whether mixed precision holds node i's output in fp16 between its last
  * consumer's forward and that consumer's backward: only where some step
  * lies between the two (the f32 forward window [i, c] and backward window
- * [2N-1-c, 2N-1-i] are then apart) and the output is rounded anyway. */
+ * [2N-1-c, 2N-1-i] are then apart) and the output is rounded anyway
+ * (save_f16 is set under mixed precision only). */
 static bool saves_half(const clt_graph *g, const clt_graph_node *n, int c) {
-  return g->precision == CLT_PRECISION_MIXED && g->save_f16 && c > n->index &&
+  return g->save_f16 && c > n->index &&
          step_forward(g, c) + 1 < step_backward(g, c) &&
          n->index != g->input_node && !n->is_loss;
 }
@@ -132,14 +133,11 @@ static clt_status decide_save_f16(clt_graph *g) {
     g->save_f16 = g->save_f16_option == 1;
     return CLT_OK;
   }
-  const char *v = getenv("CLT_SAVE_F16");
-  if (v && *v) {
-    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                          "CLT_SAVE_F16=%s: expected 0 (saved outputs in "
-                          "f32) or 1 (in fp16)",
-                          v);
-    g->save_f16 = v[0] == '1';
+  int env;
+  CLT_TRY(clt_graph_env_switch(g, "CLT_SAVE_F16",
+                               "saved outputs in f32 or in fp16", &env));
+  if (env >= 0) {
+    g->save_f16 = env == 1;
     return CLT_OK;
   }
   double bytes = 0.0;

@@ -40,23 +40,25 @@ static clt_status add_configure(clt_graph *g, clt_graph_node *n,
 }
 
 /* A ReLU fused after the sum (clt_graph_node.fused_relu): two inputs in
- * one kernel; more, the ReLU in place after the last (a ReLU of a value
- * already rounded to fp16 is that value or 0: the same bits). */
+ * one kernel; more, the ReLU in place after the last (max(v, 0) rounded
+ * is v rounded, or 0: the bits of the ReLU layer after a rounded sum). */
 static clt_status add_forward(clt_graph *g, clt_graph_node *n) {
   int64_t count = g->batch * n->size;
   const clt_round16 *round = clt_graph_out_round(g, n);
   if (n->n_inputs == 2 && n->fused_relu)
     return clt_add_relu_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
                                 clt_graph_in(g, n, 1)->out, count, round);
-  /* The last kernel rounds the sum (mixed precision). */
+  /* The last kernel rounds the sum (mixed precision): the ReLU's, where
+   * there is one. */
+  const clt_round16 *sum_round = n->fused_relu ? NULL : round;
   bool two = n->n_inputs == 2;
   CLT_TRY(clt_add_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
                           clt_graph_in(g, n, 1)->out, count, false,
-                          two ? round : NULL));
+                          two ? sum_round : NULL));
   for (int i = 2; i < n->n_inputs; i++)
     CLT_TRY(clt_scale_forward(g->ctx, n->out, clt_graph_in(g, n, i)->out,
                               count, 1.0f, true,
-                              i == n->n_inputs - 1 ? round : NULL));
+                              i == n->n_inputs - 1 ? sum_round : NULL));
   if (n->fused_relu)
     CLT_TRY(clt_activation_forward(g->ctx, n->out, n->out, count,
                                    CLT_ACT_RELU, 0.0f, round));
