@@ -20,7 +20,8 @@
  * $OUT set, the PTX before and after the patch is written there. On a
  * device that is not NVIDIA's it says so and stops (exit 0): there is
  * nothing to probe. Exit 1: an OpenCL call failed; the routes' own
- * failures are results, printed, not errors. */
+ * failures are results, printed, not errors. `ptx_probe --emulate`
+ * checks the probe's own layouts on any device (emulate() below). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
