@@ -189,6 +189,9 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
 #ifndef MMA_STAGES
 #define MMA_STAGES 0
 #endif
+#ifndef MMA_WGMMA
+#define MMA_WGMMA 0
+#endif
 #if MMA_STAGES > 0
 #ifndef CLT_MMA_ASYNC
 #define CLT_MMA_ASYNC 0
@@ -236,6 +239,8 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
   for (int j = ty; j < 32; j += 8)
     vstore_half_rte(tile[j][tx], (long)(r0 + j) * cols_p + c0 + tx, dst);
 }
+
+#if !MMA_WGMMA
 
 /* Where chunk c (16 bytes) of row r of a k-block sits, in uint4s. */
 #define MMA_CHUNK(r, c) ((r) * 4 + ((c) ^ (((r) >> 1) & 3)))
@@ -456,4 +461,285 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
         *out = beta == 0.0f ? v : v + beta * *out;
       }
 }
+#endif /* !MMA_WGMMA */
 #endif /* MMA_STAGES > 0 */
+
+/* ---- the warpgroup form: Hopper's wgmma on packed operands ----------------
+ *
+ * -DMMA_WGMMA=1 (with MMA_STAGES, MMA_BM, MMA_BN and the MMA_WG_ options
+ * below): gemm_wgmma multiplies mma_pack's operands as gemm_mma_staged
+ * does, but with wgmma.mma_async (sm_90a): each warpgroup of 128
+ * work-items owns 64 rows of the tile and multiplies them by MMA_WG_N
+ * columns of B at a time, both operands read by the tensor cores straight
+ * from local memory through descriptors (no fragments in registers), the
+ * product running while the next k-block's copies are issued.
+ *
+ * NVIDIA's OpenCL compiler builds for sm_90, where wgmma does not exist,
+ * so with CLT_MMA_PTX=1 the kernel is built with placeholders ("// CLT_WG
+ * ..." comments in inline assembly, which name the registers the compiler
+ * gave their operands), and src/ops/wgmma_ptx.c replaces them in the
+ * program's PTX by the instructions and its target by sm_90a before the
+ * driver builds it again (src/runtime/program.c). With CLT_MMA_PTX=0 the
+ * instruction is done in OpenCL C by each work-item from the descriptors'
+ * strides (as the PTX ISA lays the operands and accumulators out), for
+ * every other line of the kernel to be checked on any device.
+ *
+ *   MMA_WG_N     the instruction's n: 64, 128 or 256 (MMA_BN a multiple)
+ *   MMA_WG_BK    the k-block: 16 or 32 halves a row
+ *   MMA_WG_DEPTH 0: each k-block's products finished before the next is
+ *                started; 1: one k-block's products left running
+ *
+ * Local memory holds a k-block as 8 x 8 "core matrices" of halves (8 rows
+ * of 16 bytes, 128 contiguous bytes): the one of rows 8 i.. and k 8 j.. at
+ * (i * MMA_WG_BK / 8 + j) * 128 bytes, A's rows then B's (the layout
+ * without swizzle: the descriptor's leading byte offset, 128, steps along
+ * k, its stride byte offset, MMA_WG_BK * 16, along the rows). */
+#if MMA_WGMMA
+#ifndef MMA_WG_N
+#define MMA_WG_N 128
+#endif
+#ifndef MMA_WG_BK
+#define MMA_WG_BK 32
+#endif
+#ifndef MMA_WG_DEPTH
+#define MMA_WG_DEPTH 0
+#endif
+#define WG_THREADS (MMA_BM / 64 * 128)
+#define WG_KC (MMA_WG_BK / 8)          /* 16-byte chunks a row of a block */
+#define WG_NI (MMA_BN / MMA_WG_N)      /* instructions a k-step, each warpgroup */
+#define WG_ACC (MMA_WG_N / 2)          /* accumulators an instruction, each item */
+#define WG_STAGE ((MMA_BM + MMA_BN) * WG_KC) /* uint4s a k-block */
+#define WG_CHUNKS (WG_STAGE / WG_THREADS)
+/* k-blocks copied ahead of the one multiplied */
+#define WG_AHEAD (MMA_STAGES - 1 - MMA_WG_DEPTH)
+#if MMA_BM % 64 || MMA_BN % MMA_WG_N || WG_STAGE % WG_THREADS ||             \
+    WG_AHEAD < 1 || MMA_WG_BK % 16 || MMA_WG_DEPTH < 0 || MMA_WG_DEPTH > 1
+#error "gemm_wgmma: MMA_BM a multiple of 64, MMA_BN of MMA_WG_N, one k-block ahead at least"
+#endif
+
+/* The descriptor of the operand whose first core matrix is at p. */
+static ulong wg_desc(__local const uint4 *p) {
+  uint addr = (uint)(ulong)p;
+  return (ulong)((addr & 0x3ffff) >> 4) | ((ulong)(128 >> 4) << 16) |
+         ((ulong)((MMA_WG_BK * 16) >> 4) << 32);
+}
+
+/* Core matrix (i, j) holds rows 8 i .. 8 i + 7 and chunk j of each: chunk e
+ * of a k-block (copied by consecutive work-items, so that consecutive
+ * items write consecutive addresses) is row WG_ROW(e), chunk WG_COL(e). */
+#define WG_ROW(e) ((e) / (8 * WG_KC) * 8 + (e) % 8)
+#define WG_COL(e) ((e) / 8 % WG_KC)
+#define WG_SRC(e, kb)                                                          \
+  (WG_ROW(e) < MMA_BM                                                          \
+       ? pa + (long)WG_ROW(e) * kq + (kb) * WG_KC + WG_COL(e)                 \
+       : pb + (long)(WG_ROW(e) - MMA_BM) * kq + (kb) * WG_KC + WG_COL(e))
+
+/* The accumulators as operands of the placeholders. */
+#define WG_F4(a, i) "+f"(a[i]), "+f"(a[i + 1]), "+f"(a[i + 2]), "+f"(a[i + 3])
+#define WG_F16(a, i)                                                           \
+  WG_F4(a, i), WG_F4(a, i + 4), WG_F4(a, i + 8), WG_F4(a, i + 12)
+#define WG_F32(a, i) WG_F16(a, i), WG_F16(a, i + 16)
+#define WG_F64(a, i) WG_F32(a, i), WG_F32(a, i + 32)
+#define WG_F128(a, i) WG_F64(a, i), WG_F64(a, i + 64)
+/* "%0 %1 ...": the operands a placeholder names, in tens. */
+#define WG_UNITS " %0 %1 %2 %3 %4 %5 %6 %7 %8 %9"
+#define WG_TEN(d)                                                              \
+  " %" #d "0 %" #d "1 %" #d "2 %" #d "3 %" #d "4 %" #d "5 %" #d "6 %" #d     \
+  "7 %" #d "8 %" #d "9"
+#if MMA_WG_N == 64
+#define WG_FACC(a) WG_F32(a, 0)
+#define WG_NAMES WG_UNITS WG_TEN(1) WG_TEN(2) " %30 %31 %32 %33"
+#elif MMA_WG_N == 128
+#define WG_FACC(a) WG_F64(a, 0)
+#define WG_NAMES                                                               \
+  WG_UNITS WG_TEN(1) WG_TEN(2) WG_TEN(3) WG_TEN(4) WG_TEN(5)                   \
+      " %60 %61 %62 %63 %64 %65"
+#elif MMA_WG_N == 256
+#define WG_FACC(a) WG_F128(a, 0)
+#define WG_NAMES                                                               \
+  WG_UNITS WG_TEN(1) WG_TEN(2) WG_TEN(3) WG_TEN(4) WG_TEN(5) WG_TEN(6)         \
+      WG_TEN(7) WG_TEN(8) WG_TEN(9) WG_TEN(10) WG_TEN(11) WG_TEN(12)
+#else
+#error "MMA_WG_N: 64, 128 or 256"
+#endif
+#define WG_STR2(x) #x
+#define WG_STR(x) WG_STR2(x)
+
+#if CLT_MMA_PTX
+/* Placeholders, replaced in the PTX (src/ops/wgmma_ptx.c):
+ *   mma N  acc... da db   wgmma.mma_async m64nNk16, D += A B (the mov
+ *                         after it goes too)
+ *   hold                  nothing: ties the accumulators to its place, so
+ *                         that the compiler moves no use of them across
+ *                         the asynchronous product
+ *   arrive / commit / wait D / proxy   wgmma.fence, wgmma.commit_group,
+ *                         wgmma.wait_group D, fence.proxy.async */
+#define WG_MMA(acc, sa, sb)                                                    \
+  MMA_ASM("// CLT_WG mma " WG_STR(MMA_WG_N) WG_NAMES "\n\tmov.f32 %0, %0;"     \
+          : WG_FACC(acc)                                                       \
+          : "l"(wg_desc(sa)), "l"(wg_desc(sb))                                 \
+          : "memory")
+#define WG_HOLD(acc) MMA_ASM("// CLT_WG hold" : WG_FACC(acc)::"memory")
+#define WG_ARRIVE() MMA_ASM("// CLT_WG arrive" ::: "memory")
+#define WG_COMMIT() MMA_ASM("// CLT_WG commit" ::: "memory")
+#define WG_WAIT(d) MMA_ASM("// CLT_WG wait " #d ::: "memory")
+#define WG_PROXY() MMA_ASM("// CLT_WG proxy" ::: "memory")
+#define WG_COPY(dst, src)                                                      \
+  MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
+              (uint)(ulong)(dst)),                                             \
+          "l"((ulong)(src))                                                    \
+          : "memory")
+#define WG_COPY_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#define WG_COPY_WAIT()                                                         \
+  MMA_ASM("cp.async.wait_group " WG_STR(WG_AHEAD_LESS1) ";" ::: "memory")
+#if WG_AHEAD == 1
+#define WG_AHEAD_LESS1 0
+#elif WG_AHEAD == 2
+#define WG_AHEAD_LESS1 1
+#elif WG_AHEAD == 3
+#define WG_AHEAD_LESS1 2
+#elif WG_AHEAD == 4
+#define WG_AHEAD_LESS1 3
+#elif WG_AHEAD == 5
+#define WG_AHEAD_LESS1 4
+#else
+#error "gemm_wgmma: 1 to 5 k-blocks ahead"
+#endif
+#else
+/* The instruction in OpenCL C: item t of the warpgroup (lane l of warp w)
+ * holds D[16 w + l / 4 + 8 ((i >> 1) & 1)][8 (i >> 2) + 2 (l % 4) + (i & 1)]
+ * in acc[i]; A's row r, k kk at (r / 8) SBO + (kk / 8) LBO + (r % 8) 16 +
+ * (kk % 8) 2 bytes from its start, B's column likewise, the strides read
+ * back from the descriptors. */
+static void wg_mma_emulated(float *acc, __local const uint4 *sa,
+                            __local const uint4 *sb, int t) {
+  ulong da = wg_desc(sa), db = wg_desc(sb);
+  uint lbo_a = (uint)((da >> 16) & 0x3fff) << 4,
+       sbo_a = (uint)((da >> 32) & 0x3fff) << 4;
+  uint lbo_b = (uint)((db >> 16) & 0x3fff) << 4,
+       sbo_b = (uint)((db >> 32) & 0x3fff) << 4;
+  __local const half *ha = (__local const half *)sa,
+                     *hb = (__local const half *)sb;
+  int w = t / 32, l = t % 32;
+  for (int i = 0; i < WG_ACC; i++) {
+    int r = 16 * w + l / 4 + 8 * ((i >> 1) & 1);
+    int c = 8 * (i >> 2) + 2 * (l % 4) + (i & 1);
+    float s = 0.0f;
+    for (int kk = 0; kk < 16; kk++)
+      s += vload_half(((r / 8) * sbo_a + (kk / 8) * lbo_a + (r % 8) * 16 +
+                       (kk % 8) * 2) / 2, ha) *
+           vload_half(((c / 8) * sbo_b + (kk / 8) * lbo_b + (c % 8) * 16 +
+                       (kk % 8) * 2) / 2, hb);
+    acc[i] += s;
+  }
+}
+#define WG_MMA(acc, sa, sb) wg_mma_emulated(acc, sa, sb, t)
+#define WG_HOLD(acc)
+#define WG_ARRIVE()
+#define WG_COMMIT()
+#define WG_WAIT(d)
+#define WG_PROXY()
+#define WG_COPY(dst, src) (*(dst) = *(src))
+#define WG_COPY_COMMIT()
+#define WG_COPY_WAIT()
+#endif
+
+/* C = alpha A B^T + beta C on packed operands: the arguments of
+ * gemm_mma_staged. */
+__kernel __attribute__((reqd_work_group_size(WG_THREADS, 1, 1))) void
+gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
+           int a_off, long a_stride, __global const uint4 *b, int b_off,
+           long b_stride, float beta, __global float *c, int c_off, int ldc,
+           int stride_c) {
+  __local uint4 ring[MMA_STAGES * WG_STAGE];
+  int lid = get_local_id(0), wg = lid / 128, t = lid % 128;
+  int m0 = get_group_id(1) * MMA_BM, n0 = get_group_id(0) * MMA_BN;
+  long batch = get_group_id(2);
+  /* the offsets count f32 words, multiples of 4 */
+  __global const uint4 *pa = a + a_off / 4 + batch * a_stride + (long)m0 * kq;
+  __global const uint4 *pb = b + b_off / 4 + batch * b_stride + (long)n0 * kq;
+  c += c_off + batch * stride_c;
+  int blocks = kq / WG_KC;
+
+  float acc[WG_NI][WG_ACC];
+#pragma unroll
+  for (int j = 0; j < WG_NI; j++)
+#pragma unroll
+    for (int i = 0; i < WG_ACC; i++) acc[j][i] = 0.0f;
+
+  /* The first WG_AHEAD blocks, a copy group each. */
+  for (int s = 0; s < WG_AHEAD; s++) {
+    if (s < blocks) {
+#pragma unroll
+      for (int i = 0; i < WG_CHUNKS; i++) {
+        int e = lid + i * WG_THREADS;
+        WG_COPY(ring + s * WG_STAGE + e, WG_SRC(e, s));
+      }
+    }
+    WG_COPY_COMMIT();
+  }
+
+  for (int kb = 0; kb < blocks; kb++) {
+    WG_COPY_WAIT(); /* this item's copies of block kb have landed */
+    WG_PROXY();     /* and are visible to the tensor cores' reads */
+    /* Everyone's copies of block kb have landed, and everyone's products
+     * of block kb - 1 - DEPTH are done: its stage takes the next block. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int next = kb + WG_AHEAD;
+    if (next < blocks) {
+      __local uint4 *to = ring + (next % MMA_STAGES) * WG_STAGE;
+#pragma unroll
+      for (int i = 0; i < WG_CHUNKS; i++) {
+        int e = lid + i * WG_THREADS;
+        WG_COPY(to + e, WG_SRC(e, next));
+      }
+    }
+    WG_COPY_COMMIT(); /* empty past the end: the wait above counts groups */
+    __local const uint4 *sa = ring + (kb % MMA_STAGES) * WG_STAGE +
+                              wg * 64 * WG_KC;
+    __local const uint4 *sb = ring + (kb % MMA_STAGES) * WG_STAGE +
+                              MMA_BM * WG_KC;
+#pragma unroll
+    for (int j = 0; j < WG_NI; j++) WG_HOLD(acc[j]);
+    WG_ARRIVE();
+#if CLT_MMA_PTX
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+    for (int ks = 0; ks < MMA_WG_BK / 16; ks++)
+#if CLT_MMA_PTX
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+      for (int j = 0; j < WG_NI; j++)
+        /* two core matrices along k a step; instruction j's columns */
+        WG_MMA(acc[j], sa + ks * 16, sb + j * MMA_WG_N * WG_KC + ks * 16);
+    WG_COMMIT();
+#if MMA_WG_DEPTH == 1
+    WG_WAIT(1);
+#else
+    WG_WAIT(0);
+#endif
+#pragma unroll
+    for (int j = 0; j < WG_NI; j++) WG_HOLD(acc[j]);
+  }
+  WG_WAIT(0);
+#pragma unroll
+  for (int j = 0; j < WG_NI; j++) WG_HOLD(acc[j]);
+
+  int r0 = m0 + wg * 64 + 16 * (t / 32) + (t % 32) / 4;
+#pragma unroll
+  for (int j = 0; j < WG_NI; j++)
+#pragma unroll
+    for (int i = 0; i < WG_ACC; i++) {
+      int row = r0 + 8 * ((i >> 1) & 1);
+      int col = n0 + j * MMA_WG_N + 8 * (i >> 2) + 2 * (t % 4) + (i & 1);
+      if (row >= m || col >= n) continue;
+      __global float *out = c + (long)row * ldc + col;
+      float v = alpha * acc[j][i];
+      *out = beta == 0.0f ? v : v + beta * *out;
+    }
+}
+#endif /* MMA_WGMMA */

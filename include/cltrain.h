@@ -322,9 +322,10 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx, clt_fp16_route *route,
  * measured plans choose between, and their names ("64x64", ...; those
  * named "... ring" pack A and B as fp16 first, then run through a ring of
  * k-blocks in local memory, "... ldm" loading the tensor cores' operands
- * with ldmatrix where the ring is copied by cp.async: README "Mixed
- * precision"). */
-#define CLT_FP16_CONFIGS 9
+ * with ldmatrix where the ring is copied by cp.async, "... wgmma" Hopper's
+ * warpgroup instructions on the packed operands, usable on compute
+ * capability 9.0 only: README "Mixed precision"). */
+#define CLT_FP16_CONFIGS 15
 CLT_API const char *clt_fp16_config_name(int config);
 /* How tile configuration `config` runs on ctx's device, a line for
  * people into buf: "a ring of 3 k-blocks, copied by cp.async", "not

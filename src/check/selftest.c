@@ -98,6 +98,32 @@ static clt_status st_mma_8(clt_context *ctx, double *e) {
   return clt_check_gemm_mma(ctx, 8, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
                             0.5f, 1.0f, 2, e);
 }
+/* The warpgroup (wgmma) configurations: the same paths, sizes that cut
+ * their 64-row slices, their instructions' columns and k-blocks of 16. */
+static clt_status st_mma_9(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 9, CLT_NO_TRANS, CLT_NO_TRANS, 33, 17, 65,
+                            1.0f, 0.0f, 1, e);
+}
+static clt_status st_mma_10(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 10, CLT_NO_TRANS, CLT_TRANS, 150, 70, 129,
+                            1.0f, 0.0f, 3, e);
+}
+static clt_status st_mma_11(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 11, CLT_TRANS, CLT_NO_TRANS, 131, 260, 47,
+                            0.5f, 1.0f, 1, e);
+}
+static clt_status st_mma_12(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 12, CLT_TRANS, CLT_TRANS, 70, 150, 129,
+                            1.0f, 0.0f, 2, e);
+}
+static clt_status st_mma_13(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 13, CLT_NO_TRANS, CLT_NO_TRANS, 131, 260, 47,
+                            1.0f, 0.0f, 1, e);
+}
+static clt_status st_mma_14(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 14, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
+                            0.5f, 1.0f, 2, e);
+}
 
 static clt_status st_add(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 1001, false, 0, e);
@@ -367,6 +393,14 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 64x128 ring ldm tt 2x70x150x129", st_mma_6, 1e-5, true},
     {"gemm fp16 128x128 ring ldm nn 131x260x47", st_mma_7, 1e-5, true},
     {"gemm fp16 128x256 ring ldm nt 2x150x300x129 beta=1", st_mma_8, 1e-5,
+     true},
+    {"gemm fp16 64x128 wgmma nn 33x17x65", st_mma_9, 1e-5, true},
+    {"gemm fp16 128x128 wgmma nt 3x150x70x129", st_mma_10, 1e-5, true},
+    {"gemm fp16 128x128 wgmma k16 tn 131x260x47 beta=1", st_mma_11, 1e-5,
+     true},
+    {"gemm fp16 128x128 wgmma n64 tt 2x70x150x129", st_mma_12, 1e-5, true},
+    {"gemm fp16 64x256 wgmma k16 nn 131x260x47", st_mma_13, 1e-5, true},
+    {"gemm fp16 128x256 wgmma k16 nt 2x150x300x129 beta=1", st_mma_14, 1e-5,
      true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},

@@ -9,27 +9,46 @@
 
 #include "common/rng.h"
 #include "ops/gemm_tuning.h"
+#include "ops/wgmma_ptx.h"
 
 /* The block's tile of C and its warps (cl/mma.cl's MMA_BM, MMA_BN, MMA_WM,
  * MMA_WN): small tiles for the small products of split-K and narrow
  * layers, larger ones for wide products. stages > 0: the staged form
  * (gemm_mma_staged, its operands packed first) with a ring of up to that
- * many k-blocks, fewer where the device's local memory is smaller. */
+ * many k-blocks, fewer where the device's local memory is smaller.
+ * wg_n > 0: the warpgroup form (gemm_wgmma, Hopper only: a warpgroup of
+ * 128 work-items a 64-row slice of the tile; wm and wn only build the
+ * program's other kernels) with
+ * instructions m64 x wg_n x 16, k-blocks of wg_bk, `depth` k-blocks'
+ * products left running while the next starts. */
 static const struct {
   const char *name;
   int bm, bn, wm, wn, stages;
   bool ldm; /* fragments by ldmatrix where the ring travels by cp.async */
+  int wg_n, wg_bk, depth;
 } configs[CLT_FP16_CONFIGS] = {
-    {"64x64", 64, 64, 2, 2, 0, false},
-    {"128x64", 128, 64, 2, 2, 0, false},
-    {"128x128", 128, 128, 2, 4, 0, false},
-    {"64x128 ring", 64, 128, 2, 2, 3, false},
-    {"128x128 ring", 128, 128, 2, 2, 3, false},
-    {"128x128x8 ring", 128, 128, 2, 4, 3, false},
-    {"64x128 ring ldm", 64, 128, 2, 2, 3, true},
-    {"128x128 ring ldm", 128, 128, 2, 2, 3, true},
-    {"128x256 ring ldm", 128, 256, 2, 4, 3, true},
+    {"64x64", 64, 64, 2, 2, 0, false, 0, 0, 0},
+    {"128x64", 128, 64, 2, 2, 0, false, 0, 0, 0},
+    {"128x128", 128, 128, 2, 4, 0, false, 0, 0, 0},
+    {"64x128 ring", 64, 128, 2, 2, 3, false, 0, 0, 0},
+    {"128x128 ring", 128, 128, 2, 2, 3, false, 0, 0, 0},
+    {"128x128x8 ring", 128, 128, 2, 4, 3, false, 0, 0, 0},
+    {"64x128 ring ldm", 64, 128, 2, 2, 3, true, 0, 0, 0},
+    {"128x128 ring ldm", 128, 128, 2, 2, 3, true, 0, 0, 0},
+    {"128x256 ring ldm", 128, 256, 2, 4, 3, true, 0, 0, 0},
+    {"64x128 wgmma", 64, 128, 2, 2, 4, false, 128, 32, 1},
+    {"128x128 wgmma", 128, 128, 2, 2, 3, false, 128, 32, 0},
+    {"128x128 wgmma k16", 128, 128, 2, 2, 6, false, 128, 16, 1},
+    {"128x128 wgmma n64", 128, 128, 2, 2, 3, false, 64, 32, 0},
+    {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1},
+    {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1},
 };
+
+/* Work-items a block of configuration i. */
+static int config_threads(int i) {
+  return configs[i].wg_n ? configs[i].bm / 64 * 128
+                         : configs[i].wm * configs[i].wn * 32;
+}
 
 /* A k-block of the staged form: 32 halves a row of A and B. */
 #define RING_ROW_BYTES 64
@@ -48,6 +67,8 @@ typedef struct clt_mma_state {
   bool failed[CLT_FP16_CONFIGS];     /* a staged form that did not build */
   char failed_why[CLT_FP16_CONFIGS][256];
   clt_tensor *packed; /* the staged form's fp16 operands, grown on demand */
+  int wgmma;          /* 0 not asked yet, 1 yes, 2 no (why in wgmma_why) */
+  char wgmma_why[160];
 } clt_mma_state;
 
 CLT_API const char *clt_fp16_config_name(int config) {
@@ -70,6 +91,9 @@ static void state_free(void *p) {
 /* The local memory configuration i needs with `stages` k-blocks in its
  * ring (the staged form; the emulated instruction's scratch included). */
 static uint64_t ring_bytes(const clt_mma_state *st, int i, int stages) {
+  if (configs[i].wg_n)
+    return (uint64_t)stages * (configs[i].bm + configs[i].bn) *
+           configs[i].wg_bk * 2;
   uint64_t scratch = st->route == CLT_FP16_MMA_PTX
                          ? 0
                          : (uint64_t)configs[i].wm * configs[i].wn * 32 * 6 * 4;
@@ -81,9 +105,39 @@ static uint64_t ring_bytes(const clt_mma_state *st, int i, int stages) {
  * configuration asks that fit its local memory; 0 where two do not. */
 static int ring_stages(const clt_context *ctx, const clt_mma_state *st,
                        int i) {
-  for (int s = configs[i].stages; s >= 2; s--)
+  /* the warpgroup form copies stages - 1 - depth blocks ahead, one at least */
+  for (int s = configs[i].stages; s >= 2 + configs[i].depth; s--)
     if (ring_bytes(st, i, s) <= ctx->info.local_mem_bytes) return s;
   return 0;
+}
+
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+
+/* Whether the warpgroup form can run here: emulated anywhere; as PTX only
+ * on compute capability 9.0 (sm_90a, the one target with wgmma). */
+static bool wgmma_allowed(const clt_context *ctx, clt_mma_state *st) {
+  if (st->wgmma == 0) {
+    cl_uint major = 0, minor = 0;
+    st->wgmma = 1;
+    if (st->route == CLT_FP16_MMA_PTX &&
+        (clGetDeviceInfo(ctx->device, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV,
+                         sizeof major, &major, NULL) != CL_SUCCESS ||
+         clGetDeviceInfo(ctx->device, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV,
+                         sizeof minor, &minor, NULL) != CL_SUCCESS)) {
+      st->wgmma = 2;
+      snprintf(st->wgmma_why, sizeof st->wgmma_why,
+               "wgmma needs an NVIDIA GPU of compute capability 9.0, and "
+               "this device reports none");
+    } else if (st->route == CLT_FP16_MMA_PTX && (major != 9 || minor != 0)) {
+      st->wgmma = 2;
+      snprintf(st->wgmma_why, sizeof st->wgmma_why,
+               "wgmma needs compute capability 9.0 (sm_90a), this device "
+               "has %u.%u",
+               (unsigned)major, (unsigned)minor);
+    }
+  }
+  return st->wgmma == 1;
 }
 
 bool clt_fp16_config_usable(clt_context *ctx, int config) {
@@ -92,8 +146,9 @@ bool clt_fp16_config_usable(clt_context *ctx, int config) {
       clt_fp16_route_get(ctx, &route, NULL) != CLT_OK ||
       route == CLT_FP16_SGEMM)
     return false;
-  const clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
+  clt_mma_state *st = clt_gemm_state_get(ctx)->mma;
   return !st->failed[config] &&
+         (!configs[config].wg_n || wgmma_allowed(ctx, st)) &&
          (configs[config].stages == 0 || ring_stages(ctx, st, config) > 0);
 }
 
@@ -112,6 +167,16 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
     snprintf(buf, len, "not usable: %s", st->failed_why[config]);
   else if (!st->kernels[config])
     snprintf(buf, len, "not built yet");
+  else if (configs[config].wg_n)
+    snprintf(buf, len,
+             "wgmma m64n%dk16%s from a ring of %d k-blocks of %d, copied by "
+             "%s, %s",
+             configs[config].wg_n,
+             st->route == CLT_FP16_MMA_PTX ? "" : " (emulated)",
+             ring_stages(ctx, st, config), configs[config].wg_bk,
+             st->async[config] ? "cp.async" : "registers",
+             configs[config].depth ? "one block's products left running"
+                                   : "each block's products finished first");
   else
     snprintf(buf, len, "a ring of %d k-blocks, copied by %s%s",
              ring_stages(ctx, st, config),
@@ -123,16 +188,27 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
 
 static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
                             int stages, int async) {
-  char extra[200];
-  snprintf(extra, sizeof extra,
-           "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
-           "-DMMA_WM=%d -DMMA_WN=%d -DMMA_STAGES=%d -DCLT_MMA_ASYNC=%d "
-           "-DCLT_MMA_LDMATRIX=%d",
-           st->route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form, configs[i].bm,
-           configs[i].bn, configs[i].wm, configs[i].wn, stages, async,
-           configs[i].ldm && async);
-  CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
-  const char *names[2] = {stages > 0 ? "gemm_mma_staged" : "gemm_mma",
+  char extra[300];
+  int n = snprintf(extra, sizeof extra,
+                   "-DCLT_MMA_PTX=%d -DCLT_MMA_ASM=%d -DMMA_BM=%d -DMMA_BN=%d "
+                   "-DMMA_WM=%d -DMMA_WN=%d -DMMA_STAGES=%d -DCLT_MMA_ASYNC=%d "
+                   "-DCLT_MMA_LDMATRIX=%d",
+                   st->route == CLT_FP16_MMA_PTX ? 1 : 0, st->asm_form,
+                   configs[i].bm, configs[i].bn, configs[i].wm, configs[i].wn,
+                   stages, async, configs[i].ldm && async);
+  bool wg = configs[i].wg_n > 0;
+  if (wg)
+    snprintf(extra + n, sizeof extra - (size_t)n,
+             " -DMMA_WGMMA=1 -DMMA_WG_N=%d -DMMA_WG_BK=%d -DMMA_WG_DEPTH=%d",
+             configs[i].wg_n, configs[i].wg_bk, configs[i].depth);
+  if (wg && st->route == CLT_FP16_MMA_PTX)
+    CLT_TRY(clt_program_build_patched(ctx, "mma", extra, CLT_WGMMA_PATCH_TAG,
+                                      clt_wgmma_patch_ptx, &st->programs[i]));
+  else
+    CLT_TRY(clt_program_build_extra(ctx, "mma", extra, &st->programs[i]));
+  const char *names[2] = {wg           ? "gemm_wgmma"
+                          : stages > 0 ? "gemm_mma_staged"
+                                       : "gemm_mma",
                           "mma_pack"};
   cl_kernel *out[2] = {&st->kernels[i], &st->packs[i]};
   for (int j = 0; j < (stages > 0 ? 2 : 1); j++) {
@@ -154,6 +230,11 @@ static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
 static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
   if (st->kernels[i]) return CLT_OK;
   if (configs[i].stages == 0) return build_one(ctx, st, i, 0, 0);
+  if (configs[i].wg_n && !wgmma_allowed(ctx, st) && !st->failed[i]) {
+    st->failed[i] = true;
+    snprintf(st->failed_why[i], sizeof st->failed_why[i], "%s",
+             st->wgmma_why);
+  }
   int stages = ring_stages(ctx, st, i);
   if (stages == 0 && !st->failed[i]) {
     st->failed[i] = true;
@@ -163,8 +244,10 @@ static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
              (unsigned long long)ring_bytes(st, i, 2),
              (unsigned long long)ctx->info.local_mem_bytes);
   }
-  for (int async = st->route == CLT_FP16_MMA_PTX; !st->failed[i] && async >= 0;
-       async--) {
+  /* the warpgroup form has no copies through registers on the GPU */
+  int last = configs[i].wg_n && st->route == CLT_FP16_MMA_PTX ? 1 : 0;
+  for (int async = st->route == CLT_FP16_MMA_PTX;
+       !st->failed[i] && async >= last; async--) {
     clt_status s = build_one(ctx, st, i, stages, async);
     if (s == CLT_OK) return CLT_OK;
     if (st->kernels[i]) clReleaseKernel(st->kernels[i]);
@@ -173,7 +256,7 @@ static clt_status build_config(clt_context *ctx, clt_mma_state *st, int i) {
     st->kernels[i] = st->packs[i] = NULL;
     st->programs[i] = NULL;
     if (s != CLT_ERR_BUILD) return s;
-    if (async == 0) {
+    if (async == last) {
       char line[200];
       snprintf(line, sizeof line, "%s", clt_context_last_error(ctx));
       char *nl = strchr(line, '\n');
@@ -261,7 +344,7 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
                lda, stride_a, batches_a, st->packed, 0, mp, kp));
   CLT_TRY(pack(ctx, st->packs[config], tb == CLT_NO_TRANS, n, k, b, ldb,
                stride_b, batches_b, st->packed, halves_a, np, kp));
-  int threads = configs[config].wm * configs[config].wn * 32;
+  int threads = config_threads(config);
   size_t global[3] = {(size_t)(np / bn) * threads, (size_t)(mp / bm),
                       (size_t)batch};
   size_t local[3] = {(size_t)threads, 1, 1};
@@ -273,7 +356,10 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
       KI(m), KI(n), KI(kp / 8), KF(alpha), KT(&pa),
       KU(stride_a ? mp * kp / 8 : 0), KT(&pb), KU(stride_b ? np * kp / 8 : 0),
       KF(beta), KT(c), KI(ldc), KI(stride_c)};
-  return clt_kernel_run_named(ctx, st->kernels[config], "gemm_mma_staged", 3,
+  return clt_kernel_run_named(ctx, st->kernels[config],
+                              configs[config].wg_n ? "gemm_wgmma"
+                                                   : "gemm_mma_staged",
+                              3,
                               global, local, args,
                               (int)(sizeof args / sizeof args[0]));
 }

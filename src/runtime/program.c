@@ -239,6 +239,127 @@ void clt_programs_release(clt_context *ctx) {
   ctx->programs = NULL;
 }
 
+/* A program's one binary, NUL-terminated (PTX is text); NULL where the
+ * driver gives none. */
+static char *program_binary(cl_program prog, size_t *len) {
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
+                       NULL) != CL_SUCCESS ||
+      size == 0)
+    return NULL;
+  unsigned char *bin = calloc(size + 1, 1);
+  if (!bin) return NULL;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
+      CL_SUCCESS) {
+    free(bin);
+    return NULL;
+  }
+  *len = size;
+  return (char *)bin;
+}
+
+/* CLT_PTX_DUMP=DIR: a rewritten program's text before and after, as
+ * DIR/NAME-KEY[.patched].ptx (to read what the driver got; best effort). */
+static void dump_binary(const char *name, const uint8_t key[32],
+                        const char *suffix, const char *text) {
+  const char *dir = getenv("CLT_PTX_DUMP");
+  if (!dir || !*dir) return;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x%s.ptx", dir, name,
+           key[0], key[1], key[2], key[3], suffix);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static clt_status build_patched(clt_context *ctx,
+                                const clt_embedded_program *p,
+                                const char *extra, const char *tag,
+                                clt_binary_patch_fn patch, cl_program *out) {
+  char options[1024], keyed[1200];
+  build_options(ctx, extra, options, sizeof options);
+  snprintf(keyed, sizeof keyed, "%s patched:%s", options, tag);
+  uint8_t key[32];
+  clt_cache_key_parts parts = {p->source, keyed, ctx->info.name,
+                               ctx->info.driver_version,
+                               ctx->info.platform_version};
+  clt_cache_key(&parts, key);
+  bool cache_on = ctx->cache_on;
+  if (cache_on) {
+    uint8_t *bin = NULL;
+    size_t len = 0;
+    clt_cache_result r = clt_cache_load(ctx->cache_dir, key, &bin, &len);
+    if (r == CLT_CACHE_HIT) {
+      bool ok = build_from_binary(ctx, bin, len, "", out);
+      free(bin);
+      if (ok) {
+        ctx->kernel_stats.cache_hits++;
+        return CLT_OK;
+      }
+      r = CLT_CACHE_REJECTED;
+    }
+    if (r == CLT_CACHE_REJECTED) ctx->kernel_stats.cache_rejected++;
+  }
+  ctx->kernel_stats.cache_misses++;
+  cl_program first;
+  CLT_TRY(build_from_source(ctx, p->name, p->source, options, &first));
+  size_t len = 0;
+  char *bin = program_binary(first, &len);
+  clReleaseProgram(first);
+  if (!bin)
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: the driver gives no "
+                        "binary to rewrite",
+                        p->name, ctx->info.name);
+  char why[400] = "";
+  char *patched = patch(bin, why, sizeof why);
+  dump_binary(p->name, key, "", bin);
+  if (patched) dump_binary(p->name, key, ".patched", patched);
+  free(bin);
+  if (!patched)
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: rewriting its binary "
+                        "failed:\n%s",
+                        p->name, ctx->info.name, why);
+  /* the text and its NUL, as the driver gave it */
+  size_t plen = strlen(patched) + 1;
+  const unsigned char *pbin = (const unsigned char *)patched;
+  cl_int rc, bin_rc = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &plen,
+                                              &pbin, &bin_rc, &rc);
+  free(patched);
+  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS) {
+    if (prog) clReleaseProgram(prog);
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: the driver refuses the "
+                        "rewritten binary (%s)",
+                        p->name, ctx->info.name,
+                        clt_cl_error_name(rc != CL_SUCCESS ? rc : bin_rc));
+  }
+  rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
+  if (rc != CL_SUCCESS) {
+    build_failed(ctx, prog, p->name, rc);
+    clReleaseProgram(prog);
+    return CLT_ERR_BUILD;
+  }
+  if (cache_on && store_binary(ctx, prog, ctx->cache_dir, key) > 0)
+    ctx->kernel_stats.cache_stored++;
+  *out = prog;
+  return CLT_OK;
+}
+
+clt_status clt_program_build_patched(clt_context *ctx, const char *name,
+                                     const char *extra, const char *tag,
+                                     clt_binary_patch_fn patch,
+                                     cl_program *out) {
+  for (int i = 0; i < clt_embedded_program_count; i++)
+    if (strcmp(clt_embedded_programs[i].name, name) == 0)
+      return build_patched(ctx, &clt_embedded_programs[i], extra, tag, patch,
+                           out);
+  return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
+}
+
 clt_status clt_program_build_extra(clt_context *ctx, const char *name,
                                    const char *extra, cl_program *out) {
   for (int i = 0; i < clt_embedded_program_count; i++) {

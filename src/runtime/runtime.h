@@ -216,6 +216,20 @@ void clt_programs_release(clt_context *ctx);
  * build log is in the context's message (CLT_ERR_BUILD). */
 clt_status clt_program_build_extra(clt_context *ctx, const char *name,
                                    const char *extra, cl_program *out);
+/* The same with the compiled program's binary rewritten before the driver
+ * builds it: the program is built from source, its binary (PTX text on
+ * NVIDIA's driver) passed to `patch`, which returns the new binary as a
+ * string (malloc'd) or NULL with the reason in why, and that is built
+ * (clCreateProgramWithBinary) and cached, under a key that includes `tag`
+ * (the rewriting's version). A rewriting or rebuild that fails is
+ * CLT_ERR_BUILD with the reason or the driver's log. For wgmma
+ * (src/ops/wgmma_ptx.h). */
+typedef char *(*clt_binary_patch_fn)(const char *binary, char *why,
+                                     size_t why_len);
+clt_status clt_program_build_patched(clt_context *ctx, const char *name,
+                                     const char *extra, const char *tag,
+                                     clt_binary_patch_fn patch,
+                                     cl_program *out);
 /* Whether the device lists an OpenCL extension. */
 bool clt_device_has_extension(cl_device_id device, const char *name);
 
