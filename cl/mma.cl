@@ -207,37 +207,58 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
 #define MMA_ROWS (MMA_BM + MMA_BN)
 #define MMA_CHUNKS (MMA_ROWS * 4 / MMA_THREADS)
 
-/* 32 x 32 tiles through local memory, so that both the reads (along k
- * or along the rows, as stored) and the writes (along k) are coalesced.
- * dst[b][r][c] = op(src)[r][c], op(src)[r][c] = src[r ld + c] or, with
- * trans, src[c ld + r]; zero for r >= rows or c >= cols. Work-groups of
- * 32 x 8 over (cols_p, rows_p, batches). */
+/* Eight floats as halves (nearest even) in one 16-byte store. */
+static void mma_store8(float8 v, __global uint4 *p) {
+  ushort h[8];
+  vstore_half8_rte(v, 0, (__private half *)h);
+  *p = (uint4)(h[0] | (uint)h[1] << 16, h[2] | (uint)h[3] << 16,
+               h[4] | (uint)h[5] << 16, h[6] | (uint)h[7] << 16);
+}
+
+/* dst[b][r][c] = op(src)[r][c] as halves, op(src)[r][c] = src[r ld + c]
+ * or, with trans, src[c ld + r]; zero for r >= rows or c >= cols. A
+ * work-group of 32 x 8 items packs 32 rows x 64 columns, each item 8
+ * consecutive columns of a row with one 16-byte store (cols_p is a
+ * multiple of 8; rows_p of 32): without trans straight from the source
+ * (8 consecutive floats of its row); with trans through local memory, so
+ * that the reads go along the stored rows (r) and the writes along k
+ * (c), both coalesced. Over (ceil(cols_p / 64) 32, rows_p / 32 x 8,
+ * batches). */
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void
 mma_pack(int trans, int rows, int cols, __global const float *src,
-         int src_off, int ld, int stride, __global half *dst, int dst_off,
+         int src_off, int ld, int stride, __global uint4 *dst, int dst_off,
          int rows_p, int cols_p) {
-  __local float tile[32][33];
-  int tx = get_local_id(0), ty = get_local_id(1);
-  int c0 = get_group_id(0) * 32, r0 = get_group_id(1) * 32;
+  __local float tile[32][65];
+  int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 32 + tx;
+  int c0 = get_group_id(0) * 64, r0 = get_group_id(1) * 32;
   long batch = get_group_id(2);
   src += src_off + batch * stride;
-  /* dst_off counts f32 words (the buffer is an f32 tensor) */
-  dst += 2 * (long)dst_off + batch * (long)rows_p * cols_p;
-  for (int j = ty; j < 32; j += 8) {
-    /* without trans: row r0 + j, column c0 + tx; with: column c0 + j of
-     * op(src) is row c0 + j as stored, read along r0 + tx */
-    int r = trans ? r0 + tx : r0 + j, c = trans ? c0 + j : c0 + tx;
-    float v = r < rows && c < cols
-                  ? src[trans ? (long)c * ld + r : (long)r * ld + c]
-                  : 0.0f;
-    if (trans)
-      tile[tx][j] = v;
+  /* dst_off counts f32 words (the buffer is an f32 tensor), multiples of
+   * 16: uint4s of 8 halves */
+  dst += dst_off / 4 + batch * (long)rows_p * (cols_p / 8);
+  /* this item's chunk: row r0 + lid / 8, columns c .. c + 7 */
+  int row = lid / 8, c = c0 + 8 * (lid % 8);
+  float8 v = (float8)(0.0f);
+  if (trans) {
+    for (int j = ty; j < 64; j += 8) {
+      /* column c0 + j of op(src) is row c0 + j as stored, read along r */
+      int r = r0 + tx, cc = c0 + j;
+      tile[tx][j] = r < rows && cc < cols ? src[(long)cc * ld + r] : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local const float *t = &tile[row][8 * (lid % 8)];
+    v = (float8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+  } else if (r0 + row < rows) {
+    __global const float *s = src + (long)(r0 + row) * ld + c;
+    if (c + 8 <= cols)
+      v = (float8)(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]);
     else
-      tile[j][tx] = v;
+      v = (float8)(c < cols ? s[0] : 0.0f, c + 1 < cols ? s[1] : 0.0f,
+                   c + 2 < cols ? s[2] : 0.0f, c + 3 < cols ? s[3] : 0.0f,
+                   c + 4 < cols ? s[4] : 0.0f, c + 5 < cols ? s[5] : 0.0f,
+                   c + 6 < cols ? s[6] : 0.0f, c + 7 < cols ? s[7] : 0.0f);
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int j = ty; j < 32; j += 8)
-    vstore_half_rte(tile[j][tx], (long)(r0 + j) * cols_p + c0 + tx, dst);
+  if (c < cols_p) mma_store8(v, dst + ((long)(r0 + row) * cols_p + c) / 8);
 }
 
 #if !MMA_WGMMA
@@ -488,12 +509,23 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
  *   MMA_WG_BK    the k-block: 16 or 32 halves a row
  *   MMA_WG_DEPTH 0: each k-block's products finished before the next is
  *                started; 1: one k-block's products left running
+ *   MMA_WG_SWIZZLE 0: the layout without swizzle; 1: the swizzled one of
+ *                the k-block's row width (32 or 64 bytes)
+ *   MMA_WG_CTAS  n > 0: asks the compiler for registers that let n blocks
+ *                share a multiprocessor (.minnctapersm)
  *
- * Local memory holds a k-block as 8 x 8 "core matrices" of halves (8 rows
- * of 16 bytes, 128 contiguous bytes): the one of rows 8 i.. and k 8 j.. at
- * (i * MMA_WG_BK / 8 + j) * 128 bytes, A's rows then B's (the layout
- * without swizzle: the descriptor's leading byte offset, 128, steps along
- * k, its stride byte offset, MMA_WG_BK * 16, along the rows). */
+ * Local memory holds a k-block of A's rows then B's, as wgmma's operand
+ * layouts for k-major operands have it (PTX ISA, "Shared Memory Matrix
+ * Layout"). Without swizzle: 8 x 8 "core matrices" of halves (8 rows of 16
+ * bytes, 128 contiguous bytes), the one of rows 8 i.. and k 8 j.. at
+ * (i * MMA_WG_BK / 8 + j) * 128 bytes (the descriptor's leading byte
+ * offset, 128, steps along k, its stride byte offset, MMA_WG_BK * 16,
+ * along the rows). Swizzled: rows of W = 2 MMA_WG_BK bytes one after the
+ * other, the 16-byte chunk c of row r at c ^ (r >> 1) & 3 (W = 64) or
+ * c ^ (r >> 2) & 1 (W = 32): the address bits 4.. XORed with bits 7..,
+ * which spreads the 8 rows of a fragment over every bank (the stride byte
+ * offset 8 W; the ring aligned so that absolute and relative addresses
+ * swizzle alike). */
 #if MMA_WGMMA
 #ifndef MMA_WG_N
 #define MMA_WG_N 128
@@ -503,6 +535,12 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
 #endif
 #ifndef MMA_WG_DEPTH
 #define MMA_WG_DEPTH 0
+#endif
+#ifndef MMA_WG_SWIZZLE
+#define MMA_WG_SWIZZLE 0
+#endif
+#ifndef MMA_WG_CTAS
+#define MMA_WG_CTAS 0
 #endif
 #define WG_THREADS (MMA_BM / 64 * 128)
 #define WG_KC (MMA_WG_BK / 8)          /* 16-byte chunks a row of a block */
@@ -517,18 +555,44 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
 #error "gemm_wgmma: MMA_BM a multiple of 64, MMA_BN of MMA_WG_N, one k-block ahead at least"
 #endif
 
-/* The descriptor of the operand whose first core matrix is at p. */
+#if MMA_WG_SWIZZLE
+/* the descriptor's layout type: 2 the 64-byte swizzle, 3 the 32-byte one */
+#define WG_LAYOUT (MMA_WG_BK == 32 ? 2 : 3)
+#define WG_LBO 16
+#define WG_SBO (MMA_WG_BK * 16)
+#if MMA_WG_BK != 16 && MMA_WG_BK != 32
+#error "MMA_WG_SWIZZLE: k-blocks of 16 or 32"
+#endif
+#else
+#define WG_LAYOUT 0
+#define WG_LBO 128
+#define WG_SBO (MMA_WG_BK * 16)
+#endif
+
+/* The descriptor of the operand that starts at p. */
 static ulong wg_desc(__local const uint4 *p) {
   uint addr = (uint)(ulong)p;
-  return (ulong)((addr & 0x3ffff) >> 4) | ((ulong)(128 >> 4) << 16) |
-         ((ulong)((MMA_WG_BK * 16) >> 4) << 32);
+  return (ulong)((addr & 0x3ffff) >> 4) | ((ulong)(WG_LBO >> 4) << 16) |
+         ((ulong)(WG_SBO >> 4) << 32) | ((ulong)WG_LAYOUT << 62);
 }
 
-/* Core matrix (i, j) holds rows 8 i .. 8 i + 7 and chunk j of each: chunk e
- * of a k-block (copied by consecutive work-items, so that consecutive
- * items write consecutive addresses) is row WG_ROW(e), chunk WG_COL(e). */
+/* Chunk e of a k-block, copied by consecutive work-items so that they
+ * write consecutive addresses: row WG_ROW(e), chunk WG_COL(e), at uint4
+ * WG_DST(e) of the stage. */
+#if MMA_WG_SWIZZLE
+#define WG_ROW(e) ((e) / WG_KC)
+#define WG_COL(e) ((e) % WG_KC)
+#if MMA_WG_BK == 32
+#define WG_DST(e) (WG_ROW(e) * 4 + (WG_COL(e) ^ ((WG_ROW(e) >> 1) & 3)))
+#else
+#define WG_DST(e) (WG_ROW(e) * 2 + (WG_COL(e) ^ ((WG_ROW(e) >> 2) & 1)))
+#endif
+#else
+/* core matrix (i, j): rows 8 i .. 8 i + 7, chunk j of each */
 #define WG_ROW(e) ((e) / (8 * WG_KC) * 8 + (e) % 8)
 #define WG_COL(e) ((e) / 8 % WG_KC)
+#define WG_DST(e) (e)
+#endif
 #define WG_SRC(e, kb)                                                          \
   (WG_ROW(e) < MMA_BM                                                          \
        ? pa + (long)WG_ROW(e) * kq + (kb) * WG_KC + WG_COL(e)                 \
@@ -590,6 +654,7 @@ static ulong wg_desc(__local const uint4 *p) {
           "l"((ulong)(src))                                                    \
           : "memory")
 #define WG_COPY_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#define WG_CTAS() MMA_ASM("// CLT_WG ctas " WG_STR(MMA_WG_CTAS) ::: "memory")
 #define WG_COPY_WAIT()                                                         \
   MMA_ASM("cp.async.wait_group " WG_STR(WG_AHEAD_LESS1) ";" ::: "memory")
 #if WG_AHEAD == 1
@@ -608,32 +673,43 @@ static ulong wg_desc(__local const uint4 *p) {
 #else
 /* The instruction in OpenCL C: item t of the warpgroup (lane l of warp w)
  * holds D[16 w + l / 4 + 8 ((i >> 1) & 1)][8 (i >> 2) + 2 (l % 4) + (i & 1)]
- * in acc[i]; A's row r, k kk at (r / 8) SBO + (kk / 8) LBO + (r % 8) 16 +
- * (kk % 8) 2 bytes from its start, B's column likewise, the strides read
- * back from the descriptors. */
+ * in acc[i]. The operands are read as the descriptors say: their layout
+ * type and strides decoded, without swizzle row r, k kk at (r / 8) SBO +
+ * (kk / 8) LBO + (r % 8) 16 + (kk % 8) 2 bytes from the start; swizzled
+ * at (r / 8) SBO + (r % 8) W + kk 2, W = SBO / 8, with the bits 4.. of
+ * the address (from the ring's start, aligned as the swizzle's period)
+ * XORed with its bits 7... */
+static float wg_operand(ulong desc, __local const uint4 *p,
+                        __local const uint4 *ring, int r, int kk) {
+  uint lbo = (uint)((desc >> 16) & 0x3fff) << 4,
+       sbo = (uint)((desc >> 32) & 0x3fff) << 4;
+  int layout = (int)(desc >> 62);
+  uint at = (uint)(p - ring) * 16;
+  if (layout == 0)
+    at += (r / 8) * sbo + (kk / 8) * lbo + (r % 8) * 16 + (kk % 8) * 2;
+  else {
+    at += (r / 8) * sbo + (r % 8) * (sbo / 8) + kk * 2;
+    uint mask = layout == 1 ? 7 : layout == 2 ? 3 : 1;
+    at ^= ((at >> 7) & mask) << 4;
+  }
+  return vload_half(at / 2, (__local const half *)ring);
+}
+
 static void wg_mma_emulated(float *acc, __local const uint4 *sa,
-                            __local const uint4 *sb, int t) {
+                            __local const uint4 *sb,
+                            __local const uint4 *ring, int t) {
   ulong da = wg_desc(sa), db = wg_desc(sb);
-  uint lbo_a = (uint)((da >> 16) & 0x3fff) << 4,
-       sbo_a = (uint)((da >> 32) & 0x3fff) << 4;
-  uint lbo_b = (uint)((db >> 16) & 0x3fff) << 4,
-       sbo_b = (uint)((db >> 32) & 0x3fff) << 4;
-  __local const half *ha = (__local const half *)sa,
-                     *hb = (__local const half *)sb;
   int w = t / 32, l = t % 32;
   for (int i = 0; i < WG_ACC; i++) {
     int r = 16 * w + l / 4 + 8 * ((i >> 1) & 1);
     int c = 8 * (i >> 2) + 2 * (l % 4) + (i & 1);
     float s = 0.0f;
     for (int kk = 0; kk < 16; kk++)
-      s += vload_half(((r / 8) * sbo_a + (kk / 8) * lbo_a + (r % 8) * 16 +
-                       (kk % 8) * 2) / 2, ha) *
-           vload_half(((c / 8) * sbo_b + (kk / 8) * lbo_b + (c % 8) * 16 +
-                       (kk % 8) * 2) / 2, hb);
+      s += wg_operand(da, sa, ring, r, kk) * wg_operand(db, sb, ring, c, kk);
     acc[i] += s;
   }
 }
-#define WG_MMA(acc, sa, sb) wg_mma_emulated(acc, sa, sb, t)
+#define WG_MMA(acc, sa, sb) wg_mma_emulated(acc, sa, sb, ring, t)
 #define WG_HOLD(acc)
 #define WG_ARRIVE()
 #define WG_COMMIT()
@@ -642,6 +718,7 @@ static void wg_mma_emulated(float *acc, __local const uint4 *sa,
 #define WG_COPY(dst, src) (*(dst) = *(src))
 #define WG_COPY_COMMIT()
 #define WG_COPY_WAIT()
+#define WG_CTAS()
 #endif
 
 /* C = alpha A B^T + beta C on packed operands: the arguments of
@@ -651,8 +728,12 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
            int a_off, long a_stride, __global const uint4 *b, int b_off,
            long b_stride, float beta, __global float *c, int c_off, int ldc,
            int stride_c) {
-  __local uint4 ring[MMA_STAGES * WG_STAGE];
+  /* aligned beyond the swizzle's period (512 bytes) */
+  __local uint4 ring[MMA_STAGES * WG_STAGE] __attribute__((aligned(1024)));
   int lid = get_local_id(0), wg = lid / 128, t = lid % 128;
+#if MMA_WG_CTAS
+  WG_CTAS();
+#endif
   int m0 = get_group_id(1) * MMA_BM, n0 = get_group_id(0) * MMA_BN;
   long batch = get_group_id(2);
   /* the offsets count f32 words, multiples of 4 */
@@ -673,7 +754,7 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
 #pragma unroll
       for (int i = 0; i < WG_CHUNKS; i++) {
         int e = lid + i * WG_THREADS;
-        WG_COPY(ring + s * WG_STAGE + e, WG_SRC(e, s));
+        WG_COPY(ring + s * WG_STAGE + WG_DST(e), WG_SRC(e, s));
       }
     }
     WG_COPY_COMMIT();
@@ -691,7 +772,7 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
 #pragma unroll
       for (int i = 0; i < WG_CHUNKS; i++) {
         int e = lid + i * WG_THREADS;
-        WG_COPY(to + e, WG_SRC(e, next));
+        WG_COPY(to + WG_DST(e), WG_SRC(e, next));
       }
     }
     WG_COPY_COMMIT(); /* empty past the end: the wait above counts groups */
@@ -714,8 +795,10 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
 #pragma unroll 1
 #endif
       for (int j = 0; j < WG_NI; j++)
-        /* two core matrices along k a step; instruction j's columns */
-        WG_MMA(acc[j], sa + ks * 16, sb + j * MMA_WG_N * WG_KC + ks * 16);
+        /* 32 bytes along k a step (two core matrices without swizzle,
+         * half a 64-byte row with); instruction j's columns */
+        WG_MMA(acc[j], sa + ks * (MMA_WG_SWIZZLE ? 2 : 16),
+               sb + j * MMA_WG_N * WG_KC + ks * (MMA_WG_SWIZZLE ? 2 : 16));
     WG_COMMIT();
 #if MMA_WG_DEPTH == 1
     WG_WAIT(1);

@@ -132,12 +132,44 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* "ctas N": .minnctapersm N in its own entry, after its .reqntid. */
+START_TEST(blocks_per_multiprocessor) {
+  const char *ptx =
+      ".version 9.0\n.target sm_90, texmode_independent\n"
+      ".entry mma_pack(\n\t.param .u32 p0\n)\n.reqntid 32, 8, 1\n{\n"
+      "\tret;\n}\n"
+      ".entry gemm_wgmma(\n\t.param .u32 p0\n)\n.reqntid 256, 1, 1\n{\n"
+      "\t// begin inline asm\n\t// CLT_WG ctas 2\n\t// end inline asm\n"
+      "\t// CLT_WG commit\n\tret;\n}\n";
+  char why[400] = "";
+  char *out = clt_wgmma_patch_ptx(ptx, why, sizeof why);
+  ck_assert_msg(out != NULL, "refused: %s", why);
+  const char *want = ".entry gemm_wgmma(\n\t.param .u32 p0\n)\n"
+                     ".reqntid 256, 1, 1\n.minnctapersm 2\n{\n";
+  ck_assert_msg(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
+  /* once, and not in the other entry */
+  const char *first = strstr(out, ".minnctapersm");
+  ck_assert_ptr_null(strstr(first + 1, ".minnctapersm"));
+  ck_assert_ptr_nonnull(strstr(out, ".reqntid 32, 8, 1\n{\n"));
+  ck_assert_ptr_null(strstr(out, "CLT_WG"));
+  free(out);
+
+  /* no .reqntid in its entry: refused */
+  ck_assert_ptr_null(clt_wgmma_patch_ptx(
+      ".target sm_90\n.entry k(\n)\n{\n\t// CLT_WG ctas 2\n}\n", why,
+      sizeof why));
+  ck_assert_msg(strstr(why, "entry k") && strstr(why, ".reqntid"), "%s",
+                why);
+}
+END_TEST
+
 static Suite *wgmma_ptx_suite(void) {
   Suite *s = suite_create("wgmma_ptx");
   TCase *tc = tcase_create("rewriting");
   tcase_add_loop_test(tc, rewrites_every_placeholder, 0, 3);
   tcase_add_test(tc, raises_an_old_version);
   tcase_add_test(tc, refusals);
+  tcase_add_test(tc, blocks_per_multiprocessor);
   suite_add_tcase(s, tc);
   return s;
 }

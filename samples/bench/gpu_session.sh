@@ -41,6 +41,10 @@
 #          interleaved, PyTorch before and after; AB_MODEL (the wide
 #          ResNet), AB_BATCH (256), AB_PRECISIONS ("mixed fp32"). About
 #          200 s for the wide ResNet's two precisions on an H200.
+#   wgmma  (not in the default list; about 150 s) the fp16 GEMM's tile
+#          configurations: selftest with the wgmma programs' PTX and build
+#          logs kept (CLT_PTX_DUMP), PyTorch's fp16 matmul, bench gemm
+#          --precision mixed --all-tiles on the squares to 4096
 #   probe  (not in the default list; seconds) ptx_probe (see
 #          samples/bench/ptx_probe.c): whether OpenCL reaches Hopper's
 #          wgmma, by build options or by patching the program's PTX; needs
@@ -179,6 +183,24 @@ part_train() {
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
 }
 
+# The fp16 GEMM's tile configurations on their own (issue 11's GEMM
+# target): selftest (every configuration against the host; the rewritten
+# wgmma programs' PTX and verbose build logs kept by CLT_PTX_DUMP, their
+# register counts and the assembler's warnings summed up, and with $OUT
+# the whole dump as $OUT/ptx_dump.tar.gz), PyTorch's matmul at 1024 to
+# 4096, and bench gemm --all-tiles on the squares.
+part_wgmma() {
+  local dump=/tmp/clt-ptx-dump
+  rm -rf "$dump"
+  mkdir -p "$dump"
+  CLT_PTX_DUMP=$dump run cltrain selftest "${dev[@]}"
+  grep -h -i 'registers\|serializ\|warning' "$dump"/*.log 2>/dev/null |
+    sort | uniq -c | head -40
+  [ -n "$out" ] && tar -czf "$out/ptx_dump.tar.gz" -C "$dump" .
+  run python3 samples/bench/torch_gemm.py --device cuda --sizes 1024 2048 4096
+  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed --only square --all-tiles
+}
+
 part_mixed() {
   for b in 256 64; do
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50 --amp
@@ -264,7 +286,7 @@ part_probe() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

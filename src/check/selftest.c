@@ -121,7 +121,11 @@ static clt_status st_mma_13(clt_context *ctx, double *e) {
                             1.0f, 0.0f, 1, e);
 }
 static clt_status st_mma_14(clt_context *ctx, double *e) {
-  return clt_check_gemm_mma(ctx, 14, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
+  return clt_check_gemm_mma(ctx, 14, CLT_TRANS, CLT_NO_TRANS, 150, 300, 129,
+                            1.0f, 0.0f, 1, e);
+}
+static clt_status st_mma_15(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 15, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
                             0.5f, 1.0f, 2, e);
 }
 
@@ -394,13 +398,13 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 128x128 ring ldm nn 131x260x47", st_mma_7, 1e-5, true},
     {"gemm fp16 128x256 ring ldm nt 2x150x300x129 beta=1", st_mma_8, 1e-5,
      true},
-    {"gemm fp16 64x128 wgmma nn 33x17x65", st_mma_9, 1e-5, true},
-    {"gemm fp16 128x128 wgmma nt 3x150x70x129", st_mma_10, 1e-5, true},
-    {"gemm fp16 128x128 wgmma k16 tn 131x260x47 beta=1", st_mma_11, 1e-5,
-     true},
-    {"gemm fp16 128x128 wgmma n64 tt 2x70x150x129", st_mma_12, 1e-5, true},
-    {"gemm fp16 64x256 wgmma k16 nn 131x260x47", st_mma_13, 1e-5, true},
-    {"gemm fp16 128x256 wgmma k16 nt 2x150x300x129 beta=1", st_mma_14, 1e-5,
+    {"gemm fp16 128x128 wgmma plain nn 33x17x65", st_mma_9, 1e-5, true},
+    {"gemm fp16 64x128 wgmma nt 3x150x70x129", st_mma_10, 1e-5, true},
+    {"gemm fp16 128x128 wgmma tn 131x260x47 beta=1", st_mma_11, 1e-5, true},
+    {"gemm fp16 128x128 wgmma k16 tt 2x70x150x129", st_mma_12, 1e-5, true},
+    {"gemm fp16 128x128 wgmma k16 x2 nn 131x260x47", st_mma_13, 1e-5, true},
+    {"gemm fp16 64x256 wgmma k16 tn 150x300x129", st_mma_14, 1e-5, true},
+    {"gemm fp16 128x256 wgmma k16 nt 2x150x300x129 beta=1", st_mma_15, 1e-5,
      true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},

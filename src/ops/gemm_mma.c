@@ -20,28 +20,32 @@
  * 128 work-items a 64-row slice of the tile; wm and wn only build the
  * program's other kernels) with
  * instructions m64 x wg_n x 16, k-blocks of wg_bk, `depth` k-blocks'
- * products left running while the next starts. */
+ * products left running while the next starts, its local memory swizzled
+ * or not, registers for `ctas` blocks a multiprocessor asked for ("x2"). */
 static const struct {
   const char *name;
   int bm, bn, wm, wn, stages;
   bool ldm; /* fragments by ldmatrix where the ring travels by cp.async */
   int wg_n, wg_bk, depth;
+  bool swizzle; /* the warpgroup form's swizzled layout ("plain": without) */
+  int ctas;     /* the warpgroup form's blocks a multiprocessor asked for */
 } configs[CLT_FP16_CONFIGS] = {
-    {"64x64", 64, 64, 2, 2, 0, false, 0, 0, 0},
-    {"128x64", 128, 64, 2, 2, 0, false, 0, 0, 0},
-    {"128x128", 128, 128, 2, 4, 0, false, 0, 0, 0},
-    {"64x128 ring", 64, 128, 2, 2, 3, false, 0, 0, 0},
-    {"128x128 ring", 128, 128, 2, 2, 3, false, 0, 0, 0},
-    {"128x128x8 ring", 128, 128, 2, 4, 3, false, 0, 0, 0},
-    {"64x128 ring ldm", 64, 128, 2, 2, 3, true, 0, 0, 0},
-    {"128x128 ring ldm", 128, 128, 2, 2, 3, true, 0, 0, 0},
-    {"128x256 ring ldm", 128, 256, 2, 4, 3, true, 0, 0, 0},
-    {"64x128 wgmma", 64, 128, 2, 2, 4, false, 128, 32, 1},
-    {"128x128 wgmma", 128, 128, 2, 2, 3, false, 128, 32, 0},
-    {"128x128 wgmma k16", 128, 128, 2, 2, 6, false, 128, 16, 1},
-    {"128x128 wgmma n64", 128, 128, 2, 2, 3, false, 64, 32, 0},
-    {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1},
-    {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1},
+    {"64x64", 64, 64, 2, 2, 0, false, 0, 0, 0, false, 0},
+    {"128x64", 128, 64, 2, 2, 0, false, 0, 0, 0, false, 0},
+    {"128x128", 128, 128, 2, 4, 0, false, 0, 0, 0, false, 0},
+    {"64x128 ring", 64, 128, 2, 2, 3, false, 0, 0, 0, false, 0},
+    {"128x128 ring", 128, 128, 2, 2, 3, false, 0, 0, 0, false, 0},
+    {"128x128x8 ring", 128, 128, 2, 4, 3, false, 0, 0, 0, false, 0},
+    {"64x128 ring ldm", 64, 128, 2, 2, 3, true, 0, 0, 0, false, 0},
+    {"128x128 ring ldm", 128, 128, 2, 2, 3, true, 0, 0, 0, false, 0},
+    {"128x256 ring ldm", 128, 256, 2, 4, 3, true, 0, 0, 0, false, 0},
+    {"128x128 wgmma plain", 128, 128, 2, 2, 3, false, 128, 32, 0, false, 0},
+    {"64x128 wgmma", 64, 128, 2, 2, 4, false, 128, 32, 1, true, 0},
+    {"128x128 wgmma", 128, 128, 2, 2, 3, false, 128, 32, 0, true, 0},
+    {"128x128 wgmma k16", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 0},
+    {"128x128 wgmma k16 x2", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 2},
+    {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
+    {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
 };
 
 /* Work-items a block of configuration i. */
@@ -169,11 +173,13 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
     snprintf(buf, len, "not built yet");
   else if (configs[config].wg_n)
     snprintf(buf, len,
-             "wgmma m64n%dk16%s from a ring of %d k-blocks of %d, copied by "
-             "%s, %s",
+             "wgmma m64n%dk16%s from a ring of %d %sk-blocks of %d, copied "
+             "by %s, %s",
              configs[config].wg_n,
              st->route == CLT_FP16_MMA_PTX ? "" : " (emulated)",
-             ring_stages(ctx, st, config), configs[config].wg_bk,
+             ring_stages(ctx, st, config),
+             configs[config].swizzle ? "swizzled " : "",
+             configs[config].wg_bk,
              st->async[config] ? "cp.async" : "registers",
              configs[config].depth ? "one block's products left running"
                                    : "each block's products finished first");
@@ -199,8 +205,10 @@ static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
   bool wg = configs[i].wg_n > 0;
   if (wg)
     snprintf(extra + n, sizeof extra - (size_t)n,
-             " -DMMA_WGMMA=1 -DMMA_WG_N=%d -DMMA_WG_BK=%d -DMMA_WG_DEPTH=%d",
-             configs[i].wg_n, configs[i].wg_bk, configs[i].depth);
+             " -DMMA_WGMMA=1 -DMMA_WG_N=%d -DMMA_WG_BK=%d -DMMA_WG_DEPTH=%d "
+             "-DMMA_WG_SWIZZLE=%d -DMMA_WG_CTAS=%d",
+             configs[i].wg_n, configs[i].wg_bk, configs[i].depth,
+             configs[i].swizzle, configs[i].ctas);
   if (wg && st->route == CLT_FP16_MMA_PTX)
     CLT_TRY(clt_program_build_patched(ctx, "mma", extra, CLT_WGMMA_PATCH_TAG,
                                       clt_wgmma_patch_ptx, &st->programs[i]));
@@ -305,7 +313,8 @@ static clt_status pack(clt_context *ctx, cl_kernel kernel, bool trans,
                        int64_t cols_p) {
   /* the packed tensor is f32 words: `at` is a multiple of 32 halves */
   clt_tensor dst = clt_tensor_slice_1d(packed, at / 2, packed->numel - at / 2);
-  size_t global[3] = {(size_t)cols_p, (size_t)rows_p / 4, (size_t)batches};
+  size_t global[3] = {(size_t)(cols_p + 63) / 64 * 32, (size_t)rows_p / 32 * 8,
+                      (size_t)batches};
   size_t local[3] = {32, 8, 1};
   const clt_karg args[] = {KI(trans), KI(rows), KI(cols), KT(src), KI(ld),
                            KI(stride), KT(&dst), KI(rows_p), KI(cols_p)};

@@ -94,10 +94,56 @@ static bool put_mma(text *t, const char **w, const size_t *l, int count,
   return true;
 }
 
+/* The kernels that ask for n blocks a multiprocessor ("// CLT_WG ctas n"
+ * in their body): the name of the `.entry` before each such line. */
+typedef struct ctas_ask {
+  char entry[128];
+  int n;
+  bool placed;
+} ctas_ask;
+
+/* The entry name on a line ".entry NAME(" (after leading blanks and
+ * ".visible"), or false. */
+static bool entry_name(const char *s, const char *end, char *out,
+                       size_t len) {
+  while (s < end && (*s == ' ' || *s == '\t')) s++;
+  if (end - s > 9 && memcmp(s, ".visible ", 9) == 0) s += 9;
+  if (end - s < 7 || memcmp(s, ".entry ", 7) != 0) return false;
+  s += 7;
+  size_t n = 0;
+  while (s + n < end && s[n] != '(' && s[n] != ' ' && s[n] != '\r') n++;
+  snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), s);
+  return n > 0;
+}
+
+static int find_ctas(const char *ptx, ctas_ask *asks, int max) {
+  int count = 0;
+  char entry[128] = "";
+  for (const char *s = ptx; *s;) {
+    const char *e = strchr(s, '\n');
+    const char *end = e ? e : s + strlen(s);
+    char name[128];
+    if (entry_name(s, end, name, sizeof name))
+      snprintf(entry, sizeof entry, "%s", name);
+    const char *m = strstr(s, "// CLT_WG ctas ");
+    if (m && m < end && count < max) {
+      snprintf(asks[count].entry, sizeof asks[count].entry, "%s", entry);
+      asks[count].n = atoi(m + 15);
+      asks[count].placed = false;
+      count++;
+    }
+    s = e ? e + 1 : end;
+  }
+  return count;
+}
+
 char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len) {
   text t = {0};
   int placeholders = 0;
   bool target = false;
+  ctas_ask asks[8];
+  int nasks = find_ctas(ptx, asks, 8);
+  char entry[128] = "";
   /* the mma placeholder's first register: its mov on the next line goes */
   char drop[64] = "";
   const char *s = ptx;
@@ -115,6 +161,9 @@ char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len) {
         mark = p + 9;
         break;
       }
+    char name[128];
+    if (entry_name(s, end, name, sizeof name))
+      snprintf(entry, sizeof entry, "%s", name);
     if (drop[0]) {
       char want[160];
       snprintf(want, sizeof want, "mov.f32 %s, %s;", drop, drop);
@@ -143,8 +192,9 @@ char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len) {
         }
         snprintf(drop, sizeof drop, "%.*s", (int)(l[2] < 63 ? l[2] : 63),
                  w[2]);
-      } else if (word_is(w[0], l[0], "hold")) {
-        /* nothing */
+      } else if (word_is(w[0], l[0], "hold") ||
+                 (word_is(w[0], l[0], "ctas") && count == 2)) {
+        /* nothing (ctas: placed with the entry's .reqntid) */
       } else if (word_is(w[0], l[0], "arrive") && count == 1) {
         putf(&t, "\twgmma.fence.sync.aligned;\n");
       } else if (word_is(w[0], l[0], "commit") && count == 1) {
@@ -187,9 +237,26 @@ char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len) {
         put(&t, s, n);
     } else {
       put(&t, s, n);
+      if (word_is(w0, end - w0 < 8 ? 0 : 8, ".reqntid") ||
+          word_is(w0, end - w0 < 8 ? 0 : 8, ".maxntid"))
+        for (int i = 0; i < nasks; i++)
+          if (!asks[i].placed && strcmp(asks[i].entry, entry) == 0) {
+            putf(&t, ".minnctapersm %d\n", asks[i].n);
+            asks[i].placed = true;
+          }
     }
     s = next;
   }
+  for (int i = 0; i < nasks; i++)
+    if (!asks[i].placed || asks[i].n < 1) {
+      free(t.s);
+      snprintf(why, why_len,
+               "entry %s asks for %d blocks a multiprocessor but %s",
+               asks[i].entry, asks[i].n,
+               asks[i].n < 1 ? "that is no count"
+                             : "has no .reqntid or .maxntid line");
+      return NULL;
+    }
   if (t.failed) {
     free(t.s);
     snprintf(why, why_len, "out of memory rewriting the PTX");

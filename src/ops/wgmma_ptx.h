@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 /* The version of the rewriting, part of the kernel cache's key. */
-#define CLT_WGMMA_PATCH_TAG "wgmma-patch-1"
+#define CLT_WGMMA_PATCH_TAG "wgmma-patch-2"
 
 /* The PTX `ptx` with:
  *   `.target sm_90` -> `.target sm_90a` (any other target is refused:
@@ -22,7 +22,10 @@
  *     wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16, D += A B;
  *   `// CLT_WG arrive`, `commit`, `wait D`, `proxy` -> wgmma.fence,
  *     wgmma.commit_group, wgmma.wait_group D, fence.proxy.async.shared::cta;
- *   `// CLT_WG hold ...` -> nothing.
+ *   `// CLT_WG hold ...` -> nothing;
+ *   `// CLT_WG ctas N` -> `.minnctapersm N` after the `.reqntid` (or
+ *     `.maxntid`) line of the `.entry` it is in (refused where there is
+ *     none): registers for N blocks on each multiprocessor.
  * Returns a new string (the caller frees it), or NULL with the reason in
  * why: no placeholder, a malformed one, no target line, or no memory. */
 char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len);

@@ -259,13 +259,15 @@ static char *program_binary(cl_program prog, size_t *len) {
 }
 
 /* CLT_PTX_DUMP=DIR: a rewritten program's text before and after, as
- * DIR/NAME-KEY[.patched].ptx (to read what the driver got; best effort). */
+ * DIR/NAME-KEY[.patched].ptx, and the driver's log of its build (asked
+ * to be verbose: registers, local memory, the assembler's warnings) as
+ * DIR/NAME-KEY.log; to read what the driver got (best effort). */
 static void dump_binary(const char *name, const uint8_t key[32],
                         const char *suffix, const char *text) {
   const char *dir = getenv("CLT_PTX_DUMP");
   if (!dir || !*dir) return;
   char path[4200];
-  snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x%s.ptx", dir, name,
+  snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x%s", dir, name,
            key[0], key[1], key[2], key[3], suffix);
   FILE *f = fopen(path, "w");
   if (!f) return;
@@ -314,8 +316,8 @@ static clt_status build_patched(clt_context *ctx,
                         p->name, ctx->info.name);
   char why[400] = "";
   char *patched = patch(bin, why, sizeof why);
-  dump_binary(p->name, key, "", bin);
-  if (patched) dump_binary(p->name, key, ".patched", patched);
+  dump_binary(p->name, key, ".ptx", bin);
+  if (patched) dump_binary(p->name, key, ".patched.ptx", patched);
   free(bin);
   if (!patched)
     return clt_ctx_fail(ctx, CLT_ERR_BUILD,
@@ -337,7 +339,23 @@ static clt_status build_patched(clt_context *ctx,
                         p->name, ctx->info.name,
                         clt_cl_error_name(rc != CL_SUCCESS ? rc : bin_rc));
   }
-  rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
+  const char *dump = getenv("CLT_PTX_DUMP");
+  rc = CL_INVALID_BUILD_OPTIONS;
+  if (dump && *dump)
+    rc = clBuildProgram(prog, 1, &ctx->device, "-cl-nv-verbose", NULL, NULL);
+  if (rc != CL_SUCCESS)
+    rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
+  if (dump && *dump) {
+    size_t size = 0;
+    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                          &size);
+    char *log = calloc(1, size + 1);
+    if (log &&
+        clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size,
+                              log, NULL) == CL_SUCCESS)
+      dump_binary(p->name, key, ".log", log);
+    free(log);
+  }
   if (rc != CL_SUCCESS) {
     build_failed(ctx, prog, p->name, rc);
     clReleaseProgram(prog);
