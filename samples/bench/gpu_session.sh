@@ -198,7 +198,7 @@ part_wgmma() {
     sort | uniq -c | head -40
   [ -n "$out" ] && tar -czf "$out/ptx_dump.tar.gz" -C "$dump" .
   run python3 samples/bench/torch_gemm.py --device cuda --sizes 1024 2048 4096
-  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed --only square --all-tiles
+  run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed --only square --all-tiles --profile
 }
 
 part_mixed() {

@@ -102,10 +102,16 @@ static clt_status run_product(clt_context *ctx, const gemm_shape *s,
                                       s->batch);
 }
 
+/* Products run by the last time_product, the untimed ones included;
+ * --profile (with --precision mixed). */
+static int g_runs;
+static bool g_profile;
+
 static clt_status time_product(clt_context *ctx, const gemm_shape *s,
                                int config, clt_tensor *a, clt_tensor *b,
                                clt_tensor *c, double *seconds) {
   int reps = 0;
+  g_runs = 0;
   double t0 = 0.0, elapsed = 0.0;
   /* Two untimed calls: the first compiles CLBlast's kernel. */
   for (int i = -2; elapsed < 0.5 || reps < 3; i++) {
@@ -114,6 +120,7 @@ static clt_status time_product(clt_context *ctx, const gemm_shape *s,
       t0 = cli_now();
     }
     CLI_TRY(run_product(ctx, s, config, a, b, c));
+    g_runs++;
     if (i >= 0) {
       reps++;
       if (reps % 4 == 0 || reps < 4) {
@@ -148,16 +155,42 @@ static double time_openblas(const gemm_shape *s, const float *a,
 }
 #endif
 
+/* --profile: a configuration's device time a product, by kernel
+ * ("mma_pack 0.051 + gemm_wgmma 0.389 ms a product (0.440 ms)"), from the
+ * context's profile of the runs just timed. */
+static void profile_line(clt_context *ctx, char *out, size_t len) {
+  clt_profile_row *rows = NULL;
+  size_t count = 0;
+  out[0] = '\0';
+  if (clt_profile_summary(ctx, &rows, &count) != CLT_OK || g_runs == 0)
+    return;
+  size_t at = 0;
+  double total = 0.0;
+  for (size_t r = 0; r < count && at < len; r++) {
+    double ms = rows[r].seconds * 1e3 / g_runs;
+    total += ms;
+    at += (size_t)snprintf(out + at, len - at, "%s%s %.3f", r ? " + " : "",
+                           rows[r].op, ms);
+  }
+  if (at < len)
+    snprintf(out + at, len - at, " ms a product (%.3f ms)", total);
+  free(rows);
+}
+
 /* The fastest tile configuration of the fp16 route on s: its time and
- * name. */
+ * name; with --profile each one's device time by kernel (prof[i]). */
 static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
                            clt_tensor *a, clt_tensor *b, clt_tensor *c,
-                           double *seconds, int *config, double *each) {
+                           double *seconds, int *config, double *each,
+                           char (*prof)[240]) {
   *seconds = 0.0;
   for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
     double t = 0.0;
     each[i] = 0.0;
+    prof[i][0] = '\0';
+    if (g_profile) clt_profile_reset(ctx);
     clt_status st = time_product(ctx, s, i, a, b, c, &t);
+    if (st == CLT_OK && g_profile) profile_line(ctx, prof[i], sizeof prof[i]);
     if (st == CLT_ERR_UNSUPPORTED) {
       /* a configuration this device cannot run: said once, left out */
       static bool said[CLT_FP16_CONFIGS];
@@ -215,8 +248,9 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   double mma_secs = 0.0;
   int config = 0;
   double each[CLT_FP16_CONFIGS];
+  char prof[CLT_FP16_CONFIGS][240];
   if (st == CLT_OK && mixed)
-    st = time_mma(ctx, s, a, b, c, &mma_secs, &config, each);
+    st = time_mma(ctx, s, a, b, c, &mma_secs, &config, each, prof);
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
@@ -236,10 +270,12 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
     printf(" %10.2f %7.2f", ref, flops / secs * 1e-9 / ref);
 #endif
     printf("\n");
+    if (mixed && !all_tiles && g_profile)
+      printf("  fp16 %-20s %s\n", clt_fp16_config_name(config), prof[config]);
     for (int i = 0; mixed && all_tiles && i < CLT_FP16_CONFIGS; i++)
       if (each[i] > 0.0)
-        printf("  fp16 %-18s %10.2f GFLOP/s\n", clt_fp16_config_name(i),
-               flops / each[i] * 1e-9);
+        printf("  fp16 %-20s %10.2f GFLOP/s%s%s\n", clt_fp16_config_name(i),
+               flops / each[i] * 1e-9, prof[i][0] ? "  " : "", prof[i]);
     fflush(stdout);
   }
   clt_tensor_destroy(a);
@@ -254,7 +290,7 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
 static int bench_gemm(int argc, char **argv) {
   const char *device = NULL, *only = NULL;
   long long limit = 2048;
-  bool all_tiles = false;
+  bool all_tiles = false, profile = false;
   int precision = CLT_PRECISION_FP32;
   static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
@@ -268,6 +304,10 @@ static int bench_gemm(int argc, char **argv) {
        "skip square sizes above N (default 2048)", 1, 65536, 0, 0, 0},
       {"only", CLI_STRING, &only, "TEXT",
        "only the shapes whose name contains TEXT", 0, 0, 0, 0, 0},
+      {"profile", CLI_FLAG, &profile, NULL,
+       "with --precision mixed: each fp16 tile configuration's\n"
+       "device time a product by kernel (packing, product)",
+       0, 0, 0, 0, 0},
       {"precision", CLI_CHOICE, &precision, "P",
        "fp32 (default); mixed: also the fp16 route's kernel\n"
        "(fp16 inputs, f32 sums; its fastest tile configuration)\n"
@@ -277,7 +317,7 @@ static int bench_gemm(int argc, char **argv) {
   const cli_command cmd = {
       "bench gemm",
       "[--device D] [--max-size N] [--only TEXT] [--precision P] "
-      "[--all-tiles]",
+      "[--all-tiles] [--profile]",
       "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
       "  squares, row-major and as the column-major C^T (README \"Measured\n"
       "  plans\"), of cltrain's own fp32 kernels (the fastest that runs the\n"
@@ -287,7 +327,8 @@ static int bench_gemm(int argc, char **argv) {
   int npos = 0;
   int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
   if (rc >= 0) return rc;
-  clt_context *ctx = cli_open_context(device, false);
+  g_profile = profile && precision == CLT_PRECISION_MIXED;
+  clt_context *ctx = cli_open_context(device, g_profile);
   if (!ctx) return 1;
   printf("device: %s (%s)\n", clt_context_device(ctx)->name,
          clt_context_device(ctx)->platform_name);
