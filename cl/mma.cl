@@ -506,11 +506,11 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
  * every other line of the kernel to be checked on any device.
  *
  *   MMA_WG_N     the instruction's n: 64, 128 or 256 (MMA_BN a multiple)
- *   MMA_WG_BK    the k-block: 16 or 32 halves a row
+ *   MMA_WG_BK    the k-block: 16, 32 or 64 halves a row
  *   MMA_WG_DEPTH 0: each k-block's products finished before the next is
  *                started; 1: one k-block's products left running
  *   MMA_WG_SWIZZLE 0: the layout without swizzle; 1: the swizzled one of
- *                the k-block's row width (32 or 64 bytes)
+ *                the k-block's row width (32, 64 or 128 bytes)
  *   MMA_WG_CTAS  n > 0: asks the compiler for registers that let n blocks
  *                share a multiprocessor (.minnctapersm)
  *
@@ -521,8 +521,9 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
  * (i * MMA_WG_BK / 8 + j) * 128 bytes (the descriptor's leading byte
  * offset, 128, steps along k, its stride byte offset, MMA_WG_BK * 16,
  * along the rows). Swizzled: rows of W = 2 MMA_WG_BK bytes one after the
- * other, the 16-byte chunk c of row r at c ^ (r >> 1) & 3 (W = 64) or
- * c ^ (r >> 2) & 1 (W = 32): the address bits 4.. XORed with bits 7..,
+ * other, the 16-byte chunk c of row r at c ^ r & 7 (W = 128),
+ * c ^ (r >> 1) & 3 (W = 64) or c ^ (r >> 2) & 1 (W = 32): the address
+ * bits 4.. XORed with bits 7..,
  * which spreads the 8 rows of a fragment over every bank (the stride byte
  * offset 8 W; the ring aligned so that absolute and relative addresses
  * swizzle alike). */
@@ -556,13 +557,22 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
 #endif
 
 #if MMA_WG_SWIZZLE
-/* the descriptor's layout type: 2 the 64-byte swizzle, 3 the 32-byte one */
-#define WG_LAYOUT (MMA_WG_BK == 32 ? 2 : 3)
+/* the descriptor's layout type: 1 the 128-byte swizzle, 2 the 64-byte
+ * one, 3 the 32-byte one; the rows' chunk index XORed with row >> shift */
+#if MMA_WG_BK == 64
+#define WG_LAYOUT 1
+#define WG_SWZ_SHIFT 0
+#elif MMA_WG_BK == 32
+#define WG_LAYOUT 2
+#define WG_SWZ_SHIFT 1
+#elif MMA_WG_BK == 16
+#define WG_LAYOUT 3
+#define WG_SWZ_SHIFT 2
+#else
+#error "MMA_WG_SWIZZLE: k-blocks of 16, 32 or 64"
+#endif
 #define WG_LBO 16
 #define WG_SBO (MMA_WG_BK * 16)
-#if MMA_WG_BK != 16 && MMA_WG_BK != 32
-#error "MMA_WG_SWIZZLE: k-blocks of 16 or 32"
-#endif
 #else
 #define WG_LAYOUT 0
 #define WG_LBO 128
@@ -582,11 +592,8 @@ static ulong wg_desc(__local const uint4 *p) {
 #if MMA_WG_SWIZZLE
 #define WG_ROW(e) ((e) / WG_KC)
 #define WG_COL(e) ((e) % WG_KC)
-#if MMA_WG_BK == 32
-#define WG_DST(e) (WG_ROW(e) * 4 + (WG_COL(e) ^ ((WG_ROW(e) >> 1) & 3)))
-#else
-#define WG_DST(e) (WG_ROW(e) * 2 + (WG_COL(e) ^ ((WG_ROW(e) >> 2) & 1)))
-#endif
+#define WG_DST(e)                                                              \
+  (WG_ROW(e) * WG_KC + (WG_COL(e) ^ ((WG_ROW(e) >> WG_SWZ_SHIFT) & (WG_KC - 1))))
 #else
 /* core matrix (i, j): rows 8 i .. 8 i + 7, chunk j of each */
 #define WG_ROW(e) ((e) / (8 * WG_KC) * 8 + (e) % 8)
@@ -796,7 +803,7 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
 #endif
       for (int j = 0; j < WG_NI; j++)
         /* 32 bytes along k a step (two core matrices without swizzle,
-         * half a 64-byte row with); instruction j's columns */
+         * a part of the row with); instruction j's columns */
         WG_MMA(acc[j], sa + ks * (MMA_WG_SWIZZLE ? 2 : 16),
                sb + j * MMA_WG_N * WG_KC + ks * (MMA_WG_SWIZZLE ? 2 : 16));
     WG_COMMIT();

@@ -325,7 +325,7 @@ CLT_API clt_status clt_fp16_route_get(clt_context *ctx, clt_fp16_route *route,
  * with ldmatrix where the ring is copied by cp.async, "... wgmma" Hopper's
  * warpgroup instructions on the packed operands, usable on compute
  * capability 9.0 only: README "Mixed precision"). */
-#define CLT_FP16_CONFIGS 16
+#define CLT_FP16_CONFIGS 17
 CLT_API const char *clt_fp16_config_name(int config);
 /* How tile configuration `config` runs on ctx's device, a line for
  * people into buf: "a ring of 3 k-blocks, copied by cp.async", "not

@@ -59,7 +59,7 @@ for c in "64 128 2 2" "128 128 2 2" "128 128 2 4" "128 256 2 4"; do
 done
 # The warpgroup (wgmma) configurations: instruction width, k-block, depth,
 # swizzle, blocks a multiprocessor.
-for c in "64 128 128 32 4 1 1 0" "128 128 128 32 3 0 0 0" "128 128 64 16 6 1 1 2" "128 256 256 16 4 1 1 0"; do
+for c in "64 128 128 32 4 1 1 0" "128 128 128 32 3 0 0 0" "128 128 64 16 6 1 1 2" "128 256 256 16 4 1 1 0" "64 128 128 64 2 0 1 0"; do
   read -r bm bn wn bk stages depth swizzle ctas <<<"$c"
   check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM=2 -DMMA_WN=2 -DMMA_STAGES="$stages" -DCLT_MMA_ASYNC=0 \
     -DMMA_WGMMA=1 -DMMA_WG_N="$wn" -DMMA_WG_BK="$bk" -DMMA_WG_DEPTH="$depth" -DMMA_WG_SWIZZLE="$swizzle" -DMMA_WG_CTAS="$ctas"

@@ -128,6 +128,10 @@ static clt_status st_mma_15(clt_context *ctx, double *e) {
   return clt_check_gemm_mma(ctx, 15, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
                             0.5f, 1.0f, 2, e);
 }
+static clt_status st_mma_16(clt_context *ctx, double *e) {
+  return clt_check_gemm_mma(ctx, 16, CLT_TRANS, CLT_TRANS, 70, 150, 129,
+                            1.0f, 0.0f, 2, e);
+}
 
 static clt_status st_add(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 1001, false, 0, e);
@@ -406,6 +410,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 64x256 wgmma k16 tn 150x300x129", st_mma_14, 1e-5, true},
     {"gemm fp16 128x256 wgmma k16 nt 2x150x300x129 beta=1", st_mma_15, 1e-5,
      true},
+    {"gemm fp16 64x128 wgmma k64 tt 2x70x150x129", st_mma_16, 1e-5, true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
     {"add 1001 + fused relu, fp16-saved", st_add_relu, 1e-6, false},

@@ -46,6 +46,7 @@ static const struct {
     {"128x128 wgmma k16 x2", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 2},
     {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
     {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
+    {"64x128 wgmma k64", 64, 128, 2, 2, 2, false, 128, 64, 0, true, 0},
 };
 
 /* Work-items a block of configuration i. */
@@ -57,7 +58,7 @@ static int config_threads(int i) {
 /* A k-block of the staged form: 32 halves a row of A and B. */
 #define RING_ROW_BYTES 64
 /* The staged form's k-block (cl/mma.cl) and the tiles the packed
- * operands are rounded up to. */
+ * operands are rounded up to (the warpgroup form's k-block where larger). */
 #define STAGED_BK 32
 
 typedef struct clt_mma_state {
@@ -334,7 +335,9 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
                                 int64_t batch) {
   int bm = configs[config].bm, bn = configs[config].bn;
   int64_t mp = round_up(m, bm), np = round_up(n, bn),
-          kp = round_up(k, STAGED_BK);
+          kp = round_up(k, configs[config].wg_bk > STAGED_BK
+                               ? configs[config].wg_bk
+                               : STAGED_BK);
   /* a stride of 0 (one operand for every batch) is packed once */
   int64_t batches_a = stride_a ? batch : 1, batches_b = stride_b ? batch : 1;
   int64_t halves_a = batches_a * mp * kp, halves = halves_a + batches_b * np * kp;
