@@ -13,7 +13,9 @@
  *   -DMMA_BM, MMA_BN  the block's tile of C, MMA_WM x MMA_WN warps of 32;
  *   -DMMA_STAGES=S    S > 0: the staged form below instead (S k-blocks in
  *                    its ring), with -DCLT_MMA_ASYNC=0 or 1 and
- *                    -DCLT_MMA_LDMATRIX=0 or 1.
+ *                    -DCLT_MMA_LDMATRIX=0 or 1;
+ *   -DMMA_WGMMA=1     with S > 0: the warpgroup form at the end (Hopper's
+ *                    wgmma, through a rewriting of the program's PTX).
  *
  * C = alpha op(A) op(B) + beta C, row-major, op() per ta/tb, strided
  * batches along dimension 2 of the range. A and B are f32 in memory and
