@@ -41,7 +41,7 @@
 #          interleaved, PyTorch before and after; AB_MODEL (the wide
 #          ResNet), AB_BATCH (256), AB_PRECISIONS ("mixed fp32"). About
 #          200 s for the wide ResNet's two precisions on an H200.
-#   wgmma  (not in the default list; about 150 s) the fp16 GEMM's tile
+#   wgmma  (not in the default list; about 180 s on an H200) the fp16 GEMM's tile
 #          configurations: selftest with the wgmma programs' PTX and build
 #          logs kept (CLT_PTX_DUMP), PyTorch's fp16 matmul, bench gemm
 #          --precision mixed --all-tiles on the squares to 4096
