@@ -554,23 +554,16 @@ START_TEST(log_callback_and_profiling) {
 END_TEST
 
 /* clt_program_build_patched (the wgmma route's build: compile, rewrite
- * the binary, build that): a rewriting that refuses, and one whose text
- * the driver refuses, are build errors that say why; nothing is cached
- * for them. The success path needs NVIDIA's PTX (test_wgmma_ptx checks
- * the rewriting itself; selftest the kernels on the GPU). */
+ * the binary, build that): a rewriting that refuses is a build error that
+ * says why, and a program that does not exist an internal one. A binary
+ * the driver refuses is not tried here: rusticl (Mesa 22.3.6) panics
+ * ("unknown version", program.rs) instead of returning
+ * CL_INVALID_BINARY. The success path needs NVIDIA's PTX (test_wgmma_ptx
+ * checks the rewriting itself; selftest the kernels on the GPU). */
 static char *refuse_patch(const char *binary, char *why, size_t why_len) {
   (void)binary;
   snprintf(why, why_len, "no placeholder in this test's program");
   return NULL;
-}
-
-static char *garbage_patch(const char *binary, char *why, size_t why_len) {
-  (void)binary;
-  (void)why;
-  (void)why_len;
-  char *out = malloc(32);
-  if (out) snprintf(out, 32, "not a program binary");
-  return out;
 }
 
 START_TEST(patched_build_refusals) {
@@ -584,15 +577,10 @@ START_TEST(patched_build_refusals) {
   ck_assert_msg(strstr(msg, "cl/mma.cl") && strstr(msg, "rewriting") &&
                     strstr(msg, "no placeholder in this test's program"),
                 "%s", msg);
-  ck_assert_int_eq(clt_program_build_patched(g_ctx, "mma", opts, "test",
-                                             garbage_patch, &prog),
-                   CLT_ERR_BUILD);
-  ck_assert_ptr_null(prog);
-  msg = clt_context_last_error(g_ctx);
-  ck_assert_msg(strstr(msg, "cl/mma.cl") != NULL, "%s", msg);
   ck_assert_int_eq(clt_program_build_patched(g_ctx, "no_such_program", "",
                                              "test", refuse_patch, &prog),
                    CLT_ERR_INTERNAL);
+  ck_assert_ptr_null(prog);
 }
 END_TEST
 
