@@ -47,15 +47,25 @@ static void build_options(const clt_context *ctx, const char *extra,
            ctx->work_group, extra[0] ? " " : "", extra);
 }
 
+/* The driver's build log of prog, NUL-terminated (malloc'd; NULL where
+ * there is none). */
+static char *build_log(const clt_context *ctx, cl_program prog) {
+  size_t size = 0;
+  if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                            &size) != CL_SUCCESS)
+    return NULL;
+  char *log = calloc(1, size + 1);
+  if (log && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG,
+                                   size, log, NULL) != CL_SUCCESS) {
+    free(log);
+    return NULL;
+  }
+  return log;
+}
+
 static clt_status build_failed(clt_context *ctx, cl_program prog,
                                const char *name, cl_int rc) {
-  size_t size = 0;
-  clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                        &size);
-  char *log = calloc(1, size + 1);
-  if (log)
-    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size, log,
-                          NULL);
+  char *log = build_log(ctx, prog);
   clt_ctx_fail(ctx, CLT_ERR_BUILD, "building cl/%s.cl for %s failed (%s):\n%s",
                name, ctx->info.name, clt_cl_error_name(rc), log ? log : "");
   free(log);
@@ -103,31 +113,122 @@ static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
  * binary to store, -1 when the cache folder cannot be written, after saying
  * so once: a cache that cannot be written only costs time, but every run
  * then compiles again, so the user should hear why and what to do. */
-static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
-                        const uint8_t key[32]) {
+/* A program's one binary, with a NUL after it (PTX is text); NULL where
+ * the driver gives none. */
+static char *program_binary(cl_program prog, size_t *len) {
   size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) != CL_SUCCESS ||
       size == 0)
-    return 0;
-  uint8_t *bin = malloc(size);
-  if (!bin) return 0;
-  int stored = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
+    return NULL;
+  unsigned char *bin = calloc(size + 1, 1);
+  if (!bin) return NULL;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
       CL_SUCCESS) {
-    clt_err err = {0};
-    stored = 1;
-    if (clt_cache_store(dir, key, bin, size, &err) != CLT_OK) {
-      clt_ctx_log(ctx, CLT_LOG_WARN,
-                  "%s; kernels will be compiled again on every run (set "
-                  "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
-                  "silence this)",
-                  err.msg);
-      stored = -1;
-    }
+    free(bin);
+    return NULL;
+  }
+  *len = size;
+  return (char *)bin;
+}
+
+static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
+                        const uint8_t key[32]) {
+  size_t size = 0;
+  char *bin = program_binary(prog, &size);
+  if (!bin) return 0;
+  clt_err err = {0};
+  int stored = 1;
+  if (clt_cache_store(dir, key, (const uint8_t *)bin, size, &err) != CLT_OK) {
+    clt_ctx_log(ctx, CLT_LOG_WARN,
+                "%s; kernels will be compiled again on every run (set "
+                "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
+                "silence this)",
+                err.msg);
+    stored = -1;
   }
   free(bin);
   return stored;
+}
+
+/* CLT_PTX_DUMP=DIR: a rewritten program's text before and after, as
+ * DIR/NAME-KEY.ptx and NAME-KEY.patched.ptx, and the driver's log of its
+ * build (asked to be verbose: registers, local memory, the assembler's
+ * warnings) as DIR/NAME-KEY.log; to read what the driver got (best
+ * effort). */
+static void dump_text(const char *name, const uint8_t key[32],
+                      const char *suffix, const char *text) {
+  const char *dir = getenv("CLT_PTX_DUMP");
+  if (!dir || !*dir || !text) return;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x%s", dir, name, key[0],
+           key[1], key[2], key[3], suffix);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The rewritten build (clt_program_build_patched): the program built from
+ * source, its binary passed to `patch`, the result built from binary. */
+static clt_status build_rewritten(clt_context *ctx,
+                                  const clt_embedded_program *p,
+                                  const char *options, const uint8_t key[32],
+                                  clt_binary_patch_fn patch, cl_program *out) {
+  cl_program first;
+  CLT_TRY(build_from_source(ctx, p->name, p->source, options, &first));
+  size_t len = 0;
+  char *bin = program_binary(first, &len);
+  clReleaseProgram(first);
+  if (!bin)
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: the driver gives no "
+                        "binary to rewrite",
+                        p->name, ctx->info.name);
+  char why[400] = "";
+  char *patched = patch(bin, why, sizeof why);
+  dump_text(p->name, key, ".ptx", bin);
+  dump_text(p->name, key, ".patched.ptx", patched);
+  free(bin);
+  if (!patched)
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: rewriting its binary "
+                        "failed:\n%s",
+                        p->name, ctx->info.name, why);
+  /* the text and its NUL, as the driver gave it */
+  size_t plen = strlen(patched) + 1;
+  const unsigned char *pbin = (const unsigned char *)patched;
+  cl_int rc, bin_rc = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &plen,
+                                              &pbin, &bin_rc, &rc);
+  free(patched);
+  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS) {
+    if (prog) clReleaseProgram(prog);
+    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
+                        "building cl/%s.cl for %s: the driver refuses the "
+                        "rewritten binary (%s)",
+                        p->name, ctx->info.name,
+                        clt_cl_error_name(rc != CL_SUCCESS ? rc : bin_rc));
+  }
+  const char *dump = getenv("CLT_PTX_DUMP");
+  bool verbose = dump && *dump;
+  rc = verbose ? clBuildProgram(prog, 1, &ctx->device, "-cl-nv-verbose", NULL,
+                                NULL)
+               : CL_INVALID_BUILD_OPTIONS;
+  if (rc != CL_SUCCESS)
+    rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
+  if (verbose) {
+    char *log = build_log(ctx, prog);
+    dump_text(p->name, key, ".log", log);
+    free(log);
+  }
+  if (rc != CL_SUCCESS) {
+    build_failed(ctx, prog, p->name, rc);
+    clReleaseProgram(prog);
+    return CLT_ERR_BUILD;
+  }
+  *out = prog;
+  return CLT_OK;
 }
 
 /* *cache_on turns false once the cache folder proves unwritable. */
@@ -145,13 +246,19 @@ static void report_build(clt_context *ctx, const clt_embedded_program *p,
                       ctx->build_progress_user);
 }
 
+/* With `patch` (and its version, `tag`, in the cache's key) the program
+ * is rewritten before it is built (build_rewritten), and what the cache
+ * holds is the rewritten binary, built with no options. */
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
-                                const char *extra, const char *dir,
+                                const char *extra, const char *tag,
+                                clt_binary_patch_fn patch, const char *dir,
                                 bool *cache_on, cl_program *out) {
-  char options[1024];
+  char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
+  snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
+           patch ? tag : "");
   uint8_t key[32];
-  clt_cache_key_parts parts = {p->source, options, ctx->info.name,
+  clt_cache_key_parts parts = {p->source, keyed, ctx->info.name,
                                ctx->info.driver_version,
                                ctx->info.platform_version};
   clt_cache_key(&parts, key);
@@ -160,7 +267,7 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
     size_t len = 0;
     clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
     if (r == CLT_CACHE_HIT) {
-      bool ok = build_from_binary(ctx, bin, len, options, out);
+      bool ok = build_from_binary(ctx, bin, len, patch ? "" : options, out);
       free(bin);
       if (ok) {
         ctx->kernel_stats.cache_hits++;
@@ -178,7 +285,10 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   }
   ctx->kernel_stats.cache_misses++;
   report_build(ctx, p, true);
-  CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+  if (patch)
+    CLT_TRY(build_rewritten(ctx, p, options, key, patch, out));
+  else
+    CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
   if (*cache_on) {
     int stored = store_binary(ctx, *out, dir, key);
     if (stored > 0) ctx->kernel_stats.cache_stored++;
@@ -205,8 +315,8 @@ clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
   ctx->program_count = clt_embedded_program_count;
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (is_on_demand(clt_embedded_programs[i].name)) continue;
-    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], "", cache_dir,
-                          &cache_on, &ctx->programs[i]));
+    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL,
+                          cache_dir, &cache_on, &ctx->programs[i]));
     ctx->kernel_stats.programs++;
   }
   for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
@@ -239,152 +349,20 @@ void clt_programs_release(clt_context *ctx) {
   ctx->programs = NULL;
 }
 
-/* A program's one binary, NUL-terminated (PTX is text); NULL where the
- * driver gives none. */
-static char *program_binary(cl_program prog, size_t *len) {
-  size_t size = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
-                       NULL) != CL_SUCCESS ||
-      size == 0)
-    return NULL;
-  unsigned char *bin = calloc(size + 1, 1);
-  if (!bin) return NULL;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
-      CL_SUCCESS) {
-    free(bin);
-    return NULL;
-  }
-  *len = size;
-  return (char *)bin;
-}
-
-/* CLT_PTX_DUMP=DIR: a rewritten program's text before and after, as
- * DIR/NAME-KEY[.patched].ptx, and the driver's log of its build (asked
- * to be verbose: registers, local memory, the assembler's warnings) as
- * DIR/NAME-KEY.log; to read what the driver got (best effort). */
-static void dump_binary(const char *name, const uint8_t key[32],
-                        const char *suffix, const char *text) {
-  const char *dir = getenv("CLT_PTX_DUMP");
-  if (!dir || !*dir) return;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x%s", dir, name,
-           key[0], key[1], key[2], key[3], suffix);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
-static clt_status build_patched(clt_context *ctx,
-                                const clt_embedded_program *p,
-                                const char *extra, const char *tag,
-                                clt_binary_patch_fn patch, cl_program *out) {
-  char options[1024], keyed[1200];
-  build_options(ctx, extra, options, sizeof options);
-  snprintf(keyed, sizeof keyed, "%s patched:%s", options, tag);
-  uint8_t key[32];
-  clt_cache_key_parts parts = {p->source, keyed, ctx->info.name,
-                               ctx->info.driver_version,
-                               ctx->info.platform_version};
-  clt_cache_key(&parts, key);
-  bool cache_on = ctx->cache_on;
-  if (cache_on) {
-    uint8_t *bin = NULL;
-    size_t len = 0;
-    clt_cache_result r = clt_cache_load(ctx->cache_dir, key, &bin, &len);
-    if (r == CLT_CACHE_HIT) {
-      bool ok = build_from_binary(ctx, bin, len, "", out);
-      free(bin);
-      if (ok) {
-        ctx->kernel_stats.cache_hits++;
-        return CLT_OK;
-      }
-      r = CLT_CACHE_REJECTED;
-    }
-    if (r == CLT_CACHE_REJECTED) ctx->kernel_stats.cache_rejected++;
-  }
-  ctx->kernel_stats.cache_misses++;
-  cl_program first;
-  CLT_TRY(build_from_source(ctx, p->name, p->source, options, &first));
-  size_t len = 0;
-  char *bin = program_binary(first, &len);
-  clReleaseProgram(first);
-  if (!bin)
-    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
-                        "building cl/%s.cl for %s: the driver gives no "
-                        "binary to rewrite",
-                        p->name, ctx->info.name);
-  char why[400] = "";
-  char *patched = patch(bin, why, sizeof why);
-  dump_binary(p->name, key, ".ptx", bin);
-  if (patched) dump_binary(p->name, key, ".patched.ptx", patched);
-  free(bin);
-  if (!patched)
-    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
-                        "building cl/%s.cl for %s: rewriting its binary "
-                        "failed:\n%s",
-                        p->name, ctx->info.name, why);
-  /* the text and its NUL, as the driver gave it */
-  size_t plen = strlen(patched) + 1;
-  const unsigned char *pbin = (const unsigned char *)patched;
-  cl_int rc, bin_rc = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &plen,
-                                              &pbin, &bin_rc, &rc);
-  free(patched);
-  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS) {
-    if (prog) clReleaseProgram(prog);
-    return clt_ctx_fail(ctx, CLT_ERR_BUILD,
-                        "building cl/%s.cl for %s: the driver refuses the "
-                        "rewritten binary (%s)",
-                        p->name, ctx->info.name,
-                        clt_cl_error_name(rc != CL_SUCCESS ? rc : bin_rc));
-  }
-  const char *dump = getenv("CLT_PTX_DUMP");
-  rc = CL_INVALID_BUILD_OPTIONS;
-  if (dump && *dump)
-    rc = clBuildProgram(prog, 1, &ctx->device, "-cl-nv-verbose", NULL, NULL);
-  if (rc != CL_SUCCESS)
-    rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
-  if (dump && *dump) {
-    size_t size = 0;
-    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                          &size);
-    char *log = calloc(1, size + 1);
-    if (log &&
-        clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size,
-                              log, NULL) == CL_SUCCESS)
-      dump_binary(p->name, key, ".log", log);
-    free(log);
-  }
-  if (rc != CL_SUCCESS) {
-    build_failed(ctx, prog, p->name, rc);
-    clReleaseProgram(prog);
-    return CLT_ERR_BUILD;
-  }
-  if (cache_on && store_binary(ctx, prog, ctx->cache_dir, key) > 0)
-    ctx->kernel_stats.cache_stored++;
-  *out = prog;
-  return CLT_OK;
-}
-
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,
                                      const char *extra, const char *tag,
                                      clt_binary_patch_fn patch,
                                      cl_program *out) {
-  for (int i = 0; i < clt_embedded_program_count; i++)
-    if (strcmp(clt_embedded_programs[i].name, name) == 0)
-      return build_patched(ctx, &clt_embedded_programs[i], extra, tag, patch,
-                           out);
+  for (int i = 0; i < clt_embedded_program_count; i++) {
+    if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
+    bool cache_on = ctx->cache_on;
+    return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
+                         ctx->cache_dir, &cache_on, out);
+  }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }
 
 clt_status clt_program_build_extra(clt_context *ctx, const char *name,
                                    const char *extra, cl_program *out) {
-  for (int i = 0; i < clt_embedded_program_count; i++) {
-    if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
-    bool cache_on = ctx->cache_on;
-    return build_program(ctx, &clt_embedded_programs[i], extra,
-                         ctx->cache_dir, &cache_on, out);
-  }
-  return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
+  return clt_program_build_patched(ctx, name, extra, NULL, NULL, out);
 }

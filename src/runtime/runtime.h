@@ -223,7 +223,7 @@ clt_status clt_program_build_extra(clt_context *ctx, const char *name,
  * (clCreateProgramWithBinary) and cached, under a key that includes `tag`
  * (the rewriting's version). A rewriting or rebuild that fails is
  * CLT_ERR_BUILD with the reason or the driver's log. For wgmma
- * (src/ops/wgmma_ptx.h). */
+ * (src/ops/wgmma_ptx.h). With patch NULL, clt_program_build_extra. */
 typedef char *(*clt_binary_patch_fn)(const char *binary, char *why,
                                      size_t why_len);
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,
