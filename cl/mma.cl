@@ -263,6 +263,21 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
   if (c < cols_p) mma_store8(v, dst + ((long)(r0 + row) * cols_p + c) / 8);
 }
 
+#if CLT_MMA_PTX
+/* 16 bytes from global to local memory by cp.async (the ring's and the
+ * warpgroup form's copies), and the end of a group of them. */
+/* The local address as the .shared state space has it: a __local
+ * pointer's value on NVIDIA's compiler (not something OpenCL promises:
+ * the measured plans compare every configuration's numbers with SGEMM's
+ * before choosing it, and selftest checks each one). */
+#define MMA_COPY16(dst, src)                                                   \
+  MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
+              (uint)(ulong)(dst)),                                             \
+          "l"((ulong)(src))                                                    \
+          : "memory")
+#define MMA_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#endif
+
 #if !MMA_WGMMA
 
 /* Where chunk c (16 bytes) of row r of a k-block sits, in uint4s. */
@@ -279,16 +294,6 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
 #else
 #error "MMA_STAGES: 2, 3 or 4 with CLT_MMA_ASYNC"
 #endif
-/* The local address as the .shared state space has it: a __local
- * pointer's value on NVIDIA's compiler (not something OpenCL promises:
- * the measured plans compare every configuration's numbers with SGEMM's
- * before choosing it, and selftest checks each one). */
-#define MMA_COPY16(dst, src)                                                   \
-  MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
-              (uint)(ulong)(dst)),                                             \
-          "l"((ulong)(src))                                                    \
-          : "memory")
-#define MMA_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
 #if CLT_MMA_LDMATRIX
 /* Four 8 x 8 matrices of halves from local memory, lanes 8 j .. 8 j + 7
  * giving the rows of matrix j, lane 4 g + t receiving row g's halves 2 t
@@ -657,12 +662,8 @@ static ulong wg_desc(__local const uint4 *p) {
 #define WG_COMMIT() MMA_ASM("// CLT_WG commit" ::: "memory")
 #define WG_WAIT(d) MMA_ASM("// CLT_WG wait " #d ::: "memory")
 #define WG_PROXY() MMA_ASM("// CLT_WG proxy" ::: "memory")
-#define WG_COPY(dst, src)                                                      \
-  MMA_ASM("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(                  \
-              (uint)(ulong)(dst)),                                             \
-          "l"((ulong)(src))                                                    \
-          : "memory")
-#define WG_COPY_COMMIT() MMA_ASM("cp.async.commit_group;" ::: "memory")
+#define WG_COPY(dst, src) MMA_COPY16(dst, src)
+#define WG_COPY_COMMIT() MMA_COMMIT()
 #define WG_CTAS() MMA_ASM("// CLT_WG ctas " WG_STR(MMA_WG_CTAS) ::: "memory")
 #define WG_COPY_WAIT()                                                         \
   MMA_ASM("cp.async.wait_group " WG_STR(WG_AHEAD_LESS1) ";" ::: "memory")
