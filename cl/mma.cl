@@ -15,7 +15,9 @@
  *                    its ring), with -DCLT_MMA_ASYNC=0 or 1 and
  *                    -DCLT_MMA_LDMATRIX=0 or 1;
  *   -DMMA_WGMMA=1     with S > 0: the warpgroup form at the end (Hopper's
- *                    wgmma, through a rewriting of the program's PTX).
+ *                    wgmma, through a rewriting of the program's PTX);
+ *                    with -DMMA_WG_TF32=1 it runs fp32 products as
+ *                    3xTF32 instead (f32's accuracy, no fp16 rounding).
  *
  * C = alpha op(A) op(B) + beta C, row-major, op() per ta/tb, strided
  * batches along dimension 2 of the range. A and B are f32 in memory and
@@ -217,6 +219,50 @@ static void mma_store8(float8 v, __global uint4 *p) {
                h[4] | (uint)h[5] << 16, h[6] | (uint)h[7] << 16);
 }
 
+#ifndef MMA_WG_TF32
+#define MMA_WG_TF32 0
+#endif
+#if MMA_WG_TF32
+/* x rounded to tf32 (10 bits of mantissa, nearest even; the low 13 bits
+ * zero), where that stays finite (else cut). */
+static float tf32_round(float x) {
+  uint u = as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x; /* inf, NaN */
+  uint r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  if ((r & 0x7f800000u) == 0x7f800000u) r = u & 0xffffe000u;
+  return as_float(r);
+}
+
+/* Eight floats as tf32 pairs, x = big + small (small the rest, rounded
+ * again): the big parts at p[0..1], the small ones at p[at..at + 1]. */
+static void mma_store8_split(float8 v, __global uint4 *p, int at) {
+  float8 big, small;
+  big.s0 = tf32_round(v.s0);
+  big.s1 = tf32_round(v.s1);
+  big.s2 = tf32_round(v.s2);
+  big.s3 = tf32_round(v.s3);
+  big.s4 = tf32_round(v.s4);
+  big.s5 = tf32_round(v.s5);
+  big.s6 = tf32_round(v.s6);
+  big.s7 = tf32_round(v.s7);
+  float8 rest = v - big;
+  small.s0 = tf32_round(rest.s0);
+  small.s1 = tf32_round(rest.s1);
+  small.s2 = tf32_round(rest.s2);
+  small.s3 = tf32_round(rest.s3);
+  small.s4 = tf32_round(rest.s4);
+  small.s5 = tf32_round(rest.s5);
+  small.s6 = tf32_round(rest.s6);
+  small.s7 = tf32_round(rest.s7);
+  /* inf - inf: an infinite value's small part is 0 */
+  small = select(small, (float8)(0.0f), isinf(big));
+  p[0] = as_uint4(big.lo);
+  p[1] = as_uint4(big.hi);
+  p[at] = as_uint4(small.lo);
+  p[at + 1] = as_uint4(small.hi);
+}
+#endif
+
 /* dst[b][r][c] = op(src)[r][c] as halves, op(src)[r][c] = src[r ld + c]
  * or, with trans, src[c ld + r]; zero for r >= rows or c >= cols. A
  * work-group of 32 x 8 items packs 32 rows x 64 columns, each item 8
@@ -225,7 +271,9 @@ static void mma_store8(float8 v, __global uint4 *p) {
  * (8 consecutive floats of its row); with trans through local memory, so
  * that the reads go along the stored rows (r) and the writes along k
  * (c), both coalesced. Over (ceil(cols_p / 64) 32, rows_p / 32 x 8,
- * batches). */
+ * batches). With MMA_WG_TF32 (the warpgroup form's 3xTF32) each value is
+ * two tf32 floats instead, big + small: a packed row holds the cols_p big
+ * parts, then the cols_p small ones. */
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void
 mma_pack(int trans, int rows, int cols, __global const float *src,
          int src_off, int ld, int stride, __global uint4 *dst, int dst_off,
@@ -237,7 +285,8 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
   src += src_off + batch * stride;
   /* dst_off counts f32 words (the buffer is an f32 tensor), multiples of
    * 16: uint4s of 8 halves */
-  dst += dst_off / 4 + batch * (long)rows_p * (cols_p / 8);
+  dst += dst_off / 4 + batch * (long)rows_p * (MMA_WG_TF32 ? cols_p / 2
+                                                           : cols_p / 8);
   /* this item's chunk: row r0 + lid / 8, columns c .. c + 7 */
   int row = lid / 8, c = c0 + 8 * (lid % 8);
   float8 v = (float8)(0.0f);
@@ -260,7 +309,13 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
                    c + 4 < cols ? s[4] : 0.0f, c + 5 < cols ? s[5] : 0.0f,
                    c + 6 < cols ? s[6] : 0.0f, c + 7 < cols ? s[7] : 0.0f);
   }
+#if MMA_WG_TF32
+  if (c < cols_p)
+    mma_store8_split(v, dst + ((long)(r0 + row) * 2 * cols_p + c) / 4,
+                     cols_p / 4);
+#else
   if (c < cols_p) mma_store8(v, dst + ((long)(r0 + row) * cols_p + c) / 8);
+#endif
 }
 
 #if CLT_MMA_PTX
@@ -513,7 +568,13 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
  * every other line of the kernel to be checked on any device.
  *
  *   MMA_WG_N     the instruction's n: 64, 128 or 256 (MMA_BN a multiple)
- *   MMA_WG_BK    the k-block: 16, 32 or 64 halves a row
+ *   MMA_WG_BK    the k-block: 16, 32 or 64 halves a row (8, 16 or 32
+ *                tf32: 32, 64 or 128 bytes)
+ *   MMA_WG_TF32  1: an fp32 product as 3xTF32, each operand packed as
+ *                tf32 big and small parts (x = big + small) and
+ *                A B = Ab Bb + Ab Bs + As Bb by wgmma's m64nNk8 on tf32,
+ *                accurate as f32 (the dropped As Bs is below f32's
+ *                rounding); 0: fp16 operands
  *   MMA_WG_DEPTH 0: each k-block's products finished before the next is
  *                started; 1: one k-block's products left running
  *   MMA_WG_SWIZZLE 0: the layout without swizzle; 1: the swizzled one of
@@ -521,13 +582,14 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
  *   MMA_WG_CTAS  n > 0: asks the compiler for registers that let n blocks
  *                share a multiprocessor (.minnctapersm)
  *
- * Local memory holds a k-block of A's rows then B's, as wgmma's operand
+ * Local memory holds a k-block of A's rows then B's (3xTF32: A's big
+ * parts, A's small parts, B's big, B's small), as wgmma's operand
  * layouts for k-major operands have it (PTX ISA, "Shared Memory Matrix
- * Layout"). Without swizzle: 8 x 8 "core matrices" of halves (8 rows of 16
- * bytes, 128 contiguous bytes), the one of rows 8 i.. and k 8 j.. at
- * (i * MMA_WG_BK / 8 + j) * 128 bytes (the descriptor's leading byte
- * offset, 128, steps along k, its stride byte offset, MMA_WG_BK * 16,
- * along the rows). Swizzled: rows of W = 2 MMA_WG_BK bytes one after the
+ * Layout"). Without swizzle: "core matrices" of 8 rows of 16 bytes (8
+ * halves or 4 tf32), 128 contiguous bytes, the one of rows 8 i.. and
+ * chunk j at (i * W / 16 + j) * 128 bytes for rows of W bytes (the
+ * descriptor's leading byte offset, 128, steps along k, its stride byte
+ * offset, 8 W, along the rows). Swizzled: rows of W bytes one after the
  * other, the 16-byte chunk c of row r at c ^ r & 7 (W = 128),
  * c ^ (r >> 1) & 3 (W = 64) or c ^ (r >> 2) & 1 (W = 32): the address
  * bits 4.. XORed with bits 7..,
@@ -550,40 +612,49 @@ gemm_mma_staged(int m, int n, int kq, float alpha, __global const uint4 *a,
 #ifndef MMA_WG_CTAS
 #define MMA_WG_CTAS 0
 #endif
+#if MMA_WG_TF32
+#define WG_EB 4    /* bytes an element: tf32 */
+#define WG_PARTS 2 /* each operand's rows twice: big parts, small parts */
+#else
+#define WG_EB 2
+#define WG_PARTS 1
+#endif
 #define WG_THREADS (MMA_BM / 64 * 128)
-#define WG_KC (MMA_WG_BK / 8)          /* 16-byte chunks a row of a block */
+#define WG_ROWB (MMA_WG_BK * WG_EB)    /* bytes a row of a k-block */
+#define WG_KC (WG_ROWB / 16)           /* 16-byte chunks a row of a block */
+#define WG_KSTEPS (WG_ROWB / 32)       /* instructions along k a block */
 #define WG_NI (MMA_BN / MMA_WG_N)      /* instructions a k-step, each warpgroup */
 #define WG_ACC (MMA_WG_N / 2)          /* accumulators an instruction, each item */
-#define WG_STAGE ((MMA_BM + MMA_BN) * WG_KC) /* uint4s a k-block */
+#define WG_STAGE (WG_PARTS * (MMA_BM + MMA_BN) * WG_KC) /* uint4s a k-block */
 #define WG_CHUNKS (WG_STAGE / WG_THREADS)
 /* k-blocks copied ahead of the one multiplied */
 #define WG_AHEAD (MMA_STAGES - 1 - MMA_WG_DEPTH)
 #if MMA_BM % 64 || MMA_BN % MMA_WG_N || WG_STAGE % WG_THREADS ||             \
-    WG_AHEAD < 1 || MMA_WG_BK % 16 || MMA_WG_DEPTH < 0 || MMA_WG_DEPTH > 1
+    WG_AHEAD < 1 || WG_ROWB % 32 || MMA_WG_DEPTH < 0 || MMA_WG_DEPTH > 1
 #error "gemm_wgmma: MMA_BM a multiple of 64, MMA_BN of MMA_WG_N, one k-block ahead at least"
 #endif
 
 #if MMA_WG_SWIZZLE
 /* the descriptor's layout type: 1 the 128-byte swizzle, 2 the 64-byte
  * one, 3 the 32-byte one; the rows' chunk index XORed with row >> shift */
-#if MMA_WG_BK == 64
+#if WG_ROWB == 128
 #define WG_LAYOUT 1
 #define WG_SWZ_SHIFT 0
-#elif MMA_WG_BK == 32
+#elif WG_ROWB == 64
 #define WG_LAYOUT 2
 #define WG_SWZ_SHIFT 1
-#elif MMA_WG_BK == 16
+#elif WG_ROWB == 32
 #define WG_LAYOUT 3
 #define WG_SWZ_SHIFT 2
 #else
-#error "MMA_WG_SWIZZLE: k-blocks of 16, 32 or 64"
+#error "MMA_WG_SWIZZLE: k-blocks of 32, 64 or 128 bytes a row"
 #endif
 #define WG_LBO 16
-#define WG_SBO (MMA_WG_BK * 16)
+#define WG_SBO (WG_ROWB * 8)
 #else
 #define WG_LAYOUT 0
 #define WG_LBO 128
-#define WG_SBO (MMA_WG_BK * 16)
+#define WG_SBO (WG_ROWB * 8)
 #endif
 
 /* The descriptor of the operand that starts at p. */
@@ -607,10 +678,19 @@ static ulong wg_desc(__local const uint4 *p) {
 #define WG_COL(e) ((e) / 8 % WG_KC)
 #define WG_DST(e) (e)
 #endif
+#if MMA_WG_TF32
+/* the stage's rows: A's big parts, A's small parts, B's big, B's small;
+ * a packed row: kq uint4s of big parts, then kq of small ones */
+#define WG_SRC_OF(p, rows, r, kb)                                              \
+  ((p) + (long)((r) % (rows)) * 2 * kq + ((r) / (rows)) * kq + (kb) * WG_KC)
+#else
+#define WG_SRC_OF(p, rows, r, kb) ((p) + (long)(r) * kq + (kb) * WG_KC)
+#endif
 #define WG_SRC(e, kb)                                                          \
-  (WG_ROW(e) < MMA_BM                                                          \
-       ? pa + (long)WG_ROW(e) * kq + (kb) * WG_KC + WG_COL(e)                 \
-       : pb + (long)(WG_ROW(e) - MMA_BM) * kq + (kb) * WG_KC + WG_COL(e))
+  (WG_ROW(e) < WG_PARTS * MMA_BM                                               \
+       ? WG_SRC_OF(pa, MMA_BM, WG_ROW(e), kb) + WG_COL(e)                     \
+       : WG_SRC_OF(pb, MMA_BN, WG_ROW(e) - WG_PARTS * MMA_BM, kb) +           \
+             WG_COL(e))
 
 /* The accumulators as operands of the placeholders. */
 #define WG_F4(a, i) "+f"(a[i]), "+f"(a[i + 1]), "+f"(a[i + 2]), "+f"(a[i + 3])
@@ -647,13 +727,19 @@ static ulong wg_desc(__local const uint4 *p) {
 /* Placeholders, replaced in the PTX (src/ops/wgmma_ptx.c):
  *   mma N  acc... da db   wgmma.mma_async m64nNk16, D += A B (the mov
  *                         after it goes too)
+ *   tf32 N acc... da db   the same, m64nNk8 on tf32 operands
  *   hold                  nothing: ties the accumulators to its place, so
  *                         that the compiler moves no use of them across
  *                         the asynchronous product
  *   arrive / commit / wait D / proxy   wgmma.fence, wgmma.commit_group,
  *                         wgmma.wait_group D, fence.proxy.async */
+#if MMA_WG_TF32
+#define WG_KIND "tf32 "
+#else
+#define WG_KIND "mma "
+#endif
 #define WG_MMA(acc, sa, sb)                                                    \
-  MMA_ASM("// CLT_WG mma " WG_STR(MMA_WG_N) WG_NAMES "\n\tmov.f32 %0, %0;"     \
+  MMA_ASM("// CLT_WG " WG_KIND WG_STR(MMA_WG_N) WG_NAMES "\n\tmov.f32 %0, %0;" \
           : WG_FACC(acc)                                                       \
           : "l"(wg_desc(sa)), "l"(wg_desc(sb))                                 \
           : "memory")
@@ -685,8 +771,9 @@ static ulong wg_desc(__local const uint4 *p) {
  * holds D[16 w + l / 4 + 8 ((i >> 1) & 1)][8 (i >> 2) + 2 (l % 4) + (i & 1)]
  * in acc[i]. The operands are read as the descriptors say: their layout
  * type and strides decoded, without swizzle row r, k kk at (r / 8) SBO +
- * (kk / 8) LBO + (r % 8) 16 + (kk % 8) 2 bytes from the start; swizzled
- * at (r / 8) SBO + (r % 8) W + kk 2, W = SBO / 8, with the bits 4.. of
+ * (kk / E) LBO + (r % 8) 16 + (kk % E) B bytes from the start (B bytes an
+ * element, E = 16 / B of them a core matrix's row); swizzled at
+ * (r / 8) SBO + (r % 8) W + kk B, W = SBO / 8, with the bits 4.. of
  * the address (from the ring's start, aligned as the swizzle's period)
  * XORed with its bits 7... */
 static float wg_operand(ulong desc, __local const uint4 *p,
@@ -695,30 +782,91 @@ static float wg_operand(ulong desc, __local const uint4 *p,
        sbo = (uint)((desc >> 32) & 0x3fff) << 4;
   int layout = (int)(desc >> 62);
   uint at = (uint)(p - ring) * 16;
+  /* elements a core matrix's row (16 bytes) */
+  const int ce = 16 / WG_EB;
   if (layout == 0)
-    at += (r / 8) * sbo + (kk / 8) * lbo + (r % 8) * 16 + (kk % 8) * 2;
+    at += (r / 8) * sbo + (kk / ce) * lbo + (r % 8) * 16 + (kk % ce) * WG_EB;
   else {
-    at += (r / 8) * sbo + (r % 8) * (sbo / 8) + kk * 2;
+    at += (r / 8) * sbo + (r % 8) * (sbo / 8) + kk * WG_EB;
     uint mask = layout == 1 ? 7 : layout == 2 ? 3 : 1;
     at ^= ((at >> 7) & mask) << 4;
   }
+#if MMA_WG_TF32
+  /* tf32: the float's top 19 bits */
+  return as_float(((__local const uint *)ring)[at / 4] & 0xffffe000u);
+#else
   return vload_half(at / 2, (__local const half *)ring);
+#endif
+}
+
+/* The emulated instruction's sums are written out, not loops: llvmpipe
+ * (rusticl, Mesa 22.3) ends a work-item's loops after 65535 iterations
+ * counted over all of them (wrong sums, no error), which a product of k
+ * in the thousands passed with loops over k and every accumulator. One
+ * call a loop iteration: POCL 3.1's LLVM 15 crashes on two (or on three
+ * copies of the emulation in a k-step). */
+#define WG_TERM(a, b, kk)                                                      \
+  (wg_operand(d##a, a, ring, r, kk) * wg_operand(d##b, b, ring, c, kk))
+#define WG_SUM8(a, b)                                                          \
+  (WG_TERM(a, b, 0) + WG_TERM(a, b, 1) + WG_TERM(a, b, 2) +                    \
+   WG_TERM(a, b, 3) + WG_TERM(a, b, 4) + WG_TERM(a, b, 5) +                    \
+   WG_TERM(a, b, 6) + WG_TERM(a, b, 7))
+
+#if MMA_WG_TF32
+/* acc + the three products of 3xTF32 (big A at sa, its small parts at
+ * sas; B's at sb and sbs) in the instructions' order, as the tensor
+ * cores add them: As Bb, Ab Bs, Ab Bb, 8 of k each. */
+static float wg_dot(float acc, ulong dsa, ulong dsas, ulong dsb, ulong dsbs,
+                    __local const uint4 *sa, __local const uint4 *sas,
+                    __local const uint4 *sb, __local const uint4 *sbs,
+                    __local const uint4 *ring, int r, int c) {
+  acc += WG_SUM8(sas, sb);
+  acc += WG_SUM8(sa, sbs);
+  return acc + WG_SUM8(sa, sb);
 }
 
 static void wg_mma_emulated(float *acc, __local const uint4 *sa,
                             __local const uint4 *sb,
                             __local const uint4 *ring, int t) {
-  ulong da = wg_desc(sa), db = wg_desc(sb);
+  __local const uint4 *sas = sa + MMA_BM * WG_KC, *sbs = sb + MMA_BN * WG_KC;
+  ulong dsa = wg_desc(sa), dsas = wg_desc(sas), dsb = wg_desc(sb),
+        dsbs = wg_desc(sbs);
   int w = t / 32, l = t % 32;
   for (int i = 0; i < WG_ACC; i++) {
     int r = 16 * w + l / 4 + 8 * ((i >> 1) & 1);
     int c = 8 * (i >> 2) + 2 * (l % 4) + (i & 1);
-    float s = 0.0f;
-    for (int kk = 0; kk < 16; kk++)
-      s += wg_operand(da, sa, ring, r, kk) * wg_operand(db, sb, ring, c, kk);
-    acc[i] += s;
+    acc[i] = wg_dot(acc[i], dsa, dsas, dsb, dsbs, sa, sas, sb, sbs, ring, r,
+                    c);
   }
 }
+#else
+/* One accumulator's sum over the instruction's 16 halves of k. */
+static float wg_dot(ulong dsa, ulong dsb, __local const uint4 *sa,
+                    __local const uint4 *sb, __local const uint4 *ring, int r,
+                    int c) {
+  float s = WG_SUM8(sa, sb);
+#define WG_TERM8(a, b, kk) WG_TERM(a, b, (kk) + 8)
+  s += WG_TERM8(sa, sb, 0) + WG_TERM8(sa, sb, 1) + WG_TERM8(sa, sb, 2) +
+       WG_TERM8(sa, sb, 3) + WG_TERM8(sa, sb, 4) + WG_TERM8(sa, sb, 5) +
+       WG_TERM8(sa, sb, 6) + WG_TERM8(sa, sb, 7);
+#undef WG_TERM8
+  return s;
+}
+
+static void wg_mma_emulated(float *acc, __local const uint4 *sa,
+                            __local const uint4 *sb,
+                            __local const uint4 *ring, int t) {
+  ulong dsa = wg_desc(sa), dsb = wg_desc(sb);
+  int w = t / 32, l = t % 32;
+  for (int i = 0; i < WG_ACC; i++) {
+    int r = 16 * w + l / 4 + 8 * ((i >> 1) & 1);
+    int c = 8 * (i >> 2) + 2 * (l % 4) + (i & 1);
+    acc[i] += wg_dot(dsa, dsb, sa, sb, ring, r, c);
+  }
+}
+#endif
+#undef WG_SUM8
+#undef WG_TERM
 #define WG_MMA(acc, sa, sb) wg_mma_emulated(acc, sa, sb, ring, t)
 #define WG_HOLD(acc)
 #define WG_ARRIVE()
@@ -747,8 +895,10 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
   int m0 = get_group_id(1) * MMA_BM, n0 = get_group_id(0) * MMA_BN;
   long batch = get_group_id(2);
   /* the offsets count f32 words, multiples of 4 */
-  __global const uint4 *pa = a + a_off / 4 + batch * a_stride + (long)m0 * kq;
-  __global const uint4 *pb = b + b_off / 4 + batch * b_stride + (long)n0 * kq;
+  __global const uint4 *pa =
+      a + a_off / 4 + batch * a_stride + (long)m0 * WG_PARTS * kq;
+  __global const uint4 *pb =
+      b + b_off / 4 + batch * b_stride + (long)n0 * WG_PARTS * kq;
   c += c_off + batch * stride_c;
   int blocks = kq / WG_KC;
 
@@ -789,7 +939,7 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
     __local const uint4 *sa = ring + (kb % MMA_STAGES) * WG_STAGE +
                               wg * 64 * WG_KC;
     __local const uint4 *sb = ring + (kb % MMA_STAGES) * WG_STAGE +
-                              MMA_BM * WG_KC;
+                              WG_PARTS * MMA_BM * WG_KC;
 #pragma unroll
     for (int j = 0; j < WG_NI; j++) WG_HOLD(acc[j]);
     WG_ARRIVE();
@@ -798,17 +948,30 @@ gemm_wgmma(int m, int n, int kq, float alpha, __global const uint4 *a,
 #else
 #pragma unroll 1
 #endif
-    for (int ks = 0; ks < MMA_WG_BK / 16; ks++)
+    for (int ks = 0; ks < WG_KSTEPS; ks++)
 #if CLT_MMA_PTX
 #pragma unroll
 #else
 #pragma unroll 1
 #endif
-      for (int j = 0; j < WG_NI; j++)
+      for (int j = 0; j < WG_NI; j++) {
         /* 32 bytes along k a step (two core matrices without swizzle,
          * a part of the row with); instruction j's columns */
-        WG_MMA(acc[j], sa + ks * (MMA_WG_SWIZZLE ? 2 : 16),
-               sb + j * MMA_WG_N * WG_KC + ks * (MMA_WG_SWIZZLE ? 2 : 16));
+        __local const uint4 *opa = sa + ks * (MMA_WG_SWIZZLE ? 2 : 16),
+                            *opb = sb + j * MMA_WG_N * WG_KC +
+                                   ks * (MMA_WG_SWIZZLE ? 2 : 16);
+#if MMA_WG_TF32 && CLT_MMA_PTX
+        /* 3xTF32: A B = As Bb + Ab Bs + Ab Bb (+ As Bs, below f32's
+         * rounding), the small products first (emulated: the three in
+         * one, wg_mma_emulated) */
+#pragma unroll
+        for (int part = 0; part < 3; part++)
+          WG_MMA(acc[j], opa + (part == 0 ? MMA_BM * WG_KC : 0),
+                 opb + (part == 1 ? MMA_BN * WG_KC : 0));
+#else
+        WG_MMA(acc[j], opa, opb);
+#endif
+      }
     WG_COMMIT();
 #if MMA_WG_DEPTH == 1
     WG_WAIT(1);

@@ -344,6 +344,29 @@ CLT_API clt_status clt_gemm_f16_strided_batched(
     int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
     clt_tensor *c, int64_t stride_c, int64_t batch);
 
+/* fp32 products as 3xTF32 on the same route's tensor cores (Hopper's
+ * wgmma, where the "... wgmma" fp16 configurations run; README "3xTF32"):
+ * each operand split as big + small, both tf32 (10 bits of mantissa), and
+ * A B = Ab Bb + Ab Bs + As Bb summed in f32, which is as accurate as f32
+ * (the dropped As Bs is below f32's rounding; each configuration checks
+ * that on its first run on the device and is refused where it is not).
+ * The fp32 graphs' measured plans take them as candidates beside SGEMM's.
+ * The configurations' names ("3xtf32 128x128", ...) and how each runs: */
+#define CLT_TF32X3_CONFIGS 6
+CLT_API const char *clt_tf32x3_config_name(int config);
+CLT_API void clt_tf32x3_config_form(clt_context *ctx, int config, char *buf,
+                                    size_t len);
+
+/* clt_gemm_strided_batched as 3xTF32 in configuration `config`.
+ * CLT_ERR_UNSUPPORTED where the route is CLT_FP16_SGEMM, where the
+ * warpgroup form does not run (compute capability other than 9.0), or
+ * where the configuration failed its check (the message says why). */
+CLT_API clt_status clt_gemm_tf32x3_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch);
+
 /* cltrain's own register-blocked fp32 GEMM kernels (README "Measured
  * plans"), the plans' candidates beside CLBlast's SGEMM: "rows 4x32",
  * "rows 8x32" (B not transposed, n >= 32), "rows 4x8" (B not transposed,

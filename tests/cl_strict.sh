@@ -64,5 +64,12 @@ for c in "64 128 128 32 4 1 1 0" "128 128 128 32 3 0 0 0" "128 128 64 16 6 1 1 2
   check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM=2 -DMMA_WN=2 -DMMA_STAGES="$stages" -DCLT_MMA_ASYNC=0 \
     -DMMA_WGMMA=1 -DMMA_WG_N="$wn" -DMMA_WG_BK="$bk" -DMMA_WG_DEPTH="$depth" -DMMA_WG_SWIZZLE="$swizzle" -DMMA_WG_CTAS="$ctas"
 done
+# 3xTF32 (k-blocks of tf32): the 32-byte swizzle, the 64-byte one, no
+# swizzle, the widest instruction.
+for c in "128 128 128 8 3 0 1" "64 128 128 16 2 0 1" "64 64 64 8 6 1 0" "128 256 256 8 2 0 1"; do
+  read -r bm bn wn bk stages depth swizzle <<<"$c"
+  check mma "${fp16[@]}" -DMMA_BM="$bm" -DMMA_BN="$bn" -DMMA_WM=2 -DMMA_WN=2 -DMMA_STAGES="$stages" -DCLT_MMA_ASYNC=0 \
+    -DMMA_WGMMA=1 -DMMA_WG_N="$wn" -DMMA_WG_BK="$bk" -DMMA_WG_DEPTH="$depth" -DMMA_WG_SWIZZLE="$swizzle" -DMMA_WG_TF32=1
+done
 echo "cl_strict: $checked builds checked, $failed failed"
 [ "$failed" = 0 ]

@@ -27,18 +27,24 @@ static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
   return ctx;
 }
 
-/* True where tile configuration `config` cannot run on ctx's device (a
+/* True where configuration `config` (of CLT_MMA_CONFIGS) cannot run on
+ * ctx's device (a
  * ring configuration whose ring is larger than the local memory:
  * llvmpipe's 32 KB), after checking that it is refused as documented:
  * CLT_ERR_UNSUPPORTED, naming the local memory. */
 static inline bool mma_config_refused(clt_context *ctx, int config) {
-  if (clt_fp16_config_usable(ctx, config)) return false;
+  if (clt_mma_config_usable(ctx, config)) return false;
   double e = 0.0;
-  clt_status st = clt_check_gemm_mma(ctx, config, CLT_NO_TRANS, CLT_NO_TRANS,
-                                     9, 9, 9, 1.0f, 0.0f, 1, &e);
+  clt_status st =
+      clt_mma_config_is_tf32x3(config)
+          ? clt_check_gemm_tf32x3(ctx, config - CLT_FP16_CONFIGS,
+                                  CLT_NO_TRANS, CLT_NO_TRANS, 9, 9, 9, 1.0f,
+                                  0.0f, 1, &e)
+          : clt_check_gemm_mma(ctx, config, CLT_NO_TRANS, CLT_NO_TRANS, 9, 9,
+                               9, 1.0f, 0.0f, 1, &e);
   ck_assert_msg(st == CLT_ERR_UNSUPPORTED &&
                     strstr(clt_context_last_error(ctx), "local memory"),
-                "%s: refused with %s: %s", clt_fp16_config_name(config),
+                "%s: refused with %s: %s", clt_mma_config_name(config),
                 clt_status_string(st), clt_context_last_error(ctx));
   return true;
 }

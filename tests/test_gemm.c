@@ -369,6 +369,97 @@ START_TEST(mma_transposes_batches) {
 }
 END_TEST
 
+/* 3xTF32 (ops/gemm_mma.h; emulated, and on the device where it has the
+ * warpgroup form): every configuration on the odd shapes, to f32's
+ * accuracy on full f32 values, where one tf32 product alone would be
+ * 1e-4 off. _i: configuration. */
+#define TF32X3_TOL 1e-6
+
+START_TEST(tf32x3_shapes) {
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  double e;
+  for (int c = 0; c < nctx; c++) {
+    g_ctx = ctxs[c];
+    if (mma_config_refused(g_ctx, CLT_MMA_TF32X3(_i))) continue;
+    for (int i = _i % 2; i < COUNT(shapes); i += test_tiny() ? 6 : 2) {
+      const int64_t *s = shapes[i];
+      clt_status st = clt_check_gemm_tf32x3(g_ctx, _i, CLT_NO_TRANS,
+                                            CLT_NO_TRANS, s[0], s[1], s[2],
+                                            1.0f, 0.0f, 1, &e);
+      if (st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx)
+        break; /* the device's warpgroup form is not there (logged) */
+      ck_assert_check(st, e, TF32X3_TOL, "3xtf32 %s nn m=%lld n=%lld k=%lld",
+                      clt_tf32x3_config_name(_i), (long long)s[0],
+                      (long long)s[1], (long long)s[2]);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
+/* _i: transpose combination; alpha, beta and strided batches, each in
+ * two of the configurations. */
+START_TEST(tf32x3_transposes_batches) {
+  static const int64_t picks[] = {4, 12, 19};
+  static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, -0.5f}, {-1.0f, 1.0f}};
+  clt_transpose ta = (_i & 1) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_transpose tb = (_i & 2) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  double e;
+  for (int c = 0; c < nctx; c++) {
+    g_ctx = ctxs[c];
+    for (int q = 0; q < COUNT(picks); q++) {
+      int config = (q + _i) % CLT_TF32X3_CONFIGS;
+      if (mma_config_refused(g_ctx, CLT_MMA_TF32X3(config))) continue;
+      const int64_t *s = shapes[picks[q]];
+      int64_t batch = q == 0 ? 3 : 1;
+      clt_status st = clt_check_gemm_tf32x3(g_ctx, config, ta, tb, s[0], s[1],
+                                            s[2], ab[q][0], ab[q][1], batch,
+                                            &e);
+      if (st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx) break;
+      ck_assert_check(st, e, TF32X3_TOL,
+                      "3xtf32 %s %s%s m=%lld n=%lld k=%lld batch %lld",
+                      clt_tf32x3_config_name(config), trans_name(ta),
+                      trans_name(tb), (long long)s[0], (long long)s[1],
+                      (long long)s[2], (long long)batch);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
+/* A long k through the warpgroup form, fp16 and 3xTF32: the emulated
+ * instruction once summed with loops, which llvmpipe (rusticl) ends after
+ * 65535 iterations a work-item (k of about 900 for 128x128 wgmma, 300
+ * for 3xtf32 128x128 gave wrong sums). */
+START_TEST(wgmma_long_k) {
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  static const int configs[] = {11, CLT_MMA_TF32X3(0)};
+  double e;
+  for (int c = 0; c < nctx; c++) {
+    g_ctx = ctxs[c];
+    for (int i = 0; i < COUNT(configs); i++) {
+      if (mma_config_refused(g_ctx, configs[i])) continue;
+      bool x3 = clt_mma_config_is_tf32x3(configs[i]);
+      int64_t k = test_tiny() ? 300 : 1500;
+      clt_status st =
+          x3 ? clt_check_gemm_tf32x3(g_ctx, configs[i] - CLT_FP16_CONFIGS,
+                                     CLT_NO_TRANS, CLT_TRANS, 9, 17, k, 1.0f,
+                                     0.0f, 1, &e)
+             : clt_check_gemm_mma(g_ctx, configs[i], CLT_NO_TRANS, CLT_TRANS,
+                                  9, 17, k, 1.0f, 0.0f, 1, &e);
+      if (st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx) continue;
+      ck_assert_check(st, e, x3 ? TF32X3_TOL : TOL, "%s nt 9x17x%lld",
+                      clt_mma_config_name(configs[i]), (long long)k);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
 /* Where the device has no route, the kernel is refused with the reason;
  * bad arguments are refused as SGEMM's are. */
 START_TEST(mma_refusals) {
@@ -387,7 +478,7 @@ START_TEST(mma_refusals) {
   assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 4, 3, 3,
                                1.0f, a, 3, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
                CLT_ERR_SHAPE, "gemm_mma: C", "12");
-  assert_error(clt_gemm_mma_ld(g_ctx, CLT_FP16_CONFIGS, CLT_NO_TRANS,
+  assert_error(clt_gemm_mma_ld(g_ctx, CLT_MMA_CONFIGS, CLT_NO_TRANS,
                                CLT_NO_TRANS, 3, 3, 3, 1.0f, a, 3, 0, b, 3, 0,
                                0.0f, c, 3, 0, 1),
                CLT_ERR_INVALID_ARGUMENT, "gemm_mma", "configuration");
@@ -536,6 +627,9 @@ static Suite *gemm_suite(void) {
   tcase_set_timeout(mma, 600);
   tcase_add_loop_test(mma, mma_shapes, 0, CLT_FP16_CONFIGS);
   tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
+  tcase_add_loop_test(mma, tf32x3_shapes, 0, CLT_TF32X3_CONFIGS);
+  tcase_add_loop_test(mma, tf32x3_transposes_batches, 0, 4);
+  tcase_add_test(mma, wgmma_long_k);
   tcase_add_test(mma, mma_refusals);
   tcase_add_test(mma, mma_forced_probe);
   tcase_add_test(mma, mma_env_checked);

@@ -808,6 +808,26 @@ START_TEST(gemm_mma_emulated) {
                     clt_fp16_config_name(c), t, clt_status_string(st), e,
                     clt_context_last_error(ctx));
     }
+  /* 3xTF32 (the same kernel on tf32 pairs, its packing writing both
+   * parts): tiny, 128x128 (two warpgroups, 3 products a step) and 64x64
+   * (a 6-block ring, one block's products left running), one transpose
+   * each; else every configuration and transpose. */
+  for (int c = 0; c < CLT_TF32X3_CONFIGS; c++)
+    for (int t = 0; t < 4 && !mma_config_refused(ctx, CLT_MMA_TF32X3(c));
+         t++) {
+      const char *name = clt_tf32x3_config_name(c);
+      if (test_tiny() && (strcmp(name, "3xtf32 128x128") != 0 || t != 1) &&
+          (strcmp(name, "3xtf32 64x64") != 0 || t != 2))
+        continue;
+      clt_transpose ta = t & 1 ? CLT_TRANS : CLT_NO_TRANS;
+      clt_transpose tb = t & 2 ? CLT_TRANS : CLT_NO_TRANS;
+      double e = -1.0;
+      clt_status st =
+          clt_check_gemm_tf32x3(ctx, c, ta, tb, m, n, k, 1.0f, 0.5f, 2, &e);
+      ck_assert_msg(st == CLT_OK && e <= 1e-6,
+                    "%s transposes %d: %s, max error %.3g (%s)", name, t,
+                    clt_status_string(st), e, clt_context_last_error(ctx));
+    }
   clt_context_destroy(ctx);
 }
 END_TEST

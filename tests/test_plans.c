@@ -108,16 +108,28 @@ static void check_plan(const clt_gemm_product *p, const clt_gemm_plan *plan,
  * more local memory than some devices have: llvmpipe's 32 KB). */
 static int usable_fp16_configs(clt_context *c) {
   int usable = 0;
-  for (int i = 0; i < CLT_FP16_CONFIGS; i++) usable += clt_fp16_config_usable(c, i);
+  for (int i = 0; i < CLT_FP16_CONFIGS; i++) usable += clt_mma_config_usable(c, i);
   return usable;
 }
+
+/* The same of 3xTF32's. */
+static int usable_tf32x3_configs(clt_context *c) {
+  int usable = 0;
+  for (int i = 0; i < CLT_TF32X3_CONFIGS; i++)
+    usable += clt_mma_config_usable(c, CLT_MMA_TF32X3(i));
+  return usable;
+}
+
+/* check_case_plans' candidates: SGEMM's, the fp16 route's, 3xTF32's. */
+enum { PLANS_FP32, PLANS_FP16, PLANS_TF32X3 };
 
 /* Every plan of case ci against the reference, and each applied to a
  * smaller last batch as conv2d does: SGEMM's candidates and the split-K
  * counts 3, 5 and k (which do not divide k, or cut it to single columns);
- * or (mma) the fp16 route's candidates, on fp16 inputs (what mixed
- * precision gives them). */
-static void check_case_plans(int ci, bool mma) {
+ * or the fp16 route's candidates, on fp16 inputs (what mixed precision
+ * gives them); or 3xTF32's, on f32 inputs and to f32's tolerance. */
+static void check_case_plans(int ci, int kind) {
+  bool mma = kind != PLANS_FP32;
   const product_case *c = &cases[ci];
   clt_gemm_product p = make_product(c, c->images);
   int64_t big_a = p.m * p.k, big_b = p.k * p.n, big_c = p.m * p.n;
@@ -125,7 +137,7 @@ static void check_case_plans(int ci, bool mma) {
   o.ha = random_host(big_a, 1 + ci);
   o.hb = random_host(big_b, 100 + ci);
   o.hc = random_host(big_c, 200 + ci);
-  if (mma) {
+  if (kind == PLANS_FP16) {
     uint16_t *h = malloc((size_t)(big_a > big_b ? big_a : big_b) * 2);
     clt_f32_to_f16(o.ha, h, big_a);
     clt_f16_to_f32(h, o.ha, big_a);
@@ -144,10 +156,16 @@ static void check_case_plans(int ci, bool mma) {
   ck_assert_int_ge(count, 1);
   ck_assert_int_eq(plans[0].method, CLT_GEMM_ONE);
   if (c->images > 1) ck_assert_int_ge(count, 2); /* per image at least */
-  if (mma) {
+  if (kind == PLANS_FP16) {
     first = count;
     count = clt_gemm_mma_candidates(g_ctx, plans, count);
     ck_assert_int_ge(count, first + usable_fp16_configs(g_ctx));
+  } else if (kind == PLANS_TF32X3) {
+    first = count;
+    count = clt_gemm_tf32x3_candidates(g_ctx, plans, count);
+    ck_assert_int_ge(count, first + usable_tf32x3_configs(g_ctx));
+    for (int i = first; i < count; i++)
+      ck_assert(clt_mma_config_is_tf32x3(plans[i].mma - 1));
   } else if (c->along_k) {
     static const int64_t extra[] = {3, 5, 0};
     for (int e = 0; e < COUNT(extra); e++) {
@@ -179,7 +197,9 @@ static void check_case_plans(int ci, bool mma) {
 }
 
 /* _i: a case. */
-START_TEST(plan_candidates_match_reference) { check_case_plans(_i, false); }
+START_TEST(plan_candidates_match_reference) {
+  check_case_plans(_i, PLANS_FP32);
+}
 END_TEST
 
 START_TEST(plan_rejects_misfits) {
@@ -679,7 +699,89 @@ START_TEST(mma_plans_match_reference) {
   clt_context_options opts = ctx_options(CLT_PLAN_OFF);
   clt_context *ctx = open_emulated_mma(&opts);
   use_ctx(ctx);
-  check_case_plans(_i, true);
+  check_case_plans(_i, PLANS_FP16);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* _i: a case, its 3xTF32 plans (emulated) at f32's tolerance. */
+START_TEST(tf32x3_plans_match_reference) {
+  clt_context_options opts = ctx_options(CLT_PLAN_OFF);
+  clt_context *ctx = open_emulated_mma(&opts);
+  use_ctx(ctx);
+  check_case_plans(_i, PLANS_TF32X3);
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* fp32 graphs get 3xTF32's candidates where the route is (emulated here),
+ * each measured and none rejected; and training with every product as
+ * 3xTF32 (forced) stays with SGEMM's to f32's rounding, where the fp16
+ * route differs by 1e-3. */
+START_TEST(fp32_plans_have_tf32x3_candidates) {
+  clt_context_options opts = ctx_options(CLT_PLAN_REMEASURE);
+  clt_context *ctx = open_emulated_mma(&opts);
+  use_ctx(ctx);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(model, &g));
+  ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+  int gemm_records = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    int x3 = 0;
+    for (int c = 0; c < p.candidate_count; c++) {
+      ck_assert_msg(!p.candidates[c].rejected, "%s %s: %s rejected", p.layer,
+                    p.product, p.candidates[c].name);
+      if (strncmp(p.candidates[c].name, "3xtf32 ", 7) == 0) {
+        ck_assert_msg(p.candidates[c].seconds > 0, "%s %s: %s not timed",
+                      p.layer, p.product, p.candidates[c].name);
+        x3++;
+      }
+      ck_assert_msg(strncmp(p.candidates[c].name, "fp16 ", 5) != 0,
+                    "%s %s: an fp16 candidate in fp32", p.layer, p.product);
+    }
+    if (strstr(p.product, "layout") == NULL &&
+        strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT) != 0) {
+      gemm_records++;
+      ck_assert_msg(x3 >= usable_tf32x3_configs(ctx),
+                    "%s %s: %d 3xtf32 candidates", p.layer, p.product, x3);
+    }
+  }
+  ck_assert_int_eq(gemm_records, 11);
+  clt_graph_destroy(g);
+
+  /* every product forced onto 3xTF32 against SGEMM: 3 steps */
+  float *w[2];
+  int64_t n = 0;
+  for (int run = 0; run < 2; run++) {
+    ck_assert_ok(graph_from_text(model, &g));
+    g->plan_mode = CLT_PLAN_OFF;
+    g->test_mma = run == 1;
+    ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+    int routed = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info info;
+      ck_assert_ok(clt_graph_plan_info(g, i, &info));
+      if (!strncmp(info.candidates[info.chosen].name, "3xtf32 ", 7)) routed++;
+    }
+    ck_assert_int_eq(routed, run == 1 ? 11 : 0);
+    w[run] = train_steps(g, BATCH);
+    n = g->param_count;
+    clt_graph_destroy(g);
+  }
+  double max_w = 0.0, worst = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    max_w = fmax(max_w, fabs(w[0][i]));
+    worst = fmax(worst, fabs(w[1][i] - w[0][i]));
+  }
+  ck_assert_msg(worst <= 2e-5 * max_w,
+                "3xTF32 vs SGEMM after 3 steps: %g (largest weight %g)", worst,
+                max_w);
+  free(w[0]);
+  free(w[1]);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
@@ -1225,6 +1327,8 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, mixed_plans_have_fp16_candidates);
   tcase_add_loop_test(cache, mma_plans_match_reference, 0, COUNT(cases));
   tcase_add_test(cache, mixed_training_on_fp16_route);
+  tcase_add_loop_test(cache, tf32x3_plans_match_reference, 0, COUNT(cases));
+  tcase_add_test(cache, fp32_plans_have_tf32x3_candidates);
   tcase_add_test(cache, plan_same_bits_run_to_run);
   tcase_add_test(cache, last_candidates_train_alike);
   tcase_add_loop_test(cache, launch_sizes_train_alike, 0, 2);

@@ -81,6 +81,40 @@ START_TEST(rewrites_every_placeholder) {
 }
 END_TEST
 
+/* "tf32 N": the same instruction on tf32 operands (3xTF32's), k 8 and no
+ * transpose immediates (tf32 operands are k-major only). */
+START_TEST(rewrites_tf32) {
+  static const int widths[] = {64, 128, 256};
+  int n = widths[_i];
+  char ptx[8192], why[400] = "";
+  make_ptx(ptx, sizeof ptx, "8.3", "sm_90", n);
+  char *kind = strstr(ptx, "CLT_WG mma ");
+  ck_assert_ptr_nonnull(kind);
+  /* "mma " -> "tf32 ": one character longer */
+  memmove(kind + 12, kind + 11, strlen(kind + 11) + 1);
+  memcpy(kind + 7, "tf32 ", 5);
+  char *out = clt_wgmma_patch_ptx(ptx, why, sizeof why);
+  ck_assert_msg(out != NULL, "refused: %s", why);
+  char want[4096], list[2048];
+  regs(list, sizeof list, 5, n, ", ");
+  snprintf(want, sizeof want,
+           "\twgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, "
+           "%%rd14, %%rd15, p, 1, 1;\n",
+           n, list);
+  ck_assert_msg(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
+  ck_assert_ptr_null(strstr(out, ".f16"));
+  ck_assert_ptr_null(strstr(out, "CLT_WG"));
+  ck_assert_ptr_null(strstr(out, "mov.f32 %f5, %f5;"));
+  ck_assert_ptr_nonnull(strstr(out, ".target sm_90a"));
+  free(out);
+  /* a tf32 placeholder a register short is refused as mma's is */
+  char *cut = strstr(ptx, " %rd14");
+  memmove(cut, cut + 6, strlen(cut + 6) + 1);
+  ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
+  ck_assert_msg(strstr(why, "n = ") != NULL, "%s", why);
+}
+END_TEST
+
 START_TEST(raises_an_old_version) {
   char ptx[8192], why[400] = "";
   make_ptx(ptx, sizeof ptx, "7.8", "sm_90", 64);
@@ -167,6 +201,7 @@ static Suite *wgmma_ptx_suite(void) {
   Suite *s = suite_create("wgmma_ptx");
   TCase *tc = tcase_create("rewriting");
   tcase_add_loop_test(tc, rewrites_every_placeholder, 0, 3);
+  tcase_add_loop_test(tc, rewrites_tf32, 0, 3);
   tcase_add_test(tc, raises_an_old_version);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, blocks_per_multiprocessor);

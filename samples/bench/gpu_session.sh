@@ -41,10 +41,14 @@
 #          interleaved, PyTorch before and after; AB_MODEL (the wide
 #          ResNet), AB_BATCH (256), AB_PRECISIONS ("mixed fp32"). About
 #          200 s for the wide ResNet's two precisions on an H200.
-#   wgmma  (not in the default list; about 180 s on an H200) the fp16 GEMM's tile
-#          configurations: selftest with the wgmma programs' PTX and build
-#          logs kept (CLT_PTX_DUMP), PyTorch's fp16 matmul, bench gemm
-#          --precision mixed --all-tiles on the squares to 4096
+#   wgmma  (not in the default list; about 180 s on an H200 before the
+#          3xTF32 configurations, which add perhaps 40 s) the fp16 GEMM's
+#          tile configurations and 3xTF32's (the fp32 ones on the same
+#          instruction): selftest with the wgmma programs' PTX and build
+#          logs kept (CLT_PTX_DUMP), PyTorch's fp32 (TF32 off) and fp16
+#          matmul, bench gemm --precision mixed --all-tiles --profile on
+#          the squares to 4096 (its 3xtf32 column against PyTorch fp32 is
+#          issue 8's SGEMM target, its fp16 one issue 11's)
 #   probe  (not in the default list; seconds) ptx_probe (see
 #          samples/bench/ptx_probe.c): whether OpenCL reaches Hopper's
 #          wgmma, by build options or by patching the program's PTX; needs
@@ -183,8 +187,8 @@ part_train() {
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
 }
 
-# The fp16 GEMM's tile configurations on their own (issue 11's GEMM
-# target): selftest (every configuration against the host; the rewritten
+# The fp16 GEMM's tile configurations and 3xTF32's on their own (issue
+# 11's and issue 8's GEMM targets): selftest (every configuration against the host; the rewritten
 # wgmma programs' PTX and verbose build logs kept by CLT_PTX_DUMP, their
 # register counts and the assembler's warnings summed up, and with $OUT
 # the whole dump as $OUT/ptx_dump.tar.gz), PyTorch's matmul at 1024 to

@@ -78,6 +78,14 @@ clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
                               int64_t k, float alpha, float beta,
                               int64_t batch, double *max_err);
 
+/* The same as 3xTF32 (clt_gemm_tf32x3_strided_batched) in configuration
+ * `config`: the reference takes a and b as they are (f32's accuracy is
+ * the claim), the sums in double. */
+clt_status clt_check_gemm_tf32x3(clt_context *ctx, int config,
+                                 clt_transpose ta, clt_transpose tb,
+                                 int64_t m, int64_t n, int64_t k, float alpha,
+                                 float beta, int64_t batch, double *max_err);
+
 /* ---- cl/elementwise.cl: check/elementwise.c ----------------------------- */
 /* out = a + b (+ out) over n elements. */
 clt_status clt_check_add(clt_context *ctx, int64_t n, bool accumulate,

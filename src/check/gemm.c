@@ -14,6 +14,7 @@ typedef struct gemm_args {
   int mma_config; /* -1: CLBlast's SGEMM; else the fp16 kernel's tiles */
   bool colmajor;  /* SGEMM in the column-major form */
   int blocked;    /* -1: as above; else our own fp32 kernel's configuration */
+  int tf32x3;     /* -1: as above; else the 3xTF32 configuration */
 } gemm_args;
 
 /* c = alpha op(a) op(b) + beta c for one matrix, in double. */
@@ -39,7 +40,11 @@ static clt_status gemm_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, g->batch * m * k, -1.0f, 1.0f, &a));
   CLT_TRY(check_operand(s, g->batch * k * n, -1.0f, 1.0f, &b));
   CLT_TRY(check_operand(s, g->batch * m * n, -1.0f, 1.0f, &c));
-  if (g->blocked >= 0) {
+  if (g->tf32x3 >= 0) {
+    CLT_TRY(clt_gemm_tf32x3_strided_batched(
+        s->ctx, g->tf32x3, g->ta, g->tb, m, n, k, g->alpha, a->t, m * k,
+        b->t, k * n, g->beta, c->t, m * n, g->batch));
+  } else if (g->blocked >= 0) {
     CLT_TRY(clt_gemm_blocked_strided_batched(
         s->ctx, g->blocked, g->ta, g->tb, m, n, k, g->alpha, a->t, m * k,
         b->t, k * n, g->beta, c->t, m * n, g->batch));
@@ -84,7 +89,7 @@ clt_status clt_check_gemm_form(clt_context *ctx, bool colmajor,
                                clt_transpose ta, clt_transpose tb, int64_t m,
                                int64_t n, int64_t k, float alpha, float beta,
                                int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, colmajor, -1};
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, colmajor, -1, -1};
   clt_status st = check_run(ctx, 10, gemm_body, &g, max_err);
   /* Sums of k products of values in [-1, 1]: scale the tolerance by k. */
   if (st == CLT_OK) *max_err /= sqrt((double)k);
@@ -102,7 +107,7 @@ clt_status clt_check_gemm_mma(clt_context *ctx, int config, clt_transpose ta,
                               clt_transpose tb, int64_t m, int64_t n,
                               int64_t k, float alpha, float beta,
                               int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, config, false, -1};
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, config, false, -1, -1};
   clt_status st = check_run(ctx, 11, gemm_body, &g, max_err);
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;
@@ -112,8 +117,18 @@ clt_status clt_check_gemm_blocked(clt_context *ctx, int config,
                                   clt_transpose ta, clt_transpose tb,
                                   int64_t m, int64_t n, int64_t k, float alpha,
                                   float beta, int64_t batch, double *max_err) {
-  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, false, config};
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, false, config, -1};
   clt_status st = check_run(ctx, 12, gemm_body, &g, max_err);
+  if (st == CLT_OK) *max_err /= sqrt((double)k);
+  return st;
+}
+
+clt_status clt_check_gemm_tf32x3(clt_context *ctx, int config,
+                                 clt_transpose ta, clt_transpose tb,
+                                 int64_t m, int64_t n, int64_t k, float alpha,
+                                 float beta, int64_t batch, double *max_err) {
+  gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, false, -1, config};
+  clt_status st = check_run(ctx, 13, gemm_body, &g, max_err);
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;
 }

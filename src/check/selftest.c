@@ -132,6 +132,32 @@ static clt_status st_mma_16(clt_context *ctx, double *e) {
   return clt_check_gemm_mma(ctx, 16, CLT_TRANS, CLT_TRANS, 70, 150, 129,
                             1.0f, 0.0f, 2, e);
 }
+/* 3xTF32 (fp32 products on the same tensor cores, as accurate as f32):
+ * each configuration on f32 values, every transpose, batches, beta. */
+static clt_status st_x3_0(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 131, 260,
+                               47, 1.0f, 0.0f, 1, e);
+}
+static clt_status st_x3_1(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 1, CLT_NO_TRANS, CLT_TRANS, 150, 70, 129,
+                               1.0f, 0.0f, 3, e);
+}
+static clt_status st_x3_2(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 2, CLT_TRANS, CLT_NO_TRANS, 131, 260, 47,
+                               0.5f, 1.0f, 1, e);
+}
+static clt_status st_x3_3(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 3, CLT_TRANS, CLT_TRANS, 70, 150, 129,
+                               1.0f, 0.0f, 2, e);
+}
+static clt_status st_x3_4(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 4, CLT_NO_TRANS, CLT_TRANS, 150, 300, 129,
+                               1.0f, 1.0f, 2, e);
+}
+static clt_status st_x3_5(clt_context *ctx, double *e) {
+  return clt_check_gemm_tf32x3(ctx, 5, CLT_NO_TRANS, CLT_NO_TRANS, 33, 17, 65,
+                               1.0f, 0.0f, 1, e);
+}
 
 static clt_status st_add(clt_context *ctx, double *e) {
   return clt_check_add(ctx, 1001, false, 0, e);
@@ -411,6 +437,12 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm fp16 128x256 wgmma k16 nt 2x150x300x129 beta=1", st_mma_15, 1e-5,
      true},
     {"gemm fp16 64x128 wgmma k64 tt 2x70x150x129", st_mma_16, 1e-5, true},
+    {"gemm 3xtf32 128x128 nn 131x260x47", st_x3_0, 1e-6, true},
+    {"gemm 3xtf32 128x128 d1 nt 3x150x70x129", st_x3_1, 1e-6, true},
+    {"gemm 3xtf32 64x128 tn 131x260x47 beta=1", st_x3_2, 1e-6, true},
+    {"gemm 3xtf32 64x128 k16 tt 2x70x150x129", st_x3_3, 1e-6, true},
+    {"gemm 3xtf32 128x256 nt 2x150x300x129 beta=1", st_x3_4, 1e-6, true},
+    {"gemm 3xtf32 64x64 nn 33x17x65", st_x3_5, 1e-6, true},
     {"add 1001", st_add, 1e-6, false},
     {"add 257 accumulate, fp16-rounded", st_add_acc, 1e-6, false},
     {"add 1001 + fused relu, fp16-saved", st_add_relu, 1e-6, false},

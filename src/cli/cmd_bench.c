@@ -80,10 +80,11 @@ static clt_status make_random(clt_context *ctx, int64_t n, uint64_t seed,
 #define SGEMM_ROW_MAJOR (-1)
 #define SGEMM_COL_MAJOR (-2)
 #define BLOCKED 1000
+#define TF32X3 2000
 
 /* One product of shape s: CLBlast's SGEMM (config SGEMM_*), our own fp32
- * kernel (BLOCKED + configuration) or the fp16 route's kernel in tile
- * configuration config. */
+ * kernel (BLOCKED + configuration), 3xTF32 (TF32X3 + configuration) or
+ * the fp16 route's kernel in tile configuration config. */
 static clt_status run_product(clt_context *ctx, const gemm_shape *s,
                               int config, clt_tensor *a, clt_tensor *b,
                               clt_tensor *c) {
@@ -92,6 +93,10 @@ static clt_status run_product(clt_context *ctx, const gemm_shape *s,
                                       : clt_gemm_strided_batched)(
         ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, s->m * s->k, b,
         s->k * s->n, 0.0f, c, s->m * s->n, s->batch);
+  if (config >= TF32X3)
+    return clt_gemm_tf32x3_strided_batched(
+        ctx, config - TF32X3, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
+        s->m * s->k, b, s->k * s->n, 0.0f, c, s->m * s->n, s->batch);
   if (config >= BLOCKED)
     return clt_gemm_blocked_strided_batched(
         ctx, config - BLOCKED, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a,
@@ -103,7 +108,7 @@ static clt_status run_product(clt_context *ctx, const gemm_shape *s,
 }
 
 /* Products run by the last time_product, the untimed ones included;
- * --profile (with --precision mixed). */
+ * --profile (the route's kernels). */
 static int g_runs;
 static bool g_profile;
 
@@ -177,26 +182,28 @@ static void profile_line(clt_context *ctx, char *out, size_t len) {
   free(rows);
 }
 
-/* The fastest tile configuration of the fp16 route on s: its time and
- * name; with --profile each one's device time by kernel (prof[i]). */
-static clt_status time_mma(clt_context *ctx, const gemm_shape *s,
-                           clt_tensor *a, clt_tensor *b, clt_tensor *c,
-                           double *seconds, int *config, double *each,
-                           char (*prof)[240]) {
+/* The fastest of `count` configurations of the route's kernels on s
+ * (run_product's base + i: the fp16 tiles, or TF32X3's): its time and
+ * index; with --profile each one's device time by kernel (prof[i]). */
+static clt_status time_mma(clt_context *ctx, const gemm_shape *s, int base,
+                           int count, clt_tensor *a, clt_tensor *b,
+                           clt_tensor *c, double *seconds, int *config,
+                           double *each, char (*prof)[240]) {
   *seconds = 0.0;
-  for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
+  for (int i = 0; i < count; i++) {
     double t = 0.0;
     each[i] = 0.0;
     prof[i][0] = '\0';
     if (g_profile) clt_profile_reset(ctx);
-    clt_status st = time_product(ctx, s, i, a, b, c, &t);
+    clt_status st = time_product(ctx, s, base + i, a, b, c, &t);
     if (st == CLT_OK && g_profile) profile_line(ctx, prof[i], sizeof prof[i]);
     if (st == CLT_ERR_UNSUPPORTED) {
       /* a configuration this device cannot run: said once, left out */
-      static bool said[CLT_FP16_CONFIGS];
-      if (!said[i])
+      static bool said[CLT_FP16_CONFIGS + CLT_TF32X3_CONFIGS];
+      int at = base == TF32X3 ? CLT_FP16_CONFIGS + i : i;
+      if (!said[at])
         fprintf(stderr, "note: %s\n", clt_context_last_error(ctx));
-      said[i] = true;
+      said[at] = true;
       continue;
     }
     CLI_TRY(st);
@@ -228,7 +235,7 @@ static clt_status time_blocked(clt_context *ctx, const gemm_shape *s,
 }
 
 static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
-                            bool mixed, bool all_tiles) {
+                            bool mixed, bool tf32, bool all_tiles) {
   clt_tensor *a = NULL, *b = NULL, *c = NULL;
   float *ha = NULL, *hb = NULL, *hc = NULL;
   int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n,
@@ -242,15 +249,24 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
   double own = 0.0;
   int own_config = 0;
   if (st == CLT_OK) st = time_blocked(ctx, s, a, b, c, &own, &own_config);
+  double x3 = 0.0;
+  int x3_config = 0;
+  double x3_each[CLT_TF32X3_CONFIGS];
+  char x3_prof[CLT_TF32X3_CONFIGS][240];
+  if (st == CLT_OK && tf32)
+    st = time_mma(ctx, s, TF32X3, CLT_TF32X3_CONFIGS, a, b, c, &x3,
+                  &x3_config, x3_each, x3_prof);
   /* as the measured plans choose */
   double secs = row < col ? row : col;
   if (own > 0.0 && own < secs) secs = own;
+  if (x3 > 0.0 && x3 < secs) secs = x3;
   double mma_secs = 0.0;
   int config = 0;
   double each[CLT_FP16_CONFIGS];
   char prof[CLT_FP16_CONFIGS][240];
   if (st == CLT_OK && mixed)
-    st = time_mma(ctx, s, a, b, c, &mma_secs, &config, each, prof);
+    st = time_mma(ctx, s, 0, CLT_FP16_CONFIGS, a, b, c, &mma_secs, &config,
+                  each, prof);
   if (st == CLT_OK) {
     double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k *
                    (double)s->batch;
@@ -262,6 +278,11 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
              clt_gemm_blocked_config_name(own_config));
     else
       printf(" %10s %-13s", "-", "");
+    if (tf32 && x3 > 0.0)
+      printf(" %10.2f %-18s", flops / x3 * 1e-9,
+             clt_tf32x3_config_name(x3_config) + 7);
+    else if (tf32)
+      printf(" %10s %-18s", "-", "");
     if (mixed)
       printf(" %10.2f %6.2fx %-8s", flops / mma_secs * 1e-9, secs / mma_secs,
              clt_fp16_config_name(config));
@@ -270,6 +291,14 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
     printf(" %10.2f %7.2f", ref, flops / secs * 1e-9 / ref);
 #endif
     printf("\n");
+    if (tf32 && x3 > 0.0 && !all_tiles && g_profile)
+      printf("  %-25s %s\n", clt_tf32x3_config_name(x3_config),
+             x3_prof[x3_config]);
+    for (int i = 0; tf32 && all_tiles && i < CLT_TF32X3_CONFIGS; i++)
+      if (x3_each[i] > 0.0)
+        printf("  %-25s %10.2f GFLOP/s%s%s\n", clt_tf32x3_config_name(i),
+               flops / x3_each[i] * 1e-9, x3_prof[i][0] ? "  " : "",
+               x3_prof[i]);
     if (mixed && !all_tiles && g_profile)
       printf("  fp16 %-20s %s\n", clt_fp16_config_name(config), prof[config]);
     for (int i = 0; mixed && all_tiles && i < CLT_FP16_CONFIGS; i++)
@@ -295,8 +324,9 @@ static int bench_gemm(int argc, char **argv) {
   static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
       {"all-tiles", CLI_FLAG, &all_tiles, NULL,
-       "with --precision mixed: a line for each fp16 tile\n"
-       "configuration under each shape, not only the fastest",
+       "a line for each 3xTF32 and (with --precision mixed)\n"
+       "fp16 tile configuration under each shape, not only\n"
+       "the fastest",
        0, 0, 0, 0, 0},
       {"device", CLI_STRING, &device, "D", "device (see `cltrain devices`)", 0,
        0, 0, 0, 0},
@@ -305,8 +335,9 @@ static int bench_gemm(int argc, char **argv) {
       {"only", CLI_STRING, &only, "TEXT",
        "only the shapes whose name contains TEXT", 0, 0, 0, 0, 0},
       {"profile", CLI_FLAG, &profile, NULL,
-       "with --precision mixed: each fp16 tile configuration's\n"
-       "device time a product by kernel (packing, product)",
+       "the tensor-core kernels' device time a product by\n"
+       "kernel (packing, product): the fastest 3xTF32 and fp16\n"
+       "configurations', or each one's with --all-tiles",
        0, 0, 0, 0, 0},
       {"precision", CLI_CHOICE, &precision, "P",
        "fp32 (default); mixed: also the fp16 route's kernel\n"
@@ -321,13 +352,14 @@ static int bench_gemm(int argc, char **argv) {
       "  GFLOP/s of CLBlast's SGEMM on the shapes the samples use and on\n"
       "  squares, row-major and as the column-major C^T (README \"Measured\n"
       "  plans\"), of cltrain's own fp32 kernels (the fastest that runs the\n"
-      "  shape), and OpenBLAS's on the CPU (where built with it) against\n"
-      "  the fastest\n",
+      "  shape), of 3xTF32 on the tensor cores where the device has them\n"
+      "  (README \"3xTF32\"), and OpenBLAS's on the CPU (where built with\n"
+      "  it) against the fastest\n",
       options, (int)(sizeof options / sizeof options[0]), 0, 0, NULL};
   int npos = 0;
   int rc = cli_parse(&cmd, argc, argv, NULL, &npos);
   if (rc >= 0) return rc;
-  g_profile = profile && precision == CLT_PRECISION_MIXED;
+  g_profile = profile;
   clt_context *ctx = cli_open_context(device, g_profile);
   if (!ctx) return 1;
   printf("device: %s (%s)\n", clt_context_device(ctx)->name,
@@ -340,24 +372,24 @@ static int bench_gemm(int argc, char **argv) {
   printf("OpenBLAS: %s kernels, %d threads\n", openblas_get_corename(),
          openblas_get_num_threads());
 #endif
-  bool mixed = precision == CLT_PRECISION_MIXED;
-  if (mixed) {
-    bool has = false;
-    if (cli_print_mma_route(ctx, &has) != 0) {
-      clt_context_destroy(ctx);
-      return 1;
-    }
-    if (!has) {
-      printf("(mixed precision runs its products as the SGEMM below)\n");
-      mixed = false;
-    }
+  bool mixed = precision == CLT_PRECISION_MIXED, has = false;
+  if (cli_print_mma_route(ctx, &has) != 0) {
+    clt_context_destroy(ctx);
+    return 1;
   }
-  /* SGEMM in both forms (row-major, and the column-major C^T), and our
-   * own fp32 kernels (the fastest configuration that runs the shape); the
-   * fp16 kernel and OpenBLAS against the fastest, which the plans would
-   * run. */
+  if (mixed && !has) {
+    printf("(mixed precision runs its products as the SGEMM below)\n");
+    mixed = false;
+  }
+  if (profile && !has)
+    printf("(--profile: no tensor-core kernels here to profile)\n");
+  /* SGEMM in both forms (row-major, and the column-major C^T), our own
+   * fp32 kernels (the fastest configuration that runs the shape) and
+   * 3xTF32 where the route is; the fp16 kernel and OpenBLAS against the
+   * fastest, which the plans would run. */
   printf("%-24s %5s %5s %5s %5s %10s %10s %10s %-13s", "shape", "m", "n", "k",
          "batch", "GFLOP/s", "c^T", "own", "kernel");
+  if (has) printf(" %10s %-18s", "3xtf32", "tiles");
   if (mixed) printf(" %10s %7s %-8s", "fp16", "vs fp32", "tiles");
 #ifdef CLT_HAVE_OPENBLAS
   printf(" %10s %7s", "OpenBLAS", "ratio");
@@ -369,7 +401,7 @@ static int bench_gemm(int argc, char **argv) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     if (shapes[i].m > limit && shapes[i].n > limit) continue;
     if (only && !strstr(shapes[i].name, only)) continue;
-    if (bench_one(ctx, &shapes[i], mixed, all_tiles) != CLT_OK) {
+    if (bench_one(ctx, &shapes[i], mixed, has, all_tiles) != CLT_OK) {
       fprintf(stderr, "cltrain: %s: %s\n", shapes[i].name,
               clt_context_last_error(ctx));
       rc = 1;

@@ -65,6 +65,11 @@ int cli_selftest(int argc, char **argv) {
     clt_fp16_config_form(ctx, i, form, sizeof form);
     printf("fp16 tiles %-16s %s\n", clt_fp16_config_name(i), form);
   }
+  for (int i = 0; has_route && i < CLT_TF32X3_CONFIGS; i++) {
+    char form[300];
+    clt_tf32x3_config_form(ctx, i, form, sizeof form);
+    printf("%-27s %s\n", clt_tf32x3_config_name(i), form);
+  }
   printf("%d of %d ops ok on %s\n", run - failed, run, d->name);
   clt_context_destroy(ctx);
   return failed ? 1 : 0;

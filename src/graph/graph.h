@@ -160,9 +160,10 @@ struct clt_graph {
   clt_plan_info *plans;
   int plan_count, plan_cap;
   double plan_seconds;
-  bool test_mma; /* tests: every product takes the fp16 route's first
-                    candidate (one GEMM, tile configuration 0) where the
-                    graph is mixed and the device has the route */
+  bool test_mma; /* tests: every product takes the route's first
+                    candidate (one GEMM; mixed: fp16 tile configuration 0,
+                    fp32: the first usable 3xTF32 one) where the device
+                    has the route */
   bool test_last; /* tests: every product takes its last SGEMM candidate
                      (unmeasured, unstored): the column-major form of its
                      most split plan */

@@ -233,13 +233,13 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
   clt_gemm_plan cands[CLT_GEMM_MAX_CANDIDATES];
   r->candidate_count = clt_gemm_candidates(p, max_ws, cands);
   int fp32_count = r->candidate_count;
-  if (g->precision == CLT_PRECISION_MIXED) {
-    clt_fp16_route route;
-    CLT_TRY(clt_fp16_route_get(g->ctx, &route, NULL));
-    if (route != CLT_FP16_SGEMM)
-      r->candidate_count = clt_gemm_mma_candidates(g->ctx, cands,
-                                                    r->candidate_count);
-  }
+  clt_fp16_route route;
+  CLT_TRY(clt_fp16_route_get(g->ctx, &route, NULL));
+  if (route != CLT_FP16_SGEMM)
+    r->candidate_count =
+        g->precision == CLT_PRECISION_MIXED
+            ? clt_gemm_mma_candidates(g->ctx, cands, r->candidate_count)
+            : clt_gemm_tf32x3_candidates(g->ctx, cands, r->candidate_count);
   for (int i = 0; i < r->candidate_count; i++)
     clt_gemm_plan_name(p, &cands[i], r->candidates[i].name,
                        sizeof r->candidates[i].name);

@@ -21,7 +21,10 @@
  * program's other kernels) with
  * instructions m64 x wg_n x 16, k-blocks of wg_bk, `depth` k-blocks'
  * products left running while the next starts, its local memory swizzled
- * or not, registers for `ctas` blocks a multiprocessor asked for ("x2"). */
+ * or not, registers for `ctas` blocks a multiprocessor asked for ("x2").
+ * tf32: the warpgroup form's 3xTF32 (fp32 products, cl/mma.cl's
+ * MMA_WG_TF32; k-blocks of wg_bk tf32, each operand twice: big and small
+ * parts), the entries from CLT_FP16_CONFIGS on. */
 static const struct {
   const char *name;
   int bm, bn, wm, wn, stages;
@@ -29,24 +32,32 @@ static const struct {
   int wg_n, wg_bk, depth;
   bool swizzle; /* the warpgroup form's swizzled layout ("plain": without) */
   int ctas;     /* the warpgroup form's blocks a multiprocessor asked for */
-} configs[CLT_FP16_CONFIGS] = {
-    {"64x64", 64, 64, 2, 2, 0, false, 0, 0, 0, false, 0},
-    {"128x64", 128, 64, 2, 2, 0, false, 0, 0, 0, false, 0},
-    {"128x128", 128, 128, 2, 4, 0, false, 0, 0, 0, false, 0},
-    {"64x128 ring", 64, 128, 2, 2, 3, false, 0, 0, 0, false, 0},
-    {"128x128 ring", 128, 128, 2, 2, 3, false, 0, 0, 0, false, 0},
-    {"128x128x8 ring", 128, 128, 2, 4, 3, false, 0, 0, 0, false, 0},
-    {"64x128 ring ldm", 64, 128, 2, 2, 3, true, 0, 0, 0, false, 0},
-    {"128x128 ring ldm", 128, 128, 2, 2, 3, true, 0, 0, 0, false, 0},
-    {"128x256 ring ldm", 128, 256, 2, 4, 3, true, 0, 0, 0, false, 0},
-    {"128x128 wgmma plain", 128, 128, 2, 2, 3, false, 128, 32, 0, false, 0},
-    {"64x128 wgmma", 64, 128, 2, 2, 4, false, 128, 32, 1, true, 0},
-    {"128x128 wgmma", 128, 128, 2, 2, 3, false, 128, 32, 0, true, 0},
-    {"128x128 wgmma k16", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 0},
-    {"128x128 wgmma k16 x2", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 2},
-    {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
-    {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1, true, 0},
-    {"64x128 wgmma k64", 64, 128, 2, 2, 2, false, 128, 64, 0, true, 0},
+  bool tf32;
+} configs[CLT_MMA_CONFIGS] = {
+    {"64x64", 64, 64, 2, 2, 0, false, 0, 0, 0, false, 0, false},
+    {"128x64", 128, 64, 2, 2, 0, false, 0, 0, 0, false, 0, false},
+    {"128x128", 128, 128, 2, 4, 0, false, 0, 0, 0, false, 0, false},
+    {"64x128 ring", 64, 128, 2, 2, 3, false, 0, 0, 0, false, 0, false},
+    {"128x128 ring", 128, 128, 2, 2, 3, false, 0, 0, 0, false, 0, false},
+    {"128x128x8 ring", 128, 128, 2, 4, 3, false, 0, 0, 0, false, 0, false},
+    {"64x128 ring ldm", 64, 128, 2, 2, 3, true, 0, 0, 0, false, 0, false},
+    {"128x128 ring ldm", 128, 128, 2, 2, 3, true, 0, 0, 0, false, 0, false},
+    {"128x256 ring ldm", 128, 256, 2, 4, 3, true, 0, 0, 0, false, 0, false},
+    {"128x128 wgmma plain", 128, 128, 2, 2, 3, false, 128, 32, 0, false, 0, false},
+    {"64x128 wgmma", 64, 128, 2, 2, 4, false, 128, 32, 1, true, 0, false},
+    {"128x128 wgmma", 128, 128, 2, 2, 3, false, 128, 32, 0, true, 0, false},
+    {"128x128 wgmma k16", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 0, false},
+    {"128x128 wgmma k16 x2", 128, 128, 2, 2, 6, false, 128, 16, 1, true, 2, false},
+    {"64x256 wgmma k16", 64, 256, 2, 2, 4, false, 256, 16, 1, true, 0, false},
+    {"128x256 wgmma k16", 128, 256, 2, 2, 4, false, 256, 16, 1, true, 0, false},
+    {"64x128 wgmma k64", 64, 128, 2, 2, 2, false, 128, 64, 0, true, 0, false},
+    /* 3xTF32 (CLT_TF32X3_CONFIGS): 48 KB rings */
+    {"3xtf32 128x128", 128, 128, 2, 2, 3, false, 128, 8, 0, true, 0, true},
+    {"3xtf32 128x128 d1", 128, 128, 2, 2, 3, false, 128, 8, 1, true, 0, true},
+    {"3xtf32 64x128", 64, 128, 2, 2, 4, false, 128, 8, 1, true, 0, true},
+    {"3xtf32 64x128 k16", 64, 128, 2, 2, 2, false, 128, 16, 0, true, 0, true},
+    {"3xtf32 128x256", 128, 256, 2, 2, 2, false, 256, 8, 0, true, 0, true},
+    {"3xtf32 64x64", 64, 64, 2, 2, 6, false, 64, 8, 1, true, 0, true},
 };
 
 /* Work-items a block of configuration i. */
@@ -65,12 +76,13 @@ typedef struct clt_mma_state {
   clt_fp16_route route;
   int asm_form; /* cl/mma.cl's CLT_MMA_ASM: the spelling that built */
   char why[512];
-  cl_program programs[CLT_FP16_CONFIGS];
-  cl_kernel kernels[CLT_FP16_CONFIGS];
-  cl_kernel packs[CLT_FP16_CONFIGS]; /* the staged form's mma_pack */
-  int async[CLT_FP16_CONFIGS];       /* built with cp.async (PTX) */
-  bool failed[CLT_FP16_CONFIGS];     /* a staged form that did not build */
-  char failed_why[CLT_FP16_CONFIGS][256];
+  cl_program programs[CLT_MMA_CONFIGS];
+  cl_kernel kernels[CLT_MMA_CONFIGS];
+  cl_kernel packs[CLT_MMA_CONFIGS]; /* the staged form's mma_pack */
+  int async[CLT_MMA_CONFIGS];       /* built with cp.async (PTX) */
+  bool failed[CLT_MMA_CONFIGS];     /* a staged form that did not build */
+  char failed_why[CLT_MMA_CONFIGS][256];
+  bool checked[CLT_MMA_CONFIGS]; /* a 3xTF32 one's accuracy checked */
   clt_tensor *packed; /* the staged form's fp16 operands, grown on demand */
   int wgmma;          /* 0 not asked yet, 1 yes, 2 no (why in wgmma_why) */
   char wgmma_why[160];
@@ -80,11 +92,25 @@ CLT_API const char *clt_fp16_config_name(int config) {
   return config >= 0 && config < CLT_FP16_CONFIGS ? configs[config].name : "?";
 }
 
+CLT_API const char *clt_tf32x3_config_name(int config) {
+  return config >= 0 && config < CLT_TF32X3_CONFIGS
+             ? configs[CLT_MMA_TF32X3(config)].name
+             : "?";
+}
+
+const char *clt_mma_config_name(int config) {
+  return config >= 0 && config < CLT_MMA_CONFIGS ? configs[config].name : "?";
+}
+
+bool clt_mma_config_is_tf32x3(int config) {
+  return config >= 0 && config < CLT_MMA_CONFIGS && configs[config].tf32;
+}
+
 /* The GEMM state's destructor for ours (gemm_tuning.h). */
 static void state_free(void *p) {
   clt_mma_state *state = p;
   if (!state) return;
-  for (int i = 0; i < CLT_FP16_CONFIGS; i++) {
+  for (int i = 0; i < CLT_MMA_CONFIGS; i++) {
     if (state->kernels[i]) clReleaseKernel(state->kernels[i]);
     if (state->packs[i]) clReleaseKernel(state->packs[i]);
     if (state->programs[i]) clReleaseProgram(state->programs[i]);
@@ -96,9 +122,9 @@ static void state_free(void *p) {
 /* The local memory configuration i needs with `stages` k-blocks in its
  * ring (the staged form; the emulated instruction's scratch included). */
 static uint64_t ring_bytes(const clt_mma_state *st, int i, int stages) {
-  if (configs[i].wg_n)
+  if (configs[i].wg_n) /* halves, or tf32 big and small parts */
     return (uint64_t)stages * (configs[i].bm + configs[i].bn) *
-           configs[i].wg_bk * 2;
+           configs[i].wg_bk * (configs[i].tf32 ? 8 : 2);
   uint64_t scratch = st->route == CLT_FP16_MMA_PTX
                          ? 0
                          : (uint64_t)configs[i].wm * configs[i].wn * 32 * 6 * 4;
@@ -145,9 +171,9 @@ static bool wgmma_allowed(const clt_context *ctx, clt_mma_state *st) {
   return st->wgmma == 1;
 }
 
-bool clt_fp16_config_usable(clt_context *ctx, int config) {
+bool clt_mma_config_usable(clt_context *ctx, int config) {
   clt_fp16_route route;
-  if (config < 0 || config >= CLT_FP16_CONFIGS ||
+  if (config < 0 || config >= CLT_MMA_CONFIGS ||
       clt_fp16_route_get(ctx, &route, NULL) != CLT_OK ||
       route == CLT_FP16_SGEMM)
     return false;
@@ -157,11 +183,11 @@ bool clt_fp16_config_usable(clt_context *ctx, int config) {
          (configs[config].stages == 0 || ring_stages(ctx, st, config) > 0);
 }
 
-CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
-                                  size_t len) {
+static void config_form(clt_context *ctx, int config, char *buf,
+                        size_t len) {
   clt_fp16_route route;
   snprintf(buf, len, "%s", "?");
-  if (config < 0 || config >= CLT_FP16_CONFIGS ||
+  if (config < 0 || config >= CLT_MMA_CONFIGS ||
       clt_fp16_route_get(ctx, &route, NULL) != CLT_OK ||
       route == CLT_FP16_SGEMM)
     return;
@@ -174,9 +200,11 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
     snprintf(buf, len, "not built yet");
   else if (configs[config].wg_n)
     snprintf(buf, len,
-             "wgmma m64n%dk16%s from a ring of %d %sk-blocks of %d, copied "
-             "by %s, %s",
-             configs[config].wg_n,
+             "%swgmma m64n%dk%d%s%s from a ring of %d %sk-blocks of %d, "
+             "copied by %s, %s",
+             configs[config].tf32 ? "3x " : "", configs[config].wg_n,
+             configs[config].tf32 ? 8 : 16,
+             configs[config].tf32 ? " on tf32 pairs" : "",
              st->route == CLT_FP16_MMA_PTX ? "" : " (emulated)",
              ring_stages(ctx, st, config),
              configs[config].swizzle ? "swizzled " : "",
@@ -193,6 +221,22 @@ CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
                  : "");
 }
 
+CLT_API void clt_fp16_config_form(clt_context *ctx, int config, char *buf,
+                                  size_t len) {
+  if (config < 0 || config >= CLT_FP16_CONFIGS)
+    snprintf(buf, len, "%s", "?");
+  else
+    config_form(ctx, config, buf, len);
+}
+
+CLT_API void clt_tf32x3_config_form(clt_context *ctx, int config, char *buf,
+                                    size_t len) {
+  if (config < 0 || config >= CLT_TF32X3_CONFIGS)
+    snprintf(buf, len, "%s", "?");
+  else
+    config_form(ctx, CLT_MMA_TF32X3(config), buf, len);
+}
+
 static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
                             int stages, int async) {
   char extra[300];
@@ -207,9 +251,9 @@ static clt_status build_one(clt_context *ctx, clt_mma_state *st, int i,
   if (wg)
     snprintf(extra + n, sizeof extra - (size_t)n,
              " -DMMA_WGMMA=1 -DMMA_WG_N=%d -DMMA_WG_BK=%d -DMMA_WG_DEPTH=%d "
-             "-DMMA_WG_SWIZZLE=%d -DMMA_WG_CTAS=%d",
+             "-DMMA_WG_SWIZZLE=%d -DMMA_WG_CTAS=%d -DMMA_WG_TF32=%d",
              configs[i].wg_n, configs[i].wg_bk, configs[i].depth,
-             configs[i].swizzle, configs[i].ctas);
+             configs[i].swizzle, configs[i].ctas, configs[i].tf32);
   if (wg && st->route == CLT_FP16_MMA_PTX)
     CLT_TRY(clt_program_build_patched(ctx, "mma", extra, CLT_WGMMA_PATCH_TAG,
                                       clt_wgmma_patch_ptx, &st->programs[i]));
@@ -338,9 +382,12 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
           kp = round_up(k, configs[config].wg_bk > STAGED_BK
                                ? configs[config].wg_bk
                                : STAGED_BK);
+  /* halves a packed element takes: 3xTF32's two floats are 4 */
+  int64_t hpe = configs[config].tf32 ? 4 : 1;
   /* a stride of 0 (one operand for every batch) is packed once */
   int64_t batches_a = stride_a ? batch : 1, batches_b = stride_b ? batch : 1;
-  int64_t halves_a = batches_a * mp * kp, halves = halves_a + batches_b * np * kp;
+  int64_t halves_a = batches_a * mp * kp * hpe,
+          halves = halves_a + batches_b * np * kp * hpe;
   if (halves > INT_MAX || (uint64_t)halves * 2 > ctx->info.max_alloc_bytes)
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                         "gemm_mma: tile configuration %s would pack %lld "
@@ -364,16 +411,61 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
   clt_tensor pa = clt_tensor_slice_1d(st->packed, 0, halves_a / 2);
   clt_tensor pb = clt_tensor_slice_1d(st->packed, halves_a / 2,
                                       (halves - halves_a) / 2);
+  /* kq: uint4s a packed row (3xTF32: of its big parts, then as many of
+   * small ones) */
   const clt_karg args[] = {
-      KI(m), KI(n), KI(kp / 8), KF(alpha), KT(&pa),
-      KU(stride_a ? mp * kp / 8 : 0), KT(&pb), KU(stride_b ? np * kp / 8 : 0),
-      KF(beta), KT(c), KI(ldc), KI(stride_c)};
+      KI(m), KI(n), KI(configs[config].tf32 ? kp / 4 : kp / 8), KF(alpha),
+      KT(&pa), KU(stride_a ? mp * kp * hpe / 8 : 0), KT(&pb),
+      KU(stride_b ? np * kp * hpe / 8 : 0), KF(beta), KT(c), KI(ldc),
+      KI(stride_c)};
   return clt_kernel_run_named(ctx, st->kernels[config],
                               configs[config].wg_n ? "gemm_wgmma"
                                                    : "gemm_mma_staged",
                               3,
                               global, local, args,
                               (int)(sizeof args / sizeof args[0]));
+}
+
+/* The probe's product: odd sizes that cut every tile, both transposes of
+ * B (NN and NT are the forward's and the weight gradient's). */
+#define PROBE_M 70
+#define PROBE_N 45
+#define PROBE_K 77
+
+static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
+                                int config, double *error);
+
+/* 3xTF32 within this of the products' magnitudes on the probe's product:
+ * f32's rounding of 77 sums (the emulated kernel: 1.2e-7 here); one tf32
+ * product alone (the small parts lost) gives 1e-4 and more. */
+#define TF32X3_PROBE_TOL 2e-6
+
+/* A 3xTF32 configuration's first run checks its numbers on this device:
+ * a tensor core that rounds otherwise than the PTX ISA says would make
+ * it less accurate than f32, and then it is refused from then on. */
+static clt_status check_tf32x3(clt_context *ctx, clt_mma_state *st,
+                               int config) {
+  if (!configs[config].tf32) return CLT_OK;
+  if (!st->checked[config]) {
+    double error = 0.0;
+    CLT_TRY(probe_product(ctx, st, config, &error));
+    st->checked[config] = true;
+    if (!(error <= TF32X3_PROBE_TOL)) {
+      st->failed[config] = true;
+      snprintf(st->failed_why[config], sizeof st->failed_why[config],
+               "its error on a %dx%dx%d check, %.3g of the products' "
+               "magnitudes, is above f32's (%.0e)",
+               PROBE_M, PROBE_N, PROBE_K, error, TF32X3_PROBE_TOL);
+      clt_ctx_log(ctx, CLT_LOG_WARN, "%s: %s", configs[config].name,
+                  st->failed_why[config]);
+    }
+  }
+  if (!st->failed[config]) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "gemm_mma: tile configuration %s is not usable on %s: "
+                      "%s",
+                      configs[config].name, ctx->info.name,
+                      st->failed_why[config]);
 }
 
 /* The kernel takes int sizes and offsets. */
@@ -390,7 +482,7 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
   const char *routine = "gemm_mma";
   CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
                               b, ldb, stride_b, c, ldc, stride_c, batch));
-  if (config < 0 || config >= CLT_FP16_CONFIGS)
+  if (config < 0 || config >= CLT_MMA_CONFIGS)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "%s: no tile configuration %d", routine, config);
   if (!fits_int(a, stride_a, batch) || !fits_int(b, stride_b, batch) ||
@@ -404,6 +496,7 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
   if (route == CLT_FP16_SGEMM)
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED, "%s: %s", routine, st->why);
   CLT_TRY(build_config(ctx, st, config));
+  CLT_TRY(check_tf32x3(ctx, st, config));
   if (configs[config].stages > 0)
     return launch_staged(ctx, st, config, ta, tb, m, n, k, alpha, a, lda,
                          stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
@@ -415,11 +508,19 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
 
 /* ---- the probe -------------------------------------------------------- */
 
-/* The probe's product: odd sizes that cut every tile, both transposes of
- * B (NN and NT are the forward's and the weight gradient's). */
-#define PROBE_M 70
-#define PROBE_N 45
-#define PROBE_K 77
+/* launch and launch_staged with one signature, for the probes. */
+static clt_status launch_plain(clt_context *ctx, clt_mma_state *st,
+                               int config, clt_transpose ta, clt_transpose tb,
+                               int64_t m, int64_t n, int64_t k, float alpha,
+                               const clt_tensor *a, int64_t lda,
+                               int64_t stride_a, const clt_tensor *b,
+                               int64_t ldb, int64_t stride_b, float beta,
+                               clt_tensor *c, int64_t ldc, int64_t stride_c,
+                               int64_t batch) {
+  return launch(ctx, st->kernels[config], config, ta, tb, m, n, k, alpha, a,
+                lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                batch);
+}
 
 static double probe_error(const float *a, const float *b, const float *c,
                           bool tb) {
@@ -439,11 +540,12 @@ static double probe_error(const float *a, const float *b, const float *c,
   return worst;
 }
 
-/* Runs the built kernel (configuration 0) on a product of fp16 values and
- * compares with the host: *error the worst relative error (NaN counts as
- * infinite). Device errors are returned. */
+/* Runs the built kernel of configuration `config` on a product of fp16
+ * values (3xTF32: of full f32 values) and compares with the host: *error
+ * the worst error relative to the sum of the products' magnitudes (NaN
+ * counts as infinite). Device errors are returned. */
 static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
-                                double *error) {
+                                int config, double *error) {
   int64_t na = PROBE_M * PROBE_K, nb = PROBE_K * PROBE_N,
           nc = PROBE_M * PROBE_N;
   float *host = malloc((size_t)(na + nb + nc) * sizeof(float));
@@ -453,9 +555,12 @@ static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
                               : clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "probe");
   if (s == CLT_OK) {
     clt_random_fill(host, na + nb, 16, -2.0f, 2.0f);
-    /* fp16 values, as mixed precision gives the kernel. */
-    clt_f32_to_f16(host, half, na + nb);
-    clt_f16_to_f32(half, host, na + nb);
+    /* fp16 values, as mixed precision gives the kernel; 3xTF32 is for
+     * f32's, all 24 bits of them */
+    if (!configs[config].tf32) {
+      clt_f32_to_f16(host, half, na + nb);
+      clt_f16_to_f32(half, host, na + nb);
+    }
     s = clt_tensor_create(ctx, CLT_F32, 1, &na, &ta);
   }
   if (s == CLT_OK) s = clt_tensor_create(ctx, CLT_F32, 1, &nb, &tb);
@@ -465,10 +570,10 @@ static clt_status probe_product(clt_context *ctx, clt_mma_state *st,
   *error = 0.0;
   for (int t = 0; s == CLT_OK && t < 2; t++) {
     bool trans = t == 1;
-    s = launch(ctx, st->kernels[0], 0, CLT_NO_TRANS,
-               trans ? CLT_TRANS : CLT_NO_TRANS, PROBE_M, PROBE_N, PROBE_K,
-               1.0f, ta, PROBE_K, 0, tb, trans ? PROBE_K : PROBE_N, 0, 0.0f,
-               tc, PROBE_N, 0, 1);
+    s = (configs[config].stages > 0 ? launch_staged : launch_plain)(
+        ctx, st, config, CLT_NO_TRANS, trans ? CLT_TRANS : CLT_NO_TRANS,
+        PROBE_M, PROBE_N, PROBE_K, 1.0f, ta, PROBE_K, 0, tb,
+        trans ? PROBE_K : PROBE_N, 0, 0.0f, tc, PROBE_N, 0, 1);
     if (s == CLT_OK) s = clt_tensor_download(tc, host + na + nb);
     if (s == CLT_OK) {
       double e = probe_error(host, host + na, host + na + nb, trans);
@@ -534,7 +639,7 @@ static clt_status probe(clt_context *ctx, clt_mma_state *st) {
   }
   CLT_TRY(s);
   double error = 0.0;
-  CLT_TRY(probe_product(ctx, st, &error));
+  CLT_TRY(probe_product(ctx, st, 0, &error));
   /* f32 sums of exact fp16 products in another order: far below this. */
   if (!(error <= 1e-5)) {
     st->route = CLT_FP16_SGEMM;
@@ -592,9 +697,28 @@ CLT_API clt_status clt_gemm_f16_strided_batched(
     int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
     int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
     clt_tensor *c, int64_t stride_c, int64_t batch) {
+  if (config < 0 || config >= CLT_FP16_CONFIGS)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "gemm_mma: no tile configuration %d (%d of them)",
+                        config, CLT_FP16_CONFIGS);
   /* Row-major leading dimensions are the stored row lengths. */
   return clt_gemm_mma_ld(ctx, config, trans_a, trans_b, m, n, k, alpha, a,
                          trans_a == CLT_TRANS ? m : k, stride_a, b,
                          trans_b == CLT_TRANS ? k : n, stride_b, beta, c, n,
                          stride_c, batch);
+}
+
+CLT_API clt_status clt_gemm_tf32x3_strided_batched(
+    clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
+    int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
+    int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
+    clt_tensor *c, int64_t stride_c, int64_t batch) {
+  if (config < 0 || config >= CLT_TF32X3_CONFIGS)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "gemm_tf32x3: no configuration %d (%d of them)",
+                        config, CLT_TF32X3_CONFIGS);
+  return clt_gemm_mma_ld(ctx, CLT_MMA_TF32X3(config), trans_a, trans_b, m, n,
+                         k, alpha, a, trans_a == CLT_TRANS ? m : k, stride_a,
+                         b, trans_b == CLT_TRANS ? k : n, stride_b, beta, c,
+                         n, stride_c, batch);
 }

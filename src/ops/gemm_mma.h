@@ -28,7 +28,8 @@
  * reason. clt_fp16_config_name names the tile configurations. */
 
 /* C = alpha op(A) op(B) + beta C with A and B rounded to fp16 and f32
- * sums, by the route's kernel in tile configuration `config`, with
+ * sums (or as 3xTF32, below), by the route's kernel in configuration
+ * `config` (of CLT_MMA_CONFIGS), with
  * explicit leading dimensions and strided batches as clt_gemm_ld. The
  * route must not be CLT_FP16_SGEMM (CLT_ERR_UNSUPPORTED). */
 clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
@@ -38,10 +39,23 @@ clt_status clt_gemm_mma_ld(clt_context *ctx, int config, clt_transpose ta,
                            int64_t stride_b, float beta, clt_tensor *c,
                            int64_t ldc, int64_t stride_c, int64_t batch);
 
-/* Whether tile configuration `config` can run here: the route is not
- * SGEMM, and a "ring" configuration's ring of k-blocks fits the device's
- * local memory and its kernel built (false after a build that failed). */
-bool clt_fp16_config_usable(clt_context *ctx, int config);
+/* The route's kernels: the fp16 tile configurations (0 ..
+ * CLT_FP16_CONFIGS - 1), then 3xTF32's (CLT_MMA_TF32X3(c) for c of
+ * cltrain.h's clt_tf32x3_config_name): fp32 products on the same tensor
+ * cores, as accurate as f32 (cl/mma.cl's MMA_WG_TF32), on the devices
+ * where the warpgroup form runs. clt_gemm_mma_ld takes either; a 3xTF32
+ * configuration checks its numbers on its first run (CLT_ERR_UNSUPPORTED
+ * from then on where they are less accurate than f32). */
+#define CLT_MMA_CONFIGS (CLT_FP16_CONFIGS + CLT_TF32X3_CONFIGS)
+#define CLT_MMA_TF32X3(c) (CLT_FP16_CONFIGS + (c))
+const char *clt_mma_config_name(int config);
+bool clt_mma_config_is_tf32x3(int config);
+
+/* Whether configuration `config` (of CLT_MMA_CONFIGS) can run here: the
+ * route is not SGEMM, and a "ring" configuration's ring of k-blocks fits
+ * the device's local memory and its kernel built (false after a build
+ * that failed, or a 3xTF32 check that did). */
+bool clt_mma_config_usable(clt_context *ctx, int config);
 
 /* The build options that give another program the route's instruction
  * (cl/prelude.cl's MMA_16816: "-DCLT_MMA_PTX=... -DCLT_MMA_ASM=..."),

@@ -66,11 +66,31 @@ int clt_gemm_mma_candidates(clt_context *ctx, clt_gemm_plan *out,
                             int count) {
   int fp32 = count;
   for (int c = 0; c < CLT_FP16_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES; c++)
-    if (clt_fp16_config_usable(ctx, c))
+    if (clt_mma_config_usable(ctx, c))
       out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, c + 1, false, 0};
   for (int i = 0; i < fp32 && count < CLT_GEMM_MAX_CANDIDATES; i++)
     if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor && !out[i].blocked)
       out[count++] = (clt_gemm_plan){out[i].method, out[i].splits, 1, false, 0};
+  return count;
+}
+
+int clt_gemm_tf32x3_candidates(clt_context *ctx, clt_gemm_plan *out,
+                                int count) {
+  int fp32 = count, smallest = -1;
+  for (int c = 0; c < CLT_TF32X3_CONFIGS && count < CLT_GEMM_MAX_CANDIDATES;
+       c++)
+    if (clt_mma_config_usable(ctx, CLT_MMA_TF32X3(c))) {
+      out[count++] =
+          (clt_gemm_plan){CLT_GEMM_ONE, 1, CLT_MMA_TF32X3(c) + 1, false, 0};
+      /* the table ends with its smallest tiles (64x64), which suit the
+       * split products */
+      smallest = CLT_MMA_TF32X3(c);
+    }
+  for (int i = 0; smallest >= 0 && i < fp32 && count < CLT_GEMM_MAX_CANDIDATES;
+       i++)
+    if (out[i].method != CLT_GEMM_ONE && !out[i].colmajor && !out[i].blocked)
+      out[count++] =
+          (clt_gemm_plan){out[i].method, out[i].splits, smallest + 1, false, 0};
   return count;
 }
 
@@ -85,8 +105,9 @@ void clt_gemm_plan_name(const clt_gemm_product *p, const clt_gemm_plan *plan,
                    (p->images_along_k ? p->k : p->n) % p->images == 0;
   char route[32] = "";
   if (plan->mma > 0)
-    snprintf(route, sizeof route, "fp16 %s ",
-             clt_fp16_config_name(plan->mma - 1));
+    snprintf(route, sizeof route, "%s%s ",
+             clt_mma_config_is_tf32x3(plan->mma - 1) ? "" : "fp16 ",
+             clt_mma_config_name(plan->mma - 1));
   else if (plan->blocked > 0)
     snprintf(route, sizeof route, "own %s ",
              clt_gemm_blocked_config_name(plan->blocked - 1));

@@ -31,9 +31,9 @@ typedef enum clt_gemm_method {
 typedef struct clt_gemm_plan {
   clt_gemm_method method;
   int64_t splits; /* 1 for CLT_GEMM_ONE */
-  /* 0: CLBlast's SGEMM; c + 1: the fp16 route's kernel in tile
-   * configuration c (gemm_mma.h; mixed precision, where the device has
-   * the route). */
+  /* 0: CLBlast's SGEMM; c + 1: the fp16 route's kernel in configuration
+   * c of CLT_MMA_CONFIGS (gemm_mma.h): an fp16 one for mixed precision,
+   * a 3xTF32 one for fp32, where the device has the route. */
   int mma;
   /* SGEMM asked of CLBlast in column-major order, as C^T (clt_gemm_ld's
    * colmajor: the same product without CLBlast's copies of C where its
@@ -66,11 +66,20 @@ int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
 
 /* Appends to out[0..count) the fp16 route's candidates for mixed
  * precision: one GEMM in each tile configuration usable on ctx's device
- * (clt_fp16_config_usable), and every other plan
+ * (clt_mma_config_usable), and every other plan
  * of the list in the first (the small tiles suit split products), as
  * room allows up to CLT_GEMM_MAX_CANDIDATES. Returns the new count. */
 int clt_gemm_mma_candidates(clt_context *ctx, clt_gemm_plan *out,
                             int count);
+
+/* Appends to out[0..count) an fp32 product's 3xTF32 candidates (as
+ * accurate as SGEMM, gemm_mma.h): one GEMM in each 3xTF32 configuration
+ * usable on ctx's device, and every other plan of the list in the last
+ * usable one (the table ends with 64x64: the split products are small),
+ * as room allows.
+ * Returns the new count. */
+int clt_gemm_tf32x3_candidates(clt_context *ctx, clt_gemm_plan *out,
+                               int count);
 
 /* Floats of workspace the plan needs (0 but for split-K). */
 int64_t clt_gemm_plan_workspace(const clt_gemm_product *p,

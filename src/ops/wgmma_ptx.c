@@ -66,10 +66,10 @@ static bool word_is(const char *w, size_t len, const char *lit) {
   return strlen(lit) == len && memcmp(w, lit, len) == 0;
 }
 
-/* The mma placeholder's words after "mma": N, N/2 accumulators, two
- * descriptors. */
-static bool put_mma(text *t, const char **w, const size_t *l, int count,
-                    char *why, size_t why_len) {
+/* The mma placeholder's words after "mma" (fp16 operands) or "tf32":
+ * N, N/2 accumulators, two descriptors. */
+static bool put_mma(text *t, bool tf32, const char **w, const size_t *l,
+                    int count, char *why, size_t why_len) {
   int n = count > 0 ? atoi(w[0]) : 0;
   if ((n != 64 && n != 128 && n != 256) || count != 1 + n / 2 + 2) {
     snprintf(why, why_len,
@@ -80,8 +80,8 @@ static bool put_mma(text *t, const char **w, const size_t *l, int count,
   }
   putf(t, "\t{\n\t.reg .pred p;\n\t.reg .b32 s;\n\tmov.b32 s, 1;\n"
           "\tsetp.ne.b32 p, s, 0;\n"
-          "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {",
-       n);
+          "\twgmma.mma_async.sync.aligned.m64n%d%s {",
+       n, tf32 ? "k8.f32.tf32.tf32" : "k16.f32.f16.f16");
   for (int i = 0; i < n / 2; i++) {
     if (i) put(t, ", ", 2);
     put(t, w[1 + i], l[1 + i]);
@@ -90,7 +90,9 @@ static bool put_mma(text *t, const char **w, const size_t *l, int count,
   put(t, w[1 + n / 2], l[1 + n / 2]);
   put(t, ", ", 2);
   put(t, w[2 + n / 2], l[2 + n / 2]);
-  putf(t, ", p, 1, 1, 0, 0;\n\t}\n");
+  /* scale-d, A and B's scales; fp16 also their transposes (none: k-major;
+   * tf32 operands are k-major only) */
+  putf(t, tf32 ? ", p, 1, 1;\n\t}\n" : ", p, 1, 1, 0, 0;\n\t}\n");
   return true;
 }
 
@@ -185,8 +187,9 @@ char *clt_wgmma_patch_ptx(const char *ptx, char *why, size_t why_len) {
         return NULL;
       }
       placeholders++;
-      if (word_is(w[0], l[0], "mma")) {
-        if (!put_mma(&t, w + 1, l + 1, count - 1, why, why_len)) {
+      bool tf32 = word_is(w[0], l[0], "tf32");
+      if (tf32 || word_is(w[0], l[0], "mma")) {
+        if (!put_mma(&t, tf32, w + 1, l + 1, count - 1, why, why_len)) {
           free(t.s);
           return NULL;
         }

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 /* The version of the rewriting, part of the kernel cache's key. */
-#define CLT_WGMMA_PATCH_TAG "wgmma-patch-2"
+#define CLT_WGMMA_PATCH_TAG "wgmma-patch-3"
 
 /* The PTX `ptx` with:
  *   `.target sm_90` -> `.target sm_90a` (any other target is refused:
@@ -20,6 +20,7 @@
  *   `// CLT_WG mma N acc... da db` (N/2 accumulator registers, then the
  *     two descriptors) and the `mov.f32` on the line after it ->
  *     wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16, D += A B;
+ *   `// CLT_WG tf32 N ...` the same on tf32 operands (m64nNk8.f32.tf32.tf32);
  *   `// CLT_WG arrive`, `commit`, `wait D`, `proxy` -> wgmma.fence,
  *     wgmma.commit_group, wgmma.wait_group D, fence.proxy.async.shared::cta;
  *   `// CLT_WG hold ...` -> nothing;
