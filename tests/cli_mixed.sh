@@ -60,7 +60,7 @@ expect_exit 0 "bench gemm --precision mixed says the route" \
   "fp16 products:" "square 128" -- \
   "$C" bench gemm --precision mixed --only "square 128"
 EXPECT_TIMEOUT=300 expect_exit 0 "bench gemm --precision mixed, emulated" \
-  "CLT_MMA=emulate" "vs fp32" "tiles" -- \
+  "CLT_MMA=emulate" "vs fp32" "tiles" "3xtf32" -- \
   env CLT_MMA=emulate "$C" bench gemm --precision mixed --only "square 128"
 EXPECT_TIMEOUT=300 expect_exit 0 "tune --precision mixed, emulated" \
   "fp16 64x64 one gemm" "fp16 128x128 one gemm" "fp16 64x64 split-k" -- \
