@@ -478,6 +478,23 @@ START_TEST(mma_refusals) {
   assert_error(clt_gemm_mma_ld(g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 4, 3, 3,
                                1.0f, a, 3, 0, b, 3, 0, 0.0f, c, 3, 0, 1),
                CLT_ERR_SHAPE, "gemm_mma: C", "12");
+  if (route == CLT_FP16_SGEMM)
+    assert_error(clt_gemm_tf32x3_strided_batched(
+                     g_ctx, 0, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3, 4, 1.0f, a, 0,
+                     b, 0, 0.0f, c, 0, 1),
+                 CLT_ERR_UNSUPPORTED, "gemm_mma", why);
+  assert_error(clt_gemm_tf32x3_strided_batched(
+                   g_ctx, CLT_TF32X3_CONFIGS, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
+                   3, 1.0f, a, 0, b, 0, 0.0f, c, 0, 1),
+               CLT_ERR_INVALID_ARGUMENT, "gemm_tf32x3", "configuration");
+  assert_error(clt_gemm_tf32x3_strided_batched(
+                   g_ctx, -1, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3, 3, 1.0f, a, 0,
+                   b, 0, 0.0f, c, 0, 1),
+               CLT_ERR_INVALID_ARGUMENT, "gemm_tf32x3", "configuration");
+  assert_error(clt_gemm_f16_strided_batched(
+                   g_ctx, CLT_FP16_CONFIGS, CLT_NO_TRANS, CLT_NO_TRANS, 3, 3,
+                   3, 1.0f, a, 0, b, 0, 0.0f, c, 0, 1),
+               CLT_ERR_INVALID_ARGUMENT, "gemm_mma", "configuration");
   assert_error(clt_gemm_mma_ld(g_ctx, CLT_MMA_CONFIGS, CLT_NO_TRANS,
                                CLT_NO_TRANS, 3, 3, 3, 1.0f, a, 3, 0, b, 3, 0,
                                0.0f, c, 3, 0, 1),
