@@ -224,38 +224,20 @@ static void mma_store8(float8 v, __global uint4 *p) {
 #endif
 #if MMA_WG_TF32
 /* x rounded to tf32 (10 bits of mantissa, nearest even; the low 13 bits
- * zero), where that stays finite (else cut). */
-static float tf32_round(float x) {
-  uint u = as_uint(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return x; /* inf, NaN */
-  uint r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-  if ((r & 0x7f800000u) == 0x7f800000u) r = u & 0xffffe000u;
-  return as_float(r);
+ * zero), where that stays finite (else cut); inf and NaN as they are. */
+static float8 tf32_round8(float8 x) {
+  uint8 u = as_uint8(x), inf = (uint8)(0x7f800000u);
+  uint8 r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  r = select(r, u & 0xffffe000u, (r & inf) == inf);
+  return select(as_float8(r), x, (u & inf) == inf);
 }
 
 /* Eight floats as tf32 pairs, x = big + small (small the rest, rounded
  * again): the big parts at p[0..1], the small ones at p[at..at + 1]. */
 static void mma_store8_split(float8 v, __global uint4 *p, int at) {
-  float8 big, small;
-  big.s0 = tf32_round(v.s0);
-  big.s1 = tf32_round(v.s1);
-  big.s2 = tf32_round(v.s2);
-  big.s3 = tf32_round(v.s3);
-  big.s4 = tf32_round(v.s4);
-  big.s5 = tf32_round(v.s5);
-  big.s6 = tf32_round(v.s6);
-  big.s7 = tf32_round(v.s7);
-  float8 rest = v - big;
-  small.s0 = tf32_round(rest.s0);
-  small.s1 = tf32_round(rest.s1);
-  small.s2 = tf32_round(rest.s2);
-  small.s3 = tf32_round(rest.s3);
-  small.s4 = tf32_round(rest.s4);
-  small.s5 = tf32_round(rest.s5);
-  small.s6 = tf32_round(rest.s6);
-  small.s7 = tf32_round(rest.s7);
+  float8 big = tf32_round8(v);
   /* inf - inf: an infinite value's small part is 0 */
-  small = select(small, (float8)(0.0f), isinf(big));
+  float8 small = select(tf32_round8(v - big), (float8)(0.0f), isinf(big));
   p[0] = as_uint4(big.lo);
   p[1] = as_uint4(big.hi);
   p[at] = as_uint4(small.lo);

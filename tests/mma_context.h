@@ -27,6 +27,20 @@ static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
   return ctx;
 }
 
+/* clt_check_gemm_mma or clt_check_gemm_tf32x3, as configuration `config`
+ * of CLT_MMA_CONFIGS is an fp16 or a 3xTF32 one. */
+static inline clt_status check_mma_config(clt_context *ctx, int config,
+                                          clt_transpose ta, clt_transpose tb,
+                                          int64_t m, int64_t n, int64_t k,
+                                          float alpha, float beta,
+                                          int64_t batch, double *e) {
+  return clt_mma_config_is_tf32x3(config)
+             ? clt_check_gemm_tf32x3(ctx, config - CLT_FP16_CONFIGS, ta, tb, m,
+                                     n, k, alpha, beta, batch, e)
+             : clt_check_gemm_mma(ctx, config, ta, tb, m, n, k, alpha, beta,
+                                  batch, e);
+}
+
 /* True where configuration `config` (of CLT_MMA_CONFIGS) cannot run on
  * ctx's device (a
  * ring configuration whose ring is larger than the local memory:
@@ -35,13 +49,8 @@ static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
 static inline bool mma_config_refused(clt_context *ctx, int config) {
   if (clt_mma_config_usable(ctx, config)) return false;
   double e = 0.0;
-  clt_status st =
-      clt_mma_config_is_tf32x3(config)
-          ? clt_check_gemm_tf32x3(ctx, config - CLT_FP16_CONFIGS,
-                                  CLT_NO_TRANS, CLT_NO_TRANS, 9, 9, 9, 1.0f,
-                                  0.0f, 1, &e)
-          : clt_check_gemm_mma(ctx, config, CLT_NO_TRANS, CLT_NO_TRANS, 9, 9,
-                               9, 1.0f, 0.0f, 1, &e);
+  clt_status st = check_mma_config(ctx, config, CLT_NO_TRANS, CLT_NO_TRANS,
+                                   9, 9, 9, 1.0f, 0.0f, 1, &e);
   ck_assert_msg(st == CLT_ERR_UNSUPPORTED &&
                     strstr(clt_context_last_error(ctx), "local memory"),
                 "%s: refused with %s: %s", clt_mma_config_name(config),

@@ -319,21 +319,31 @@ static int mma_contexts(clt_context **out) {
 }
 
 /* Every tile configuration on the odd shapes; _i: configuration. */
+/* 3xTF32 (the configurations after the fp16 ones; emulated, and on the
+ * device where it has the warpgroup form) is held to f32's accuracy on
+ * full f32 values, where one tf32 product alone would be 1e-4 off; it
+ * takes every other shape, and the device's lack of wgmma (logged) ends
+ * its checks there. */
+#define TF32X3_TOL 1e-6
+
 START_TEST(mma_shapes) {
   clt_context *ctxs[2];
   int nctx = mma_contexts(ctxs);
+  bool x3 = clt_mma_config_is_tf32x3(_i);
+  int step = x3 ? (test_tiny() ? 6 : 2) : (test_tiny() ? 4 : 1);
   double e;
   for (int c = 0; c < nctx; c++) {
     g_ctx = ctxs[c];
     if (mma_config_refused(g_ctx, _i)) continue;
-    for (int i = 0; i < COUNT(shapes); i += test_tiny() ? 4 : 1) {
+    for (int i = x3 ? (_i - CLT_FP16_CONFIGS) % 2 : 0; i < COUNT(shapes);
+         i += step) {
       const int64_t *s = shapes[i];
-      ck_assert_check(clt_check_gemm_mma(g_ctx, _i, CLT_NO_TRANS,
-                                         CLT_NO_TRANS, s[0], s[1], s[2], 1.0f,
-                                         0.0f, 1, &e),
-                      e, TOL, "mma %s nn m=%lld n=%lld k=%lld",
-                      clt_fp16_config_name(_i), (long long)s[0],
-                      (long long)s[1], (long long)s[2]);
+      clt_status st = check_mma_config(g_ctx, _i, CLT_NO_TRANS, CLT_NO_TRANS,
+                                       s[0], s[1], s[2], 1.0f, 0.0f, 1, &e);
+      if (x3 && st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx) break;
+      ck_assert_check(st, e, x3 ? TF32X3_TOL : TOL,
+                      "%s nn m=%lld n=%lld k=%lld", clt_mma_config_name(_i),
+                      (long long)s[0], (long long)s[1], (long long)s[2]);
     }
   }
   g_ctx = g_main_ctx;
@@ -363,35 +373,6 @@ START_TEST(mma_transposes_batches) {
                       clt_fp16_config_name(config), trans_name(ta),
                       trans_name(tb), (long long)s[0], (long long)s[1],
                       (long long)s[2], (long long)batch);
-    }
-  }
-  g_ctx = g_main_ctx;
-}
-END_TEST
-
-/* 3xTF32 (ops/gemm_mma.h; emulated, and on the device where it has the
- * warpgroup form): every configuration on the odd shapes, to f32's
- * accuracy on full f32 values, where one tf32 product alone would be
- * 1e-4 off. _i: configuration. */
-#define TF32X3_TOL 1e-6
-
-START_TEST(tf32x3_shapes) {
-  clt_context *ctxs[2];
-  int nctx = mma_contexts(ctxs);
-  double e;
-  for (int c = 0; c < nctx; c++) {
-    g_ctx = ctxs[c];
-    if (mma_config_refused(g_ctx, CLT_MMA_TF32X3(_i))) continue;
-    for (int i = _i % 2; i < COUNT(shapes); i += test_tiny() ? 6 : 2) {
-      const int64_t *s = shapes[i];
-      clt_status st = clt_check_gemm_tf32x3(g_ctx, _i, CLT_NO_TRANS,
-                                            CLT_NO_TRANS, s[0], s[1], s[2],
-                                            1.0f, 0.0f, 1, &e);
-      if (st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx)
-        break; /* the device's warpgroup form is not there (logged) */
-      ck_assert_check(st, e, TF32X3_TOL, "3xtf32 %s nn m=%lld n=%lld k=%lld",
-                      clt_tf32x3_config_name(_i), (long long)s[0],
-                      (long long)s[1], (long long)s[2]);
     }
   }
   g_ctx = g_main_ctx;
@@ -445,12 +426,8 @@ START_TEST(wgmma_long_k) {
       if (mma_config_refused(g_ctx, configs[i])) continue;
       bool x3 = clt_mma_config_is_tf32x3(configs[i]);
       int64_t k = test_tiny() ? 300 : 1500;
-      clt_status st =
-          x3 ? clt_check_gemm_tf32x3(g_ctx, configs[i] - CLT_FP16_CONFIGS,
-                                     CLT_NO_TRANS, CLT_TRANS, 9, 17, k, 1.0f,
-                                     0.0f, 1, &e)
-             : clt_check_gemm_mma(g_ctx, configs[i], CLT_NO_TRANS, CLT_TRANS,
-                                  9, 17, k, 1.0f, 0.0f, 1, &e);
+      clt_status st = check_mma_config(g_ctx, configs[i], CLT_NO_TRANS,
+                                       CLT_TRANS, 9, 17, k, 1.0f, 0.0f, 1, &e);
       if (st == CLT_ERR_UNSUPPORTED && ctxs[c] == g_main_ctx) continue;
       ck_assert_check(st, e, x3 ? TF32X3_TOL : TOL, "%s nt 9x17x%lld",
                       clt_mma_config_name(configs[i]), (long long)k);
@@ -642,9 +619,8 @@ static Suite *gemm_suite(void) {
   tcase_add_unchecked_fixture(mma, emulated_setup, emulated_teardown);
   tcase_add_checked_fixture(mma, main_context_back, main_context_back);
   tcase_set_timeout(mma, 600);
-  tcase_add_loop_test(mma, mma_shapes, 0, CLT_FP16_CONFIGS);
+  tcase_add_loop_test(mma, mma_shapes, 0, CLT_MMA_CONFIGS);
   tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
-  tcase_add_loop_test(mma, tf32x3_shapes, 0, CLT_TF32X3_CONFIGS);
   tcase_add_loop_test(mma, tf32x3_transposes_batches, 0, 4);
   tcase_add_test(mma, wgmma_long_k);
   tcase_add_test(mma, mma_refusals);

@@ -4,6 +4,7 @@
  * placeholder replaced, nothing else touched, and malformed input refused
  * with the reason. The host alone: no device. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,10 @@ static void regs(char *out, size_t len, int first, int n, const char *sep) {
                            first + i);
 }
 
-/* A program's PTX with one mma placeholder of n columns (ptx must hold
- * 8 KB). */
+/* A program's PTX with one product placeholder of n columns, of `kind`
+ * "mma" (fp16) or "tf32" (ptx must hold 8 KB). */
 static void make_ptx(char *ptx, size_t len, const char *version,
-                     const char *target, int n) {
+                     const char *target, const char *kind, int n) {
   char list[2048];
   regs(list, sizeof list, 5, n, " ");
   snprintf(ptx, len,
@@ -32,20 +33,23 @@ static void make_ptx(char *ptx, size_t len, const char *version,
            "\tbar.sync \t0;\n"
            "\t// begin inline asm\n\t// CLT_WG hold\n\t// end inline asm\n"
            "\t// begin inline asm\n\t// CLT_WG arrive\n\t// end inline asm\n"
-           "\t// begin inline asm\n\t// CLT_WG mma %d %s %%rd14 %%rd15\n"
+           "\t// begin inline asm\n\t// CLT_WG %s %d %s %%rd14 %%rd15\n"
            "\tmov.f32 %%f5, %%f5;\n\t// end inline asm\n"
            "\tmov.f32 \t%%f200, %%f5;\n"
            "\t// begin inline asm\n\t// CLT_WG commit\n\t// end inline asm\n"
            "\t// begin inline asm\n\t// CLT_WG wait 1\n\t// end inline asm\n"
            "\tret;\n}\n",
-           version, target, n, list);
+           version, target, kind, n, list);
 }
 
+/* _i: n 64, 128, 256 of the fp16 instruction, then of tf32's (3xTF32's:
+ * k 8 and no transpose immediates, tf32 operands being k-major only). */
 START_TEST(rewrites_every_placeholder) {
   static const int widths[] = {64, 128, 256};
-  int n = widths[_i];
+  int n = widths[_i % 3];
+  bool tf32 = _i >= 3;
   char ptx[8192], why[400] = "";
-  make_ptx(ptx, sizeof ptx, "9.0", "sm_90", n);
+  make_ptx(ptx, sizeof ptx, "9.0", "sm_90", tf32 ? "tf32" : "mma", n);
   char *out = clt_wgmma_patch_ptx(ptx, why, sizeof why);
   ck_assert_msg(out != NULL, "refused: %s", why);
   ck_assert_ptr_nonnull(strstr(out, ".target sm_90a, texmode_independent\n"));
@@ -53,11 +57,18 @@ START_TEST(rewrites_every_placeholder) {
   ck_assert_ptr_null(strstr(out, "CLT_WG"));
   char want[4096], list[2048];
   regs(list, sizeof list, 5, n, ", ");
-  snprintf(want, sizeof want,
-           "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, "
-           "%%rd14, %%rd15, p, 1, 1, 0, 0;\n",
-           n, list);
+  if (tf32)
+    snprintf(want, sizeof want,
+             "\twgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, "
+             "%%rd14, %%rd15, p, 1, 1;\n",
+             n, list);
+  else
+    snprintf(want, sizeof want,
+             "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, "
+             "%%rd14, %%rd15, p, 1, 1, 0, 0;\n",
+             n, list);
   ck_assert_msg(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
+  if (tf32) ck_assert_ptr_null(strstr(out, ".f16"));
   /* scale-d true: the product is added to the accumulators */
   ck_assert_ptr_nonnull(strstr(out, "mov.b32 s, 1;\n\tsetp.ne.b32 p, s, 0;"));
   ck_assert_ptr_nonnull(strstr(out, "\tfence.proxy.async.shared::cta;\n"));
@@ -81,43 +92,9 @@ START_TEST(rewrites_every_placeholder) {
 }
 END_TEST
 
-/* "tf32 N": the same instruction on tf32 operands (3xTF32's), k 8 and no
- * transpose immediates (tf32 operands are k-major only). */
-START_TEST(rewrites_tf32) {
-  static const int widths[] = {64, 128, 256};
-  int n = widths[_i];
-  char ptx[8192], why[400] = "";
-  make_ptx(ptx, sizeof ptx, "8.3", "sm_90", n);
-  char *kind = strstr(ptx, "CLT_WG mma ");
-  ck_assert_ptr_nonnull(kind);
-  /* "mma " -> "tf32 ": one character longer */
-  memmove(kind + 12, kind + 11, strlen(kind + 11) + 1);
-  memcpy(kind + 7, "tf32 ", 5);
-  char *out = clt_wgmma_patch_ptx(ptx, why, sizeof why);
-  ck_assert_msg(out != NULL, "refused: %s", why);
-  char want[4096], list[2048];
-  regs(list, sizeof list, 5, n, ", ");
-  snprintf(want, sizeof want,
-           "\twgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, "
-           "%%rd14, %%rd15, p, 1, 1;\n",
-           n, list);
-  ck_assert_msg(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
-  ck_assert_ptr_null(strstr(out, ".f16"));
-  ck_assert_ptr_null(strstr(out, "CLT_WG"));
-  ck_assert_ptr_null(strstr(out, "mov.f32 %f5, %f5;"));
-  ck_assert_ptr_nonnull(strstr(out, ".target sm_90a"));
-  free(out);
-  /* a tf32 placeholder a register short is refused as mma's is */
-  char *cut = strstr(ptx, " %rd14");
-  memmove(cut, cut + 6, strlen(cut + 6) + 1);
-  ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
-  ck_assert_msg(strstr(why, "n = ") != NULL, "%s", why);
-}
-END_TEST
-
 START_TEST(raises_an_old_version) {
   char ptx[8192], why[400] = "";
-  make_ptx(ptx, sizeof ptx, "7.8", "sm_90", 64);
+  make_ptx(ptx, sizeof ptx, "7.8", "sm_90", "mma", 64);
   char *out = clt_wgmma_patch_ptx(ptx, why, sizeof why);
   ck_assert_msg(out != NULL, "refused: %s", why);
   ck_assert_ptr_nonnull(strstr(out, ".version 8.0\n"));
@@ -129,7 +106,7 @@ END_TEST
 /* Malformed input and other targets: NULL and the reason. */
 START_TEST(refusals) {
   char ptx[8192], why[400];
-  make_ptx(ptx, sizeof ptx, "9.0", "sm_89", 64);
+  make_ptx(ptx, sizeof ptx, "9.0", "sm_89", "mma", 64);
   ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
   ck_assert_msg(strstr(why, "sm_89") && strstr(why, "sm_90a"), "%s", why);
 
@@ -141,16 +118,18 @@ START_TEST(refusals) {
       clt_wgmma_patch_ptx("// CLT_WG commit\nret;\n", why, sizeof why));
   ck_assert_msg(strstr(why, "no .target") != NULL, "%s", why);
 
-  /* an mma with a register too few */
-  make_ptx(ptx, sizeof ptx, "9.0", "sm_90", 64);
-  char *cut = strstr(ptx, " %rd14");
-  ck_assert_ptr_nonnull(cut);
-  memmove(cut, cut + 6, strlen(cut + 6) + 1);
-  ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
-  ck_assert_msg(strstr(why, "n = 64") != NULL, "%s", why);
+  /* an mma, and a tf32, with a register too few */
+  for (int t = 0; t < 2; t++) {
+    make_ptx(ptx, sizeof ptx, "9.0", "sm_90", t ? "tf32" : "mma", 64);
+    char *cut = strstr(ptx, " %rd14");
+    ck_assert_ptr_nonnull(cut);
+    memmove(cut, cut + 6, strlen(cut + 6) + 1);
+    ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
+    ck_assert_msg(strstr(why, "n = 64") != NULL, "%s", why);
+  }
 
   /* an instruction width wgmma has but the kernel never asks for */
-  make_ptx(ptx, sizeof ptx, "9.0", "sm_90", 64);
+  make_ptx(ptx, sizeof ptx, "9.0", "sm_90", "mma", 64);
   char *w = strstr(ptx, "mma 64");
   memcpy(w, "mma 32", 6);
   ck_assert_ptr_null(clt_wgmma_patch_ptx(ptx, why, sizeof why));
@@ -200,8 +179,7 @@ END_TEST
 static Suite *wgmma_ptx_suite(void) {
   Suite *s = suite_create("wgmma_ptx");
   TCase *tc = tcase_create("rewriting");
-  tcase_add_loop_test(tc, rewrites_every_placeholder, 0, 3);
-  tcase_add_loop_test(tc, rewrites_tf32, 0, 3);
+  tcase_add_loop_test(tc, rewrites_every_placeholder, 0, 6);
   tcase_add_test(tc, raises_an_old_version);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, blocks_per_multiprocessor);

@@ -692,20 +692,33 @@ clt_status clt_fp16_build_flags(clt_context *ctx, char *buf, size_t len) {
   return CLT_OK;
 }
 
+/* The public entry points: configuration `config` of `count`, which is
+ * `first + config` of CLT_MMA_CONFIGS, on whole row-major operands (the
+ * leading dimensions are the stored row lengths). */
+static clt_status strided_batched(
+    clt_context *ctx, const char *routine, int first, int count, int config,
+    clt_transpose trans_a, clt_transpose trans_b, int64_t m, int64_t n,
+    int64_t k, float alpha, const clt_tensor *a, int64_t stride_a,
+    const clt_tensor *b, int64_t stride_b, float beta, clt_tensor *c,
+    int64_t stride_c, int64_t batch) {
+  if (config < 0 || config >= count)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: no configuration %d (%d of them)", routine,
+                        config, count);
+  return clt_gemm_mma_ld(ctx, first + config, trans_a, trans_b, m, n, k,
+                         alpha, a, trans_a == CLT_TRANS ? m : k, stride_a, b,
+                         trans_b == CLT_TRANS ? k : n, stride_b, beta, c, n,
+                         stride_c, batch);
+}
+
 CLT_API clt_status clt_gemm_f16_strided_batched(
     clt_context *ctx, int config, clt_transpose trans_a, clt_transpose trans_b,
     int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
     int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
     clt_tensor *c, int64_t stride_c, int64_t batch) {
-  if (config < 0 || config >= CLT_FP16_CONFIGS)
-    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "gemm_mma: no tile configuration %d (%d of them)",
-                        config, CLT_FP16_CONFIGS);
-  /* Row-major leading dimensions are the stored row lengths. */
-  return clt_gemm_mma_ld(ctx, config, trans_a, trans_b, m, n, k, alpha, a,
-                         trans_a == CLT_TRANS ? m : k, stride_a, b,
-                         trans_b == CLT_TRANS ? k : n, stride_b, beta, c, n,
-                         stride_c, batch);
+  return strided_batched(ctx, "gemm_mma", 0, CLT_FP16_CONFIGS, config,
+                         trans_a, trans_b, m, n, k, alpha, a, stride_a, b,
+                         stride_b, beta, c, stride_c, batch);
 }
 
 CLT_API clt_status clt_gemm_tf32x3_strided_batched(
@@ -713,12 +726,8 @@ CLT_API clt_status clt_gemm_tf32x3_strided_batched(
     int64_t m, int64_t n, int64_t k, float alpha, const clt_tensor *a,
     int64_t stride_a, const clt_tensor *b, int64_t stride_b, float beta,
     clt_tensor *c, int64_t stride_c, int64_t batch) {
-  if (config < 0 || config >= CLT_TF32X3_CONFIGS)
-    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "gemm_tf32x3: no configuration %d (%d of them)",
-                        config, CLT_TF32X3_CONFIGS);
-  return clt_gemm_mma_ld(ctx, CLT_MMA_TF32X3(config), trans_a, trans_b, m, n,
-                         k, alpha, a, trans_a == CLT_TRANS ? m : k, stride_a,
-                         b, trans_b == CLT_TRANS ? k : n, stride_b, beta, c,
-                         n, stride_c, batch);
+  return strided_batched(ctx, "gemm_tf32x3", CLT_MMA_TF32X3(0),
+                         CLT_TF32X3_CONFIGS, config, trans_a, trans_b, m, n,
+                         k, alpha, a, stride_a, b, stride_b, beta, c,
+                         stride_c, batch);
 }
