@@ -25,3 +25,17 @@ __kernel void lookup_u8_f32(__global float *y, int y_off,
   int i = get_global_id(0);
   if (i < n) y[y_off + i] = table[table_off + x[x_off + i]];
 }
+
+/* How many loop iterations one work-item may run here: n where the
+ * device runs them all, fewer where it ends a work-item's loops early
+ * without an error (Mesa's llvmpipe: 65,535 in all). The sequence keeps
+ * a compiler from replacing the loop by its count. One work-item. */
+__kernel void loop_probe(__global uint *out, int out_off, int n) {
+  uint x = 1u, count = 0u;
+  for (int i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    count++;
+  }
+  out[out_off] = count;
+  out[out_off + 1] = x;
+}

@@ -5,6 +5,7 @@
  * and the errors for bad arguments. Our own fp32 kernels
  * (ops/gemm_blocked.h) the same way, on sizes that cut their tiles. */
 #include <math.h>
+#include <string.h>
 
 #include "common.h"
 #include "check/check.h"
@@ -599,6 +600,65 @@ START_TEST(blocked_products) {
 }
 END_TEST
 
+/* ---- products longer than a work-item may loop ----------------------- */
+
+/* The device's loop cap (ops.h clt_device_loop_cap): none on POCL; found
+ * on Mesa's llvmpipe, which ends a work-item's loops after 65,535
+ * iterations without an error. */
+START_TEST(loop_cap_measured) {
+  int64_t cap = -1;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  ck_assert_int_ge(cap, 0);
+  if (strstr(g_ctx->info.name, "llvmpipe"))
+    ck_assert_msg(cap > 0 && cap < (1 << 18), "llvmpipe: cap %lld",
+                  (long long)cap);
+  if (strstr(g_ctx->info.platform_name, "Portable Computing Language"))
+    ck_assert_int_eq(cap, 0);
+  int64_t again = -1;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &again));
+  ck_assert_int_eq(again, cap);
+}
+END_TEST
+
+/* Products whose k is more than one launch may loop over, cut into parts
+ * along k (the later ones adding into C): CLBlast's and every own
+ * configuration's, each transpose it runs, against the host, beta kept
+ * for the first part only. _i 0: the device's own cap where it has one
+ * (llvmpipe: our kernels stopped at k of 1,873 to 38,864 before, CLBlast
+ * at 1,048,529); _i 1: a cap of 2,000 on any device (CLBlast in parts of
+ * 4,000, ours of 17 to 400). */
+START_TEST(long_k_in_parts) {
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  int64_t saved = g_ctx->loop_cap;
+  if (_i == 1) cap = g_ctx->loop_cap = 2000;
+  if (cap == 0) { /* no cap: nothing is cut, the products run whole */
+    ck_assert_int_eq(_i, 0);
+    return;
+  }
+  int64_t k_blas = _i ? 9001 : 4 * cap + 1001, k_own = _i ? 901 : 5001;
+  double e;
+  for (int t = 0; t < 4; t++) {
+    clt_transpose ta = (t & 1) ? CLT_TRANS : CLT_NO_TRANS;
+    clt_transpose tb = (t & 2) ? CLT_TRANS : CLT_NO_TRANS;
+    ck_assert_check(clt_check_gemm(g_ctx, ta, tb, 3, 5, k_blas, 0.5f,
+                                   t == 1 ? 0.25f : 0.0f, t == 2 ? 2 : 1, &e),
+                    e, TOL, "CLBlast %s%s k=%lld cap %lld", trans_name(ta),
+                    trans_name(tb), (long long)k_blas, (long long)cap);
+    for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++) {
+      if (!clt_gemm_blocked_fits(c, ta, tb, 33, 33, k_own)) continue;
+      ck_assert_check(clt_check_gemm_blocked(g_ctx, c, ta, tb, 33, 33, k_own,
+                                             -1.0f, c % 2 ? 0.5f : 0.0f,
+                                             c % 3 ? 1 : 2, &e),
+                      e, TOL, "%s %s%s k=%lld cap %lld",
+                      clt_gemm_blocked_config_name(c), trans_name(ta),
+                      trans_name(tb), (long long)k_own, (long long)cap);
+    }
+  }
+  g_ctx->loop_cap = saved;
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 static Suite *gemm_suite(void) {
@@ -613,6 +673,8 @@ static Suite *gemm_suite(void) {
   tcase_add_test(prod, gemm_many_views);
   tcase_add_test(prod, sub_buffer_outlives_eviction);
   tcase_add_loop_test(prod, blocked_products, 0, CLT_GEMM_BLOCKED_CONFIGS);
+  tcase_add_test(prod, loop_cap_measured);
+  tcase_add_loop_test(prod, long_k_in_parts, 0, 2);
   suite_add_tcase(s, prod);
 
   TCase *mma = tcase_create("fp16 products");

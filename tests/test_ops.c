@@ -607,6 +607,24 @@ START_TEST(sum_into_lengths) {
     ck_assert_check(clt_check_sumsq_into(g_ctx, n.v[k], 3, &e), e, TOL,
                     "n=%lld", len);
   }
+  /* A device that ends a work-item's loops early (ops.h
+   * clt_device_loop_cap) gets the sums in parts: a cap of 200 forced,
+   * parts of 36 groups' worth. */
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  int64_t saved = g_ctx->loop_cap, part = 36 * (int64_t)g_ctx->work_group;
+  g_ctx->loop_cap = 200;
+  static const int64_t cut[] = {1, 3, 2, 7};
+  for (int k = 0; k < COUNT(cut); k++) {
+    int64_t len = cut[k] * part + (k == 1 ? 0 : 5);
+    ck_assert_check(clt_check_sum_into(g_ctx, len, 2, 0.75f, &e), e, TOL,
+                    "n=%lld in parts of %lld", (long long)len,
+                    (long long)part);
+    ck_assert_check(clt_check_sumsq_into(g_ctx, len, 1, &e), e, TOL,
+                    "n=%lld in parts of %lld", (long long)len,
+                    (long long)part);
+  }
+  g_ctx->loop_cap = saved;
 }
 END_TEST
 

@@ -173,6 +173,13 @@ static void operand_done(clblast_operand *o) {
   if (o->own) clReleaseMemObject(o->mem);
 }
 
+/* On a device that ends a work-item's loops early (clt_device_loop_cap),
+ * products with k above this many caps run in parts along k: CLBlast's
+ * kernels ran 16 (Xgemm) and 32 (XgemmDirect) of k a counted loop
+ * iteration on llvmpipe (products of ones stopped at 1,048,529 and
+ * 2,097,120 of k with a cap of 65,535), so parts of 2 caps leave 8x. */
+#define CLBLAST_K_PER_CAP 2
+
 clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
                        clt_transpose tb,
                        int64_t m, int64_t n, int64_t k, float alpha,
@@ -183,6 +190,23 @@ clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
   const char *routine = batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched";
   CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
                               b, ldb, stride_b, c, ldc, stride_c, batch));
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  if (cap > 0 && k > CLBLAST_K_PER_CAP * cap) {
+    /* in parts along k, the later ones adding into C */
+    int64_t part = CLBLAST_K_PER_CAP * cap;
+    for (int64_t k0 = 0; k0 < k; k0 += part) {
+      int64_t at_a = ta == CLT_TRANS ? k0 * lda : k0;
+      int64_t at_b = tb == CLT_TRANS ? k0 : k0 * ldb;
+      clt_tensor ap = clt_tensor_slice_1d(a, at_a, a->numel - at_a);
+      clt_tensor bp = clt_tensor_slice_1d(b, at_b, b->numel - at_b);
+      CLT_TRY(clt_gemm_ld(ctx, colmajor, ta, tb, m, n,
+                          k - k0 < part ? k - k0 : part, alpha, &ap, lda,
+                          stride_a, &bp, ldb, stride_b, k0 ? 1.0f : beta, c,
+                          ldc, stride_c, batch));
+    }
+    return CLT_OK;
+  }
   int64_t a_rows = ta == CLT_TRANS ? k : m, a_cols = ta == CLT_TRANS ? m : k;
   int64_t b_rows = tb == CLT_TRANS ? n : k, b_cols = tb == CLT_TRANS ? k : n;
   /* CLBlast 1.5.3's indirect batched kernel ignores operand strides and

@@ -14,22 +14,23 @@ static const struct {
   blocked_kind kind;
   int mr;    /* rows of C a work-item computes */
   int width; /* its columns */
+  int vw;    /* the vectors' width */
   /* rows: run as C^T = op(B)^T op(A)^T, its rows along C's columns */
   bool transposed;
 } configs[CLT_GEMM_BLOCKED_CONFIGS] = {
-    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32, false},
-    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32, false},
-    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8, false},
-    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4, false},
-    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, false},
-    {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, true},
-    {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, true},
-    {"rows 6x16", CLT_K_gemm_rows_6x16, ROWS, 6, 16, false},
-    {"rows 4x16", CLT_K_gemm_rows_4x16, ROWS, 4, 16, false},
-    {"dot 4x2 v8", CLT_K_gemm_dot_4x2_v8, DOT, 4, 2, false},
-    {"dot 3x3 v8", CLT_K_gemm_dot_3x3_v8, DOT, 3, 3, false},
-    {"dot 2x4 v8", CLT_K_gemm_dot_2x4_v8, DOT, 2, 4, false},
-    {"rows 6x16 c^T", CLT_K_gemm_rows_6x16, ROWS, 6, 16, true},
+    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, false},
+    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, false},
+    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8, 8, false},
+    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4, 16, false},
+    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, 16, false},
+    {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, true},
+    {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, true},
+    {"rows 6x16", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, false},
+    {"rows 4x16", CLT_K_gemm_rows_4x16, ROWS, 4, 16, 8, false},
+    {"dot 4x2 v8", CLT_K_gemm_dot_4x2_v8, DOT, 4, 2, 8, false},
+    {"dot 3x3 v8", CLT_K_gemm_dot_3x3_v8, DOT, 3, 3, 8, false},
+    {"dot 2x4 v8", CLT_K_gemm_dot_2x4_v8, DOT, 2, 4, 8, false},
+    {"rows 6x16 c^T", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, true},
 };
 
 CLT_API const char *clt_gemm_blocked_config_name(int config) {
@@ -57,6 +58,33 @@ static bool fits_int(const clt_tensor *t) {
   return t->offset + t->numel <= INT_MAX;
 }
 
+/* How many of k one launch of configuration `config` takes: all of it
+ * where the device has no loop cap (clt_device_loop_cap), else as many as
+ * keep a work-item's loop iterations within the budget, reckoned from
+ * cl/gemm.cl's loops with none unrolled (llvmpipe unrolls none of them;
+ * each row of the tile costs one iteration more than its loops show, as
+ * counted there: 15, 19, 35 and 27 a k for rows 4x8, 4x32, 8x32 and
+ * 6x16). The launches after the first add into C (beta 1). */
+static clt_status k_part(clt_context *ctx, int config, int64_t k,
+                         int64_t *kc) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  *kc = k;
+  if (cap == 0) return CLT_OK;
+  int64_t mr = configs[config].mr, vw = configs[config].vw;
+  int64_t nv = configs[config].kind == DOT ? configs[config].width
+                                          : configs[config].width / vw;
+  /* a k (rows) or vw of k (dot): the k loop, the operand loads, the
+   * products; before and after: the sums' zeroing and the stores */
+  int64_t step = 1 + 2 * nv + mr * (2 + nv);
+  int64_t fixed = 2 * step + mr * nv * (2 + vw);
+  int64_t room = clt_loop_budget(cap) - fixed;
+  int64_t steps = room > step ? room / step : 1;
+  int64_t most = configs[config].kind == DOT ? steps * vw : steps;
+  if (most < k) *kc = most;
+  return CLT_OK;
+}
+
 clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
                                clt_transpose tb, int64_t m, int64_t n,
                                int64_t k, float alpha, const clt_tensor *a,
@@ -78,14 +106,23 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
   if (!fits_int(a) || !fits_int(b) || !fits_int(c) || batch > INT_MAX)
     return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                         "%s: operands beyond 2^31 elements", routine);
+  int64_t kc;
+  CLT_TRY(k_part(ctx, config, k, &kc));
   int mr = configs[config].mr, width = configs[config].width;
   if (configs[config].kind == DOT) {
     size_t global[3] = {(size_t)((n + width - 1) / width),
                         (size_t)((m + mr - 1) / mr), (size_t)batch};
-    return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m), KI(n),
-                   KI(k), KF(alpha), KF(beta), KT(a), KI(lda), KI(stride_a),
-                   KT(b), KI(ldb), KI(stride_b), KT(c), KI(ldc),
-                   KI(stride_c));
+    for (int64_t k0 = 0; k0 < k; k0 += kc) {
+      /* A [m, k] and B [n, k]: the part's columns from k0 on */
+      clt_tensor ap = clt_tensor_slice_1d(a, k0, a->numel - k0);
+      clt_tensor bp = clt_tensor_slice_1d(b, k0, b->numel - k0);
+      CLT_TRY(CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m),
+                      KI(n), KI(k - k0 < kc ? k - k0 : kc), KF(alpha),
+                      KF(k0 ? 1.0f : beta), KT(&ap), KI(lda), KI(stride_a),
+                      KT(&bp), KI(ldb), KI(stride_b), KT(c), KI(ldc),
+                      KI(stride_c)));
+    }
+    return CLT_OK;
   }
   /* The rows kernel computes D = L R, R stored [k, cols] and read along
    * its rows: D is C (L = op(A), R = B) or, transposed, C^T [n, m]
@@ -102,10 +139,18 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
   int64_t d_sr = tr ? 1 : ldc, d_sc = tr ? ldc : 1;
   size_t global[3] = {(size_t)((cols + width - 1) / width),
                       (size_t)((rows + mr - 1) / mr), (size_t)batch};
-  return CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(rows),
-                 KI(cols), KI(k), KF(alpha), KF(beta), KT(left), KI(l_sr),
-                 KI(l_sp), KI(l_stride), KT(right), KI(r_ld), KI(r_stride),
-                 KT(c), KI(d_sr), KI(d_sc), KI(stride_c));
+  for (int64_t k0 = 0; k0 < k; k0 += kc) {
+    /* the part's k from k0 on: L's element (r, k0), R's row k0 */
+    int64_t at_l = k0 * l_sp, at_r = k0 * r_ld;
+    clt_tensor lp = clt_tensor_slice_1d(left, at_l, left->numel - at_l);
+    clt_tensor rp = clt_tensor_slice_1d(right, at_r, right->numel - at_r);
+    CLT_TRY(CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(rows),
+                    KI(cols), KI(k - k0 < kc ? k - k0 : kc), KF(alpha),
+                    KF(k0 ? 1.0f : beta), KT(&lp), KI(l_sr), KI(l_sp),
+                    KI(l_stride), KT(&rp), KI(r_ld), KI(r_stride), KT(c),
+                    KI(d_sr), KI(d_sc), KI(stride_c)));
+  }
+  return CLT_OK;
 }
 
 CLT_API clt_status clt_gemm_blocked_strided_batched(

@@ -90,6 +90,20 @@ int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
 static inline int64_t clt_loop_parts(int64_t units, int64_t per) {
   return (units + per - 1) / per;
 }
+/* The loop iterations one work-item may run on this device, measured on
+ * the first call (a kernel looping 2^18 times): 0 where it ran them all,
+ * else how many ran (65,535 on Mesa's llvmpipe, which ends the rest
+ * without an error). Where it is not 0, the kernels whose work-items loop
+ * over a whole product's k or a whole tensor (our own GEMMs, CLBlast's,
+ * the sums into one value) cut their work into launches that each stay
+ * within clt_loop_budget of it: elsewhere they run as they are, in one
+ * launch. */
+clt_status clt_device_loop_cap(clt_context *ctx, int64_t *cap);
+/* Half the cap, as the loop counts the launchers reckon are estimates
+ * (llvmpipe counts every loop iteration, inner ones and unrolled vector
+ * work included); 0 for no cap. */
+static inline int64_t clt_loop_budget(int64_t cap) { return cap / 2; }
+
 /* The cost of a loop over per elements and a second one (fp16 rounding). */
 static inline int64_t clt_loop_cost_twice(int64_t per, const void *arg) {
   (void)arg;

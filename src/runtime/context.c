@@ -154,6 +154,7 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   ctx->cache_on = cache_on;
   ctx->plan_option = opts.plan;
   ctx->loop_limit = CLT_LOOP_LIMIT;
+  ctx->loop_cap = -1;
   if (st == CLT_OK) {
     double t0 = now_seconds();
     st = clt_programs_build(ctx, cache_dir, cache_on);

@@ -53,6 +53,10 @@ struct clt_context {
    * after 65,535 iterations in all, without an error. Lowered by tests,
    * to cut small shapes too. */
   int64_t loop_limit;
+  /* The loop iterations a work-item may run on this device, measured on
+   * first need (clt_device_loop_cap, ops/ops.h): 0 none found, -1 not
+   * measured yet. Lowered by tests, to cut small products too. */
+  int64_t loop_cap;
   /* State a layer above keeps per context (ops/ keeps its GEMM set-up
    * here), made by that layer on first use; runtime only frees it, with
    * the destructor stored beside it, and knows nothing of its contents. */
