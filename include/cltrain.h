@@ -198,6 +198,15 @@ typedef struct clt_kernel_stats {
 CLT_API void clt_context_kernel_stats(const clt_context *ctx,
                                       clt_kernel_stats *stats);
 
+/* How many loop iterations one work-item may run on the context's device,
+ * measured once (a kernel that loops 2^18 times): 0 where it ran them
+ * all (every device seen but one), else how many ran (Mesa's llvmpipe:
+ * 65,535, and no error for the rest). Where it is not 0, GEMMs and sums
+ * whose work-items would loop past half of it run in several launches
+ * (README "Measured plans"). */
+CLT_API clt_status clt_context_loop_limit(clt_context *ctx,
+                                          int64_t *iterations);
+
 /* Blocks until all work queued on the context's device has finished. */
 CLT_API clt_status clt_context_finish(clt_context *ctx);
 

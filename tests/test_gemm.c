@@ -614,9 +614,11 @@ START_TEST(loop_cap_measured) {
                   (long long)cap);
   if (strstr(g_ctx->info.platform_name, "Portable Computing Language"))
     ck_assert_int_eq(cap, 0);
-  int64_t again = -1;
+  int64_t again = -1, public = -1;
   ck_assert_ok(clt_device_loop_cap(g_ctx, &again));
   ck_assert_int_eq(again, cap);
+  ck_assert_ok(clt_context_loop_limit(g_ctx, &public));
+  ck_assert_int_eq(public, cap);
 }
 END_TEST
 

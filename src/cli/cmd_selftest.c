@@ -32,6 +32,19 @@ int cli_selftest(int argc, char **argv) {
          "cache, %d compiled, %d cache entries rebuilt); context %.3f s\n",
          ks.programs, ks.kernels, ks.build_seconds, ks.cache_hits,
          ks.cache_misses, ks.cache_rejected, cli_now() - t0);
+  int64_t loops = 0;
+  if (clt_context_loop_limit(ctx, &loops) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    clt_context_destroy(ctx);
+    return 1;
+  }
+  if (loops)
+    printf("loops: the device ends a work-item's loops after %lld "
+           "iterations, without an error: longer GEMMs and sums run in "
+           "parts\n",
+           (long long)loops);
+  else
+    printf("loops: no limit on a work-item's loops\n");
   bool has_route = false;
   if (cli_print_mma_route(ctx, &has_route) != 0) {
     clt_context_destroy(ctx);

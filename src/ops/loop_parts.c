@@ -49,3 +49,8 @@ int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
   int64_t parts = (units + lo - 1) / lo;
   return (units + parts - 1) / parts;
 }
+
+CLT_API clt_status clt_context_loop_limit(clt_context *ctx,
+                                          int64_t *iterations) {
+  return clt_device_loop_cap(ctx, iterations);
+}
