@@ -719,25 +719,26 @@ START_TEST(mixed_training_on_fp16_route) {
 }
 END_TEST
 
-/* _i: a case, its plans on the fp16 route (emulated). */
-START_TEST(mma_plans_match_reference) {
+/* check_case_plans of case ci on a context of its own with the
+ * tensor-core route emulated. */
+static void check_emulated_case_plans(int ci, int kind) {
   clt_context_options opts = ctx_options(CLT_PLAN_OFF);
   clt_context *ctx = open_emulated_mma(&opts);
   use_ctx(ctx);
-  check_case_plans(_i, PLANS_FP16);
+  check_case_plans(ci, kind);
   use_ctx(g_main);
   clt_context_destroy(ctx);
+}
+
+/* _i: a case, its plans on the fp16 route (emulated). */
+START_TEST(mma_plans_match_reference) {
+  check_emulated_case_plans(_i, PLANS_FP16);
 }
 END_TEST
 
 /* _i: a case, its 3xTF32 plans (emulated) at f32's tolerance. */
 START_TEST(tf32x3_plans_match_reference) {
-  clt_context_options opts = ctx_options(CLT_PLAN_OFF);
-  clt_context *ctx = open_emulated_mma(&opts);
-  use_ctx(ctx);
-  check_case_plans(_i, PLANS_TF32X3);
-  use_ctx(g_main);
-  clt_context_destroy(ctx);
+  check_emulated_case_plans(_i, PLANS_TF32X3);
 }
 END_TEST
 
