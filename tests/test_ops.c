@@ -1522,6 +1522,85 @@ START_TEST(bn_shapes) {
 }
 END_TEST
 
+/* The reductions over the batch (bias gradients, batch-norm statistics
+ * and their gradient sums) on a device that ends a work-item's loops
+ * early (ops.h clt_device_loop_cap): first at sizes past llvmpipe's
+ * limit (65,535) with the device's own cap (none on POCL: one launch, as
+ * always), then with a cap of 600 forced on every stack, where they run
+ * in parts; and a refusal where a part of one plane would still loop
+ * too long. */
+START_TEST(reductions_under_loop_cap) {
+  double e;
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  /* Past llvmpipe's limit in one launch: 70,000 rows of a dense bias
+   * gradient, 24,000 planes of 4, a BatchNorm1d over 24,000 rows. */
+  ck_assert_check(clt_check_sum_channels(g_ctx, 70000, 3, 1, true, &e), e,
+                  TOL, "70000 rows, cap %lld", (long long)cap);
+  ck_assert_check(clt_check_sum_channels(g_ctx, 24000, 2, 4, false, &e), e,
+                  TOL, "24000 planes of 4, cap %lld", (long long)cap);
+  ck_assert_check(clt_check_bn_stats(g_ctx, 24000, 2, 1, 1, &e), e, TOL,
+                  "batchnorm 24000x2, cap %lld", (long long)cap);
+  ck_assert_check(clt_check_bn_backward(g_ctx, 24000, 2, 1, 1e-5f, true,
+                                        false, 1, 0, &e),
+                  e, TOL, "batchnorm backward 24000x2, cap %lld",
+                  (long long)cap);
+
+  int64_t saved = g_ctx->loop_cap;
+  g_ctx->loop_cap = 600;
+  /* sum_columns and sum_channels: several launches, the first one
+   * adding into out only where asked */
+  static const int64_t sums[][3] = {{1000, 3, 1}, {150, 2, 5}, {97, 3, 40}};
+  for (int k = 0; k < COUNT(sums); k++) {
+    int64_t part;
+    ck_assert_ok(clt_sum_channels_part(g_ctx, sums[k][0], sums[k][2], &part));
+    ck_assert_msg(part < sums[k][0], "%lld of %lld in one part",
+                  (long long)part, (long long)sums[k][0]);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_sum_channels(g_ctx, sums[k][0], sums[k][1],
+                                             sums[k][2], acc, &e),
+                      e, TOL, "%lldx%lldx%lld accumulate=%d in parts of %lld",
+                      (long long)sums[k][0], (long long)sums[k][1],
+                      (long long)sums[k][2], acc, (long long)part);
+  }
+  /* batch norm: one group per channel (want 1) and 8 parts asked for
+   * both become more parts */
+  static const int64_t bns[][3] = {{2000, 3, 3}, {1001, 2, 17}};
+  static const int64_t wants[] = {1, 8};
+  for (int k = 0; k < COUNT(bns); k++)
+    for (int w = 0; w < COUNT(wants); w++) {
+      int64_t N = bns[k][0], C = bns[k][1], HW = bns[k][2], parts, chunk;
+      ck_assert_ok(clt_bn_parts(g_ctx, N, HW, false, wants[w], &parts,
+                                &chunk));
+      ck_assert_msg(parts > wants[w] && chunk * parts >= N &&
+                        chunk * (parts - 1) < N,
+                    "%lldx%lld asking for %lld: %lld parts of %lld",
+                    (long long)N, (long long)HW, (long long)wants[w],
+                    (long long)parts, (long long)chunk);
+      ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, wants[w], &e), e,
+                      TOL, "%lldx%lldx%lld asking for %lld, in %lld parts",
+                      (long long)N, (long long)C, (long long)HW,
+                      (long long)wants[w], (long long)parts);
+      for (int training = 0; training < 2; training++)
+        ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f,
+                                              training, !training, wants[w],
+                                              0, &e),
+                        e, TOL,
+                        "backward %lldx%lldx%lld training=%d asking for %lld",
+                        (long long)N, (long long)C, (long long)HW, training,
+                        (long long)wants[w]);
+    }
+  /* planes so long that a part of one would loop past the budget: a
+   * refusal naming the limit, not wrong numbers */
+  int64_t long_hw = 16 * (int64_t)g_ctx->work_group * 8, parts, chunk;
+  ck_assert_int_eq(clt_bn_parts(g_ctx, 20, long_hw, false, 1, &parts, &chunk),
+                   CLT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "loops after 600 iterations"));
+  g_ctx->loop_cap = saved;
+}
+END_TEST
+
 /* Evaluation mode also runs on one value per channel. */
 START_TEST(bn_backward_eval_single) {
   double e;
@@ -1728,6 +1807,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(red, sum_channels_dense_grid, 0, grid_count());
   tcase_add_test(red, sum_channels_conv_shapes);
   tcase_add_test(red, sum_into_lengths);
+  tcase_add_test(red, reductions_under_loop_cap);
   suite_add_tcase(s, red);
 
   TCase *opt = tcase_create("optim");

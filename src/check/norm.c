@@ -14,11 +14,17 @@ typedef struct bn_args {
   bool relu;    /* the forward's fused ReLU */
 } bn_args;
 
-/* The split's workspace, where a->want asks for one (else NULL). */
+/* The split's workspace, where a->want asks for one or the device's loop
+ * limit makes one (else NULL). */
 static clt_status bn_work(check_set *s, const bn_args *a, clt_tensor **work) {
   *work = NULL;
-  if (a->want <= 1) return CLT_OK;
-  int64_t chunk, parts = clt_bn_split_parts(a->N, a->want, &chunk);
+  int64_t parts = 0;
+  for (int backward = 0; backward < 2; backward++) {
+    int64_t p, chunk;
+    CLT_TRY(clt_bn_parts(s->ctx, a->N, a->HW, backward, a->want, &p, &chunk));
+    if (p > parts) parts = p;
+  }
+  if (parts == 0) return CLT_OK;
   return check_plain(s, 2 * a->C * parts, work);
 }
 

@@ -151,9 +151,9 @@ static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
   bn_release(s);
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->mean));
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->var));
-  int64_t chunk, parts = clt_bn_split_parts(
-      g->max_batch, way_parts[BN_WAYS - 1], &chunk);
-  int64_t work = 2 * s->C * parts;
+  int64_t work;
+  CLT_TRY(clt_bn_work_floats(g->ctx, g->max_batch, s->C, s->HW,
+                             way_parts[BN_WAYS - 1], &work));
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work));
   return bn_plan(g, n);
 }

@@ -13,11 +13,94 @@ static void plane_range(const clt_context *ctx, int64_t planes, int64_t HW,
   global[1] = (size_t)planes;
 }
 
-int64_t clt_bn_split_parts(int64_t N, int64_t want, int64_t *chunk) {
+/* The parts (chunks of *chunk planes) that asking for `want` makes. */
+static int64_t split_parts(int64_t N, int64_t want, int64_t *chunk) {
   if (want < 1) want = 1;
   *chunk = (N + want - 1) / want;
   if (*chunk < 1) *chunk = 1;
   return (N + *chunk - 1) / *chunk;
+}
+
+/* The loop iterations of a reduction's work-item, as llvmpipe counts them
+ * (every iteration of every loop, and a loop's exit test): the kernels of
+ * one group per channel walk all N planes, each plane one step of that
+ * loop, its runs of 16 and its tail (each with its exit); the split
+ * kernels walk chunk HW / CLT_WG elements of their chunk (each step with
+ * its inner loop's exit test) and cross each of its planes' boundaries
+ * once. passes: 2 for the statistics (the mean, then the deviations), 1
+ * for the gradient sums; 64 for the group sums and the combine. */
+static int64_t per_channel_loops(const clt_context *ctx, int64_t N,
+                                 int64_t HW, int passes) {
+  int64_t wg = (int64_t)ctx->work_group;
+  int64_t runs = (HW / 16 + wg - 1) / wg, tail = (HW % 16 + wg - 1) / wg;
+  return passes * N * (3 + runs + tail) + 64;
+}
+
+static int64_t split_loops(const clt_context *ctx, int64_t chunk, int64_t HW,
+                           int passes) {
+  int64_t wg = (int64_t)ctx->work_group;
+  int64_t steps = (chunk * HW + wg - 1) / wg;
+  return passes * (2 * steps + chunk + 2) + 64;
+}
+
+clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
+                        bool backward, int64_t want, int64_t *parts,
+                        int64_t *chunk) {
+  int passes = backward ? 1 : 2;
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  int64_t budget = clt_loop_budget(cap);
+  bool per_channel_fits =
+      cap == 0 || per_channel_loops(ctx, N, HW, passes) <= budget;
+  if (want <= 1 && per_channel_fits) {
+    *parts = 0;
+    *chunk = N;
+    return CLT_OK;
+  }
+  *parts = split_parts(N, want < 2 ? 2 : want, chunk);
+  if (cap == 0 || split_loops(ctx, *chunk, HW, passes) <= budget)
+    return CLT_OK;
+  /* The longest chunk within the budget (the loops grow with it), the
+   * planes then evened out over the parts that makes. */
+  int64_t lo = 1, hi = *chunk;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (split_loops(ctx, mid, HW, passes) <= budget)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (split_loops(ctx, lo, HW, passes) <= budget) {
+    *parts = split_parts(N, (N + lo - 1) / lo, chunk);
+    return CLT_OK;
+  }
+  /* Planes too large for a part of one: the runs of 16 of one group per
+   * channel go further. */
+  if (per_channel_fits) {
+    *parts = 0;
+    *chunk = N;
+    return CLT_OK;
+  }
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "batchnorm over %lld planes of %lld values: %s ends a "
+                      "work-item's loops after %lld iterations, fewer than "
+                      "its reductions need",
+                      (long long)N, (long long)HW, ctx->info.name,
+                      (long long)cap);
+}
+
+clt_status clt_bn_work_floats(clt_context *ctx, int64_t N, int64_t C,
+                              int64_t HW, int64_t most, int64_t *floats) {
+  /* the parts grow with the parts asked for: the fewest and the most */
+  int64_t parts = 1;
+  for (int backward = 0; backward < 2; backward++)
+    for (int i = 0; i < 2; i++) {
+      int64_t p, chunk;
+      CLT_TRY(clt_bn_parts(ctx, N, HW, backward, i ? most : 1, &p, &chunk));
+      if (p > parts) parts = p;
+    }
+  *floats = 2 * C * parts;
+  return CLT_OK;
 }
 
 /* The split kernels' range: a group of ctx->work_group items per (channel,
@@ -43,12 +126,13 @@ static clt_status check_work(clt_context *ctx, const char *what,
 clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
                         const clt_tensor *x, int64_t N, int64_t C, int64_t HW,
                         int64_t want, clt_tensor *work) {
-  if (want <= 1) {
+  int64_t chunk, parts;
+  CLT_TRY(clt_bn_parts(ctx, N, HW, false, want, &parts, &chunk));
+  if (parts == 0) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean),
                    KT(var), KT(x), KI(N), KI(C), KI(HW));
   }
-  int64_t chunk, parts = clt_bn_split_parts(N, want, &chunk);
   CLT_TRY(check_work(ctx, "batchnorm statistics", work, 2 * C * parts));
   size_t global[2], local[2];
   split_range(ctx, C, parts, global, local);
@@ -87,13 +171,14 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            int64_t HW, float eps, bool training,
                            bool accumulate, int64_t want, clt_tensor *work,
                            const clt_round16 *round) {
-  if (want <= 1) {
+  int64_t chunk, parts;
+  CLT_TRY(clt_bn_parts(ctx, N, HW, true, want, &parts, &chunk));
+  if (parts == 0) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
                     KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(var),
                     KI(N), KI(C), KI(HW), KF(eps)));
   } else {
-    int64_t chunk, parts = clt_bn_split_parts(N, want, &chunk);
     CLT_TRY(check_work(ctx, "batchnorm backward", work, 2 * C * parts));
     size_t global[2], local[2];
     split_range(ctx, C, parts, global, local);

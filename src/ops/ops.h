@@ -176,7 +176,11 @@ clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
                                     const clt_tensor *t, int64_t rows,
                                     int64_t cols, float grad_scale);
 
-/* out[c] = sum of x[outer, channels, inner] over outer and inner. */
+/* out[c] = sum of x[outer, channels, inner] over outer and inner (in
+ * launches of clt_sum_channels_part's `part` of outer each where the
+ * device's loops are capped; clt_device_loop_cap). */
+clt_status clt_sum_channels_part(clt_context *ctx, int64_t outer,
+                                 int64_t inner, int64_t *part);
 clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
                                     const clt_tensor *x, int64_t outer,
                                     int64_t channels, int64_t inner,
@@ -322,9 +326,20 @@ clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
  * channel where want <= 1 (work unused), else split (cl/norm.cl): the N
  * planes of each channel in parts chunks reduced side by side, then
  * combined, where one group per channel leaves a GPU idle.
- * clt_bn_split_parts gives the parts (chunks of *chunk planes) that
- * asking for `want` makes; work then holds at least 2 C parts floats. */
-int64_t clt_bn_split_parts(int64_t N, int64_t want, int64_t *chunk);
+ * clt_bn_parts gives the parts the reductions run in for `want` (backward:
+ * dgamma and dbeta's sums, else the statistics): 0 for one group per
+ * channel, else that many chunks of *chunk planes (work then holds at
+ * least 2 C parts floats). Where the device ends a work-item's loops
+ * early (clt_device_loop_cap) a way whose loops would pass the budget
+ * runs in more parts instead, one group per channel included (llvmpipe:
+ * wrong statistics from 20,000 rows of BatchNorm1d otherwise).
+ * clt_bn_work_floats: the work floats that ways asking for 1 to `most`
+ * parts need, both reductions. */
+clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
+                        bool backward, int64_t want, int64_t *parts,
+                        int64_t *chunk);
+clt_status clt_bn_work_floats(clt_context *ctx, int64_t N, int64_t C,
+                              int64_t HW, int64_t most, int64_t *floats);
 clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
                         const clt_tensor *x, int64_t N, int64_t C, int64_t HW,
                         int64_t want, clt_tensor *work);

@@ -1,17 +1,54 @@
 /* Reductions (cl/reduce.cl): groups of exactly ctx->work_group items. */
 #include "ops/ops.h"
 
+/* How many of `outer` one launch of sum_channels (sum_columns where inner
+ * is 1) takes: all of them, but where the device ends a work-item's loops
+ * early (clt_device_loop_cap), so many that each item's loops stay within
+ * the budget: sum_columns a step a row, sum_channels for each of its
+ * planes a step, its runs of 16 and its tail (each with an exit test),
+ * and the group sum's halvings (llvmpipe, one launch: wrong sums from
+ * 65,535 rows or about 20,000 planes). */
+clt_status clt_sum_channels_part(clt_context *ctx, int64_t outer,
+                                 int64_t inner, int64_t *part) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  *part = outer;
+  if (cap == 0) return CLT_OK;
+  int64_t wg = (int64_t)ctx->work_group;
+  int64_t plane = inner == 1 ? 1
+                             : 3 + (inner / 16 + wg - 1) / wg +
+                                   (inner % 16 + wg - 1) / wg;
+  int64_t room = (clt_loop_budget(cap) - 64) / plane;
+  if (room < 1) room = 1;
+  if (outer > room) *part = room;
+  return CLT_OK;
+}
+
 clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
                                     const clt_tensor *x, int64_t outer,
                                     int64_t channels, int64_t inner,
                                     bool accumulate) {
-  if (inner == 1) /* [outer, channels]: a column sum, no group needed */
-    return CLT_RUN_1D(ctx, CLT_K_sum_columns, (size_t)channels, KT(out),
-                      KT(x), KI(outer), KI(channels), KI(accumulate));
-  size_t local = ctx->work_group;
-  size_t global = local * (size_t)channels;
-  return CLT_RUN(ctx, CLT_K_sum_channels, 1, &global, &local, KT(out), KT(x),
-                 KI(outer), KI(channels), KI(inner), KI(accumulate));
+  int64_t part;
+  CLT_TRY(clt_sum_channels_part(ctx, outer, inner, &part));
+  /* the parts after the first add into out; one launch where outer is 0
+   * (out = 0 then, or kept) */
+  int64_t o0 = 0;
+  do {
+    int64_t at = o0 * channels * inner, count = outer - o0;
+    if (count > part) count = part;
+    clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
+    int acc = o0 > 0 || accumulate;
+    if (inner == 1) { /* [outer, channels]: a column sum, no group needed */
+      CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns, (size_t)channels, KT(out),
+                         KT(&xp), KI(count), KI(channels), KI(acc)));
+    } else {
+      size_t local = ctx->work_group;
+      size_t global = local * (size_t)channels;
+      CLT_TRY(CLT_RUN(ctx, CLT_K_sum_channels, 1, &global, &local, KT(out),
+                      KT(&xp), KI(count), KI(channels), KI(inner), KI(acc)));
+    }
+  } while ((o0 += part) < outer);
+  return CLT_OK;
 }
 
 /* The most of x one launch of sum_into or sumsq_into takes: all of it,
