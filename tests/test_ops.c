@@ -1423,6 +1423,55 @@ START_TEST(avgpool_windows) {
 }
 END_TEST
 
+/* Global pooling over a large plane walks more values in one work-item
+ * than llvmpipe runs (ops.h clt_device_loop_cap): refused there with the
+ * reason, computed right where there is no limit; and with a limit of 600
+ * forced on every stack, a 16 x 16 window refused, 8 x 8 computed. */
+static clt_window global_window(int64_t side) {
+  clt_window w = {.C = 2, .H = side, .W = side, .KH = side, .KW = side,
+                  .OH = 1, .OW = 1, .stride_h = side, .stride_w = side,
+                  .dil_h = 1, .dil_w = 1};
+  return w;
+}
+
+START_TEST(pool_window_under_loop_cap) {
+  double e;
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  clt_window big = global_window(200);
+  for (int per_element = 0; per_element < 2; per_element++) {
+    big.per_element = per_element;
+    clt_status st[2] = {clt_check_avgpool_forward(g_ctx, &big, 0, &e), 0};
+    if (cap == 0) {
+      ck_assert_check(st[0], e, TOL, "global avgpool 200x200");
+    } else {
+      ck_assert_int_eq(st[0], CLT_ERR_UNSUPPORTED);
+      ck_assert_ptr_nonnull(
+          strstr(clt_context_last_error(g_ctx), "a window of 200x200"));
+    }
+    st[1] = clt_check_maxpool_forward(g_ctx, &big, 0, &e);
+    if (cap == 0)
+      ck_assert_check(st[1], e, TOL_EXACT, "global maxpool 200x200");
+    else
+      ck_assert_int_eq(st[1], CLT_ERR_UNSUPPORTED);
+  }
+  int64_t saved = g_ctx->loop_cap;
+  g_ctx->loop_cap = 600;
+  clt_window w16 = global_window(16), w8 = global_window(8);
+  ck_assert_int_eq(clt_check_avgpool_forward(g_ctx, &w16, 0, &e),
+                   CLT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "after 600 iterations"));
+  ck_assert_int_eq(clt_check_maxpool_forward(g_ctx, &w16, 0, &e),
+                   CLT_ERR_UNSUPPORTED);
+  ck_assert_check(clt_check_avgpool_forward(g_ctx, &w8, 0, &e), e, TOL,
+                  "global avgpool 8x8, cap 600");
+  ck_assert_check(clt_check_maxpool_forward(g_ctx, &w8, 0, &e), e, TOL_EXACT,
+                  "global maxpool 8x8, cap 600");
+  g_ctx->loop_cap = saved;
+}
+END_TEST
+
 /* Both backward ops against their forward with the device's own ops: max
  * pooling is linear once the argmax is fixed. */
 START_TEST(pool_adjoint) {
@@ -1835,6 +1884,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(pool, maxpool_windows, 0, pool_window_count());
   tcase_add_loop_test(pool, avgpool_windows, 0, pool_window_count());
   tcase_add_loop_test(pool, pool_adjoint, 0, pool_window_count());
+  tcase_add_test(pool, pool_window_under_loop_cap);
   suite_add_tcase(s, pool);
 
   TCase *norm = tcase_create("batchnorm");

@@ -8,9 +8,31 @@
       KI((w)->KW), KI((w)->pad_h), KI((w)->pad_w), KI((w)->stride_h),          \
       KI((w)->stride_w)
 
+/* A work-item walks a whole window (KH rows of KW, each row its loop's
+ * exit test): where the device ends a work-item's loops early
+ * (clt_device_loop_cap; llvmpipe gave a 260 x 260 average pooling's
+ * mean from the first 65,535 values) a window past the budget is
+ * refused, not computed wrong. Nothing pools that much but a global
+ * pooling over a large plane. */
+static clt_status window_fits(clt_context *ctx, const char *op,
+                              const clt_window *w) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  if (cap == 0 || w->KH * (w->KW + 2) + 64 <= clt_loop_budget(cap))
+    return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "%s: a window of %lldx%lld values is more than %s "
+                      "runs in one work-item (it ends a work-item's loops "
+                      "after %lld iterations, without an error); pool in "
+                      "steps there (smaller windows one after the other)",
+                      op, (long long)w->KH, (long long)w->KW, ctx->info.name,
+                      (long long)cap);
+}
+
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w, const clt_round16 *round) {
+  CLT_TRY(window_fits(ctx, "maxpool", w));
   if (w->per_element)
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward_elems, round),
                       (size_t)(w->C * w->OH * w->OW), KT(y), KT(argmax), KT(x),
@@ -58,6 +80,7 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
 clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
                                const clt_tensor *x, const clt_window *w,
                                const clt_round16 *round) {
+  CLT_TRY(window_fits(ctx, "avgpool", w));
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_forward, round),
                     (size_t)(w->C * w->OH * w->OW), KT(y), KT(x), POOL_ARGS(w),
                     KR(round, y));
