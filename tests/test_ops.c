@@ -1468,6 +1468,30 @@ START_TEST(pool_window_under_loop_cap) {
                   "global avgpool 8x8, cap 600");
   ck_assert_check(clt_check_maxpool_forward(g_ctx, &w8, 0, &e), e, TOL_EXACT,
                   "global maxpool 8x8, cap 600");
+  /* Max pooling's kernels with a work-item per row whose rows are too
+   * long run with a work-item per element instead (the same bits): rows
+   * of 300 under a forced cap, overlapping (the gather) and not (the
+   * scatter), and rows of 8,000 with the device's own (llvmpipe: wrong
+   * gradients from the gather in one item per row). */
+  static const int64_t wins[][3] = {{300, 3, 1}, {300, 2, 2}, {8000, 3, 1}};
+  for (int k = 0; k < COUNT(wins); k++) {
+    g_ctx->loop_cap = k < 2 ? 600 : saved;
+    int64_t W = wins[k][0], K = wins[k][1], S = wins[k][2], P = K / 2 * (S == 1);
+    clt_window w = {.C = 2, .H = 3, .W = W, .KH = K, .KW = K, .pad_h = P,
+                    .pad_w = P, .stride_h = S, .stride_w = S, .dil_h = 1,
+                    .dil_w = 1};
+    w.OH = clt_window_out(w.H, K, P, S, 1);
+    w.OW = clt_window_out(W, K, P, S, 1);
+    ck_assert_check(clt_check_maxpool_forward(g_ctx, &w, 0, &e), e,
+                    TOL_EXACT, "maxpool %lldx%lld stride %lld on rows of %lld",
+                    (long long)K, (long long)K, (long long)S, (long long)W);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(clt_check_maxpool_backward(g_ctx, &w, acc, 0, &e), e,
+                      TOL, "maxpool backward %lldx%lld stride %lld on rows "
+                      "of %lld accumulate=%d",
+                      (long long)K, (long long)K, (long long)S, (long long)W,
+                      acc);
+  }
   g_ctx->loop_cap = saved;
 }
 END_TEST

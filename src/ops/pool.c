@@ -29,11 +29,33 @@ static clt_status window_fits(clt_context *ctx, const char *op,
                       (long long)cap);
 }
 
+/* Whether a max-pooling kernel with a work-item per row, whose item would
+ * loop `loops` times, runs within the device's loop budget
+ * (clt_device_loop_cap); where it does not, the kernel with a work-item
+ * per element runs instead: the same operations on each element in the
+ * same order, so the same bits (llvmpipe: the backward's rows of 8,000
+ * under a 3 x 3 window of stride 1 gave wrong gradients in one item). */
+static clt_status rows_fit(clt_context *ctx, int64_t loops, bool *fit) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  *fit = cap == 0 || loops <= clt_loop_budget(cap);
+  return CLT_OK;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w, const clt_round16 *round) {
   CLT_TRY(window_fits(ctx, "maxpool", w));
-  if (w->per_element)
+  /* an output row: its runs of 16 windows and the edge windows, each a
+   * window's rows, and a store loop a run */
+  bool fit = true;
+  CLT_TRY(rows_fit(ctx,
+                   (ceil_div(w->OW, 16) + 4) * w->KH * (w->KW + 2) + w->OW +
+                       64,
+                   &fit));
+  if (w->per_element || !fit)
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward_elems, round),
                       (size_t)(w->C * w->OH * w->OW), KT(y), KT(argmax), KT(x),
                       POOL_ARGS(w), KR(round, y));
@@ -51,9 +73,14 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
    * writes, so not where it adds into dx and rounds, nor where it saves
    * the halves too (never asked by the graph: clt_graph_grad_round). */
   int mode = clt_round16_mode(round);
+  bool fit = true;
   if (w->stride_h >= w->KH && w->stride_w >= w->KW &&
       (mode == 0 || (mode == 1 && !accumulate))) {
-    if (!w->per_element)
+    /* an output row: the input rows it clears, its windows */
+    CLT_TRY(rows_fit(ctx,
+                     (w->stride_h + w->KH + w->pad_h + 1) * w->W + w->OW + 64,
+                     &fit));
+    if (!w->per_element && fit)
       return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward_scatter, round),
                         (size_t)(w->C * w->OH), KT(dx), KT(dy), KT(argmax),
                         KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW),
@@ -68,7 +95,13 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                       KT(argmax), KI(w->C), KI(w->H), KI(w->W), KI(w->OH),
                       KI(w->OW), KR(round, dx));
   }
-  if (w->per_element)
+  /* an input row: each element the windows covering it */
+  CLT_TRY(rows_fit(ctx,
+                   w->W * (2 + ceil_div(w->KH, w->stride_h) *
+                                   (ceil_div(w->KW, w->stride_w) + 2)) +
+                       64,
+                   &fit));
+  if (w->per_element || !fit)
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_backward_elems, round),
                       (size_t)(w->C * w->H * w->W), KT(dx), KT(dy),
                       KT(argmax), POOL_ARGS(w), KI(accumulate), KR(round, dx));
