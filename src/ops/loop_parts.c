@@ -32,12 +32,9 @@ clt_status clt_device_loop_cap(clt_context *ctx, int64_t *cap) {
   return CLT_OK;
 }
 
-int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
-                     const void *arg) {
-  int64_t limit = ctx->loop_limit;
-  if (units <= 1 || cost(units, arg) <= limit) return units < 1 ? 1 : units;
-  /* The most units within the limit (cost grows with them), at least 1. */
-  int64_t lo = 1, hi = units - 1;
+int64_t clt_loop_most(int64_t units, int64_t limit, clt_loop_cost cost,
+                      const void *arg) {
+  int64_t lo = 1, hi = units;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
     if (cost(mid, arg) <= limit)
@@ -45,6 +42,14 @@ int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
     else
       hi = mid - 1;
   }
+  return lo;
+}
+
+int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
+                     const void *arg) {
+  int64_t limit = ctx->loop_limit;
+  if (units <= 1 || cost(units, arg) <= limit) return units < 1 ? 1 : units;
+  int64_t lo = clt_loop_most(units - 1, limit, cost, arg);
   /* As many parts as that needs, their units evened out (no more each). */
   int64_t parts = (units + lo - 1) / lo;
   return (units + parts - 1) / parts;

@@ -36,11 +36,18 @@ static int64_t per_channel_loops(const clt_context *ctx, int64_t N,
   return passes * N * (3 + runs + tail) + 64;
 }
 
-static int64_t split_loops(const clt_context *ctx, int64_t chunk, int64_t HW,
-                           int passes) {
-  int64_t wg = (int64_t)ctx->work_group;
-  int64_t steps = (chunk * HW + wg - 1) / wg;
-  return passes * (2 * steps + chunk + 2) + 64;
+typedef struct split_shape {
+  const clt_context *ctx;
+  int64_t HW;
+  int passes;
+} split_shape;
+
+/* (a clt_loop_cost) */
+static int64_t split_loops(int64_t chunk, const void *arg) {
+  const split_shape *s = arg;
+  int64_t wg = (int64_t)s->ctx->work_group;
+  int64_t steps = (chunk * s->HW + wg - 1) / wg;
+  return s->passes * (2 * steps + chunk + 2) + 64;
 }
 
 clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
@@ -58,19 +65,12 @@ clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
     return CLT_OK;
   }
   *parts = split_parts(N, want < 2 ? 2 : want, chunk);
-  if (cap == 0 || split_loops(ctx, *chunk, HW, passes) <= budget)
-    return CLT_OK;
-  /* The longest chunk within the budget (the loops grow with it), the
-   * planes then evened out over the parts that makes. */
-  int64_t lo = 1, hi = *chunk;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (split_loops(ctx, mid, HW, passes) <= budget)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  if (split_loops(ctx, lo, HW, passes) <= budget) {
+  split_shape shape = {ctx, HW, passes};
+  if (cap == 0 || split_loops(*chunk, &shape) <= budget) return CLT_OK;
+  /* The longest chunk within the budget, the planes then evened out over
+   * the parts that makes. */
+  int64_t lo = clt_loop_most(*chunk, budget, split_loops, &shape);
+  if (split_loops(lo, &shape) <= budget) {
     *parts = split_parts(N, (N + lo - 1) / lo, chunk);
     return CLT_OK;
   }

@@ -87,6 +87,10 @@ static inline const clt_tensor *clt_round16_copy(const clt_round16 *r,
 typedef int64_t (*clt_loop_cost)(int64_t per, const void *arg);
 int64_t clt_loop_per(const clt_context *ctx, int64_t units, clt_loop_cost cost,
                      const void *arg);
+/* The most of `units` (at least 1) whose cost is within limit, cost
+ * growing with them: clt_loop_per's search, for other limits too. */
+int64_t clt_loop_most(int64_t units, int64_t limit, clt_loop_cost cost,
+                      const void *arg);
 static inline int64_t clt_loop_parts(int64_t units, int64_t per) {
   return (units + per - 1) / per;
 }

@@ -8,40 +8,40 @@
       KI((w)->KW), KI((w)->pad_h), KI((w)->pad_w), KI((w)->stride_h),          \
       KI((w)->stride_w)
 
-/* A work-item walks a whole window (KH rows of KW, each row its loop's
- * exit test): where the device ends a work-item's loops early
- * (clt_device_loop_cap; llvmpipe gave a 260 x 260 average pooling's
- * mean from the first 65,535 values) a window past the budget is
- * refused, not computed wrong. Nothing pools that much but a global
- * pooling over a large plane. */
-static clt_status window_fits(clt_context *ctx, const char *op,
-                              const clt_window *w) {
-  int64_t cap;
-  CLT_TRY(clt_device_loop_cap(ctx, &cap));
-  if (cap == 0 || w->KH * (w->KW + 2) + 64 <= clt_loop_budget(cap))
-    return CLT_OK;
-  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
-                      "%s: a window of %lldx%lld values is more than %s "
-                      "runs in one work-item (it ends a work-item's loops "
-                      "after %lld iterations, without an error); pool in "
-                      "steps there (smaller windows one after the other)",
-                      op, (long long)w->KH, (long long)w->KW, ctx->info.name,
-                      (long long)cap);
-}
-
-/* Whether a max-pooling kernel with a work-item per row, whose item would
- * loop `loops` times, runs within the device's loop budget
- * (clt_device_loop_cap); where it does not, the kernel with a work-item
- * per element runs instead: the same operations on each element in the
- * same order, so the same bits (llvmpipe: the backward's rows of 8,000
- * under a 3 x 3 window of stride 1 gave wrong gradients in one item). */
-static clt_status rows_fit(clt_context *ctx, int64_t loops, bool *fit) {
+/* Whether a work-item that would loop `loops` times runs within the
+ * device's loop budget (clt_device_loop_cap; no budget: always). */
+static clt_status loops_fit(clt_context *ctx, int64_t loops, bool *fit) {
   int64_t cap;
   CLT_TRY(clt_device_loop_cap(ctx, &cap));
   *fit = cap == 0 || loops <= clt_loop_budget(cap);
   return CLT_OK;
 }
 
+/* A work-item walks a whole window (KH rows of KW, each row its loop's
+ * exit test): where the device ends a work-item's loops early
+ * (llvmpipe gave a 260 x 260 average pooling's mean from the first
+ * 65,535 values) a window past the budget is refused, not computed
+ * wrong. Nothing pools that much but a global pooling over a large
+ * plane. */
+static clt_status window_fits(clt_context *ctx, const char *op,
+                              const clt_window *w) {
+  bool fit;
+  CLT_TRY(loops_fit(ctx, w->KH * (w->KW + 2) + 64, &fit));
+  if (fit) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "%s: a window of %lldx%lld values is more than %s "
+                      "runs in one work-item (it ends a work-item's loops "
+                      "after %lld iterations, without an error); pool in "
+                      "steps there (smaller windows one after the other)",
+                      op, (long long)w->KH, (long long)w->KW, ctx->info.name,
+                      (long long)ctx->loop_cap);
+}
+
+/* Max pooling's kernels with a work-item per row give way to those with a
+ * work-item per element where a row's loops (counted at each call below)
+ * would not fit: the same operations on each element in the same order,
+ * so the same bits (llvmpipe: the backward's rows of 8,000 under a 3 x 3
+ * window of stride 1 gave wrong gradients in one item). */
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
@@ -51,7 +51,7 @@ clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
   /* an output row: its runs of 16 windows and the edge windows, each a
    * window's rows, and a store loop a run */
   bool fit = true;
-  CLT_TRY(rows_fit(ctx,
+  CLT_TRY(loops_fit(ctx,
                    (ceil_div(w->OW, 16) + 4) * w->KH * (w->KW + 2) + w->OW +
                        64,
                    &fit));
@@ -77,7 +77,7 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
   if (w->stride_h >= w->KH && w->stride_w >= w->KW &&
       (mode == 0 || (mode == 1 && !accumulate))) {
     /* an output row: the input rows it clears, its windows */
-    CLT_TRY(rows_fit(ctx,
+    CLT_TRY(loops_fit(ctx,
                      (w->stride_h + w->KH + w->pad_h + 1) * w->W + w->OW + 64,
                      &fit));
     if (!w->per_element && fit)
@@ -96,7 +96,7 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                       KI(w->OW), KR(round, dx));
   }
   /* an input row: each element the windows covering it */
-  CLT_TRY(rows_fit(ctx,
+  CLT_TRY(loops_fit(ctx,
                    w->W * (2 + ceil_div(w->KH, w->stride_h) *
                                    (ceil_div(w->KW, w->stride_w) + 2)) +
                        64,
