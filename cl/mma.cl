@@ -245,45 +245,60 @@ static void mma_store8_split(float8 v, __global uint4 *p, int at) {
 }
 #endif
 
-/* dst[b][r][c] = op(src)[r][c] as halves, op(src)[r][c] = src[r ld + c]
- * or, with trans, src[c ld + r]; zero for r >= rows or c >= cols. A
- * work-group of 32 x 8 items packs 32 rows x 64 columns, each item 8
- * consecutive columns of a row with one 16-byte store (cols_p is a
- * multiple of 8; rows_p of 32): without trans straight from the source
- * (8 consecutive floats of its row); with trans through local memory, so
- * that the reads go along the stored rows (r) and the writes along k
- * (c), both coalesced. Over (ceil(cols_p / 64) 32, rows_p / 32 x 8,
- * batches). With MMA_WG_TF32 (the warpgroup form's 3xTF32) each value is
- * two tf32 floats instead, big + small: a packed row holds the cols_p big
- * parts, then the cols_p small ones. */
-__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void
-mma_pack(int trans, int rows, int cols, __global const float *src,
-         int src_off, int ld, int stride, __global uint4 *dst, int dst_off,
-         int rows_p, int cols_p) {
-  __local float tile[32][65];
-  int tx = get_local_id(0), ty = get_local_id(1), lid = ty * 32 + tx;
-  int c0 = get_group_id(0) * 64, r0 = get_group_id(1) * 32;
-  long batch = get_group_id(2);
-  src += src_off + batch * stride;
-  /* dst_off counts f32 words (the buffer is an f32 tensor), multiples of
-   * 16: uint4s of 8 halves */
-  dst += dst_off / 4 + batch * (long)rows_p * (MMA_WG_TF32 ? cols_p / 2
-                                                           : cols_p / 8);
+/* One block of 32 rows x 64 columns of an operand: dst[r][c] =
+ * op(src)[r][c] as halves, op(src)[r][c] = src[r ld + c] or, with trans,
+ * src[c ld + r]; zero for r >= rows or c >= cols. Each of the 32 x 8
+ * items writes 8 consecutive columns of a row with one 16-byte store
+ * (cols_p is a multiple of 8): without trans straight from the source (8
+ * consecutive floats of its row); with trans through local memory, so
+ * that the reads go along the stored rows (r) and the writes along k (c),
+ * both coalesced. With vec (the source's rows start at multiples of 4
+ * floats) the reads are 16-byte loads where a whole vector lies inside
+ * the matrix. With MMA_WG_TF32 (the warpgroup form's 3xTF32) each value
+ * is two tf32 floats instead, big + small: a packed row holds the cols_p
+ * big parts, then the cols_p small ones. */
+static void mma_pack_block(__local float *tile, int trans, int vec, int rows,
+                           int cols, __global const float *src, int ld,
+                           __global uint4 *dst, int cols_p, int r0, int c0) {
+  int tx = get_local_id(0), lid = get_local_id(1) * 32 + tx;
   /* this item's chunk: row r0 + lid / 8, columns c .. c + 7 */
   int row = lid / 8, c = c0 + 8 * (lid % 8);
   float8 v = (float8)(0.0f);
   if (trans) {
-    for (int j = ty; j < 64; j += 8) {
-      /* column c0 + j of op(src) is row c0 + j as stored, read along r */
-      int r = r0 + tx, cc = c0 + j;
-      tile[tx][j] = r < rows && cc < cols ? src[(long)cc * ld + r] : 0.0f;
+    /* the tile as [32 r][65]: column c0 + j of op(src) is row c0 + j as
+     * stored, read along r, four floats an item and a load (two loads an
+     * item), or one float (eight) */
+    if (vec) {
+      for (int e = lid; e < 512; e += 256) {
+        int j = e / 8, rq = 4 * (e % 8), r = r0 + rq, cc = c0 + j;
+        float4 q = (float4)(0.0f);
+        if (cc < cols) {
+          __global const float *s = src + (long)cc * ld + r;
+          if (r + 4 <= rows)
+            q = *(__global const float4 *)s;
+          else
+            q = (float4)(r < rows ? s[0] : 0.0f, r + 1 < rows ? s[1] : 0.0f,
+                         r + 2 < rows ? s[2] : 0.0f, 0.0f);
+        }
+        tile[(rq + 0) * 65 + j] = q.s0;
+        tile[(rq + 1) * 65 + j] = q.s1;
+        tile[(rq + 2) * 65 + j] = q.s2;
+        tile[(rq + 3) * 65 + j] = q.s3;
+      }
+    } else {
+      for (int j = get_local_id(1); j < 64; j += 8) {
+        int r = r0 + tx, cc = c0 + j;
+        tile[tx * 65 + j] = r < rows && cc < cols ? src[(long)cc * ld + r] : 0.0f;
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __local const float *t = &tile[row][8 * (lid % 8)];
+    __local const float *t = tile + row * 65 + 8 * (lid % 8);
     v = (float8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
   } else if (r0 + row < rows) {
     __global const float *s = src + (long)(r0 + row) * ld + c;
-    if (c + 8 <= cols)
+    if (vec && c + 8 <= cols)
+      v = (float8)(*(__global const float4 *)s, *(__global const float4 *)(s + 4));
+    else if (c + 8 <= cols)
       v = (float8)(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]);
     else
       v = (float8)(c < cols ? s[0] : 0.0f, c + 1 < cols ? s[1] : 0.0f,
@@ -298,6 +313,37 @@ mma_pack(int trans, int rows, int cols, __global const float *src,
 #else
   if (c < cols_p) mma_store8(v, dst + ((long)(r0 + row) * cols_p + c) / 8);
 #endif
+}
+
+/* Both operands of a product in one launch: batches_a batches of op(A)
+ * (rows_a x cols of it, rows_pa x cols_p packed) at dst, then the
+ * batches of op(B) from uint4 b_at on (the _b arguments), each batch
+ * packed as mma_pack_block's blocks (a stride of 0: one batch for all).
+ * Over (ceil(cols_p / 64) 32, max(rows_pa, rows_pb) / 32 x 8, batches_a
+ * + batches_b); rows_p are multiples of 32. */
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void
+mma_pack(int batches_a, int cols, int cols_p, int trans_a, int vec_a,
+         int rows_a, int rows_pa, __global const float *src_a, int src_a_off,
+         int ld_a, int stride_a, int trans_b, int vec_b, int rows_b,
+         int rows_pb, __global const float *src_b, int src_b_off, int ld_b,
+         int stride_b, __global uint4 *dst, int dst_off, int b_at) {
+  __local float tile[32 * 65];
+  int c0 = get_group_id(0) * 64, r0 = get_group_id(1) * 32;
+  int z = get_group_id(2), is_b = z >= batches_a;
+  long batch = is_b ? z - batches_a : z;
+  int rows_p = is_b ? rows_pb : rows_pa;
+  /* a block past this operand's rows (the other one's are more) */
+  if (r0 >= rows_p) return;
+  __global const float *src =
+      is_b ? src_b + src_b_off + batch * stride_b
+           : src_a + src_a_off + batch * stride_a;
+  /* dst_off counts f32 words (the buffer is an f32 tensor), multiples of
+   * 16: uint4s of 8 halves */
+  dst += dst_off / 4 + (is_b ? b_at : 0) +
+         batch * (long)rows_p * (MMA_WG_TF32 ? cols_p / 2 : cols_p / 8);
+  mma_pack_block(tile, is_b ? trans_b : trans_a, is_b ? vec_b : vec_a,
+                 is_b ? rows_b : rows_a, cols, src, is_b ? ld_b : ld_a, dst,
+                 cols_p, r0, c0);
 }
 
 #if CLT_MMA_PTX

@@ -412,6 +412,107 @@ START_TEST(tf32x3_transposes_batches) {
 }
 END_TEST
 
+/* Operands inside larger buffers, as the graph hands them over (rows
+ * padded, batches apart, at an offset): mma_pack's 16-byte loads where
+ * every stored row starts at a multiple of 4 floats, with the rows of
+ * op(A) and op(B)^T (37 and 47) ending inside a vector, and its scalar
+ * loads at an odd offset and odd leading dimensions. _i: transpose
+ * combination; each layout in an fp16 configuration of the first form,
+ * one of the ring, one of the warpgroup form and a 3xTF32 one (held to
+ * f32's accuracy on unrounded operands). */
+typedef struct padded {
+  int64_t rows, cols, ld, off, stride;
+} padded;
+
+/* Rows x cols stored with leading dimension ld: odd (ld + 1, offset 3)
+ * or aligned (a multiple of 4 above, offset 8, batches 4 floats apart). */
+static padded pad_operand(int64_t rows, int64_t cols, bool aligned,
+                          int64_t at) {
+  padded p = {rows, cols, aligned ? (cols + 3) / 4 * 4 + 4 : cols + 1,
+              (at + 8) / 4 * 4 + (aligned ? 8 : 3), 0};
+  p.stride = rows * p.ld + (aligned ? 4 : 1);
+  return p;
+}
+
+static double op_at(const float *host, const padded *p, bool trans,
+                    int64_t batch, int64_t i, int64_t j, bool f16) {
+  float v = host[p->off + batch * p->stride +
+                 (trans ? j * p->ld + i : i * p->ld + j)];
+  if (f16) {
+    uint16_t h;
+    clt_f32_to_f16(&v, &h, 1);
+    clt_f16_to_f32(&h, &v, 1);
+  }
+  return v;
+}
+
+START_TEST(mma_padded_operands) {
+  const int64_t M = 37, N = 47, K = 70, B = 2;
+  clt_transpose ta = (_i & 1) ? CLT_TRANS : CLT_NO_TRANS;
+  clt_transpose tb = (_i & 2) ? CLT_TRANS : CLT_NO_TRANS;
+  static const int fp16_configs[] = {0, 3, 11};
+  clt_context *ctxs[2];
+  int nctx = mma_contexts(ctxs);
+  for (int cx = 0; cx < nctx; cx++) {
+    g_ctx = ctxs[cx];
+    for (int q = 0; q < 8; q++) {
+      bool aligned = q % 2;
+      int config = q / 2 < 3 ? fp16_configs[q / 2] : CLT_MMA_TF32X3(q % 2);
+      bool x3 = clt_mma_config_is_tf32x3(config);
+      if (mma_config_refused(g_ctx, config)) continue;
+      padded a = ta == CLT_TRANS ? pad_operand(K, M, aligned, 0)
+                                 : pad_operand(M, K, aligned, 0);
+      int64_t a_end = a.off + B * a.stride;
+      padded b = tb == CLT_TRANS ? pad_operand(N, K, aligned, a_end)
+                                 : pad_operand(K, N, aligned, a_end);
+      int64_t total = b.off + B * b.stride;
+      float *host = malloc((size_t)total * sizeof *host);
+      float *out = malloc((size_t)(B * M * N) * sizeof *out);
+      ck_assert_ptr_nonnull(host);
+      ck_assert_ptr_nonnull(out);
+      clt_random_fill(host, total, 40 + q, -1.0f, 1.0f);
+      clt_tensor *base, *c;
+      ck_assert_ok(
+          clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){total}, &base));
+      ck_assert_ok(clt_tensor_upload(base, host));
+      ck_assert_ok(
+          clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){B * M * N}, &c));
+      clt_tensor *va = view_of(base, a.off, B * a.stride),
+                 *vb = view_of(base, b.off, B * b.stride);
+      clt_status st = clt_gemm_mma_ld(g_ctx, config, ta, tb, M, N, K, 1.0f,
+                                      va, a.ld, a.stride, vb, b.ld, b.stride,
+                                      0.0f, c, N, M * N, B);
+      /* the device's lack of wgmma ends 3xTF32 there (logged) */
+      if (!(x3 && st == CLT_ERR_UNSUPPORTED && ctxs[cx] == g_main_ctx)) {
+        ck_assert_msg(st == CLT_OK, "%s: %s", clt_mma_config_name(config),
+                      clt_context_last_error(g_ctx));
+        ck_assert_ok(clt_tensor_download(c, out));
+        for (int64_t e = 0; e < B * M * N; e++) {
+          int64_t bt = e / (M * N), i = e % (M * N) / N, j = e % N;
+          double want = 0.0;
+          for (int64_t p = 0; p < K; p++)
+            want += op_at(host, &a, ta == CLT_TRANS, bt, i, p, !x3) *
+                    op_at(host, &b, tb == CLT_TRANS, bt, p, j, !x3);
+          ck_assert_msg(fabs(out[e] - want) < 1e-4 * (1.0 + fabs(want)),
+                        "%s %s%s %s: batch %lld C[%lld,%lld] = %g, want %g",
+                        clt_mma_config_name(config), trans_name(ta),
+                        trans_name(tb), aligned ? "aligned" : "odd",
+                        (long long)bt, (long long)i, (long long)j, out[e],
+                        want);
+        }
+      }
+      clt_tensor_destroy(va);
+      clt_tensor_destroy(vb);
+      clt_tensor_destroy(c);
+      clt_tensor_destroy(base);
+      free(host);
+      free(out);
+    }
+  }
+  g_ctx = g_main_ctx;
+}
+END_TEST
+
 /* A long k through the warpgroup form, fp16 and 3xTF32: the emulated
  * instruction once summed with loops, which llvmpipe (rusticl) ends after
  * 65535 iterations a work-item (k of about 900 for 128x128 wgmma, 300
@@ -686,6 +787,7 @@ static Suite *gemm_suite(void) {
   tcase_add_loop_test(mma, mma_shapes, 0, CLT_MMA_CONFIGS);
   tcase_add_loop_test(mma, mma_transposes_batches, 0, 4);
   tcase_add_loop_test(mma, tf32x3_transposes_batches, 0, 4);
+  tcase_add_loop_test(mma, mma_padded_operands, 0, 4);
   tcase_add_test(mma, wgmma_long_k);
   tcase_add_test(mma, mma_refusals);
   tcase_add_test(mma, mma_forced_probe);

@@ -49,6 +49,12 @@
 #          matmul, bench gemm --precision mixed --all-tiles --profile on
 #          the squares to 4096 (its 3xtf32 column against PyTorch fp32 is
 #          issue 8's SGEMM target, its fp16 one issue 11's)
+#   pack   (not in the default list; about 3 minutes on a fresh
+#          machine, most of it compiling) issue 11's fp16 GEMM target
+#          alone: the squares of 4096 (every tile configuration, with
+#          the operands' packing apart in the profile) and 2048 between
+#          two runs of PyTorch's matmul, then test_gemm's fp16 products
+#          (every configuration, padded operands) on the GPU
 #   probe  (not in the default list; seconds) ptx_probe (see
 #          samples/bench/ptx_probe.c): whether OpenCL reaches Hopper's
 #          wgmma, by build options or by patching the program's PTX; needs
@@ -205,6 +211,16 @@ part_wgmma() {
   run cltrain bench gemm "${dev[@]}" --max-size 4096 --precision mixed --only square --all-tiles --profile
 }
 
+part_pack() {
+  local t=(python3 samples/bench/torch_gemm.py --device cuda --sizes 2048 4096)
+  local g=(cltrain bench gemm "${dev[@]}" --precision mixed --max-size 4096 --profile)
+  run "${t[@]}"
+  run "${g[@]}" --only "square 4096" --all-tiles
+  run "${g[@]}" --only "square 2048"
+  run "${t[@]}"
+  CK_RUN_CASE="fp16 products" CLT_DEVICE=nvidia run test_gemm
+}
+
 part_mixed() {
   for b in 256 64; do
     run "${torch[@]}" --model resnet_wide --batch "$b" --steps 50 --amp
@@ -290,7 +306,7 @@ part_probe() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma pack)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

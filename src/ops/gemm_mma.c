@@ -348,21 +348,38 @@ static clt_status launch(clt_context *ctx, cl_kernel kernel, int config,
 
 static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-/* One operand into the packed buffer at `at` halves: `rows` x `cols` of
- * op(src) (trans: src stored cols x rows) as rows_p x cols_p halves a
- * batch, for `batches` batches. */
-static clt_status pack(clt_context *ctx, cl_kernel kernel, bool trans,
-                       int64_t rows, int64_t cols, const clt_tensor *src,
-                       int64_t ld, int64_t stride, int64_t batches,
-                       clt_tensor *packed, int64_t at, int64_t rows_p,
-                       int64_t cols_p) {
-  /* the packed tensor is f32 words: `at` is a multiple of 32 halves */
-  clt_tensor dst = clt_tensor_slice_1d(packed, at / 2, packed->numel - at / 2);
+/* One operand of a pack: `rows` x `cols` of op(src) (trans: src stored
+ * cols x rows), rows_p rows packed, `batches` of them. */
+typedef struct pack_operand {
+  bool trans;
+  int64_t rows, rows_p;
+  const clt_tensor *src;
+  int64_t ld, stride, batches;
+} pack_operand;
+
+/* Whether an operand's stored rows all start at multiples of 4 floats
+ * (mma_pack's 16-byte loads; buffers start aligned). */
+static bool rows_aligned(const pack_operand *o) {
+  return o->ld % 4 == 0 && o->stride % 4 == 0 && o->src->offset % 4 == 0;
+}
+
+/* Both operands into the packed buffer, in one launch: a's batches at 0,
+ * b's at `b_at` halves, each batch rows_p x cols_p halves (3xTF32: twice
+ * as many). */
+static clt_status pack(clt_context *ctx, cl_kernel kernel, const pack_operand *a,
+                       const pack_operand *b, int64_t cols, int64_t cols_p,
+                       clt_tensor *packed, int64_t b_at) {
+  int64_t rows_p = a->rows_p > b->rows_p ? a->rows_p : b->rows_p;
   size_t global[3] = {(size_t)(cols_p + 63) / 64 * 32, (size_t)rows_p / 32 * 8,
-                      (size_t)batches};
+                      (size_t)(a->batches + b->batches)};
   size_t local[3] = {32, 8, 1};
-  const clt_karg args[] = {KI(trans), KI(rows), KI(cols), KT(src), KI(ld),
-                           KI(stride), KT(&dst), KI(rows_p), KI(cols_p)};
+  const clt_karg args[] = {
+      KI(a->batches), KI(cols), KI(cols_p),
+      KI(a->trans), KI(rows_aligned(a)), KI(a->rows), KI(a->rows_p),
+      KT(a->src), KI(a->ld), KI(a->stride),
+      KI(b->trans), KI(rows_aligned(b)), KI(b->rows), KI(b->rows_p),
+      KT(b->src), KI(b->ld), KI(b->stride),
+      KT(packed), KI(b_at / 8)};
   return clt_kernel_run_named(ctx, kernel, "mma_pack", 3, global, local, args,
                               (int)(sizeof args / sizeof args[0]));
 }
@@ -399,10 +416,12 @@ static clt_status launch_staged(clt_context *ctx, clt_mma_state *st,
     int64_t words = halves / 2;
     CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, &words, &st->packed));
   }
-  CLT_TRY(pack(ctx, st->packs[config], ta == CLT_TRANS, m, k, a,
-               lda, stride_a, batches_a, st->packed, 0, mp, kp));
-  CLT_TRY(pack(ctx, st->packs[config], tb == CLT_NO_TRANS, n, k, b, ldb,
-               stride_b, batches_b, st->packed, halves_a, np, kp));
+  const pack_operand pa_op = {ta == CLT_TRANS, m, mp, a, lda, stride_a,
+                              batches_a},
+                     pb_op = {tb == CLT_NO_TRANS, n, np, b, ldb, stride_b,
+                              batches_b};
+  CLT_TRY(pack(ctx, st->packs[config], &pa_op, &pb_op, k, kp, st->packed,
+               halves_a));
   int threads = config_threads(config);
   size_t global[3] = {(size_t)(np / bn) * threads, (size_t)(mp / bm),
                       (size_t)batch};
