@@ -435,15 +435,9 @@ static padded pad_operand(int64_t rows, int64_t cols, bool aligned,
 }
 
 static double op_at(const float *host, const padded *p, bool trans,
-                    int64_t batch, int64_t i, int64_t j, bool f16) {
-  float v = host[p->off + batch * p->stride +
-                 (trans ? j * p->ld + i : i * p->ld + j)];
-  if (f16) {
-    uint16_t h;
-    clt_f32_to_f16(&v, &h, 1);
-    clt_f16_to_f32(&h, &v, 1);
-  }
-  return v;
+                    int64_t batch, int64_t i, int64_t j) {
+  return host[p->off + batch * p->stride +
+              (trans ? j * p->ld + i : i * p->ld + j)];
 }
 
 START_TEST(mma_padded_operands) {
@@ -468,9 +462,20 @@ START_TEST(mma_padded_operands) {
       int64_t total = b.off + B * b.stride;
       float *host = malloc((size_t)total * sizeof *host);
       float *out = malloc((size_t)(B * M * N) * sizeof *out);
+      /* the reference's operands: fp16's values (3xTF32: f32's) */
+      float *ref = malloc((size_t)total * sizeof *ref);
+      uint16_t *h = malloc((size_t)total * sizeof *h);
       ck_assert_ptr_nonnull(host);
       ck_assert_ptr_nonnull(out);
+      ck_assert_ptr_nonnull(ref);
+      ck_assert_ptr_nonnull(h);
       clt_random_fill(host, total, 40 + q, -1.0f, 1.0f);
+      if (x3) {
+        memcpy(ref, host, (size_t)total * sizeof *ref);
+      } else {
+        clt_f32_to_f16(host, h, total);
+        clt_f16_to_f32(h, ref, total);
+      }
       clt_tensor *base, *c;
       ck_assert_ok(
           clt_tensor_create(g_ctx, CLT_F32, 1, (int64_t[]){total}, &base));
@@ -491,8 +496,8 @@ START_TEST(mma_padded_operands) {
           int64_t bt = e / (M * N), i = e % (M * N) / N, j = e % N;
           double want = 0.0;
           for (int64_t p = 0; p < K; p++)
-            want += op_at(host, &a, ta == CLT_TRANS, bt, i, p, !x3) *
-                    op_at(host, &b, tb == CLT_TRANS, bt, p, j, !x3);
+            want += op_at(ref, &a, ta == CLT_TRANS, bt, i, p) *
+                    op_at(ref, &b, tb == CLT_TRANS, bt, p, j);
           ck_assert_msg(fabs(out[e] - want) < 1e-4 * (1.0 + fabs(want)),
                         "%s %s%s %s: batch %lld C[%lld,%lld] = %g, want %g",
                         clt_mma_config_name(config), trans_name(ta),
@@ -507,6 +512,8 @@ START_TEST(mma_padded_operands) {
       clt_tensor_destroy(base);
       free(host);
       free(out);
+      free(ref);
+      free(h);
     }
   }
   g_ctx = g_main_ctx;
