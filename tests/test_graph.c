@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "graph_helpers.h"
+#include "ops/ops.h"
 
 #define MLP(act)                                                               \
   "input shape=7\n"                                                            \
@@ -66,6 +67,37 @@ START_TEST(test_shape_errors) {
                      "[3, 7]");
   expect_model_error("input shape=2x2\nsoftmax_cross_entropy\n", CLT_ERR_SHAPE,
                      "logits");
+}
+END_TEST
+
+/* An op's refusal while a layer runs names the layer and the pass:
+ * llvmpipe refuses a global average pooling over a large plane (its loop
+ * cap, forced small here). */
+START_TEST(test_op_error_names_layer) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=1x40x40\n"
+                               "global_avgpool name=gap\n"
+                               "dense units=3\nsoftmax_cross_entropy\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 2, 1));
+  random_batch(g, 2, 3, false);
+  ck_assert_ok(clt_graph_forward(g, true));
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  int64_t saved = g_ctx->loop_cap;
+  g_ctx->loop_cap = 2000; /* a budget of 1,000 iterations: 40 x 42 past it */
+  clt_status st = clt_graph_forward(g, true);
+  g_ctx->loop_cap = saved;
+  const char *msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(st == CLT_ERR_UNSUPPORTED, "status %s (%s)",
+                clt_status_string(st), msg);
+  ck_assert_msg(strncmp(msg, "layer 'gap' (global_avgpool) forward: ", 38) == 0,
+                "message '%s'", msg);
+  ck_assert_msg(strstr(msg, "40x40"), "message '%s' lacks the window", msg);
+  /* the same graph runs again once the device takes it */
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  clt_graph_destroy(g);
 }
 END_TEST
 
@@ -433,6 +465,7 @@ static Suite *graph_suite(void) {
   suite_add_tcase(s, fd);
   TCase *err = tcase_create("errors");
   tcase_add_test(err, test_shape_errors);
+  tcase_add_test(err, test_op_error_names_layer);
   tcase_add_test(err, test_model_file_errors);
   tcase_add_test(err, test_c_api_shapes);
   suite_add_tcase(s, err);

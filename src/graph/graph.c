@@ -803,6 +803,20 @@ const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
   return &to_half;
 }
 
+/* An op's error in a layer's pass names the layer and the pass (as
+ * clt_node_fail's messages do), unless it names a layer already: "layer
+ * 'gap' (global_avgpool) forward: avgpool: a window of ...". */
+static clt_status in_layer(clt_graph *g, const clt_graph_node *n,
+                           const char *pass, clt_status st) {
+  if (st == CLT_OK) return st;
+  const char *msg = clt_context_last_error(g->ctx);
+  if (strncmp(msg, "layer '", 7) == 0) return st;
+  char copy[sizeof g->ctx->err.msg];
+  snprintf(copy, sizeof copy, "%s", msg);
+  return clt_ctx_fail(g->ctx, st, "layer '%s' (%s) %s: %s", n->name,
+                      n->ops->type, pass, copy);
+}
+
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   CLT_TRY(need_compiled(g, "forward"));
   if (g->batch < 1)
@@ -819,7 +833,8 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
     clt_graph_node *n = &g->nodes[i];
     clt_profile_scope(g->ctx, n->name, "forward");
     n->out_rounded = false;
-    if (n->ops->forward && !n->fused_away) st = n->ops->forward(g, n);
+    if (n->ops->forward && !n->fused_away)
+      st = in_layer(g, n, "forward", n->ops->forward(g, n));
     if (st != CLT_OK) break;
     bool round = mixed && rounds_output(g, n) && !n->out_rounded;
     if (round && n->out16)
@@ -862,7 +877,7 @@ static clt_status backward_nodes(clt_graph *g) {
        * (rounded already where its one writer did it). */
       if (mixed && rounds_output(g, n) && n->grad && !n->grad_rounded)
         CLT_TRY(clt_round_f16(g->ctx, n->grad, n->grad, g->batch * n->size));
-      CLT_TRY(n->ops->backward(g, n));
+      CLT_TRY(in_layer(g, n, "backward", n->ops->backward(g, n)));
       /* Parameter gradients: here where a hook reads them as they are
        * made, else all in one pass at the end. */
       for (int k = 0; mixed && g->grads_final && k < n->n_params; k++)
