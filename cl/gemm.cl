@@ -36,7 +36,11 @@
 #define GEMM_STORE(ptr, value)                                                 \
   (*(ptr) = beta == 0.0f ? alpha * (value) : alpha * (value) + beta * *(ptr))
 
-#define GEMM_ROWS(NAME, MR, NV, VW)                                            \
+/* One body for gemm_rows_MRxW (KB past any k: the whole of k in one
+ * walk) and for the k-blocked kernels below (blocks of KB, SYNC a barrier
+ * after each). Items past m or n (a range rounded up to a work-group)
+ * compute clamped values and store nothing. */
+#define GEMM_ROWS_KERNEL(NAME, MR, NV, VW, KB, SYNC)                          \
   __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
                      __global const float *a, int a_off, int a_si, int a_sp,   \
                      int a_batch, __global const float *b, int b_off, int ldb, \
@@ -44,7 +48,6 @@
                      int c_sj, int c_batch) {                                  \
     int jw = get_global_id(0) * (NV * VW), i0 = get_global_id(1) * MR;         \
     int bi = get_global_id(2);                                                 \
-    if (jw >= n || i0 >= m) return;                                            \
     int j0 = min(jw, n - NV * VW);                                             \
     a += a_off + bi * a_batch;                                                 \
     b += b_off + bi * b_batch + j0;                                            \
@@ -55,18 +58,23 @@
       row[r] = min(i0 + r, m - 1) * a_si;                                      \
       _Pragma("unroll") for (int v = 0; v < NV; v++) acc[r][v] = 0.0f;         \
     }                                                                          \
-    for (int p = 0; p < k; p++) {                                              \
-      float##VW bv[NV];                                                        \
-      _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] =                   \
-          vload##VW(v, b);                                                     \
-      b += ldb;                                                                \
-      _Pragma("unroll") for (int r = 0; r < MR; r++) {                         \
-        float##VW av = (float##VW)(a[row[r]]);                                 \
-        _Pragma("unroll") for (int v = 0; v < NV; v++) acc[r][v] =             \
-            fma(av, bv[v], acc[r][v]);                                         \
+    for (int p0 = 0; p0 < k; p0 += KB) {                                       \
+      int steps = min(KB, k - p0);                                             \
+      for (int p = 0; p < steps; p++) {                                        \
+        float##VW bv[NV];                                                      \
+        _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] =                 \
+            vload##VW(v, b);                                                   \
+        b += ldb;                                                              \
+        _Pragma("unroll") for (int r = 0; r < MR; r++) {                       \
+          float##VW av = (float##VW)(a[row[r]]);                               \
+          _Pragma("unroll") for (int v = 0; v < NV; v++) acc[r][v] =           \
+              fma(av, bv[v], acc[r][v]);                                       \
+        }                                                                      \
+        a += a_sp;                                                             \
       }                                                                        \
-      a += a_sp;                                                               \
+      SYNC;                                                                    \
     }                                                                          \
+    if (jw >= n) return;                                                       \
     int skip = jw - j0; /* columns the strip before wrote */                   \
     _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
       if (i0 + r >= m) break;                                                  \
@@ -83,11 +91,30 @@
     }                                                                          \
   }
 
+#define GEMM_ROWS(NAME, MR, NV, VW)                                            \
+  GEMM_ROWS_KERNEL(NAME, MR, NV, VW, 0x40000000, )
+
 GEMM_ROWS(gemm_rows_4x32, 4, 2, 16)
 GEMM_ROWS(gemm_rows_8x32, 8, 2, 16)
 GEMM_ROWS(gemm_rows_4x8, 4, 1, 8)
 GEMM_ROWS(gemm_rows_6x16, 6, 2, 8)
 GEMM_ROWS(gemm_rows_4x16, 4, 2, 8)
+
+/* gemm_rows_MRxW_kbKB: gemm_rows for a long k. A work-group holds the row
+ * blocks of one column strip (all of them where they are few, else 16;
+ * src/ops/gemm_blocked.c) and walks k in blocks of KB with a barrier
+ * after each: a CPU runtime runs a work-group's items one after another
+ * between barriers, so the block of B's strip and of A that the group's
+ * items read stays in the core's cache instead of being streamed from
+ * memory again for each row block (POCL 3.1 on a 2-core Zen 3, TN 64 x
+ * 288 x 7744: rows 6x16 12-29 GFLOP/s with POCL's own work-groups, as
+ * slow as with the whole range as one group; rows 6x16 kb64 84-95). No
+ * item returns early: the barrier needs them all. */
+#define GEMM_ROWS_KB(NAME, MR, NV, VW, KB)                                     \
+  GEMM_ROWS_KERNEL(NAME, MR, NV, VW, KB, barrier(CLK_LOCAL_MEM_FENCE))
+
+GEMM_ROWS_KB(gemm_rows_6x16_kb64, 6, 2, 8, 64)
+GEMM_ROWS_KB(gemm_rows_4x32_kb64, 4, 2, 16, 64)
 
 #define GEMM_LANES16                                                           \
   (float16)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, \

@@ -384,8 +384,10 @@ CLT_API clt_status clt_gemm_tf32x3_strided_batched(
  * transposed or n < 32: the rows kernels run as C^T); then, in vectors of
  * 8 (a CPU with 16 registers of 8 floats), "rows 6x16", "rows 4x16" (B not
  * transposed, n >= 16), "dot 4x2 v8", "dot 3x3 v8", "dot 2x4 v8" and
- * "rows 6x16 c^T" (m >= 16). */
-#define CLT_GEMM_BLOCKED_CONFIGS 13
+ * "rows 6x16 c^T" (m >= 16); then "rows 6x16 kb64" and "rows 4x32 kb64"
+ * (as "rows 6x16" and "rows 4x32", a work-group holding a column strip's
+ * row blocks, walking k in blocks of 64 together: for a long k). */
+#define CLT_GEMM_BLOCKED_CONFIGS 15
 CLT_API const char *clt_gemm_blocked_config_name(int config);
 
 /* clt_gemm_strided_batched by configuration `config` of those kernels;

@@ -666,11 +666,15 @@ END_TEST
 /* Sizes around their tiles (4 or 8 rows; 32 or 8 columns; 16 of k): a
  * strip moved back to end at n (45, 100, 13, 31), a partial last tile of
  * rows, k below, at and past a vector with a masked tail (5, 16, 37), one
- * of everything. */
+ * of everything; for the k-blocked kernels, k in blocks of 64 with a
+ * partial last one (129, 300) and more row blocks than one work-group
+ * holds (401 rows: 67 of 6, 101 of 4, in groups of 16, the last items
+ * past m). */
 static const int64_t blocked_shapes[][3] = {
     {1, 32, 1},  {5, 45, 17},  {9, 100, 3},  {33, 64, 37}, {3, 8, 5},
     {9, 13, 16}, {7, 31, 33},  {4, 10, 300}, {13, 5, 21},  {2, 1, 1},
     {17, 9, 64}, {6, 130, 129}, {40, 9, 50}, {64, 3, 17}, {37, 33, 5},
+    {401, 40, 70},
 };
 
 /* _i: configuration. Every transpose combination on every shape: checked

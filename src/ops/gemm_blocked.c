@@ -17,20 +17,24 @@ static const struct {
   int vw;    /* the vectors' width */
   /* rows: run as C^T = op(B)^T op(A)^T, its rows along C's columns */
   bool transposed;
+  /* rows, k in blocks: a work-group is a column strip's row blocks */
+  bool k_blocked;
 } configs[CLT_GEMM_BLOCKED_CONFIGS] = {
-    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, false},
-    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, false},
-    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8, 8, false},
-    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4, 16, false},
-    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, 16, false},
-    {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, true},
-    {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, true},
-    {"rows 6x16", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, false},
-    {"rows 4x16", CLT_K_gemm_rows_4x16, ROWS, 4, 16, 8, false},
-    {"dot 4x2 v8", CLT_K_gemm_dot_4x2_v8, DOT, 4, 2, 8, false},
-    {"dot 3x3 v8", CLT_K_gemm_dot_3x3_v8, DOT, 3, 3, 8, false},
-    {"dot 2x4 v8", CLT_K_gemm_dot_2x4_v8, DOT, 2, 4, 8, false},
-    {"rows 6x16 c^T", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, true},
+    {"rows 4x32", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, false, false},
+    {"rows 8x32", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, false, false},
+    {"rows 4x8", CLT_K_gemm_rows_4x8, ROWS, 4, 8, 8, false, false},
+    {"dot 4x4", CLT_K_gemm_dot_4x4, DOT, 4, 4, 16, false, false},
+    {"dot 8x2", CLT_K_gemm_dot_8x2, DOT, 8, 2, 16, false, false},
+    {"rows 4x32 c^T", CLT_K_gemm_rows_4x32, ROWS, 4, 32, 16, true, false},
+    {"rows 8x32 c^T", CLT_K_gemm_rows_8x32, ROWS, 8, 32, 16, true, false},
+    {"rows 6x16", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, false, false},
+    {"rows 4x16", CLT_K_gemm_rows_4x16, ROWS, 4, 16, 8, false, false},
+    {"dot 4x2 v8", CLT_K_gemm_dot_4x2_v8, DOT, 4, 2, 8, false, false},
+    {"dot 3x3 v8", CLT_K_gemm_dot_3x3_v8, DOT, 3, 3, 8, false, false},
+    {"dot 2x4 v8", CLT_K_gemm_dot_2x4_v8, DOT, 2, 4, 8, false, false},
+    {"rows 6x16 c^T", CLT_K_gemm_rows_6x16, ROWS, 6, 16, 8, true, false},
+    {"rows 6x16 kb64", CLT_K_gemm_rows_6x16_kb64, ROWS, 6, 16, 8, false, true},
+    {"rows 4x32 kb64", CLT_K_gemm_rows_4x32_kb64, ROWS, 4, 32, 16, false, true},
 };
 
 CLT_API const char *clt_gemm_blocked_config_name(int config) {
@@ -77,11 +81,32 @@ static clt_status k_part(clt_context *ctx, int config, int64_t k,
   /* a k (rows) or vw of k (dot): the k loop, the operand loads, the
    * products; before and after: the sums' zeroing and the stores */
   int64_t step = 1 + 2 * nv + mr * (2 + nv);
+  if (configs[config].k_blocked) step++; /* the blocks' loop, at most */
   int64_t fixed = 2 * step + mr * nv * (2 + vw);
   int64_t room = clt_loop_budget(cap) - fixed;
   int64_t steps = room > step ? room / step : 1;
   int64_t most = configs[config].kind == DOT ? steps * vw : steps;
   if (most < k) *kc = most;
+  return CLT_OK;
+}
+
+/* The k-blocked rows kernels' work-group along the row blocks: all of a
+ * column strip's (`blocks`) where they are few, else 16 (the range is
+ * rounded up to it; the items past m store nothing), within what the
+ * kernel can run in one group on this device. */
+#define STRIP_GROUP_MOST 64
+#define STRIP_GROUP_MANY 16
+static clt_status strip_group(clt_context *ctx, clt_kernel_id id,
+                              size_t blocks, size_t *out) {
+  size_t most = 0;
+  cl_int rc = clGetKernelWorkGroupInfo(ctx->kernels[id], ctx->device,
+                                       CL_KERNEL_WORK_GROUP_SIZE,
+                                       sizeof most, &most, NULL);
+  if (rc != CL_SUCCESS)
+    return clt_ctx_cl_fail(ctx, rc, "work-group size of a GEMM kernel");
+  *out = blocks <= STRIP_GROUP_MOST ? blocks : STRIP_GROUP_MANY;
+  if (*out > most) *out = most;
+  if (*out < 1) *out = 1;
   return CLT_OK;
 }
 
@@ -139,12 +164,16 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
   int64_t d_sr = tr ? 1 : ldc, d_sc = tr ? ldc : 1;
   size_t global[3] = {(size_t)((cols + width - 1) / width),
                       (size_t)((rows + mr - 1) / mr), (size_t)batch};
+  size_t local[3] = {1, 1, 1};
+  if (configs[config].k_blocked)
+    CLT_TRY(strip_group(ctx, configs[config].kernel, global[1], &local[1]));
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
     /* the part's k from k0 on: L's element (r, k0), R's row k0 */
     int64_t at_l = k0 * l_sp, at_r = k0 * r_ld;
     clt_tensor lp = clt_tensor_slice_1d(left, at_l, left->numel - at_l);
     clt_tensor rp = clt_tensor_slice_1d(right, at_r, right->numel - at_r);
-    CLT_TRY(CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(rows),
+    CLT_TRY(CLT_RUN(ctx, configs[config].kernel, 3, global,
+                    configs[config].k_blocked ? local : NULL, KI(rows),
                     KI(cols), KI(k - k0 < kc ? k - k0 : kc), KF(alpha),
                     KF(k0 ? 1.0f : beta), KT(&lp), KI(l_sr), KI(l_sp),
                     KI(l_stride), KT(&rp), KI(r_ld), KI(r_stride), KT(c),

@@ -94,6 +94,8 @@
   X(gemm_rows_4x16, "gemm")                                                    \
   X(gemm_dot_4x2_v8, "gemm")                                                   \
   X(gemm_dot_3x3_v8, "gemm")                                                   \
-  X(gemm_dot_2x4_v8, "gemm")
+  X(gemm_dot_2x4_v8, "gemm")                                                   \
+  X(gemm_rows_6x16_kb64, "gemm")                                               \
+  X(gemm_rows_4x32_kb64, "gemm")
 
 #endif
