@@ -54,12 +54,29 @@ static clt_status run_once(clt_context *ctx, measure_bufs *mb,
                            mb->ws);
 }
 
+/* A run timed alone pays the host's wait for the device, which on POCL
+ * wakes its worker threads: 30-70 us on a 2-core virtual machine, more
+ * than a small product costs (the MLP's last layer: 5-10 us), where a
+ * training step waits once for dozens of launches; its candidates then
+ * differed by that wait's noise only. In the timed rounds a product whose
+ * one GEMM took less than QUEUED_SECONDS has each candidate run `runs`
+ * times back to back (up to MAX_QUEUED) before one wait, the time a run
+ * kept; a larger product is timed one run at a time, as before. */
+#define QUEUED_SECONDS 1e-3
+#define MAX_QUEUED 32
+
+static int queued_runs(double one_gemm_seconds) {
+  if (one_gemm_seconds <= 0.0 || one_gemm_seconds >= QUEUED_SECONDS) return 1;
+  double runs = QUEUED_SECONDS / one_gemm_seconds;
+  return runs >= MAX_QUEUED ? MAX_QUEUED : (int)runs;
+}
+
 static clt_status time_plan(clt_context *ctx, measure_bufs *mb,
-                            clt_gemm_timing *t) {
+                            clt_gemm_timing *t, int runs) {
   double t0 = now_seconds();
-  CLT_TRY(run_once(ctx, mb, &t->plan));
+  for (int i = 0; i < runs; i++) CLT_TRY(run_once(ctx, mb, &t->plan));
   CLT_TRY(clt_context_finish(ctx));
-  double dt = now_seconds() - t0;
+  double dt = (now_seconds() - t0) / runs;
   if (t->seconds == 0.0 || dt < t->seconds) t->seconds = dt;
   return CLT_OK;
 }
@@ -94,13 +111,13 @@ static clt_status reject_failed(clt_context *ctx, clt_gemm_timing *t,
 }
 
 /* round < 0: the warm-up call and the check against the reference (or
- * taking it, for one GEMM); else one timed run. */
+ * taking it, for one GEMM); else one timing of `runs` runs. */
 static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
                               clt_gemm_timing *t, bool is_reference,
-                              int round) {
+                              int round, int runs) {
   if (t->rejected) return CLT_OK;
   if (round >= 0)
-    return reject_failed(ctx, t, time_plan(ctx, mb, t), is_reference);
+    return reject_failed(ctx, t, time_plan(ctx, mb, t, runs), is_reference);
   clt_tensor c = clt_tensor_slice_1d(mb->c, 0, mb->p->m * mb->p->n);
   clt_status st = run_once(ctx, mb, &t->plan);
   if (st == CLT_OK)
@@ -154,14 +171,17 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
     if (round == 0) t0 = now_seconds();
     if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
+    /* the same for every candidate of a round, from one GEMM's first
+     * timing (a run alone, taken in the warm-up round) */
+    int runs = round < 0 ? 1 : queued_runs(t[0].seconds);
     for (int i = 0; st == CLT_OK && i < count; i++) {
       bool own = t[i].plan.blocked > 0;
       if (round < 0 && own && own_slow) timing[i] = false;
       if (!timing[i]) continue;
-      st = measure_one(ctx, &mb, &t[i], i == 0, round);
+      st = measure_one(ctx, &mb, &t[i], i == 0, round, runs);
       /* One GEMM and each own kernel: a timed run at once. */
       if (st == CLT_OK && round < 0 && (i == 0 || own) && !t[i].rejected)
-        st = measure_one(ctx, &mb, &t[i], i == 0, 0);
+        st = measure_one(ctx, &mb, &t[i], i == 0, 0, 1);
       if (st == CLT_OK && round < 0 && own && !t[i].rejected &&
           t[i].seconds > OWN_SLOW_RATIO * t[0].seconds) {
         timing[i] = false;

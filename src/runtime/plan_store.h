@@ -16,8 +16,10 @@
 
 /* Bump when the stored text or the candidates' meaning changes: old
  * entries then miss. 2: GEMM operands reach CLBlast as sub-buffers (no
- * copies of views), which changes what each candidate costs. */
-#define CLT_PLAN_FORMAT_VERSION 2
+ * copies of views), which changes what each candidate costs. 3: a small
+ * product's candidates are timed over runs queued back to back
+ * (gemm_measure.c), not one run and a wait each. */
+#define CLT_PLAN_FORMAT_VERSION 3
 
 /* The mode in force for ctx: its options' plan field, else $CLT_PLAN
  * ("off", "on" or "remeasure", any case; unset or empty: on). With the
