@@ -56,8 +56,8 @@ echo "ok: bad mixed-precision options refused"
 # the route (every CI machine), CLT_MMA=emulate stands in for it.
 expect_exit 0 "devices shows the mixed route" "mixed" "sgemm" -- \
   "$C" devices
-expect_exit 0 "bench gemm --precision mixed says the route" \
-  "fp16 products:" "square 128" -- \
+expect_exit 0 "bench gemm --precision mixed says the route and the floor" \
+  "fp16 products:" "launch floor: " "square 128" -- \
   "$C" bench gemm --precision mixed --only "square 128"
 EXPECT_TIMEOUT=300 expect_exit 0 "bench gemm --precision mixed, emulated" \
   "CLT_MMA=emulate" "vs fp32" "tiles" "3xtf32" -- \

@@ -245,6 +245,38 @@ static clt_status time_blocked(clt_context *ctx, const gemm_shape *s,
   return CLT_OK;
 }
 
+/* The launch floor: our own kernel (dot 4x4, whose argument list is the
+ * model products') on a 1x1x1 product, timed as time_product queues it:
+ * what one launch costs on this device, however little it computes (POCL
+ * 3.1 on a 2-core Xeon: 4.6-5.7 us, where OpenBLAS computes the MLP's
+ * 64x10x128 output layer in 1.3 us; Mesa 22.3's rusticl on llvmpipe:
+ * about 4 ms); 0 where it cannot run. */
+static double g_floor;
+static bool g_near_floor; /* a line was marked */
+static int g_floor_config;
+static clt_status time_floor(clt_context *ctx) {
+  static const gemm_shape one = {"1x1x1", NT, 1, 1, 1, 1};
+  clt_tensor *t[3] = {NULL, NULL, NULL};
+  float *h[3] = {NULL, NULL, NULL};
+  g_floor = 0.0;
+  g_floor_config = -1;
+  for (int i = 0; i < CLT_GEMM_BLOCKED_CONFIGS; i++)
+    if (!strcmp(clt_gemm_blocked_config_name(i), "dot 4x4")) g_floor_config = i;
+  if (g_floor_config < 0) return CLT_OK;
+  clt_status st = CLT_OK;
+  for (int i = 0; i < 3 && st == CLT_OK; i++)
+    st = make_random(ctx, 1, (uint64_t)(i + 1), &t[i], &h[i]);
+  if (st == CLT_OK)
+    st = time_product(ctx, &one, BLOCKED + g_floor_config, t[0], t[1], t[2],
+                      &g_floor);
+  for (int i = 0; i < 3; i++) {
+    clt_tensor_destroy(t[i]);
+    free(h[i]);
+  }
+  if (st == CLT_ERR_UNSUPPORTED) g_floor = 0.0;
+  return st == CLT_ERR_UNSUPPORTED ? CLT_OK : st;
+}
+
 static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
                             bool mixed, bool tf32, bool all_tiles) {
   clt_tensor *a = NULL, *b = NULL, *c = NULL;
@@ -301,6 +333,11 @@ static clt_status bench_one(clt_context *ctx, const gemm_shape *s,
     double ref = flops / time_openblas(s, ha, hb, hc) * 1e-9;
     printf(" %10.2f %7.2f", ref, flops / secs * 1e-9 / ref);
 #endif
+    /* within twice the launch floor: the launch sets the product's pace */
+    if (g_floor > 0.0 && secs < 2.0 * g_floor) {
+      printf(" *");
+      g_near_floor = true;
+    }
     printf("\n");
     if (tf32 && x3 > 0.0 && !all_tiles && g_profile)
       printf("  %-25s %s\n", clt_tf32x3_config_name(x3_config),
@@ -394,6 +431,15 @@ static int bench_gemm(int argc, char **argv) {
   }
   if (profile && !has)
     printf("(--profile: no tensor-core kernels here to profile)\n");
+  if (time_floor(ctx) != CLT_OK) {
+    fprintf(stderr, "cltrain: launch floor: %s\n", clt_context_last_error(ctx));
+    clt_context_destroy(ctx);
+    return 1;
+  }
+  if (g_floor > 0.0)
+    printf("launch floor: %.1f us a product (own kernel %s on 1x1x1, "
+           "queued)\n",
+           g_floor * 1e6, clt_gemm_blocked_config_name(g_floor_config));
   /* SGEMM in both forms (row-major, and the column-major C^T), our own
    * fp32 kernels (the fastest configuration that runs the shape) and
    * 3xTF32 where the route is; the fp16 kernel and OpenBLAS against the
@@ -419,6 +465,9 @@ static int bench_gemm(int argc, char **argv) {
       break;
     }
   }
+  if (g_near_floor)
+    printf("* the fastest under twice the launch floor: the launch, not the "
+           "arithmetic,\n  sets its pace\n");
   clt_context_destroy(ctx);
   return rc;
 }
