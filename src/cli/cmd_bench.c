@@ -273,7 +273,7 @@ static clt_status time_floor(clt_context *ctx) {
     clt_tensor_destroy(t[i]);
     free(h[i]);
   }
-  if (st == CLT_ERR_UNSUPPORTED) g_floor = 0.0;
+  /* time_product sets g_floor only on success: it stays 0 otherwise */
   return st == CLT_ERR_UNSUPPORTED ? CLT_OK : st;
 }
 
