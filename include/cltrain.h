@@ -128,7 +128,9 @@ typedef void (*clt_log_fn)(clt_log_level level, const char *message,
  * each program that must be compiled from source (compiling = true: seconds
  * on a CPU device, the first time) and after each one loaded from the
  * binary cache (compiling = false). index counts from 1 to total. program
- * is the kernel file's name ("conv" for cl/conv.cl). */
+ * is the kernel file's name ("conv" for cl/conv.cl). Only during
+ * clt_context_create: user need live no longer than that call (the
+ * programs built later, on first use, are not reported). */
 typedef void (*clt_build_progress_fn)(const clt_device_info *device,
                                       const char *program, int index,
                                       int total, bool compiling, void *user);

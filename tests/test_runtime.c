@@ -453,6 +453,66 @@ START_TEST(cache_off_writes_nothing) {
 }
 END_TEST
 
+/* The build_progress callback is called only inside clt_context_create:
+ * a program built later, on demand and from source (an implicit
+ * convolution's tiles, the fp16 kernel), used to call it with the
+ * caller's data, which the command had on its stack: the first `train`
+ * of a conv net on a fresh machine died with SIGSEGV. */
+typedef struct progress_seen {
+  int calls, compiled;
+  bool alive;
+} progress_seen;
+
+static void count_progress(const clt_device_info *device, const char *program,
+                           int index, int total, bool compiling, void *user) {
+  progress_seen *seen = user;
+  ck_assert_ptr_nonnull(device);
+  ck_assert_ptr_nonnull(program);
+  ck_assert_msg(seen->alive, "build_progress called after "
+                             "clt_context_create returned (cl/%s.cl)",
+                program);
+  ck_assert_int_ge(index, 1);
+  ck_assert_int_le(index, total);
+  seen->calls++;
+  seen->compiled += compiling;
+}
+
+START_TEST(build_progress_only_while_creating) {
+  char dir[64];
+  make_temp_dir(dir, sizeof dir);
+  progress_seen seen = {0, 0, true};
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache_dir = dir;
+  opts.cache = 1;
+  opts.build_progress = count_progress;
+  opts.build_progress_user = &seen;
+  clt_context *ctx = NULL;
+  char err[8192] = "";
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(ctx, &ks);
+  /* an empty cache: each program compiled, and reported once */
+  ck_assert_int_eq(seen.calls, ks.programs);
+  ck_assert_int_eq(seen.compiled, ks.programs);
+  seen.alive = false;
+  /* A program built now from source, as on first use, with options no
+   * start-up build had (so the cache misses). */
+  cl_program prog = NULL;
+  ck_assert_int_eq(clt_program_build_extra(ctx, "tensor",
+                                           "-DCLT_TEST_ON_DEMAND=1", &prog),
+                   CLT_OK);
+  ck_assert_ptr_nonnull(prog);
+  clReleaseProgram(prog);
+  clt_context_kernel_stats(ctx, &ks);
+  ck_assert_int_eq(ks.cache_misses, ks.programs + 1);
+  ck_assert_int_eq(seen.calls, ks.programs);
+  clt_context_destroy(ctx);
+  remove_tree(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Status codes and errors                                                   */
 
@@ -612,6 +672,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(cache, cache_miss_hit_reject_rebuild);
   tcase_add_test(cache, cache_off_writes_nothing);
   tcase_add_test(cache, patched_build_refusals);
+  tcase_add_test(cache, build_progress_only_while_creating);
   suite_add_tcase(s, cache);
 
   TCase *err = tcase_create("errors");

@@ -160,6 +160,11 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
     st = clt_programs_build(ctx, cache_dir, cache_on);
     ctx->kernel_stats.build_seconds = now_seconds() - t0;
   }
+  /* The callback and its data belong to this call: a program built later,
+   * on demand (clt_program_build_extra), must not reach a caller's data
+   * that lived only until now (the command's report is on its stack). */
+  ctx->build_progress = NULL;
+  ctx->build_progress_user = NULL;
   if (st != CLT_OK) {
     if (err && errlen && ctx->err.msg[0])
       snprintf(err, errlen, "%s", ctx->err.msg);
