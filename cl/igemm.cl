@@ -141,9 +141,19 @@ static void ig_multiply(float *acc, __local const uint *as,
       int row = wn * (IG_BN / IG_WN) + j * 8 + g;
       mma_load_b(fb[j], bs + row * IG_LDW + ks * 8 + t);
     }
+    /* emulated, each product holds two barriers: unrolled, a CPU
+     * compiler would see MT x NT x 2 copies of each (cl/mma.cl) */
+#if CLT_MMA_PTX
 #pragma unroll
+#else
+#pragma unroll 1
+#endif
     for (int i = 0; i < IG_MT; i++)
+#if CLT_MMA_PTX
 #pragma unroll
+#else
+#pragma unroll 1
+#endif
       for (int j = 0; j < IG_NT; j++)
         MMA_16816(acc + (i * IG_NT + j) * 4, fa[i], fb[j], mine, lane);
   }

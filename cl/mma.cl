@@ -49,6 +49,19 @@
 /* MMA_16816, the tensor-core instruction or its emulation: cl/prelude.cl
  * (shared with cl/igemm.cl). */
 
+#ifndef MMA_STAGES
+#define MMA_STAGES 0
+#endif
+#ifndef MMA_WGMMA
+#define MMA_WGMMA 0
+#endif
+
+/* ---- the plain form: a program holds only the kernel its configuration
+ * runs. A CPU compiler asked for the program's binary compiles every
+ * kernel in it, each for any work-group size: POCL spent 82 of a 90 s
+ * build of a 128x256 warpgroup program on this kernel, unused there. */
+#if MMA_STAGES == 0
+
 #define MMA_A_LOADS (MMA_BM * MMA_BK / MMA_THREADS)
 #define MMA_B_LOADS (MMA_BN * MMA_BK / MMA_THREADS)
 
@@ -150,9 +163,19 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
         int row = wn * (MMA_BN / MMA_WN) + j * 8 + g;
         mma_load_b(fb[j], bs + row * MMA_LDS + ks * 8 + t);
       }
+/* emulated, each product holds two barriers: unrolled, a CPU compiler
+ * would see TM x TN x 2 copies of each */
+#if CLT_MMA_PTX
 #pragma unroll
+#else
+#pragma unroll 1
+#endif
       for (int i = 0; i < MMA_TM; i++)
+#if CLT_MMA_PTX
 #pragma unroll
+#else
+#pragma unroll 1
+#endif
         for (int j = 0; j < MMA_TN; j++)
           MMA_16816(acc[i][j], fa[i], fb[j], scratch, lane);
     }
@@ -173,6 +196,7 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
         *out = beta == 0.0f ? v : v + beta * *out;
       }
 }
+#endif /* MMA_STAGES == 0 */
 
 /* ---- the staged form: fp16 operands packed once, a ring of k-blocks ----
  *
@@ -190,12 +214,6 @@ gemm_mma(int ta, int tb, int m, int n, int k, float alpha,
  * touches fall in 32 different banks without padding (which the ring's
  * 48 KB could not spare). */
 
-#ifndef MMA_STAGES
-#define MMA_STAGES 0
-#endif
-#ifndef MMA_WGMMA
-#define MMA_WGMMA 0
-#endif
 #if MMA_STAGES > 0
 #ifndef CLT_MMA_ASYNC
 #define CLT_MMA_ASYNC 0
