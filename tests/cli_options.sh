@@ -156,7 +156,9 @@ EOF
 if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   fail "Debian's dataset-fashion-mnist is missing (.ci/install-deps installs it)"
 fi
-"$C" train "$T/tiny.model" --data fashion-mnist --train-limit 400 \
+# CLT_PLAN=remeasure: the products' plans are measured, as on a first run,
+# and stderr says so.
+CLT_PLAN=remeasure "$C" train "$T/tiny.model" --data fashion-mnist --train-limit 400 \
   --test-limit 100 --epochs 3 --batch 50 --val-split 0.25 --early-stop 5 \
   --schedule plateau --patience 1 --warmup-epochs 1 --save "$T/w.st" \
   --json >"$T/train.json" 2>"$T/train.err" || fail "train --json: $(cat "$T/train.err")"
@@ -172,6 +174,15 @@ assert d["history"][0]["lr"] < d["history"][1]["lr"], "warm-up"
 print("ok: train --json:", d["test_accuracy"], d["best_epoch"])
 EOF
 grep -q "^epoch 3/3" "$T/train.err" || fail "train --json: the epoch lines are not on stderr"
+grep -Eq "^cltrain: measured the plans of [0-9]+ products in [0-9.]+ s; later runs" \
+  "$T/train.err" || fail "train: no line for the measured plans: $(cat "$T/train.err")"
+CLT_PLAN=remeasure "$C" train "$T/tiny.model" --data fashion-mnist \
+  --train-limit 100 --test-limit 50 --epochs 1 --batch 50 --quiet \
+  >"$T/quiet.out" 2>"$T/quiet.err" || fail "train --quiet: $(cat "$T/quiet.err")"
+if grep -q "measured the plans" "$T/quiet.err" "$T/quiet.out"; then
+  fail "train --quiet reported the measured plans"
+fi
+echo "ok: train reports measured plans, and not under --quiet"
 
 "$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
   --test-limit 100 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"

@@ -69,6 +69,13 @@ bool cli_check_output_path(const char *opt, const char *path);
 
 double cli_now(void);
 
+/* clt_graph_compile, with a terminal line that counts the seconds
+ * meanwhile (from the third on) and, where plans were measured (a first
+ * run on the device, CLT_PLAN=remeasure), a line on stderr saying how
+ * many and how long; quiet: neither. */
+clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
+                             bool quiet);
+
 /* Returns from the calling function with the status of expr unless it is
  * CLT_OK. */
 #define CLI_TRY(expr)                                                          \

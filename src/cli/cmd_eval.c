@@ -161,7 +161,7 @@ int cli_eval(int argc, char **argv) {
   clt_data_options_init(&dopt);
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK ||
       clt_graph_set_forward_only(g, true) != CLT_OK ||
-      clt_graph_compile(g, a.batch, 1) != CLT_OK ||
+      cli_compile_graph(g, a.batch, 1, false) != CLT_OK ||
       clt_checkpoint_load_weights(g, a.weights) != CLT_OK ||
       clt_checkpoint_read_info(ctx, a.weights, &info) != CLT_OK ||
       clt_checkpoint_class_names(ctx, a.weights, &saved, &n_saved) != CLT_OK ||

@@ -625,7 +625,7 @@ int cli_train(int argc, char **argv) {
   /* Mixed precision before compiling: the memory plan keeps outputs in
    * fp16 then. */
   if (clt_graph_set_precision(g, (clt_precision)a.precision) != CLT_OK ||
-      clt_graph_compile(g, a.batch, (uint64_t)a.seed) != CLT_OK ||
+      cli_compile_graph(g, a.batch, (uint64_t)a.seed, a.quiet) != CLT_OK ||
       clt_optimizer_create(g, &a.opt, &opt) != CLT_OK) {
     fail(ctx, a.model);
     goto done;
@@ -988,7 +988,7 @@ static int bench_train_one(const char *model, const char *device,
   bench_data data = {0};
   if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
       clt_graph_set_precision(g, (clt_precision)precision) != CLT_OK ||
-      clt_graph_compile(g, batch, 1) != CLT_OK ||
+      cli_compile_graph(g, batch, 1, false) != CLT_OK ||
       clt_optimizer_create(g, &oo, &opt) != CLT_OK ||
       bench_precision(ctx, opt, precision, &scaler) != CLT_OK ||
       bench_data_make(ctx, g, batch, &data) != CLT_OK ||
@@ -1075,7 +1075,7 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
   if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
   if (st == CLT_OK)
     st = clt_graph_set_precision(g, (clt_precision)precision);
-  if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
+  if (st == CLT_OK) st = cli_compile_graph(g, batch, 1, false);
   if (st == CLT_OK) st = clt_optimizer_create(g, &oo, &opt);
   if (st == CLT_OK) st = bench_precision(ctx, opt, precision, &scaler);
   if (st == CLT_OK) st = bench_data_make(ctx, g, batch, &data);

@@ -1,5 +1,6 @@
 /* What the commands share: a context that reports its first-run
  * compilation, output paths checked before work, the clock. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,4 +230,88 @@ int cli_print_mma_route(clt_context *ctx, bool *has) {
   printf("fp16 products: %s\n", why);
   *has = route != CLT_FP16_SGEMM;
   return 0;
+}
+
+/* A terminal line that says a long call is alive: after two quiet seconds
+ * it shows `what` and the seconds spent, redrawn four times a second,
+ * until cli_ticker_stop clears it. Off a terminal it draws nothing. */
+typedef struct cli_ticker {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  pthread_t thread;
+  bool running, stop, drawn;
+  double start;
+  const char *what;
+} cli_ticker;
+
+static void *ticker_main(void *arg) {
+  cli_ticker *t = arg;
+  pthread_mutex_lock(&t->lock);
+  while (!t->stop) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 250000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&t->wake, &t->lock, &until);
+    double spent = cli_now() - t->start;
+    if (t->stop || spent < 2.0) continue;
+    fprintf(stderr, "\r\033[K%s: %.0f s", t->what, spent);
+    fflush(stderr);
+    t->drawn = true;
+  }
+  pthread_mutex_unlock(&t->lock);
+  return NULL;
+}
+
+static void cli_ticker_start(cli_ticker *t, const char *what) {
+  memset(t, 0, sizeof *t);
+  t->start = cli_now();
+  t->what = what;
+  if (!isatty(STDERR_FILENO)) return;
+  pthread_mutex_init(&t->lock, NULL);
+  pthread_cond_init(&t->wake, NULL);
+  t->running = pthread_create(&t->thread, NULL, ticker_main, t) == 0;
+  if (!t->running) {
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
+  }
+}
+
+static void cli_ticker_stop(cli_ticker *t) {
+  if (!t->running) return;
+  pthread_mutex_lock(&t->lock);
+  t->stop = true;
+  pthread_cond_signal(&t->wake);
+  pthread_mutex_unlock(&t->lock);
+  pthread_join(t->thread, NULL);
+  pthread_cond_destroy(&t->wake);
+  pthread_mutex_destroy(&t->lock);
+  if (t->drawn) fprintf(stderr, "\r\033[K");
+  t->running = false;
+}
+
+clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
+                             bool quiet) {
+  if (quiet) return clt_graph_compile(g, batch, seed);
+  cli_ticker t;
+  cli_ticker_start(&t, "preparing the model (a first run on a device times "
+                       "its products)");
+  clt_status st = clt_graph_compile(g, batch, seed);
+  cli_ticker_stop(&t);
+  if (st != CLT_OK) return st;
+  int measured = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    if (clt_graph_plan_info(g, i, &p) == CLT_OK &&
+        p.source == CLT_PLAN_FROM_MEASURED)
+      measured++;
+  }
+  if (measured > 0)
+    fprintf(stderr, "cltrain: measured the plans of %d product%s in %.1f s; "
+                    "later runs at this batch size load them\n",
+            measured, measured == 1 ? "" : "s", cli_now() - t.start);
+  return CLT_OK;
 }
