@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "cltrain.h"
@@ -68,6 +69,27 @@ clt_context *cli_open_context(const char *device, bool profiling);
 bool cli_check_output_path(const char *opt, const char *path);
 
 double cli_now(void);
+
+/* A line on a terminal that says a long call is alive: its thread takes
+ * the lock four times a second and, once `last` is two seconds old,
+ * redraws the line with draw(t, seconds since last) (user is the
+ * caller's). Whoever else draws on that line takes the lock and sets
+ * last = cli_now(). Off a terminal the thread does not start (running
+ * false). */
+typedef struct cli_ticker {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  pthread_t thread;
+  bool running, stop;
+  bool drawn; /* the ticker drew at least once */
+  double last;
+  void (*draw)(struct cli_ticker *t, double quiet);
+  void *user;
+} cli_ticker;
+void cli_ticker_start(cli_ticker *t, void (*draw)(cli_ticker *, double),
+                      void *user);
+/* Stops and joins the thread (the line is left as it is). */
+void cli_ticker_stop(cli_ticker *t);
 
 /* clt_graph_compile, with a terminal line that counts the seconds
  * meanwhile (from the third on) and, where plans were measured (a first

@@ -228,66 +228,31 @@ typedef struct progress_out {
 /* On a terminal, a line that says the run is alive when the library has
  * not reported for a while: above all the first steps on a new device,
  * where CLBlast compiles its GEMM kernels (tens of seconds each on a small
- * CPU) inside the first training step. The progress callback and this
- * thread draw under one lock. */
+ * CPU) inside the first training step. The progress callback and the
+ * ticker draw under the ticker's lock. */
 struct watchdog {
-  pthread_mutex_t lock;
-  pthread_cond_t wake;
-  pthread_t thread;
-  bool running, stop, reported;
-  double last; /* when the progress line was last drawn */
+  cli_ticker ticker;
+  bool reported;
   int epoch, epochs;
 };
 
-static void *watchdog_main(void *arg) {
-  watchdog *w = arg;
-  pthread_mutex_lock(&w->lock);
-  while (!w->stop) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 250000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&w->wake, &w->lock, &until);
-    double quiet = cli_now() - w->last;
-    if (w->stop || quiet < 2.0) continue;
-    fprintf(stderr, "\r\033[K");
-    if (!w->reported)
-      fprintf(stderr, "epoch %d/%d: first steps, %.0f s (CLBlast compiles its "
-                      "GEMM kernels for this device once)",
-              w->epoch, w->epochs, quiet);
-    else
-      fprintf(stderr, "epoch %d/%d: working, %.0f s since the last report "
-                      "(new shapes compile GEMM kernels once)",
-              w->epoch, w->epochs, quiet);
-    fflush(stderr);
-  }
-  pthread_mutex_unlock(&w->lock);
-  return NULL;
+static void draw_watchdog(cli_ticker *t, double quiet) {
+  watchdog *w = t->user;
+  if (!w->reported)
+    fprintf(stderr, "epoch %d/%d: first steps, %.0f s (CLBlast compiles its "
+                    "GEMM kernels for this device once)",
+            w->epoch, w->epochs, quiet);
+  else
+    fprintf(stderr, "epoch %d/%d: working, %.0f s since the last report "
+                    "(new shapes compile GEMM kernels once)",
+            w->epoch, w->epochs, quiet);
 }
 
 static void watchdog_start(watchdog *w, int first_epoch, int epochs) {
   memset(w, 0, sizeof *w);
-  pthread_mutex_init(&w->lock, NULL);
-  pthread_cond_init(&w->wake, NULL);
-  w->last = cli_now();
   w->epoch = first_epoch;
   w->epochs = epochs;
-  w->running = pthread_create(&w->thread, NULL, watchdog_main, w) == 0;
-}
-
-static void watchdog_stop(watchdog *w) {
-  if (!w->running) return;
-  pthread_mutex_lock(&w->lock);
-  w->stop = true;
-  pthread_cond_signal(&w->wake);
-  pthread_mutex_unlock(&w->lock);
-  pthread_join(w->thread, NULL);
-  pthread_cond_destroy(&w->wake);
-  pthread_mutex_destroy(&w->lock);
-  w->running = false;
+  cli_ticker_start(&w->ticker, draw_watchdog, w);
 }
 
 /* Columns of the terminal on stderr: its window size, else $COLUMNS, else
@@ -393,12 +358,12 @@ static void print_progress(const clt_progress *p, void *user) {
     print_progress_locked(p, po);
     return;
   }
-  pthread_mutex_lock(&po->dog->lock);
-  po->dog->last = cli_now();
+  pthread_mutex_lock(&po->dog->ticker.lock);
+  po->dog->ticker.last = cli_now();
   po->dog->epoch = p->epoch;
   po->dog->reported = true;
   print_progress_locked(p, po);
-  pthread_mutex_unlock(&po->dog->lock);
+  pthread_mutex_unlock(&po->dog->ticker.lock);
 }
 
 static void print_progress_locked(const clt_progress *p, progress_out *po) {
@@ -743,11 +708,11 @@ int cli_train(int argc, char **argv) {
   watchdog dog;
   if (po.tty && !po.quiet && lead) {
     watchdog_start(&dog, fo.first_epoch > 1 ? fo.first_epoch : 1, fo.epochs);
-    if (dog.running) po.dog = &dog;
+    if (dog.ticker.running) po.dog = &dog;
   }
   clt_status fit_status = clt_fit(g, opt, train, test, &fo, hist);
   if (po.dog) {
-    watchdog_stop(&dog);
+    cli_ticker_stop(&dog.ticker);
     po.dog = NULL;
   }
   if (fit_status != CLT_OK) {

@@ -232,18 +232,6 @@ int cli_print_mma_route(clt_context *ctx, bool *has) {
   return 0;
 }
 
-/* A terminal line that says a long call is alive: after two quiet seconds
- * it shows `what` and the seconds spent, redrawn four times a second,
- * until cli_ticker_stop clears it. Off a terminal it draws nothing. */
-typedef struct cli_ticker {
-  pthread_mutex_t lock;
-  pthread_cond_t wake;
-  pthread_t thread;
-  bool running, stop, drawn;
-  double start;
-  const char *what;
-} cli_ticker;
-
 static void *ticker_main(void *arg) {
   cli_ticker *t = arg;
   pthread_mutex_lock(&t->lock);
@@ -256,9 +244,10 @@ static void *ticker_main(void *arg) {
       until.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait(&t->wake, &t->lock, &until);
-    double spent = cli_now() - t->start;
-    if (t->stop || spent < 2.0) continue;
-    fprintf(stderr, "\r\033[K%s: %.0f s", t->what, spent);
+    double quiet = cli_now() - t->last;
+    if (t->stop || quiet < 2.0) continue;
+    fprintf(stderr, "\r\033[K");
+    t->draw(t, quiet);
     fflush(stderr);
     t->drawn = true;
   }
@@ -266,10 +255,12 @@ static void *ticker_main(void *arg) {
   return NULL;
 }
 
-static void cli_ticker_start(cli_ticker *t, const char *what) {
+void cli_ticker_start(cli_ticker *t, void (*draw)(cli_ticker *, double),
+                      void *user) {
   memset(t, 0, sizeof *t);
-  t->start = cli_now();
-  t->what = what;
+  t->last = cli_now();
+  t->draw = draw;
+  t->user = user;
   if (!isatty(STDERR_FILENO)) return;
   pthread_mutex_init(&t->lock, NULL);
   pthread_cond_init(&t->wake, NULL);
@@ -280,7 +271,7 @@ static void cli_ticker_start(cli_ticker *t, const char *what) {
   }
 }
 
-static void cli_ticker_stop(cli_ticker *t) {
+void cli_ticker_stop(cli_ticker *t) {
   if (!t->running) return;
   pthread_mutex_lock(&t->lock);
   t->stop = true;
@@ -289,18 +280,25 @@ static void cli_ticker_stop(cli_ticker *t) {
   pthread_join(t->thread, NULL);
   pthread_cond_destroy(&t->wake);
   pthread_mutex_destroy(&t->lock);
-  if (t->drawn) fprintf(stderr, "\r\033[K");
   t->running = false;
+}
+
+static void draw_preparing(cli_ticker *t, double quiet) {
+  (void)t;
+  fprintf(stderr, "preparing the model (a first run on a device times its "
+                  "products): %.0f s",
+          quiet);
 }
 
 clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
                              bool quiet) {
   if (quiet) return clt_graph_compile(g, batch, seed);
   cli_ticker t;
-  cli_ticker_start(&t, "preparing the model (a first run on a device times "
-                       "its products)");
+  double start = cli_now();
+  cli_ticker_start(&t, draw_preparing, NULL);
   clt_status st = clt_graph_compile(g, batch, seed);
   cli_ticker_stop(&t);
+  if (t.drawn) fprintf(stderr, "\r\033[K");
   if (st != CLT_OK) return st;
   int measured = 0;
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
@@ -312,6 +310,6 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
   if (measured > 0)
     fprintf(stderr, "cltrain: measured the plans of %d product%s in %.1f s; "
                     "later runs at this batch size load them\n",
-            measured, measured == 1 ? "" : "s", cli_now() - t.start);
+            measured, measured == 1 ? "" : "s", cli_now() - start);
   return CLT_OK;
 }
