@@ -2,11 +2,11 @@
 #ifndef CLT_CLI_CLI_H
 #define CLT_CLI_CLI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include <pthread.h>
 #include <stdarg.h>
 
 #include "cltrain.h"

@@ -234,8 +234,10 @@ static clt_status build_rewritten(clt_context *ctx,
 /* *cache_on turns false once the cache folder proves unwritable. */
 static void report_build(clt_context *ctx, const clt_embedded_program *p,
                          bool compiling) {
-  if (!ctx->build_progress || is_on_demand(p->name)) return;
-  /* Counted among the programs built at start-up. */
+  /* Only clt_programs_build calls it with a callback set: the context
+   * forgets the callback when clt_context_create returns, before any
+   * program is built on demand. Counted among the start-up programs. */
+  if (!ctx->build_progress) return;
   int index = 0, count = 0;
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (is_on_demand(clt_embedded_programs[i].name)) continue;
