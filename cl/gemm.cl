@@ -172,10 +172,11 @@ static float sum8(float8 v) {
     _Pragma("unroll") for (int r = 0; r < MR; r++) {                           \
       if (i0 + r >= m) break;                                                  \
       _Pragma("unroll") for (int s = 0; s < NR; s++) {                         \
-        if (j0 + s >= n) break;                                                \
-        float t = sum##VW(acc[r][s]);                                          \
-        for (int q = p; q < k; q++) t = fma(ar[r][q], br[s][q], t);            \
-        GEMM_STORE(c + (i0 + r) * ldc + j0 + s, t);                            \
+        if (j0 + s < n) {                                                      \
+          float t = sum##VW(acc[r][s]);                                        \
+          for (int q = p; q < k; q++) t = fma(ar[r][q], br[s][q], t);          \
+          GEMM_STORE(c + (i0 + r) * ldc + j0 + s, t);                          \
+        }                                                                      \
       }                                                                        \
     }                                                                          \
   }
