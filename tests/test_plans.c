@@ -152,7 +152,8 @@ static void check_case_plans(int ci, int kind) {
   o.b = upload(o.hb, big_b);
   o.c = upload(o.hc, big_c);
   clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES + 3];
-  int count = clt_gemm_candidates(&p, 1 << 20, plans), first = 0;
+  /* every split, however small the product */
+  int count = clt_gemm_candidates(&p, 1 << 20, 0, plans), first = 0;
   ck_assert_int_ge(count, 1);
   ck_assert_int_eq(plans[0].method, CLT_GEMM_ONE);
   if (c->images > 1) ck_assert_int_ge(count, 2); /* per image at least */
@@ -218,6 +219,36 @@ START_TEST(plan_rejects_misfits) {
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "workspace"));
   clt_tensor_destroy(t);
+}
+END_TEST
+
+static int split_k_plans(const clt_gemm_product *p, int64_t min_macs) {
+  clt_gemm_plan plans[CLT_GEMM_MAX_CANDIDATES];
+  int count = clt_gemm_candidates(p, 1 << 24, min_macs, plans), split = 0;
+  for (int i = 0; i < count; i++)
+    split += plans[i].method == CLT_GEMM_SPLIT_K;
+  return split;
+}
+
+/* Split-K only on products of CLT_GEMM_SPLIT_K_MIN_MACS multiply-adds and
+ * more: not the MLP's last weight gradient (TN 10x128x32, where its first
+ * run compiled CLBlast's strided-batched routine for a minute on POCL),
+ * still the CNN's first convolution's (NT 32x9x43264) and a product at the
+ * bound (TN 32x128x256, per image 8 among them); min_macs 0 lists it
+ * everywhere k allows. */
+START_TEST(split_k_only_where_it_can_pay) {
+  clt_gemm_product fc2 = {T, N, 10, 128, 32, 1, true};
+  ck_assert_int_eq(split_k_plans(&fc2, CLT_GEMM_SPLIT_K_MIN_MACS), 0);
+  ck_assert_int_gt(split_k_plans(&fc2, 0), 0);
+  clt_gemm_product conv1 = {N, T, 32, 9, 43264, 64, true};
+  ck_assert_int_gt(split_k_plans(&conv1, CLT_GEMM_SPLIT_K_MIN_MACS), 1);
+  clt_gemm_product bound = {T, N, 32, 128, 256, 8, true};
+  ck_assert_int_eq(bound.m * bound.n * bound.k, CLT_GEMM_SPLIT_K_MIN_MACS);
+  ck_assert_int_eq(split_k_plans(&bound, CLT_GEMM_SPLIT_K_MIN_MACS),
+                   split_k_plans(&bound, 0));
+  clt_gemm_product below = bound;
+  below.k = 255;
+  ck_assert_int_eq(split_k_plans(&below, CLT_GEMM_SPLIT_K_MIN_MACS), 0);
 }
 END_TEST
 
@@ -1293,6 +1324,7 @@ static Suite *plans_suite(void) {
   TCase *run = tcase_create("candidates");
   tcase_add_loop_test(run, plan_candidates_match_reference, 0, COUNT(cases));
   tcase_add_test(run, plan_rejects_misfits);
+  tcase_add_test(run, split_k_only_where_it_can_pay);
   tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
   tcase_add_loop_test(run, conv_implicit_fp16_agrees, 0, COUNT(layout_cases));
   suite_add_tcase(s, run);

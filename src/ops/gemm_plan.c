@@ -18,12 +18,14 @@
 
 /* clt_gemm_candidates' list in the row-major form. */
 static int row_major_candidates(const clt_gemm_product *p,
-                                int64_t max_workspace, clt_gemm_plan *out) {
+                                int64_t max_workspace, int64_t min_split_macs,
+                                clt_gemm_plan *out) {
   int count = 0;
   out[count++] = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
   if (p->images > 1 && !p->images_along_k && p->n % p->images == 0)
     out[count++] = (clt_gemm_plan){CLT_GEMM_SPLIT_N, p->images, 0, false, 0};
-  if (!p->images_along_k) return count;
+  if (!p->images_along_k || p->m * p->n * p->k < min_split_macs)
+    return count;
   /* Room for the column-major twins and our own kernels'
    * (clt_gemm_candidates): one, per image and 8 split-K counts. */
   const int room = 10;
@@ -40,8 +42,9 @@ static int row_major_candidates(const clt_gemm_product *p,
 }
 
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
-                        clt_gemm_plan *out) {
-  int rows = row_major_candidates(p, max_workspace, out), count = rows;
+                        int64_t min_split_macs, clt_gemm_plan *out) {
+  int rows = row_major_candidates(p, max_workspace, min_split_macs, out),
+      count = rows;
   /* Our own kernels, where they fit each call's n, leaving room for the
    * column-major twins. */
   for (int i = 0; i < rows; i++) {

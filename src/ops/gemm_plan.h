@@ -54,15 +54,27 @@ typedef struct clt_gemm_product {
 /* Most candidates one product has. */
 #define CLT_GEMM_MAX_CANDIDATES CLT_PLAN_MAX_CANDIDATES
 
+/* Split-K (per image included) is a candidate only for products of at
+ * least this many multiply-adds (clt_gemm_candidates' min_split_macs, as
+ * the graph passes it but for its test hooks). It pays where a long k leaves a device's
+ * threads idle; it adds a launch (the sum) and S partial products, so a
+ * product this small (2 MFLOP: microseconds on any device, under a
+ * launch's cost on a GPU) has nothing to win. Measuring it is not free:
+ * on POCL its first run compiles CLBlast's strided-batched routine, 59 s
+ * on a 2-core Xeon for the MLP's last weight gradient (TN 10x128x32 at
+ * batch 32), where it ran twice as slow as one GEMM. */
+#define CLT_GEMM_SPLIT_K_MIN_MACS ((int64_t)1 << 20)
+
 /* Lists the plans worth measuring for p into out (room for
- * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts are powers of
- * two from 2 whose chunks hold at least 16 of k and whose partials fit in
- * max_workspace floats, plus the per-image split; then those by each of
+ * CLT_GEMM_MAX_CANDIDATES), one GEMM first; split-K counts (on products
+ * of min_split_macs multiply-adds and more) are powers of two from 2 whose
+ * chunks hold at least 16 of k and whose partials fit in max_workspace
+ * floats, plus the per-image split; then those by each of
  * our own kernels that fits them (the least split first, as room allows
  * beside the next); then each of the first ones in the column-major form
  * (colmajor), the most split last. Returns the count. */
 int clt_gemm_candidates(const clt_gemm_product *p, int64_t max_workspace,
-                        clt_gemm_plan *out);
+                        int64_t min_split_macs, clt_gemm_plan *out);
 
 /* Appends to out[0..count) the fp16 route's candidates for mixed
  * precision: one GEMM in each tile configuration usable on ctx's device
