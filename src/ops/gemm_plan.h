@@ -56,13 +56,15 @@ typedef struct clt_gemm_product {
 
 /* Split-K (per image included) is a candidate only for products of at
  * least this many multiply-adds (clt_gemm_candidates' min_split_macs, as
- * the graph passes it but for its test hooks). It pays where a long k leaves a device's
- * threads idle; it adds a launch (the sum) and S partial products, so a
- * product this small (2 MFLOP: microseconds on any device, under a
- * launch's cost on a GPU) has nothing to win. Measuring it is not free:
- * on POCL its first run compiles CLBlast's strided-batched routine, 59 s
- * on a 2-core Xeon for the MLP's last weight gradient (TN 10x128x32 at
- * batch 32), where it ran twice as slow as one GEMM. */
+ * the graph passes it but for its test hooks). It pays where a long k
+ * leaves a device's threads idle; it adds a launch (the sum) and S partial
+ * products, so a product this small (2 MFLOP: a fraction of a launch's
+ * cost on a GPU, tens of microseconds on a CPU) has little to win, and
+ * that little goes to the extra launch (on POCL split-K lost on every
+ * product of the MLP at batch 32). Measuring it is not free: on POCL its
+ * first run compiles CLBlast's strided-batched routine, 59 s on a 2-core
+ * Xeon for the MLP's last weight gradient (TN 10x128x32 at batch 32),
+ * where it ran at half one GEMM's speed. */
 #define CLT_GEMM_SPLIT_K_MIN_MACS ((int64_t)1 << 20)
 
 /* Lists the plans worth measuring for p into out (room for
