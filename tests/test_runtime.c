@@ -1,7 +1,8 @@
 /* The runtime: devices on this machine, the --device / CLT_DEVICE grammar
  * on a hand-built device list, the kernel binary cache seen through
- * contexts (misses, hits, damaged entries rebuilt, cache off), status
- * strings and the context's last error. */
+ * contexts (misses, hits, damaged entries rebuilt, cache off), every
+ * kernel program compiling without a warning, status strings and the
+ * context's last error. */
 #include <dirent.h>
 #include <ftw.h>
 #include <stdint.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ops/gemm_mma.h"
+#include "runtime/embedded.h"
 #include "runtime/runtime.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -644,6 +647,58 @@ START_TEST(patched_build_refusals) {
 }
 END_TEST
 
+/* Every kernel program compiles without a warning on this device. POCL
+ * printed "21 warnings generated." (a loop LLVM would not unroll in
+ * cl/gemm.cl) on the terminal of every fresh machine's first run; a
+ * warning can also be a real bug. The programs are built from source in a
+ * context without our cache (nothing stored), with a define of their own:
+ * a driver that caches builds (POCL) compiles them, and so writes a log,
+ * the first time after a kernel, an option or the driver changed, which is
+ * when a warning can appear; later it may give an empty log. The fp16
+ * kernels (cl/mma.cl) in the device's route, else emulated. */
+START_TEST(programs_build_without_warnings) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache = 0;
+  clt_context *ctx = NULL;
+  char err[8192] = "";
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  char mma[96] = "";
+  if (clt_fp16_build_flags(ctx, mma, sizeof mma) != CLT_OK) {
+    clt_err_clear(&ctx->err);
+    snprintf(mma, sizeof mma, "-DCLT_MMA_PTX=0 -DCLT_MMA_ASM=0");
+  }
+  for (int i = 0; i < clt_embedded_program_count; i++) {
+    const char *name = clt_embedded_programs[i].name;
+    char extra[160];
+    snprintf(extra, sizeof extra, "-DCLT_BUILD_LOG_CHECK=1%s%s",
+             strcmp(name, "mma") == 0 ? " " : "",
+             strcmp(name, "mma") == 0 ? mma : "");
+    cl_program prog = NULL;
+    ck_assert_msg(clt_program_build_extra(ctx, name, extra, &prog) == CLT_OK,
+                  "cl/%s.cl: %s", name, clt_context_last_error(ctx));
+    size_t size = 0;
+    ck_assert_int_eq(clGetProgramBuildInfo(prog, ctx->device,
+                                           CL_PROGRAM_BUILD_LOG, 0, NULL,
+                                           &size),
+                     CL_SUCCESS);
+    char *log = calloc(1, size + 1);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_int_eq(clGetProgramBuildInfo(prog, ctx->device,
+                                           CL_PROGRAM_BUILD_LOG, size, log,
+                                           NULL),
+                     CL_SUCCESS);
+    ck_assert_msg(!strcasestr(log, "warning"),
+                  "cl/%s.cl built with warnings on %s:\n%.4000s", name,
+                  clt_context_device(ctx)->name, log);
+    free(log);
+    clReleaseProgram(prog);
+  }
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 static Suite *runtime_suite(void) {
@@ -673,6 +728,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(cache, cache_off_writes_nothing);
   tcase_add_test(cache, patched_build_refusals);
   tcase_add_test(cache, build_progress_only_while_creating);
+  tcase_add_test(cache, programs_build_without_warnings);
   suite_add_tcase(s, cache);
 
   TCase *err = tcase_create("errors");
