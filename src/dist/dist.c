@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/rng.h"
 #include "tensor/tensor.h"
 
@@ -53,14 +54,6 @@ struct clt_dist {
   double t_begin; /* this step's start */
   clt_dist_stats stats;
 };
-
-#ifdef CLT_HAVE_MPI
-static double dist_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-#endif
 
 CLT_API int clt_dist_rank(const clt_dist *d) { return d ? d->rank : 0; }
 CLT_API int clt_dist_size(const clt_dist *d) { return d ? d->size : 1; }
@@ -370,7 +363,7 @@ void clt_dist_detach(clt_dist *d, clt_graph *g) {
 void clt_dist_step_begin(clt_dist *d, int64_t mine, int64_t total) {
   if (!d || !d->g)
     return;
-  d->t_begin = dist_now();
+  d->t_begin = clt_now_seconds();
   /* The loss's gradient averages over the global batch, so a rank's
    * gradients are its share of the global mean already: summed, they are
    * one process's (up to the order of the sums), at the scale a loss scaler
@@ -470,7 +463,7 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
         started++;
         progress = true;
         if (started == d->nbuckets)
-          t_local_done = dist_now();
+          t_local_done = clt_now_seconds();
         continue;
       }
     }
@@ -506,7 +499,7 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
   release_reads(d);
   if (mpi_rc != MPI_SUCCESS)
     return mpi_fail(ctx, mpi_rc, "gradient allreduce");
-  double t_end = dist_now();
+  double t_end = clt_now_seconds();
   if (d->nbuckets > 0) {
     d->stats.wait_seconds += t_end - t_local_done;
     if (st == CLT_OK) {

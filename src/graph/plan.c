@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "graph/graph.h"
 #include "ops/gemm_measure.h"
 #include "ops/gemm_mma.h"
@@ -17,12 +17,6 @@
 /* Split-K partial products may use this many floats of workspace at most
  * (and never more than a quarter of the device's largest buffer). */
 #define MAX_WORKSPACE_FLOATS ((int64_t)16 << 20)
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 CLT_API int clt_graph_plan_count(const clt_graph *g) { return g->plan_count; }
 
@@ -158,10 +152,10 @@ static clt_status measure(clt_graph *g, const clt_gemm_product *p,
                           clt_tensor *c) {
   clt_gemm_timing t[CLT_GEMM_MAX_CANDIDATES];
   for (int i = 0; i < r->candidate_count; i++) t[i].plan = cands[i];
-  double t0 = now_seconds();
+  double t0 = clt_now_seconds();
   CLT_TRY(clt_gemm_measure(g->ctx, p, t, r->candidate_count, a, b, c,
                            &r->chosen));
-  g->plan_seconds += now_seconds() - t0;
+  g->plan_seconds += clt_now_seconds() - t0;
   for (int i = 0; i < r->candidate_count; i++) {
     r->candidates[i].seconds = t[i].seconds;
     r->candidates[i].rejected = t[i].rejected;
@@ -309,14 +303,14 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
   if (!load_stored(g, desc, r)) {
     double secs[CLT_MEASURE_MAX_WAYS];
     bool rejected[CLT_MEASURE_MAX_WAYS];
-    double t0 = now_seconds();
+    double t0 = clt_now_seconds();
     clt_measure_work work = w->work;
     char what[160];
     snprintf(what, sizeof what, "%s %s", n->name, w->what);
     work.what = what;
     work.names = w->names;
     CLT_TRY(clt_measure_ways(g->ctx, &work, secs, rejected, &r->chosen));
-    g->plan_seconds += now_seconds() - t0;
+    g->plan_seconds += clt_now_seconds() - t0;
     for (int i = 0; i < w->work.count; i++) {
       r->candidates[i].seconds = secs[i];
       r->candidates[i].rejected = rejected[i];
@@ -359,12 +353,12 @@ static clt_status time_launch(clt_context *ctx, size_t local, clt_tensor *y,
   CLT_TRY(clt_tensor_convert(y, x));
   CLT_TRY(clt_context_finish(ctx));
   int reps = 0;
-  double t0 = now_seconds(), elapsed = 0.0;
+  double t0 = clt_now_seconds(), elapsed = 0.0;
   while (reps < 8 || elapsed < 0.02) {
     for (int i = 0; i < 4; i++) CLT_TRY(clt_tensor_convert(y, x));
     CLT_TRY(clt_context_finish(ctx));
     reps += 4;
-    elapsed = now_seconds() - t0;
+    elapsed = clt_now_seconds() - t0;
   }
   *secs = elapsed / reps;
   return CLT_OK;
@@ -380,7 +374,7 @@ static clt_status measure_launch(clt_graph *g, const size_t *sizes,
   if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &n, &y);
   if (st == CLT_OK) st = clt_tensor_fill(y, 1.5);
   if (st == CLT_OK) st = clt_tensor_convert(x, y);
-  double t0 = now_seconds();
+  double t0 = clt_now_seconds();
   for (int round = 0; st == CLT_OK && round < 2; round++)
     for (int i = 0; st == CLT_OK && i < r->candidate_count; i++) {
       double secs = 0.0;
@@ -388,7 +382,7 @@ static clt_status measure_launch(clt_graph *g, const size_t *sizes,
       if (round == 0 || secs < r->candidates[i].seconds)
         r->candidates[i].seconds = secs;
     }
-  g->plan_seconds += now_seconds() - t0;
+  g->plan_seconds += clt_now_seconds() - t0;
   clt_tensor_destroy(x);
   clt_tensor_destroy(y);
   CLT_TRY(st);

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "ops/gemm_tuning.h"
 #include "tensor/tensor.h"
 
@@ -33,12 +33,6 @@
  * llvmpipe: 212 s against 99 s). */
 #define OWN_SLOW_RATIO 3.0
 #define OWN_SLOW_PRODUCTS 3
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct measure_bufs {
   const clt_gemm_product *p;
@@ -73,10 +67,10 @@ static int queued_runs(double one_gemm_seconds) {
 
 static clt_status time_plan(clt_context *ctx, measure_bufs *mb,
                             clt_gemm_timing *t, int runs) {
-  double t0 = now_seconds();
+  double t0 = clt_now_seconds();
   for (int i = 0; i < runs; i++) CLT_TRY(run_once(ctx, mb, &t->plan));
   CLT_TRY(clt_context_finish(ctx));
-  double dt = (now_seconds() - t0) / runs;
+  double dt = (clt_now_seconds() - t0) / runs;
   if (t->seconds == 0.0 || dt < t->seconds) t->seconds = dt;
   return CLT_OK;
 }
@@ -169,8 +163,8 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   clt_gemm_state *gs = clt_gemm_state_get(ctx); /* NULL: no memory */
   bool own_off = gs && gs->own_slow >= OWN_SLOW_PRODUCTS, own_slow = own_off;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
-    if (round == 0) t0 = now_seconds();
-    if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
+    if (round == 0) t0 = clt_now_seconds();
+    if (round >= MIN_ROUNDS && clt_now_seconds() - t0 > BUDGET_SECONDS) break;
     /* the same for every candidate of a round, from one GEMM's first
      * timing (a run alone, taken in the warm-up round) */
     int runs = round < 0 ? 1 : queued_runs(t[0].seconds);
@@ -225,10 +219,10 @@ typedef struct ways_state {
 
 static clt_status time_way(clt_context *ctx, const clt_measure_work *w, int i,
                            double *seconds) {
-  double t0 = now_seconds();
+  double t0 = clt_now_seconds();
   CLT_TRY(w->run(w->user, i));
   CLT_TRY(clt_context_finish(ctx));
-  double dt = now_seconds() - t0;
+  double dt = clt_now_seconds() - t0;
   if (*seconds == 0.0 || dt < *seconds) *seconds = dt;
   return CLT_OK;
 }
@@ -314,8 +308,8 @@ clt_status clt_measure_ways(clt_context *ctx, const clt_measure_work *w,
   }
   double t0 = 0.0;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
-    if (round == 0) t0 = now_seconds();
-    if (round >= MIN_ROUNDS && now_seconds() - t0 > BUDGET_SECONDS) break;
+    if (round == 0) t0 = clt_now_seconds();
+    if (round >= MIN_ROUNDS && clt_now_seconds() - t0 > BUDGET_SECONDS) break;
     for (int i = 0; st == CLT_OK && i < w->count; i++) {
       if (rejected[i] || !timing[i]) continue;
       if (round >= 0) {

@@ -21,17 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/words.h"
 #include "runtime/plan_store.h"
 #include "tensor/tensor.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 #define N CLT_NO_TRANS
 #define T CLT_TRANS
@@ -175,10 +169,10 @@ static clt_status time_set(clt_context *ctx, const clt_gemm_search_space *sp,
         break;
       }
       for (int r = 0; r < sp->repeats; r++) {
-        double t0 = now_s();
+        double t0 = clt_now_seconds();
         CLT_TRY(run_product(ctx, sb, p, form == 1));
         CLT_TRY(clt_context_finish(ctx));
-        double dt = now_s() - t0;
+        double dt = clt_now_seconds() - t0;
         if (dt < best) best = dt;
       }
     }
@@ -214,7 +208,7 @@ clt_status clt_gemm_search_run(clt_context *ctx,
   if (sets > CLT_GEMM_TUNE_MAX_ROWS || sp->shape_count < 1 ||
       sp->direct_count < 1 || sp->indirect_count < 1)
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "GEMM search: %d sets", sets);
-  double t_start = now_s();
+  double t_start = clt_now_seconds();
   int64_t max_a = 1, max_b = 1, max_c = 1;
   for (int i = 0; i < sp->shape_count; i++) {
     const clt_gemm_search_shape *p = &sp->shapes[i];
@@ -319,7 +313,7 @@ clt_status clt_gemm_search_run(clt_context *ctx,
     clt_gemm_state_set(ctx, r->indirect_min > 0 ? r->indirect_min : 1,
                        text);
   }
-  r->search_seconds = now_s() - t_start;
+  r->search_seconds = clt_now_seconds() - t_start;
   for (int i = 0; sb.ref && i < sp->shape_count; i++) free(sb.ref[i]);
   free(sb.ref);
   free(sb.got);

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "runtime/cache.h"
 #include "runtime/runtime.h"
 
@@ -48,12 +48,6 @@ clt_status clt_ctx_cl_fail(clt_context *ctx, cl_int code, const char *what) {
 void *clt_malloc(clt_context *ctx, size_t bytes) {
   if (ctx) ctx->memory_stats.host_allocations++;
   return malloc(bytes);
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static clt_status pick_device(const clt_context_options *opts,
@@ -156,9 +150,9 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   ctx->loop_limit = CLT_LOOP_LIMIT;
   ctx->loop_cap = -1;
   if (st == CLT_OK) {
-    double t0 = now_seconds();
+    double t0 = clt_now_seconds();
     st = clt_programs_build(ctx, cache_dir, cache_on);
-    ctx->kernel_stats.build_seconds = now_seconds() - t0;
+    ctx->kernel_stats.build_seconds = clt_now_seconds() - t0;
   }
   /* The callback and its data belong to this call: a program built later,
    * on demand (clt_program_build_extra), must not reach a caller's data

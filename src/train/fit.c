@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "data/loader.h"
 #include "dist/dist.h"
 #include "graph/graph.h"
@@ -20,12 +20,6 @@ CLT_API void clt_fit_options_init(clt_fit_options *o) {
   o->seed = 1;
   o->shuffle = true;
   o->progress_every = 50;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static clt_status check_data(clt_graph *g, const clt_dataset *ds,
@@ -162,7 +156,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   cl_event ev = NULL;
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
-  double t0 = now_s();
+  double t0 = clt_now_seconds();
   clt_status st = read_metrics(g, out, true);
   while (st == CLT_OK && clt_loader_next(l, &b)) {
     cl_event next_ev = NULL;
@@ -187,7 +181,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
       st = read_metrics(g, out, false);
       if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
       if (st == CLT_OK && report) {
-        double el = now_s() - t0;
+        double el = clt_now_seconds() - t0;
         clt_progress p = {training ? CLT_PHASE_TRAIN : CLT_PHASE_EVAL,
                           rs->epoch, rs->fo->epochs, done, batches,
                           out->loss, out->accuracy,
@@ -214,7 +208,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   cl_event ev = NULL;
   int64_t done = 0;
   int every = rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
-  double t0 = now_s();
+  double t0 = clt_now_seconds();
   clt_status pending = read_metrics(g, out, true), st = CLT_OK;
   while (st == CLT_OK && clt_loader_next(l, &b)) {
     cl_event next_ev = NULL;
@@ -238,7 +232,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
         nan_check(g, out, rs->epoch, done) != CLT_OK)
       st = clt_dist_agree(d, g->ctx, CLT_ERR_NAN);
     if (st == CLT_OK && pending == CLT_OK && rs->fo->progress) {
-      double el = now_s() - t0;
+      double el = clt_now_seconds() - t0;
       clt_progress p = {CLT_PHASE_TRAIN, rs->epoch, rs->fo->epochs, done,
                         batches, out->loss, out->accuracy,
                         el > 0 ? (double)out->samples / el : 0.0, NULL};
@@ -246,7 +240,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
     }
   }
   release_held(l, &held, &ev);
-  clt_dist_add_train_time(d, now_s() - t0);
+  clt_dist_add_train_time(d, clt_now_seconds() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
   clt_status m_st = read_metrics(g, out, true);
   if (pending == CLT_OK) pending = m_st;
@@ -357,13 +351,13 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   memset(es, 0, sizeof *es);
   es->epoch = rs->epoch;
   es->lr = clt_optimizer_set_epoch(rs->opt, rs->epoch - 1);
-  double t0 = now_s();
+  double t0 = clt_now_seconds();
   CLT_TRY(clt_loader_start_epoch(train_l, rs->epoch - 1));
   clt_metrics m;
   int64_t batches = clt_loader_batches_per_epoch(train_l);
   CLT_TRY(rs->dist ? run_batches_dist(rs, train_l, batches, &m)
                    : run_batches(rs, train_l, batches, &m));
-  es->seconds = now_s() - t0;
+  es->seconds = clt_now_seconds() - t0;
   es->images_per_sec = es->seconds > 0 ? (double)m.samples / es->seconds : 0;
   es->train_loss = m.loss;
   es->train_acc = m.accuracy;
