@@ -47,9 +47,7 @@ static void build_options(const clt_context *ctx, const char *extra,
            ctx->work_group, extra[0] ? " " : "", extra);
 }
 
-/* The driver's build log of prog, NUL-terminated (malloc'd; NULL where
- * there is none). */
-static char *build_log(const clt_context *ctx, cl_program prog) {
+char *clt_program_build_log(const clt_context *ctx, cl_program prog) {
   size_t size = 0;
   if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL,
                             &size) != CL_SUCCESS)
@@ -65,7 +63,7 @@ static char *build_log(const clt_context *ctx, cl_program prog) {
 
 static clt_status build_failed(clt_context *ctx, cl_program prog,
                                const char *name, cl_int rc) {
-  char *log = build_log(ctx, prog);
+  char *log = clt_program_build_log(ctx, prog);
   clt_ctx_fail(ctx, CLT_ERR_BUILD, "building cl/%s.cl for %s failed (%s):\n%s",
                name, ctx->info.name, clt_cl_error_name(rc), log ? log : "");
   free(log);
@@ -218,7 +216,7 @@ static clt_status build_rewritten(clt_context *ctx,
   if (rc != CL_SUCCESS)
     rc = clBuildProgram(prog, 1, &ctx->device, "", NULL, NULL);
   if (verbose) {
-    char *log = build_log(ctx, prog);
+    char *log = clt_program_build_log(ctx, prog);
     dump_text(p->name, key, ".log", log);
     free(log);
   }

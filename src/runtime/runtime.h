@@ -234,6 +234,9 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
                                      const char *extra, const char *tag,
                                      clt_binary_patch_fn patch,
                                      cl_program *out);
+/* The driver's build log of prog for the context's device, NUL-terminated
+ * (malloc'd; NULL where there is none). */
+char *clt_program_build_log(const clt_context *ctx, cl_program prog);
 /* Whether the device lists an OpenCL extension. */
 bool clt_device_has_extension(cl_device_id device, const char *name);
 
