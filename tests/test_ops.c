@@ -1558,24 +1558,33 @@ START_TEST(bn_shapes) {
   double e;
   ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, 1, &e), e, TOL,
                   "%lldx%lldx%lld", (long long)N, (long long)C, (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, false, 2, &e),
-                  e, TOL, "%lldx%lldx%lld", (long long)N, (long long)C,
-                  (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, false, 1, &e), e,
-                  TOL, "%lldx%lldx%lld eps 0.1", (long long)N, (long long)C,
-                  (long long)HW);
-  ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, true, _i % 3,
-                                       &e),
-                  e, TOL, "%lldx%lldx%lld relu round %d", (long long)N,
-                  (long long)C, (long long)HW, _i % 3);
-  for (int training = 0; training < 2; training++)
-    for (int acc = 0; acc < 2; acc++)
-      ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
-                                            acc, 1, (training + acc) % 3, &e),
-                      e, TOL,
-                      "%lldx%lldx%lld training=%d accumulate=%d round %d",
-                      (long long)N, (long long)C, (long long)HW, training,
-                      acc, (training + acc) % 3);
+  /* Both layouts of the element-wise passes: per element, and in runs of
+   * 16 (whole runs and a tail where HW is 49, 300 or 1000; only a tail
+   * where it is under 16). */
+  for (int r16 = 0; r16 < 2; r16++) {
+    ck_assert_check(
+        clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, false, r16, 2, &e), e,
+        TOL, "%lldx%lldx%lld runs16=%d", (long long)N, (long long)C,
+        (long long)HW, r16);
+    ck_assert_check(
+        clt_check_bn_forward(g_ctx, N, C, HW, 0.1f, false, r16, 1, &e), e,
+        TOL, "%lldx%lldx%lld eps 0.1 runs16=%d", (long long)N, (long long)C,
+        (long long)HW, r16);
+    ck_assert_check(clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, true, r16,
+                                         (_i + r16) % 3, &e),
+                    e, TOL, "%lldx%lldx%lld relu round %d runs16=%d",
+                    (long long)N, (long long)C, (long long)HW, (_i + r16) % 3,
+                    r16);
+    for (int training = 0; training < 2; training++)
+      for (int acc = 0; acc < 2; acc++)
+        ck_assert_check(
+            clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training, acc, 1,
+                                  r16, (training + acc + r16) % 3, &e),
+            e, TOL,
+            "%lldx%lldx%lld training=%d accumulate=%d round %d runs16=%d",
+            (long long)N, (long long)C, (long long)HW, training, acc,
+            (training + acc + r16) % 3, r16);
+  }
   /* The split reductions: 2 and 3 parts leave a shorter last chunk for
    * odd N, 128 more parts than planes (one plane each). */
   static const int64_t wants[] = {2, 3, 8, 128};
@@ -1585,7 +1594,7 @@ START_TEST(bn_shapes) {
                     (long long)C, (long long)HW, (long long)wants[w]);
     for (int training = 0; training < 2; training++)
       ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, training,
-                                            training, wants[w],
+                                            training, wants[w], w % 2 == 1,
                                             (int)(w + training) % 3, &e),
                       e, TOL,
                       "%lldx%lldx%lld training=%d in %lld parts round %d",
@@ -1615,7 +1624,7 @@ START_TEST(reductions_under_loop_cap) {
   ck_assert_check(clt_check_bn_stats(g_ctx, 24000, 2, 1, 1, &e), e, TOL,
                   "batchnorm 24000x2, cap %lld", (long long)cap);
   ck_assert_check(clt_check_bn_backward(g_ctx, 24000, 2, 1, 1e-5f, true,
-                                        false, 1, 0, &e),
+                                        false, 1, false, 0, &e),
                   e, TOL, "batchnorm backward 24000x2, cap %lld",
                   (long long)cap);
 
@@ -1657,7 +1666,7 @@ START_TEST(reductions_under_loop_cap) {
       for (int training = 0; training < 2; training++)
         ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f,
                                               training, !training, wants[w],
-                                              0, &e),
+                                              training == 1, 0, &e),
                         e, TOL,
                         "backward %lldx%lldx%lld training=%d asking for %lld",
                         (long long)N, (long long)C, (long long)HW, training,
@@ -1678,7 +1687,9 @@ END_TEST
 START_TEST(bn_backward_eval_single) {
   double e;
   ck_assert_check(
-      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, 1, 2, &e), e,
+      clt_check_bn_backward(g_ctx, 1, 3, 1, 1e-5f, false, true, 1, false, 2,
+                            &e),
+      e,
       TOL, "1x3x1 evaluation, fp16-saved");
 }
 END_TEST
@@ -1703,9 +1714,12 @@ END_TEST
 /* The training-mode backward against central differences of the device's
  * own statistics and forward: L = sum(dy * bn(x)). Each perturbed copy of
  * one channel is a channel of its own in one stacked input, so one
- * bn_stats and one bn_forward give every difference. */
+ * bn_stats and one bn_forward give every difference. Loop 0 per element,
+ * loop 1 in runs of 16 (planes of 17: a run and a tail). */
 START_TEST(bn_backward_finite_differences) {
-  const int64_t N = test_tiny() ? 2 : 3, C = 2, HW = test_tiny() ? 3 : 5;
+  const bool r16 = _i == 1;
+  const int64_t N = test_tiny() ? 2 : 3, C = 2;
+  const int64_t HW = r16 ? 17 : test_tiny() ? 3 : 5;
   const int64_t M = N * HW, n = N * C * HW, K = 2 * n; /* stacked channels */
   const float h = 1e-2f, eps = 1e-5f;
   float *x = malloc((size_t)n * sizeof(float));
@@ -1744,10 +1758,11 @@ START_TEST(bn_backward_finite_differences) {
   clt_tensor *tms = upload_new(gs, K), *tvs = upload_new(gs, K);
   ck_assert_ok(clt_bn_stats(g_ctx, tmean, tvar, tx, N, C, HW, 1, NULL));
   ck_assert_ok(clt_bn_backward(g_ctx, tdx, tdg, tdb, tdy, tx, tmean, tvar, tg,
-                               N, C, HW, eps, true, false, 1, NULL, NULL));
+                               N, C, HW, eps, true, false, 1, r16, NULL,
+                               NULL));
   ck_assert_ok(clt_bn_stats(g_ctx, tms, tvs, txs, N, K, HW, 1, NULL));
   ck_assert_ok(clt_bn_forward(g_ctx, tys, txs, tms, tvs, tgs, tbs, N, K, HW,
-                              eps, false, NULL));
+                              eps, false, r16, NULL));
   float *dx = download_new(tdx), *ys = download_new(tys);
   for (int64_t j = 0; j < n; j++) {
     int64_t c = (j / HW) % C;
@@ -1759,10 +1774,10 @@ START_TEST(bn_backward_finite_differences) {
                         ys[(b * K + 2 * j + sign) * HW + s];
     double fd = (loss[0] - loss[1]) / (2.0 * h);
     ck_assert_msg(fabs(fd - dx[j]) < 2e-3 * (fabs(fd) > 1.0 ? fabs(fd) : 1.0),
-                  "batchnorm %lldx%lldx%lld (M=%lld) element %lld: backward "
-                  "%g, finite difference %g",
+                  "batchnorm %lldx%lldx%lld (M=%lld, runs16=%d) element "
+                  "%lld: backward %g, finite difference %g",
                   (long long)N, (long long)C, (long long)HW, (long long)M,
-                  (long long)j, dx[j], fd);
+                  r16, (long long)j, dx[j], fd);
   }
   free(dx);
   free(ys);
@@ -1915,7 +1930,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(norm, bn_shapes, 0, bn_shape_count());
   tcase_add_test(norm, bn_backward_eval_single);
   tcase_add_test(norm, bn_update_running_shapes);
-  tcase_add_test(norm, bn_backward_finite_differences);
+  tcase_add_loop_test(norm, bn_backward_finite_differences, 0, 2);
   suite_add_tcase(s, norm);
 
   TCase *misc = tcase_create("dropout and concat");

@@ -275,19 +275,21 @@ clt_status clt_check_bn_stats(clt_context *ctx, int64_t N, int64_t C,
 clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
                                        float momentum, double *max_err);
 /* y = (x - mean) / sqrt(var + eps) * gamma + beta, var in [0.25, 2],
- * then max(y, 0) where relu (a fused ReLU). */
+ * then max(y, 0) where relu (a fused ReLU); runs16: the layout in runs of
+ * 16 (clt_bn_forward). */
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, bool relu, int round16,
-                                double *max_err);
+                                int64_t HW, float eps, bool relu, bool runs16,
+                                int round16, double *max_err);
 /* dgamma = sum dy xhat, dbeta = sum dy, and dx (+)=: in training, the
  * gradient through the batch statistics (the op is given mean / var = the
  * batch's, rounded to float); in evaluation, gamma dy / sqrt(var + eps)
  * with running statistics. A second call with dx NULL must still give
- * dgamma and dbeta. want: as clt_check_bn_stats. */
+ * dgamma and dbeta. want: as clt_check_bn_stats; runs16: dx's layout, as
+ * clt_check_bn_forward's. */
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want, int round16,
-                                 double *max_err);
+                                 bool accumulate, int64_t want, bool runs16,
+                                 int round16, double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or

@@ -12,6 +12,7 @@ typedef struct bn_args {
   bool training, accumulate;
   int64_t want; /* the split's parts asked for (clt_bn_stats) */
   bool relu;    /* the forward's fused ReLU */
+  bool runs16;  /* the element-wise passes in runs of 16 */
 } bn_args;
 
 /* The split's workspace, where a->want asks for one or the device's loop
@@ -151,7 +152,7 @@ static clt_status bn_forward_body(check_set *s, const void *arg) {
   const clt_round16 *round;
   CLT_TRY(check_round(s, y, &round));
   CLT_TRY(clt_bn_forward(s->ctx, y->t, x->t, mean->t, var->t, gamma->t, beta->t,
-                         a->N, C, HW, a->eps, a->relu, round));
+                         a->N, C, HW, a->eps, a->relu, a->runs16, round));
   for (int64_t i = 0; i < n; i++) {
     int64_t c = (i / HW) % C;
     double inv = 1.0 / sqrt((double)var->host[c] + a->eps);
@@ -163,9 +164,10 @@ static clt_status bn_forward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
-                                int64_t HW, float eps, bool relu, int round16,
-                                double *max_err) {
-  bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps, .relu = relu};
+                                int64_t HW, float eps, bool relu, bool runs16,
+                                int round16, double *max_err) {
+  bn_args a = {.N = N, .C = C, .HW = HW, .eps = eps, .relu = relu,
+               .runs16 = runs16};
   return check_run_rounded(ctx, 260, bn_forward_body, &a, round16, max_err);
 }
 
@@ -191,12 +193,12 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_round(s, dx, &round));
   CLT_TRY(clt_bn_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
                           mean->t, var->t, gamma->t, N, C, HW, eps, training,
-                          accumulate, a->want, work, round));
+                          accumulate, a->want, a->runs16, work, round));
   /* Without dx, dgamma and dbeta must come all the same (a rounding asked
    * for dx is then nobody's). */
   CLT_TRY(clt_bn_backward(s->ctx, NULL, dgamma2->t, dbeta2->t, dy->t, x->t,
                           mean->t, var->t, gamma->t, N, C, HW, eps, training,
-                          accumulate, a->want, work, round));
+                          accumulate, a->want, a->runs16, work, round));
   for (int64_t c = 0; c < C; c++) {
     double mu = mean->host[c], inv = 1.0 / sqrt((double)var->host[c] + eps);
     double sg = 0.0, sb = 0.0;
@@ -224,8 +226,8 @@ static clt_status bn_backward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t HW, float eps, bool training,
-                                 bool accumulate, int64_t want, int round16,
-                                 double *max_err) {
-  bn_args a = {N, C, HW, eps, training, accumulate, want, false};
+                                 bool accumulate, int64_t want, bool runs16,
+                                 int round16, double *max_err) {
+  bn_args a = {N, C, HW, eps, training, accumulate, want, false, runs16};
   return check_run_rounded(ctx, 270, bn_backward_body, &a, round16, max_err);
 }

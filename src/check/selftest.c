@@ -366,22 +366,32 @@ static clt_status st_bn_stats_split(clt_context *ctx, double *e) {
   return clt_check_bn_stats(ctx, 7, 3, 49, 3, e);
 }
 static clt_status st_bn_bwd_split(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, 0, e);
+  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, false, 0,
+                               e);
 }
 static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
 }
 static clt_status st_bn_fwd(clt_context *ctx, double *e) {
-  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, false, 2, e);
+  return clt_check_bn_forward(ctx, 7, 3, 49, 1e-5f, false, false, 2, e);
 }
 static clt_status st_bn_fwd_relu(clt_context *ctx, double *e) {
-  return clt_check_bn_forward(ctx, 5, 4, 33, 1e-5f, true, 1, e);
+  return clt_check_bn_forward(ctx, 5, 4, 33, 1e-5f, true, false, 1, e);
 }
 static clt_status st_bn_bwd_train(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, 1, e);
+  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, false, 1, false, 1,
+                               e);
 }
 static clt_status st_bn_bwd_eval(clt_context *ctx, double *e) {
-  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, 0, e);
+  return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, false, 0,
+                               e);
+}
+static clt_status st_bn_fwd16(clt_context *ctx, double *e) {
+  return clt_check_bn_forward(ctx, 5, 4, 33, 1e-5f, true, true, 2, e);
+}
+static clt_status st_bn_bwd16(clt_context *ctx, double *e) {
+  return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, true, 1, true, 1,
+                               e);
 }
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
@@ -524,6 +534,11 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"batchnorm backward training 7x3x49, fp16-rounded", st_bn_bwd_train, 1e-5,
      false},
     {"batchnorm backward eval 33x10 accumulate", st_bn_bwd_eval, 1e-5, false},
+    {"batchnorm forward 5x4x33 + fused relu in runs of 16, fp16-saved",
+     st_bn_fwd16, 1e-5, false},
+    {"batchnorm backward training 7x3x49 accumulate in runs of 16, "
+     "fp16-rounded",
+     st_bn_bwd16, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},
     {"mul 257 accumulate", st_mul_acc, 1e-6, false},

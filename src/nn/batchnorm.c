@@ -22,6 +22,9 @@ typedef struct bn_state {
    * one group per channel, measured at compile; work their partial sums. */
   int64_t stats_parts, grad_parts;
   clt_tensor *work;
+  /* The element-wise passes' layouts (clt_bn_forward's runs16), forward
+   * and backward, measured at compile. */
+  bool apply16, grad16;
 } bn_state;
 
 /* The ways of both reductions, and the parts each asks for. */
@@ -99,7 +102,68 @@ static clt_status run_bn_way(void *user, int way) {
   return clt_bn_backward(w->g->ctx, NULL, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
                          w->n->grad, x, s->mean, s->var, &p[BN_WEIGHT].value,
                          b, s->C, s->HW, s->eps, true, false, way_parts[way],
-                         s->work, NULL);
+                         false, s->work, NULL);
+}
+
+/* The element-wise passes' ways: way 1 in runs of 16. The backward's
+ * time includes its gradient sums, in the way chosen for them. */
+static clt_status run_apply_way(void *user, int way) {
+  bn_work *w = user;
+  bn_state *s = w->n->state;
+  clt_param *p = w->n->params;
+  const clt_tensor *x = clt_graph_in(w->g, w->n, 0)->out;
+  int64_t b = w->g->max_batch;
+  if (!w->backward)
+    return clt_bn_forward(w->g->ctx, w->n->out, x, s->mean, s->var,
+                          &p[BN_WEIGHT].value, &p[BN_BIAS].value, b, s->C,
+                          s->HW, s->eps, w->n->fused_relu, way == 1, NULL);
+  return clt_bn_backward(w->g->ctx, clt_graph_in(w->g, w->n, 0)->grad,
+                         &p[BN_WEIGHT].grad, &p[BN_BIAS].grad, w->n->grad, x,
+                         s->mean, s->var, &p[BN_WEIGHT].value, b, s->C, s->HW,
+                         s->eps, true, false, s->grad_parts, way == 1, s->work,
+                         NULL);
+}
+
+/* Picks the element-wise passes' layouts: a work-item per value or per run
+ * of 16 values (issue 8's kernels laid out for the device; only planes of
+ * 16 values or more have runs), on the statistics and values the
+ * reductions' measurement left. */
+static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
+                                const char *key) {
+  bn_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch, count = b * s->C * s->HW;
+  s->apply16 = s->grad16 = false;
+  if (s->HW < 16) return CLT_OK;
+  char shape[64], fkey[200];
+  snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
+           (long long)(b * s->HW));
+  snprintf(fkey, sizeof fkey, "%s, relu %d", key, n->fused_relu ? 1 : 0);
+  bn_work bw = {g, n, false};
+  clt_tensor check = clt_tensor_slice_1d(n->out, 0, count);
+  clt_graph_ways ways = {
+      .what = "apply layout",
+      .shape = shape,
+      .m = s->C,
+      .n = b * s->HW,
+      .k = 1,
+      .key = fkey,
+      .names = {"per element", "runs of 16"},
+      .work = {.count = 2, .run = run_apply_way, .user = &bw,
+               .check_count = 1}};
+  ways.work.checks[0] = &check;
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->apply16 = chosen == 1;
+  if (!n->grad || !in->grad) return CLT_OK;
+  if (clt_graph_plans_measure(g)) CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  bw.backward = true;
+  check = clt_tensor_slice_1d(in->grad, 0, count);
+  ways.what = "apply backward layout";
+  ways.key = key;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->grad16 = chosen == 1;
+  return CLT_OK;
 }
 
 /* Picks the reductions' ways (issue 8's kernels laid out for the device):
@@ -132,18 +196,16 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->stats_parts = way_parts[chosen];
-  if (!n->grad) return CLT_OK;
-  if (measuring) {
-    CLT_TRY(run_bn_way(&bw, 0)); /* the statistics the backward reads */
-    CLT_TRY(clt_graph_plan_fill(g, n->grad));
-  }
+  if (measuring) CLT_TRY(run_bn_way(&bw, 0)); /* the statistics applied */
+  if (!n->grad) return bn_plan_apply(g, n, key);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, n->grad));
   bw.backward = true;
   ways.what = "stats backward layout";
   ways.work.checks[0] = &n->params[BN_WEIGHT].grad;
   ways.work.checks[1] = &n->params[BN_BIAS].grad;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->grad_parts = way_parts[chosen];
-  return CLT_OK;
+  return bn_plan_apply(g, n, key);
 }
 
 static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
@@ -176,7 +238,7 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   }
   return clt_bn_forward(g->ctx, n->out, x, mean, var, &p[BN_WEIGHT].value,
                         &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps,
-                        n->fused_relu, clt_graph_out_round(g, n));
+                        n->fused_relu, s->apply16, clt_graph_out_round(g, n));
 }
 
 static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
@@ -195,7 +257,7 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
                          n->grad, clt_graph_in(g, n, 0)->out, mean, var,
                          &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
-                         s->trained, acc, s->grad_parts, s->work,
+                         s->trained, acc, s->grad_parts, s->grad16, s->work,
                          dx ? clt_graph_grad_round(g, n, 0, acc) : NULL);
 }
 

@@ -1,15 +1,17 @@
 /* Batch normalisation (cl/norm.cl). */
 #include "ops/ops.h"
 
-/* The element-wise kernels' range: (spatial position, plane), in groups of
- * at most the one-dimensional launches' items (clt_launch_items, measured
- * per device), a row of a plane (or several small planes) each. */
+/* The element-wise kernels' range: (spatial position, plane), or (run of
+ * 16 positions, plane) where runs16, in groups of at most the
+ * one-dimensional launches' items (clt_launch_items, measured per device),
+ * a row of a plane (or several small planes) each. */
 static void plane_range(const clt_context *ctx, int64_t planes, int64_t HW,
-                        size_t global[2], size_t local[2]) {
+                        bool runs16, size_t global[2], size_t local[2]) {
   size_t most = clt_launch_items(ctx);
-  local[0] = (size_t)HW < most ? (size_t)HW : most;
+  size_t items = (size_t)(runs16 ? (HW + 15) / 16 : HW);
+  local[0] = items < most ? items : most;
   local[1] = most / local[0];
-  global[0] = (size_t)HW;
+  global[0] = items;
   global[1] = (size_t)planes;
 }
 
@@ -155,10 +157,11 @@ clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
                           int64_t N, int64_t C, int64_t HW, float eps,
-                          bool relu, const clt_round16 *round) {
+                          bool relu, bool runs16, const clt_round16 *round) {
   size_t global[2], local[2];
-  plane_range(ctx, N * C, HW, global, local);
-  return CLT_RUN(ctx, KR_ID(CLT_K_bn_apply, round), 2, global, local, KT(y),
+  plane_range(ctx, N * C, HW, runs16, global, local);
+  clt_kernel_id id = runs16 ? CLT_K_bn_apply16 : CLT_K_bn_apply;
+  return CLT_RUN(ctx, KR_ID(id, round), 2, global, local, KT(y),
                  KT(x), KT(mean), KT(var), KT(gamma), KT(beta), KI(N), KI(C),
                  KI(HW), KF(eps), KI(relu), KR(round, y));
 }
@@ -169,8 +172,8 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate, int64_t want, clt_tensor *work,
-                           const clt_round16 *round) {
+                           bool accumulate, int64_t want, bool runs16,
+                           clt_tensor *work, const clt_round16 *round) {
   int64_t chunk, parts;
   CLT_TRY(clt_bn_parts(ctx, N, HW, true, want, &parts, &chunk));
   if (parts == 0) {
@@ -190,8 +193,10 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
   }
   if (!dx) return CLT_OK;
   size_t g2[2], l2[2];
-  plane_range(ctx, N * C, HW, g2, l2);
-  return CLT_RUN(ctx, KR_ID(CLT_K_bn_backward_apply, round), 2, g2, l2,
+  plane_range(ctx, N * C, HW, runs16, g2, l2);
+  clt_kernel_id id =
+      runs16 ? CLT_K_bn_backward_apply16 : CLT_K_bn_backward_apply;
+  return CLT_RUN(ctx, KR_ID(id, round), 2, g2, l2,
                  KT(dx), KT(dy), KT(x), KT(mean), KT(var), KT(gamma),
                  KT(dgamma), KT(dbeta), KI(N), KI(C), KI(HW), KF(eps),
                  KI(training), KI(accumulate), KR(round, dx));

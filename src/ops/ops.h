@@ -352,20 +352,22 @@ clt_status clt_bn_update_running(clt_context *ctx, clt_tensor *rmean,
                                  const clt_tensor *mean, const clt_tensor *var,
                                  int64_t C, int64_t M, float momentum);
 /* y = (x - mean) / sqrt(var + eps) gamma + beta, then max(y, 0) where
- * relu (a ReLU fused after it: the ReLU layer's select). */
+ * relu (a ReLU fused after it: the ReLU layer's select). runs16: the
+ * layout with a work-item per run of 16 positions of a plane, else one per
+ * position (cl/norm.cl; the layer measures which is faster). */
 clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *mean, const clt_tensor *var,
                           const clt_tensor *gamma, const clt_tensor *beta,
                           int64_t N, int64_t C, int64_t HW, float eps,
-                          bool relu, const clt_round16 *round);
+                          bool relu, bool runs16, const clt_round16 *round);
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,
                            const clt_tensor *mean, const clt_tensor *var,
                            const clt_tensor *gamma, int64_t N, int64_t C,
                            int64_t HW, float eps, bool training,
-                           bool accumulate, int64_t want, clt_tensor *work,
-                           const clt_round16 *round);
+                           bool accumulate, int64_t want, bool runs16,
+                           clt_tensor *work, const clt_round16 *round);
 
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,

@@ -77,8 +77,10 @@
   X(bn_stats, "norm")                                                          \
   X(bn_update_running, "norm")                                                 \
   CLT_KERNEL_R16(X, bn_apply, "norm")                                          \
+  CLT_KERNEL_R16(X, bn_apply16, "norm")                                        \
   X(bn_backward_reduce, "norm")                                                \
   CLT_KERNEL_R16(X, bn_backward_apply, "norm")                                 \
+  CLT_KERNEL_R16(X, bn_backward_apply16, "norm")                               \
   X(bn_stats_part, "norm")                                                     \
   X(bn_stats_combine, "norm")                                                  \
   X(bn_backward_part, "norm")                                                  \
