@@ -1586,8 +1586,9 @@ START_TEST(bn_shapes) {
             (training + acc + r16) % 3, r16);
   }
   /* The split reductions: 2 and 3 parts leave a shorter last chunk for
-   * odd N, 128 more parts than planes (one plane each). */
-  static const int64_t wants[] = {2, 3, 8, 128};
+   * odd N, 128 more parts than planes (one plane each); and one group per
+   * channel with an item per plane. */
+  static const int64_t wants[] = {2, 3, 8, 128, CLT_BN_PER_PLANE};
   for (size_t w = 0; w < COUNT(wants); w++) {
     ck_assert_check(clt_check_bn_stats(g_ctx, N, C, HW, wants[w], &e), e, TOL,
                     "%lldx%lldx%lld in %lld parts", (long long)N,
@@ -1672,6 +1673,27 @@ START_TEST(reductions_under_loop_cap) {
                         (long long)N, (long long)C, (long long)HW, training,
                         (long long)wants[w]);
     }
+  /* an item per plane: one group per channel where an item's planes loop
+   * within the budget, in parts where the statistics' two passes over
+   * 4800-value planes would not */
+  static const int64_t pps[][3] = {{2000, 3, 3}, {64, 2, 4800}};
+  for (int k = 0; k < COUNT(pps); k++) {
+    int64_t N = pps[k][0], C = pps[k][1], HW = pps[k][2], parts, chunk;
+    ck_assert_ok(clt_bn_parts(g_ctx, N, HW, false, CLT_BN_PER_PLANE, &parts,
+                              &chunk));
+    ck_assert_msg(k == 0 ? parts == 0 : parts > 1,
+                  "%lldx%lld an item per plane: %lld parts", (long long)N,
+                  (long long)HW, (long long)parts);
+    ck_assert_check(
+        clt_check_bn_stats(g_ctx, N, C, HW, CLT_BN_PER_PLANE, &e), e, TOL,
+        "%lldx%lldx%lld an item per plane, cap 600", (long long)N,
+        (long long)C, (long long)HW);
+    ck_assert_check(clt_check_bn_backward(g_ctx, N, C, HW, 1e-5f, true, false,
+                                          CLT_BN_PER_PLANE, false, 0, &e),
+                    e, TOL,
+                    "backward %lldx%lldx%lld an item per plane, cap 600",
+                    (long long)N, (long long)C, (long long)HW);
+  }
   /* planes so long that a part of one would loop past the budget: a
    * refusal naming the limit, not wrong numbers */
   int64_t long_hw = 16 * (int64_t)g_ctx->work_group * 8, parts, chunk;

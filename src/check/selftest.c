@@ -369,6 +369,13 @@ static clt_status st_bn_bwd_split(clt_context *ctx, double *e) {
   return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, true, 8, false, 0,
                                e);
 }
+static clt_status st_bn_stats_planes(clt_context *ctx, double *e) {
+  return clt_check_bn_stats(ctx, 7, 3, 49, CLT_BN_PER_PLANE, e);
+}
+static clt_status st_bn_bwd_planes(clt_context *ctx, double *e) {
+  return clt_check_bn_backward(ctx, 33, 10, 7, 1e-5f, true, false,
+                               CLT_BN_PER_PLANE, false, 0, e);
+}
 static clt_status st_bn_running(clt_context *ctx, double *e) {
   return clt_check_bn_update_running(ctx, 10, 343, 0.1f, e);
 }
@@ -526,6 +533,10 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"batchnorm stats 7x3x49", st_bn_stats, 1e-5, false},
     {"batchnorm stats 7x3x49 split in 3", st_bn_stats_split, 1e-5, false},
     {"batchnorm backward 33x10x7 split in 8 accumulate", st_bn_bwd_split, 1e-5,
+     false},
+    {"batchnorm stats 7x3x49 an item per plane", st_bn_stats_planes, 1e-5,
+     false},
+    {"batchnorm backward 33x10x7 an item per plane", st_bn_bwd_planes, 1e-5,
      false},
     {"batchnorm running stats 10", st_bn_running, 1e-6, false},
     {"batchnorm forward 7x3x49, fp16-saved", st_bn_fwd, 1e-5, false},

@@ -18,8 +18,9 @@ typedef struct bn_state {
   float momentum, eps;
   clt_tensor *mean, *var; /* this batch's statistics [C] */
   bool trained;           /* the last forward used batch statistics */
-  /* The reductions' ways (clt_bn_stats): the parts asked for, 1 for
-   * one group per channel, measured at compile; work their partial sums. */
+  /* The reductions' ways (clt_bn_stats): the parts asked for, 1 or
+   * CLT_BN_PER_PLANE for one group per channel, measured at compile; work
+   * their partial sums. */
   int64_t stats_parts, grad_parts;
   clt_tensor *work;
   /* The element-wise passes' layouts (clt_bn_forward's runs16), forward
@@ -29,9 +30,9 @@ typedef struct bn_state {
 
 /* The ways of both reductions, and the parts each asks for. */
 static const char *const way_names[] = {"per channel", "split 8", "split 32",
-                                        "split 128"};
-static const int64_t way_parts[] = {1, 8, 32, 128};
-#define BN_WAYS 4
+                                        "split 128", "per plane"};
+static const int64_t way_parts[] = {1, 8, 32, 128, CLT_BN_PER_PLANE};
+#define BN_WAYS 5
 
 enum { BN_WEIGHT, BN_BIAS, BN_RMEAN, BN_RVAR, BN_TRACKED };
 
@@ -215,7 +216,8 @@ static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->var));
   int64_t work;
   CLT_TRY(clt_bn_work_floats(g->ctx, g->max_batch, s->C, s->HW,
-                             way_parts[BN_WAYS - 1], &work));
+                             way_parts[3] /* split 128: the most parts */,
+                             &work));
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work));
   return bn_plan(g, n);
 }

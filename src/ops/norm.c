@@ -26,14 +26,17 @@ static int64_t split_parts(int64_t N, int64_t want, int64_t *chunk) {
 /* The loop iterations of a reduction's work-item, as llvmpipe counts them
  * (every iteration of every loop, and a loop's exit test): the kernels of
  * one group per channel walk all N planes, each plane one step of that
- * loop, its runs of 16 and its tail (each with its exit); the split
- * kernels walk chunk HW / CLT_WG elements of their chunk (each step with
- * its inner loop's exit test) and cross each of its planes' boundaries
- * once. passes: 2 for the statistics (the mean, then the deviations), 1
- * for the gradient sums; 64 for the group sums and the combine. */
+ * loop, its runs of 16 and its tail (each with its exit), or (planes)
+ * every CLT_WG-th plane, all its runs and its tail; the split kernels walk
+ * chunk HW / CLT_WG elements of their chunk (each step with its inner
+ * loop's exit test) and cross each of its planes' boundaries once.
+ * passes: 2 for the statistics (the mean, then the deviations), 1 for the
+ * gradient sums; 64 for the group sums and the combine. */
 static int64_t per_channel_loops(const clt_context *ctx, int64_t N,
-                                 int64_t HW, int passes) {
+                                 int64_t HW, int passes, bool planes) {
   int64_t wg = (int64_t)ctx->work_group;
+  if (planes)
+    return passes * ((N + wg - 1) / wg) * (3 + HW / 16 + HW % 16) + 64;
   int64_t runs = (HW / 16 + wg - 1) / wg, tail = (HW % 16 + wg - 1) / wg;
   return passes * N * (3 + runs + tail) + 64;
 }
@@ -60,7 +63,8 @@ clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
   CLT_TRY(clt_device_loop_cap(ctx, &cap));
   int64_t budget = clt_loop_budget(cap);
   bool per_channel_fits =
-      cap == 0 || per_channel_loops(ctx, N, HW, passes) <= budget;
+      cap == 0 || per_channel_loops(ctx, N, HW, passes,
+                                    want == CLT_BN_PER_PLANE) <= budget;
   if (want <= 1 && per_channel_fits) {
     *parts = 0;
     *chunk = N;
@@ -133,7 +137,8 @@ clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
   if (parts == 0) {
     size_t local = ctx->work_group, global = local * (size_t)C;
     return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean),
-                   KT(var), KT(x), KI(N), KI(C), KI(HW));
+                   KT(var), KT(x), KI(N), KI(C), KI(HW),
+                   KI(want == CLT_BN_PER_PLANE));
   }
   CLT_TRY(check_work(ctx, "batchnorm statistics", work, 2 * C * parts));
   size_t global[2], local[2];
@@ -180,7 +185,8 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
     size_t local = ctx->work_group, global = local * (size_t)C;
     CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
                     KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(var),
-                    KI(N), KI(C), KI(HW), KF(eps)));
+                    KI(N), KI(C), KI(HW), KF(eps),
+                    KI(want == CLT_BN_PER_PLANE)));
   } else {
     CLT_TRY(check_work(ctx, "batchnorm backward", work, 2 * C * parts));
     size_t global[2], local[2];

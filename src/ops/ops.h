@@ -327,9 +327,11 @@ clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
 
 /* Batch normalisation of x [N, C, HW] (HW 1 for dense inputs).
  * The reductions (the statistics, dgamma and dbeta) run one group per
- * channel where want <= 1 (work unused), else split (cl/norm.cl): the N
- * planes of each channel in parts chunks reduced side by side, then
- * combined, where one group per channel leaves a GPU idle.
+ * channel where want <= 1 (work unused), its items sharing each plane's
+ * runs of 16 (want 1) or each taking whole planes (want CLT_BN_PER_PLANE),
+ * else split (cl/norm.cl): the N planes of each channel in parts chunks
+ * reduced side by side, then combined, where one group per channel leaves
+ * a GPU idle.
  * clt_bn_parts gives the parts the reductions run in for `want` (backward:
  * dgamma and dbeta's sums, else the statistics): 0 for one group per
  * channel, else that many chunks of *chunk planes (work then holds at
@@ -339,6 +341,7 @@ clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
  * wrong statistics from 20,000 rows of BatchNorm1d otherwise).
  * clt_bn_work_floats: the work floats that ways asking for 1 to `most`
  * parts need, both reductions. */
+#define CLT_BN_PER_PLANE ((int64_t)-1)
 clt_status clt_bn_parts(clt_context *ctx, int64_t N, int64_t HW,
                         bool backward, int64_t want, int64_t *parts,
                         int64_t *chunk);
