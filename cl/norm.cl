@@ -100,11 +100,26 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
  * Xeon). Both compute each value by the same expression. */
 
 /* The forward's value of x in channel c, a fused ReLU's select after it
- * (relu && !(v > 0) gives 0, as the ReLU layer's select: NaN too). */
+ * (relu && !(v > 0) gives 0, as the ReLU layer's select: NaN too); relu:
+ * a ReLU fused after the layer (nn/batchnorm.c). */
 #define BN_APPLY(xv) (((xv) - mu) * k + be)
 #define BN_RELU(v) (relu && !((v) > 0.0f) ? 0.0f : (v))
 
-/* relu: a fused ReLU after it (nn/batchnorm.c). */
+#define BN_APPLY_PARAMS                                                       \
+  (__global float *y, int y_off, __global const float *x, int x_off,          \
+   __global const float *mean, int mean_off, __global const float *var,       \
+   int var_off, __global const float *gamma, int gamma_off,                   \
+   __global const float *beta, int beta_off, int N, int C, int HW, float eps, \
+   int relu, ROUND16_PARAMS)
+#define BN_APPLY_ARGS                                                         \
+  (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma, gamma_off, beta,  \
+   beta_off, N, C, HW, eps, relu, ROUND16_ARGS)
+
+/* Channel c's factors, for BN_APPLY. */
+#define BN_APPLY_FACTORS(c)                                                   \
+  float k = rsqrt(var[var_off + (c)] + eps) * gamma[gamma_off + (c)];        \
+  float mu = mean[mean_off + (c)], be = beta[beta_off + (c)]
+
 ROUND16_BODY bn_apply_body(__global float *y, int y_off,
                            __global const float *x, int x_off,
                            __global const float *mean, int mean_off,
@@ -116,21 +131,11 @@ ROUND16_BODY bn_apply_body(__global float *y, int y_off,
   int s = get_global_id(0), p = get_global_id(1);
   if (s >= HW || p >= N * C) return;
   int c = p % C, i = p * HW + s;
-  float k = rsqrt(var[var_off + c] + eps) * gamma[gamma_off + c];
-  float mu = mean[mean_off + c], be = beta[beta_off + c];
+  BN_APPLY_FACTORS(c);
   float v = BN_APPLY(x[x_off + i]);
   STORE16(y, y_off, i, BN_RELU(v));
 }
-ROUND16_VARIANTS(bn_apply, (__global float *y, int y_off,
-                  __global const float *x, int x_off,
-                  __global const float *mean, int mean_off,
-                  __global const float *var, int var_off,
-                  __global const float *gamma, int gamma_off,
-                  __global const float *beta, int beta_off, int N, int C,
-                  int HW, float eps, int relu, ROUND16_PARAMS),
-                 (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
-                  gamma_off, beta, beta_off, N, C, HW, eps, relu,
-                  ROUND16_ARGS))
+ROUND16_VARIANTS(bn_apply, BN_APPLY_PARAMS, BN_APPLY_ARGS)
 
 /* The same in runs of 16. */
 ROUND16_BODY bn_apply16_body(__global float *y, int y_off,
@@ -144,8 +149,7 @@ ROUND16_BODY bn_apply16_body(__global float *y, int y_off,
   int s = get_global_id(0) * 16, p = get_global_id(1);
   if (s >= HW || p >= N * C) return;
   int c = p % C, i = p * HW + s;
-  float k = rsqrt(var[var_off + c] + eps) * gamma[gamma_off + c];
-  float mu = mean[mean_off + c], be = beta[beta_off + c];
+  BN_APPLY_FACTORS(c);
   if (s + 16 <= HW) {
     float16 v = BN_APPLY(vload16(0, x + x_off + i));
     if (relu) v = select((float16)0.0f, v, v > 0.0f);
@@ -158,18 +162,12 @@ ROUND16_BODY bn_apply16_body(__global float *y, int y_off,
     STORE16(y, y_off, t, BN_RELU(v));
   }
 }
-ROUND16_VARIANTS(bn_apply16, (__global float *y, int y_off,
-                  __global const float *x, int x_off,
-                  __global const float *mean, int mean_off,
-                  __global const float *var, int var_off,
-                  __global const float *gamma, int gamma_off,
-                  __global const float *beta, int beta_off, int N, int C,
-                  int HW, float eps, int relu, ROUND16_PARAMS),
-                 (y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
-                  gamma_off, beta, beta_off, N, C, HW, eps, relu,
-                  ROUND16_ARGS))
+ROUND16_VARIANTS(bn_apply16, BN_APPLY_PARAMS, BN_APPLY_ARGS)
 #undef BN_APPLY
 #undef BN_RELU
+#undef BN_APPLY_PARAMS
+#undef BN_APPLY_ARGS
+#undef BN_APPLY_FACTORS
 
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,

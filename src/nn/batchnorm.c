@@ -89,40 +89,31 @@ typedef struct bn_work {
   clt_graph *g;
   clt_graph_node *n;
   bool backward;
+  bool apply; /* the element-wise pass's layouts, else the reductions' */
 } bn_work;
 
+/* Way `way` of the reductions (the statistics, or the backward's gradient
+ * sums alone), or of the element-wise passes (way 1 in runs of 16; the
+ * backward's timed with its gradient sums, in the way chosen for them). */
 static clt_status run_bn_way(void *user, int way) {
   bn_work *w = user;
   bn_state *s = w->n->state;
   clt_param *p = w->n->params;
-  const clt_tensor *x = clt_graph_in(w->g, w->n, 0)->out;
+  clt_graph_node *in = clt_graph_in(w->g, w->n, 0);
   int64_t b = w->g->max_batch;
-  if (!w->backward)
-    return clt_bn_stats(w->g->ctx, s->mean, s->var, x, b, s->C, s->HW,
+  if (!w->backward && !w->apply)
+    return clt_bn_stats(w->g->ctx, s->mean, s->var, in->out, b, s->C, s->HW,
                         way_parts[way], s->work);
-  return clt_bn_backward(w->g->ctx, NULL, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
-                         w->n->grad, x, s->mean, s->var, &p[BN_WEIGHT].value,
-                         b, s->C, s->HW, s->eps, true, false, way_parts[way],
-                         false, s->work, NULL);
-}
-
-/* The element-wise passes' ways: way 1 in runs of 16. The backward's
- * time includes its gradient sums, in the way chosen for them. */
-static clt_status run_apply_way(void *user, int way) {
-  bn_work *w = user;
-  bn_state *s = w->n->state;
-  clt_param *p = w->n->params;
-  const clt_tensor *x = clt_graph_in(w->g, w->n, 0)->out;
-  int64_t b = w->g->max_batch;
   if (!w->backward)
-    return clt_bn_forward(w->g->ctx, w->n->out, x, s->mean, s->var,
+    return clt_bn_forward(w->g->ctx, w->n->out, in->out, s->mean, s->var,
                           &p[BN_WEIGHT].value, &p[BN_BIAS].value, b, s->C,
                           s->HW, s->eps, w->n->fused_relu, way == 1, NULL);
-  return clt_bn_backward(w->g->ctx, clt_graph_in(w->g, w->n, 0)->grad,
-                         &p[BN_WEIGHT].grad, &p[BN_BIAS].grad, w->n->grad, x,
-                         s->mean, s->var, &p[BN_WEIGHT].value, b, s->C, s->HW,
-                         s->eps, true, false, s->grad_parts, way == 1, s->work,
-                         NULL);
+  return clt_bn_backward(
+      w->g->ctx, w->apply ? in->grad : NULL, &p[BN_WEIGHT].grad,
+      &p[BN_BIAS].grad, w->n->grad, in->out, s->mean, s->var,
+      &p[BN_WEIGHT].value, b, s->C, s->HW, s->eps, true, false,
+      w->apply ? s->grad_parts : way_parts[way], w->apply && way == 1,
+      s->work, NULL);
 }
 
 /* Picks the element-wise passes' layouts: a work-item per value or per run
@@ -140,7 +131,7 @@ static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
   snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
            (long long)(b * s->HW));
   snprintf(fkey, sizeof fkey, "%s, relu %d", key, n->fused_relu ? 1 : 0);
-  bn_work bw = {g, n, false};
+  bn_work bw = {g, n, false, true};
   clt_tensor check = clt_tensor_slice_1d(n->out, 0, count);
   clt_graph_ways ways = {
       .what = "apply layout",
@@ -150,7 +141,7 @@ static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
       .k = 1,
       .key = fkey,
       .names = {"per element", "runs of 16"},
-      .work = {.count = 2, .run = run_apply_way, .user = &bw,
+      .work = {.count = 2, .run = run_bn_way, .user = &bw,
                .check_count = 1}};
   ways.work.checks[0] = &check;
   int chosen = 0;
@@ -179,7 +170,7 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
            (long long)s->C, (long long)s->HW, (long long)b);
   snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
            (long long)(b * s->HW));
-  bn_work bw = {g, n, false};
+  bn_work bw = {g, n, false, false};
   clt_graph_ways ways = {
       .what = "stats layout",
       .shape = shape,
