@@ -28,10 +28,13 @@ typedef struct bn_state {
   bool apply16, grad16;
 } bn_state;
 
-/* The ways of both reductions, and the parts each asks for. */
+/* The ways of both reductions, and the parts each asks for (at most
+ * BN_MOST_PARTS, which the work buffer is sized for). */
+#define BN_MOST_PARTS 128
 static const char *const way_names[] = {"per channel", "split 8", "split 32",
                                         "split 128", "per plane"};
-static const int64_t way_parts[] = {1, 8, 32, 128, CLT_BN_PER_PLANE};
+static const int64_t way_parts[] = {1, 8, 32, BN_MOST_PARTS,
+                                    CLT_BN_PER_PLANE};
 #define BN_WAYS 5
 
 enum { BN_WEIGHT, BN_BIAS, BN_RMEAN, BN_RVAR, BN_TRACKED };
@@ -118,18 +121,16 @@ static clt_status run_bn_way(void *user, int way) {
 
 /* Picks the element-wise passes' layouts: a work-item per value or per run
  * of 16 values (issue 8's kernels laid out for the device; only planes of
- * 16 values or more have runs), on the statistics and values the
- * reductions' measurement left. */
+ * 16 values or more have runs), on the statistics, input and output
+ * gradient bn_plan left (key and shape: its records'). */
 static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
-                                const char *key) {
+                                const char *key, const char *shape) {
   bn_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch, count = b * s->C * s->HW;
   s->apply16 = s->grad16 = false;
   if (s->HW < 16) return CLT_OK;
-  char shape[64], fkey[200];
-  snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
-           (long long)(b * s->HW));
+  char fkey[200];
   snprintf(fkey, sizeof fkey, "%s, relu %d", key, n->fused_relu ? 1 : 0);
   bn_work bw = {g, n, false, true};
   clt_tensor check = clt_tensor_slice_1d(n->out, 0, count);
@@ -148,7 +149,6 @@ static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->apply16 = chosen == 1;
   if (!n->grad || !in->grad) return CLT_OK;
-  if (clt_graph_plans_measure(g)) CLT_TRY(clt_graph_plan_fill(g, n->grad));
   bw.backward = true;
   check = clt_tensor_slice_1d(in->grad, 0, count);
   ways.what = "apply backward layout";
@@ -189,7 +189,7 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->stats_parts = way_parts[chosen];
   if (measuring) CLT_TRY(run_bn_way(&bw, 0)); /* the statistics applied */
-  if (!n->grad) return bn_plan_apply(g, n, key);
+  if (!n->grad) return bn_plan_apply(g, n, key, shape);
   if (measuring) CLT_TRY(clt_graph_plan_fill(g, n->grad));
   bw.backward = true;
   ways.what = "stats backward layout";
@@ -197,7 +197,7 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
   ways.work.checks[1] = &n->params[BN_BIAS].grad;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->grad_parts = way_parts[chosen];
-  return bn_plan_apply(g, n, key);
+  return bn_plan_apply(g, n, key, shape);
 }
 
 static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
@@ -207,8 +207,7 @@ static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->C, &s->var));
   int64_t work;
   CLT_TRY(clt_bn_work_floats(g->ctx, g->max_batch, s->C, s->HW,
-                             way_parts[3] /* split 128: the most parts */,
-                             &work));
+                             BN_MOST_PARTS, &work));
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &work, &s->work));
   return bn_plan(g, n);
 }
