@@ -765,3 +765,208 @@ __kernel void conv_direct_wgrad_elems(
   ws[ws_off + (j == ckk ? chunks * F * ckk * OW + (chunk * F + f) * OW
                         : ((chunk * F + f) * ckk + j) * OW) + ow] = s;
 }
+
+/* Direct convolution tiled for CPU devices ("tiled 16", "tiled 8" in
+ * nn/conv2d.c), for stride 1 and any number of taps: no unfold, no GEMM,
+ * no swap. x is first copied into xp with its padding written out
+ * (conv_pad: every row Wq wide, so that a block of V output columns reads
+ * each tap as one vector load, edges included), and the weights into wr,
+ * TILE_F filters' weights of a tap side by side (conv_tile_weights); then
+ * a work-item takes TILE_F filters by V columns of one output row of one
+ * image: TILE_F vector accumulators, each tap one vector load of the
+ * input, TILE_F weights broadcast from consecutive addresses and TILE_F
+ * multiply-adds (the register tile of our GEMMs, cl/gemm.cl, its operand
+ * read straight from the input; the pointers step, no index is computed
+ * in the loop). The taps are added in (c, kh, kw) order, then the bias.
+ * The same kernels give a stride-1 convolution's data gradient: dy padded
+ * by dil*(K-1) - pad, the weights flipped and transposed as conv_tile_weights
+ * reads them (the strides w_f, w_c, w_kh, w_kw from w_base, negative where
+ * flipped), the result added into dx where accumulate. */
+#define TILE_F 8
+
+/* xp[plane][hp][wq] = x[plane][hp - pad_h][wq - pad_w], 0 outside x; a
+ * work-item per plane, or per `per` of its rows where that is long (ops.h
+ * clt_loop_per; a work-item per row was 3x slower on POCL for 30x34
+ * planes). */
+__kernel void conv_pad(__global float *xp, int xp_off,
+                       __global const float *x, int x_off, int planes, int H,
+                       int W, int Hp, int Wq, int pad_h, int pad_w, int per) {
+  int parts = (Hp + per - 1) / per;
+  int i = get_global_id(0);
+  if (i >= planes * parts) return;
+  int plane = i / parts, hp0 = i % parts * per, hp1 = min(Hp, hp0 + per);
+  int lo = min(pad_w, Wq), hi = min(Wq, pad_w + W);
+  __global float *out = xp + xp_off + (plane * Hp + hp0) * Wq;
+  for (int hp = hp0; hp < hp1; hp++, out += Wq) {
+    int ih = hp - pad_h;
+    if (ih < 0 || ih >= H) {
+      for (int q = 0; q < Wq; q++) out[q] = 0.0f;
+      continue;
+    }
+    __global const float *in = x + x_off + (plane * H + ih) * W - pad_w;
+    for (int q = 0; q < lo; q++) out[q] = 0.0f;
+    for (int q = lo; q < hi; q++) out[q] = in[q];
+    for (int q = hi; q < Wq; q++) out[q] = 0.0f;
+  }
+}
+
+/* wr[fb][t][j] for tap t = (c*KH + kh)*KW + kw of input channel c: the
+ * weight of output channel fb*TILE_F + j (0 past F) at w_base + o*w_f +
+ * c*w_c + kh*w_kh + kw*w_kw; a work-item per element. */
+__kernel void conv_tile_weights(__global float *wr, int wr_off,
+                                __global const float *wt, int wt_off, int F,
+                                int C, int KH, int KW, int w_base, int w_f,
+                                int w_c, int w_kh, int w_kw) {
+  int taps = C * KH * KW, fblocks = (F + TILE_F - 1) / TILE_F;
+  int i = get_global_id(0);
+  if (i >= fblocks * taps * TILE_F) return;
+  int j = i % TILE_F, t = i / TILE_F % taps, fb = i / (TILE_F * taps);
+  int o = fb * TILE_F + j, kw = t % KW, kh = t / KW % KH, c = t / (KW * KH);
+  wr[wr_off + i] = o < F ? wt[wt_off + w_base + o * w_f + c * w_c +
+                              kh * w_kh + kw * w_kw]
+                         : 0.0f;
+}
+
+#define CONV_TILED(V)                                                          \
+  ROUND16_BODY conv_tiled##V##_body(                                           \
+      __global float *y, int y_off, __global const float *xp, int xp_off,      \
+      __global const float *wr, int wr_off, __global const float *bias,        \
+      int bias_off, int batch, int F, int C, int KH, int KW, int OH, int OW,   \
+      int Hp, int Wq, int dil_h, int dil_w, int has_bias, int relu,            \
+      int accumulate, ROUND16_PARAMS, int round16) {                           \
+    int blocks = (OW + V - 1) / V, fblocks = (F + TILE_F - 1) / TILE_F;        \
+    int u = get_global_id(0);                                                  \
+    if (u >= batch * fblocks * OH * blocks) return;                            \
+    int blk = u % blocks;                                                      \
+    u /= blocks;                                                               \
+    int oh = u % OH;                                                           \
+    u /= OH;                                                                   \
+    int fb = u % fblocks, n = u / fblocks, f0 = fb * TILE_F;                   \
+    __global const float *row = xp + xp_off + (n * C * Hp + oh) * Wq + blk * V; \
+    __global const float *w = wr + wr_off + fb * C * KH * KW * TILE_F;         \
+    int row_step = dil_h * Wq, plane_step = (Hp - KH * dil_h) * Wq;            \
+    float##V acc[TILE_F];                                                      \
+    _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[j] = 0.0f;          \
+    for (int c = 0; c < C; c++, row += plane_step)                             \
+      for (int kh = 0; kh < KH; kh++, row += row_step) {                       \
+        __global const float *in = row;                                        \
+        for (int kw = 0; kw < KW; kw++, in += dil_w, w += TILE_F) {            \
+          float##V v = vload##V(0, in);                                        \
+          _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[j] =          \
+              fma((float##V)(w[j]), v, acc[j]);                                \
+        }                                                                      \
+      }                                                                        \
+    int valid = min(V, OW - blk * V);                                          \
+    for (int j = 0; j < TILE_F && f0 + j < F; j++) {                           \
+      int at = ((n * F + f0 + j) * OH + oh) * OW + blk * V;                    \
+      __global float *out = y + y_off + at;                                    \
+      float##V s = acc[j];                                                     \
+      if (has_bias) s += bias[bias_off + f0 + j];                              \
+      if (relu) s = select((float##V)0.0f, s, isgreater(s, (float##V)0.0f));   \
+      if (valid == V) {                                                        \
+        if (accumulate) s = vload##V(0, out) + s;                              \
+        vstore##V(s, 0, out);                                                  \
+      } else {                                                                 \
+        float part[V];                                                         \
+        vstore##V(s, 0, part);                                                 \
+        for (int e = 0; e < valid; e++)                                        \
+          out[e] = accumulate ? out[e] + part[e] : part[e];                    \
+      }                                                                        \
+      ROUND16_RUN(out, valid, at);                                             \
+    }                                                                          \
+  }                                                                            \
+  ROUND16_VARIANTS(conv_tiled##V, (__global float *y, int y_off,               \
+                   __global const float *xp, int xp_off,                       \
+                   __global const float *wr, int wr_off,                       \
+                   __global const float *bias, int bias_off, int batch, int F, \
+                   int C, int KH, int KW, int OH, int OW, int Hp, int Wq,      \
+                   int dil_h, int dil_w, int has_bias, int relu,               \
+                   int accumulate, ROUND16_PARAMS),                            \
+                   (y, y_off, xp, xp_off, wr, wr_off, bias, bias_off, batch,   \
+                    F, C, KH, KW, OH, OW, Hp, Wq, dil_h, dil_w, has_bias,      \
+                    relu, accumulate, ROUND16_ARGS))
+
+CONV_TILED(16)
+CONV_TILED(8)
+
+/* The tiled way's weight gradient, straight from the padded input (xp,
+ * as the forward's conv_pad writes it) and dy padded too (dyp: rows of
+ * ldy, zeros past OW, so that every load is a whole vector): for filter f
+ * and tap t = (c*KH + kh)*KW + kw, the sum over the rows r = n*OH + oh of
+ * a chunk and every column ow of dy[n][f][oh][ow] * xp[n][c][oh +
+ * kh*dil_h][ow + kw*dil_w], into part[(chunk*F + f)*taps + t] (the host
+ * adds the chunks up in order). A work-item takes WG_F filters by WG_T
+ * consecutive taps of one chunk: WG_F*WG_T vector accumulators, per block
+ * of V columns WG_F loads of dy and WG_T of xp, summed across at the end.
+ * Work-items in a row share their chunk (its dy and xp stay in the
+ * cache), the taps varying fastest. */
+#define WG_F 4
+#define WG_T 3
+#define CONV_TILED_WGRAD(V)                                                    \
+  __kernel void conv_tiled_wgrad##V(                                           \
+      __global float *part, int part_off, __global const float *xp,            \
+      int xp_off, __global const float *dyp, int dyp_off, int batch, int F,    \
+      int C, int KH, int KW, int OH, int OW, int Hp, int Wq, int ldy,          \
+      int dil_h, int dil_w, int per, int chunks) {                             \
+    int taps = C * KH * KW, tgroups = (taps + WG_T - 1) / WG_T;                \
+    int fblocks = (F + WG_F - 1) / WG_F;                                       \
+    int i = get_global_id(0);                                                  \
+    if (i >= chunks * fblocks * tgroups) return;                               \
+    int tg = i % tgroups, fb = i / tgroups % fblocks;                          \
+    int chunk = i / (tgroups * fblocks);                                       \
+    int r0 = chunk * per, r1 = min(batch * OH, r0 + per);                      \
+    int n = r0 / OH, oh = r0 % OH, blocks = (OW + V - 1) / V;                  \
+    __global const float *xr[WG_T], *dr[WG_F];                                 \
+    _Pragma("unroll") for (int k = 0; k < WG_T; k++) {                         \
+      int t = min(tg * WG_T + k, taps - 1);                                    \
+      int kw = t % KW, kh = t / KW % KH, c = t / (KW * KH);                    \
+      xr[k] = xp + xp_off + ((n * C + c) * Hp + oh + kh * dil_h) * Wq +        \
+              kw * dil_w;                                                      \
+    }                                                                          \
+    _Pragma("unroll") for (int j = 0; j < WG_F; j++) {                         \
+      int f = min(fb * WG_F + j, F - 1);                                       \
+      dr[j] = dyp + dyp_off + ((n * F + f) * OH + oh) * ldy;                   \
+    }                                                                          \
+    float##V acc[WG_F][WG_T];                                                  \
+    _Pragma("unroll") for (int j = 0; j < WG_F; j++)                           \
+      _Pragma("unroll") for (int k = 0; k < WG_T; k++) acc[j][k] = 0.0f;       \
+    for (int r = r0; r < r1; r++) {                                            \
+      for (int blk = 0; blk < blocks; blk++) {                                 \
+        float##V d[WG_F];                                                      \
+        _Pragma("unroll") for (int j = 0; j < WG_F; j++) d[j] =                \
+            vload##V(blk, dr[j]);                                              \
+        _Pragma("unroll") for (int k = 0; k < WG_T; k++) {                     \
+          float##V xv = vload##V(blk, xr[k]);                                  \
+          _Pragma("unroll") for (int j = 0; j < WG_F; j++) acc[j][k] =         \
+              fma(d[j], xv, acc[j][k]);                                        \
+        }                                                                      \
+      }                                                                        \
+      /* the next row: of this image, or the first of the next */             \
+      bool last = ++oh == OH;                                                  \
+      if (last) oh = 0;                                                        \
+      _Pragma("unroll") for (int k = 0; k < WG_T; k++) xr[k] +=                \
+          last ? (C * Hp - OH + 1) * Wq : Wq;                                  \
+      _Pragma("unroll") for (int j = 0; j < WG_F; j++) dr[j] +=                \
+          last ? ((F - 1) * OH + 1) * ldy : ldy;                               \
+    }                                                                          \
+    _Pragma("unroll") for (int j = 0; j < WG_F; j++) {                         \
+      int f = fb * WG_F + j;                                                   \
+      _Pragma("unroll") for (int k = 0; k < WG_T; k++) {                       \
+        int t = tg * WG_T + k;                                                 \
+        if (f < F && t < taps)                                                 \
+          part[part_off + (chunk * F + f) * taps + t] =                        \
+              lanes_sum##V(acc[j][k]);                                         \
+      }                                                                        \
+    }                                                                          \
+  }
+
+/* The lanes of a vector added pairwise, halves first. */
+static float lanes_sum8(float8 v) {
+  float4 h = v.lo + v.hi;
+  float2 q = h.lo + h.hi;
+  return q.x + q.y;
+}
+static float lanes_sum16(float16 v) { return lanes_sum8(v.lo + v.hi); }
+
+CONV_TILED_WGRAD(16)
+CONV_TILED_WGRAD(8)

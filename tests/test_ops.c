@@ -985,6 +985,53 @@ START_TEST(im2col_windows) {
 }
 END_TEST
 
+/* The tiled direct convolution in blocks of 16 and 8 columns: the
+ * forward on every stride-1 window (filters 1, 5 and 17: one tile of 8
+ * filters partly used, three), with and without the bias and a fused
+ * ReLU, each rounding mode; the weight gradient; the data gradient,
+ * overwritten and added, where the padding is at most dil*(K-1); against
+ * the host reference. */
+START_TEST(conv_tiled_windows) {
+  char where[128];
+  clt_window win = *conv_window(_i);
+  const clt_window *w = &win;
+  win.OH = clt_window_out(win.H, win.KH, win.pad_h, win.stride_h, win.dil_h);
+  win.OW = clt_window_out(win.W, win.KW, win.pad_w, win.stride_w, win.dil_w);
+  window_str(w, where, sizeof where);
+  static const int64_t batches[] = {1, 3, 2}, filters[] = {1, 5, 17};
+  bool stride1 = w->stride_h == 1 && w->stride_w == 1;
+  bool pads = w->pad_h <= w->dil_h * (w->KH - 1) &&
+              w->pad_w <= w->dil_w * (w->KW - 1);
+  double e;
+  for (int v = 8; v <= 16; v += 8) {
+    ck_assert_int_eq(clt_conv_tiled_fits(g_ctx, w, v), stride1);
+    ck_assert_int_eq(clt_conv_tiled_dgrad_fits(g_ctx, w, 5, v),
+                     stride1 && pads);
+    ck_assert_int_eq(clt_conv_tiled_wgrad_fits(g_ctx, w, 5, v), stride1);
+    for (int k = 0; stride1 && k < 3; k++)
+      for (int flags = 0; flags < 4; flags++) {
+        bool bias = flags & 1, relu = flags >> 1;
+        int r = (flags + k) % 3;
+        ck_assert_check(clt_check_conv_tiled_forward(g_ctx, v, batches[k],
+                                                     filters[k], w, bias,
+                                                     relu, r, &e),
+                        e, TOL, "%s tiled %d forward bias %d relu %d round %d",
+                        where, v, bias, relu, r);
+        if (flags == 0)
+          ck_assert_check(clt_check_conv_tiled_wgrad(g_ctx, v, batches[k],
+                                                     filters[k], w, &e),
+                          e, TOL, "%s tiled %d weight gradient", where, v);
+        if (!pads || flags > 1) continue;
+        ck_assert_check(clt_check_conv_tiled_dgrad(g_ctx, v, batches[k],
+                                                   filters[k], w, flags, r,
+                                                   &e),
+                        e, TOL, "%s tiled %d data gradient accumulate %d "
+                        "round %d", where, v, flags, r);
+      }
+  }
+}
+END_TEST
+
 /* The direct convolution, forward and weight gradient, in both layouts
  * (a work-item per row and per element), with and without the bias and a
  * fused ReLU, against the host reference. */
@@ -1940,6 +1987,10 @@ static Suite *ops_suite(void) {
   tcase_add_test(conv, row_kernels_large_image);
   tcase_add_loop_test(conv, nchw_to_nhwc_grid, 0, grid_count());
   suite_add_tcase(s, conv);
+
+  TCase *tiled = tcase_create("conv tiled");
+  tcase_add_loop_test(tiled, conv_tiled_windows, 0, conv_window_count());
+  suite_add_tcase(s, tiled);
 
   TCase *pool = tcase_create("pool");
   tcase_add_loop_test(pool, maxpool_windows, 0, pool_window_count());

@@ -234,6 +234,23 @@ clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
                                          int64_t F, const clt_window *w,
                                          double *max_err);
 
+/* The tiled direct convolution (stride 1; ops.h clt_conv_tiled_forward)
+ * in blocks of v = 16 or 8 columns: the forward as
+ * clt_check_conv_direct_forward's, the data and weight gradients as
+ * clt_check_conv_implicit_dgrad's and _wgrad's. */
+clt_status clt_check_conv_tiled_forward(clt_context *ctx, int v,
+                                        int64_t batch, int64_t F,
+                                        const clt_window *w, bool bias,
+                                        bool relu, int round16,
+                                        double *max_err);
+clt_status clt_check_conv_tiled_dgrad(clt_context *ctx, int v, int64_t batch,
+                                      int64_t F, const clt_window *w,
+                                      bool accumulate, int round16,
+                                      double *max_err);
+clt_status clt_check_conv_tiled_wgrad(clt_context *ctx, int v, int64_t batch,
+                                      int64_t F, const clt_window *w,
+                                      double *max_err);
+
 /* ---- cl/pool.cl: check/pool.c ------------------------------------------- */
 /* Pooling over w->C planes, as torch.nn.MaxPool2d / AvgPool2d (ceil_mode
  * off). Pooling has no dilation (w->dil_* are ignored) and, as in PyTorch,

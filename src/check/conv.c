@@ -196,6 +196,7 @@ typedef struct direct_args {
   const clt_window *w;
   bool bias, relu;
   int config; /* conv_forward_body: an implicit GEMM's (-1: direct) */
+  int tiled;  /* conv_forward_body: the tiled kernel's columns (0: none) */
 } direct_args;
 
 /* Visits every tap (n, f, oh, ow, c, kh, kw) that reads inside x: `yi`
@@ -256,7 +257,14 @@ static clt_status conv_forward_body(check_set *s, const void *arg) {
     CLT_TRY(clt_conv_implicit_forward(s->ctx, a->config, y->t, x->t, wt->t,
                                       a->bias ? b->t : NULL, a->batch, a->F, &w,
                                       a->relu, round));
-  else
+  else if (a->tiled) {
+    clt_tensor *xp;
+    CLT_TRY(check_plain(s, clt_conv_tiled_workspace(a->batch, a->F, &w, a->tiled),
+                        &xp));
+    CLT_TRY(clt_conv_tiled_forward(s->ctx, a->tiled, y->t, x->t, wt->t,
+                                   a->bias ? b->t : NULL, a->batch, a->F, &w,
+                                   a->relu, round, xp));
+  } else
     CLT_TRY(clt_conv_direct_forward(s->ctx, y->t, x->t, wt->t,
                                     a->bias ? b->t : NULL, a->batch, a->F, &w,
                                     a->relu, round));
@@ -273,7 +281,7 @@ clt_status clt_check_conv_direct_forward(clt_context *ctx, int64_t batch,
                                          int64_t F, const clt_window *w,
                                          bool bias, bool relu, int round16,
                                          double *max_err) {
-  direct_args a = {batch, F, w, bias, relu, -1};
+  direct_args a = {batch, F, w, bias, relu, -1, 0};
   return check_run_rounded(ctx, 200, conv_forward_body, &a, round16, max_err);
 }
 
@@ -325,7 +333,7 @@ clt_status clt_check_conv_direct_wgrad(clt_context *ctx, int64_t batch,
                                        int64_t F, const clt_window *w,
                                        bool bias, bool relu,
                                        double *max_err) {
-  direct_args a = {batch, F, w, bias, relu, -1};
+  direct_args a = {batch, F, w, bias, relu, -1, 0};
   return check_run(ctx, 210, direct_wgrad_body, &a, max_err);
 }
 
@@ -335,6 +343,8 @@ typedef struct implicit_args {
   const clt_window *w;
   int config, splits;
   bool accumulate;
+  int tiled; /* the data gradient by the tiled kernel in blocks of this
+                many columns (0: the implicit GEMM) */
 } implicit_args;
 
 clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
@@ -342,7 +352,7 @@ clt_status clt_check_conv_implicit_forward(clt_context *ctx, int config,
                                            const clt_window *w, bool bias,
                                            bool relu, int round16,
                                            double *max_err) {
-  direct_args a = {batch, F, w, bias, relu, config};
+  direct_args a = {batch, F, w, bias, relu, config, 0};
   return check_run_rounded(ctx, 220, conv_forward_body, &a, round16, max_err);
 }
 
@@ -361,8 +371,17 @@ static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
   CLT_TRY(implicit_inputs(s, a->config, dy, wt));
   const clt_round16 *round;
   CLT_TRY(check_round(s, dx, &round));
-  CLT_TRY(clt_conv_implicit_dgrad(s->ctx, a->config, dx->t, dy->t, wt->t,
-                                  a->batch, a->F, &w, a->accumulate, round));
+  if (a->tiled) {
+    clt_tensor *dyp;
+    CLT_TRY(check_plain(
+        s, clt_conv_tiled_dgrad_workspace(a->batch, &w, a->F, a->tiled),
+        &dyp));
+    CLT_TRY(clt_conv_tiled_dgrad(s->ctx, a->tiled, dx->t, dy->t, wt->t,
+                                 a->batch, a->F, &w, a->accumulate, round,
+                                 dyp));
+  } else
+    CLT_TRY(clt_conv_implicit_dgrad(s->ctx, a->config, dx->t, dy->t, wt->t,
+                                    a->batch, a->F, &w, a->accumulate, round));
   FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
            { sum[xi] += (double)wt->host[wi] * dy->host[yi]; });
   for (int64_t i = 0; i < nx; i++)
@@ -374,8 +393,26 @@ clt_status clt_check_conv_implicit_dgrad(clt_context *ctx, int config,
                                          int64_t batch, int64_t F,
                                          const clt_window *w, bool accumulate,
                                          int round16, double *max_err) {
-  implicit_args a = {batch, F, w, config, 1, accumulate};
+  implicit_args a = {batch, F, w, config, 1, accumulate, 0};
   return check_run_rounded(ctx, 230, implicit_dgrad_body, &a, round16, max_err);
+}
+
+clt_status clt_check_conv_tiled_forward(clt_context *ctx, int v,
+                                        int64_t batch, int64_t F,
+                                        const clt_window *w, bool bias,
+                                        bool relu, int round16,
+                                        double *max_err) {
+  direct_args a = {batch, F, w, bias, relu, -1, v};
+  return check_run_rounded(ctx, 250, conv_forward_body, &a, round16, max_err);
+}
+
+clt_status clt_check_conv_tiled_dgrad(clt_context *ctx, int v, int64_t batch,
+                                      int64_t F, const clt_window *w,
+                                      bool accumulate, int round16,
+                                      double *max_err) {
+  implicit_args a = {batch, F, w, 0, 1, accumulate, v};
+  return check_run_rounded(ctx, 260, implicit_dgrad_body, &a, round16,
+                           max_err);
 }
 
 static clt_status implicit_wgrad_body(check_set *s, const void *arg) {
@@ -390,11 +427,23 @@ static clt_status implicit_wgrad_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, nw, -1.0f, 1.0f, &dw));
   CLT_TRY(check_doubles(s, nw, &sum));
   CLT_TRY(implicit_inputs(s, a->config, x, dy));
-  int64_t len = clt_conv_implicit_workspace(a->splits, a->batch, a->F, &w);
-  clt_tensor *work = NULL;
-  if (len > 0) CLT_TRY(check_plain(s, len, &work));
-  CLT_TRY(clt_conv_implicit_wgrad(s->ctx, a->config, a->splits, dw->t, work,
-                                  x->t, dy->t, a->batch, a->F, &w));
+  if (a->tiled) {
+    clt_tensor *partials, *xp;
+    CLT_TRY(check_plain(s,
+                        clt_conv_tiled_wgrad_workspace(s->ctx, a->batch, a->F,
+                                                       &w, a->tiled),
+                        &partials));
+    CLT_TRY(check_plain(
+        s, clt_conv_tiled_wgrad_pads(a->batch, a->F, &w, a->tiled), &xp));
+    CLT_TRY(clt_conv_tiled_wgrad(s->ctx, a->tiled, dw->t, partials, x->t,
+                                 dy->t, a->batch, a->F, &w, xp));
+  } else {
+    int64_t len = clt_conv_implicit_workspace(a->splits, a->batch, a->F, &w);
+    clt_tensor *work = NULL;
+    if (len > 0) CLT_TRY(check_plain(s, len, &work));
+    CLT_TRY(clt_conv_implicit_wgrad(s->ctx, a->config, a->splits, dw->t,
+                                    work, x->t, dy->t, a->batch, a->F, &w));
+  }
   FOR_TAPS(&w, a->batch, a->F, yi, xi, wi,
            { sum[wi] += (double)x->host[xi] * dy->host[yi]; });
   for (int64_t i = 0; i < nw; i++) dw->host[i] = (float)sum[i];
@@ -405,6 +454,13 @@ clt_status clt_check_conv_implicit_wgrad(clt_context *ctx, int config,
                                          int splits, int64_t batch,
                                          int64_t F, const clt_window *w,
                                          double *max_err) {
-  implicit_args a = {batch, F, w, config, splits, false};
+  implicit_args a = {batch, F, w, config, splits, false, 0};
   return check_run(ctx, 240, implicit_wgrad_body, &a, max_err);
+}
+
+clt_status clt_check_conv_tiled_wgrad(clt_context *ctx, int v, int64_t batch,
+                                      int64_t F, const clt_window *w,
+                                      double *max_err) {
+  implicit_args a = {batch, F, w, 0, 1, false, v};
+  return check_run(ctx, 270, implicit_wgrad_body, &a, max_err);
 }

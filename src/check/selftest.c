@@ -307,6 +307,20 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 13, 3, 1, 0, 1);
   return clt_check_conv_direct_wgrad(ctx, 3, 4, &w, true, true, e);
 }
+/* The tiled direct convolution (stride 1), each op in another block
+ * width, on windows that cut a tile of filters and a block of columns. */
+static clt_status st_tiled_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(5, 9, 21, 3, 1, 1, 1);
+  return clt_check_conv_tiled_forward(ctx, 16, 2, 11, &w, true, true, 2, e);
+}
+static clt_status st_tiled_dgrad(clt_context *ctx, double *e) {
+  clt_window w = square(3, 11, 10, 5, 1, 4, 2);
+  return clt_check_conv_tiled_dgrad(ctx, 8, 2, 9, &w, true, 1, e);
+}
+static clt_status st_tiled_wgrad(clt_context *ctx, double *e) {
+  clt_window w = square(7, 9, 19, 3, 1, 1, 1);
+  return clt_check_conv_tiled_wgrad(ctx, 16, 3, 10, &w, e);
+}
 /* The implicit GEMMs (cl/igemm.cl), each op in a different tile
  * configuration, on windows that cut tiles and k blocks. */
 static clt_status st_implicit_fwd(clt_context *ctx, double *e) {
@@ -507,6 +521,13 @@ const clt_selftest_case clt_selftest_cases[] = {
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",
      st_direct_wgrad, 1e-5, false},
+    {"conv tiled 2x5x9x21 k3p1 to 11 + bias + relu (16), fp16-saved",
+     st_tiled_fwd, 1e-5, false},
+    {"conv tiled data gradient 2x3x11x10 k5 dil2 p4 from 9 (8), "
+     "accumulate, fp16-rounded",
+     st_tiled_dgrad, 1e-5, false},
+    {"conv tiled weight gradient 3x7x9x19 k3p1 to 10 (16)", st_tiled_wgrad,
+     1e-5, false},
     {"conv implicit 3x19x9x10 k3p1 to 70 + bias + relu (64x64), "
      "fp16-saved",
      st_implicit_fwd, 1e-5, false},

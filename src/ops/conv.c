@@ -322,3 +322,262 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
       clt_tensor_slice_1d(work, chunks * F * ckk * w->OW, chunks * F * w->OW);
   return clt_sum_channels_forward(ctx, db, &biases, chunks, F, w->OW, false);
 }
+
+/* The tiled direct convolution (cl/conv.cl conv_pad, conv_tile_weights,
+ * conv_tiled16, conv_tiled8): the padded input's rows (Hp) and their
+ * width (Wq) for blocks of v output columns. */
+enum { TILE_F = 8 }; /* cl/conv.cl's TILE_F */
+
+static void tiled_geometry(const clt_window *w, int v, int64_t *hp,
+                           int64_t *wq) {
+  *hp = w->OH + w->dil_h * (w->KH - 1);
+  *wq = ceil_div(w->OW, v) * v + w->dil_w * (w->KW - 1);
+}
+
+/* The loop iterations of a tiled work-item: every tap's load and TILE_F
+ * multiply-adds, the tap rows, the stores and their fp16 rounding. */
+static int64_t tiled_cost(const clt_window *w, int v) {
+  return w->C * w->KH * (w->KW * (TILE_F + 1) + 1) + TILE_F * (3 * v + 2) +
+         TILE_F;
+}
+
+/* conv_pad's loops for per rows of width *wq. */
+static int64_t pad_cost(int64_t per, const void *arg) {
+  return per * (*(const int64_t *)arg + 3) + 1;
+}
+
+bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v) {
+  int64_t hp, wq;
+  tiled_geometry(w, v, &hp, &wq);
+  return (v == 8 || v == 16) && w->stride_h == 1 && w->stride_w == 1 &&
+         tiled_cost(w, v) <= ctx->loop_limit &&
+         pad_cost(1, &wq) <= ctx->loop_limit;
+}
+
+/* The padded copy's floats, then the weights' (F filters rounded up to
+ * whole tiles). */
+static int64_t tiled_input_len(int64_t batch, const clt_window *w, int v) {
+  int64_t hp, wq;
+  tiled_geometry(w, v, &hp, &wq);
+  return batch * w->C * hp * wq;
+}
+
+int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
+                                 const clt_window *w, int v) {
+  return tiled_input_len(batch, w, v) +
+         ceil_div(F, TILE_F) * TILE_F * w->C * w->KH * w->KW;
+}
+
+static clt_status pad_planes(clt_context *ctx, clt_tensor *dst,
+                             const clt_tensor *src, int64_t planes,
+                             int64_t H, int64_t W, int64_t hp, int64_t wq,
+                             int64_t pad_h, int64_t pad_w);
+
+/* y (or dx) from x (or dy) padded into work, and the weights there too,
+ * the element of (output channel o, input channel i, kh, kw) read at
+ * ws[0] + o*ws[1] + i*ws[2] + kh*ws[3] + kw*ws[4]. */
+static clt_status tiled_run(clt_context *ctx, int v, clt_tensor *y,
+                            const clt_tensor *x, const clt_tensor *weight,
+                            const clt_tensor *bias, int64_t batch, int64_t F,
+                            const clt_window *w, const int64_t ws[5],
+                            bool relu, bool accumulate,
+                            const clt_round16 *round, clt_tensor *work) {
+  int64_t hp, wq, need = clt_conv_tiled_workspace(batch, F, w, v);
+  tiled_geometry(w, v, &hp, &wq);
+  if (!clt_conv_tiled_fits(ctx, w, v) || work->numel < need)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv tiled: a window it does not run, or a "
+                        "workspace of %lld floats where %lld are needed",
+                        (long long)work->numel, (long long)need);
+  int64_t xlen = tiled_input_len(batch, w, v);
+  clt_tensor xp = clt_tensor_slice_1d(work, 0, xlen);
+  clt_tensor wr = clt_tensor_slice_1d(work, xlen, need - xlen);
+  CLT_TRY(pad_planes(ctx, &xp, x, batch * w->C, w->H, w->W, hp, wq,
+                     w->pad_h, w->pad_w));
+  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_conv_tile_weights, (size_t)(need - xlen),
+                     KT(&wr), KT(weight), KI(F), KI(w->C), KI(w->KH),
+                     KI(w->KW), KI(ws[0]), KI(ws[1]), KI(ws[2]), KI(ws[3]),
+                     KI(ws[4])));
+  int64_t items = batch * ceil_div(F, TILE_F) * w->OH * ceil_div(w->OW, v);
+  clt_kernel_id id = v == 16 ? CLT_K_conv_tiled16 : CLT_K_conv_tiled8;
+  /* x stands in for the bias where there is none (not read). */
+  return CLT_RUN_1D(ctx, KR_ID(id, round), (size_t)items, KT(y), KT(&xp),
+                    KT(&wr), KT(bias ? bias : x), KI(batch), KI(F),
+                    KI(w->C), KI(w->KH), KI(w->KW), KI(w->OH), KI(w->OW),
+                    KI(hp), KI(wq), KI(w->dil_h), KI(w->dil_w),
+                    KI(bias != NULL), KI(relu), KI(accumulate),
+                    KR(round, y));
+}
+
+clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
+                                  const clt_tensor *x,
+                                  const clt_tensor *weight,
+                                  const clt_tensor *bias, int64_t batch,
+                                  int64_t F, const clt_window *w, bool relu,
+                                  const clt_round16 *round, clt_tensor *work) {
+  int64_t kk = w->KH * w->KW;
+  const int64_t ws[5] = {0, w->C * kk, kk, w->KW, 1};
+  return tiled_run(ctx, v, y, x, weight, bias, batch, F, w, ws, relu, false,
+                   round, work);
+}
+
+/* The data gradient's window: dy [batch, F, OH, OW] in, dx [batch, C, H,
+ * W] out, padded by dil*(K-1) - pad (stride 1). */
+static clt_window dgrad_window(const clt_window *w, int64_t F) {
+  clt_window t = *w;
+  t.C = F;
+  t.H = w->OH;
+  t.W = w->OW;
+  t.OH = w->H;
+  t.OW = w->W;
+  t.pad_h = w->dil_h * (w->KH - 1) - w->pad_h;
+  t.pad_w = w->dil_w * (w->KW - 1) - w->pad_w;
+  return t;
+}
+
+bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
+                               int64_t F, int v) {
+  clt_window t = dgrad_window(w, F);
+  return w->stride_h == 1 && w->stride_w == 1 && t.pad_h >= 0 &&
+         t.pad_w >= 0 && clt_conv_tiled_fits(ctx, &t, v);
+}
+
+int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, const clt_window *w,
+                                       int64_t F, int v) {
+  clt_window t = dgrad_window(w, F);
+  return clt_conv_tiled_workspace(batch, w->C, &t, v);
+}
+
+clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
+                                const clt_tensor *dy,
+                                const clt_tensor *weight, int64_t batch,
+                                int64_t F, const clt_window *w,
+                                bool accumulate, const clt_round16 *round,
+                                clt_tensor *work) {
+  if (!clt_conv_tiled_dgrad_fits(ctx, w, F, v))
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv tiled: a data gradient it does not run");
+  clt_window t = dgrad_window(w, F);
+  /* dx's channel c, dy's f, tap (kh, kw): weight [f][c][KH-1-kh][KW-1-kw]. */
+  int64_t kk = w->KH * w->KW;
+  const int64_t ws[5] = {kk - 1, kk, w->C * kk, -w->KW, -1};
+  return tiled_run(ctx, v, dx, dy, weight, NULL, batch, w->C, &t, ws, false,
+                   accumulate, round, work);
+}
+
+/* The tiled weight gradient's partial sums may take this many floats at
+ * most: chunks of rows grow past one image where they would not fit. */
+#define TILED_MAX_PARTIALS ((int64_t)4 << 20)
+
+enum { WG_F = 4, WG_T = 3 }; /* cl/conv.cl's WG_F, WG_T */
+#define WGRAD_BLOCKS 64
+
+/* A tiled weight-gradient work-item's loop iterations for per rows. */
+typedef struct wgrad_cost_arg {
+  const clt_window *w;
+  int v;
+} wgrad_cost_arg;
+
+static int64_t wgrad_cost(int64_t per, const void *arg) {
+  const wgrad_cost_arg *a = arg;
+  int64_t blocks = ceil_div(a->w->OW, a->v);
+  /* a row: per block WG_F loads of dy, WG_T of x and their multiply-adds;
+   * the pointer steps; then the setup and the lane sums */
+  return per * (blocks * (WG_F + WG_T * (WG_F + 1)) + WG_F + WG_T + 1) +
+         WG_F * WG_T * 6 + WG_F + WG_T;
+}
+
+/* The rows (n*OH + oh) of a chunk: one image's, more where the partials
+ * would not fit, fewer where the loops would pass the device's limit;
+ * 0 where one row passes it. */
+static int64_t wgrad_rows(const clt_context *ctx, int64_t batch, int64_t F,
+                          const clt_window *w, int v) {
+  wgrad_cost_arg a = {w, v};
+  if (wgrad_cost(1, &a) > ctx->loop_limit) return 0;
+  int64_t rows = batch * w->OH, taps = w->C * w->KH * w->KW;
+  /* At least WGRAD_BLOCKS blocks of columns a work-item: small planes
+   * (7x7, 11x11) took longer in the work-items' setup and sums than in
+   * their loops, a chunk an image. */
+  int64_t per = ceil_div(WGRAD_BLOCKS, ceil_div(w->OW, v));
+  if (per < w->OH) per = w->OH;
+  int64_t least = ceil_div(rows * F * taps, TILED_MAX_PARTIALS);
+  if (per < least) per = least;
+  if (per > rows) per = rows;
+  int64_t most = clt_loop_most(rows, ctx->loop_limit, wgrad_cost, &a);
+  return per < most ? per : most;
+}
+
+bool clt_conv_tiled_wgrad_fits(const clt_context *ctx, const clt_window *w,
+                               int64_t F, int v) {
+  return clt_conv_tiled_fits(ctx, w, v) && wgrad_rows(ctx, 1, F, w, v) > 0;
+}
+
+int64_t clt_conv_tiled_wgrad_workspace(const clt_context *ctx, int64_t batch,
+                                       int64_t F, const clt_window *w,
+                                       int v) {
+  /* The most any batch up to `batch` needs (a smaller last batch may cut
+   * its rows into more chunks). */
+  int64_t most = 0;
+  for (int64_t b = 1; b <= batch; b++) {
+    int64_t per = wgrad_rows(ctx, b, F, w, v);
+    if (per < 1) return 0;
+    int64_t chunks = ceil_div(b * w->OH, per);
+    if (chunks > most) most = chunks;
+  }
+  return most * F * w->C * w->KH * w->KW;
+}
+
+/* dy's padded copy: rows of whole blocks. */
+static int64_t wgrad_dy_len(int64_t batch, int64_t F, const clt_window *w,
+                            int v) {
+  return batch * F * w->OH * ceil_div(w->OW, v) * v;
+}
+
+int64_t clt_conv_tiled_wgrad_pads(int64_t batch, int64_t F,
+                                  const clt_window *w, int v) {
+  return tiled_input_len(batch, w, v) + wgrad_dy_len(batch, F, w, v);
+}
+
+/* src [planes, H, W] into dst [planes, hp, wq] at (pad_h, pad_w), zeros
+ * around. */
+static clt_status pad_planes(clt_context *ctx, clt_tensor *dst,
+                             const clt_tensor *src, int64_t planes,
+                             int64_t H, int64_t W, int64_t hp, int64_t wq,
+                             int64_t pad_h, int64_t pad_w) {
+  int64_t per = clt_loop_per(ctx, hp, pad_cost, &wq);
+  return CLT_RUN_1D(ctx, CLT_K_conv_pad,
+                    (size_t)(planes * clt_loop_parts(hp, per)), KT(dst),
+                    KT(src), KI(planes), KI(H), KI(W), KI(hp), KI(wq),
+                    KI(pad_h), KI(pad_w), KI(per));
+}
+
+clt_status clt_conv_tiled_wgrad(clt_context *ctx, int v, clt_tensor *dw,
+                                clt_tensor *partials, const clt_tensor *x,
+                                const clt_tensor *dy, int64_t batch,
+                                int64_t F, const clt_window *w,
+                                clt_tensor *work) {
+  int64_t hp, wq, per = wgrad_rows(ctx, batch, F, w, v);
+  tiled_geometry(w, v, &hp, &wq);
+  int64_t xlen = tiled_input_len(batch, w, v), taps = w->C * w->KH * w->KW;
+  int64_t dylen = wgrad_dy_len(batch, F, w, v), ldy = ceil_div(w->OW, v) * v;
+  int64_t chunks = per > 0 ? ceil_div(batch * w->OH, per) : 0;
+  if (!clt_conv_tiled_fits(ctx, w, v) || per < 1 ||
+      work->numel < xlen + dylen || partials->numel < chunks * F * taps)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv tiled: a weight gradient it does not run, or "
+                        "workspaces too small");
+  clt_tensor xp = clt_tensor_slice_1d(work, 0, xlen);
+  clt_tensor dyp = clt_tensor_slice_1d(work, xlen, dylen);
+  CLT_TRY(pad_planes(ctx, &xp, x, batch * w->C, w->H, w->W, hp, wq,
+                     w->pad_h, w->pad_w));
+  CLT_TRY(pad_planes(ctx, &dyp, dy, batch * F, w->OH, w->OW, w->OH, ldy, 0,
+                     0));
+  int64_t items = chunks * ceil_div(F, WG_F) * ceil_div(taps, WG_T);
+  CLT_TRY(CLT_RUN_1D(ctx, v == 16 ? CLT_K_conv_tiled_wgrad16
+                                  : CLT_K_conv_tiled_wgrad8,
+                     (size_t)items, KT(partials), KT(&xp), KT(&dyp),
+                     KI(batch), KI(F), KI(w->C), KI(w->KH), KI(w->KW),
+                     KI(w->OH), KI(w->OW), KI(hp), KI(wq), KI(ldy),
+                     KI(w->dil_h), KI(w->dil_w), KI(per), KI(chunks)));
+  return clt_sum_slices(ctx, dw, partials, F * taps, chunks, 1.0f, 0.0f);
+}

@@ -298,6 +298,53 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
 int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
                                   const clt_window *w, bool bias);
 
+/* The tiled direct convolution (cl/conv.cl conv_tiled16, conv_tiled8;
+ * nn/conv2d.c offers it for stride 1, shaped for CPU devices): x is
+ * copied with its padding written out, and the weights in tiles of 8
+ * filters, into work (clt_conv_tiled_workspace floats), then y [batch, F, OH, OW] = weight [F, C, KH, KW] applied to
+ * it, in blocks of v = 16 or 8 output columns, plus bias (NULL: none),
+ * then ReLU where relu. clt_conv_tiled_fits: whether it runs w (stride
+ * 1, its loops within the device's limit). */
+bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v);
+int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
+                                 const clt_window *w, int v);
+clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
+                                  const clt_tensor *x,
+                                  const clt_tensor *weight,
+                                  const clt_tensor *bias, int64_t batch,
+                                  int64_t F, const clt_window *w, bool relu,
+                                  const clt_round16 *round, clt_tensor *work);
+/* The same kernel for the data gradient of a stride-1 convolution: dx
+ * [batch, C, H, W] (+)= the full correlation of dy [batch, F, OH, OW]
+ * with the weights flipped, dy padded into work
+ * (clt_conv_tiled_dgrad_workspace floats). Runs where the padding is at
+ * most dil*(K-1) (clt_conv_tiled_dgrad_fits). */
+bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
+                               int64_t F, int v);
+int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, const clt_window *w,
+                                       int64_t F, int v);
+/* And the weight gradient dw [F, C, KH, KW] (overwritten) from x and dy
+ * [batch, F, OH, OW]: both padded into work (clt_conv_tiled_wgrad_pads
+ * floats), partial sums over chunks of rows in partials
+ * (clt_conv_tiled_wgrad_workspace floats), added up in order. */
+bool clt_conv_tiled_wgrad_fits(const clt_context *ctx, const clt_window *w,
+                               int64_t F, int v);
+int64_t clt_conv_tiled_wgrad_workspace(const clt_context *ctx, int64_t batch,
+                                       int64_t F, const clt_window *w, int v);
+int64_t clt_conv_tiled_wgrad_pads(int64_t batch, int64_t F,
+                                  const clt_window *w, int v);
+clt_status clt_conv_tiled_wgrad(clt_context *ctx, int v, clt_tensor *dw,
+                                clt_tensor *partials, const clt_tensor *x,
+                                const clt_tensor *dy, int64_t batch,
+                                int64_t F, const clt_window *w,
+                                clt_tensor *work);
+clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
+                                const clt_tensor *dy,
+                                const clt_tensor *weight, int64_t batch,
+                                int64_t F, const clt_window *w,
+                                bool accumulate, const clt_round16 *round,
+                                clt_tensor *work);
+
 /* The conv2d forward (clt_conv2d_forward) given the GEMM as a function:
  * im2col of batch images into col, gemm(user) making tmp = weight col
  * [filters, batch*OH*OW], then y = swap(tmp) + bias. The layer passes its

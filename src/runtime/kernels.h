@@ -66,6 +66,12 @@
   X(conv_direct_wgrad, "conv")                                                 \
   CLT_KERNEL_R16(X, conv_direct_forward_elems, "conv")                         \
   X(conv_direct_wgrad_elems, "conv")                                           \
+  X(conv_pad, "conv")                                                          \
+  X(conv_tile_weights, "conv")                                                 \
+  CLT_KERNEL_R16(X, conv_tiled16, "conv")                                      \
+  CLT_KERNEL_R16(X, conv_tiled8, "conv")                                       \
+  X(conv_tiled_wgrad16, "conv")                                                \
+  X(conv_tiled_wgrad8, "conv")                                                 \
   CLT_KERNEL_R16(X, maxpool_forward, "pool")                                   \
   CLT_KERNEL_R16(X, maxpool_backward, "pool")                                  \
   CLT_KERNEL_R16(X, maxpool_backward_scatter, "pool")                          \
