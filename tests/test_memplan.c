@@ -410,7 +410,9 @@ static void train_rounding(bool fuse, const char *way, run_record *r,
 
 /* Rounded where made or by a pass of its own: the same bits, in every
  * convolution layout (_i: the defaults, NCHW direct's bias kernel, the
- * direct kernels by row and by element, the implicit GEMMs) and batch
+ * direct kernels by row and by element, the implicit GEMMs, the tiled
+ * kernels in blocks of 16 and 8: c1-c3's forward, weight and data
+ * gradients, c2's added into l1's) and batch
  * norm's split and per-plane reductions and its passes in runs of 16 (b1's
  * planes of 81: five runs and a tail); with fusion on, the layers' kernels
  * do it for most outputs and gradients, with it off for none. */
@@ -422,7 +424,9 @@ START_TEST(test_rounding_in_kernels_trains_the_same) {
                                      "implicit 16x64",
                                      "split 8",
                                      "per plane",
-                                     "runs of 16"};
+                                     "runs of 16",
+                                     "tiled 16",
+                                     "tiled 8"};
   static run_record a, b;
   int outs_on, grads_on, outs_off, grads_off;
   train_rounding(true, ways[_i], &a, &outs_on, &grads_on);
@@ -494,7 +498,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
   tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 7);
-  tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 8);
+  tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 10);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;

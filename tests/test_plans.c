@@ -362,6 +362,49 @@ static void expect_close(const float *want, const float *got, int64_t n,
   expect_within(want, got, n, 1e-5, what);
 }
 
+/* Stride-1 convolutions for the tiled ways: odd channel and filter counts
+ * (a tile of 8 filters partly used), a 5x3 window with dilation 2 along
+ * w, rows of 30 (blocks of 16 and 8 with a partial last one), one image
+ * and several. */
+static const layout_case tiled_cases[] = {
+    {"input shape=5x11x13\n"
+     "conv2d name=c1 filters=9 kernel=3 padding=1 activation=relu\n"
+     "conv2d name=c2 filters=7 kernel=5x3 padding=2x1 dilation=1x2 "
+     "bias=false\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     3},
+    {"input shape=3x7x30\n"
+     "conv2d name=c1 filters=4 kernel=3 padding=1\n"
+     "conv2d name=c2 filters=17 kernel=3 padding=1 activation=relu\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     1},
+    {"input shape=2x9x9\n"
+     "conv2d name=c1 filters=8 kernel=3\n"
+     "conv2d name=c2 filters=5 kernel=3 padding=same\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     7},
+};
+
+/* The tiled kernels, blocks of 16 and of 8, forward and backward (the
+ * named way taken by both of c2's layouts), against the swaps. */
+START_TEST(conv_tiled_layouts_agree) {
+  const layout_case *c = &tiled_cases[_i];
+  static const char *const tiled[] = {"tiled 16", "tiled 8"};
+  float *y1, *g1, *y2, *g2;
+  int64_t ny, ng;
+  layout_step(c, 1, false, &y1, &g1, &ny, &ng);
+  for (int t = 0; t < 2; t++) {
+    layout_step_named(c, 0, false, tiled[t], &y2, &g2, &ny, &ng);
+    expect_close(y1, y2, ny, tiled[t]);
+    expect_close(g1, g2, ng, tiled[t]);
+    free(y2);
+    free(g2);
+  }
+  free(y1);
+  free(g1);
+}
+END_TEST
+
 START_TEST(conv_layouts_agree) {
   const layout_case *c = &layout_cases[_i];
   float *y1, *g1, *y2, *g2, *y3, *g3, *y4, *g4;
@@ -1326,6 +1369,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(run, plan_rejects_misfits);
   tcase_add_test(run, split_k_only_where_it_can_pay);
   tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
+  tcase_add_loop_test(run, conv_tiled_layouts_agree, 0, COUNT(tiled_cases));
   tcase_add_loop_test(run, conv_implicit_fp16_agrees, 0, COUNT(layout_cases));
   suite_add_tcase(s, run);
   TCase *cache = tcase_create("cache");

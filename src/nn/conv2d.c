@@ -52,7 +52,17 @@
  * (its k range cut into chunks, enough for every compute unit to have
  * work-groups) and dx from W and dy, added in place: no unfold, no fold.
  * Shaped for GPUs, where im2col and col2im took a third of the ResNet's
- * step; measured like the others. */
+ * step; measured like the others.
+ * Stride-1 windows are also offered the tiled ways (ops/conv.c
+ * clt_conv_tiled_*, blocks of 16 or 8 output columns), shaped for CPU
+ * devices, where im2col, col2im and the swaps took a third of the
+ * ResNet's step on POCL: forward, x padded into col and y straight from
+ * it with the bias and the ReLU, a register tile of 8 filters a
+ * work-item; backward, dy through the fused ReLU and db as NCHW direct's,
+ * dW from x and dy both padded into col (partial sums over chunks of rows
+ * in work), then dx as the forward's kernel over dy padded into col with
+ * the weights flipped (stride 1 makes the data gradient a convolution),
+ * added where dx accumulates: no unfold, no GEMM, no swap. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +89,8 @@ typedef struct conv_state {
                         that costs no memory, else made again), then dcol */
   bool col_kept;
   clt_tensor *btmp;  /* backward: dy' */
-  clt_tensor *work;  /* backward: split-K or per-image partial products
-                        of dW (or NULL) */
+  clt_tensor *work;  /* backward: split-K, per-image or the tiled way's
+                        partial products of dW (or NULL) */
   /* Plans for the products over max_batch (forward, dW, dcol; the rows
    * backward's dW and drow). */
   clt_gemm_plan plan_fwd, plan_dw, plan_dcol, plan_dwr, plan_drow;
@@ -102,7 +112,10 @@ typedef struct conv_state {
 /* run_way's ways; WAY_IMPLICIT + c: the implicit GEMMs in tile
  * configuration c. */
 enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
-       WAY_DIRECT_ELEMS, WAY_IMPLICIT };
+       WAY_DIRECT_ELEMS, WAY_TILED16, WAY_TILED8, WAY_IMPLICIT };
+
+/* The tiled ways' blocks of output columns. */
+static int tiled_columns(int way) { return way == WAY_TILED16 ? 16 : 8; }
 
 /* The direct way (cl/conv.cl conv_direct_*, a work-item per row or per
  * element) is offered to windows of at most this many taps (C*KH*KW):
@@ -316,6 +329,22 @@ static clt_status backward_rows(clt_graph *g, const conv_state *s,
                      io->weight, io->dcol, NULL);
 }
 
+/* The tiled backward: dy through the fused ReLU (in place) and db as
+ * NCHW direct's, dW by the tiled kernel from x (padded into col) and dy
+ * (its partial sums in work), dx by the tiled kernel from W and dy
+ * (padded into col once dW has read x; added where io->acc): no unfold,
+ * no fold, no swap. */
+static clt_status backward_tiled(clt_graph *g, const conv_state *s,
+                                 const conv_io *io, int v) {
+  int64_t f = s->filters, b = io->batch;
+  CLT_TRY(dy_in_nchw(g, s, io));
+  CLT_TRY(clt_conv_tiled_wgrad(g->ctx, v, io->dw, io->work, io->x, io->dy, b,
+                               f, &s->w, io->col));
+  if (!io->dx) return CLT_OK;
+  return clt_conv_tiled_dgrad(g->ctx, v, io->dx, io->dy, io->weight, b, f,
+                              &s->w, io->acc, io->round, io->col);
+}
+
 /* The implicit backward in tile configuration `config`: dy through the
  * fused ReLU (in place) and db as NCHW direct's, dW from x and dy, dx
  * from W and dy (added where io->acc). */
@@ -422,10 +451,11 @@ typedef struct layout_work {
 } layout_work;
 
 /* The forward or backward in a layout (the WAY_ enum), each run whole:
- * forward, x unfolded into col (not by the direct way), the products and
- * the bias; backward, x unfolded into col (im2row for rows; im2col unless
- * the forward's col is kept; neither for the direct way), the products,
- * and col folded into dx. */
+ * forward, x unfolded into col (not by the direct, tiled and implicit
+ * ways), the products and the bias; backward, x unfolded into col
+ * (im2row for rows; im2col unless the forward's col is kept; none for the
+ * direct, tiled and implicit ways), the products, and col folded into
+ * dx. */
 static clt_status run_way(clt_graph *g, const conv_state *s,
                           const conv_io *in, bool backward, int way) {
   conv_io io = *in;
@@ -437,9 +467,14 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (way >= WAY_IMPLICIT)
     return backward_implicit(g, s, &io, way - WAY_IMPLICIT);
   bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
+  bool tiled = way == WAY_TILED16 || way == WAY_TILED8;
   clt_window dwin = s->w; /* the direct kernels' layout */
   dwin.per_element = way == WAY_DIRECT_ELEMS;
   if (!backward) {
+    if (tiled) /* x padded into col */
+      return clt_conv_tiled_forward(g->ctx, tiled_columns(way), io.y, io.x,
+                                    io.weight, io.bias, io.batch, s->filters,
+                                    &s->w, io.relu, io.round, io.col);
     if (direct)
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
                                      io.batch, s->filters, &dwin, io.relu,
@@ -452,10 +487,12 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   /* col holds the forward's unfold only where it is kept and the forward
    * made one. */
   bool unfold = w.rows || !s->col_kept || s->fwd_way >= WAY_DIRECT;
-  if (!direct && unfold)
+  if (!direct && !tiled && unfold)
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &w));
   if (direct)
     CLT_TRY(backward_direct(g, s, &io, &dwin));
+  else if (tiled)
+    return backward_tiled(g, s, &io, tiled_columns(way));
   else if (way == WAY_ROWS)
     CLT_TRY(backward_rows(g, s, &io));
   else if (way == WAY_SWAP)
@@ -529,10 +566,29 @@ static void note_implicit(clt_graph *g, const double *seconds, int first,
                 IMPLICIT_SLOW_LAYOUTS);
 }
 
+/* Whether the tiled way in blocks of v columns is offered: stride 1, its
+ * padded copies within col; backward, where the weight gradient's loops
+ * fit the device, and where dx is wanted, the padding allows the flipped
+ * window. */
+static bool tiled_offered(clt_graph *g, const conv_state *s,
+                          const conv_io *io, bool backward, int v) {
+  int64_t b = g->max_batch, f = s->filters;
+  const clt_window *w = &s->w;
+  bool fits = clt_conv_tiled_fits(g->ctx, w, v) &&
+              clt_conv_tiled_workspace(b, f, w, v) <= io->col->numel;
+  if (!backward || !fits) return fits;
+  return clt_conv_tiled_wgrad_fits(g->ctx, w, f, v) &&
+         clt_conv_tiled_wgrad_pads(b, f, w, v) <= io->col->numel &&
+         (!io->dx || (clt_conv_tiled_dgrad_fits(g->ctx, w, f, v) &&
+                      clt_conv_tiled_dgrad_workspace(b, w, f, v) <=
+                          io->col->numel));
+}
+
 /* Times the swap layout (the plans chosen) against NCHW direct in both
- * forms (where nchw_fits), backward rows, and where direct the direct
- * way, forward or backward, on the buffers io names; *way receives the
- * choice (a WAY_ value). */
+ * forms (where nchw_fits), backward rows, where direct the direct way,
+ * the tiled ways where offered and the implicit GEMMs, forward or
+ * backward, on the buffers io names; *way receives the choice (a WAY_
+ * value). */
 static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
                               const conv_io *io, bool backward,
                               bool nchw_fits, bool direct, int *way) {
@@ -544,6 +600,7 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   static const char *const names[] = {
       "gemm + swap",    "nchw direct",       "nchw direct c^T",
       "rows",           "direct",            "direct per element",
+      "tiled 16",       "tiled 8",
       "implicit 64x64", "implicit 16x64",    "implicit 128x128",
       "implicit fp16 64x64", "implicit fp16 128x64",
       "implicit fp16 128x128"};
@@ -557,6 +614,9 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
     l.ids[count++] = WAY_DIRECT;
     l.ids[count++] = WAY_DIRECT_ELEMS;
   }
+  for (int way = WAY_TILED16; way <= WAY_TILED8; way++)
+    if (tiled_offered(g, s, io, backward, tiled_columns(way)))
+      l.ids[count++] = way;
   int implicit_first = count;
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
   int group[CLT_MEASURE_MAX_WAYS] = {0};
@@ -762,7 +822,17 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     implicit_work[c] = clt_conv_implicit_workspace(s->implicit_splits[c], b,
                                                    s->filters, &s->w);
   }
+  int64_t tiled_work[2];
+  for (int i = 0; i < 2; i++) {
+    int v = tiled_columns(WAY_TILED16 + i);
+    tiled_work[i] =
+        clt_conv_tiled_wgrad_fits(g->ctx, &s->w, s->filters, v)
+            ? clt_conv_tiled_wgrad_workspace(g->ctx, b, s->filters, &s->w, v)
+            : 0;
+  }
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
+  for (int i = 0; i < 2; i++)
+    if (tiled_work[i] > most) most = tiled_work[i];
   if (rows_work > most) most = rows_work;
   if (direct_work > most) most = direct_work;
   for (int c = 0; c < CLT_IGEMM_CONFIGS; c++)
@@ -803,6 +873,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(st);
   int64_t need = s->bwd_way >= WAY_IMPLICIT
                      ? implicit_work[s->bwd_way - WAY_IMPLICIT]
+                 : s->bwd_way >= WAY_TILED16 ? tiled_work[s->bwd_way - WAY_TILED16]
                  : s->bwd_way >= WAY_DIRECT ? direct_work
                  : s->bwd_way == WAY_ROWS ? rows_work
                  : s->bwd_way > 0         ? nchw_work
