@@ -842,7 +842,8 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
     int oh = u % OH;                                                           \
     u /= OH;                                                                   \
     int fb = u % fblocks, n = u / fblocks, f0 = fb * TILE_F;                   \
-    __global const float *row = xp + xp_off + (n * C * Hp + oh) * Wq + blk * V; \
+    __global const float *row =                                                \
+        xp + xp_off + (n * C * Hp + oh) * Wq + blk * V;                        \
     __global const float *w = wr + wr_off + fb * C * KH * KW * TILE_F;         \
     int row_step = dil_h * Wq, plane_step = (Hp - KH * dil_h) * Wq;            \
     float##V acc[TILE_F];                                                      \

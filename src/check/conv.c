@@ -259,8 +259,8 @@ static clt_status conv_forward_body(check_set *s, const void *arg) {
                                       a->relu, round));
   else if (a->tiled) {
     clt_tensor *xp;
-    CLT_TRY(check_plain(s, clt_conv_tiled_workspace(a->batch, a->F, &w, a->tiled),
-                        &xp));
+    CLT_TRY(check_plain(
+        s, clt_conv_tiled_workspace(a->batch, a->F, &w, a->tiled), &xp));
     CLT_TRY(clt_conv_tiled_forward(s->ctx, a->tiled, y->t, x->t, wt->t,
                                    a->bias ? b->t : NULL, a->batch, a->F, &w,
                                    a->relu, round, xp));
@@ -374,7 +374,7 @@ static clt_status implicit_dgrad_body(check_set *s, const void *arg) {
   if (a->tiled) {
     clt_tensor *dyp;
     CLT_TRY(check_plain(
-        s, clt_conv_tiled_dgrad_workspace(a->batch, &w, a->F, a->tiled),
+        s, clt_conv_tiled_dgrad_workspace(a->batch, a->F, &w, a->tiled),
         &dyp));
     CLT_TRY(clt_conv_tiled_dgrad(s->ctx, a->tiled, dx->t, dy->t, wt->t,
                                  a->batch, a->F, &w, a->accumulate, round,

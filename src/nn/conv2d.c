@@ -580,7 +580,7 @@ static bool tiled_offered(clt_graph *g, const conv_state *s,
   return clt_conv_tiled_wgrad_fits(g->ctx, w, f, v) &&
          clt_conv_tiled_wgrad_pads(b, f, w, v) <= io->col->numel &&
          (!io->dx || (clt_conv_tiled_dgrad_fits(g->ctx, w, f, v) &&
-                      clt_conv_tiled_dgrad_workspace(b, w, f, v) <=
+                      clt_conv_tiled_dgrad_workspace(b, f, w, v) <=
                           io->col->numel));
 }
 
@@ -873,7 +873,8 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(st);
   int64_t need = s->bwd_way >= WAY_IMPLICIT
                      ? implicit_work[s->bwd_way - WAY_IMPLICIT]
-                 : s->bwd_way >= WAY_TILED16 ? tiled_work[s->bwd_way - WAY_TILED16]
+                 : s->bwd_way >= WAY_TILED16
+                     ? tiled_work[s->bwd_way - WAY_TILED16]
                  : s->bwd_way >= WAY_DIRECT ? direct_work
                  : s->bwd_way == WAY_ROWS ? rows_work
                  : s->bwd_way > 0         ? nchw_work

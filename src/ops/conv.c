@@ -442,8 +442,8 @@ bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
          t.pad_w >= 0 && clt_conv_tiled_fits(ctx, &t, v);
 }
 
-int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, const clt_window *w,
-                                       int64_t F, int v) {
+int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, int64_t F,
+                                       const clt_window *w, int v) {
   clt_window t = dgrad_window(w, F);
   return clt_conv_tiled_workspace(batch, w->C, &t, v);
 }

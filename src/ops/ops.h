@@ -301,10 +301,11 @@ int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
 /* The tiled direct convolution (cl/conv.cl conv_tiled16, conv_tiled8;
  * nn/conv2d.c offers it for stride 1, shaped for CPU devices): x is
  * copied with its padding written out, and the weights in tiles of 8
- * filters, into work (clt_conv_tiled_workspace floats), then y [batch, F, OH, OW] = weight [F, C, KH, KW] applied to
- * it, in blocks of v = 16 or 8 output columns, plus bias (NULL: none),
- * then ReLU where relu. clt_conv_tiled_fits: whether it runs w (stride
- * 1, its loops within the device's limit). */
+ * filters, into work (clt_conv_tiled_workspace floats), then y [batch,
+ * F, OH, OW] = weight [F, C, KH, KW] applied to it, in blocks of v = 16
+ * or 8 output columns, plus bias (NULL: none), then ReLU where relu.
+ * clt_conv_tiled_fits: whether it runs w (stride 1, its loops within the
+ * device's limit). */
 bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v);
 int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
                                  const clt_window *w, int v);
@@ -321,8 +322,8 @@ clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
  * most dil*(K-1) (clt_conv_tiled_dgrad_fits). */
 bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
                                int64_t F, int v);
-int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, const clt_window *w,
-                                       int64_t F, int v);
+int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, int64_t F,
+                                       const clt_window *w, int v);
 /* And the weight gradient dw [F, C, KH, KW] (overwritten) from x and dy
  * [batch, F, OH, OW]: both padded into work (clt_conv_tiled_wgrad_pads
  * floats), partial sums over chunks of rows in partials
