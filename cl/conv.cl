@@ -786,8 +786,8 @@ __kernel void conv_direct_wgrad_elems(
 
 /* xp[plane][hp][wq] = x[plane][hp - pad_h][wq - pad_w], 0 outside x; a
  * work-item per plane, or per `per` of its rows where that is long (ops.h
- * clt_loop_per; a work-item per row was 3x slower on POCL for 30x34
- * planes). */
+ * clt_loop_per; with a work-item per row a copy took about twice as long
+ * on POCL, the ResNet's 30x34 planes). */
 __kernel void conv_pad(__global float *xp, int xp_off,
                        __global const float *x, int x_off, int planes, int H,
                        int W, int Hp, int Wq, int pad_h, int pad_w, int per) {
