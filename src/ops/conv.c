@@ -368,10 +368,18 @@ int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
          ceil_div(F, TILE_F) * TILE_F * w->C * w->KH * w->KW;
 }
 
+/* src [planes, H, W] into dst [planes, hp, wq] at (pad_h, pad_w), zeros
+ * around. */
 static clt_status pad_planes(clt_context *ctx, clt_tensor *dst,
                              const clt_tensor *src, int64_t planes,
                              int64_t H, int64_t W, int64_t hp, int64_t wq,
-                             int64_t pad_h, int64_t pad_w);
+                             int64_t pad_h, int64_t pad_w) {
+  int64_t per = clt_loop_per(ctx, hp, pad_cost, &wq);
+  return CLT_RUN_1D(ctx, CLT_K_conv_pad,
+                    (size_t)(planes * clt_loop_parts(hp, per)), KT(dst),
+                    KT(src), KI(planes), KI(H), KI(W), KI(hp), KI(wq),
+                    KI(pad_h), KI(pad_w), KI(per));
+}
 
 /* y (or dx) from x (or dy) padded into work, and the weights there too,
  * the element of (output channel o, input channel i, kh, kw) read at
@@ -437,9 +445,8 @@ static clt_window dgrad_window(const clt_window *w, int64_t F) {
 
 bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
                                int64_t F, int v) {
-  clt_window t = dgrad_window(w, F);
-  return w->stride_h == 1 && w->stride_w == 1 && t.pad_h >= 0 &&
-         t.pad_w >= 0 && clt_conv_tiled_fits(ctx, &t, v);
+  clt_window t = dgrad_window(w, F); /* w's strides: fits checks them */
+  return t.pad_h >= 0 && t.pad_w >= 0 && clt_conv_tiled_fits(ctx, &t, v);
 }
 
 int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, int64_t F,
@@ -537,19 +544,6 @@ static int64_t wgrad_dy_len(int64_t batch, int64_t F, const clt_window *w,
 int64_t clt_conv_tiled_wgrad_pads(int64_t batch, int64_t F,
                                   const clt_window *w, int v) {
   return tiled_input_len(batch, w, v) + wgrad_dy_len(batch, F, w, v);
-}
-
-/* src [planes, H, W] into dst [planes, hp, wq] at (pad_h, pad_w), zeros
- * around. */
-static clt_status pad_planes(clt_context *ctx, clt_tensor *dst,
-                             const clt_tensor *src, int64_t planes,
-                             int64_t H, int64_t W, int64_t hp, int64_t wq,
-                             int64_t pad_h, int64_t pad_w) {
-  int64_t per = clt_loop_per(ctx, hp, pad_cost, &wq);
-  return CLT_RUN_1D(ctx, CLT_K_conv_pad,
-                    (size_t)(planes * clt_loop_parts(hp, per)), KT(dst),
-                    KT(src), KI(planes), KI(H), KI(W), KI(hp), KI(wq),
-                    KI(pad_h), KI(pad_w), KI(per));
 }
 
 clt_status clt_conv_tiled_wgrad(clt_context *ctx, int v, clt_tensor *dw,
