@@ -772,17 +772,23 @@ __kernel void conv_direct_wgrad_elems(
  * (conv_pad: every row Wq wide, so that a block of V output columns reads
  * each tap as one vector load, edges included), and the weights into wr,
  * TILE_F filters' weights of a tap side by side (conv_tile_weights); then
- * a work-item takes TILE_F filters by V columns of one output row of one
- * image: TILE_F vector accumulators, each tap one vector load of the
- * input, TILE_F weights broadcast from consecutive addresses and TILE_F
- * multiply-adds (the register tile of our GEMMs, cl/gemm.cl, its operand
- * read straight from the input; the pointers step, no index is computed
- * in the loop). The taps are added in (c, kh, kw) order, then the bias.
+ * a work-item takes TILE_F filters by V columns of TILE_R consecutive
+ * output rows of one image: TILE_R*TILE_F vector accumulators, each tap
+ * TILE_R vector loads of the input, TILE_F weights broadcast from
+ * consecutive addresses, each used for TILE_R multiply-adds (the register
+ * tile of our GEMMs, cl/gemm.cl, its operand read straight from the input;
+ * the pointers step, no index is computed in the loop). A block's rows
+ * past OH read the last row again and are not stored. The taps are added
+ * in (c, kh, kw) order, then the bias.
  * The same kernels give a stride-1 convolution's data gradient: dy padded
  * by dil*(K-1) - pad, the weights flipped and transposed as conv_tile_weights
  * reads them (the strides w_f, w_c, w_kh, w_kw from w_base, negative where
  * flipped), the result added into dx where accumulate. */
 #define TILE_F 8
+/* 3 rows: on POCL (2-core Xeon, AVX-512) the 16- and 64-channel 28x28
+ * forwards took 0.6-0.8x as long as with one row, 2 rows in between, 4
+ * (32 accumulators: spilled) 1.2-1.5x; 7x7 planes within noise. */
+#define TILE_R 3
 
 /* xp[plane][hp][wq] = x[plane][hp - pad_h][wq - pad_w], 0 outside x; a
  * work-item per plane, or per `per` of its rows where that is long (ops.h
@@ -835,46 +841,57 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
       int Hp, int Wq, int dil_h, int dil_w, int has_bias, int relu,            \
       int accumulate, ROUND16_PARAMS, int round16) {                           \
     int blocks = (OW + V - 1) / V, fblocks = (F + TILE_F - 1) / TILE_F;        \
+    int rblocks = (OH + TILE_R - 1) / TILE_R;                                  \
     int u = get_global_id(0);                                                  \
-    if (u >= batch * fblocks * OH * blocks) return;                            \
+    if (u >= batch * fblocks * rblocks * blocks) return;                       \
     int blk = u % blocks;                                                      \
     u /= blocks;                                                               \
-    int oh = u % OH;                                                           \
-    u /= OH;                                                                   \
+    int oh0 = u % rblocks * TILE_R;                                            \
+    u /= rblocks;                                                              \
     int fb = u % fblocks, n = u / fblocks, f0 = fb * TILE_F;                   \
     __global const float *row =                                                \
-        xp + xp_off + (n * C * Hp + oh) * Wq + blk * V;                        \
+        xp + xp_off + (n * C * Hp + oh0) * Wq + blk * V;                       \
     __global const float *w = wr + wr_off + fb * C * KH * KW * TILE_F;         \
     int row_step = dil_h * Wq, plane_step = (Hp - KH * dil_h) * Wq;            \
-    float##V acc[TILE_F];                                                      \
-    _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[j] = 0.0f;          \
+    int roff[TILE_R];                                                          \
+    _Pragma("unroll") for (int r = 0; r < TILE_R; r++) roff[r] =               \
+        (min(oh0 + r, OH - 1) - oh0) * Wq;                                     \
+    float##V acc[TILE_R][TILE_F];                                              \
+    _Pragma("unroll") for (int r = 0; r < TILE_R; r++)                         \
+      _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[r][j] = 0.0f;     \
     for (int c = 0; c < C; c++, row += plane_step)                             \
       for (int kh = 0; kh < KH; kh++, row += row_step) {                       \
         __global const float *in = row;                                        \
         for (int kw = 0; kw < KW; kw++, in += dil_w, w += TILE_F) {            \
-          float##V v = vload##V(0, in);                                        \
-          _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[j] =          \
-              fma((float##V)(w[j]), v, acc[j]);                                \
+          float##V v[TILE_R];                                                  \
+          _Pragma("unroll") for (int r = 0; r < TILE_R; r++) v[r] =            \
+              vload##V(0, in + roff[r]);                                       \
+          _Pragma("unroll") for (int j = 0; j < TILE_F; j++) {                 \
+            float##V wj = (float##V)(w[j]);                                    \
+            _Pragma("unroll") for (int r = 0; r < TILE_R; r++) acc[r][j] =     \
+                fma(wj, v[r], acc[r][j]);                                      \
+          }                                                                    \
         }                                                                      \
       }                                                                        \
     int valid = min(V, OW - blk * V);                                          \
-    for (int j = 0; j < TILE_F && f0 + j < F; j++) {                           \
-      int at = ((n * F + f0 + j) * OH + oh) * OW + blk * V;                    \
-      __global float *out = y + y_off + at;                                    \
-      float##V s = acc[j];                                                     \
-      if (has_bias) s += bias[bias_off + f0 + j];                              \
-      if (relu) s = select((float##V)0.0f, s, isgreater(s, (float##V)0.0f));   \
-      if (valid == V) {                                                        \
-        if (accumulate) s = vload##V(0, out) + s;                              \
-        vstore##V(s, 0, out);                                                  \
-      } else {                                                                 \
-        float part[V];                                                         \
-        vstore##V(s, 0, part);                                                 \
-        for (int e = 0; e < valid; e++)                                        \
-          out[e] = accumulate ? out[e] + part[e] : part[e];                    \
+    for (int r = 0; r < TILE_R && oh0 + r < OH; r++)                           \
+      for (int j = 0; j < TILE_F && f0 + j < F; j++) {                         \
+        int at = ((n * F + f0 + j) * OH + oh0 + r) * OW + blk * V;             \
+        __global float *out = y + y_off + at;                                  \
+        float##V s = acc[r][j];                                                \
+        if (has_bias) s += bias[bias_off + f0 + j];                            \
+        if (relu) s = select((float##V)0.0f, s, isgreater(s, (float##V)0.0f)); \
+        if (valid == V) {                                                      \
+          if (accumulate) s = vload##V(0, out) + s;                            \
+          vstore##V(s, 0, out);                                                \
+        } else {                                                               \
+          float part[V];                                                       \
+          vstore##V(s, 0, part);                                               \
+          for (int e = 0; e < valid; e++)                                      \
+            out[e] = accumulate ? out[e] + part[e] : part[e];                  \
+        }                                                                      \
+        ROUND16_RUN(out, valid, at);                                           \
       }                                                                        \
-      ROUND16_RUN(out, valid, at);                                             \
-    }                                                                          \
   }                                                                            \
   ROUND16_VARIANTS(conv_tiled##V, (__global float *y, int y_off,               \
                    __global const float *xp, int xp_off,                       \
@@ -901,7 +918,10 @@ CONV_TILED(8)
  * of V columns WG_F loads of dy and WG_T of xp, summed across at the end.
  * Work-items in a row share their chunk (its dy and xp stay in the
  * cache), the taps varying fastest. */
-#define WG_F 4
+/* 8 filters by 3 taps: on POCL (2-core Xeon) 0.7-0.9x as long as 4 by 3
+ * on 7x7 planes of 32 and 128 channels, within noise on 28x28 ones; 4 by
+ * 6 took up to 2x as long on 7x7 planes. */
+#define WG_F 8
 #define WG_T 3
 #define CONV_TILED_WGRAD(V)                                                    \
   __kernel void conv_tiled_wgrad##V(                                           \

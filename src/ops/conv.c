@@ -326,7 +326,7 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
 /* The tiled direct convolution (cl/conv.cl conv_pad, conv_tile_weights,
  * conv_tiled16, conv_tiled8): the padded input's rows (Hp) and their
  * width (Wq) for blocks of v output columns. */
-enum { TILE_F = 8 }; /* cl/conv.cl's TILE_F */
+enum { TILE_F = 8, TILE_R = 3 }; /* cl/conv.cl's TILE_F, TILE_R */
 
 static void tiled_geometry(const clt_window *w, int v, int64_t *hp,
                            int64_t *wq) {
@@ -334,11 +334,12 @@ static void tiled_geometry(const clt_window *w, int v, int64_t *hp,
   *wq = ceil_div(w->OW, v) * v + w->dil_w * (w->KW - 1);
 }
 
-/* The loop iterations of a tiled work-item: every tap's load and TILE_F
- * multiply-adds, the tap rows, the stores and their fp16 rounding. */
+/* The loop iterations of a tiled work-item: every tap's TILE_R loads and
+ * TILE_R*TILE_F multiply-adds, the tap rows, the stores and their fp16
+ * rounding. */
 static int64_t tiled_cost(const clt_window *w, int v) {
-  return w->C * w->KH * (w->KW * (TILE_F + 1) + 1) + TILE_F * (3 * v + 2) +
-         TILE_F;
+  return w->C * w->KH * (w->KW * TILE_R * (TILE_F + 1) + 1) +
+         TILE_R * TILE_F * (3 * v + 3);
 }
 
 /* conv_pad's loops for per rows of width *wq. */
@@ -406,7 +407,8 @@ static clt_status tiled_run(clt_context *ctx, int v, clt_tensor *y,
                      KT(&wr), KT(weight), KI(F), KI(w->C), KI(w->KH),
                      KI(w->KW), KI(ws[0]), KI(ws[1]), KI(ws[2]), KI(ws[3]),
                      KI(ws[4])));
-  int64_t items = batch * ceil_div(F, TILE_F) * w->OH * ceil_div(w->OW, v);
+  int64_t items = batch * ceil_div(F, TILE_F) * ceil_div(w->OH, TILE_R) *
+                  ceil_div(w->OW, v);
   clt_kernel_id id = v == 16 ? CLT_K_conv_tiled16 : CLT_K_conv_tiled8;
   /* x stands in for the bias where there is none (not read). */
   return CLT_RUN_1D(ctx, KR_ID(id, round), (size_t)items, KT(y), KT(&xp),
@@ -476,7 +478,7 @@ clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
  * most: chunks of rows grow past one image where they would not fit. */
 #define TILED_MAX_PARTIALS ((int64_t)4 << 20)
 
-enum { WG_F = 4, WG_T = 3 }; /* cl/conv.cl's WG_F, WG_T */
+enum { WG_F = 8, WG_T = 3 }; /* cl/conv.cl's WG_F, WG_T */
 #define WGRAD_BLOCKS 64
 
 /* A tiled weight-gradient work-item's loop iterations for per rows. */
