@@ -186,6 +186,25 @@ static float half_value(ushort h) {
     const int round16 = 2;                                                     \
     NAME##_body ARGS;                                                          \
   }
+/* The same for a body that reduces over its group (group_sum): each
+ * kernel declares the scratch that OpenCL C allows in kernels only and
+ * passes it on; ARGS begins with `scratch`. */
+#define ROUND16_GROUP_VARIANTS(NAME, PARAMS, ARGS)                             \
+  __kernel void NAME PARAMS {                                                  \
+    __local float scratch[CLT_WG];                                             \
+    const int round16 = 0;                                                     \
+    NAME##_body ARGS;                                                          \
+  }                                                                            \
+  __kernel void NAME##_r16 PARAMS {                                            \
+    __local float scratch[CLT_WG];                                             \
+    const int round16 = 1;                                                     \
+    NAME##_body ARGS;                                                          \
+  }                                                                            \
+  __kernel void NAME##_s16 PARAMS {                                            \
+    __local float scratch[CLT_WG];                                             \
+    const int round16 = 2;                                                     \
+    NAME##_body ARGS;                                                          \
+  }
 #define STORE16(y, y_off, i, v)                                                \
   store16((y) + (y_off) + (i), (v), h16 + h16_off + (i), round16)
 static void store16(__global float *y, float v, __global ushort *h,

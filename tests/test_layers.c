@@ -55,10 +55,13 @@ START_TEST(test_fd_conv_same_rect) {
 END_TEST
 
 START_TEST(test_fd_batchnorm_2d) {
-  check_conv_gradients("input shape=3x5x5\n"
-                       "conv2d filters=4 kernel=3\nbatchnorm\nrelu\n"
-                       "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n",
-                       3);
+  const char *model = "input shape=3x5x5\n"
+                      "conv2d filters=4 kernel=3\nbatchnorm\nrelu\n"
+                      "global_avgpool\ndense units=3\nsoftmax_cross_entropy\n";
+  check_conv_gradients(model, 3);
+  /* training's passes in one kernel each way, the ReLU fused into them */
+  check_gradients_named(model, 3, false, 0, "fused per channel");
+  check_gradients_named(model, 3, false, 0, "fused per plane");
 }
 END_TEST
 
@@ -70,6 +73,8 @@ START_TEST(test_fd_batchnorm_1d) {
    * chunks of 2). */
   check_gradients_named(model, 4, false, 0, "split 32");
   check_gradients_named(model, 9, false, 0, "split 8");
+  check_gradients_named(model, 5, false, 0, "fused per channel");
+  check_gradients_named(model, 5, false, 0, "fused per plane");
 }
 END_TEST
 

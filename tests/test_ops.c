@@ -1632,6 +1632,25 @@ START_TEST(bn_shapes) {
             (long long)N, (long long)C, (long long)HW, training, acc,
             (training + acc + r16) % 3, r16);
   }
+  /* Training mode in one kernel each way, items sharing each plane's
+   * runs or taking whole planes, with and without a fused ReLU */
+  for (int planes = 0; planes < 2; planes++)
+    for (int relu = 0; relu < 2; relu++) {
+      int r = (_i + planes + relu) % 3;
+      ck_assert_check(clt_check_bn_train_forward(g_ctx, N, C, HW, 1e-5f,
+                                                 relu ? 0.1f : 1.0f, relu,
+                                                 planes, r, &e),
+                      e, TOL, "%lldx%lldx%lld one kernel planes=%d relu=%d "
+                      "round %d", (long long)N, (long long)C, (long long)HW,
+                      planes, relu, r);
+      ck_assert_check(clt_check_bn_train_backward(g_ctx, N, C, HW, 1e-5f,
+                                                  relu, (planes + relu) % 2,
+                                                  planes, r, &e),
+                      e, TOL, "%lldx%lldx%lld backward one kernel planes=%d "
+                      "relu=%d accumulate=%d round %d", (long long)N,
+                      (long long)C, (long long)HW, planes, relu,
+                      (planes + relu) % 2, r);
+    }
   /* The split reductions: 2 and 3 parts leave a shorter last chunk for
    * odd N, 128 more parts than planes (one plane each); and one group per
    * channel with an item per plane. */
@@ -1741,6 +1760,27 @@ START_TEST(reductions_under_loop_cap) {
                     "backward %lldx%lldx%lld an item per plane, cap 600",
                     (long long)N, (long long)C, (long long)HW);
   }
+  /* training's passes in one kernel: within the budget for 2000 planes
+   * of 3 with an item per plane, not for 2 planes of 4800 (three passes
+   * over each, or two backward), and then refused rather than wrong */
+  for (int backward = 0; backward < 2; backward++) {
+    bool fits;
+    ck_assert_ok(clt_bn_fused_fits(g_ctx, 2000, 3, backward, true, &fits));
+    ck_assert(fits);
+    ck_assert_check(clt_check_bn_train_forward(g_ctx, 2000, 3, 3, 1e-5f, 0.1f,
+                                               true, true, 0, &e),
+                    e, TOL, "2000x3x3 in one kernel, cap 600");
+    ck_assert_check(clt_check_bn_train_backward(g_ctx, 2000, 3, 3, 1e-5f,
+                                                true, false, true, 0, &e),
+                    e, TOL, "backward 2000x3x3 in one kernel, cap 600");
+    ck_assert_ok(clt_bn_fused_fits(g_ctx, 2, 4800, backward, true, &fits));
+    ck_assert(!fits);
+  }
+  ck_assert_int_ne(clt_check_bn_train_forward(g_ctx, 2, 1, 4800, 1e-5f, 0.1f,
+                                              false, true, 0, &e),
+                   CLT_OK);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "loops after 600 iterations"));
   /* planes so long that a part of one would loop past the budget: a
    * refusal naming the limit, not wrong numbers */
   int64_t long_hw = 16 * (int64_t)g_ctx->work_group * 8, parts, chunk;

@@ -308,6 +308,25 @@ clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
                                  bool accumulate, int64_t want, bool runs16,
                                  int round16, double *max_err);
 
+/* Training mode in one kernel (clt_bn_train_forward, _backward), the
+ * group's items sharing each plane's runs of 16 or (planes) taking whole
+ * planes. Forward: the batch's mean and biased variance, the running
+ * statistics moved as clt_check_bn_update_running's (num_batches_tracked
+ * + 1), and y from the batch's statistics, max(y, 0) where relu.
+ * Backward: dgamma, dbeta and dx (+)= as clt_check_bn_backward's in
+ * training, with dy taken as 0 where relu and a fused ReLU's output (an
+ * operand of its own, half of it <= 0) is not > 0; dy is left as it
+ * was. */
+clt_status clt_check_bn_train_forward(clt_context *ctx, int64_t N, int64_t C,
+                                      int64_t HW, float eps, float momentum,
+                                      bool relu, bool planes, int round16,
+                                      double *max_err);
+clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
+                                       int64_t C, int64_t HW, float eps,
+                                       bool relu, bool accumulate,
+                                       bool planes, int round16,
+                                       double *max_err);
+
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or
  * 1 / (1 - p), y = x * mask; the kept count is within 5 standard

@@ -231,3 +231,127 @@ clt_status clt_check_bn_backward(clt_context *ctx, int64_t N, int64_t C,
   bn_args a = {N, C, HW, eps, training, accumulate, want, false, runs16};
   return check_run_rounded(ctx, 270, bn_backward_body, &a, round16, max_err);
 }
+
+typedef struct bn_train_args {
+  int64_t N, C, HW;
+  float eps, momentum;
+  bool relu, accumulate, planes;
+} bn_train_args;
+
+static bn_args bn_plain(const bn_train_args *t) {
+  bn_args a = {.N = t->N, .C = t->C, .HW = t->HW, .eps = t->eps,
+               .training = true};
+  return a;
+}
+
+static clt_status bn_train_forward_body(check_set *s, const void *arg) {
+  const bn_train_args *t = arg;
+  bn_args a = bn_plain(t);
+  int64_t N = t->N, C = t->C, HW = t->HW, M = N * HW, n = N * C * HW;
+  if (M < 2)
+    return clt_ctx_fail(s->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "check: batch statistics need 2 values per channel "
+                        "(PyTorch refuses 1)");
+  check_f32 *x, *y, *mean, *var, *gamma, *beta, *rmean, *rvar, *tracked;
+  CLT_TRY(bn_input(s, &a, &x));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &mean));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &var));
+  CLT_TRY(check_operand(s, C, -1.5f, 1.5f, &gamma));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &beta));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &rmean));
+  CLT_TRY(check_operand(s, C, 0.5f, 2.0f, &rvar));
+  CLT_TRY(check_operand(s, 1, -1.0f, 1.0f, &tracked));
+  tracked->host[0] = 3.0f;
+  CLT_TRY(check_upload(tracked));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_bn_train_forward(s->ctx, y->t, mean->t, var->t, rmean->t,
+                               rvar->t, tracked->t, x->t, gamma->t, beta->t,
+                               N, C, HW, t->eps, t->momentum, t->relu,
+                               t->planes, round));
+  double mo = t->momentum;
+  for (int64_t c = 0; c < C; c++) {
+    double m, v;
+    bn_stats_ref(x->host, &a, c, &m, &v);
+    mean->host[c] = (float)m;
+    var->host[c] = (float)v;
+    rmean->host[c] = (float)((1.0 - mo) * rmean->host[c] + mo * m);
+    rvar->host[c] = (float)((1.0 - mo) * rvar->host[c] +
+                            mo * v * (double)M / (double)(M - 1));
+    double k = gamma->host[c] / sqrt(v + t->eps);
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t j = 0; j < HW; j++) {
+        int64_t i = (b * C + c) * HW + j;
+        double o = (x->host[i] - m) * k + beta->host[c];
+        y->host[i] = (float)(t->relu && !(o > 0.0) ? 0.0 : o);
+      }
+  }
+  tracked->host[0] = 4.0f;
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_train_forward(clt_context *ctx, int64_t N, int64_t C,
+                                      int64_t HW, float eps, float momentum,
+                                      bool relu, bool planes, int round16,
+                                      double *max_err) {
+  bn_train_args t = {.N = N, .C = C, .HW = HW, .eps = eps,
+                     .momentum = momentum, .relu = relu, .planes = planes};
+  return check_run_rounded(ctx, 280, bn_train_forward_body, &t, round16,
+                           max_err);
+}
+
+static clt_status bn_train_backward_body(check_set *s, const void *arg) {
+  const bn_train_args *t = arg;
+  bn_args a = bn_plain(t);
+  int64_t N = t->N, C = t->C, HW = t->HW, M = N * HW, n = N * C * HW;
+  check_f32 *x, *out, *mean, *var, *gamma, *dy, *dx, *dgamma, *dbeta;
+  CLT_TRY(bn_input(s, &a, &x));
+  CLT_TRY(bn_moments(s, x, &a, true, &mean, &var));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &out)); /* the ReLU's mask */
+  CLT_TRY(check_operand(s, C, -1.5f, 1.5f, &gamma));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &dx));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dgamma));
+  CLT_TRY(check_operand(s, C, -1.0f, 1.0f, &dbeta));
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, dx, &round));
+  CLT_TRY(clt_bn_train_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
+                                x->t, out->t, mean->t, var->t, gamma->t, N,
+                                C, HW, t->eps, t->relu, t->accumulate,
+                                t->planes, round));
+  for (int64_t c = 0; c < C; c++) {
+    double mu = mean->host[c], inv = 1.0 / sqrt((double)var->host[c] + t->eps);
+    double sg = 0.0, sb = 0.0;
+#define BN_G(i) (t->relu && !(out->host[i] > 0.0f) ? 0.0 : (double)dy->host[i])
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t j = 0; j < HW; j++) {
+        int64_t i = (b * C + c) * HW + j;
+        sb += BN_G(i);
+        sg += BN_G(i) * ((x->host[i] - mu) * inv);
+      }
+    double k = gamma->host[c] * inv;
+    for (int64_t b = 0; b < N; b++)
+      for (int64_t j = 0; j < HW; j++) {
+        int64_t i = (b * C + c) * HW + j;
+        double xhat = (x->host[i] - mu) * inv;
+        double g = k / (double)M * ((double)M * BN_G(i) - sb - xhat * sg);
+        dx->host[i] = (float)(t->accumulate ? dx->host[i] + g : g);
+      }
+#undef BN_G
+    dgamma->host[c] = (float)sg;
+    dbeta->host[c] = (float)sb;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
+                                       int64_t C, int64_t HW, float eps,
+                                       bool relu, bool accumulate,
+                                       bool planes, int round16,
+                                       double *max_err) {
+  bn_train_args t = {.N = N, .C = C, .HW = HW, .eps = eps, .relu = relu,
+                     .accumulate = accumulate, .planes = planes};
+  return check_run_rounded(ctx, 290, bn_train_backward_body, &t, round16,
+                           max_err);
+}

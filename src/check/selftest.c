@@ -414,6 +414,14 @@ static clt_status st_bn_bwd16(clt_context *ctx, double *e) {
   return clt_check_bn_backward(ctx, 7, 3, 49, 1e-5f, true, true, 1, true, 1,
                                e);
 }
+static clt_status st_bn_train_fwd(clt_context *ctx, double *e) {
+  return clt_check_bn_train_forward(ctx, 7, 3, 49, 1e-5f, 0.1f, true, false,
+                                    2, e);
+}
+static clt_status st_bn_train_bwd(clt_context *ctx, double *e) {
+  return clt_check_bn_train_backward(ctx, 33, 10, 7, 1e-5f, true, true, true,
+                                     1, e);
+}
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
 }
@@ -571,6 +579,12 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"batchnorm backward training 7x3x49 accumulate in runs of 16, "
      "fp16-rounded",
      st_bn_bwd16, 1e-5, false},
+    {"batchnorm training forward 7x3x49 + fused relu in one kernel, "
+     "fp16-saved",
+     st_bn_train_fwd, 1e-5, false},
+    {"batchnorm training backward 33x10x7 + fused relu accumulate in one "
+     "kernel, an item per plane, fp16-rounded",
+     st_bn_train_bwd, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},
     {"mul 257 accumulate", st_mul_acc, 1e-6, false},

@@ -26,6 +26,11 @@ typedef struct bn_state {
   /* The element-wise passes' layouts (clt_bn_forward's runs16), forward
    * and backward, measured at compile. */
   bool apply16, grad16;
+  /* Training's passes in one kernel each way (clt_bn_train_forward,
+   * _backward), measured at compile against the separate kernels: 0 the
+   * separate ones, 1 one kernel whose items share each plane's runs, 2
+   * one whose items take whole planes. */
+  int fwd_fused, bwd_fused;
 } bn_state;
 
 /* The ways of both reductions, and the parts each asks for (at most
@@ -36,6 +41,11 @@ static const char *const way_names[] = {"per channel", "split 8", "split 32",
 static const int64_t way_parts[] = {1, 8, 32, BN_MOST_PARTS,
                                     CLT_BN_PER_PLANE};
 #define BN_WAYS 5
+
+/* The ways of training's passes (bn_state.fwd_fused, bwd_fused). */
+static const char *const fused_names[] = {"separate", "fused per channel",
+                                          "fused per plane"};
+#define BN_FUSED_WAYS 3
 
 enum { BN_WEIGHT, BN_BIAS, BN_RMEAN, BN_RVAR, BN_TRACKED };
 
@@ -158,6 +168,126 @@ static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+typedef struct bn_fused_work {
+  clt_graph *g;
+  clt_graph_node *n;
+  bool backward;
+  clt_tensor *running; /* forward: where the running averages' updates go
+                          while measuring (2 C + 1 floats) */
+} bn_fused_work;
+
+/* Way `way` of training's forward (the statistics, the running averages'
+ * update and the normalisation; bn_forward's) or backward (a fused ReLU's
+ * gradient, the gradient sums and dx; bn_backward's without
+ * accumulating), on the plans chosen for the separate kernels (way 0). */
+static clt_status run_bn_fused(void *user, int way) {
+  bn_fused_work *w = user;
+  clt_graph *g = w->g;
+  clt_graph_node *n = w->n;
+  bn_state *s = n->state;
+  clt_param *p = n->params;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch;
+  if (!w->backward) {
+    clt_tensor rm = clt_tensor_slice_1d(w->running, 0, s->C);
+    clt_tensor rv = clt_tensor_slice_1d(w->running, s->C, s->C);
+    clt_tensor nt = clt_tensor_slice_1d(w->running, 2 * s->C, 1);
+    if (way > 0)
+      return clt_bn_train_forward(g->ctx, n->out, s->mean, s->var, &rm, &rv,
+                                  &nt, in->out, &p[BN_WEIGHT].value,
+                                  &p[BN_BIAS].value, b, s->C, s->HW, s->eps,
+                                  s->momentum, n->fused_relu, way == 2, NULL);
+    CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, in->out, b, s->C, s->HW,
+                         s->stats_parts, s->work));
+    CLT_TRY(clt_bn_update_running(g->ctx, &rm, &rv, &nt, s->mean, s->var,
+                                  s->C, b * s->HW, s->momentum));
+    return clt_bn_forward(g->ctx, n->out, in->out, s->mean, s->var,
+                          &p[BN_WEIGHT].value, &p[BN_BIAS].value, b, s->C,
+                          s->HW, s->eps, n->fused_relu, s->apply16, NULL);
+  }
+  if (way > 0)
+    return clt_bn_train_backward(g->ctx, in->grad, &p[BN_WEIGHT].grad,
+                                 &p[BN_BIAS].grad, n->grad, in->out, n->out,
+                                 s->mean, s->var, &p[BN_WEIGHT].value, b,
+                                 s->C, s->HW, s->eps, n->fused_relu, false,
+                                 way == 2, NULL);
+  /* as bn_backward: the ReLU's gradient in place (the same values again
+   * on every run after the first) */
+  if (n->fused_relu)
+    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
+                                    b * n->size, CLT_ACT_RELU, 0.0f, false,
+                                    NULL));
+  return clt_bn_backward(g->ctx, in->grad, &p[BN_WEIGHT].grad,
+                         &p[BN_BIAS].grad, n->grad, in->out, s->mean, s->var,
+                         &p[BN_WEIGHT].value, b, s->C, s->HW, s->eps, true,
+                         false, s->grad_parts, s->grad16, s->work, NULL);
+}
+
+/* Picks training's ways (one kernel or the separate ones, forward and
+ * backward) on the statistics and gradients bn_plan left, after the
+ * separate kernels' own plans; a fused way whose loops pass the device's
+ * budget is not offered. Only for graphs that train (n->grad), the
+ * backward only where the input has a gradient. */
+static clt_status bn_plan_fused(clt_graph *g, clt_graph_node *n,
+                                const char *key, const char *shape) {
+  bn_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch, count = b * s->C * s->HW;
+  s->fwd_fused = s->bwd_fused = 0;
+  if (!n->grad) return CLT_OK;
+  char fkey[240];
+  snprintf(fkey, sizeof fkey, "%s, relu %d, stats %lld, apply16 %d", key,
+           n->fused_relu ? 1 : 0, (long long)s->stats_parts,
+           s->apply16 ? 1 : 0);
+  bool skip[BN_FUSED_WAYS] = {false};
+  for (int way = 1; way < BN_FUSED_WAYS; way++) {
+    bool fits;
+    CLT_TRY(clt_bn_fused_fits(g->ctx, b, s->HW, false, way == 2, &fits));
+    skip[way] = !fits;
+  }
+  int64_t rn = 2 * s->C + 1;
+  bn_fused_work fw = {g, n, false, NULL};
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rn, &fw.running));
+  clt_status st = CLT_OK;
+  if (clt_graph_plans_measure(g)) st = clt_graph_plan_fill(g, fw.running);
+  clt_tensor check = clt_tensor_slice_1d(n->out, 0, count);
+  clt_graph_ways ways = {
+      .what = "fusion",
+      .shape = shape,
+      .m = s->C,
+      .n = b * s->HW,
+      .k = 1,
+      .key = fkey,
+      .work = {.count = BN_FUSED_WAYS, .skip = skip, .run = run_bn_fused,
+               .user = &fw, .check_count = 3}};
+  for (int i = 0; i < BN_FUSED_WAYS; i++) ways.names[i] = fused_names[i];
+  ways.work.checks[0] = &check;
+  ways.work.checks[1] = s->mean;
+  ways.work.checks[2] = s->var;
+  int chosen = 0;
+  if (st == CLT_OK) st = clt_graph_plan_ways(g, n, &ways, &chosen);
+  clt_tensor_destroy(fw.running);
+  CLT_TRY(st);
+  s->fwd_fused = chosen;
+  if (!in->grad) return CLT_OK;
+  snprintf(fkey, sizeof fkey, "%s, relu %d, grad %lld, grad16 %d", key,
+           n->fused_relu ? 1 : 0, (long long)s->grad_parts,
+           s->grad16 ? 1 : 0);
+  for (int way = 1; way < BN_FUSED_WAYS; way++) {
+    bool fits;
+    CLT_TRY(clt_bn_fused_fits(g->ctx, b, s->HW, true, way == 2, &fits));
+    skip[way] = !fits;
+  }
+  fw.backward = true;
+  check = clt_tensor_slice_1d(in->grad, 0, count);
+  ways.what = "backward fusion";
+  ways.work.checks[1] = &n->params[BN_WEIGHT].grad;
+  ways.work.checks[2] = &n->params[BN_BIAS].grad;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->bwd_fused = chosen;
+  return CLT_OK;
+}
+
 /* Picks the reductions' ways (issue 8's kernels laid out for the device):
  * the statistics on fixed input values, then the gradient sums on those
  * statistics and fixed output gradients. */
@@ -197,7 +327,8 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
   ways.work.checks[1] = &n->params[BN_BIAS].grad;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->grad_parts = way_parts[chosen];
-  return bn_plan_apply(g, n, key, shape);
+  CLT_TRY(bn_plan_apply(g, n, key, shape));
+  return bn_plan_fused(g, n, key, shape);
 }
 
 static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
@@ -218,6 +349,12 @@ static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   const clt_tensor *x = clt_graph_in(g, n, 0)->out;
   const clt_tensor *mean = &p[BN_RMEAN].value, *var = &p[BN_RVAR].value;
   s->trained = g->training;
+  if (g->training && s->fwd_fused)
+    return clt_bn_train_forward(
+        g->ctx, n->out, s->mean, s->var, &p[BN_RMEAN].value,
+        &p[BN_RVAR].value, &p[BN_TRACKED].value, x, &p[BN_WEIGHT].value,
+        &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps, s->momentum,
+        n->fused_relu, s->fwd_fused == 2, clt_graph_out_round(g, n));
   if (g->training) {
     CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, x, g->batch, s->C, s->HW,
                          s->stats_parts, s->work));
@@ -240,6 +377,12 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   const clt_tensor *mean = s->trained ? s->mean : &p[BN_RMEAN].value;
   const clt_tensor *var = s->trained ? s->var : &p[BN_RVAR].value;
+  if (s->trained && s->bwd_fused && dx)
+    return clt_bn_train_backward(
+        g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad, n->grad,
+        clt_graph_in(g, n, 0)->out, n->out, mean, var, &p[BN_WEIGHT].value,
+        g->batch, s->C, s->HW, s->eps, n->fused_relu, acc, s->bwd_fused == 2,
+        clt_graph_grad_round(g, n, 0, acc));
   /* The gradient through a fused ReLU (clt_graph_node.fused_relu), in
    * place: dy times out > 0, as the ReLU layer's backward computes it. */
   if (n->fused_relu)

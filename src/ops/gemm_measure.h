@@ -31,7 +31,7 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
 
 /* The most ways clt_measure_ways compares, and results it checks. */
 #define CLT_MEASURE_MAX_WAYS 16
-#define CLT_MEASURE_MAX_CHECKS 2
+#define CLT_MEASURE_MAX_CHECKS 3
 
 /* Several ways to do one piece of work that is more than one product (a
  * layer's GEMMs with the copies and small kernels each way needs), for

@@ -207,3 +207,66 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                  KT(dgamma), KT(dbeta), KI(N), KI(C), KI(HW), KF(eps),
                  KI(training), KI(accumulate), KR(round, dx));
 }
+
+clt_status clt_bn_fused_fits(clt_context *ctx, int64_t N, int64_t HW,
+                             bool backward, bool planes, bool *fits) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  /* the reductions' passes and the element-wise one */
+  *fits = cap == 0 || per_channel_loops(ctx, N, HW, backward ? 2 : 3,
+                                        planes) <= clt_loop_budget(cap);
+  return CLT_OK;
+}
+
+/* CLT_OK where the fused kernel's loops fit the device's budget, else
+ * CLT_ERR_UNSUPPORTED naming the limit. */
+static clt_status fused_check(clt_context *ctx, const char *what, int64_t N,
+                              int64_t HW, bool backward, bool planes) {
+  bool fits;
+  CLT_TRY(clt_bn_fused_fits(ctx, N, HW, backward, planes, &fits));
+  if (fits) return CLT_OK;
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "%s over %lld planes of %lld values in one kernel: %s "
+                      "ends a work-item's loops after %lld iterations, "
+                      "fewer than it needs (the separate kernels run in "
+                      "parts)",
+                      what, (long long)N, (long long)HW, ctx->info.name,
+                      (long long)cap);
+}
+
+clt_status clt_bn_train_forward(clt_context *ctx, clt_tensor *y,
+                                clt_tensor *mean, clt_tensor *var,
+                                clt_tensor *rmean, clt_tensor *rvar,
+                                clt_tensor *tracked, const clt_tensor *x,
+                                const clt_tensor *gamma,
+                                const clt_tensor *beta, int64_t N, int64_t C,
+                                int64_t HW, float eps, float momentum,
+                                bool relu, bool planes,
+                                const clt_round16 *round) {
+  CLT_TRY(fused_check(ctx, "batchnorm", N, HW, false, planes));
+  size_t local = ctx->work_group, global = local * (size_t)C;
+  return CLT_RUN(ctx, KR_ID(CLT_K_bn_train_forward, round), 1, &global,
+                 &local, KT(y), KT(x), KT(mean), KT(var), KT(gamma), KT(beta),
+                 KT(rmean), KT(rvar), KT(tracked), KI(N), KI(C), KI(HW),
+                 KF(eps), KF(momentum), KI(relu), KI(planes), KR(round, y));
+}
+
+clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
+                                 clt_tensor *dgamma, clt_tensor *dbeta,
+                                 const clt_tensor *dy, const clt_tensor *x,
+                                 const clt_tensor *out, const clt_tensor *mean,
+                                 const clt_tensor *var,
+                                 const clt_tensor *gamma, int64_t N,
+                                 int64_t C, int64_t HW, float eps, bool relu,
+                                 bool accumulate, bool planes,
+                                 const clt_round16 *round) {
+  CLT_TRY(fused_check(ctx, "batchnorm backward", N, HW, true, planes));
+  size_t local = ctx->work_group, global = local * (size_t)C;
+  return CLT_RUN(ctx, KR_ID(CLT_K_bn_train_backward, round), 1, &global,
+                 &local, KT(dx), KT(dgamma), KT(dbeta), KT(dy), KT(x),
+                 KT(relu ? out : x), KT(mean), KT(var), KT(gamma), KI(N),
+                 KI(C), KI(HW), KF(eps), KI(relu), KI(accumulate), KI(planes),
+                 KR(round, dx));
+}

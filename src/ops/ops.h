@@ -420,6 +420,42 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            bool accumulate, int64_t want, bool runs16,
                            clt_tensor *work, const clt_round16 *round);
 
+/* Training mode in one kernel each way (cl/norm.cl's bn_train_forward and
+ * bn_train_backward; the layer measures them against the separate
+ * kernels above): one group per channel, its items sharing each plane's
+ * runs of 16 or (planes) each taking whole planes, as clt_bn_stats with
+ * want 1 or CLT_BN_PER_PLANE.
+ * clt_bn_train_forward: the batch's mean and biased variance into mean and
+ * var, the running averages updated as clt_bn_update_running does (M =
+ * N HW), and y as clt_bn_forward computes it from them.
+ * clt_bn_train_backward: dgamma, dbeta and dx as clt_bn_backward computes
+ * them in training mode, where relu with dy taken as dy times (out > 0)
+ * (the gradient of a ReLU fused after the forward, whose output is out;
+ * dy itself is left as it is).
+ * clt_bn_fused_fits: whether the device's loop budget
+ * (clt_device_loop_cap) lets one work-item loop over its share of the
+ * channel (else both refuse, CLT_ERR_UNSUPPORTED). */
+clt_status clt_bn_fused_fits(clt_context *ctx, int64_t N, int64_t HW,
+                             bool backward, bool planes, bool *fits);
+clt_status clt_bn_train_forward(clt_context *ctx, clt_tensor *y,
+                                clt_tensor *mean, clt_tensor *var,
+                                clt_tensor *rmean, clt_tensor *rvar,
+                                clt_tensor *tracked, const clt_tensor *x,
+                                const clt_tensor *gamma,
+                                const clt_tensor *beta, int64_t N, int64_t C,
+                                int64_t HW, float eps, float momentum,
+                                bool relu, bool planes,
+                                const clt_round16 *round);
+clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
+                                 clt_tensor *dgamma, clt_tensor *dbeta,
+                                 const clt_tensor *dy, const clt_tensor *x,
+                                 const clt_tensor *out, const clt_tensor *mean,
+                                 const clt_tensor *var,
+                                 const clt_tensor *gamma, int64_t N,
+                                 int64_t C, int64_t HW, float eps, bool relu,
+                                 bool accumulate, bool planes,
+                                 const clt_round16 *round);
+
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *mask, const clt_tensor *x,

@@ -87,6 +87,8 @@
   X(bn_backward_reduce, "norm")                                                \
   CLT_KERNEL_R16(X, bn_backward_apply, "norm")                                 \
   CLT_KERNEL_R16(X, bn_backward_apply16, "norm")                               \
+  CLT_KERNEL_R16(X, bn_train_forward, "norm")                                  \
+  CLT_KERNEL_R16(X, bn_train_backward, "norm")                                 \
   X(bn_stats_part, "norm")                                                     \
   X(bn_stats_combine, "norm")                                                  \
   X(bn_backward_part, "norm")                                                  \
