@@ -189,9 +189,10 @@ ROUND16_VARIANTS(bn_apply16, BN_APPLY_PARAMS, BN_APPLY_ARGS)
  * instead of three, and one pass over x fewer from memory. */
 ROUND16_BODY bn_train_forward_body(
     __local float *scratch, __global float *y, int y_off,
-    __global const float *x, int x_off, __global float *mean, int mean_off, __global float *var, int var_off,
-    __global const float *gamma, int gamma_off, __global const float *beta,
-    int beta_off, __global float *rmean, int rmean_off, __global float *rvar,
+    __global const float *x, int x_off, __global float *mean, int mean_off,
+    __global float *var, int var_off, __global const float *gamma,
+    int gamma_off, __global const float *beta, int beta_off,
+    __global float *rmean, int rmean_off, __global float *rvar,
     int rvar_off, __global float *tracked, int tracked_off, int N, int C,
     int HW, float eps, float momentum, int relu, int planes, ROUND16_PARAMS,
     int round16) {
@@ -234,8 +235,8 @@ ROUND16_GROUP_VARIANTS(
      int rvar_off, __global float *tracked, int tracked_off, int N, int C,
      int HW, float eps, float momentum, int relu, int planes, ROUND16_PARAMS),
     (scratch, y, y_off, x, x_off, mean, mean_off, var, var_off, gamma,
-     gamma_off, beta, beta_off, rmean, rmean_off, rvar, rvar_off, tracked, tracked_off, N, C,
-     HW, eps, momentum, relu, planes, ROUND16_ARGS))
+     gamma_off, beta, beta_off, rmean, rmean_off, rvar, rvar_off, tracked,
+     tracked_off, N, C, HW, eps, momentum, relu, planes, ROUND16_ARGS))
 #undef BN_APPLY
 #undef BN_RELU
 #undef BN_APPLY_PARAMS
@@ -363,12 +364,14 @@ ROUND16_VARIANTS(bn_backward_apply16, BN_BACKWARD_PARAMS, BN_BACKWARD_ARGS)
  * the forward's fused ReLU, its gradient taken here (dy where out > 0,
  * else 0, as the ReLU layer's backward: dy times 1 or 0) instead of by a
  * pass of its own that rewrites dy. */
-#define BN_MASK16(g, o) ((g) * select((float16)0.0f, (float16)1.0f, (o) > 0.0f))
+#define BN_MASK16(g, o)                                                       \
+  ((g) * select((float16)0.0f, (float16)1.0f, (o) > 0.0f))
 #define BN_MASK1(g, o) ((g) * ((o) > 0.0f ? 1.0f : 0.0f))
 ROUND16_BODY bn_train_backward_body(
     __local float *scratch, __global float *dx, int dx_off,
     __global float *dgamma, int dgamma_off, __global float *dbeta,
-    int dbeta_off, __global const float *dy, int dy_off, __global const float *x, int x_off, __global const float *out,
+    int dbeta_off, __global const float *dy, int dy_off,
+    __global const float *x, int x_off, __global const float *out,
     int out_off, __global const float *mean, int mean_off,
     __global const float *var, int var_off, __global const float *gamma,
     int gamma_off, int N, int C, int HW, float eps, int relu, int accumulate,
@@ -446,8 +449,8 @@ ROUND16_GROUP_VARIANTS(
      __global const float *gamma, int gamma_off, int N, int C, int HW,
      float eps, int relu, int accumulate, int planes, ROUND16_PARAMS),
     (scratch, dx, dx_off, dgamma, dgamma_off, dbeta, dbeta_off, dy, dy_off, x,
-     x_off, out, out_off, mean, mean_off, var, var_off, gamma, gamma_off, N, C, HW,
-     eps, relu, accumulate, planes, ROUND16_ARGS))
+     x_off, out, out_off, mean, mean_off, var, var_off, gamma, gamma_off, N,
+     C, HW, eps, relu, accumulate, planes, ROUND16_ARGS))
 #undef BN_GRAD
 #undef BN_GRAD_FACTORS
 #undef BN_BACKWARD_PARAMS
