@@ -13,8 +13,10 @@
 #include "graph/graph.h"
 #include "graph_helpers.h"
 #include "mma_context.h"
+#include "ops/gemm_measure.h"
 #include "ops/gemm_plan.h"
 #include "ops/gemm_search.h"
+#include "ops/gemm_tuning.h"
 #include "tensor/tensor.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -1362,6 +1364,59 @@ START_TEST(clblast_search_extra_sets) {
 }
 END_TEST
 
+/* A context that found our own kernels slow (gemm_measure.c's switch,
+ * forced here) measures its products without them and stores those plans
+ * apart: another context, with them on, measures again with them, and
+ * that complete plan then serves both. (A test process's plans without
+ * them, stored under the complete key, made the MLP at batch 32 2x slower
+ * on POCL.) One dense layer: two products, too few to trip the switch
+ * itself. */
+START_TEST(own_off_plans_stored_apart) {
+  clt_context *ctx = open_ctx(CLT_PLAN_ON);
+  use_ctx(ctx);
+  clt_gemm_state *gs = clt_gemm_state_get(ctx);
+  ck_assert_ptr_nonnull(gs);
+  static const char *const dense =
+      "input shape=40\ndense units=16\nsoftmax_cross_entropy\n";
+  /* own off: measured, then stored; on: measured, then stored; off
+   * again: the complete plan */
+  static const bool off[] = {true, true, false, false, true};
+  static const clt_plan_source from[] = {
+      CLT_PLAN_FROM_MEASURED, CLT_PLAN_FROM_CACHE, CLT_PLAN_FROM_MEASURED,
+      CLT_PLAN_FROM_CACHE, CLT_PLAN_FROM_CACHE};
+  for (int round = 0; round < COUNT(off); round++) {
+    gs->own_slow = off[round] ? 1000 : 0;
+    ck_assert(clt_gemm_own_off(ctx) == off[round]);
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(dense, &g));
+    ck_assert_ok(clt_graph_compile(g, 16, 5));
+    int products = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info p;
+      ck_assert_ok(clt_graph_plan_info(g, i, &p));
+      int own = 0, timed = 0;
+      for (int c = 0; c < p.candidate_count; c++)
+        if (!strncmp(p.candidates[c].name, "own ", 4)) {
+          own++;
+          timed += p.candidates[c].seconds > 0;
+        }
+      if (!own) continue;
+      products++;
+      ck_assert_msg(p.source == from[round], "round %d, %s %s: source %d",
+                    round, p.layer, p.product, (int)p.source);
+      ck_assert_msg(round < 2 ? timed == 0 : timed > 0,
+                    "round %d, %s %s: %d of %d own candidates timed", round,
+                    p.layer, p.product, timed, own);
+    }
+    ck_assert_int_eq(products, 2);
+    clt_graph_destroy(g);
+  }
+  gs->own_slow = 0;
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *plans_suite(void) {
   Suite *s = suite_create("plans");
   TCase *run = tcase_create("candidates");
@@ -1389,6 +1444,7 @@ static Suite *plans_suite(void) {
   tcase_add_loop_test(cache, own_kernels_train_alike, 0, 3);
   tcase_add_test(cache, clblast_search_stored_and_applied);
   tcase_add_test(cache, clblast_search_extra_sets);
+  tcase_add_test(cache, own_off_plans_stored_apart);
   suite_add_tcase(s, cache);
   return s;
 }

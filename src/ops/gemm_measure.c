@@ -132,6 +132,10 @@ static clt_status measure_one(clt_context *ctx, measure_bufs *mb,
   return reject_failed(ctx, t, st, is_reference);
 }
 
+bool clt_gemm_own_off(clt_context *ctx) {
+  return clt_gemm_state_of(ctx)->own_slow >= OWN_SLOW_PRODUCTS;
+}
+
 clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             clt_gemm_timing *t, int count,
                             const clt_tensor *a, const clt_tensor *b,

@@ -29,6 +29,12 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             const clt_tensor *a, const clt_tensor *b,
                             clt_tensor *c, int *best);
 
+/* Whether ctx no longer runs our own kernels' candidates (past a few
+ * products where they measured far slower than one GEMM; gemm_measure.c):
+ * a plan measured then lacks their times, so graph/plan.c stores it apart
+ * from a complete one. */
+bool clt_gemm_own_off(clt_context *ctx);
+
 /* The most ways clt_measure_ways compares, and results it checks. */
 #define CLT_MEASURE_MAX_WAYS 16
 #define CLT_MEASURE_MAX_CHECKS 3

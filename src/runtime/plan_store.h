@@ -21,8 +21,11 @@
  * (gemm_measure.c), not one run and a wait each. 4: the tiled
  * convolutions take 3 output rows a work-item and their weight gradient 8
  * filters (cl/conv.cl), up to 1.7x faster on POCL than the plans of 3
- * measured them. */
-#define CLT_PLAN_FORMAT_VERSION 4
+ * measured them. 5: a plan measured without some candidates (our own
+ * kernels or the implicit GEMMs switched off in the measuring process) is
+ * stored apart from a complete one (graph/plan.c); entries of 4 may be
+ * such plans under a complete plan's key. */
+#define CLT_PLAN_FORMAT_VERSION 5
 
 /* The mode in force for ctx: its options' plan field, else $CLT_PLAN
  * ("off", "on" or "remeasure", any case; unset or empty: on). With the
