@@ -243,6 +243,48 @@ ROUND16_GROUP_VARIANTS(
 #undef BN_APPLY_ARGS
 #undef BN_APPLY_FACTORS
 
+/* dy through a fused ReLU whose output is o: dy where o > 0, else 0 (as
+ * the ReLU layer's backward: dy times 1 or 0). */
+#define BN_MASK16(g, o)                                                       \
+  ((g) * select((float16)0.0f, (float16)1.0f, (o) > 0.0f))
+#define BN_MASK1(g, o) ((g) * ((o) > 0.0f ? 1.0f : 0.0f))
+
+/* Channel c's sum of dy * xhat (.x: dgamma) and of dy (.y: dbeta), to
+ * every item of its group; where relu, dy through the fused ReLU whose
+ * output is out. */
+static inline __attribute__((always_inline)) float2
+bn_grad_sums(__local float *scratch, __global const float *dy, int dy_off,
+             __global const float *x, int x_off, __global const float *out,
+             int out_off, float mu, float inv, int N, int C, int HW,
+             int relu, int planes, int c, int lid) {
+  float16 sg16 = 0.0f, sb16 = 0.0f;
+  float sg = 0.0f, sb = 0.0f;
+  BN_PLANE_LOOP(n, planes, lid, N) {
+    int at = (n * C + c) * HW;
+    __global const float *gp = dy + dy_off + at, *xp = x + x_off + at;
+    __global const float *op = out + out_off + at;
+#define ADD16(s)                                                              \
+  {                                                                           \
+    float16 g = vload16(0, gp + (s));                                         \
+    if (relu) g = BN_MASK16(g, vload16(0, op + (s)));                         \
+    sb16 += g;                                                                \
+    sg16 += g * ((vload16(0, xp + (s)) - mu) * inv);                          \
+  }
+#define ADD1(s)                                                               \
+  {                                                                           \
+    float g = gp[s];                                                          \
+    if (relu) g = BN_MASK1(g, op[s]);                                         \
+    sb += g;                                                                  \
+    sg += g * ((xp[s] - mu) * inv);                                           \
+  }
+    BN_ITEM_RUNS(HW, planes, lid, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  }
+  float tg = group_sum(scratch, sg + sum16(sg16));
+  return (float2)(tg, group_sum(scratch, sb + sum16(sb16)));
+}
+
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
                                  __global float *dbeta, int dbeta_off,
@@ -255,32 +297,11 @@ __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
   __local float scratch[CLT_WG];
   int c = get_group_id(0), lid = get_local_id(0);
   float mu = mean[mean_off + c], inv = rsqrt(var[var_off + c] + eps);
-  float16 sg16 = 0.0f, sb16 = 0.0f;
-  float sg = 0.0f, sb = 0.0f;
-  BN_PLANE_LOOP(n, planes, lid, N) {
-    int at = (n * C + c) * HW;
-    __global const float *gp = dy + dy_off + at, *xp = x + x_off + at;
-#define ADD16(s)                                                              \
-  {                                                                           \
-    float16 g = vload16(0, gp + (s));                                         \
-    sb16 += g;                                                                \
-    sg16 += g * ((vload16(0, xp + (s)) - mu) * inv);                          \
-  }
-#define ADD1(s)                                                               \
-  {                                                                           \
-    float g = gp[s];                                                          \
-    sb += g;                                                                  \
-    sg += g * ((xp[s] - mu) * inv);                                           \
-  }
-    BN_ITEM_RUNS(HW, planes, lid, ADD16, ADD1);
-#undef ADD16
-#undef ADD1
-  }
-  float tg = group_sum(scratch, sg + sum16(sg16));
-  float tb = group_sum(scratch, sb + sum16(sb16));
+  float2 t = bn_grad_sums(scratch, dy, dy_off, x, x_off, x, x_off, mu, inv, N,
+                          C, HW, 0, planes, c, lid);
   if (lid == 0) {
-    dgamma[dgamma_off + c] = tg;
-    dbeta[dbeta_off + c] = tb;
+    dgamma[dgamma_off + c] = t.x;
+    dbeta[dbeta_off + c] = t.y;
   }
 }
 
@@ -364,9 +385,6 @@ ROUND16_VARIANTS(bn_backward_apply16, BN_BACKWARD_PARAMS, BN_BACKWARD_ARGS)
  * the forward's fused ReLU, its gradient taken here (dy where out > 0,
  * else 0, as the ReLU layer's backward: dy times 1 or 0) instead of by a
  * pass of its own that rewrites dy. */
-#define BN_MASK16(g, o)                                                       \
-  ((g) * select((float16)0.0f, (float16)1.0f, (o) > 0.0f))
-#define BN_MASK1(g, o) ((g) * ((o) > 0.0f ? 1.0f : 0.0f))
 ROUND16_BODY bn_train_backward_body(
     __local float *scratch, __global float *dx, int dx_off,
     __global float *dgamma, int dgamma_off, __global float *dbeta,
@@ -378,32 +396,9 @@ ROUND16_BODY bn_train_backward_body(
     int planes, ROUND16_PARAMS, int round16) {
   int c = get_group_id(0), lid = get_local_id(0);
   float mu = mean[mean_off + c], inv = rsqrt(var[var_off + c] + eps);
-  float16 sg16 = 0.0f, sb16 = 0.0f;
-  float sg = 0.0f, sb = 0.0f;
-  BN_PLANE_LOOP(n, planes, lid, N) {
-    int at = (n * C + c) * HW;
-    __global const float *gp = dy + dy_off + at, *xp = x + x_off + at;
-    __global const float *op = out + out_off + at;
-#define ADD16(s)                                                              \
-  {                                                                           \
-    float16 g = vload16(0, gp + (s));                                         \
-    if (relu) g = BN_MASK16(g, vload16(0, op + (s)));                         \
-    sb16 += g;                                                                \
-    sg16 += g * ((vload16(0, xp + (s)) - mu) * inv);                          \
-  }
-#define ADD1(s)                                                               \
-  {                                                                           \
-    float g = gp[s];                                                          \
-    if (relu) g = BN_MASK1(g, op[s]);                                         \
-    sb += g;                                                                  \
-    sg += g * ((xp[s] - mu) * inv);                                           \
-  }
-    BN_ITEM_RUNS(HW, planes, lid, ADD16, ADD1);
-#undef ADD16
-#undef ADD1
-  }
-  float dg = group_sum(scratch, sg + sum16(sg16));
-  float db = group_sum(scratch, sb + sum16(sb16));
+  float2 t = bn_grad_sums(scratch, dy, dy_off, x, x_off, out, out_off, mu,
+                          inv, N, C, HW, relu, planes, c, lid);
+  float dg = t.x, db = t.y;
   if (lid == 0) {
     dgamma[dgamma_off + c] = dg;
     dbeta[dbeta_off + c] = db;
