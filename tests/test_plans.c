@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "graph_helpers.h"
 #include "mma_context.h"
+#include "ops/gemm_blocked.h"
 #include "ops/gemm_measure.h"
 #include "ops/gemm_plan.h"
 #include "ops/gemm_search.h"
@@ -238,6 +239,41 @@ static int split_k_plans(const clt_gemm_product *p, int64_t min_macs) {
  * still the CNN's first convolution's (NT 32x9x43264) and a product at the
  * bound (TN 32x128x256, per image 8 among them); min_macs 0 lists it
  * everywhere k allows. */
+/* A plan on our own kernel cut to a smaller last batch whose n the kernel
+ * does not run (a strip 32 wide, one image of 16 outputs) becomes
+ * CLBlast's SGEMM in the same way; where it runs, it stays. (A model
+ * planned at batch 64 failed its predict of one image.) */
+START_TEST(plan_for_smaller_batch_leaves_misfits) {
+  int wide = -1;
+  for (int c = 0; c < CLT_GEMM_BLOCKED_CONFIGS; c++)
+    if (!strcmp(clt_gemm_blocked_config_name(c), "rows 4x32")) wide = c;
+  ck_assert_int_ge(wide, 0);
+  clt_gemm_product planned = {CLT_NO_TRANS, CLT_NO_TRANS, 8, 64 * 16, 27,
+                              64, false};
+  clt_gemm_product run = planned;
+  run.n = 16;
+  run.images = 1;
+  ck_assert(clt_gemm_blocked_fits(wide, planned.ta, planned.tb, planned.m,
+                                  planned.n, planned.k));
+  ck_assert(!clt_gemm_blocked_fits(wide, run.ta, run.tb, run.m, run.n,
+                                   run.k));
+  clt_gemm_plan plan = {CLT_GEMM_ONE, 1, 0, false, wide + 1};
+  clt_gemm_plan got = clt_gemm_plan_for(&plan, &planned, &run);
+  ck_assert_int_eq(got.method, CLT_GEMM_ONE);
+  ck_assert_int_eq(got.blocked, 0);
+  /* per image: each call's n is one image's */
+  plan = (clt_gemm_plan){CLT_GEMM_SPLIT_N, 64, 0, false, wide + 1};
+  run.n = 4 * 16;
+  run.images = 4;
+  got = clt_gemm_plan_for(&plan, &planned, &run);
+  ck_assert_int_eq(got.splits, 4);
+  ck_assert_int_eq(got.blocked, 0);
+  plan = (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, wide + 1};
+  got = clt_gemm_plan_for(&plan, &planned, &run);
+  ck_assert_int_eq(got.blocked, wide + 1);
+}
+END_TEST
+
 START_TEST(split_k_only_where_it_can_pay) {
   clt_gemm_product fc2 = {T, N, 10, 128, 32, 1, true};
   ck_assert_int_eq(split_k_plans(&fc2, CLT_GEMM_SPLIT_K_MIN_MACS), 0);
@@ -1423,6 +1459,7 @@ static Suite *plans_suite(void) {
   tcase_add_loop_test(run, plan_candidates_match_reference, 0, COUNT(cases));
   tcase_add_test(run, plan_rejects_misfits);
   tcase_add_test(run, split_k_only_where_it_can_pay);
+  tcase_add_test(run, plan_for_smaller_batch_leaves_misfits);
   tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
   tcase_add_loop_test(run, conv_tiled_layouts_agree, 0, COUNT(tiled_cases));
   tcase_add_loop_test(run, conv_implicit_fp16_agrees, 0, COUNT(layout_cases));

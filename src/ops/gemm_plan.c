@@ -136,10 +136,20 @@ clt_gemm_plan clt_gemm_plan_for(const clt_gemm_plan *plan,
                                 const clt_gemm_product *planned,
                                 const clt_gemm_product *run) {
   clt_gemm_plan out = *plan;
-  if (plan->method == CLT_GEMM_ONE) return out;
-  if (plan->splits == planned->images) out.splits = run->images;
-  if (out.method == CLT_GEMM_SPLIT_K && out.splits > run->k)
-    out.splits = run->k;
+  if (plan->method != CLT_GEMM_ONE) {
+    if (plan->splits == planned->images) out.splits = run->images;
+    if (out.method == CLT_GEMM_SPLIT_K && out.splits > run->k)
+      out.splits = run->k;
+  }
+  /* Our own kernel where it runs each call's n, else CLBlast's SGEMM in
+   * the same way (a rows kernel 32 wide, chosen for a convolution at batch
+   * 64, and one image of 4x4 outputs: n 16). */
+  int64_t n = out.method == CLT_GEMM_SPLIT_N && out.splits > 0
+                  ? run->n / out.splits
+                  : run->n;
+  if (out.blocked > 0 && !clt_gemm_blocked_fits(out.blocked - 1, run->ta,
+                                                run->tb, run->m, n, run->k))
+    out.blocked = 0;
   return out;
 }
 

@@ -112,7 +112,8 @@ void clt_gemm_product_str(const clt_gemm_product *p, char *buf, size_t len);
 /* The plan chosen for `planned` (a product over the compiled batch) as
  * it applies to `run`, the same product over a smaller last batch: per
  * image stays per image (splits = run's images), split-K keeps its count
- * up to run's k. */
+ * up to run's k, and our own kernel becomes CLBlast's SGEMM where it does
+ * not run run's shape (a strip wider than run's n). */
 clt_gemm_plan clt_gemm_plan_for(const clt_gemm_plan *plan,
                                 const clt_gemm_product *planned,
                                 const clt_gemm_product *run);
