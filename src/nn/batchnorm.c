@@ -168,6 +168,61 @@ static clt_status bn_plan_apply(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+/* Training's forward over batch in way `way` (bn_state.fwd_fused's
+ * values): the batch's statistics, the running averages in rm, rv and nt
+ * moved, y normalised (rounded as `round` asks). bn_forward's, and the
+ * fusion's measurement on scratch running averages. */
+static clt_status bn_train_pass(clt_graph *g, clt_graph_node *n, int way,
+                                int64_t batch, clt_tensor *rm, clt_tensor *rv,
+                                clt_tensor *nt, const clt_round16 *round) {
+  bn_state *s = n->state;
+  clt_param *p = n->params;
+  const clt_tensor *x = clt_graph_in(g, n, 0)->out;
+  if (way > 0)
+    return clt_bn_train_forward(g->ctx, n->out, s->mean, s->var, rm, rv, nt,
+                                x, &p[BN_WEIGHT].value, &p[BN_BIAS].value,
+                                batch, s->C, s->HW, s->eps, s->momentum,
+                                n->fused_relu, way == 2, round);
+  CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, x, batch, s->C, s->HW,
+                       s->stats_parts, s->work));
+  CLT_TRY(clt_bn_update_running(g->ctx, rm, rv, nt, s->mean, s->var, s->C,
+                                batch * s->HW, s->momentum));
+  return clt_bn_forward(g->ctx, n->out, x, s->mean, s->var,
+                        &p[BN_WEIGHT].value, &p[BN_BIAS].value, batch, s->C,
+                        s->HW, s->eps, n->fused_relu, s->apply16, round);
+}
+
+/* The backward over batch from the statistics mean and var (the batch's
+ * where trained) in way `way` (bn_state.bwd_fused's values; a fused way
+ * only in training and with dx): dgamma, dbeta and, where dx, dx (added
+ * into where acc, rounded as `round` asks). bn_backward's, and the
+ * fusion's measurement. */
+static clt_status bn_grad_pass(clt_graph *g, clt_graph_node *n, int way,
+                               int64_t batch, clt_tensor *dx,
+                               const clt_tensor *mean, const clt_tensor *var,
+                               bool trained, bool acc,
+                               const clt_round16 *round) {
+  bn_state *s = n->state;
+  clt_param *p = n->params;
+  const clt_tensor *x = clt_graph_in(g, n, 0)->out;
+  if (way > 0)
+    return clt_bn_train_backward(g->ctx, dx, &p[BN_WEIGHT].grad,
+                                 &p[BN_BIAS].grad, n->grad, x, n->out, mean,
+                                 var, &p[BN_WEIGHT].value, batch, s->C, s->HW,
+                                 s->eps, n->fused_relu, acc, way == 2, round);
+  /* The gradient through a fused ReLU (clt_graph_node.fused_relu), in
+   * place: dy times out > 0, as the ReLU layer's backward computes it (the
+   * same values again on a second run: the measurement's). */
+  if (n->fused_relu)
+    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
+                                    batch * n->size, CLT_ACT_RELU, 0.0f,
+                                    false, NULL));
+  return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
+                         n->grad, x, mean, var, &p[BN_WEIGHT].value, batch,
+                         s->C, s->HW, s->eps, trained, acc, s->grad_parts,
+                         s->grad16, s->work, round);
+}
+
 typedef struct bn_fused_work {
   clt_graph *g;
   clt_graph_node *n;
@@ -176,51 +231,34 @@ typedef struct bn_fused_work {
                           while measuring (2 C + 1 floats) */
 } bn_fused_work;
 
-/* Way `way` of training's forward (the statistics, the running averages'
- * update and the normalisation; bn_forward's) or backward (a fused ReLU's
- * gradient, the gradient sums and dx; bn_backward's without
- * accumulating), on the plans chosen for the separate kernels (way 0). */
+/* Way `way` of training's forward or backward (without accumulating), on
+ * the plans chosen for the separate kernels (way 0). */
 static clt_status run_bn_fused(void *user, int way) {
   bn_fused_work *w = user;
-  clt_graph *g = w->g;
   clt_graph_node *n = w->n;
   bn_state *s = n->state;
-  clt_param *p = n->params;
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  int64_t b = g->max_batch;
-  if (!w->backward) {
-    clt_tensor rm = clt_tensor_slice_1d(w->running, 0, s->C);
-    clt_tensor rv = clt_tensor_slice_1d(w->running, s->C, s->C);
-    clt_tensor nt = clt_tensor_slice_1d(w->running, 2 * s->C, 1);
-    if (way > 0)
-      return clt_bn_train_forward(g->ctx, n->out, s->mean, s->var, &rm, &rv,
-                                  &nt, in->out, &p[BN_WEIGHT].value,
-                                  &p[BN_BIAS].value, b, s->C, s->HW, s->eps,
-                                  s->momentum, n->fused_relu, way == 2, NULL);
-    CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, in->out, b, s->C, s->HW,
-                         s->stats_parts, s->work));
-    CLT_TRY(clt_bn_update_running(g->ctx, &rm, &rv, &nt, s->mean, s->var,
-                                  s->C, b * s->HW, s->momentum));
-    return clt_bn_forward(g->ctx, n->out, in->out, s->mean, s->var,
-                          &p[BN_WEIGHT].value, &p[BN_BIAS].value, b, s->C,
-                          s->HW, s->eps, n->fused_relu, s->apply16, NULL);
+  int64_t b = w->g->max_batch;
+  if (w->backward)
+    return bn_grad_pass(w->g, n, way, b, clt_graph_in(w->g, n, 0)->grad,
+                        s->mean, s->var, true, false, NULL);
+  clt_tensor rm = clt_tensor_slice_1d(w->running, 0, s->C);
+  clt_tensor rv = clt_tensor_slice_1d(w->running, s->C, s->C);
+  clt_tensor nt = clt_tensor_slice_1d(w->running, 2 * s->C, 1);
+  return bn_train_pass(w->g, n, way, b, &rm, &rv, &nt, NULL);
+}
+
+/* skip[way]: the fused ways whose loops pass the device's budget at the
+ * compiled batch (the separate kernels, way 0, always run). */
+static clt_status fused_skips(clt_graph *g, const bn_state *s, bool backward,
+                              bool skip[BN_FUSED_WAYS]) {
+  skip[0] = false;
+  for (int way = 1; way < BN_FUSED_WAYS; way++) {
+    bool fits;
+    CLT_TRY(clt_bn_fused_fits(g->ctx, g->max_batch, s->HW, backward,
+                              way == 2, &fits));
+    skip[way] = !fits;
   }
-  if (way > 0)
-    return clt_bn_train_backward(g->ctx, in->grad, &p[BN_WEIGHT].grad,
-                                 &p[BN_BIAS].grad, n->grad, in->out, n->out,
-                                 s->mean, s->var, &p[BN_WEIGHT].value, b,
-                                 s->C, s->HW, s->eps, n->fused_relu, false,
-                                 way == 2, NULL);
-  /* as bn_backward: the ReLU's gradient in place (the same values again
-   * on every run after the first) */
-  if (n->fused_relu)
-    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
-                                    b * n->size, CLT_ACT_RELU, 0.0f, false,
-                                    NULL));
-  return clt_bn_backward(g->ctx, in->grad, &p[BN_WEIGHT].grad,
-                         &p[BN_BIAS].grad, n->grad, in->out, s->mean, s->var,
-                         &p[BN_WEIGHT].value, b, s->C, s->HW, s->eps, true,
-                         false, s->grad_parts, s->grad16, s->work, NULL);
+  return CLT_OK;
 }
 
 /* Picks training's ways (one kernel or the separate ones, forward and
@@ -239,12 +277,8 @@ static clt_status bn_plan_fused(clt_graph *g, clt_graph_node *n,
   snprintf(fkey, sizeof fkey, "%s, relu %d, stats %lld, apply16 %d", key,
            n->fused_relu ? 1 : 0, (long long)s->stats_parts,
            s->apply16 ? 1 : 0);
-  bool skip[BN_FUSED_WAYS] = {false};
-  for (int way = 1; way < BN_FUSED_WAYS; way++) {
-    bool fits;
-    CLT_TRY(clt_bn_fused_fits(g->ctx, b, s->HW, false, way == 2, &fits));
-    skip[way] = !fits;
-  }
+  bool skip[BN_FUSED_WAYS];
+  CLT_TRY(fused_skips(g, s, false, skip));
   int64_t rn = 2 * s->C + 1;
   bn_fused_work fw = {g, n, false, NULL};
   CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &rn, &fw.running));
@@ -273,11 +307,7 @@ static clt_status bn_plan_fused(clt_graph *g, clt_graph_node *n,
   snprintf(fkey, sizeof fkey, "%s, relu %d, grad %lld, grad16 %d", key,
            n->fused_relu ? 1 : 0, (long long)s->grad_parts,
            s->grad16 ? 1 : 0);
-  for (int way = 1; way < BN_FUSED_WAYS; way++) {
-    bool fits;
-    CLT_TRY(clt_bn_fused_fits(g->ctx, b, s->HW, true, way == 2, &fits));
-    skip[way] = !fits;
-  }
+  CLT_TRY(fused_skips(g, s, true, skip));
   fw.backward = true;
   check = clt_tensor_slice_1d(in->grad, 0, count);
   ways.what = "backward fusion";
@@ -346,28 +376,16 @@ static clt_status bn_compile(clt_graph *g, clt_graph_node *n) {
 static clt_status bn_forward(clt_graph *g, clt_graph_node *n) {
   bn_state *s = n->state;
   clt_param *p = n->params;
-  const clt_tensor *x = clt_graph_in(g, n, 0)->out;
-  const clt_tensor *mean = &p[BN_RMEAN].value, *var = &p[BN_RVAR].value;
   s->trained = g->training;
-  if (g->training && s->fwd_fused)
-    return clt_bn_train_forward(
-        g->ctx, n->out, s->mean, s->var, &p[BN_RMEAN].value,
-        &p[BN_RVAR].value, &p[BN_TRACKED].value, x, &p[BN_WEIGHT].value,
-        &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps, s->momentum,
-        n->fused_relu, s->fwd_fused == 2, clt_graph_out_round(g, n));
-  if (g->training) {
-    CLT_TRY(clt_bn_stats(g->ctx, s->mean, s->var, x, g->batch, s->C, s->HW,
-                         s->stats_parts, s->work));
-    CLT_TRY(clt_bn_update_running(g->ctx, &p[BN_RMEAN].value,
-                                  &p[BN_RVAR].value, &p[BN_TRACKED].value,
-                                  s->mean, s->var, s->C, g->batch * s->HW,
-                                  s->momentum));
-    mean = s->mean;
-    var = s->var;
-  }
-  return clt_bn_forward(g->ctx, n->out, x, mean, var, &p[BN_WEIGHT].value,
-                        &p[BN_BIAS].value, g->batch, s->C, s->HW, s->eps,
-                        n->fused_relu, s->apply16, clt_graph_out_round(g, n));
+  if (g->training)
+    return bn_train_pass(g, n, s->fwd_fused, g->batch, &p[BN_RMEAN].value,
+                         &p[BN_RVAR].value, &p[BN_TRACKED].value,
+                         clt_graph_out_round(g, n));
+  return clt_bn_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
+                        &p[BN_RMEAN].value, &p[BN_RVAR].value,
+                        &p[BN_WEIGHT].value, &p[BN_BIAS].value, g->batch,
+                        s->C, s->HW, s->eps, n->fused_relu, s->apply16,
+                        clt_graph_out_round(g, n));
 }
 
 static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
@@ -377,23 +395,9 @@ static clt_status bn_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   const clt_tensor *mean = s->trained ? s->mean : &p[BN_RMEAN].value;
   const clt_tensor *var = s->trained ? s->var : &p[BN_RVAR].value;
-  if (s->trained && s->bwd_fused && dx)
-    return clt_bn_train_backward(
-        g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad, n->grad,
-        clt_graph_in(g, n, 0)->out, n->out, mean, var, &p[BN_WEIGHT].value,
-        g->batch, s->C, s->HW, s->eps, n->fused_relu, acc, s->bwd_fused == 2,
-        clt_graph_grad_round(g, n, 0, acc));
-  /* The gradient through a fused ReLU (clt_graph_node.fused_relu), in
-   * place: dy times out > 0, as the ReLU layer's backward computes it. */
-  if (n->fused_relu)
-    CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
-                                    g->batch * n->size, CLT_ACT_RELU, 0.0f,
-                                    false, NULL));
-  return clt_bn_backward(g->ctx, dx, &p[BN_WEIGHT].grad, &p[BN_BIAS].grad,
-                         n->grad, clt_graph_in(g, n, 0)->out, mean, var,
-                         &p[BN_WEIGHT].value, g->batch, s->C, s->HW, s->eps,
-                         s->trained, acc, s->grad_parts, s->grad16, s->work,
-                         dx ? clt_graph_grad_round(g, n, 0, acc) : NULL);
+  return bn_grad_pass(g, n, s->trained && dx ? s->bwd_fused : 0, g->batch,
+                      dx, mean, var, s->trained, acc,
+                      dx ? clt_graph_grad_round(g, n, 0, acc) : NULL);
 }
 
 static void bn_destroy(clt_graph_node *n) {
