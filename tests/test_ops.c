@@ -1412,6 +1412,7 @@ static const clt_window full_pool_windows[] = {
     WIN(1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),   /* one pixel */
     WIN(2, 7, 6, 3, 2, 2, 1, 1, 1, 1, 1),   /* every parameter differs */
     WIN(2, 5, 5, 5, 5, 1, 1, 0, 0, 1, 1),   /* global */
+    WIN(5, 3, 7, 3, 7, 2, 1, 0, 0, 1, 1),   /* global, not square */
     WIN(3, 7, 7, 3, 3, 3, 3, 1, 1, 1, 1),   /* stride = window, padded */
     WIN(3, 32, 33, 3, 3, 2, 2, 1, 1, 1, 1), /* above the work-group size */
     WIN(2, 6, 70, 2, 3, 2, 2, 0, 1, 1, 1),  /* rows of 35: three runs of the
@@ -1425,6 +1426,7 @@ static const clt_window tiny_pool_windows[] = {
     WIN(3, 4, 4, 2, 2, 2, 2, 0, 0, 1, 1),
     WIN(2, 2, 41, 2, 2, 2, 2, 0, 1, 1, 1), /* runs of 16 and 4, edges */
     WIN(1, 8, 5, 2, 2, 3, 3, 1, 0, 1, 1),  /* stride > window, padded */
+    WIN(3, 2, 5, 2, 5, 1, 1, 0, 0, 1, 1),  /* global */
 };
 
 static const clt_window *pool_window(int i) {

@@ -122,6 +122,11 @@ clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
 clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_window *w,
                                 bool accumulate, const clt_round16 *round) {
+  if (w->KH == w->H && w->KW == w->W && w->OH == 1 && w->OW == 1 &&
+      w->pad_h == 0 && w->pad_w == 0)
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_global_backward, round),
+                      (size_t)(w->C * w->H * w->W), KT(dx), KT(dy), KI(w->C),
+                      KI(w->H * w->W), KI(accumulate), KR(round, dx));
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_backward, round),
                     (size_t)(w->C * w->H * w->W), KT(dx), KT(dy), POOL_ARGS(w),
                     KI(accumulate), KR(round, dx));

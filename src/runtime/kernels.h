@@ -80,6 +80,7 @@
   CLT_KERNEL_R16(X, maxpool_backward_scatter_elems, "pool")                    \
   CLT_KERNEL_R16(X, avgpool_forward, "pool")                                   \
   CLT_KERNEL_R16(X, avgpool_backward, "pool")                                  \
+  CLT_KERNEL_R16(X, avgpool_global_backward, "pool")                           \
   X(bn_stats, "norm")                                                          \
   X(bn_update_running, "norm")                                                 \
   CLT_KERNEL_R16(X, bn_apply, "norm")                                          \
