@@ -738,6 +738,9 @@ static const clt_window full_conv_windows[] = {
     WIN(2, 6, 5, 3, 3, 1, 1, 0, 0, 1, 1),   /* valid 3x3: windows inside */
     WIN(1, 6, 28, 3, 3, 1, 1, 0, 0, 1, 1),  /* valid, 26 wide: vectors */
     WIN(2, 5, 14, 3, 3, 1, 1, 1, 1, 1, 1),  /* 14 wide: shorter vectors */
+    WIN(2, 6, 8, 3, 3, 1, 1, 2, 2, 1, 1),   /* padding K-1: 10 wide out of
+                                               8 (the tiled data gradient's
+                                               padding 0) */
 };
 static const clt_window tiny_conv_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
@@ -746,6 +749,7 @@ static const clt_window tiny_conv_windows[] = {
     WIN(2, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1), /* valid 3x3: windows inside */
     WIN(1, 4, 19, 3, 3, 1, 1, 1, 0, 1, 1), /* 17 wide: vectors */
     WIN(1, 3, 12, 3, 3, 1, 1, 0, 1, 1, 1), /* 12 wide: shorter vectors */
+    WIN(1, 3, 8, 3, 3, 1, 1, 2, 2, 1, 1),  /* padding K-1, 10 wide */
 };
 
 static const clt_window *conv_window(int i) {
