@@ -606,6 +606,10 @@ START_TEST(sum_into_lengths) {
                     "n=%lld", len);
     ck_assert_check(clt_check_sumsq_into(g_ctx, n.v[k], 3, &e), e, TOL,
                     "n=%lld", len);
+    ck_assert_check(clt_check_sum2_into(g_ctx, n.v[k], 0, 0.25f, 1, 1.0f, &e),
+                    e, TOL, "two sums, n=%lld", len);
+    ck_assert_check(clt_check_sum2_into(g_ctx, n.v[k], 4, 1.0f, 2, -2.0f, &e),
+                    e, TOL, "two sums, n=%lld", len);
   }
   /* A device that ends a work-item's loops early (ops.h
    * clt_device_loop_cap) gets the sums in parts: a cap of 200 forced,
@@ -622,6 +626,9 @@ START_TEST(sum_into_lengths) {
                     (long long)part);
     ck_assert_check(clt_check_sumsq_into(g_ctx, len, 1, &e), e, TOL,
                     "n=%lld in parts of %lld", (long long)len,
+                    (long long)part);
+    ck_assert_check(clt_check_sum2_into(g_ctx, len, 3, 0.5f, 0, 1.0f, &e), e,
+                    TOL, "two sums, n=%lld in parts of %lld", (long long)len,
                     (long long)part);
   }
   g_ctx->loop_cap = saved;

@@ -150,6 +150,9 @@ clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
  * that the four that must not change are checked too. */
 clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
                               float scale, double *max_err);
+/* clt_sum2_into: slots i0 and i1 at once. */
+clt_status clt_check_sum2_into(clt_context *ctx, int64_t n, int i0, float s0,
+                               int i1, float s1, double *max_err);
 clt_status clt_check_sumsq_into(clt_context *ctx, int64_t n, int index,
                                 double *max_err);
 

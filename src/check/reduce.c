@@ -68,6 +68,44 @@ clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
   return check_run(ctx, 130, sum_into_body, &a, max_err);
 }
 
+/* Two sums in one call (clt_sum2_into): slots i0 and i1 of an
+ * accumulator whose other slots must not change. */
+typedef struct sum2_into_args {
+  int64_t n;
+  int i0, i1;
+  float s0, s1;
+} sum2_into_args;
+
+static clt_status sum2_into_body(check_set *s, const void *arg) {
+  const sum2_into_args *a = arg;
+  if (a->i0 < 0 || a->i0 >= ACC_SLOTS || a->i1 < 0 || a->i1 >= ACC_SLOTS ||
+      a->i0 == a->i1)
+    return clt_ctx_fail(s->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "check: accumulator slots %d and %d: two different "
+                        "ones in 0..%d",
+                        a->i0, a->i1, ACC_SLOTS - 1);
+  check_f32 *x0, *x1, *acc;
+  CLT_TRY(check_operand(s, a->n, -1.0f, 1.0f, &x0));
+  CLT_TRY(check_operand(s, a->n, 0.0f, 1.0f, &x1));
+  CLT_TRY(check_operand(s, ACC_SLOTS, -1.0f, 1.0f, &acc));
+  CLT_TRY(clt_sum2_into(s->ctx, acc->t, a->i0, x0->t, a->s0, a->i1, x1->t,
+                        a->s1, a->n));
+  double sum0 = 0.0, sum1 = 0.0;
+  for (int64_t i = 0; i < a->n; i++) {
+    sum0 += x0->host[i];
+    sum1 += x1->host[i];
+  }
+  acc->host[a->i0] = (float)(acc->host[a->i0] + a->s0 * sum0);
+  acc->host[a->i1] = (float)(acc->host[a->i1] + a->s1 * sum1);
+  return CLT_OK;
+}
+
+clt_status clt_check_sum2_into(clt_context *ctx, int64_t n, int i0, float s0,
+                               int i1, float s1, double *max_err) {
+  sum2_into_args a = {n, i0, i1, s0, s1};
+  return check_run(ctx, 150, sum2_into_body, &a, max_err);
+}
+
 clt_status clt_check_sumsq_into(clt_context *ctx, int64_t n, int index,
                                 double *max_err) {
   sum_into_args a = {n, index, 1.0f, true};

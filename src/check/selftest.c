@@ -229,6 +229,9 @@ static clt_status st_sum_channels_conv(clt_context *ctx, double *e) {
 static clt_status st_sum_into(clt_context *ctx, double *e) {
   return clt_check_sum_into(ctx, 1000, 2, 0.5f, e);
 }
+static clt_status st_sum2_into(clt_context *ctx, double *e) {
+  return clt_check_sum2_into(ctx, 777, 0, 0.5f, 1, 1.0f, e);
+}
 static clt_status st_sumsq_into(clt_context *ctx, double *e) {
   return clt_check_sumsq_into(ctx, 1000, 4, e);
 }
@@ -513,6 +516,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"sum channels 33x10x1", st_sum_channels_dense, 1e-5, false},
     {"sum channels 3x5x49 accumulate", st_sum_channels_conv, 1e-5, false},
     {"sum into 1000", st_sum_into, 1e-5, false},
+    {"two sums into 777 (loss and correct count)", st_sum2_into, 1e-5, false},
     {"sumsq into 1000", st_sumsq_into, 1e-5, false},
     {"sgd 3 steps", st_sgd_plain, 1e-5, false},
     {"sgd momentum dampening 3 steps", st_sgd_momentum, 1e-5, false},

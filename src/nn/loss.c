@@ -49,12 +49,11 @@ static clt_status loss_reserve(clt_graph *g, clt_graph_node *n) {
 
 static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
                               float loss_scale) {
-  CLT_TRY(clt_sum_into(g->ctx, g->metrics, 0, s->loss_rows, g->batch,
-                       loss_scale));
   if (correct)
-    CLT_TRY(clt_sum_into(g->ctx, g->metrics, 1, s->correct_rows, g->batch,
-                         1.0f));
-  return CLT_OK;
+    return clt_sum2_into(g->ctx, g->metrics, 0, s->loss_rows, loss_scale, 1,
+                         s->correct_rows, 1.0f, g->batch);
+  return clt_sum_into(g->ctx, g->metrics, 0, s->loss_rows, g->batch,
+                      loss_scale);
 }
 
 /* The samples the gradient averages over (graph.h, grad_batch). */

@@ -192,6 +192,12 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
 /* acc[index] += scale * sum(x[0..n)). */
 clt_status clt_sum_into(clt_context *ctx, clt_tensor *acc, int index,
                         const clt_tensor *x, int64_t n, float scale);
+/* Both acc[i0] += s0 * sum(x0[0..n)) and acc[i1] += s1 * sum(x1[0..n))
+ * (i0 != i1), each with clt_sum_into's bits, in one launch where the
+ * device's loops allow. */
+clt_status clt_sum2_into(clt_context *ctx, clt_tensor *acc, int i0,
+                         const clt_tensor *x0, float s0, int i1,
+                         const clt_tensor *x1, float s1, int64_t n);
 /* acc[index] += sum(x[0..n)^2). */
 clt_status clt_sumsq_into(clt_context *ctx, clt_tensor *acc, int index,
                           const clt_tensor *x, int64_t n);

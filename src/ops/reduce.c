@@ -79,6 +79,23 @@ clt_status clt_sum_into(clt_context *ctx, clt_tensor *acc, int index,
   return CLT_OK;
 }
 
+clt_status clt_sum2_into(clt_context *ctx, clt_tensor *acc, int i0,
+                         const clt_tensor *x0, float s0, int i1,
+                         const clt_tensor *x1, float s1, int64_t n) {
+  if (i0 == i1)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "sum2 into: both sums into slot %d", i0);
+  int64_t part;
+  CLT_TRY(sum_part(ctx, n, &part));
+  if (part < n) { /* a capped device: in parts, one sum after the other */
+    CLT_TRY(clt_sum_into(ctx, acc, i0, x0, n, s0));
+    return clt_sum_into(ctx, acc, i1, x1, n, s1);
+  }
+  size_t local = ctx->work_group, global = 2 * local;
+  return CLT_RUN(ctx, CLT_K_sum2_into, 1, &global, &local, KT(acc), KT(x0),
+                 KT(x1), KI(n), KI(i0), KI(i1), KF(s0), KF(s1));
+}
+
 clt_status clt_sumsq_into(clt_context *ctx, clt_tensor *acc, int index,
                           const clt_tensor *x, int64_t n) {
   size_t local = ctx->work_group;

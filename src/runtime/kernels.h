@@ -47,6 +47,7 @@
   X(sum_channels, "reduce")                                                    \
   X(sum_columns, "reduce")                                                     \
   X(sum_into, "reduce")                                                        \
+  X(sum2_into, "reduce")                                                       \
   X(sumsq_into, "reduce")                                                      \
   X(sum_slices, "reduce")                                                      \
   X(sgd_step, "optim")                                                         \
