@@ -537,7 +537,13 @@ int64_t clt_conv_tiled_wgrad_workspace(const clt_context *ctx, int64_t batch,
   return most * F * w->C * w->KH * w->KW;
 }
 
-/* dy's padded copy: rows of whole blocks. */
+/* dy's padded copy: rows of whole blocks. The data gradient pads dy
+ * again (its window's padding): reading the weight gradient's rows from
+ * that copy instead saved a copy a layer, but on POCL (2-core EPYC,
+ * AVX-512, the ResNet at batch 64, 2026-12-02) the weight gradient then
+ * took as much longer as the copy had taken (rows of 34 unaligned: conv_pad
+ * 1.70 -> 1.39 ms a step, conv_tiled_wgrad16 2.1-2.3 -> 2.6-2.7; rows of
+ * 48 aligned: -0.1 and +0.1 ms), so each keeps its own. */
 static int64_t wgrad_dy_len(int64_t batch, int64_t F, const clt_window *w,
                             int v) {
   return batch * F * w->OH * ceil_div(w->OW, v) * v;
