@@ -318,7 +318,6 @@ ROUND16_VARIANTS(avgpool_backward, (__global float *dx, int dx_off,
                  (dx, dx_off, dy, dy_off, planes, H, W, OH, OW, KH, KW, pad_h,
                   pad_w, stride_h, stride_w, accumulate, ROUND16_ARGS))
 
-
 /* The backward of a window that covers the whole plane (global average
  * pooling): element i of plane p gets dy[p] / (H*W). One division an
  * element where avgpool_backward's index and window arithmetic takes
