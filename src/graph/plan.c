@@ -372,11 +372,14 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
  * 4.8): the rate at which the GPU starts groups, not its memory, set the
  * pace. So the size is measured on the device, as a plan: f16_to_f32 on
  * LAUNCH_ELEMS elements in groups of 64, 128, ... up to ctx->work_group,
- * twice each, interleaved; another size than 64 only where it is at least
- * LAUNCH_MARGIN faster (a CPU's sizes are within noise of each other, and
- * every new size costs POCL a compile of each kernel). */
+ * twice each, interleaved; another size than 64 only where it takes at
+ * most LAUNCH_MARGIN of 64's time (a CPU's sizes are within noise of each
+ * other, and every new size costs POCL a compile of each kernel: under
+ * the CI's AddressSanitizer, seconds each). With 0.9, a fresh cache on a
+ * noisy 2-core EPYC chose 256 in one tune of four (3.02 against 3.2-3.5
+ * ms); the H200's 256 took 0.35 of 64's time. */
 #define LAUNCH_ELEMS (1 << 23)
-#define LAUNCH_MARGIN 0.9
+#define LAUNCH_MARGIN 0.75
 #define LAUNCH_MAX_SIZES 6
 
 /* Seconds a conversion takes in groups of `local`: a warm-up call, then
