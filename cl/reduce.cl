@@ -40,16 +40,22 @@ __kernel void sum_columns(__global float *out, int out_off,
   out[out_off + c] = accumulate ? out[out_off + c] + s : s;
 }
 
+/* sum(x[0..n)) over one group: each item its stride of CLT_WG, then the
+ * group's tree (the total to every item). */
+static float group_total(__local float *scratch, __global const float *x,
+                         int n) {
+  float s = 0.0f;
+  for (int j = get_local_id(0); j < n; j += CLT_WG) s += x[j];
+  return group_sum(scratch, s);
+}
+
 /* acc[index] += scale * sum(x[0..n)), one group. */
 __kernel void sum_into(__global float *acc, int acc_off,
                        __global const float *x, int x_off, int n, int index,
                        float scale) {
   __local float scratch[CLT_WG];
-  int lid = get_local_id(0);
-  float s = 0.0f;
-  for (int j = lid; j < n; j += CLT_WG) s += x[x_off + j];
-  float total = group_sum(scratch, s);
-  if (lid == 0) acc[acc_off + index] += scale * total;
+  float total = group_total(scratch, x + x_off, n);
+  if (get_local_id(0) == 0) acc[acc_off + index] += scale * total;
 }
 
 /* Two of those in one launch, a group each: group 0 adds s0 * sum(x0[0..n))
@@ -62,12 +68,10 @@ __kernel void sum2_into(__global float *acc, int acc_off,
                         __global const float *x1, int x1_off, int n, int i0,
                         int i1, float s0, float s1) {
   __local float scratch[CLT_WG];
-  int lid = get_local_id(0), second = get_group_id(0) == 1;
-  __global const float *x = second ? x1 + x1_off : x0 + x0_off;
-  float s = 0.0f;
-  for (int j = lid; j < n; j += CLT_WG) s += x[j];
-  float total = group_sum(scratch, s);
-  if (lid == 0) acc[acc_off + (second ? i1 : i0)] += (second ? s1 : s0) * total;
+  int second = get_group_id(0) == 1;
+  float total = group_total(scratch, second ? x1 + x1_off : x0 + x0_off, n);
+  if (get_local_id(0) == 0)
+    acc[acc_off + (second ? i1 : i0)] += (second ? s1 : s0) * total;
 }
 
 /* acc[index] += sum(x[0..n)^2), one group: the global gradient norm. */
