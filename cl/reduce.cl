@@ -40,6 +40,26 @@ __kernel void sum_columns(__global float *out, int out_off,
   out[out_off + c] = accumulate ? out[out_off + c] + s : s;
 }
 
+/* sum_columns through a fused ReLU: x[r, c] becomes its gradient through
+ * the ReLU whose output is y (in place, as activation_backward_relu),
+ * and out[c] (+)= the column's sum of it, in sum_columns' order: a dense
+ * layer's ReLU and bias gradients in one pass (and one launch). */
+__kernel void sum_columns_relu(__global float *out, int out_off,
+                               __global float *x, int x_off,
+                               __global const float *y, int y_off, int rows,
+                               int cols, int accumulate) {
+  int c = get_global_id(0);
+  if (c >= cols) return;
+  float s = 0.0f;
+  for (int r = 0; r < rows; r++) {
+    int i = r * cols + c;
+    float g = x[x_off + i] * (y[y_off + i] > 0.0f ? 1.0f : 0.0f);
+    x[x_off + i] = g;
+    s += g;
+  }
+  out[out_off + c] = accumulate ? out[out_off + c] + s : s;
+}
+
 /* sum(x[0..n)) over one group: each item its stride of CLT_WG, then the
  * group's tree (the total to every item). */
 static float group_total(__local float *scratch, __global const float *x,

@@ -571,6 +571,9 @@ START_TEST(sum_channels_dense_grid) {
     ck_assert_check(clt_check_sum_channels(g_ctx, rows, cols, 1, acc, &e), e,
                     TOL, "%lldx%lldx1 accumulate=%d", (long long)rows,
                     (long long)cols, acc);
+  /* with a fused ReLU's gradient on the way */
+  ck_assert_check(clt_check_sum_columns_relu(g_ctx, rows, cols, &e), e, TOL,
+                  "through relu, %lldx%lld", (long long)rows, (long long)cols);
 }
 END_TEST
 
@@ -1699,6 +1702,8 @@ START_TEST(reductions_under_loop_cap) {
    * gradient, 24,000 planes of 4, a BatchNorm1d over 24,000 rows. */
   ck_assert_check(clt_check_sum_channels(g_ctx, 70000, 3, 1, true, &e), e,
                   TOL, "70000 rows, cap %lld", (long long)cap);
+  ck_assert_check(clt_check_sum_columns_relu(g_ctx, 70000, 3, &e), e, TOL,
+                  "70000 rows through relu, cap %lld", (long long)cap);
   ck_assert_check(clt_check_sum_channels(g_ctx, 24000, 2, 4, false, &e), e,
                   TOL, "24000 planes of 4, cap %lld", (long long)cap);
   ck_assert_check(clt_check_bn_stats(g_ctx, 24000, 2, 1, 1, &e), e, TOL,
@@ -1724,6 +1729,12 @@ START_TEST(reductions_under_loop_cap) {
                       e, TOL, "%lldx%lldx%lld accumulate=%d in parts of %lld",
                       (long long)sums[k][0], (long long)sums[k][1],
                       (long long)sums[k][2], acc, (long long)part);
+    if (sums[k][2] == 1)
+      ck_assert_check(clt_check_sum_columns_relu(g_ctx, sums[k][0],
+                                                 sums[k][1], &e),
+                      e, TOL, "%lldx%lld through relu in parts of %lld",
+                      (long long)sums[k][0], (long long)sums[k][1],
+                      (long long)part);
   }
   /* batch norm: one group per channel (want 1) and 8 parts asked for
    * both become more parts */

@@ -150,6 +150,10 @@ clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
  * that the four that must not change are checked too. */
 clt_status clt_check_sum_into(clt_context *ctx, int64_t n, int index,
                               float scale, double *max_err);
+/* clt_sum_columns_relu: dy [rows, cols] through a ReLU (in place) and its
+ * column sums. */
+clt_status clt_check_sum_columns_relu(clt_context *ctx, int64_t rows,
+                                      int64_t cols, double *max_err);
 /* clt_sum2_into: slots i0 and i1 at once. */
 clt_status clt_check_sum2_into(clt_context *ctx, int64_t n, int i0, float s0,
                                int i1, float s1, double *max_err);

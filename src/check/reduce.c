@@ -31,6 +31,41 @@ clt_status clt_check_sum_channels(clt_context *ctx, int64_t outer,
   return check_run(ctx, 120, sum_channels_body, &a, max_err);
 }
 
+/* A dense layer's fused ReLU and bias gradients (clt_sum_columns_relu):
+ * dy [rows, cols] masked in place where the ReLU's output y is not
+ * positive (y spans both signs and holds exact zeros, as a ReLU's output
+ * does), db its column sums. */
+typedef struct sum_columns_relu_args {
+  int64_t rows, cols;
+} sum_columns_relu_args;
+
+static clt_status sum_columns_relu_body(check_set *s, const void *arg) {
+  const sum_columns_relu_args *a = arg;
+  int64_t rows = a->rows, cols = a->cols, n = rows * cols;
+  check_f32 *dy, *y, *db;
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  CLT_TRY(check_operand(s, cols, -1.0f, 1.0f, &db));
+  /* every third output exactly 0: the mask's edge */
+  for (int64_t i = 0; i < n; i += 3) y->host[i] = 0.0f;
+  CLT_TRY(check_upload(y));
+  CLT_TRY(clt_sum_columns_relu(s->ctx, db->t, dy->t, y->t, rows, cols));
+  for (int64_t i = 0; i < n; i++)
+    if (!(y->host[i] > 0.0f)) dy->host[i] = 0.0f;
+  for (int64_t c = 0; c < cols; c++) {
+    double sum = 0.0;
+    for (int64_t r = 0; r < rows; r++) sum += dy->host[r * cols + c];
+    db->host[c] = (float)sum;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_sum_columns_relu(clt_context *ctx, int64_t rows,
+                                      int64_t cols, double *max_err) {
+  sum_columns_relu_args a = {rows, cols};
+  return check_run(ctx, 125, sum_columns_relu_body, &a, max_err);
+}
+
 /* The accumulator's length: the slots beside `index` must not change. */
 #define ACC_SLOTS 5
 

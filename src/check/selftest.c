@@ -226,6 +226,9 @@ static clt_status st_sum_channels_dense(clt_context *ctx, double *e) {
 static clt_status st_sum_channels_conv(clt_context *ctx, double *e) {
   return clt_check_sum_channels(ctx, 3, 5, 49, true, e);
 }
+static clt_status st_sum_columns_relu(clt_context *ctx, double *e) {
+  return clt_check_sum_columns_relu(ctx, 33, 10, e);
+}
 static clt_status st_sum_into(clt_context *ctx, double *e) {
   return clt_check_sum_into(ctx, 1000, 2, 0.5f, e);
 }
@@ -515,6 +518,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"mse 7x10", st_mse, 1e-5, false},
     {"sum channels 33x10x1", st_sum_channels_dense, 1e-5, false},
     {"sum channels 3x5x49 accumulate", st_sum_channels_conv, 1e-5, false},
+    {"sum columns through relu 33x10", st_sum_columns_relu, 1e-5, false},
     {"sum into 1000", st_sum_into, 1e-5, false},
     {"two sums into 777 (loss and correct count)", st_sum2_into, 1e-5, false},
     {"sumsq into 1000", st_sumsq_into, 1e-5, false},

@@ -107,17 +107,21 @@ static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
 static clt_status dense_backward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
-  /* The gradient through a fused ReLU, in place: dy times out > 0. */
-  if (n->fused_relu)
+  /* The gradient through a fused ReLU, in place: dy times out > 0; with a
+   * bias, its gradient (dy's column sums) in the same pass. */
+  if (n->fused_relu && s->bias)
+    CLT_TRY(clt_sum_columns_relu(g->ctx, &n->params[1].grad, n->grad, n->out,
+                                 g->batch, s->units));
+  else if (n->fused_relu)
     CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
                                     g->batch * s->units, CLT_ACT_RELU, 0.0f,
                                     false, NULL));
+  else if (s->bias)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
+                                     g->batch, s->units, 1, false));
   /* dW = dy^T x: [units, batch] [batch, in] */
   CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, n->grad, in->out,
                       0.0f, &n->params[0].grad));
-  if (s->bias)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
-                                     g->batch, s->units, 1, false));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (dx) /* dx = dy W: [batch, units] [units, in] */

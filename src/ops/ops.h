@@ -189,6 +189,13 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
                                     const clt_tensor *x, int64_t outer,
                                     int64_t channels, int64_t inner,
                                     bool accumulate);
+/* A dense layer's fused ReLU and bias gradients in one pass: x [rows,
+ * cols] becomes its gradient through the ReLU whose output is y (in place,
+ * clt_activation_backward's numbers), and out[c] = sum over r of the new
+ * x[r, c] (clt_sum_channels_forward's with inner 1, same bits). */
+clt_status clt_sum_columns_relu(clt_context *ctx, clt_tensor *out,
+                                clt_tensor *x, const clt_tensor *y,
+                                int64_t rows, int64_t cols);
 /* acc[index] += scale * sum(x[0..n)). */
 clt_status clt_sum_into(clt_context *ctx, clt_tensor *acc, int index,
                         const clt_tensor *x, int64_t n, float scale);

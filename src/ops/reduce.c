@@ -51,6 +51,23 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
   return CLT_OK;
 }
 
+clt_status clt_sum_columns_relu(clt_context *ctx, clt_tensor *out,
+                                clt_tensor *x, const clt_tensor *y,
+                                int64_t rows, int64_t cols) {
+  int64_t part;
+  CLT_TRY(clt_sum_channels_part(ctx, rows, 1, &part));
+  int64_t r0 = 0;
+  do { /* the parts after the first add into out */
+    int64_t at = r0 * cols, count = rows - r0;
+    if (count > part) count = part;
+    clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
+    clt_tensor yp = clt_tensor_slice_1d(y, at, y->numel - at);
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns_relu, (size_t)cols, KT(out),
+                       KT(&xp), KT(&yp), KI(count), KI(cols), KI(r0 > 0)));
+  } while ((r0 += part) < rows);
+  return CLT_OK;
+}
+
 /* The most of x one launch of sum_into or sumsq_into takes: all of it,
  * but where the device ends a work-item's loops early
  * (clt_device_loop_cap), so many that each item's loop (n / group

@@ -46,6 +46,7 @@
   X(mse_group, "loss")                                                         \
   X(sum_channels, "reduce")                                                    \
   X(sum_columns, "reduce")                                                     \
+  X(sum_columns_relu, "reduce")                                                \
   X(sum_into, "reduce")                                                        \
   X(sum2_into, "reduce")                                                       \
   X(sumsq_into, "reduce")                                                      \
