@@ -44,6 +44,68 @@ START_TEST(test_fd_mse_reshape) {
 }
 END_TEST
 
+/* g's parameter gradients after a forward and backward pass on its batch,
+ * into a new array. */
+static float *step_gradients(clt_graph *g) {
+  float *grads = malloc((size_t)g->param_count * sizeof(float));
+  ck_assert_ptr_nonnull(grads);
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  clt_tensor t = clt_tensor_slice_1d(g->grads, 0, g->param_count);
+  ck_assert_ok(clt_tensor_download(&t, grads));
+  return grads;
+}
+
+/* The loss writes its input's gradient during its forward where it is
+ * that gradient's one writer (clt_graph_loss_grad), else into a buffer of
+ * its own that its backward copies from; either way a loss scale
+ * multiplies every gradient (in place on the first way): a scale of 8
+ * gives exactly 8 times the gradients of 1, on both ways, and the scale
+ * back at 1 the same bits as at first. */
+START_TEST(test_loss_gradient_in_place_or_copied) {
+  static const struct {
+    const char *model;
+    bool mse, in_place;
+  } cases[] = {
+      {MLP("relu"), false, true},
+      /* a second consumer of the logits: two writers of their gradient */
+      {"input shape=7\ndense name=a units=3\ntanh name=side input=a\n"
+       "softmax_cross_entropy input=a\n",
+       false, false},
+      /* through a reshape, whose gradient is a view of its input's */
+      {"input shape=6\ndense units=6\nreshape shape=2x3\nmse\n", true,
+       true},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(cases[k].model, &g));
+    ck_assert_ok(clt_graph_compile(g, 5, 1));
+    random_batch(g, 5, 2, cases[k].mse);
+    clt_graph_node *loss = &g->nodes[g->loss_node];
+    ck_assert_msg((clt_graph_loss_grad(g, loss) != NULL) == cases[k].in_place,
+                  "case %zu: in place %d", k, !cases[k].in_place);
+    float *one = step_gradients(g);
+    clt_graph_set_loss_scale(g, 8.0f);
+    float *eight = step_gradients(g);
+    clt_graph_set_loss_scale(g, 1.0f);
+    float *again = step_gradients(g);
+    bool nonzero = false;
+    for (int64_t i = 0; i < g->param_count; i++) {
+      ck_assert_msg(eight[i] == 8.0f * one[i],
+                    "case %zu: gradient %lld: %g at scale 8, %g at 1", k,
+                    (long long)i, eight[i], one[i]);
+      nonzero |= one[i] != 0.0f;
+    }
+    ck_assert_msg(nonzero, "case %zu: every gradient 0", k);
+    ck_assert_mem_eq(again, one, (size_t)g->param_count * sizeof(float));
+    free(one);
+    free(eight);
+    free(again);
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
 /* A graph's error message for a model-file text, with its status. */
 static void expect_model_error(const char *text, clt_status want,
                                const char *needle) {
@@ -462,6 +524,7 @@ static Suite *graph_suite(void) {
   tcase_add_test(fd, test_fd_image_input);
   tcase_add_test(fd, test_fd_mse_softmax);
   tcase_add_test(fd, test_fd_mse_reshape);
+  tcase_add_test(fd, test_loss_gradient_in_place_or_copied);
   suite_add_tcase(s, fd);
   TCase *err = tcase_create("errors");
   tcase_add_test(err, test_shape_errors);

@@ -803,6 +803,15 @@ const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
   return &to_half;
 }
 
+clt_tensor *clt_graph_loss_grad(clt_graph *g, clt_graph_node *n) {
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (!n->is_loss || g->planned_precision != CLT_PRECISION_FP32 ||
+      g->planned_forward_only || !in->needs_grad || !in->grad ||
+      grad_owner(g, in)->grad_writers != 1)
+    return NULL;
+  return in->grad;
+}
+
 /* An op's error in a layer's pass names the layer and the pass (as
  * clt_node_fail's messages do), unless it names a layer already: "layer
  * 'gap' (global_avgpool) forward: avgpool: a window of ...". */

@@ -271,6 +271,13 @@ clt_tensor *clt_graph_input_grad(clt_graph *g, clt_graph_node *n, int i,
  * NULL under fp32, for outputs that stay f32 (the input batch's, the
  * loss's, views) and with CLT_FUSE=0. */
 const clt_round16 *clt_graph_out_round(clt_graph *g, clt_graph_node *n);
+/* Where a loss node's forward may write its input's gradient straight
+ * into the gradient's buffer instead of a copy of its own (the backward
+ * then only marks it written, scaling it in place where the loss scale is
+ * not 1): fp32 training where the loss is the one backward writing that
+ * gradient (memplan.c keeps the buffer live from the loss's forward on).
+ * That buffer, else NULL. */
+clt_tensor *clt_graph_loss_grad(clt_graph *g, clt_graph_node *n);
 /* The same for the gradient of n's input i that n's backward writes
  * (after clt_graph_input_grad, with the accumulate it gave): the rounding
  * the graph would do before the input's own backward, where n is the only

@@ -12,7 +12,9 @@
  *   - the input's output (the loader writes it before step 0) and the
  *     loss's input (clt_graph_predictions reads it after any step): always;
  *   - a gradient from the backward of its last consumer (the first to
- *     write it) to its own backward;
+ *     write it) to its own backward; the loss's input's from the loss's
+ *     forward, which may compute it there (clt_graph_loss_grad; the loss
+ *     is the last node, so that is one step earlier);
  *   - a workspace as its layer declares (clt_live).
  * Placement is greedy by size (largest first, each at the lowest offset
  * free over its steps) in arenas of at most the device's largest buffer;
@@ -186,8 +188,12 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
     }
   }
   int pinned = -1;
-  if (g->loss_node >= 0)
+  if (g->loss_node >= 0) {
     pinned = owner_of(g, clt_graph_in(g, &g->nodes[g->loss_node], 0))->index;
+    /* the loss's forward may write that gradient (clt_graph_loss_grad) */
+    if (step_forward(g, g->loss_node) < grad_first[pinned])
+      grad_first[pinned] = step_forward(g, g->loss_node);
+  }
   clt_status st = CLT_OK;
   for (int i = 0; st == CLT_OK && i < n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];

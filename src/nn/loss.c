@@ -61,10 +61,18 @@ static float grad_samples(const clt_graph *g) {
   return (float)(g->grad_batch > 0 ? g->grad_batch : g->batch);
 }
 
+/* Where the forward writes the gradient: the input's gradient itself
+ * where the graph allows it (clt_graph_loss_grad: one copy fewer a step),
+ * else dinput, which the backward copies from. */
+static clt_tensor *grad_target(clt_graph *g, clt_graph_node *n) {
+  clt_tensor *direct = clt_graph_loss_grad(g, n);
+  return direct ? direct : ((loss_state *)n->state)->dinput;
+}
+
 static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
   CLT_TRY(clt_softmax_xent_forward_backward(
-      g->ctx, s->loss_rows, s->correct_rows, s->dinput,
+      g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
       clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
       1.0f / grad_samples(g)));
   return add_metrics(g, s, true, 1.0f);
@@ -75,7 +83,7 @@ static clt_status mse_forward(clt_graph *g, clt_graph_node *n) {
   /* PyTorch's MSELoss: the mean over every element. The metric is the
    * same mean, summed per sample here and divided by samples later. */
   float per_elem = 1.0f / (grad_samples(g) * (float)n->size);
-  CLT_TRY(clt_mse_forward_backward(g->ctx, s->loss_rows, s->dinput,
+  CLT_TRY(clt_mse_forward_backward(g->ctx, s->loss_rows, grad_target(g, n),
                                    clt_graph_in(g, n, 0)->out, g->labels,
                                    g->batch, n->size, per_elem));
   return add_metrics(g, s, false, 1.0f / (float)n->size);
@@ -87,6 +95,11 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (!dx) return CLT_OK;
   /* Loss scaling (mixed precision) multiplies every gradient from here. */
+  if (dx == clt_graph_loss_grad(g, n)) /* the forward wrote it there */
+    return g->loss_scale == 1.0f
+               ? CLT_OK
+               : clt_scale_forward(g->ctx, dx, dx, g->batch * n->size,
+                                   g->loss_scale, false, NULL);
   return clt_scale_forward(g->ctx, dx, s->dinput, g->batch * n->size,
                            g->loss_scale, acc,
                            clt_graph_grad_round(g, n, 0, acc));
