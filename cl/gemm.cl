@@ -25,6 +25,9 @@
  * k): a work-item computes MR x NR dot products VW (16 or 8: _v8) of k at
  * a time in vectors, summed across at the end; the last VW are loaded
  * ending at k with the lanes already summed masked out (k < VW: scalars).
+ * epi 1 then adds bias[j] to C's column j, epi 2 also applies a ReLU, as
+ * bias_add_rows would after it (a dense layer's forward: one launch
+ * instead of two); epi 0 reads no bias.
  *
  * Both in vectors of 16 and of 8: a CPU whose registers hold 8 floats
  * (AVX2, 16 of them) keeps a 4x32 tile's partial sums in 16 registers and
@@ -129,7 +132,8 @@ static float sum8(float8 v) {
   __kernel void NAME(int m, int n, int k, float alpha, float beta,             \
                      __global const float *a, int a_off, int lda, int a_batch, \
                      __global const float *b, int b_off, int ldb, int b_batch, \
-                     __global float *c, int c_off, int ldc, int c_batch) {     \
+                     __global float *c, int c_off, int ldc, int c_batch,       \
+                     __global const float *bias, int bias_off, int epi) {      \
     int j0 = get_global_id(0) * NR, i0 = get_global_id(1) * MR;                \
     int bi = get_global_id(2);                                                 \
     if (j0 >= n || i0 >= m) return;                                            \
@@ -175,7 +179,12 @@ static float sum8(float8 v) {
         if (j0 + s < n) {                                                      \
           float t = sum##VW(acc[r][s]);                                        \
           for (int q = p; q < k; q++) t = fma(ar[r][q], br[s][q], t);          \
-          GEMM_STORE(c + (i0 + r) * ldc + j0 + s, t);                          \
+          __global float *cp = c + (i0 + r) * ldc + j0 + s;                    \
+          GEMM_STORE(cp, t);                                                   \
+          if (epi) { /* bias_add_rows' numbers, from the stored value */       \
+            float v = *cp + bias[bias_off + j0 + s];                           \
+            *cp = epi == 2 && !(v > 0.0f) ? 0.0f : v;                          \
+          }                                                                    \
         }                                                                      \
       }                                                                        \
     }                                                                          \

@@ -709,6 +709,79 @@ START_TEST(blocked_products) {
   }
   /* rows: NN and TN on the shapes wide enough; dot: NT on all of them. */
   ck_assert_int_ge(ran, 4);
+  /* The dot kernels add a dense layer's bias (and ReLU) in their launch;
+   * the others refuse it. */
+  for (int i = 0; i < COUNT(blocked_shapes); i++) {
+    const int64_t *s = blocked_shapes[i];
+    for (int relu = 0; relu < 2; relu++) {
+      if (!clt_gemm_blocked_takes_bias(_i)) {
+        double unused;
+        ck_assert_int_eq(clt_check_gemm_blocked_bias(g_ctx, _i, s[0], s[1],
+                                                     s[2], 1.0f, relu,
+                                                     &unused),
+                         CLT_ERR_INVALID_ARGUMENT);
+        continue;
+      }
+      ck_assert_check(clt_check_gemm_blocked_bias(g_ctx, _i, s[0], s[1], s[2],
+                                                  i % 2 ? 0.5f : 1.0f, relu,
+                                                  &e),
+                      e, TOL, "%s with bias, relu %d, m=%lld n=%lld k=%lld",
+                      clt_gemm_blocked_config_name(_i), relu, (long long)s[0],
+                      (long long)s[1], (long long)s[2]);
+    }
+  }
+}
+END_TEST
+
+/* A tensor of n random values in [-1, 1), its host copy in host. */
+static clt_tensor *random_tensor(int64_t n, uint64_t seed, float *host) {
+  clt_tensor *t = NULL;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &n, &t));
+  clt_random_fill(host, n, seed, -1.0f, 1.0f);
+  ck_assert_ok(clt_tensor_upload(t, host));
+  return t;
+}
+
+/* _i: configuration. The bias and ReLU added in a dot kernel's launch
+ * (clt_gemm_blocked_bias) give the bits of the product followed by
+ * clt_bias_rows_forward, the two launches a dense layer's forward runs
+ * otherwise; about half of the outputs are negative before the ReLU. */
+START_TEST(blocked_bias_same_bits) {
+  if (!clt_gemm_blocked_takes_bias(_i)) return;
+  static const int64_t picks[] = {1, 3, 6, 13, 14, 15};
+  for (int q = 0; q < COUNT(picks); q++) {
+    const int64_t *s = blocked_shapes[picks[q]];
+    int64_t m = s[0], n = s[1], k = s[2];
+    float *h = malloc((size_t)(m * k + n * k + n + 2 * m * n) * sizeof(float));
+    ck_assert_ptr_nonnull(h);
+    float *got = h + m * k + n * k + n, *want = got + m * n;
+    clt_tensor *a = random_tensor(m * k, 1, h);
+    clt_tensor *b = random_tensor(n * k, 2, h + m * k);
+    clt_tensor *bias = random_tensor(n, 3, h + m * k + n * k);
+    clt_tensor *c1 = random_tensor(m * n, 4, got);
+    clt_tensor *c2 = random_tensor(m * n, 5, want);
+    for (int relu = 0; relu < 2; relu++) {
+      ck_assert_ok(clt_gemm_blocked_bias(g_ctx, _i, CLT_NO_TRANS, CLT_TRANS, m,
+                                         n, k, 1.0f, a, k, b, k, c1, n, bias,
+                                         relu));
+      ck_assert_ok(clt_gemm_blocked_ld(g_ctx, _i, CLT_NO_TRANS, CLT_TRANS, m,
+                                       n, k, 1.0f, a, k, 0, b, k, 0, 0.0f, c2,
+                                       n, 0, 1));
+      ck_assert_ok(clt_bias_rows_forward(g_ctx, c2, bias, m, n, relu, NULL));
+      ck_assert_ok(clt_tensor_download(c1, got));
+      ck_assert_ok(clt_tensor_download(c2, want));
+      ck_assert_msg(memcmp(got, want, (size_t)(m * n) * sizeof(float)) == 0,
+                    "%s relu %d m=%lld n=%lld k=%lld: other bits",
+                    clt_gemm_blocked_config_name(_i), relu, (long long)m,
+                    (long long)n, (long long)k);
+    }
+    clt_tensor_destroy(a);
+    clt_tensor_destroy(b);
+    clt_tensor_destroy(bias);
+    clt_tensor_destroy(c1);
+    clt_tensor_destroy(c2);
+    free(h);
+  }
 }
 END_TEST
 
@@ -767,6 +840,13 @@ START_TEST(long_k_in_parts) {
                       e, TOL, "%s %s%s k=%lld cap %lld",
                       clt_gemm_blocked_config_name(c), trans_name(ta),
                       trans_name(tb), (long long)k_own, (long long)cap);
+      /* a bias added by the last part only */
+      if (t == 2 && clt_gemm_blocked_takes_bias(c))
+        ck_assert_check(clt_check_gemm_blocked_bias(g_ctx, c, 33, 33, k_own,
+                                                    -1.0f, c % 2, &e),
+                        e, TOL, "%s with bias k=%lld cap %lld",
+                        clt_gemm_blocked_config_name(c), (long long)k_own,
+                        (long long)cap);
     }
   }
   g_ctx->loop_cap = saved;
@@ -787,6 +867,8 @@ static Suite *gemm_suite(void) {
   tcase_add_test(prod, gemm_many_views);
   tcase_add_test(prod, sub_buffer_outlives_eviction);
   tcase_add_loop_test(prod, blocked_products, 0, CLT_GEMM_BLOCKED_CONFIGS);
+  tcase_add_loop_test(prod, blocked_bias_same_bits, 0,
+                      CLT_GEMM_BLOCKED_CONFIGS);
   tcase_add_test(prod, loop_cap_measured);
   tcase_add_loop_test(prod, long_k_in_parts, 0, 2);
   suite_add_tcase(s, prod);

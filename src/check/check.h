@@ -68,6 +68,12 @@ clt_status clt_check_gemm_blocked(clt_context *ctx, int config,
                                   clt_transpose ta, clt_transpose tb,
                                   int64_t m, int64_t n, int64_t k, float alpha,
                                   float beta, int64_t batch, double *max_err);
+/* clt_gemm_blocked_bias (NT, one matrix): the product, the bias of its
+ * columns and a ReLU where relu. */
+clt_status clt_check_gemm_blocked_bias(clt_context *ctx, int config,
+                                       int64_t m, int64_t n, int64_t k,
+                                       float alpha, bool relu,
+                                       double *max_err);
 
 /* The same by the fp16 route's kernel (ops/gemm_mma.h) in tile
  * configuration `config`: the reference takes a and b rounded to fp16

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "check/harness.h"
+#include "ops/gemm_blocked.h"
 
 typedef struct gemm_args {
   clt_transpose ta, tb;
@@ -129,6 +130,47 @@ clt_status clt_check_gemm_tf32x3(clt_context *ctx, int config,
                                  float beta, int64_t batch, double *max_err) {
   gemm_args g = {ta, tb, m, n, k, alpha, beta, batch, -1, false, -1, config};
   clt_status st = check_run(ctx, 13, gemm_body, &g, max_err);
+  if (st == CLT_OK) *max_err /= sqrt((double)k);
+  return st;
+}
+
+/* clt_gemm_blocked_bias: C = alpha A B^T (A [m, k], B [n, k]), then the
+ * bias of C's columns and a ReLU where relu; the reference rounds the
+ * product to f32 before adding the bias, as the kernel does. */
+typedef struct gemm_bias_args {
+  int config;
+  int64_t m, n, k;
+  float alpha;
+  bool relu;
+} gemm_bias_args;
+
+static clt_status gemm_bias_body(check_set *s, const void *arg) {
+  const gemm_bias_args *g = arg;
+  int64_t m = g->m, n = g->n, k = g->k;
+  check_f32 *a, *b, *c, *bias;
+  CLT_TRY(check_operand(s, m * k, -1.0f, 1.0f, &a));
+  CLT_TRY(check_operand(s, n * k, -1.0f, 1.0f, &b));
+  CLT_TRY(check_operand(s, m * n, -1.0f, 1.0f, &c));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &bias));
+  CLT_TRY(clt_gemm_blocked_bias(s->ctx, g->config, CLT_NO_TRANS, CLT_TRANS, m,
+                                n, k, g->alpha, a->t, k, b->t, k, c->t, n,
+                                bias->t, g->relu));
+  gemm_args plain = {CLT_NO_TRANS, CLT_TRANS, m, n, k, g->alpha, 0.0f, 1,
+                     -1, false, g->config, -1};
+  gemm_reference(&plain, a->host, b->host, c->host);
+  for (int64_t i = 0; i < m * n; i++) {
+    float v = c->host[i] + bias->host[i % n];
+    c->host[i] = g->relu && !(v > 0.0f) ? 0.0f : v;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_gemm_blocked_bias(clt_context *ctx, int config,
+                                       int64_t m, int64_t n, int64_t k,
+                                       float alpha, bool relu,
+                                       double *max_err) {
+  gemm_bias_args g = {config, m, n, k, alpha, relu};
+  clt_status st = check_run(ctx, 14, gemm_bias_body, &g, max_err);
   if (st == CLT_OK) *max_err /= sqrt((double)k);
   return st;
 }

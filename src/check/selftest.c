@@ -58,6 +58,10 @@ static clt_status st_blocked_dot(clt_context *ctx, double *e) {
   return clt_check_gemm_blocked(ctx, 3, CLT_NO_TRANS, CLT_TRANS, 9, 13, 37,
                                 1.0f, 0.5f, 1, e);
 }
+/* ... adding a dense layer's bias and ReLU in its launch */
+static clt_status st_blocked_dot_bias(clt_context *ctx, double *e) {
+  return clt_check_gemm_blocked_bias(ctx, 3, 9, 13, 37, 1.0f, true, e);
+}
 /* The fp16 route's kernel, each tile configuration, on the shapes of a
  * conv's three products (NN, NT, TN). */
 static clt_status st_mma_0(clt_context *ctx, double *e) {
@@ -463,6 +467,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"gemm own rows 4x32 tn strided batched 3x5x45x17 beta=0.25",
      st_blocked_rows, 1e-5, false},
     {"gemm own dot 4x4 nt 9x13x37 beta=0.5", st_blocked_dot, 1e-5, false},
+    {"gemm own dot 4x4 nt 9x13x37 + bias + relu", st_blocked_dot_bias, 1e-5,
+     false},
     {"gemm fp16 64x64 nn 33x17x65", st_mma_0, 1e-5, true},
     {"gemm fp16 128x64 nt 3x150x70x129", st_mma_1, 1e-5, true},
     {"gemm fp16 128x128 tn 131x260x47 beta=1", st_mma_2, 1e-5, true},

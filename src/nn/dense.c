@@ -91,12 +91,24 @@ static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
 static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (s->bias) {
+    const clt_round16 *round = clt_graph_out_round(g, n);
+    clt_gemm_product planned = forward_product(s, g->max_batch),
+                     run = forward_product(s, g->batch);
+    clt_gemm_plan plan = clt_gemm_plan_for(&s->plan_fwd, &planned, &run);
+    /* The bias and a fused ReLU in the product's launch where its kernel
+     * takes them (not where mixed precision rounds the output) */
+    if (!round && clt_gemm_plan_takes_bias(&plan))
+      return clt_gemm_plan_run_bias(g->ctx, &run, &plan, 1.0f, in->out,
+                                    &n->params[0].value, n->out,
+                                    &n->params[1].value, n->fused_relu);
+    CLT_TRY(clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, in->out,
+                              &n->params[0].value, 0.0f, n->out, s->work));
+    return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
+                                 g->batch, s->units, n->fused_relu, round);
+  }
   CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd, in->out,
                       &n->params[0].value, 0.0f, n->out));
-  if (s->bias)
-    return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
-                                 g->batch, s->units, n->fused_relu,
-                                 clt_graph_out_round(g, n));
   /* A fused ReLU (clt_graph_node.fused_relu) in place. */
   return n->fused_relu ? clt_activation_forward(
                              g->ctx, n->out, n->out, g->batch * s->units,

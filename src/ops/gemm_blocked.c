@@ -110,13 +110,22 @@ static clt_status strip_group(clt_context *ctx, clt_kernel_id id,
   return CLT_OK;
 }
 
-clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
-                               clt_transpose tb, int64_t m, int64_t n,
-                               int64_t k, float alpha, const clt_tensor *a,
-                               int64_t lda, int64_t stride_a,
-                               const clt_tensor *b, int64_t ldb,
-                               int64_t stride_b, float beta, clt_tensor *c,
-                               int64_t ldc, int64_t stride_c, int64_t batch) {
+bool clt_gemm_blocked_takes_bias(int config) {
+  return config >= 0 && config < CLT_GEMM_BLOCKED_CONFIGS &&
+         configs[config].kind == DOT;
+}
+
+/* clt_gemm_blocked_ld, and where epi is not 0 (a dot configuration) the
+ * bias (epi 1) and ReLU (2) of clt_gemm_blocked_bias in the launch of k's
+ * last part. */
+static clt_status blocked_run(clt_context *ctx, int config, clt_transpose ta,
+                              clt_transpose tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, const clt_tensor *a,
+                              int64_t lda, int64_t stride_a,
+                              const clt_tensor *b, int64_t ldb,
+                              int64_t stride_b, float beta, clt_tensor *c,
+                              int64_t ldc, int64_t stride_c, int64_t batch,
+                              const clt_tensor *bias, int epi) {
   const char *routine = "gemm_blocked";
   CLT_TRY(clt_gemm_check_args(ctx, routine, ta, tb, m, n, k, a, lda, stride_a,
                               b, ldb, stride_b, c, ldc, stride_c, batch));
@@ -141,14 +150,19 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
       /* A [m, k] and B [n, k]: the part's columns from k0 on */
       clt_tensor ap = clt_tensor_slice_1d(a, k0, a->numel - k0);
       clt_tensor bp = clt_tensor_slice_1d(b, k0, b->numel - k0);
+      bool last = k - k0 <= kc;
       CLT_TRY(CLT_RUN(ctx, configs[config].kernel, 3, global, NULL, KI(m),
-                      KI(n), KI(k - k0 < kc ? k - k0 : kc), KF(alpha),
+                      KI(n), KI(last ? k - k0 : kc), KF(alpha),
                       KF(k0 ? 1.0f : beta), KT(&ap), KI(lda), KI(stride_a),
                       KT(&bp), KI(ldb), KI(stride_b), KT(c), KI(ldc),
-                      KI(stride_c)));
+                      KI(stride_c), KT(epi ? bias : c), KI(last ? epi : 0)));
     }
     return CLT_OK;
   }
+  if (epi)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "%s: configuration \"%s\" adds no bias", routine,
+                        clt_gemm_blocked_config_name(config));
   /* The rows kernel computes D = L R, R stored [k, cols] and read along
    * its rows: D is C (L = op(A), R = B) or, transposed, C^T [n, m]
    * (L = op(B)^T, R = A stored [k, m]), whose element (j, i) is C's
@@ -180,6 +194,36 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
                     KI(d_sr), KI(d_sc), KI(stride_c)));
   }
   return CLT_OK;
+}
+
+clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
+                               clt_transpose tb, int64_t m, int64_t n,
+                               int64_t k, float alpha, const clt_tensor *a,
+                               int64_t lda, int64_t stride_a,
+                               const clt_tensor *b, int64_t ldb,
+                               int64_t stride_b, float beta, clt_tensor *c,
+                               int64_t ldc, int64_t stride_c, int64_t batch) {
+  return blocked_run(ctx, config, ta, tb, m, n, k, alpha, a, lda, stride_a, b,
+                     ldb, stride_b, beta, c, ldc, stride_c, batch, NULL, 0);
+}
+
+clt_status clt_gemm_blocked_bias(clt_context *ctx, int config,
+                                 clt_transpose ta, clt_transpose tb, int64_t m,
+                                 int64_t n, int64_t k, float alpha,
+                                 const clt_tensor *a, int64_t lda,
+                                 const clt_tensor *b, int64_t ldb,
+                                 clt_tensor *c, int64_t ldc,
+                                 const clt_tensor *bias, bool relu) {
+  if (!clt_gemm_blocked_takes_bias(config))
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "gemm_blocked: configuration \"%s\" adds no bias",
+                        clt_gemm_blocked_config_name(config));
+  if (!bias || bias->numel < n || !fits_int(bias))
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "gemm_blocked: a bias of %lld for %lld columns",
+                        (long long)(bias ? bias->numel : 0), (long long)n);
+  return blocked_run(ctx, config, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0,
+                     0.0f, c, ldc, 0, 1, bias, relu ? 2 : 1);
 }
 
 CLT_API clt_status clt_gemm_blocked_strided_batched(

@@ -40,4 +40,23 @@ clt_status clt_gemm_blocked_ld(clt_context *ctx, int config, clt_transpose ta,
                                int64_t stride_b, float beta, clt_tensor *c,
                                int64_t ldc, int64_t stride_c, int64_t batch);
 
+/* Whether configuration `config` can add a bias in its product's launch
+ * (clt_gemm_blocked_bias): the dot kernels. */
+bool clt_gemm_blocked_takes_bias(int config);
+
+/* C = alpha op(A) op(B) (one matrix, beta 0) by configuration `config`,
+ * then C[i, j] += bias[j] and, where relu, C = max(C, 0), in the same
+ * launch (k's last part where the device's loop cap cuts k): a dense
+ * layer's forward with its bias and fused ReLU, the numbers
+ * clt_bias_rows_forward gives after the product. A configuration that
+ * does not take a bias (clt_gemm_blocked_takes_bias) is
+ * CLT_ERR_INVALID_ARGUMENT. */
+clt_status clt_gemm_blocked_bias(clt_context *ctx, int config,
+                                 clt_transpose ta, clt_transpose tb, int64_t m,
+                                 int64_t n, int64_t k, float alpha,
+                                 const clt_tensor *a, int64_t lda,
+                                 const clt_tensor *b, int64_t ldb,
+                                 clt_tensor *c, int64_t ldc,
+                                 const clt_tensor *bias, bool relu);
+
 #endif

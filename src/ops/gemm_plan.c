@@ -224,6 +224,24 @@ static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
   return clt_sum_slices(ctx, c, ws, mn, full + (rest > 0), alpha, beta);
 }
 
+bool clt_gemm_plan_takes_bias(const clt_gemm_plan *plan) {
+  return plan->method == CLT_GEMM_ONE && plan->mma == 0 &&
+         plan->blocked > 0 && clt_gemm_blocked_takes_bias(plan->blocked - 1);
+}
+
+clt_status clt_gemm_plan_run_bias(clt_context *ctx, const clt_gemm_product *p,
+                                  const clt_gemm_plan *plan, float alpha,
+                                  const clt_tensor *a, const clt_tensor *b,
+                                  clt_tensor *c, const clt_tensor *bias,
+                                  bool relu) {
+  if (!clt_gemm_plan_takes_bias(plan))
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "GEMM plan: its kernel adds no bias");
+  return clt_gemm_blocked_bias(ctx, plan->blocked - 1, p->ta, p->tb, p->m,
+                               p->n, p->k, alpha, a, ld_a(p), b, ld_b(p), c,
+                               p->n, bias, relu);
+}
+
 clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
                              const clt_gemm_plan *plan, float alpha,
                              const clt_tensor *a, const clt_tensor *b,

@@ -127,4 +127,16 @@ clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
                              const clt_tensor *a, const clt_tensor *b,
                              float beta, clt_tensor *c, clt_tensor *workspace);
 
+/* Whether the plan's kernel can add a bias (and a ReLU) to C in its own
+ * launch: one GEMM by our own dot kernels (clt_gemm_blocked_takes_bias). */
+bool clt_gemm_plan_takes_bias(const clt_gemm_plan *plan);
+/* Runs p with such a plan as C = alpha op(A) op(B), then C[i, j] +=
+ * bias[j] and a ReLU where relu, in the same launch
+ * (clt_gemm_blocked_bias); another plan is CLT_ERR_INTERNAL. */
+clt_status clt_gemm_plan_run_bias(clt_context *ctx, const clt_gemm_product *p,
+                                  const clt_gemm_plan *plan, float alpha,
+                                  const clt_tensor *a, const clt_tensor *b,
+                                  clt_tensor *c, const clt_tensor *bias,
+                                  bool relu);
+
 #endif
