@@ -38,16 +38,26 @@ static clt_gemm_product dgrad_product(const dense_state *s, int64_t batch) {
                             s->units, 1, false};
 }
 
+typedef clt_gemm_product (*product_fn)(const dense_state *, int64_t);
+
+/* The product over the current batch (*run) and the plan to run it by:
+ * the one chosen for the compiled batch, as far as it fits. */
+static clt_gemm_plan plan_now(const clt_graph *g, const dense_state *s,
+                              product_fn make, const clt_gemm_plan *chosen,
+                              clt_gemm_product *run) {
+  clt_gemm_product planned = make(s, g->max_batch);
+  *run = make(s, g->batch);
+  return clt_gemm_plan_for(chosen, &planned, run);
+}
+
 /* Runs one product over the current batch with the plan chosen for the
  * compiled one. */
 static clt_status run_product(clt_graph *g, const dense_state *s,
-                              clt_gemm_product (*make)(const dense_state *,
-                                                       int64_t),
-                              const clt_gemm_plan *chosen,
+                              product_fn make, const clt_gemm_plan *chosen,
                               const clt_tensor *a, const clt_tensor *b,
                               float beta, clt_tensor *c) {
-  clt_gemm_product planned = make(s, g->max_batch), run = make(s, g->batch);
-  clt_gemm_plan plan = clt_gemm_plan_for(chosen, &planned, &run);
+  clt_gemm_product run;
+  clt_gemm_plan plan = plan_now(g, s, make, chosen, &run);
   return clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, a, b, beta, c,
                            s->work);
 }
@@ -91,24 +101,20 @@ static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
 static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
-  if (s->bias) {
-    const clt_round16 *round = clt_graph_out_round(g, n);
-    clt_gemm_product planned = forward_product(s, g->max_batch),
-                     run = forward_product(s, g->batch);
-    clt_gemm_plan plan = clt_gemm_plan_for(&s->plan_fwd, &planned, &run);
-    /* The bias and a fused ReLU in the product's launch where its kernel
-     * takes them (not where mixed precision rounds the output) */
-    if (!round && clt_gemm_plan_takes_bias(&plan))
-      return clt_gemm_plan_run_bias(g->ctx, &run, &plan, 1.0f, in->out,
-                                    &n->params[0].value, n->out,
-                                    &n->params[1].value, n->fused_relu);
-    CLT_TRY(clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, in->out,
-                              &n->params[0].value, 0.0f, n->out, s->work));
+  clt_gemm_product run;
+  clt_gemm_plan plan = plan_now(g, s, forward_product, &s->plan_fwd, &run);
+  const clt_round16 *round = s->bias ? clt_graph_out_round(g, n) : NULL;
+  /* The bias and a fused ReLU in the product's launch where its kernel
+   * takes them (not where mixed precision rounds the output) */
+  if (s->bias && !round && clt_gemm_plan_takes_bias(&plan))
+    return clt_gemm_plan_run_bias(g->ctx, &run, &plan, 1.0f, in->out,
+                                  &n->params[0].value, n->out,
+                                  &n->params[1].value, n->fused_relu);
+  CLT_TRY(clt_gemm_plan_run(g->ctx, &run, &plan, 1.0f, in->out,
+                            &n->params[0].value, 0.0f, n->out, s->work));
+  if (s->bias)
     return clt_bias_rows_forward(g->ctx, n->out, &n->params[1].value,
                                  g->batch, s->units, n->fused_relu, round);
-  }
-  CLT_TRY(run_product(g, s, forward_product, &s->plan_fwd, in->out,
-                      &n->params[0].value, 0.0f, n->out));
   /* A fused ReLU (clt_graph_node.fused_relu) in place. */
   return n->fused_relu ? clt_activation_forward(
                              g->ctx, n->out, n->out, g->batch * s->units,

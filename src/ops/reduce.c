@@ -24,10 +24,13 @@ clt_status clt_sum_channels_part(clt_context *ctx, int64_t outer,
   return CLT_OK;
 }
 
-clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
-                                    const clt_tensor *x, int64_t outer,
-                                    int64_t channels, int64_t inner,
-                                    bool accumulate) {
+/* clt_sum_channels_forward, or with y (inner 1 only) clt_sum_columns_relu:
+ * the same launches in parts, x then rewritten through y's ReLU on the
+ * way (its callers say which: x is const only to the first). */
+static clt_status channel_sums(clt_context *ctx, clt_tensor *out,
+                               const clt_tensor *x, const clt_tensor *y,
+                               int64_t outer, int64_t channels, int64_t inner,
+                               bool accumulate) {
   int64_t part;
   CLT_TRY(clt_sum_channels_part(ctx, outer, inner, &part));
   /* the parts after the first add into out; one launch where outer is 0
@@ -38,7 +41,12 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
     if (count > part) count = part;
     clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
     int acc = o0 > 0 || accumulate;
-    if (inner == 1) { /* [outer, channels]: a column sum, no group needed */
+    if (y) { /* [outer, channels] through the ReLU whose output is y */
+      clt_tensor yp = clt_tensor_slice_1d(y, at, y->numel - at);
+      CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns_relu, (size_t)channels,
+                         KT(out), KT(&xp), KT(&yp), KI(count), KI(channels),
+                         KI(acc)));
+    } else if (inner == 1) { /* [outer, channels]: a column sum, no group */
       CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns, (size_t)channels, KT(out),
                          KT(&xp), KI(count), KI(channels), KI(acc)));
     } else {
@@ -51,21 +59,17 @@ clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
   return CLT_OK;
 }
 
+clt_status clt_sum_channels_forward(clt_context *ctx, clt_tensor *out,
+                                    const clt_tensor *x, int64_t outer,
+                                    int64_t channels, int64_t inner,
+                                    bool accumulate) {
+  return channel_sums(ctx, out, x, NULL, outer, channels, inner, accumulate);
+}
+
 clt_status clt_sum_columns_relu(clt_context *ctx, clt_tensor *out,
                                 clt_tensor *x, const clt_tensor *y,
                                 int64_t rows, int64_t cols) {
-  int64_t part;
-  CLT_TRY(clt_sum_channels_part(ctx, rows, 1, &part));
-  int64_t r0 = 0;
-  do { /* the parts after the first add into out */
-    int64_t at = r0 * cols, count = rows - r0;
-    if (count > part) count = part;
-    clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
-    clt_tensor yp = clt_tensor_slice_1d(y, at, y->numel - at);
-    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns_relu, (size_t)cols, KT(out),
-                       KT(&xp), KT(&yp), KI(count), KI(cols), KI(r0 > 0)));
-  } while ((r0 += part) < rows);
-  return CLT_OK;
+  return channel_sums(ctx, out, x, y, rows, cols, 1, false);
 }
 
 /* The most of x one launch of sum_into or sumsq_into takes: all of it,
