@@ -5,7 +5,24 @@
  * never prints unless a log callback is set, and never exits.
  *
  * Ownership: whoever creates frees (clt_x_create / clt_x_destroy). Every
- * destroy function accepts NULL. */
+ * destroy function accepts NULL.
+ *
+ * Threads: a context, and everything made on it (tensors, graphs,
+ * optimizers, loss scalers, models), is used by one thread at a time; the
+ * calls on it are not synchronised, but it may pass from one thread to
+ * another between calls. Contexts are independent: several threads may
+ * each use a context of their own at the same time, on one device or on
+ * several, with one kernel and plan cache folder (its files are written
+ * whole, atomically; plans measured by several at once are each stored
+ * whole). A dataset is host memory that nothing changes once it is made:
+ * several threads may train and evaluate from one dataset at once. The
+ * functions that take no context (devices, fp16 conversions, files,
+ * images) may be called from any thread. Callbacks run on the thread of
+ * the call that reports (the image decoder on the decoding threads). On
+ * POCL's CPU device contexts of one process launch their kernels in turns,
+ * each after the others' queued work has finished: POCL 3.1 aborts the
+ * process when two queues run the same kernel at once (README, "From C",
+ * Threads; CLT_POCL_TURNS=0 turns the turns off). */
 #ifndef CLTRAIN_H
 #define CLTRAIN_H
 

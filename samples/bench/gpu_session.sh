@@ -65,6 +65,11 @@
 #          wgmma, by build options or by patching the program's PTX; needs
 #          `cp build-gpu/ptx_probe .gpu/bin/` after gpu-bundle. With $OUT
 #          set, the PTX before and after the patch comes back.
+#   threads (not in the default list; about a minute) test_threads on the
+#          GPU (contexts on three threads at once), then five runs on
+#          that machine's POCL 5 with CLT_POCL_TURNS=0: none aborting on
+#          `found->ref_count > 0' would be the first evidence that POCL 5
+#          no longer needs the turns (README, "From C", Threads)
 #   mpi    (issue 12) the GPU alone against one GPU rank plus one POCL
 #          rank on the machine's CPU cores, MLP b256, CNN b64 and b256
 #          (MPI_RUNS chooses);
@@ -110,6 +115,14 @@ part_check() {
   local t
   for t in test_ops test_layers test_mixed; do
     CLT_DEVICE=nvidia run "$t"
+  done
+}
+
+part_threads() {
+  CLT_DEVICE=nvidia run test_threads
+  local i
+  for i in 1 2 3 4 5; do
+    CLT_POCL_TURNS=0 CLT_DEVICE=pocl run test_threads
   done
 }
 
@@ -322,7 +335,7 @@ part_probe() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma pack accuracy)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma pack accuracy threads)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

@@ -201,6 +201,7 @@ CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
   clt_window w;
   if (window_of(s, &w) != CLT_OK)
     return clt_ctx_fail(ctx, CLT_ERR_SHAPE, "conv2d (convgemm): bad shape");
+  clt_turn_begin(ctx);
   CLBlastStatusCode rc = CLBlastSconvgemm(
       CLBlastKernelModeCrossCorrelation, (size_t)w.C, (size_t)w.H,
       (size_t)w.W, (size_t)w.KH, (size_t)w.KW, (size_t)w.pad_h,
@@ -209,6 +210,7 @@ CLT_API clt_status clt_conv2d_forward_convgemm(clt_context *ctx,
       (size_t)s->batch, x->buffer, (size_t)x->offset, weight->buffer,
       (size_t)weight->offset, y->buffer, (size_t)y->offset, &ctx->queue,
       NULL);
+  clt_turn_end(ctx);
   if (rc != CLBlastSuccess)
     return clt_ctx_fail(ctx, CLT_ERR_CLBLAST, "CLBlastSconvgemm: %d",
                         (int)rc);

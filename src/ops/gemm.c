@@ -247,6 +247,7 @@ clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
   clblast_operand oc =
       operand_at(ctx, c, operand_span(m, n, ldc, stride_c, batch));
   CLBlastStatusCode rc;
+  clt_turn_begin(ctx);
   if (batch == 1)
     rc = CLBlastSgemm(layout, to_clblast(t1), to_clblast(t2), (size_t)d1,
                       (size_t)d2, (size_t)k, alpha, o1.mem, o1.offset,
@@ -258,6 +259,7 @@ clt_status clt_gemm_ld(clt_context *ctx, bool colmajor, clt_transpose ta,
         (size_t)k, alpha, o1.mem, o1.offset, (size_t)ld1, (size_t)s1, o2.mem,
         o2.offset, (size_t)ld2, (size_t)s2, beta, oc.mem, oc.offset,
         (size_t)ldc, (size_t)stride_c, (size_t)batch, &ctx->queue, ev);
+  clt_turn_end(ctx);
   operand_done(&o1);
   operand_done(&o2);
   operand_done(&oc);

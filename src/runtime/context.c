@@ -1,4 +1,5 @@
 /* Context: device choice, OpenCL context and queue, kernels, errors. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,47 @@ static clt_status open_queue(clt_context *ctx) {
   return CLT_OK;
 }
 
+/* Whether contexts on the device take turns (see clt_turn_begin in
+ * runtime.h): POCL's CPU drivers, unless CLT_POCL_TURNS=0. Found in POCL
+ * 3.1 ("OpenCL 3.0 PoCL 3.1+debian ..."); POCL's later source releases
+ * the entry a command holds, but which release changed it is not pinned
+ * down here, so every version takes turns; CLT_POCL_TURNS=0 lets one
+ * check a POCL with tests/test_threads. */
+static bool needs_turns(const clt_device_info *d) {
+  if (d->type != CLT_DEVICE_CPU || !strstr(d->platform_version, "PoCL"))
+    return false;
+  const char *env = getenv("CLT_POCL_TURNS");
+  return !(env && strcmp(env, "0") == 0);
+}
+
+/* The process's turns: the lock, and the context that enqueued last on a
+ * device that takes turns (NULL when its queue was finished by one that
+ * took over, or it is gone). The one piece of mutable state the library
+ * keeps outside a context, for POCL's sake. */
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static clt_context *turn_holder;
+
+void clt_turn_begin(clt_context *ctx) {
+  if (!ctx->takes_turns) return;
+  pthread_mutex_lock(&turn_lock);
+  if (turn_holder && turn_holder != ctx) {
+    /* Its commands may still run: wait for them (from this thread; the
+     * other is either waiting for this lock or not enqueueing). A queue
+     * that cannot finish has failed its own context, which will say so;
+     * this one goes on. */
+    cl_int rc = clFinish(turn_holder->queue);
+    if (rc != CL_SUCCESS)
+      clt_ctx_log(ctx, CLT_LOG_WARN,
+                  "taking turns: another context's queue failed: %s (%d)",
+                  clt_cl_error_name(rc), (int)rc);
+  }
+  turn_holder = ctx;
+}
+
+void clt_turn_end(clt_context *ctx) {
+  if (ctx->takes_turns) pthread_mutex_unlock(&turn_lock);
+}
+
 static clt_status resolve_cache(const clt_context_options *opts,
                                 clt_context *ctx, char *dir, size_t dirlen,
                                 bool *on) {
@@ -139,6 +181,7 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   clt_status st = pick_device(&opts, &ctx->info, err, errlen);
   if (st == CLT_OK) st = find_cl_ids(ctx);
   if (st == CLT_OK) st = open_queue(ctx);
+  ctx->takes_turns = st == CLT_OK && needs_turns(&ctx->info);
   char cache_dir[4096] = "";
   bool cache_on = false;
   if (st == CLT_OK) st = resolve_cache(&opts, ctx, cache_dir, sizeof cache_dir,
@@ -196,6 +239,11 @@ static cl_int drain_queue(cl_command_queue queue) {
 CLT_API void clt_context_destroy(clt_context *ctx) {
   if (!ctx) return;
   if (ctx->queue) drain_queue(ctx->queue);
+  if (ctx->takes_turns) { /* no turn may wait on a queue that is gone */
+    pthread_mutex_lock(&turn_lock);
+    if (turn_holder == ctx) turn_holder = NULL;
+    pthread_mutex_unlock(&turn_lock);
+  }
   clt_profile_release(ctx);
   if (ctx->ops_state_free) ctx->ops_state_free(ctx->ops_state);
   clt_sub_buffers_release(ctx);
@@ -286,9 +334,11 @@ clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel k,
     rounded[d] = (global[d] + l - 1) / l * l;
     if (rounded[d] == 0) return CLT_OK; /* nothing to do */
   }
+  clt_turn_begin(ctx);
   cl_int rc = clEnqueueNDRangeKernel(ctx->queue, k, (cl_uint)dims, NULL,
                                      rounded, local, 0, NULL,
                                      clt_profile_slot(ctx, name));
+  clt_turn_end(ctx);
   if (rc != CL_SUCCESS) {
     char what[160];
     snprintf(what, sizeof what, "enqueue kernel %s", name);

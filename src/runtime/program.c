@@ -112,28 +112,31 @@ static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
  * so once: a cache that cannot be written only costs time, but every run
  * then compiles again, so the user should hear why and what to do. */
 /* A program's one binary, with a NUL after it (PTX is text); NULL where
- * the driver gives none. */
-static char *program_binary(cl_program prog, size_t *len) {
+ * the driver gives none. In turns (clt_turn_begin): POCL 3.1 compiles the
+ * kernels' work-group functions for the binary into the list of loaded
+ * kernels that another context's running commands use. */
+static char *program_binary(clt_context *ctx, cl_program prog, size_t *len) {
   size_t size = 0;
+  unsigned char *bin = NULL;
+  clt_turn_begin(ctx);
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
-                       NULL) != CL_SUCCESS ||
-      size == 0)
-    return NULL;
-  unsigned char *bin = calloc(size + 1, 1);
-  if (!bin) return NULL;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) !=
-      CL_SUCCESS) {
+                       NULL) == CL_SUCCESS &&
+      size > 0)
+    bin = calloc(size + 1, 1);
+  if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin,
+                              NULL) != CL_SUCCESS) {
     free(bin);
-    return NULL;
+    bin = NULL;
   }
-  *len = size;
+  clt_turn_end(ctx);
+  if (bin) *len = size;
   return (char *)bin;
 }
 
 static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
                         const uint8_t key[32]) {
   size_t size = 0;
-  char *bin = program_binary(prog, &size);
+  char *bin = program_binary(ctx, prog, &size);
   if (!bin) return 0;
   clt_err err = {0};
   int stored = 1;
@@ -176,7 +179,7 @@ static clt_status build_rewritten(clt_context *ctx,
   cl_program first;
   CLT_TRY(build_from_source(ctx, p->name, p->source, options, &first));
   size_t len = 0;
-  char *bin = program_binary(first, &len);
+  char *bin = program_binary(ctx, first, &len);
   clReleaseProgram(first);
   if (!bin)
     return clt_ctx_fail(ctx, CLT_ERR_BUILD,

@@ -88,6 +88,9 @@ struct clt_context {
   const char *profile_scope;
   char **profile_scopes;
   size_t profile_scope_count;
+  /* Kernels are enqueued in turns with the process's other contexts
+   * (clt_turn_begin): POCL's CPU drivers. */
+  bool takes_turns;
 };
 
 /* Records an error on the context (message printf-style) and logs it at
@@ -103,6 +106,28 @@ const char *clt_cl_error_name(cl_int code);
 
 void clt_ctx_log(const clt_context *ctx, clt_log_level level,
                  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Taking turns. POCL's CPU drivers (3.1 here) keep the loaded code of a
+ * kernel per local size in one list for the whole process, and find the
+ * entry a finished command held by the kernel and local size alone, while
+ * a command may have taken another entry of the same pair (one compiled
+ * for a larger grid, the first in the list). One queue at a time runs its
+ * commands in order, so the two are the same entry; two queues with the
+ * same kernel in flight at once (two contexts of one process, on two
+ * threads) release each other's entry, and POCL aborts on its assertion
+ * `found->ref_count > 0' (pocl_release_dlhandle_cache, lib/CL/devices/
+ * common.c; POCL's later source releases the entry the command holds).
+ * Asking for a program's binary compiles its kernels into the same list.
+ * So on such a device (context.c needs_turns: POCL's CPU drivers, unless
+ * CLT_POCL_TURNS=0) every context enqueues its kernels in turns:
+ * clt_turn_begin waits until no other context of the process has work in
+ * its queue (finishing the queue of the context that enqueued last), and
+ * holds a process-wide lock until clt_turn_end, around each launch of
+ * ours, each CLBlast call and each request for a program's binary.
+ * Contexts on other devices pay nothing; a single context on POCL an
+ * uncontended lock. */
+void clt_turn_begin(clt_context *ctx);
+void clt_turn_end(clt_context *ctx);
 
 /* Kernel arguments: tensors travel as (buffer, element offset) pairs. */
 typedef enum clt_karg_kind {
