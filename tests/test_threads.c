@@ -3,9 +3,11 @@
  * cache folder. The same training gives the same bits on every thread as
  * on one thread alone; plans measured by several threads at once into one
  * fresh folder are stored whole, and a later context reads every one of
- * them without measuring again. Runs on the device of $CLT_DEVICE; on
- * POCL the contexts take turns (runtime/runtime.h, clt_turn_begin), and
- * without them (CLT_POCL_TURNS=0) POCL 3.1 aborts now and then. */
+ * them without measuring again; a checkpoint served by models on three
+ * threads at once predicts the bits of one thread alone. Runs on the
+ * device of $CLT_DEVICE; on POCL the contexts take turns (runtime/
+ * runtime.h, clt_turn_begin), and without them (CLT_POCL_TURNS=0) POCL
+ * 3.1 aborts now and then. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #endif
@@ -42,6 +44,8 @@ static char g_model[192];      /* the model file in it */
 static clt_dataset *g_data;    /* shared by every thread, read-only */
 static clt_context *g_data_ctx; /* the context g_data was made with */
 static float g_inputs[BATCH * 2 * 9 * 9]; /* the batch predicted after */
+#define MANY 70 /* samples a model predicts at once: two of its batches */
+static float g_many[MANY * 2 * 9 * 9];
 
 /* One training run: its own context (plans as asked, kernels and plans in
  * cache_dir or not cached), the model from g_model, two epochs of Adam
@@ -50,6 +54,7 @@ typedef struct job {
   int batch; /* training batch (compiled for BATCH) */
   clt_plan_mode plan;
   const char *cache_dir; /* NULL: no cache */
+  const char *save;      /* a checkpoint to write after training, or NULL */
   bool ok;
   char msg[1024];
   double loss;
@@ -104,6 +109,8 @@ static void *job_run(void *arg) {
   else if (outputs != 5)
     snprintf(j->msg, sizeof j->msg, "%lld outputs, not 5",
              (long long)outputs);
+  else if (j->save && clt_checkpoint_save(g, opt, 2, hist, j->save) != CLT_OK)
+    job_fail(j, ctx, "save");
   else {
     j->ok = true;
     j->loss = hist[1].train_loss;
@@ -167,6 +174,92 @@ START_TEST(contexts_on_threads_train_alike) {
 }
 END_TEST
 
+/* Inference, as a program serving predictions would run it: a context and
+ * a model loaded from a checkpoint, MANY samples predicted three times
+ * (each the same bits). */
+typedef struct predict_job {
+  const char *weights;
+  bool ok;
+  char msg[1024];
+  float out[MANY * 5];
+} predict_job;
+
+static void *predict_run(void *arg) {
+  predict_job *j = arg;
+  clt_context_options o;
+  clt_context_options_init(&o);
+  o.plan = CLT_PLAN_OFF;
+  o.cache = 0;
+  clt_context *ctx = NULL;
+  char err[1024];
+  if (clt_context_create(&o, &ctx, err, sizeof err) != CLT_OK) {
+    snprintf(j->msg, sizeof j->msg, "context: %.900s", err);
+    return NULL;
+  }
+  clt_model *m = NULL;
+  float *other = malloc(sizeof j->out);
+  if (!other)
+    snprintf(j->msg, sizeof j->msg, "out of memory");
+  else if (clt_model_load(ctx, g_model, j->weights, &m) != CLT_OK)
+    snprintf(j->msg, sizeof j->msg, "load: %.900s",
+             clt_context_last_error(ctx));
+  else if (clt_model_output_size(m) != 5)
+    snprintf(j->msg, sizeof j->msg, "%lld outputs, not 5",
+             (long long)clt_model_output_size(m));
+  else {
+    j->ok = clt_model_predict(m, g_many, MANY, j->out) == CLT_OK;
+    for (int rep = 0; j->ok && rep < 2; rep++) {
+      j->ok = clt_model_predict(m, g_many, MANY, other) == CLT_OK;
+      if (j->ok && memcmp(other, j->out, sizeof j->out) != 0) {
+        snprintf(j->msg, sizeof j->msg, "run %d predicted other bits",
+                 rep + 2);
+        j->ok = false;
+      }
+    }
+    if (!j->ok && !j->msg[0])
+      snprintf(j->msg, sizeof j->msg, "predict: %.900s",
+               clt_context_last_error(ctx));
+  }
+  free(other);
+  clt_model_destroy(m);
+  clt_context_destroy(ctx);
+  return NULL;
+}
+
+/* A checkpoint trained here, then served on three threads at once, each
+ * with its own context: each prediction the bits of the same one made on
+ * one thread, and rows that sum to 1. */
+START_TEST(models_predict_on_threads_alike) {
+  char weights[256];
+  snprintf(weights, sizeof weights, "%s/small.safetensors", g_dir);
+  job train = {.batch = BATCH, .plan = CLT_PLAN_OFF, .save = weights};
+  job_run(&train);
+  ck_assert_msg(train.ok, "training: %s", train.msg);
+  predict_job alone = {.weights = weights};
+  predict_run(&alone);
+  ck_assert_msg(alone.ok, "alone: %s", alone.msg);
+  for (int i = 0; i < MANY; i++) {
+    double sum = 0.0;
+    for (int c = 0; c < 5; c++) sum += alone.out[i * 5 + c];
+    ck_assert_msg(fabs(sum - 1.0) < 1e-5, "sample %d: probabilities sum to %g",
+                  i, sum);
+  }
+  predict_job jobs[THREADS];
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    jobs[i] = (predict_job){.weights = weights};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, predict_run, &jobs[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+  for (int i = 0; i < THREADS; i++) {
+    ck_assert_msg(jobs[i].ok, "thread %d: %s", i, jobs[i].msg);
+    ck_assert_msg(memcmp(jobs[i].out, alone.out, sizeof alone.out) == 0,
+                  "thread %d predicted other bits than one thread alone", i);
+  }
+  remove(weights);
+}
+END_TEST
+
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw) {
   (void)st;
@@ -211,6 +304,9 @@ static Suite *threads_suite(void) {
   TCase *tc = tcase_create("bits");
   tcase_add_test(tc, contexts_on_threads_train_alike);
   suite_add_tcase(s, tc);
+  tc = tcase_create("predict");
+  tcase_add_test(tc, models_predict_on_threads_alike);
+  suite_add_tcase(s, tc);
   tc = tcase_create("plans");
   tcase_add_test(tc, plans_measured_on_threads_are_stored_whole);
   suite_add_tcase(s, tc);
@@ -243,6 +339,7 @@ static bool setup(void) {
     values[i * 162 + labels[i] * 9] += 2.0f; /* something to learn */
   }
   memcpy(g_inputs, values, sizeof g_inputs);
+  memcpy(g_many, values + SAMPLES * 162 - MANY * 162, sizeof g_many);
   char err[1024];
   if (clt_context_create(NULL, &g_data_ctx, err, sizeof err) != CLT_OK) {
     fprintf(stderr, "threads: no context: %s\n", err);
