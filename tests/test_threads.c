@@ -2,8 +2,8 @@
  * threads at once, each its own, sharing one read-only dataset and one
  * cache folder. The same training gives the same bits on every thread as
  * on one thread alone; plans measured by several threads at once into one
- * fresh folder are stored whole, and a later context reads every one of
- * them without measuring again; a checkpoint served by models on three
+ * fresh folder are stored whole, and later contexts read them back (the
+ * second without measuring anything); a checkpoint served by models on three
  * threads at once predicts the bits of one thread alone. Runs on the
  * device of $CLT_DEVICE; on POCL the contexts take turns (runtime/
  * runtime.h, clt_turn_begin), and without them (CLT_POCL_TURNS=0) POCL
@@ -269,9 +269,14 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 }
 
 /* Every thread measures the plans at once into one fresh cache folder
- * (and builds its kernels into it): each run succeeds, and a context made
- * afterwards finds every plan stored and undamaged, measuring nothing,
- * and trains with them. */
+ * (and builds its kernels into it): each run succeeds; a context made
+ * afterwards finds no entry damaged and trains; one more after it reads
+ * every plan from the cache, measuring nothing. (The first may measure a
+ * few again: a context whose own GEMM kernels timed slow on a few
+ * products stops running them and stores its later plans apart, for
+ * contexts in the same state only (graph/plan.c), and times taken while
+ * other contexts share the device, on POCL waiting for their turns, are
+ * noisy: one of 21 in a CI run under ASan.) */
 START_TEST(plans_measured_on_threads_are_stored_whole) {
   char cache[256];
   snprintf(cache, sizeof cache, "%s/cache", g_dir);
@@ -288,13 +293,18 @@ START_TEST(plans_measured_on_threads_are_stored_whole) {
   job_run(&after);
   ck_assert_msg(after.ok, "after: %s", after.msg);
   ck_assert_int_eq(after.plans, jobs[0].plans);
-  ck_assert_msg(after.plans_cached == after.plans,
-                "%d of %d plans read from the cache", after.plans_cached,
-                after.plans);
   ck_assert_int_eq(after.plans_rejected, 0);
-  ck_assert_msg(after.plan_seconds == 0.0, "measured again for %.3f s",
-                after.plan_seconds);
   ck_assert_msg(isfinite(after.loss), "loss %g", after.loss);
+  job again = {.batch = BATCH, .plan = CLT_PLAN_ON, .cache_dir = cache};
+  job_run(&again);
+  ck_assert_msg(again.ok, "again: %s", again.msg);
+  ck_assert_int_eq(again.plans, jobs[0].plans);
+  ck_assert_msg(again.plans_cached == again.plans,
+                "%d of %d plans read from the cache (%d after the threads)",
+                again.plans_cached, again.plans, after.plans_cached);
+  ck_assert_int_eq(again.plans_rejected, 0);
+  ck_assert_msg(again.plan_seconds == 0.0, "measured again for %.3f s",
+                again.plan_seconds);
   nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 END_TEST
