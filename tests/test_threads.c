@@ -47,6 +47,24 @@ static float g_inputs[BATCH * 2 * 9 * 9]; /* the batch predicted after */
 #define MANY 70 /* samples a model predicts at once: two of its batches */
 static float g_many[MANY * 2 * 9 * 9];
 
+/* A thread's own context on $CLT_DEVICE: plans as asked, kernels and
+ * plans cached in cache_dir (NULL: no cache); NULL with the reason in
+ * msg (JOB_MSG bytes) when none can be made. */
+#define JOB_MSG 1024
+static clt_context *open_context(clt_plan_mode plan, const char *cache_dir,
+                                 char *msg) {
+  clt_context_options o;
+  clt_context_options_init(&o);
+  o.plan = plan;
+  o.cache = cache_dir != NULL;
+  o.cache_dir = cache_dir;
+  clt_context *ctx = NULL;
+  char err[JOB_MSG];
+  if (clt_context_create(&o, &ctx, err, sizeof err) != CLT_OK)
+    snprintf(msg, JOB_MSG, "context: %.900s", err);
+  return ctx;
+}
+
 /* One training run: its own context (plans as asked, kernels and plans in
  * cache_dir or not cached), the model from g_model, two epochs of Adam
  * on g_data, then the predictions for g_inputs. */
@@ -56,7 +74,7 @@ typedef struct job {
   const char *cache_dir; /* NULL: no cache */
   const char *save;      /* a checkpoint to write after training, or NULL */
   bool ok;
-  char msg[1024];
+  char msg[JOB_MSG];
   double loss;
   float pred[BATCH * 5];
   int plans;           /* products planned */
@@ -72,17 +90,8 @@ static void job_fail(job *j, clt_context *ctx, const char *what) {
 
 static void *job_run(void *arg) {
   job *j = arg;
-  clt_context_options o;
-  clt_context_options_init(&o);
-  o.plan = j->plan;
-  o.cache = j->cache_dir != NULL;
-  o.cache_dir = j->cache_dir;
-  clt_context *ctx = NULL;
-  char err[1024];
-  if (clt_context_create(&o, &ctx, err, sizeof err) != CLT_OK) {
-    snprintf(j->msg, sizeof j->msg, "context: %.900s", err);
-    return NULL;
-  }
+  clt_context *ctx = open_context(j->plan, j->cache_dir, j->msg);
+  if (!ctx) return NULL;
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   clt_optimizer_options oo;
@@ -180,22 +189,14 @@ END_TEST
 typedef struct predict_job {
   const char *weights;
   bool ok;
-  char msg[1024];
+  char msg[JOB_MSG];
   float out[MANY * 5];
 } predict_job;
 
 static void *predict_run(void *arg) {
   predict_job *j = arg;
-  clt_context_options o;
-  clt_context_options_init(&o);
-  o.plan = CLT_PLAN_OFF;
-  o.cache = 0;
-  clt_context *ctx = NULL;
-  char err[1024];
-  if (clt_context_create(&o, &ctx, err, sizeof err) != CLT_OK) {
-    snprintf(j->msg, sizeof j->msg, "context: %.900s", err);
-    return NULL;
-  }
+  clt_context *ctx = open_context(CLT_PLAN_OFF, NULL, j->msg);
+  if (!ctx) return NULL;
   clt_model *m = NULL;
   float *other = malloc(sizeof j->out);
   if (!other)
@@ -268,6 +269,10 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
   return remove(path);
 }
 
+static void remove_tree(const char *path) {
+  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Every thread measures the plans at once into one fresh cache folder
  * (and builds its kernels into it): each run succeeds; a context made
  * afterwards finds no entry damaged and trains; one more after it reads
@@ -305,7 +310,7 @@ START_TEST(plans_measured_on_threads_are_stored_whole) {
   ck_assert_int_eq(again.plans_rejected, 0);
   ck_assert_msg(again.plan_seconds == 0.0, "measured again for %.3f s",
                 again.plan_seconds);
-  nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  remove_tree(cache);
 }
 END_TEST
 
@@ -386,6 +391,6 @@ int main(void) {
   }
   clt_dataset_destroy(g_data);
   clt_context_destroy(g_data_ctx);
-  if (g_dir[0]) nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (g_dir[0]) remove_tree(g_dir);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -119,8 +119,7 @@ static bool needs_turns(const clt_device_info *d) {
 }
 
 /* The process's turns: the lock, and the context that enqueued last on a
- * device that takes turns (NULL when its queue was finished by one that
- * took over, or it is gone). The one piece of mutable state the library
+ * device that takes turns (NULL before the first, or when it is gone). The one piece of mutable state the library
  * keeps outside a context, for POCL's sake. */
 static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
 static clt_context *turn_holder;
