@@ -214,6 +214,8 @@ typedef struct clt_kernel_stats {
   double build_seconds; /* wall time spent building or loading them */
 } clt_kernel_stats;
 
+/* The context's kernel build so far (filled into *stats; counts since
+ * clt_context_create). */
 CLT_API void clt_context_kernel_stats(const clt_context *ctx,
                                       clt_kernel_stats *stats);
 
@@ -237,6 +239,8 @@ typedef struct clt_memory_stats {
   uint64_t device_bytes_peak;  /* the most bytes held in buffers at once */
 } clt_memory_stats;
 
+/* The context's device memory so far (filled into *stats): buffers made,
+ * held, reused from the pool, and the most held at once. */
 CLT_API void clt_context_memory_stats(const clt_context *ctx,
                                       clt_memory_stats *stats);
 
@@ -267,8 +271,11 @@ CLT_API clt_status clt_tensor_view(clt_tensor *base, int64_t offset,
                                    int ndim, const int64_t *shape,
                                    clt_tensor **out);
 
+/* Frees the tensor (its buffer goes back to the context's pool; a view
+ * frees only itself). NULL is ignored. */
 CLT_API void clt_tensor_destroy(clt_tensor *t);
 
+/* The element type, and the number of dimensions (1..4). */
 CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
 CLT_API int clt_tensor_ndim(const clt_tensor *t);
 /* Size of dimension dim (0-based); 1 beyond ndim. */
@@ -765,6 +772,7 @@ typedef enum clt_loss_kind {
   CLT_LOSS_MSE,        /* mse: float targets, a loss but no accuracy */
 } clt_loss_kind;
 
+/* Which loss the graph ends in (what clt_graph_set_batch's labels must be). */
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
  * buf, like Keras's model.summary(). */
@@ -775,9 +783,6 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen);
  * inference), or float targets for mse. */
 CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
                                        const void *labels, int64_t n);
-/* Forward pass over the current batch. training selects batch statistics
- * and dropout where layers have them; the loss (if any) is computed and
- * added to the metrics. */
 /* The same from tensors already on the device (n * input size f32 values;
  * labels: n i32 class labels, or n * outputs f32 targets, or NULL to keep
  * the labels), copied on the device: benchmarks, data made on the device. */
@@ -785,6 +790,9 @@ CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
                                               const clt_tensor *inputs,
                                               const clt_tensor *labels,
                                               int64_t n);
+/* Forward pass over the current batch. training selects batch statistics
+ * and dropout where layers have them; the loss (if any) is computed and
+ * added to the metrics. */
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
 /* Backward pass: gradients of the loss for every parameter, from what
  * the last forward pass left (one backward per forward: it reuses the
@@ -888,11 +896,18 @@ typedef struct clt_loss_scaler_options {
   int growth_interval;  /* 2000 */
 } clt_loss_scaler_options;
 
+/* Fills opts with the defaults above (GradScaler's). */
 CLT_API void clt_loss_scaler_options_init(clt_loss_scaler_options *opts);
+/* A scaler on ctx with opts (from clt_loss_scaler_options_init, changed
+ * as you like: init_scale finite and positive, growth_factor above 1,
+ * backoff_factor in (0, 1), growth_interval at least 1, else
+ * CLT_ERR_INVALID_ARGUMENT). Destroy it before the context; destroy
+ * ignores NULL. */
 CLT_API clt_status clt_loss_scaler_create(clt_context *ctx,
                                           const clt_loss_scaler_options *opts,
                                           clt_loss_scaler **out);
 CLT_API void clt_loss_scaler_destroy(clt_loss_scaler *s);
+/* The scale to multiply the loss by now. */
 CLT_API float clt_loss_scaler_scale(const clt_loss_scaler *s);
 /* grads /= scale, in place; *skip = true when any gradient is infinite or
  * NaN (the step must be skipped). Updates the scale. Reads one flag back
@@ -1156,6 +1171,8 @@ typedef struct clt_fit_result {
   bool restored_best;  /* the weights are the best epoch's, not the last */
 } clt_fit_result;
 
+/* Fills opts with the defaults: 1 epoch, batch 32, seed 1, shuffled,
+ * progress every 50 batches, everything else off (zero or NULL). */
 CLT_API void clt_fit_options_init(clt_fit_options *opts);
 
 /* ---- Data-parallel training over MPI ----------------------------------
