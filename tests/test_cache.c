@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "runtime/cache.h"
 #include "runtime/sha256.h"
+#include "remove_tree.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -24,31 +24,19 @@
 static char g_root[128];
 static char g_dir[256];
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
-static void remove_tree(const char *path) {
-  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void setup_root(void) {
   snprintf(g_root, sizeof g_root, "/tmp/clt_cache_test_XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(g_root));
 }
 
-static void teardown_root(void) { remove_tree(g_root); }
+static void teardown_root(void) { test_remove_tree(g_root); }
 
 static void setup_tmpdir(void) {
   snprintf(g_dir, sizeof g_dir, "%s/test_XXXXXX", g_root);
   ck_assert_ptr_nonnull(mkdtemp(g_dir));
 }
 
-static void teardown_tmpdir(void) { remove_tree(g_dir); }
+static void teardown_tmpdir(void) { test_remove_tree(g_dir); }
 
 static void key_from_text(const char *source, uint8_t key[32]) {
   clt_cache_key_parts parts = {source, "-cl-std=CL1.2", "cpu-x86", "6.0+debian",

@@ -4,7 +4,6 @@
 #define _GNU_SOURCE /* mkdtemp, nftw, truncate, usleep */
 #endif
 #include <check.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -18,6 +17,7 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/loader.h"
+#include "remove_tree.h"
 
 static char g_dir[256]; /* a fresh mkdtemp folder for this run */
 
@@ -1318,14 +1318,6 @@ static Suite *data_suite(void) {
   return s;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(g_dir, sizeof g_dir, "%s/cltrain-test-data-XXXXXX",
@@ -1338,6 +1330,6 @@ int main(void) {
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  test_remove_tree(g_dir);
   return failed == 0 ? 0 : 1;
 }

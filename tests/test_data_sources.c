@@ -5,7 +5,6 @@
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #endif
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "data/image_decode.h"
 #include "image_writer.h"
 #include "io/class_names.h"
+#include "remove_tree.h"
 
 static char g_dir[256];
 
@@ -549,12 +549,6 @@ START_TEST(folder_needs_class_folders) {
 }
 END_TEST
 
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-                        struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-
 static Suite *data_sources_suite(void) {
   Suite *s = suite_create("data_sources");
   TCase *csv = tcase_create("csv");
@@ -600,6 +594,6 @@ int main(void) {
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
-  nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  test_remove_tree(g_dir);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -5,13 +5,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #endif
-#include <ftw.h>
 #include <math.h>
 #include <unistd.h>
 
 #include "cltrain_image.h"
 #include "common.h"
 #include "image_writer.h"
+#include "remove_tree.h"
 
 static char g_dir[] = "/tmp/clt_fit_data_XXXXXX";
 
@@ -639,17 +639,11 @@ static Suite *fit_data_suite(void) {
   return s;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-                        struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-
 int main(void) {
   if (!mkdtemp(g_dir)) return EXIT_FAILURE;
   /* Image folders decode through libcltrain-image, as a program's do. */
   clt_image_init();
   int rc = test_run_suite("fit_data", fit_data_suite);
-  nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  test_remove_tree(g_dir);
   return rc;
 }

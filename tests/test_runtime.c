@@ -4,7 +4,6 @@
  * kernel program compiling without a warning, status strings and the
  * context's last error. */
 #include <dirent.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include "ops/gemm_mma.h"
 #include "runtime/embedded.h"
 #include "runtime/runtime.h"
+#include "remove_tree.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -298,18 +298,6 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* The kernel binary cache, through contexts                                 */
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
-static void remove_tree(const char *path) {
-  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void make_temp_dir(char *dir, size_t len) {
   snprintf(dir, len, "/tmp/clt_runtime_test_XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -426,7 +414,7 @@ START_TEST(cache_miss_hit_reject_rebuild) {
   clt_kernel_stats fourth = context_with_cache(dir, 1);
   ck_assert_int_eq(fourth.cache_hits, fourth.programs);
   ck_assert_int_eq(fourth.cache_rejected, 0);
-  remove_tree(dir);
+  test_remove_tree(dir);
 }
 END_TEST
 
@@ -452,7 +440,7 @@ START_TEST(cache_off_writes_nothing) {
   free(saved);
   ck_assert_int_eq(ks.cache_hits, 0);
   ck_assert_int_eq(list_entries(dir, names, 4, &clbin), 0);
-  remove_tree(dir);
+  test_remove_tree(dir);
 }
 END_TEST
 
@@ -512,7 +500,7 @@ START_TEST(build_progress_only_while_creating) {
   ck_assert_int_eq(ks.cache_misses, ks.programs + 1);
   ck_assert_int_eq(seen.calls, ks.programs);
   clt_context_destroy(ctx);
-  remove_tree(dir);
+  test_remove_tree(dir);
 }
 END_TEST
 

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #endif
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <string.h>
 
 #include "cltrain.h"
+#include "remove_tree.h"
 
 #define THREADS 3
 #define BATCH 16
@@ -261,18 +261,6 @@ START_TEST(models_predict_on_threads_alike) {
 }
 END_TEST
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
-static void remove_tree(const char *path) {
-  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* Every thread measures the plans at once into one fresh cache folder
  * (and builds its kernels into it): each run succeeds; a context made
  * afterwards finds no entry damaged and trains; one more after it reads
@@ -310,7 +298,7 @@ START_TEST(plans_measured_on_threads_are_stored_whole) {
   ck_assert_int_eq(again.plans_rejected, 0);
   ck_assert_msg(again.plan_seconds == 0.0, "measured again for %.3f s",
                 again.plan_seconds);
-  remove_tree(cache);
+  test_remove_tree(cache);
 }
 END_TEST
 
@@ -391,6 +379,6 @@ int main(void) {
   }
   clt_dataset_destroy(g_data);
   clt_context_destroy(g_data_ctx);
-  if (g_dir[0]) remove_tree(g_dir);
+  if (g_dir[0]) test_remove_tree(g_dir);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
