@@ -1121,6 +1121,15 @@ typedef struct clt_progress {
 
 typedef void (*clt_progress_fn)(const clt_progress *p, void *user);
 
+/* What a stop function (clt_fit_options.stop) asks of clt_fit. */
+typedef enum clt_fit_stop {
+  CLT_FIT_GO_ON,      /* train on */
+  CLT_FIT_STOP_EPOCH, /* end the run when the current epoch has ended */
+  CLT_FIT_STOP_NOW,   /* end it after the current batch */
+} clt_fit_stop;
+
+typedef clt_fit_stop (*clt_fit_stop_fn)(void *user);
+
 typedef struct clt_fit_options {
   int epochs;
   int64_t batch;
@@ -1139,7 +1148,8 @@ typedef struct clt_fit_options {
   int first_epoch;
   /* When not NULL, a checkpoint (as clt_checkpoint_save writes) goes to
    * this path, atomically, after every checkpoint_every epochs (0: none in
-   * between) and after the last epoch. A failed write stops the fit with
+   * between) and after the last epoch (or the one a stop request ends the
+   * run after: see stop below). A failed write stops the fit with
    * CLT_ERR_IO; the previous checkpoint stays intact. */
   const char *checkpoint_path;
   int checkpoint_every;
@@ -1160,6 +1170,23 @@ typedef struct clt_fit_options {
    * Every rank of the job calls clt_fit with the same model, data, options
    * (batch is per rank) and seed; see clt_dist_create for what happens. */
   struct clt_dist *dist;
+  /* Stopping from outside (Keras's model.stop_training; `cltrain train`
+   * asks it on Ctrl-C): when not NULL, called with stop_user after every
+   * training batch and after each epoch's evaluation, on the thread that
+   * called clt_fit (a signal handler or another thread may set what it
+   * reads: a volatile sig_atomic_t, an atomic). CLT_FIT_STOP_EPOCH ends
+   * the run when the current epoch has ended: evaluated, reported and
+   * checkpointed as a last epoch is, so that a resumed run goes on from it
+   * exactly. CLT_FIT_STOP_NOW ends it after this batch: the epoch stays
+   * unfinished (not evaluated, reported or checkpointed: the last
+   * checkpoint written stays) and the weights are as that batch left them
+   * (early stopping's best are put back). Either way clt_fit returns
+   * CLT_OK and sets result->interrupted (where the run ended before its
+   * last epoch). Over MPI rank 0's answer, read at each epoch's end,
+   * counts for every rank: CLT_FIT_STOP_NOW acts as CLT_FIT_STOP_EPOCH
+   * there. */
+  clt_fit_stop_fn stop;
+  void *stop_user;
 } clt_fit_options;
 
 typedef struct clt_fit_result {
@@ -1169,6 +1196,10 @@ typedef struct clt_fit_result {
   const char *monitor; /* "validation", "test" or "training" */
   bool stopped_early;
   bool restored_best;  /* the weights are the best epoch's, not the last */
+  bool interrupted;    /* ended by clt_fit_options.stop */
+  bool unfinished;     /* ... after a batch: epoch last_epoch + 1 was cut */
+  int checkpoint_epoch; /* the epoch of the last checkpoint this run wrote
+                           (0: none) */
 } clt_fit_result;
 
 /* Fills opts with the defaults: 1 epoch, batch 32, seed 1, shuffled,

@@ -184,6 +184,72 @@ for i in 0 1 2 3 4 5 6 7; do
 done
 echo "ok: embed_predict agrees with cltrain predict"
 
+# Ctrl-C (README "Stopping a run"), exit 130 either way. Once: the run
+# ends when the epoch in progress has ended, saved as a last epoch, and
+# `--resume` goes on from it as the uninterrupted run does (the same
+# file). Twice: it ends after the batch in progress; that epoch is not
+# saved. The signals come once the log has two epochs, and the second once
+# the first is told; where that epoch ended in between (a run on a slow
+# machine, rarely), the run ends after it, as it says.
+ckpt_epoch() {
+  python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n))["__metadata__"]["epoch"])' "$1"
+}
+I=("$T/tiny.model" --data fashion-mnist --train-limit 20000 --holdout 0
+  --batch 32 --log "$T/i.csv")
+interrupt() { # COUNT: Ctrl-C COUNT times into `train` of 1000 epochs
+  rm -f "$T/i.csv" "$T/i.st"
+  "$C" train "${I[@]}" --epochs 1000 --save "$T/i.st" >"$T/out" 2>"$T/err" &
+  local pid=$! n i rc=0
+  for _ in $(seq 1200); do
+    n=$(grep -c '^[0-9]' "$T/i.csv" 2>/dev/null || true)
+    [ "${n:-0}" -ge 2 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  for i in $(seq "$1"); do
+    kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq 400); do
+      [ "$(grep -c 'cltrain: interrupted' "$T/err")" -ge "$i" ] && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.01
+    done
+  done
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 130 ] || fail "Ctrl-C x $1: exit $rc, not 130: $(cat "$T/err")"
+  grep -qF "cltrain: interrupted: the run ends when this epoch has ended" \
+    "$T/err" || fail "Ctrl-C x $1: not told: $(cat "$T/err")"
+}
+interrupt 1
+rows=$(grep -c '^[0-9]' "$T/i.csv")
+grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
+  fail "Ctrl-C: $rows epochs logged, but: $(cat "$T/out")"
+[ "$(ckpt_epoch "$T/i.st")" = "$rows" ] ||
+  fail "Ctrl-C: the checkpoint holds epoch $(ckpt_epoch "$T/i.st"), not $rows"
+"$C" train "${I[@]}" --epochs $((rows + 1)) --resume "$T/i.st" \
+  --save "$T/i.st" --quiet >/dev/null
+"$C" train "${I[@]}" --epochs $((rows + 1)) --save "$T/i2.st" --quiet \
+  >/dev/null
+cmp "$T/i.st" "$T/i2.st" || fail "Ctrl-C after epoch $rows, then --resume: differs from $((rows + 1)) epochs straight"
+echo "ok: Ctrl-C ends the run after epoch $rows, saved; --resume to $((rows + 1)) == $((rows + 1)) epochs straight"
+interrupt 2
+rows=$(grep -c '^[0-9]' "$T/i.csv")
+if grep -qF "interrupted: stopped during epoch $((rows + 1)) of 1000" \
+  "$T/out"; then
+  grep -qF "cltrain: interrupted again: stopping after this batch" \
+    "$T/err" || fail "Ctrl-C twice: not told: $(cat "$T/err")"
+  grep -qF "nothing saved to $T/i.st by this run" "$T/out" ||
+    fail "Ctrl-C twice: $(cat "$T/out")"
+  [ ! -e "$T/i.st" ] || fail "Ctrl-C twice: a checkpoint was written"
+  echo "ok: Ctrl-C twice ends the run during epoch $((rows + 1)), nothing saved"
+else
+  grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
+    fail "Ctrl-C twice: $(cat "$T/out")"
+  echo "ok: Ctrl-C twice: the epoch ended before the second (epoch $rows, saved)"
+fi
+
 # Bad checkpoints: clear errors naming the file, nothing overwritten.
 head -c 200 "$T/straight.st" >"$T/trunc.st"
 expect_error "eval: truncated checkpoint" "trunc.st" \

@@ -8,7 +8,8 @@
 #     a non-zero exit, within seconds; ranks whose data differ are told so;
 #     an infinite loss stops every rank together;
 #   - --resume under MPI continues bit-identically to an uninterrupted
-#     MPI run.
+#     MPI run;
+#   - Ctrl-C to the ranks ends every rank after the same epoch, saved.
 # (That the shards of an epoch cover every image once is test_data's
 # test_loader_shards_cover_epoch_once.)
 # usage: mpi_train.sh CLTRAIN MPIRUN COMPARE_WEIGHTS.py SAMPLES_DIR
@@ -227,6 +228,35 @@ acc=$(sed -n 's/^final: test accuracy \([0-9.]*\),.*/\1/p' "$T/out")
 grep -qE "accuracy $acc \(" "$T/eval" ||
   fail "3 ranks reported test accuracy $acc, eval of rank 0's checkpoint: $(grep accuracy "$T/eval")"
 echo "ok: 3 ranks evaluate a shard each, as eval of rank 0's checkpoint"
+
+# ---- Ctrl-C under MPI -----------------------------------------------------
+# A SIGINT to every rank (as a scheduler sends it; mpirun itself ends the
+# job on one): rank 0's request ends the run on every rank after the same
+# epoch, saved, and each exits 130.
+"${MR[@]}" -np 2 "$C" train "$MLP" --data fashion-mnist --train-limit 4000 \
+  --holdout 0 --test-limit 200 --epochs 1000 --save "$T/int.st" \
+  --log "$T/int.csv" >"$T/out" 2>&1 &
+mp=$!
+for _ in $(seq 1200); do
+  n=$(grep -c '^[0-9]' "$T/int.csv" 2>/dev/null || true)
+  [ "${n:-0}" -ge 2 ] && break
+  kill -0 "$mp" 2>/dev/null || break
+  sleep 0.05
+done
+pkill -INT -P "$mp" || true
+rc=0
+wait "$mp" || rc=$?
+[ "$rc" -eq 130 ] || fail "Ctrl-C under MPI: exit $rc, not 130: $(cat "$T/out")"
+rows=$(grep -c '^[0-9]' "$T/int.csv")
+grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
+  fail "Ctrl-C under MPI: $rows epochs logged, but: $(cat "$T/out")"
+saved=$(python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n))["__metadata__"]["epoch"])' "$T/int.st")
+[ "$saved" = "$rows" ] ||
+  fail "Ctrl-C under MPI: the checkpoint holds epoch $saved, not $rows"
+echo "ok: Ctrl-C to the ranks ends every rank after epoch $rows, saved"
 
 # ---- resume under MPI -----------------------------------------------------
 RES=(--data fashion-mnist --train-limit 1000 --test-limit 200 --batch 32

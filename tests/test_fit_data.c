@@ -527,6 +527,224 @@ START_TEST(test_early_stop_keeps_the_best_weights) {
 }
 END_TEST
 
+/* A stop function's script (clt_fit_options.stop): GO_ON but at call
+ * `at`, which answers `ask`; the calls counted. */
+typedef struct stop_script {
+  int calls, at;
+  clt_fit_stop ask;
+} stop_script;
+
+static clt_fit_stop scripted_stop(void *user) {
+  stop_script *s = user;
+  return ++s->calls == s->at ? s->ask : CLT_FIT_GO_ON;
+}
+
+/* The epochs reported ended (CLT_PHASE_EPOCH) and evaluated
+ * (CLT_PHASE_EVAL), as bit masks. */
+typedef struct seen_epochs {
+  unsigned ended, evaluated;
+} seen_epochs;
+
+static void epochs_seen(const clt_progress *p, void *user) {
+  seen_epochs *s = user;
+  if (p->phase == CLT_PHASE_EPOCH) s->ended |= 1u << p->epoch;
+  if (p->phase == CLT_PHASE_EVAL) s->evaluated |= 1u << p->epoch;
+}
+
+enum { STOP_N = 96, STOP_B = 16, STOP_IN = 16 };
+
+/* The trained model's outputs for every sample (equal weights give equal
+ * bits), and a fresh model of the sample net (seed 3). */
+static float *stop_outputs(clt_graph *g, const float *xf,
+                           const int32_t *labels) {
+  float *out = malloc(STOP_N * 3 * sizeof(float));
+  for (int at = 0; at < STOP_N; at += STOP_B) {
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_set_batch(g, xf + at * STOP_IN, labels + at,
+                                     STOP_B));
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, out + at * 3, &outputs));
+  }
+  return out;
+}
+
+static clt_graph *stop_net(const char *model) {
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_load_model(g_ctx, model, &g));
+  ck_assert_ok(clt_graph_compile(g, STOP_B, 3));
+  return g;
+}
+
+/* Stopping a run from outside. Six batches an epoch, so the stop function
+ * is asked 7 times an epoch (each batch, then after the evaluation).
+ * CLT_FIT_STOP_EPOCH in epoch 2's second batch: the run ends after epoch
+ * 2, which is reported and checkpointed although checkpoint_every is 0,
+ * with the bits of a run of 2 epochs; that checkpoint, resumed to 4
+ * epochs, gives the bits of a run of 4. CLT_FIT_STOP_NOW in epoch 2's
+ * third batch: nothing more is asked, evaluated or reported, the
+ * checkpoint stays epoch 1's, and the weights are those of epoch 1 and
+ * three more steps (no shuffling: a loop of our own over the first three
+ * batches); with early stopping, the best epoch's weights instead. */
+START_TEST(test_stop_function_ends_the_run) {
+  static uint8_t px[STOP_N * STOP_IN];
+  static float xf[STOP_N * STOP_IN];
+  static int32_t labels[STOP_N];
+  for (int i = 0; i < STOP_N; i++) {
+    labels[i] = i % 3;
+    for (int k = 0; k < STOP_IN; k++) {
+      int v = k / 5 == labels[i] ? 200 + (i * k) % 50 : (i * k * 7) % 90;
+      px[i * STOP_IN + k] = (uint8_t)v;
+      xf[i * STOP_IN + k] = (float)v / 255.0f;
+    }
+  }
+  clt_dataset_desc d = {0};
+  d.count = STOP_N;
+  d.channels = 1;
+  d.height = d.width = 4;
+  d.pixels_u8 = px;
+  d.labels = labels;
+  d.num_classes = 3;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  const char *model = write_model("stop.model",
+                                  "input shape=1x4x4\nflatten\n"
+                                  "dense units=8 activation=relu\n"
+                                  "dense units=3\nsoftmax_cross_entropy\n");
+  const char *ckpt = tmp_path("stop.safetensors");
+  clt_epoch_stats hist[10];
+  float *want[5] = {NULL};
+  /* Uninterrupted runs of 2 and 4 epochs. */
+  for (int epochs = 2; epochs <= 4; epochs += 2) {
+    clt_graph *g = stop_net(model);
+    clt_optimizer *opt = adam(g, 0.01f);
+    clt_fit_options fo;
+    clt_fit_options_init(&fo);
+    fo.epochs = epochs;
+    fo.batch = STOP_B;
+    ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+    want[epochs] = stop_outputs(g, xf, labels);
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+  }
+  /* Asked to stop when epoch 2 ends. */
+  clt_graph *g = stop_net(model);
+  clt_optimizer *opt = adam(g, 0.01f);
+  stop_script script = {0, 7 + 2, CLT_FIT_STOP_EPOCH};
+  seen_epochs reported = {0, 0};
+  clt_fit_result r;
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 10;
+  fo.batch = STOP_B;
+  fo.checkpoint_path = ckpt;
+  fo.stop = scripted_stop;
+  fo.stop_user = &script;
+  fo.progress = epochs_seen;
+  fo.progress_user = &reported;
+  fo.result = &r;
+  ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+  ck_assert(r.interrupted && !r.unfinished && !r.stopped_early);
+  ck_assert_int_eq(r.last_epoch, 2);
+  ck_assert_int_eq(r.checkpoint_epoch, 2);
+  ck_assert_int_eq(script.calls, 14);
+  ck_assert_uint_eq(reported.ended, (1u << 1) | (1u << 2));
+  ck_assert_uint_eq(reported.evaluated, (1u << 1) | (1u << 2));
+  ck_assert_int_eq(hist[1].epoch, 2);
+  ck_assert(!isnan(hist[1].test_loss));
+  float *got = stop_outputs(g, xf, labels);
+  ck_assert_mem_eq(got, want[2], STOP_N * 3 * sizeof(float));
+  free(got);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  /* Resumed from that checkpoint to 4 epochs: a run of 4. */
+  g = stop_net(model);
+  opt = adam(g, 0.01f);
+  clt_checkpoint_info info;
+  ck_assert_ok(clt_checkpoint_resume(g, opt, ckpt, &info, hist, 10));
+  ck_assert_int_eq(info.epoch, 2);
+  clt_fit_options_init(&fo);
+  fo.epochs = 4;
+  fo.batch = STOP_B;
+  fo.first_epoch = info.epoch + 1;
+  fo.seed = info.data_seed;
+  ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+  got = stop_outputs(g, xf, labels);
+  ck_assert_mem_eq(got, want[4], STOP_N * 3 * sizeof(float));
+  free(got);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+
+  /* Asked to stop at once in epoch 2's third batch, without shuffling. */
+  for (int run = 0; run < 2; run++) {
+    g = stop_net(model);
+    opt = adam(g, 0.01f);
+    clt_fit_options_init(&fo);
+    fo.epochs = run == 0 ? 10 : 1;
+    fo.batch = STOP_B;
+    fo.shuffle = false;
+    fo.checkpoint_path = run == 0 ? ckpt : NULL;
+    fo.checkpoint_every = 1;
+    fo.result = &r;
+    reported = (seen_epochs){0, 0};
+    script = (stop_script){0, 7 + 3, CLT_FIT_STOP_NOW};
+    if (run == 0) {
+      fo.stop = scripted_stop;
+      fo.stop_user = &script;
+      fo.progress = epochs_seen;
+      fo.progress_user = &reported;
+    }
+    ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+    if (run == 0) {
+      ck_assert(r.interrupted && r.unfinished);
+      ck_assert_int_eq(r.last_epoch, 1);
+      ck_assert_int_eq(r.checkpoint_epoch, 1);
+      ck_assert_int_eq(script.calls, 10);
+      ck_assert_uint_eq(reported.ended, 1u << 1);
+      ck_assert_uint_eq(reported.evaluated, 1u << 1); /* not the cut one */
+      ck_assert_ok(clt_checkpoint_read_info(g_ctx, ckpt, &info));
+      ck_assert_int_eq(info.epoch, 1);
+    } else { /* epoch 1, then the three steps by hand */
+      ck_assert(!r.interrupted && !r.unfinished);
+      for (int at = 0; at < 3 * STOP_B; at += STOP_B) {
+        ck_assert_ok(clt_graph_set_batch(g, xf + at * STOP_IN, labels + at,
+                                         STOP_B));
+        ck_assert_ok(clt_graph_forward(g, true));
+        ck_assert_ok(clt_graph_backward(g));
+        ck_assert_ok(clt_optimizer_step(opt));
+      }
+    }
+    want[run] = stop_outputs(g, xf, labels);
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+  }
+  ck_assert_mem_eq(want[0], want[1], STOP_N * 3 * sizeof(float));
+  for (int i = 0; i < 5; i++) free(want[i]);
+
+  /* With early stopping, a cut epoch's weights give way to the best. */
+  g = stop_net(model);
+  opt = adam(g, 0.01f);
+  clt_fit_options_init(&fo);
+  fo.epochs = 10;
+  fo.batch = STOP_B;
+  fo.validation = ds;
+  fo.early_stop = 5;
+  fo.result = &r;
+  script = (stop_script){0, 2 * 7 + 2, CLT_FIT_STOP_NOW};
+  fo.stop = scripted_stop;
+  fo.stop_user = &script;
+  ck_assert_ok(clt_fit(g, opt, ds, NULL, &fo, hist));
+  ck_assert(r.interrupted && r.unfinished && r.restored_best);
+  ck_assert_int_eq(r.last_epoch, 2);
+  ck_assert_int_ge(r.best_epoch, 1);
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate(g, ds, STOP_B, &m));
+  ck_assert_double_eq_tol(m.loss, r.best_loss, 1e-5);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
 /* Reduce on plateau and warm-up, against scripted losses and steps. */
 START_TEST(test_plateau_and_warmup_schedules) {
   clt_graph *g = NULL;
@@ -635,6 +853,7 @@ static Suite *fit_data_suite(void) {
   tcase_add_test(tc, test_early_stop_keeps_the_best_weights);
   tcase_add_test(tc, test_plateau_and_warmup_schedules);
   tcase_add_test(tc, test_warmup_steps_through_fit);
+  tcase_add_test(tc, test_stop_function_ends_the_run);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <strings.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -150,7 +151,9 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   const cli_command cmd = {
       "train", "MODEL --data DATA [--test-data TEST] [options]",
       "  trains MODEL (a model file, see samples/) on DATA; see README.md\n"
-      "  \"Your own data\" for the layouts DATA may have\n",
+      "  \"Your own data\" for the layouts DATA may have. Ctrl-C ends the run\n"
+      "  when the epoch in progress has ended (saved as a last epoch, so\n"
+      "  --resume goes on from it); twice, after the batch in progress\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *pos[1];
   int npos = 0;
@@ -417,6 +420,64 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
     print_plain_progress(po, p);
 }
 
+/* Ctrl-C while training (README "Stopping a run"): the first asks the
+ * run to end when the current epoch has ended (evaluated, logged and
+ * saved as a last epoch is), the second after the current batch; after
+ * that SIGINT ends the process as usual. The handler only counts; the
+ * fit loop asks stop_on_interrupt after every batch, which tells the
+ * user once per request. */
+static volatile sig_atomic_t g_interrupts;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  if (g_interrupts < 2) g_interrupts++;
+  if (g_interrupts >= 2) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, NULL);
+  }
+}
+
+typedef struct stop_out {
+  progress_out *po;
+  bool lead;        /* rank 0 (or alone): tells the user */
+  const char *save; /* --save, or NULL */
+  bool early_stop;  /* --early-stop: --save holds the best epoch */
+  int told;         /* the requests told so far */
+} stop_out;
+
+static void tell_stop(stop_out *so, int n) {
+  if (so->po->tty) fprintf(stderr, "\r\033[K");
+  if (n == 1)
+    fprintf(stderr,
+            "cltrain: interrupted: the run ends when this epoch has "
+            "ended%s%s%s; Ctrl-C again to stop after this batch\n",
+            !so->save         ? ""
+            : so->early_stop ? " (" : " and is saved to ",
+            so->save ? so->save : "",
+            so->save && so->early_stop ? " keeps the best epoch's weights)"
+                                       : "");
+  else
+    fprintf(stderr, "cltrain: interrupted again: stopping after this batch; "
+                    "this epoch is not finished and not saved\n");
+  fflush(stderr);
+}
+
+static clt_fit_stop stop_on_interrupt(void *user) {
+  stop_out *so = user;
+  int n = g_interrupts;
+  if (n > so->told && so->lead) {
+    watchdog *dog = so->po->dog;
+    if (dog) pthread_mutex_lock(&dog->ticker.lock);
+    for (int i = so->told + 1; i <= n; i++) tell_stop(so, i);
+    if (dog) pthread_mutex_unlock(&dog->ticker.lock);
+  }
+  so->told = n;
+  return n >= 2 ? CLT_FIT_STOP_NOW : n == 1 ? CLT_FIT_STOP_EPOCH
+                                            : CLT_FIT_GO_ON;
+}
+
 static int fail(clt_context *ctx, const char *what) {
   fprintf(stderr, "cltrain: %s%s%s\n", what ? what : "", what ? ": " : "",
           clt_context_last_error(ctx));
@@ -458,11 +519,18 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
   cli_json_string(stdout, r->monitor);
   printf(", \"best_epoch\": %d, \"best_loss\": ", r->best_epoch);
   cli_json_number(stdout, r->best_loss);
-  printf(", \"stopped_early\": %s, \"restored_best\": %s, \"saved\": ",
+  printf(", \"stopped_early\": %s, \"restored_best\": %s, "
+         "\"interrupted\": %s, \"unfinished\": %s, \"saved\": ",
          r->stopped_early ? "true" : "false",
-         r->restored_best ? "true" : "false");
-  if (a->save) cli_json_string(stdout, a->save);
-  else printf("null");
+         r->restored_best ? "true" : "false",
+         r->interrupted ? "true" : "false", r->unfinished ? "true" : "false");
+  /* Where a checkpoint was written: stopped early, a run may end before
+   * its first (--save-every). */
+  if (a->save && (!r->interrupted || r->checkpoint_epoch > 0))
+    cli_json_string(stdout, a->save);
+  else
+    printf("null");
+  printf(", \"saved_epoch\": %d", a->save ? r->checkpoint_epoch : 0);
   printf(", \"precision\": \"%s\"", precision_names[a->precision]);
   if (a->precision == CLT_PRECISION_MIXED)
     printf(", \"loss_scale\": %g, \"skipped_steps\": %lld",
@@ -710,7 +778,21 @@ int cli_train(int argc, char **argv) {
     watchdog_start(&dog, fo.first_epoch > 1 ? fo.first_epoch : 1, fo.epochs);
     if (dog.ticker.running) po.dog = &dog;
   }
+  stop_out so = {.po = &po, .lead = lead, .save = a.save,
+                 .early_stop = a.early_stop > 0};
+  fo.stop = stop_on_interrupt;
+  fo.stop_user = &so;
+  g_interrupts = 0;
+  struct sigaction on_int, old_int;
+  memset(&on_int, 0, sizeof on_int);
+  on_int.sa_handler = on_sigint;
+  /* Calls the signal lands in on other threads (the loader reading files)
+   * go on instead of failing with EINTR. */
+  on_int.sa_flags = SA_RESTART;
+  sigemptyset(&on_int.sa_mask);
+  sigaction(SIGINT, &on_int, &old_int);
   clt_status fit_status = clt_fit(g, opt, train, test, &fo, hist);
+  sigaction(SIGINT, &old_int, NULL);
   if (po.dog) {
     cli_ticker_stop(&dog.ticker);
     po.dog = NULL;
@@ -725,8 +807,31 @@ int cli_train(int argc, char **argv) {
   }
   if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet) != 0)
     goto done;
+  /* Stopped by Ctrl-C: 130, the shell's code for it, on every rank (they
+   * agreed on it). */
+  int ok_rc = result.interrupted ? 130 : 0;
   if (!lead) {
-    rc = 0;
+    rc = ok_rc;
+    goto done;
+  }
+  int first = fo.first_epoch > 1 ? fo.first_epoch : 1;
+  if (result.last_epoch < first && result.unfinished) {
+    if (a.json) {
+      printf("{\"model\": ");
+      cli_json_string(stdout, a.model);
+      printf(", \"epochs\": %d, \"interrupted\": true, \"unfinished\": "
+             "true, \"saved\": null, \"saved_epoch\": 0, \"history\": "
+             "[]}\n",
+             result.last_epoch);
+    }
+    fprintf(stderr,
+            "cltrain: stopped during epoch %d of %d: no epoch of this run "
+            "finished%s\n",
+            first, fo.epochs,
+            a.save && !a.resume ? ", nothing saved"
+            : a.resume          ? "; the checkpoint resumed from is unchanged"
+                                : "");
+    rc = ok_rc;
     goto done;
   }
   if (result.stopped_early && !a.quiet)
@@ -763,10 +868,30 @@ int cli_train(int argc, char **argv) {
     printf("final: test accuracy %.4f, test loss %.4f after %d epochs%s\n",
            last->test_acc, last->test_loss, result.last_epoch, kept);
   }
-  if (a.save && !a.quiet)
+  if (result.interrupted) {
+    if (result.unfinished)
+      fprintf(out, "interrupted: stopped during epoch %d of %d (the "
+                   "weights are as its last batch left them%s)\n",
+              result.last_epoch + 1, fo.epochs,
+              result.restored_best ? "; the best epoch's were put back" : "");
+    else
+      fprintf(out, "interrupted: stopped after epoch %d of %d\n",
+              result.last_epoch, fo.epochs);
+    if (a.save && result.checkpoint_epoch > 0)
+      fprintf(out, "saved %s: epoch %d%s (`--resume %s --epochs %d` goes "
+                   "on from it)\n",
+              a.save, result.checkpoint_epoch,
+              a.early_stop > 0 ? ", the best epoch's weights" : "", a.save,
+              fo.epochs);
+    else if (a.save)
+      fprintf(out, "nothing saved to %s by this run (--save-every N writes "
+                   "a checkpoint every N epochs)\n",
+              a.save);
+  } else if (a.save && !a.quiet) {
     fprintf(out, "saved %s%s\n", a.save,
             a.early_stop > 0 ? " (the best epoch's weights)" : "");
-  rc = 0;
+  }
+  rc = ok_rc;
 done:
   free(hist);
   if (log && fclose(log) != 0) {
@@ -782,7 +907,8 @@ done:
   clt_context_destroy(ctx);
 stop_ranks:
   /* A failure the other ranks do not know of would leave them waiting. */
-  if (rc != 0 && clt_dist_size(dist) > 1 && !clt_dist_failed_together(dist)) {
+  if (rc != 0 && rc != 130 && clt_dist_size(dist) > 1 &&
+      !clt_dist_failed_together(dist)) {
     fprintf(stderr, "cltrain: rank %d of %d failed: stopping every rank\n",
             clt_dist_rank(dist), clt_dist_size(dist));
     fflush(stderr);

@@ -140,13 +140,31 @@ static clt_status nan_check(clt_graph *g, const clt_metrics *m, int epoch,
                       (long long)batch);
 }
 
+/* What clt_fit_options.stop asked during a run. */
+typedef struct stop_state {
+  bool epoch_end; /* end the run when this epoch has ended */
+  bool now;       /* the epoch was cut after a batch */
+} stop_state;
+
 typedef struct run_state {
   clt_graph *g;
   clt_optimizer *opt; /* NULL: evaluation */
   const clt_fit_options *fo;
   int epoch;
-  clt_dist *dist; /* training over MPI, else NULL */
+  clt_dist *dist;   /* training over MPI, else NULL */
+  stop_state *stop; /* training: the stop function's requests */
 } run_state;
+
+/* Asks the stop function after a training batch (over MPI clt_fit asks
+ * at each epoch's end instead); true: end the epoch now. */
+static bool poll_stop(run_state *rs) {
+  const clt_fit_options *fo = rs->fo;
+  if (!rs->stop || !fo || !fo->stop || rs->dist) return false;
+  clt_fit_stop ask = fo->stop(fo->stop_user);
+  if (ask == CLT_FIT_STOP_EPOCH) rs->stop->epoch_end = true;
+  if (ask == CLT_FIT_STOP_NOW) rs->stop->now = true;
+  return rs->stop->now;
+}
 
 static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
                               clt_metrics *out) {
@@ -189,6 +207,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
         rs->fo->progress(&p, rs->fo->progress_user);
       }
     }
+    if (st == CLT_OK && training && poll_stop(rs)) break;
   }
   release_held(l, &held, &ev);
   if (st == CLT_OK) st = read_metrics(g, out, true);
@@ -292,7 +311,7 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   CLT_TRY(check_data(g, ds, "evaluation"));
   clt_loader *l = NULL;
   CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, &l));
-  run_state rs = {g, NULL, NULL, 0, NULL};
+  run_state rs = {g, NULL, NULL, 0, NULL, NULL};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&rs, l, clt_loader_batches_per_epoch(l), out);
   clt_loader_destroy(l);
@@ -306,7 +325,7 @@ static clt_status eval_set(run_state *rs, const clt_dataset *ds,
   clt_loader *l = NULL;
   CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
                       rs->dist ? rs->fo : NULL, &l));
-  run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL};
+  run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL, NULL};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), m);
   clt_loader_destroy(l);
@@ -357,6 +376,7 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   int64_t batches = clt_loader_batches_per_epoch(train_l);
   CLT_TRY(rs->dist ? run_batches_dist(rs, train_l, batches, &m)
                    : run_batches(rs, train_l, batches, &m));
+  if (rs->stop->now) return CLT_OK; /* cut: nothing of it is reported */
   es->seconds = clt_now_seconds() - t0;
   es->images_per_sec = es->seconds > 0 ? (double)m.samples / es->seconds : 0;
   es->train_loss = m.loss;
@@ -398,20 +418,43 @@ static double monitored(const clt_fit_options *fo, const clt_dataset *test,
 }
 
 /* After epoch e: a checkpoint every checkpoint_every epochs and at the
- * end, when a path is set. */
+ * end (the last epoch, or `last`: the one a stop request ends the run
+ * after), when a path is set; *written: e where one was written. With
+ * early stopping, at each improvement only. */
 static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                                    const clt_fit_options *fo, int e,
-                                   const clt_epoch_stats *history,
-                                   const clt_dataset *train) {
+                                   bool last, const clt_epoch_stats *history,
+                                   const clt_dataset *train, int *written) {
   if (!fo->checkpoint_path || clt_dist_rank(fo->dist) != 0) return CLT_OK;
   bool due = fo->early_stop > 0
                  ? history[e - 1].best
-                 : e == fo->epochs || (fo->checkpoint_every > 0 &&
-                                       e % fo->checkpoint_every == 0);
+                 : e == fo->epochs || last ||
+                       (fo->checkpoint_every > 0 &&
+                        e % fo->checkpoint_every == 0);
   if (!due) return CLT_OK;
   clt_checkpoint_train t = {e, fo->seed, history, train->class_names,
                             train->class_names ? train->num_classes : 0};
-  return clt_checkpoint_write(g, opt, &t, fo->checkpoint_path);
+  CLT_TRY(clt_checkpoint_write(g, opt, &t, fo->checkpoint_path));
+  *written = e;
+  return CLT_OK;
+}
+
+/* After each epoch, its evaluation included: a request made since its
+ * last batch ends the run now. Over MPI rank 0's stop function decides
+ * for every rank (each calls this, with or without a function). */
+static clt_status stop_at_epoch_end(clt_graph *g, const clt_fit_options *fo,
+                                    stop_state *stop) {
+  if (!fo->dist) {
+    if (fo->stop && fo->stop(fo->stop_user) != CLT_FIT_GO_ON)
+      stop->epoch_end = true;
+    return CLT_OK;
+  }
+  double v = 0.0;
+  if (clt_dist_rank(fo->dist) == 0 && fo->stop)
+    v = fo->stop(fo->stop_user) != CLT_FIT_GO_ON ? 1.0 : 0.0;
+  CLT_TRY(clt_dist_broadcast(fo->dist, g, &v, 1));
+  if (v != 0.0) stop->epoch_end = true;
+  return CLT_OK;
 }
 
 /* Early stopping's state: the best monitored loss, its epoch, and the
@@ -513,12 +556,15 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
                            clt_loader_batches_per_epoch(l));
     st = clt_dist_agree(fo->dist, g->ctx, st);
   }
-  int e = first;
+  int e = first, written = 0;
   bool stopped = false;
+  stop_state stop = {false, false};
   for (; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
-    run_state rs = {g, opt, fo, e, fo->dist};
+    run_state rs = {g, opt, fo, e, fo->dist, &stop};
     st = fit_epoch(&rs, l, test, &es);
+    if (st != CLT_OK || stop.now) break; /* e unfinished */
+    st = stop_at_epoch_end(g, fo, &stop);
     if (st != CLT_OK) break;
     double loss = monitored(fo, test, &es);
     clt_optimizer_observe(opt, loss);
@@ -533,17 +579,25 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     }
     if (history) history[e - 1] = es;
     report_epoch(fo, &es);
-    if (st == CLT_OK) st = maybe_checkpoint(g, opt, fo, e, history, train);
+    if (st == CLT_OK)
+      st = maybe_checkpoint(g, opt, fo, e, stop.epoch_end, history, train,
+                            &written);
     if (fo->dist) st = clt_dist_agree(fo->dist, g->ctx, st);
     if (fo->early_stop > 0 && best.wait >= fo->early_stop) {
       stopped = e < fo->epochs;
       e++;
       break;
     }
+    if (stop.epoch_end) {
+      e++;
+      break;
+    }
   }
   int last = e - 1;
   bool restored = false;
-  if (st == CLT_OK && best.weights && best.epoch > 0 && best.epoch != last) {
+  /* A cut epoch leaves the weights of no epoch: the best go back. */
+  if (st == CLT_OK && best.weights && best.epoch > 0 &&
+      (best.epoch != last || stop.now)) {
     st = clt_tensor_copy(g->params, best.weights);
     restored = st == CLT_OK;
   }
@@ -556,7 +610,10 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
         .best_loss = best.epoch > 0 ? best.loss : NAN,
         .monitor = fo->validation ? "validation" : test ? "test" : "training",
         .stopped_early = stopped,
-        .restored_best = restored};
+        .restored_best = restored,
+        .interrupted = stop.now || (stop.epoch_end && last < fo->epochs),
+        .unfinished = stop.now,
+        .checkpoint_epoch = written};
   }
   clt_tensor_destroy(best.weights);
   clt_loader_destroy(l);
