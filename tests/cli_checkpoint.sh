@@ -191,24 +191,13 @@ echo "ok: embed_predict agrees with cltrain predict"
 # saved. The signals come once the log has two epochs, and the second once
 # the first is told; where that epoch ended in between (a run on a slow
 # machine, rarely), the run ends after it, as it says.
-ckpt_epoch() {
-  python3 -c 'import json, struct, sys
-f = open(sys.argv[1], "rb")
-n = struct.unpack("<Q", f.read(8))[0]
-print(json.loads(f.read(n))["__metadata__"]["epoch"])' "$1"
-}
 I=("$T/tiny.model" --data fashion-mnist --train-limit 20000 --holdout 0
   --batch 32 --log "$T/i.csv")
 interrupt() { # COUNT: Ctrl-C COUNT times into `train` of 1000 epochs
   rm -f "$T/i.csv" "$T/i.st"
   "$C" train "${I[@]}" --epochs 1000 --save "$T/i.st" >"$T/out" 2>"$T/err" &
-  local pid=$! n i rc=0
-  for _ in $(seq 1200); do
-    n=$(grep -c '^[0-9]' "$T/i.csv" 2>/dev/null || true)
-    [ "${n:-0}" -ge 2 ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
+  local pid=$! i rc=0
+  wait_rows "$T/i.csv" 2 "$pid"
   for i in $(seq "$1"); do
     kill -INT "$pid" 2>/dev/null || true
     for _ in $(seq 400); do
@@ -223,7 +212,7 @@ interrupt() { # COUNT: Ctrl-C COUNT times into `train` of 1000 epochs
     "$T/err" || fail "Ctrl-C x $1: not told: $(cat "$T/err")"
 }
 interrupt 1
-rows=$(grep -c '^[0-9]' "$T/i.csv")
+rows=$(log_rows "$T/i.csv")
 grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
   fail "Ctrl-C: $rows epochs logged, but: $(cat "$T/out")"
 [ "$(ckpt_epoch "$T/i.st")" = "$rows" ] ||
@@ -235,7 +224,7 @@ grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
 cmp "$T/i.st" "$T/i2.st" || fail "Ctrl-C after epoch $rows, then --resume: differs from $((rows + 1)) epochs straight"
 echo "ok: Ctrl-C ends the run after epoch $rows, saved; --resume to $((rows + 1)) == $((rows + 1)) epochs straight"
 interrupt 2
-rows=$(grep -c '^[0-9]' "$T/i.csv")
+rows=$(log_rows "$T/i.csv")
 if grep -qF "interrupted: stopped during epoch $((rows + 1)) of 1000" \
   "$T/out"; then
   grep -qF "cltrain: interrupted again: stopping after this batch" \

@@ -39,3 +39,28 @@ expect_run() {
   done
   echo "ok: $what: $(head -c 300 "$T/err")"
 }
+
+# The epochs a `train --log` CSV file holds (0 where there is none yet).
+log_rows() {
+  local n
+  n=$(grep -c '^[0-9]' "$1" 2>/dev/null || true)
+  echo "${n:-0}"
+}
+
+# wait_rows CSV N PID: until the log CSV holds N epochs or PID has ended
+# (at most a minute).
+wait_rows() {
+  for _ in $(seq 1200); do
+    [ "$(log_rows "$1")" -ge "$2" ] && return 0
+    kill -0 "$3" 2>/dev/null || return 0
+    sleep 0.05
+  done
+}
+
+# The epoch a checkpoint (safetensors) says it was saved after.
+ckpt_epoch() {
+  python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n))["__metadata__"]["epoch"])' "$1"
+}

@@ -237,23 +237,15 @@ echo "ok: 3 ranks evaluate a shard each, as eval of rank 0's checkpoint"
   --holdout 0 --test-limit 200 --epochs 1000 --save "$T/int.st" \
   --log "$T/int.csv" >"$T/out" 2>&1 &
 mp=$!
-for _ in $(seq 1200); do
-  n=$(grep -c '^[0-9]' "$T/int.csv" 2>/dev/null || true)
-  [ "${n:-0}" -ge 2 ] && break
-  kill -0 "$mp" 2>/dev/null || break
-  sleep 0.05
-done
+wait_rows "$T/int.csv" 2 "$mp"
 pkill -INT -P "$mp" || true
 rc=0
 wait "$mp" || rc=$?
 [ "$rc" -eq 130 ] || fail "Ctrl-C under MPI: exit $rc, not 130: $(cat "$T/out")"
-rows=$(grep -c '^[0-9]' "$T/int.csv")
+rows=$(log_rows "$T/int.csv")
 grep -qF "interrupted: stopped after epoch $rows of 1000" "$T/out" ||
   fail "Ctrl-C under MPI: $rows epochs logged, but: $(cat "$T/out")"
-saved=$(python3 -c 'import json, struct, sys
-f = open(sys.argv[1], "rb")
-n = struct.unpack("<Q", f.read(8))[0]
-print(json.loads(f.read(n))["__metadata__"]["epoch"])' "$T/int.st")
+saved=$(ckpt_epoch "$T/int.st")
 [ "$saved" = "$rows" ] ||
   fail "Ctrl-C under MPI: the checkpoint holds epoch $saved, not $rows"
 echo "ok: Ctrl-C to the ranks ends every rank after epoch $rows, saved"
