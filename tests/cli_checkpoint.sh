@@ -188,16 +188,16 @@ echo "ok: embed_predict agrees with cltrain predict"
 # ends when the epoch in progress has ended, saved as a last epoch, and
 # `--resume` goes on from it as the uninterrupted run does (the same
 # file). Twice: it ends after the batch in progress; that epoch is not
-# saved. The signals come once the log has two epochs, and the second once
-# the first is told; where that epoch ended in between (a run on a slow
-# machine, rarely), the run ends after it, as it says.
-I=("$T/tiny.model" --data fashion-mnist --train-limit 20000 --holdout 0
+# saved. The first signal comes as the log gets its first epoch (the
+# second epoch begins), the second once the first is told; where that
+# epoch ended in between (rarely), the run ends after it, as it says.
+I=("$T/tiny.model" --data fashion-mnist --train-limit 8000 --test-limit 500
   --batch 32 --log "$T/i.csv")
 interrupt() { # COUNT: Ctrl-C COUNT times into `train` of 1000 epochs
   rm -f "$T/i.csv" "$T/i.st"
   "$C" train "${I[@]}" --epochs 1000 --save "$T/i.st" >"$T/out" 2>"$T/err" &
   local pid=$! i rc=0
-  wait_rows "$T/i.csv" 2 "$pid"
+  wait_rows "$T/i.csv" 1 "$pid"
   for i in $(seq "$1"); do
     kill -INT "$pid" 2>/dev/null || true
     for _ in $(seq 400); do

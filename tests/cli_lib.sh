@@ -48,12 +48,12 @@ log_rows() {
 }
 
 # wait_rows CSV N PID: until the log CSV holds N epochs or PID has ended
-# (at most a minute).
+# (at most about two minutes), looking every 10 ms.
 wait_rows() {
-  for _ in $(seq 1200); do
+  for _ in $(seq 12000); do
     [ "$(log_rows "$1")" -ge "$2" ] && return 0
     kill -0 "$3" 2>/dev/null || return 0
-    sleep 0.05
+    sleep 0.01
   done
 }
 
