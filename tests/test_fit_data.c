@@ -206,6 +206,23 @@ START_TEST(test_mismatched_data_is_refused) {
 }
 END_TEST
 
+/* n 4x4 grey images of bytes px, labels of 3 classes (names may be
+ * NULL), as a dataset from memory. */
+static clt_dataset *three_class_set(const uint8_t *px, const int32_t *labels,
+                                    int n, const char *const *names) {
+  clt_dataset_desc d = {0};
+  d.count = n;
+  d.channels = 1;
+  d.height = d.width = 4;
+  d.pixels_u8 = px;
+  d.labels = labels;
+  d.num_classes = 3;
+  d.class_names = names;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  return ds;
+}
+
 /* A classifier from u8 arrays with class names, which the checkpoint
  * keeps. */
 START_TEST(test_memory_classifier_names_in_checkpoint) {
@@ -218,16 +235,7 @@ START_TEST(test_memory_classifier_names_in_checkpoint) {
       px[i * 16 + k] = (uint8_t)(k / 5 == labels[i] ? 250 : (i * k) % 30);
   }
   const char *names[] = {"left", "middle", "right"};
-  clt_dataset_desc d = {0};
-  d.count = N;
-  d.channels = 1;
-  d.height = d.width = 4;
-  d.pixels_u8 = px;
-  d.labels = labels;
-  d.num_classes = 3;
-  d.class_names = names;
-  clt_dataset *ds = NULL;
-  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  clt_dataset *ds = three_class_set(px, labels, N, names);
   ck_assert_str_eq(clt_dataset_class_name(ds, 2), "right");
   ck_assert_ptr_null(clt_dataset_class_name(ds, 3));
 
@@ -459,17 +467,8 @@ START_TEST(test_early_stop_keeps_the_best_weights) {
     for (int k = 0; k < 16; k++)
       px[i * 16 + k] = (uint8_t)(k / 5 == labels[i] ? 240 : (i * k) % 40);
   }
-  clt_dataset_desc d = {0};
-  d.count = N;
-  d.channels = 1;
-  d.height = d.width = 4;
-  d.pixels_u8 = px;
-  d.labels = labels;
-  d.num_classes = 3;
-  clt_dataset *train = NULL, *val = NULL;
-  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &train));
-  d.labels = wrong;
-  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &val));
+  clt_dataset *train = three_class_set(px, labels, N, NULL);
+  clt_dataset *val = three_class_set(px, wrong, N, NULL);
 
   const char *model = write_model("es.model",
                                   "input shape=1x4x4\nflatten\n"
@@ -597,15 +596,7 @@ START_TEST(test_stop_function_ends_the_run) {
       xf[i * STOP_IN + k] = (float)v / 255.0f;
     }
   }
-  clt_dataset_desc d = {0};
-  d.count = STOP_N;
-  d.channels = 1;
-  d.height = d.width = 4;
-  d.pixels_u8 = px;
-  d.labels = labels;
-  d.num_classes = 3;
-  clt_dataset *ds = NULL;
-  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  clt_dataset *ds = three_class_set(px, labels, STOP_N, NULL);
   const char *model = write_model("stop.model",
                                   "input shape=1x4x4\nflatten\n"
                                   "dense units=8 activation=relu\n"
