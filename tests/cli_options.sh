@@ -12,7 +12,7 @@ trap 'rm -rf "$T"' EXIT
 source "$(dirname "$0")/cli_lib.sh"
 
 # Help: every command, both spellings, on stdout, exit 0.
-for cmd in devices selftest "bench gemm" "bench train" "bench conv" bench \
+for cmd in devices selftest "bench gemm" "bench train" "bench infer" "bench conv" bench \
   train eval predict tune; do
   for h in -h --help; do
     # shellcheck disable=SC2086
@@ -22,7 +22,7 @@ done
 expect_exit 0 "help" "usage: cltrain COMMAND" -- "$C" help
 expect_exit 0 "--help" "usage: cltrain COMMAND" -- "$C" --help
 # Every option the help lists is documented in the README.
-for cmd in train eval predict "bench train" tune; do
+for cmd in train eval predict "bench train" "bench infer" tune; do
   # shellcheck disable=SC2086
   "$C" $cmd --help | grep -o -- '^  --[a-z0-9-]*' | sed 's/^  //' |
     while read -r opt; do
@@ -30,7 +30,7 @@ for cmd in train eval predict "bench train" tune; do
         fail "README.md does not document $cmd $opt"
     done
 done
-echo "ok: README documents every option of train, eval, predict, bench train, tune"
+echo "ok: README documents every option of train, eval, predict, bench train, bench infer, tune"
 
 # Mistakes get a suggestion, exit 2, and no work is done (the model file
 # does not even exist).
@@ -127,6 +127,24 @@ grep -q '^op  *calls' "$T/prof" || fail "--profile-by op: $(cat "$T/prof")"
 expect_exit 2 "--profile-by bad" "--profile-by must be op or layer" -- \
   "$C" bench train none.model --profile-by layers
 echo "ok: bench train --profile-by layer and op"
+
+# bench infer: forward passes only, in evaluation mode (batch norm's
+# running statistics: bn_apply, not the training kernels), no optimizer;
+# one process only.
+RESNET=$(dirname "$0")/../samples/fashion_resnet.model
+"$C" bench infer "$RESNET" --batch 3 --steps 2 --profile-by layer >"$T/prof" ||
+  fail "bench infer --profile-by layer"
+grep -q '^cltrain model=.* batch=3 .*images_per_sec=[0-9.]* .*mode=infer$' \
+  "$T/prof" || fail "bench infer: no result line: $(cat "$T/prof")"
+grep -q '^stem forward  ' "$T/prof" ||
+  fail "bench infer: no stem forward row: $(cat "$T/prof")"
+grep -q '^b1_bn1 forward  *bn_apply' "$T/prof" ||
+  fail "bench infer: batch norm not in evaluation mode: $(cat "$T/prof")"
+grep -q 'backward\|optimizer\|bn_train\|bn_stats' "$T/prof" &&
+  fail "bench infer ran training work: $(cat "$T/prof")"
+expect_exit 2 "bench infer under mpirun" "bench infer: runs in one process" -- \
+  env OMPI_COMM_WORLD_SIZE=2 "$C" bench infer "$RESNET"
+echo "ok: bench infer: forward passes in evaluation mode, nothing else"
 
 # A value out of range is blamed on its option, never on the model file.
 expect_exit 2 "--lr -1" "--lr must be above 0" -- \

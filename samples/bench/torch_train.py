@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for cltrain's training speed (and accuracy).
+"""PyTorch reference for cltrain's training and inference speed (and accuracy).
 
 Trains the same three models as the cltrain samples, on the CPU or (with
 --device cuda) on an NVIDIA GPU, in fp32 (TF32 off):
@@ -26,6 +26,14 @@ backward + Adam update are timed, and exactly one line is printed:
   torch model=mlp batch=32 threads=1 images_per_sec=12345.6
 
 (or, with --json, the same as a JSON object).
+
+Inference mode (--infer, the counterpart of `cltrain bench infer`): the
+same data and timing, but each step is one forward pass in evaluation
+mode (model.eval(): batch norm's running statistics, no dropout) under
+torch.no_grad(), to the softmax's probabilities (torch.inference_mode() was
+slower with PyTorch 1.13 on the CPU):
+
+  torch model=cnn batch=64 device=cpu threads=2 images_per_sec=12345.6 mode=infer
 
 Training mode (--epochs E): real training on Fashion-MNIST from the IDX
 .gz files in --data, printing each epoch's loss, test accuracy and
@@ -171,6 +179,13 @@ def train_step(model, loss_fn, optimizer, x, y):
     return loss
 
 
+def infer_step(model, x):
+    if SCALER is None:
+        return torch.softmax(model(x), dim=1)
+    with torch.autocast(device_type="cuda", dtype=torch.float16):
+        return torch.softmax(model(x), dim=1)
+
+
 def synchronize(device):
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -197,6 +212,19 @@ def benchmark(args, model, loss_fn, optimizer):
     # The data already on the device, as `cltrain bench train` has it.
     batches = [(x.to(args.device), y.to(args.device)) for x, y in batches]
 
+    if args.infer:
+        model.eval()
+        with torch.no_grad():
+            for step in range(args.warmup):
+                infer_step(model, batches[step % len(batches)][0])
+            synchronize(args.device)
+            start = time.perf_counter()
+            for step in range(args.steps):
+                out = infer_step(model, batches[step % len(batches)][0])
+            out[0, 0].item()  # waits for the device
+            synchronize(args.device)
+            seconds = time.perf_counter() - start
+        return args.steps * args.batch / seconds, seconds
     model.train()
     for step in range(args.warmup):
         x, y = batches[step % len(batches)]
@@ -286,6 +314,9 @@ def parse_args(argv):
                    help="mixed precision: autocast to fp16 and a GradScaler (CUDA)")
     p.add_argument("--device", default="cpu",
                    help="cpu (default) or cuda (fp32, TF32 off); the data goes there first")
+    p.add_argument("--infer", action="store_true",
+                   help="time inference (forward passes in eval mode, no "
+                        "gradients) instead of training steps")
     p.add_argument("--cudnn-benchmark", action="store_true",
                    help="let cuDNN time its convolution algorithms first "
                         "(torch.backends.cudnn.benchmark)")
@@ -306,6 +337,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
+    if args.infer and args.epochs:
+        p.error("--infer times inference; it does not train (--epochs)")
     if args.epochs and not args.data:
         args.data = DEFAULT_DATA_DIR
     return args
@@ -339,6 +372,7 @@ def main(argv=None):
         "threads": torch.get_num_threads(),
         "device": args.device,
         "precision": "mixed" if args.amp else "fp32",
+        "mode": "infer" if args.infer else "train",
     }
     try:
         if args.epochs:
@@ -365,6 +399,8 @@ def main(argv=None):
             line += f" test_accuracy={result['test_accuracy']:.4f}"
         if args.amp:
             line += " precision=mixed"
+        if args.infer:
+            line += " mode=infer"
         print(line)
 
 

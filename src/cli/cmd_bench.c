@@ -590,24 +590,28 @@ static int bench_conv(int argc, char **argv) {
 }
 
 int cli_bench_train(int argc, char **argv);
+int cli_bench_infer(int argc, char **argv);
 
 int cli_bench(int argc, char **argv) {
-  static const char *const what[] = {"gemm", "train", "conv"};
+  static const char *const what[] = {"gemm", "train", "infer", "conv"};
   if (argc >= 1 && !strcmp(argv[0], "gemm"))
     return bench_gemm(argc - 1, argv + 1);
   if (argc >= 1 && !strcmp(argv[0], "train"))
     return cli_bench_train(argc - 1, argv + 1);
+  if (argc >= 1 && !strcmp(argv[0], "infer"))
+    return cli_bench_infer(argc - 1, argv + 1);
   if (argc >= 1 && !strcmp(argv[0], "conv")) return bench_conv(argc - 1, argv + 1);
   bool help = argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"));
   FILE *out = help ? stdout : stderr;
   if (argc >= 1 && !help) {
-    const char *near = cli_nearest(argv[0], what, 3);
+    const char *near = cli_nearest(argv[0], what, 4);
     fprintf(stderr, "cltrain bench: unknown benchmark '%s'%s%s%s\n", argv[0],
             near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
   }
-  fprintf(out, "usage: cltrain bench gemm|train|conv [options]\n"
+  fprintf(out, "usage: cltrain bench gemm|train|infer|conv [options]\n"
                "  gemm   GEMM GFLOP/s (and OpenBLAS's)\n"
                "  train  steady-state training images/s of a model file\n"
+               "  infer  steady-state inference images/s of a model file\n"
                "  conv   im2col + GEMM against CLBlast's convgemm\n"
                "run `cltrain bench WHICH --help` for its options\n");
   return help ? 0 : 2;

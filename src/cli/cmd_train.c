@@ -999,13 +999,16 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
   return st;
 }
 
+/* Training steps, or without an optimizer (bench infer) forward passes
+ * in evaluation mode with no labels, as clt_model_predict runs them. */
 static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
                               const bench_data *d, int steps) {
   for (int i = 0; i < steps; i++) {
     int64_t k = i % d->batches;
-    CLI_TRY(clt_graph_set_batch_device(g, d->xs[k],
-                                       d->labels ? d->ys[k] : NULL, d->batch));
-    CLI_TRY(clt_graph_forward(g, true));
+    CLI_TRY(clt_graph_set_batch_device(
+        g, d->xs[k], opt && d->labels ? d->ys[k] : NULL, d->batch));
+    CLI_TRY(clt_graph_forward(g, opt != NULL));
+    if (!opt) continue;
     CLI_TRY(clt_graph_backward(g));
     CLI_TRY(clt_optimizer_step(opt));
   }
@@ -1063,7 +1066,9 @@ static int print_profile(clt_context *ctx, bool by_layer, long long steps,
 static const char *const profile_by_names[] = {"op", "layer", NULL};
 enum { PROFILE_BY_OP, PROFILE_BY_LAYER };
 
-static int bench_train_one(const char *model, const char *device,
+/* One device's steady-state images/s: training steps, or with infer
+ * (bench infer) forward passes of a forward-only graph in evaluation mode. */
+static int bench_train_one(const char *model, const char *device, bool infer,
                            long long batch, long long steps, bool profile,
                            int profile_by, int precision,
                            double *images_per_sec) {
@@ -1079,9 +1084,10 @@ static int bench_train_one(const char *model, const char *device,
   bench_data data = {0};
   if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
       clt_graph_set_precision(g, (clt_precision)precision) != CLT_OK ||
+      clt_graph_set_forward_only(g, infer) != CLT_OK ||
       cli_compile_graph(g, batch, 1, false) != CLT_OK ||
-      clt_optimizer_create(g, &oo, &opt) != CLT_OK ||
-      bench_precision(ctx, opt, precision, &scaler) != CLT_OK ||
+      (!infer && clt_optimizer_create(g, &oo, &opt) != CLT_OK) ||
+      (!infer && bench_precision(ctx, opt, precision, &scaler) != CLT_OK) ||
       bench_data_make(ctx, g, batch, &data) != CLT_OK ||
       bench_steps(g, opt, &data, 3) != CLT_OK || /* warm-up: CLBlast builds */
       clt_context_finish(ctx) != CLT_OK) {
@@ -1100,11 +1106,12 @@ static int bench_train_one(const char *model, const char *device,
   clt_memory_stats mem;
   clt_context_memory_stats(ctx, &mem);
   printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
-         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f%s\n",
+         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f%s%s\n",
          model, batch, clt_context_device(ctx)->name, steps,
          (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
          (double)mem.device_bytes_peak / 1048576.0,
-         scaler ? " precision=mixed" : "");
+         precision == CLT_PRECISION_MIXED ? " precision=mixed" : "",
+         infer ? " mode=infer" : "");
   /* The figure is out before anything else can fail (into a pipe stdout
    * is held back, and a driver that crashed while the context was torn
    * down took it along). */
@@ -1221,7 +1228,7 @@ done:
 
 /* Trains the model on every device present and prints a table: the
  * answer to "do I need a GPU?" on this machine. */
-static int bench_all_devices(const char *model, long long batch,
+static int bench_all_devices(const char *model, bool infer, long long batch,
                              long long steps, int precision) {
   clt_device_list list;
   char err[8192];
@@ -1238,7 +1245,7 @@ static int bench_all_devices(const char *model, long long batch,
   for (size_t i = 0; i < list.count; i++) {
     char spec[32];
     snprintf(spec, sizeof spec, "%d", list.devices[i].index);
-    if (bench_train_one(model, spec, batch, steps, false, PROFILE_BY_OP,
+    if (bench_train_one(model, spec, infer, batch, steps, false, PROFILE_BY_OP,
                         precision, &ips[i]) != 0) {
       ips[i] = 0.0;
       failures++;
@@ -1263,7 +1270,8 @@ static int bench_all_devices(const char *model, long long batch,
   return failures ? 1 : 0;
 }
 
-int cli_bench_train(int argc, char **argv) {
+/* bench train, or with infer bench infer. */
+static int bench_model(int argc, char **argv, bool infer) {
   const char *device = NULL;
   long long batch = 32, steps = 200;
   bool profile = false, by_given = false;
@@ -1288,17 +1296,36 @@ int cli_bench_train(int argc, char **argv) {
        precision_names, 0},
   };
   const cli_command cmd = {
-      "bench train", "MODEL [--batch B] [--steps N] [--device D|all] "
-                     "[--profile] [--profile-by op|layer] [--precision P]",
-      "  steady-state images/s of forward + backward + Adam update, the data\n"
-      "  already on the device\n",
+      infer ? "bench infer" : "bench train",
+      "MODEL [--batch B] [--steps N] [--device D|all] [--profile] "
+      "[--profile-by op|layer] [--precision P]",
+      infer ? "  steady-state images/s of inference: forward passes in evaluation\n"
+              "  mode (batch-norm's running statistics, no dropout) of a graph\n"
+              "  compiled for forward passes only, to the softmax's probabilities,\n"
+              "  as `predict`, `eval` and clt_model_predict run them; the data\n"
+              "  already on the device\n"
+            : "  steady-state images/s of forward + backward + Adam update, the data\n"
+              "  already on the device\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *model = NULL;
   int npos = 0;
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
   if (rc >= 0) return rc;
   if (device && !strcasecmp(device, "all"))
-    return bench_all_devices(model, batch, steps, precision);
+    return bench_all_devices(model, infer, batch, steps, precision);
+  if (infer) {
+    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!ranks) ranks = getenv("PMI_SIZE");
+    if (ranks && atoi(ranks) > 1) {
+      fprintf(stderr, "cltrain bench infer: runs in one process (inference "
+                      "has no gradients to share); run it without mpirun, "
+                      "with --device D for each device\n");
+      return 2;
+    }
+    double ips;
+    return bench_train_one(model, device, true, batch, steps,
+                           profile || by_given, profile_by, precision, &ips);
+  }
   clt_dist *dist = NULL;
   if (cli_dist_open(&dist) != 0) return 1;
   if (dist && clt_dist_size(dist) > 1) {
@@ -1309,6 +1336,14 @@ int cli_bench_train(int argc, char **argv) {
   }
   clt_dist_destroy(dist);
   double ips;
-  return bench_train_one(model, device, batch, steps, profile || by_given,
-                         profile_by, precision, &ips);
+  return bench_train_one(model, device, false, batch, steps,
+                         profile || by_given, profile_by, precision, &ips);
+}
+
+int cli_bench_train(int argc, char **argv) {
+  return bench_model(argc, argv, false);
+}
+
+int cli_bench_infer(int argc, char **argv) {
+  return bench_model(argc, argv, true);
 }

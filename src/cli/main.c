@@ -16,6 +16,8 @@ static void usage(FILE *out) {
           "  bench gemm [--device D]       GEMM GFLOP/s (and OpenBLAS's)\n"
           "  bench train MODEL [--batch B] [--device D|all] [--profile]\n"
           "                                [--profile-by op|layer]\n"
+          "  bench infer MODEL [--batch B] [--device D|all] [--profile]\n"
+          "                                inference images/s\n"
           "  bench conv [--device D]       im2col + GEMM against CLBlast's "
           "convgemm\n"
           "  tune MODEL --batch B [--device D]  measure and store the plans\n"
