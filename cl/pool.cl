@@ -98,6 +98,77 @@ ROUND16_VARIANTS(maxpool_forward, (__global float *y, int y_off,
                  (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW, KH,
                   KW, pad_h, pad_w, stride_h, stride_w, ROUND16_ARGS))
 
+/* 2x2 windows of stride 2 without padding (the usual max pooling), a
+ * work-item per output row as maxpool_forward, but a row's windows 8 (or,
+ * on rows of 4 to 7 windows, 4) at a time in vectors: two vector loads of
+ * the window rows, their even and odd lanes the windows' left and right
+ * columns. The last block of a row starts at OW - 8 (or OW - 4), over
+ * windows the block before it wrote already, the same values again, so
+ * that no load passes the row's end; rows of 1 to 3 windows go one window
+ * at a time. The same order and comparison as window_max: the first
+ * maximum in (kh, kw) order wins, NaN propagates. On POCL (2-core EPYC,
+ * AVX-512) 4-7x faster than maxpool_forward on the CNN's 26x26 and 11x11
+ * planes; the layer measures it against the other layouts (nn/pool.c). */
+#define MAXPOOL2_TAKE(mask_t, best, at, v, a)                                  \
+  {                                                                            \
+    mask_t take_ = isgreater(v, best) | (isnan(v) & ~isnan(best));              \
+    best = select(best, v, take_);                                             \
+    at = select(at, a, take_);                                                 \
+  }
+#define MAXPOOL2_BLOCK(n, twice, mask_t, lanes)                                \
+  for (int o = 0; o < OW; o += n) {                                            \
+    int ow = min(o, OW - n), c = row + 2 * ow;                                 \
+    float##twice top = vload##twice(0, plane + c);                             \
+    float##twice bottom = vload##twice(0, plane + c + W);                      \
+    float##n best = top.even;                                                  \
+    mask_t at = lanes + c;                                                     \
+    MAXPOOL2_TAKE(mask_t, best, at, top.odd, lanes + (c + 1));                 \
+    MAXPOOL2_TAKE(mask_t, best, at, bottom.even, lanes + (c + W));             \
+    MAXPOOL2_TAKE(mask_t, best, at, bottom.odd, lanes + (c + W + 1));          \
+    vstore##n(best, 0, yr + ow);                                               \
+    vstore##n(at, 0, ar + ow);                                                 \
+  }
+ROUND16_BODY maxpool_forward_2x2_body(__global float *y, int y_off,
+                                      __global int *arg, int arg_off,
+                                      __global const float *x, int x_off,
+                                      int planes, int H, int W, int OH,
+                                      int OW, ROUND16_PARAMS, int round16) {
+  int i = get_global_id(0);
+  if (i >= planes * OH) return;
+  int oh = i % OH, p = i / OH;
+  __global const float *plane = x + x_off + p * H * W;
+  __global float *yr = y + y_off + i * OW;
+  __global int *ar = arg + arg_off + i * OW;
+  int row = 2 * oh * W;
+  if (OW >= 8) {
+    MAXPOOL2_BLOCK(8, 16, int8, ((int8)(0, 2, 4, 6, 8, 10, 12, 14)))
+  } else if (OW >= 4) {
+    MAXPOOL2_BLOCK(4, 8, int4, ((int4)(0, 2, 4, 6)))
+  } else {
+    for (int ow = 0; ow < OW; ow++) {
+      int c = row + 2 * ow;
+      float best = plane[c];
+      int at = c;
+      for (int k = 1; k < 4; k++) {
+        int a = c + (k >> 1) * W + (k & 1);
+        float v = plane[a];
+        int take = (v > best) | (isnan(v) & !isnan(best));
+        best = take ? v : best;
+        at = take ? a : at;
+      }
+      yr[ow] = best;
+      ar[ow] = at;
+    }
+  }
+  ROUND16_RUN(yr, OW, i * OW);
+}
+ROUND16_VARIANTS(maxpool_forward_2x2, (__global float *y, int y_off,
+                  __global int *arg, int arg_off, __global const float *x,
+                  int x_off, int planes, int H, int W, int OH, int OW,
+                  ROUND16_PARAMS),
+                 (y, y_off, arg, arg_off, x, x_off, planes, H, W, OH, OW,
+                  ROUND16_ARGS))
+
 static int first_window(int i, int pad, int k, int stride) {
   int t = i + pad - k + 1; /* smallest o with o*stride + k - 1 >= i + pad */
   return t <= 0 ? 0 : (t + stride - 1) / stride;

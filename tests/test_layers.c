@@ -28,11 +28,26 @@ START_TEST(test_fd_conv_stride2_pad) {
 END_TEST
 
 START_TEST(test_fd_conv_5x5_dilated_maxpool) {
-  check_conv_gradients("input shape=1x9x9\n"
-                       "conv2d filters=2 kernel=5 dilation=2 padding=2\n"
-                       "sigmoid\nmaxpool kernel=2\n"
-                       "flatten\ndense units=3\nsoftmax_cross_entropy\n",
-                       3);
+  const char *model = "input shape=1x9x9\n"
+                      "conv2d filters=2 kernel=5 dilation=2 padding=2\n"
+                      "sigmoid\nmaxpool kernel=2\n"
+                      "flatten\ndense units=3\nsoftmax_cross_entropy\n";
+  check_conv_gradients(model, 3);
+  /* max pooling's forward in vectors: rows of 2 windows, one at a time */
+  check_gradients_named(model, 3, false, 0, "per row, vectors");
+}
+END_TEST
+
+/* Max pooling's forward in vectors of 8 windows (rows of 9: the last
+ * block overlaps the first) and of 4 (rows of 5), odd heights. */
+START_TEST(test_fd_maxpool_vectors) {
+  check_gradients_named("input shape=2x7x19\n"
+                        "conv2d filters=2 kernel=3 padding=1\n"
+                        "maxpool kernel=2\n"
+                        "conv2d filters=2 kernel=3 padding=1 activation=relu\n"
+                        "maxpool kernel=2 stride=2\n"
+                        "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+                        2, false, 0, "per row, vectors");
 }
 END_TEST
 
@@ -210,6 +225,7 @@ static Suite *layers_suite(void) {
   tcase_set_timeout(fd, 600);
   tcase_add_test(fd, test_fd_conv_stride2_pad);
   tcase_add_test(fd, test_fd_conv_5x5_dilated_maxpool);
+  tcase_add_test(fd, test_fd_maxpool_vectors);
   tcase_add_test(fd, test_fd_conv_1x1_batch1);
   tcase_add_test(fd, test_fd_conv_same_rect);
   tcase_add_test(fd, test_fd_batchnorm_2d);

@@ -1433,6 +1433,13 @@ static const clt_window full_pool_windows[] = {
                                                per-row kernel's 16 */
     WIN(2, 9, 8, 2, 2, 3, 3, 0, 0, 1, 1),   /* stride > window: rows and
                                                columns no window reads */
+    /* 2x2 of stride 2 (the vectors' kernel): rows of 5 windows (vectors
+     * of 4, the last block overlapping the first) on odd sides; rows of
+     * 13 (vectors of 8, overlapping); rows of 16 (two whole blocks, the
+     * last load at the last element) */
+    WIN(2, 9, 11, 2, 2, 2, 2, 0, 0, 1, 1),
+    WIN(3, 26, 26, 2, 2, 2, 2, 0, 0, 1, 1),
+    WIN(2, 4, 32, 2, 2, 2, 2, 0, 0, 1, 1),
 };
 static const clt_window tiny_pool_windows[] = {
     WIN(1, 5, 3, 3, 3, 2, 2, 1, 1, 1, 1),
@@ -1441,6 +1448,9 @@ static const clt_window tiny_pool_windows[] = {
     WIN(2, 2, 41, 2, 2, 2, 2, 0, 1, 1, 1), /* runs of 16 and 4, edges */
     WIN(1, 8, 5, 2, 2, 3, 3, 1, 0, 1, 1),  /* stride > window, padded */
     WIN(3, 2, 5, 2, 5, 1, 1, 0, 0, 1, 1),  /* global */
+    WIN(2, 5, 13, 2, 2, 2, 2, 0, 0, 1, 1), /* vectors of 4, overlapping */
+    WIN(1, 2, 18, 2, 2, 2, 2, 0, 0, 1, 1), /* vectors of 8, overlapping;
+                                              the last load at the end */
 };
 
 static const clt_window *pool_window(int i) {
@@ -1450,18 +1460,21 @@ static int pool_window_count(void) {
   return test_tiny() ? COUNT(tiny_pool_windows) : COUNT(full_pool_windows);
 }
 
-/* Both layouts: a work-item per row and per element. */
+/* Every layout: a work-item per row, per element, and (the forward of
+ * 2x2 windows of stride 2) per row in vectors. */
 START_TEST(maxpool_windows) {
   char where[128];
   window_str(pool_window(_i), where, sizeof where);
   double e;
-  for (int per_element = 0; per_element < 2; per_element++) {
+  for (int layout = 0; layout < 3; layout++) {
     clt_window w = *pool_window(_i);
-    w.per_element = per_element;
-    int r = (_i + per_element) % 3;
+    if (layout == 2 && !clt_maxpool_vectors_fit(&w)) continue;
+    w.per_element = layout == 1;
+    w.vectors = layout == 2;
+    int per_element = layout == 1, r = (_i + layout) % 3;
     ck_assert_check(clt_check_maxpool_forward(g_ctx, &w, r, &e), e, 0.0,
-                    "%s per element %d round %d", where, per_element, r);
-    for (int acc = 0; acc < 2; acc++) {
+                    "%s layout %d round %d", where, layout, r);
+    for (int acc = 0; acc < 2 && layout < 2; acc++) {
       int rb = (r + acc + 1) % 3;
       ck_assert_check(clt_check_maxpool_backward(g_ctx, &w, acc, rb, &e), e,
                       TOL_EXACT, "%s accumulate=%d per element %d round %d",

@@ -371,6 +371,19 @@ static clt_status st_maxpool_fwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
   return clt_check_maxpool_forward(ctx, &w, 2, e);
 }
+/* 2x2 of stride 2 in vectors: rows of 9 windows (a block of 8 and one
+ * overlapping it), then of 4. */
+static clt_status st_maxpool_vectors(clt_context *ctx, double *e) {
+  clt_window w = square(6, 7, 19, 2, 2, 0, 1);
+  w.vectors = true;
+  double e2 = 0.0;
+  CLT_TRY(clt_check_maxpool_forward(ctx, &w, 0, e));
+  w = square(5, 3, 9, 2, 2, 0, 1);
+  w.vectors = true;
+  CLT_TRY(clt_check_maxpool_forward(ctx, &w, 1, &e2));
+  if (e2 > *e) *e = e2;
+  return CLT_OK;
+}
 static clt_status st_maxpool_bwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
   return clt_check_maxpool_backward(ctx, &w, true, 1, e);
@@ -568,6 +581,8 @@ const clt_selftest_case clt_selftest_cases[] = {
      false},
     {"swap axes 3x5x121 fused relu gradient", st_swap_relu_grad, 0.0, false},
     {"maxpool forward 6x9x7 k3s2p1, fp16-saved", st_maxpool_fwd, 0.0, false},
+    {"maxpool forward 2x2 in vectors 6x7x19, and 5x3x9 fp16-rounded",
+     st_maxpool_vectors, 0.0, false},
     {"maxpool backward 6x9x7 k3s2p1 accumulate, fp16-rounded", st_maxpool_bwd,
      1e-6, false},
     {"avgpool forward 6x9x7 k3s2p1, fp16-rounded", st_avgpool_fwd, 1e-6, false},

@@ -11,8 +11,8 @@ static const char *const keys[] = {"kernel", "stride", "padding", "name",
 static const char *const global_keys[] = {"name", "input", "inputs", NULL};
 
 typedef struct pool_state {
-  clt_window w; /* w.C: channels per sample; w.per_element: the forward's
-                   layout (max pooling, measured) */
+  clt_window w; /* w.C: channels per sample; w.per_element, w.vectors:
+                   the forward's layout (max pooling, measured) */
   clt_tensor *argmax; /* maxpool; planned by the graph, which owns it */
   bool is_max;
   bool bwd_elems; /* the backward's layout (max pooling, measured) */
@@ -94,7 +94,8 @@ static clt_window planes(const pool_state *s, int64_t batch) {
   return w;
 }
 
-/* Max pooling measured with a work-item per row and per element. */
+/* Max pooling measured with a work-item per row, per element, and (the
+ * forward of 2x2 windows of stride 2) per row in vectors. */
 typedef struct pool_work {
   clt_graph *g;
   pool_state *s;
@@ -106,6 +107,7 @@ static clt_status run_pool(void *user, int way) {
   pool_work *p = user;
   clt_window w = planes(p->s, p->g->max_batch);
   w.per_element = way == 1;
+  w.vectors = way == 2;
   clt_graph_node *in = clt_graph_in(p->g, p->n, 0);
   if (p->backward)
     return clt_maxpool_backward(p->g->ctx, in->grad, p->n->grad, p->s->argmax,
@@ -143,19 +145,24 @@ static clt_status pool_compile(clt_graph *g, clt_graph_node *n) {
       .n = w->OH * w->OW,
       .k = w->KH * w->KW,
       .key = key,
-      .names = {"per row", "per element"},
-      .work = {.count = 2, .run = run_pool, .user = &pw, .check_count = 1}};
+      .names = {"per row", "per element", "per row, vectors"},
+      .work = {.count = clt_maxpool_vectors_fit(w) ? 3 : 2,
+               .run = run_pool,
+               .user = &pw,
+               .check_count = 1}};
   ways.work.checks[0] = &y;
   if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->w.per_element = chosen == 1;
+  s->w.vectors = chosen == 2;
   if (!in->needs_grad || !in->grad || !n->grad) return CLT_OK;
   if (measuring) {
     CLT_TRY(run_pool(&pw, 0)); /* the argmax the backward reads */
     CLT_TRY(clt_graph_plan_fill(g, n->grad));
   }
   pw.backward = true;
+  ways.work.count = 2;
   clt_tensor dx = clt_tensor_slice_1d(in->grad, 0, b * in->size);
   ways.what = "maxpool backward layout";
   ways.work.checks[0] = &dx;

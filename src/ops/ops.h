@@ -241,6 +241,10 @@ typedef struct clt_window {
    * (coalesced, for GPUs) instead of one per row (the default, for CPU
    * devices). */
   bool per_element;
+  /* max pooling's forward with a work-item per row, where the window is
+   * 2x2 of stride 2 without padding (clt_maxpool_vectors_fit): its
+   * windows 8 or 4 at a time in vectors. */
+  bool vectors;
   /* im2col and col2im: the unfold in the row layout, row [batch*OH*OW,
    * C*KH*KW] (col's transpose: im2row, row2im) instead of col [C*KH*KW,
    * batch*OH*OW]. */
@@ -372,6 +376,7 @@ clt_status clt_conv2d_forward_with(clt_context *ctx, const clt_window *w,
                                    void *user);
 
 /* Pooling over batch*C planes (w->C counts planes here). */
+bool clt_maxpool_vectors_fit(const clt_window *w);
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w, const clt_round16 *round);

@@ -1,6 +1,7 @@
 /* Max and average pooling (cl/pool.cl); w->C counts N*C planes.
  * w->per_element picks max pooling's kernels with a work-item per element
- * (average pooling's are per element already). */
+ * (average pooling's are per element already), w->vectors the forward's
+ * vectors of 2x2 windows. */
 #include "ops/ops.h"
 
 #define POOL_ARGS(w)                                                           \
@@ -44,6 +45,11 @@ static clt_status window_fits(clt_context *ctx, const char *op,
  * window of stride 1 gave wrong gradients in one item). */
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool clt_maxpool_vectors_fit(const clt_window *w) {
+  return w->KH == 2 && w->KW == 2 && w->stride_h == 2 && w->stride_w == 2 &&
+         w->pad_h == 0 && w->pad_w == 0;
+}
+
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w, const clt_round16 *round) {
@@ -59,6 +65,11 @@ clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward_elems, round),
                       (size_t)(w->C * w->OH * w->OW), KT(y), KT(argmax), KT(x),
                       POOL_ARGS(w), KR(round, y));
+  if (w->vectors && clt_maxpool_vectors_fit(w))
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward_2x2, round),
+                      (size_t)(w->C * w->OH), KT(y), KT(argmax), KT(x),
+                      KI(w->C), KI(w->H), KI(w->W), KI(w->OH), KI(w->OW),
+                      KR(round, y));
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_maxpool_forward, round),
                     (size_t)(w->C * w->OH), KT(y), KT(argmax), KT(x),
                     POOL_ARGS(w), KR(round, y));

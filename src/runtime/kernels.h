@@ -78,6 +78,7 @@
   CLT_KERNEL_R16(X, maxpool_backward, "pool")                                  \
   CLT_KERNEL_R16(X, maxpool_backward_scatter, "pool")                          \
   CLT_KERNEL_R16(X, maxpool_forward_elems, "pool")                             \
+  CLT_KERNEL_R16(X, maxpool_forward_2x2, "pool")                               \
   CLT_KERNEL_R16(X, maxpool_backward_elems, "pool")                            \
   CLT_KERNEL_R16(X, maxpool_backward_scatter_elems, "pool")                    \
   CLT_KERNEL_R16(X, avgpool_forward, "pool")                                   \
