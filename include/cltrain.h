@@ -779,24 +779,29 @@ CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen);
 
 /* Uploads a batch of n <= max_batch samples: inputs as float
- * [n, sample...], labels as int32 [n] for a classifier (NULL at
- * inference), or float targets for mse. */
+ * [n, sample...], labels as int32 [n] for a classifier, or float targets
+ * for mse; NULL at inference: a batch without labels has no loss (see
+ * clt_graph_forward). */
 CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
                                        const void *labels, int64_t n);
 /* The same from tensors already on the device (n * input size f32 values;
- * labels: n i32 class labels, or n * outputs f32 targets, or NULL to keep
- * the labels), copied on the device: benchmarks, data made on the device. */
+ * labels: n i32 class labels, or n * outputs f32 targets, or NULL at
+ * inference), copied on the device: benchmarks, data made on the device. */
 CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
                                               const clt_tensor *inputs,
                                               const clt_tensor *labels,
                                               int64_t n);
 /* Forward pass over the current batch. training selects batch statistics
- * and dropout where layers have them; the loss (if any) is computed and
- * added to the metrics. */
+ * and dropout where layers have them. With labels the loss (if any) is
+ * computed and added to the metrics; a batch set without labels is
+ * inference: the loss layer makes only the prediction (a softmax cross-
+ * entropy's probabilities, read by clt_graph_predictions), adds nothing to
+ * the metrics, and training true is refused (CLT_ERR_INVALID_ARGUMENT). */
 CLT_API clt_status clt_graph_forward(clt_graph *g, bool training);
 /* Backward pass: gradients of the loss for every parameter, from what
  * the last forward pass left (one backward per forward: it reuses the
- * memory of outputs it has consumed). */
+ * memory of outputs it has consumed); refused after a forward pass without
+ * labels. */
 CLT_API clt_status clt_graph_backward(clt_graph *g);
 /* Downloads the output of the node before the loss (the model's
  * prediction: probabilities for a softmax cross-entropy model) for the

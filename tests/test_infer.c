@@ -1,6 +1,7 @@
 /* The C inference API: a model file and a checkpoint loaded the way an
  * embedding program does, predictions that match the graph's own, in
- * batches larger than the model's, and clear errors for bad input. */
+ * batches larger than the model's, clear errors for bad input, and
+ * batches without labels. */
 #include <math.h>
 #include <unistd.h>
 
@@ -151,12 +152,91 @@ START_TEST(test_load_errors) {
 }
 END_TEST
 
+/* One forward pass of n samples in evaluation mode, with labels or
+ * targets (y) or without (NULL), set from the host or (device) from
+ * tensors; its predictions into p. */
+static void forward_eval(clt_graph *g, const float *x, const void *y,
+                         int64_t n, bool device, float *p) {
+  if (device) {
+    int64_t nx = n * clt_graph_input_size(g);
+    int64_t ny = clt_graph_loss_kind(g) == CLT_LOSS_MSE
+                     ? n * clt_graph_output_size(g)
+                     : n;
+    clt_tensor *tx = NULL, *ty = NULL;
+    ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &nx, &tx));
+    ck_assert_ok(clt_tensor_upload(tx, x));
+    if (y) {
+      clt_dtype t = clt_graph_loss_kind(g) == CLT_LOSS_MSE ? CLT_F32 : CLT_I32;
+      ck_assert_ok(clt_tensor_create(g_ctx, t, 1, &ny, &ty));
+      ck_assert_ok(clt_tensor_upload(ty, y));
+    }
+    ck_assert_ok(clt_graph_set_batch_device(g, tx, ty, n));
+    clt_tensor_destroy(tx);
+    clt_tensor_destroy(ty);
+  } else {
+    ck_assert_ok(clt_graph_set_batch(g, x, y, n));
+  }
+  ck_assert_ok(clt_graph_forward(g, false));
+  int64_t outputs = 0;
+  ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+  ck_assert_int_eq(outputs, clt_graph_output_size(g));
+}
+
+/* A batch set without labels is inference: the forward pass makes the
+ * prediction only (the same bits as after a pass with labels), adds
+ * nothing to the metrics, and training or a backward pass on it is
+ * refused with the reason; from the host and from device tensors alike,
+ * for a classifier and a regression. */
+START_TEST(test_batch_without_labels) {
+  static const char *const models[] = {
+      MODEL, "input shape=3\ndense units=4 activation=tanh\n"
+             "dense units=2\nmse\n"};
+  enum { N = 5 };
+  for (int k = 0; k < 2; k++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(models[k], &g));
+    ck_assert_ok(clt_graph_compile(g, 8, 3));
+    int64_t in = clt_graph_input_size(g), out = clt_graph_output_size(g);
+    float x[N * 36], targets[N * 2], want[N * 5], got[N * 5];
+    int32_t labels[N] = {0, 4, 2, 1, 3};
+    clt_random_fill(x, N * in, 9, 0.0f, 1.0f);
+    clt_random_fill(targets, N * 2, 10, -1.0f, 1.0f);
+    const void *y = k == 0 ? (const void *)labels : (const void *)targets;
+    for (int device = 0; device < 2; device++) {
+      clt_metrics m;
+      forward_eval(g, x, y, N, device, want);
+      ck_assert_ok(clt_graph_metrics(g, &m, true));
+      ck_assert_int_eq(m.samples, N);
+      ck_assert(m.loss > 0.0);
+      forward_eval(g, x, NULL, N, device, got);
+      ck_assert_mem_eq(got, want, (size_t)(N * out) * sizeof *got);
+      ck_assert_ok(clt_graph_metrics(g, &m, true));
+      ck_assert_int_eq(m.samples, 0);
+      ck_assert_int_eq(clt_graph_backward(g), CLT_ERR_INVALID_ARGUMENT);
+      ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                                   "the last forward pass had no labels"));
+      ck_assert_int_eq(clt_graph_forward(g, true), CLT_ERR_INVALID_ARGUMENT);
+      ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                                   "training needs labels"));
+      /* Labels again: training goes on. */
+      ck_assert_ok(clt_graph_set_batch(g, x, y, N));
+      ck_assert_ok(clt_graph_forward(g, true));
+      ck_assert_ok(clt_graph_backward(g));
+      ck_assert_ok(clt_graph_metrics(g, &m, true));
+      ck_assert_int_eq(m.samples, N);
+    }
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
 static Suite *infer_suite(void) {
   Suite *s = suite_create("infer");
   TCase *tc = tcase_create("inference API");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_predict_matches_graph);
   tcase_add_test(tc, test_load_errors);
+  tcase_add_test(tc, test_batch_without_labels);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -78,6 +78,11 @@
 # Each part's output goes to stdout and to $OUT/PART.log where $OUT is set
 # (the device tool brings $OUT back). Run it twice to see the stored plans
 # at work (the first run measures them).
+#   infer  (not in the default list; about 2 minutes) inference: bench
+#          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
+#          to torch_train.py --infer --device cuda (model.eval() under
+#          torch.no_grad()), then the CNN and the ResNet at 64 with
+#          --profile-by layer
 # Every command's wall time is printed after it ("- 12 s"). For a short
 # lease: DEADLINE=S skips every command that would start S seconds or more
 # after the script's start (printed as skipped), and CMD_LIMIT=S (default
@@ -211,6 +216,20 @@ part_train() {
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
 }
 
+part_infer() {
+  local model b steps
+  for model in mlp cnn resnet; do
+    for b in 1 64 256; do
+      steps=100
+      [ "$b" = 1 ] && steps=1000
+      run "${torch[@]}" --model "$model" --batch "$b" --steps "$steps" --infer
+      run cltrain bench infer "samples/fashion_$model.model" --batch "$b" --steps "$steps" "${dev[@]}"
+    done
+  done
+  run cltrain bench infer samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
+  run cltrain bench infer samples/fashion_resnet.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
+}
+
 # The fp16 GEMM's tile configurations and 3xTF32's on their own (issue
 # 11's and issue 8's GEMM targets): selftest (every configuration against the host; the rewritten
 # wgmma programs' PTX and verbose build logs kept by CLT_PTX_DUMP, their
@@ -335,7 +354,7 @@ part_probe() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train mixed mpi ab probe wgmma pack accuracy threads)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train infer mixed mpi ab probe wgmma pack accuracy threads)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

@@ -106,5 +106,6 @@ CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
     CLT_TRY(clt_tensor_copy(&y, labels));
   }
   g->batch = n;
+  g->batch_labels = labels != NULL;
   return CLT_OK;
 }

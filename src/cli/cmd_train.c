@@ -933,7 +933,8 @@ typedef struct bench_data {
   clt_tensor *x, *y;
   clt_tensor **xs, **ys; /* the batches: views of x and y */
   int64_t batch, size, batches;
-  bool labels; /* a classifier: ys are its labels (else targets stay 0) */
+  int64_t targets; /* a regression's (mse) float targets a sample, all 0;
+                      0: a classifier, ys its labels */
 } bench_data;
 
 static void bench_data_free(bench_data *d) {
@@ -949,18 +950,22 @@ static void bench_data_free(bench_data *d) {
 
 static clt_status bench_data_upload(clt_context *ctx, bench_data *d,
                                     const float *x, const int32_t *y) {
-  int64_t n = d->batches * d->batch;
+  int64_t n = d->batches * d->batch, per = d->targets ? d->targets : 1;
   CLI_TRY(clt_tensor_create(ctx, CLT_F32, 1, (int64_t[]){n * d->size}, &d->x));
-  CLI_TRY(clt_tensor_create(ctx, CLT_I32, 1, (int64_t[]){n}, &d->y));
+  CLI_TRY(clt_tensor_create(ctx, d->targets ? CLT_F32 : CLT_I32, 1,
+                            (int64_t[]){n * per}, &d->y));
   CLI_TRY(clt_tensor_upload(d->x, x));
-  CLI_TRY(clt_tensor_upload(d->y, y));
+  if (d->targets)
+    CLI_TRY(clt_tensor_fill(d->y, 0.0));
+  else
+    CLI_TRY(clt_tensor_upload(d->y, y));
   d->xs = calloc((size_t)d->batches, sizeof *d->xs);
   d->ys = calloc((size_t)d->batches, sizeof *d->ys);
   if (!d->xs || !d->ys) return CLT_ERR_HOST_MEMORY;
   for (int64_t k = 0; k < d->batches; k++) {
-    int64_t nx = d->batch * d->size;
+    int64_t nx = d->batch * d->size, ny = d->batch * per;
     CLI_TRY(clt_tensor_view(d->x, k * nx, 1, &nx, &d->xs[k]));
-    CLI_TRY(clt_tensor_view(d->y, k * d->batch, 1, &d->batch, &d->ys[k]));
+    CLI_TRY(clt_tensor_view(d->y, k * ny, 1, &ny, &d->ys[k]));
   }
   return CLT_OK;
 }
@@ -972,7 +977,8 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
                         : 1;
   d->batch = batch;
   d->size = clt_graph_input_size(g);
-  d->labels = clt_graph_loss_kind(g) == CLT_LOSS_CLASSIFIER;
+  d->targets = clt_graph_loss_kind(g) == CLT_LOSS_MSE ? clt_graph_output_size(g)
+                                                       : 0;
   clt_dataset *ds = NULL;
   bool real = clt_dataset_load(ctx, "fashion-mnist", true, 0, &ds) == CLT_OK &&
               clt_dataset_sample_values(ds) == d->size &&
@@ -1005,8 +1011,8 @@ static clt_status bench_steps(clt_graph *g, clt_optimizer *opt,
                               const bench_data *d, int steps) {
   for (int i = 0; i < steps; i++) {
     int64_t k = i % d->batches;
-    CLI_TRY(clt_graph_set_batch_device(
-        g, d->xs[k], opt && d->labels ? d->ys[k] : NULL, d->batch));
+    CLI_TRY(clt_graph_set_batch_device(g, d->xs[k], opt ? d->ys[k] : NULL,
+                                       d->batch));
     CLI_TRY(clt_graph_forward(g, opt != NULL));
     if (!opt) continue;
     CLI_TRY(clt_graph_backward(g));
@@ -1139,8 +1145,8 @@ static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
   for (int i = 0; i < steps; i++) {
     int64_t k = (i + clt_dist_rank(dist)) % d->batches;
     clt_dist_step_begin(dist, d->batch, d->batch * ranks);
-    clt_status st = clt_graph_set_batch_device(
-        g, d->xs[k], d->labels ? d->ys[k] : NULL, d->batch);
+    clt_status st =
+        clt_graph_set_batch_device(g, d->xs[k], d->ys[k], d->batch);
     if (st == CLT_OK) st = clt_graph_forward(g, true);
     if (st == CLT_OK) st = clt_graph_backward(g);
     CLI_TRY(clt_dist_step_end(dist, g, st));

@@ -736,6 +736,7 @@ CLT_API clt_status clt_graph_set_batch(clt_graph *g, const float *inputs,
     CLT_TRY(clt_tensor_upload(&y, labels));
   }
   g->batch = n;
+  g->batch_labels = labels != NULL;
   return CLT_OK;
 }
 
@@ -831,7 +832,13 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   if (g->batch < 1)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "forward: no batch set (clt_graph_set_batch)");
+  if (training && g->loss_node >= 0 && !g->batch_labels)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "forward: training needs labels, but the batch was "
+                        "set without them (inference: clt_graph_forward "
+                        "with training false)");
   g->training = training;
+  g->forward_labels = g->batch_labels;
   bool mixed = g->precision == CLT_PRECISION_MIXED;
   if (mixed && g->work_params)
     CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
@@ -854,7 +861,7 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   }
   clt_profile_scope(g->ctx, NULL, NULL);
   CLT_TRY(st);
-  if (g->loss_node >= 0) g->metric_samples += g->batch;
+  if (g->loss_node >= 0 && g->forward_labels) g->metric_samples += g->batch;
   return CLT_OK;
 }
 
@@ -908,6 +915,11 @@ CLT_API clt_status clt_graph_backward(clt_graph *g) {
   if (g->loss_node < 0)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "backward: the graph has no loss layer");
+  if (!g->forward_labels)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "backward: the last forward pass had no labels "
+                        "(a batch set without them), so no loss to "
+                        "differentiate");
   for (int i = 0; i < g->n_nodes; i++)
     g->nodes[i].grad_written = g->nodes[i].grad_rounded = false;
   clt_status st = backward_nodes(g);

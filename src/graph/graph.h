@@ -128,6 +128,11 @@ struct clt_graph {
   int64_t max_batch, batch;
   bool compiled, initialised;
   bool training;
+  /* The batch set came with labels (or targets); without them a forward
+   * pass is inference: the loss layer makes the prediction only (no loss,
+   * no metrics), training and backward refuse. forward_labels: the last
+   * forward pass had them. */
+  bool batch_labels, forward_labels;
   /* clt_graph_set_forward_only: compiled without gradients or a
    * backward's plans; backward refuses to run. */
   bool forward_only, planned_forward_only;

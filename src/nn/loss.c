@@ -1,7 +1,9 @@
 /* Losses: softmax_cross_entropy (integer labels, fused and stable) and mse.
  * Both compute the loss and its gradient in one kernel during the forward
  * pass, add the batch's loss (and correct count) to the graph's metrics on
- * the device, and hand the gradient back in the backward pass. */
+ * the device, and hand the gradient back in the backward pass. A batch set
+ * without labels (inference) gets the prediction instead: the softmax's
+ * probabilities (mse: the input as it is), no loss and no metrics. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@ static const char *const keys[] = {"name", "input", "inputs", NULL};
 typedef struct loss_state {
   clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
   clt_tensor *dinput;                   /* [max_batch * input size] */
+  bool probabilities; /* dinput holds the last forward's probabilities */
 } loss_state;
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
@@ -69,8 +72,19 @@ static clt_tensor *grad_target(clt_graph *g, clt_graph_node *n) {
   return direct ? direct : ((loss_state *)n->state)->dinput;
 }
 
+/* The softmax's probabilities of the batch into dinput. */
+static clt_status xent_probabilities(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, clt_graph_in(g, n, 0)->out,
+                              g->batch, n->size));
+  s->probabilities = true;
+  return CLT_OK;
+}
+
 static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
+  s->probabilities = false;
+  if (!g->forward_labels) return xent_probabilities(g, n);
   CLT_TRY(clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
       clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
@@ -80,6 +94,7 @@ static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
 
 static clt_status mse_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
+  if (!g->forward_labels) return CLT_OK;
   /* PyTorch's MSELoss: the mean over every element. The metric is the
    * same mean, summed per sample here and divided by samples later. */
   float per_elem = 1.0f / (grad_samples(g) * (float)n->size);
@@ -112,8 +127,7 @@ static void loss_destroy(clt_graph_node *n) { free(n->state); }
  * forward rewrites it. */
 static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
   loss_state *s = n->state;
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  CLT_TRY(clt_softmax_forward(g->ctx, s->dinput, in->out, g->batch, n->size));
+  if (!s->probabilities) CLT_TRY(xent_probabilities(g, n));
   clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
   return clt_tensor_download(&p, host);
 }

@@ -113,6 +113,7 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
     CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
   }
   g->batch = b->n;
+  g->batch_labels = true;
   return CLT_OK;
 }
 
