@@ -1308,8 +1308,8 @@ static int bench_model(int argc, char **argv, bool infer) {
       infer ? "  steady-state images/s of inference: forward passes in evaluation\n"
               "  mode (batch-norm's running statistics, no dropout) of a graph\n"
               "  compiled for forward passes only, to the softmax's probabilities,\n"
-              "  as `predict`, `eval` and clt_model_predict run them; the data\n"
-              "  already on the device\n"
+              "  as `predict` and clt_model_predict run them (`eval` adds the\n"
+              "  loss); the data already on the device\n"
             : "  steady-state images/s of forward + backward + Adam update, the data\n"
               "  already on the device\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
