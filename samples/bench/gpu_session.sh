@@ -33,6 +33,11 @@
 #          torch_train.py --device cuda; real train epochs of the MLP
 #          (b256) and the CNN (b64); CNN b64 and ResNet b256 with
 #          --profile-by layer (each layer's passes apart)
+#   infer  (not in the default list; about 2 minutes) inference: bench
+#          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
+#          to torch_train.py --infer --device cuda (model.eval() under
+#          torch.no_grad()), then the CNN and the ResNet at 64 with
+#          --profile-by layer
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
@@ -78,11 +83,6 @@
 # Each part's output goes to stdout and to $OUT/PART.log where $OUT is set
 # (the device tool brings $OUT back). Run it twice to see the stored plans
 # at work (the first run measures them).
-#   infer  (not in the default list; about 2 minutes) inference: bench
-#          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
-#          to torch_train.py --infer --device cuda (model.eval() under
-#          torch.no_grad()), then the CNN and the ResNet at 64 with
-#          --profile-by layer
 # Every command's wall time is printed after it ("- 12 s"). For a short
 # lease: DEADLINE=S skips every command that would start S seconds or more
 # after the script's start (printed as skipped), and CMD_LIMIT=S (default
