@@ -105,7 +105,6 @@ CLT_API clt_status clt_graph_set_batch_device(clt_graph *g,
     clt_tensor y = clt_tensor_slice_1d(g->labels, 0, n * per);
     CLT_TRY(clt_tensor_copy(&y, labels));
   }
-  g->batch = n;
-  g->batch_labels = labels != NULL;
+  clt_graph_batch_is(g, n, labels != NULL);
   return CLT_OK;
 }

@@ -109,6 +109,10 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
 /* n floats uniform in [lo, hi) from seed (splitmix64), for benchmarks. */
 void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi);
 
+/* The ranks mpirun launched (Open MPI's or a PMI launcher's environment),
+ * as its text; NULL when not launched by mpirun. */
+const char *cli_launched_ranks(void);
+
 /* Under mpirun (Open MPI's or a PMI launcher's environment): joins the job
  * (*dist, NULL for one process) and returns 0; prints why not and returns
  * non-zero when the launch asks for several ranks and MPI cannot be had. */

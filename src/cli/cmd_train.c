@@ -1320,8 +1320,7 @@ static int bench_model(int argc, char **argv, bool infer) {
   if (device && !strcasecmp(device, "all"))
     return bench_all_devices(model, infer, batch, steps, precision);
   if (infer) {
-    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!ranks) ranks = getenv("PMI_SIZE");
+    const char *ranks = cli_launched_ranks();
     if (ranks && atoi(ranks) > 1) {
       fprintf(stderr, "cltrain bench infer: runs in one process (inference "
                       "has no gradients to share); run it without mpirun, "

@@ -126,10 +126,14 @@ void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi) {
   }
 }
 
+const char *cli_launched_ranks(void) {
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  return n ? n : getenv("PMI_SIZE");
+}
+
 int cli_dist_open(clt_dist **dist) {
   *dist = NULL;
-  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-  if (!n) n = getenv("PMI_SIZE");
+  const char *n = cli_launched_ranks();
   if (!n) return 0; /* not launched by mpirun: one process, as always */
   if (!clt_dist_available()) {
     if (atoi(n) <= 1) return 0;

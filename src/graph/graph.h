@@ -283,6 +283,13 @@ const clt_round16 *clt_graph_out_round(clt_graph *g, clt_graph_node *n);
  * gradient (memplan.c keeps the buffer live from the loss's forward on).
  * That buffer, else NULL. */
 clt_tensor *clt_graph_loss_grad(clt_graph *g, clt_graph_node *n);
+
+/* Every way of setting a batch ends here: n samples are in the input's
+ * buffer, with labels (or targets) in g->labels or without (inference). */
+static inline void clt_graph_batch_is(clt_graph *g, int64_t n, bool labels) {
+  g->batch = n;
+  g->batch_labels = labels;
+}
 /* The same for the gradient of n's input i that n's backward writes
  * (after clt_graph_input_grad, with the accumulate it gave): the rounding
  * the graph would do before the input's own backward, where n is the only

@@ -112,8 +112,7 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
   } else {
     CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
   }
-  g->batch = b->n;
-  g->batch_labels = true;
+  clt_graph_batch_is(g, b->n, true);
   return CLT_OK;
 }
 
