@@ -806,7 +806,9 @@ CLT_API clt_status clt_graph_backward(clt_graph *g);
 /* Downloads the output of the node before the loss (the model's
  * prediction: probabilities for a softmax cross-entropy model) for the
  * current batch into host [n, outputs]. Valid from a forward pass until
- * the next one (a backward pass and optimizer steps keep it). */
+ * the next one (a backward pass and optimizer steps keep it); reading it
+ * between a training forward and its backward pass changes nothing the
+ * backward pass computes. */
 CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
                                          int64_t *outputs);
 

@@ -230,6 +230,68 @@ START_TEST(test_batch_without_labels) {
 }
 END_TEST
 
+/* Predictions read between a training forward and its backward pass
+ * leave the gradients as they were (the same bits as without them), in
+ * fp32, where the loss writes the gradient into its input's, and in mixed
+ * precision, where the prediction and the gradient share one buffer. */
+START_TEST(test_predictions_keep_gradients) {
+  static const char *const model = "input shape=2x5x5\n"
+                                   "conv2d filters=3 kernel=3\n"
+                                   "relu\n"
+                                   "flatten\n"
+                                   "dense units=4\n"
+                                   "softmax_cross_entropy\n";
+  enum { N = 6 };
+  for (int mixed = 0; mixed < 2; mixed++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(model, &g));
+    ck_assert_ok(clt_graph_set_precision(
+        g, mixed ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32));
+    ck_assert_ok(clt_graph_compile(g, 8, 3));
+    int64_t np = g->param_count;
+    float x[N * 50], probs[N * 4], again[N * 4];
+    int32_t labels[N] = {0, 3, 2, 1, 3, 0};
+    clt_random_fill(x, N * 50, 12, -1.0f, 1.0f);
+    float *want = malloc((size_t)np * sizeof *want);
+    float *got = malloc((size_t)np * sizeof *got);
+    ck_assert_ok(clt_graph_set_batch(g, x, labels, N));
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_tensor_download(g->grads, want));
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    double loss = m.loss;
+
+    ck_assert_ok(clt_graph_forward(g, true));
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, probs, &outputs));
+    ck_assert_int_eq(outputs, 4);
+    for (int64_t i = 0; i < N; i++) {
+      double sum = 0.0;
+      for (int c = 0; c < 4; c++) sum += probs[i * 4 + c];
+      ck_assert_double_eq_tol(sum, 1.0, 1e-5);
+    }
+    ck_assert_ok(clt_graph_predictions(g, again, &outputs));
+    ck_assert_mem_eq(again, probs, sizeof probs);
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_tensor_download(g->grads, got));
+    ck_assert_msg(!memcmp(got, want, (size_t)np * sizeof *got),
+                  "%s: predictions changed the gradients",
+                  mixed ? "mixed" : "fp32");
+    /* After the backward pass the predictions are still there, and the
+     * metrics hold the one forward pass's loss. */
+    ck_assert_ok(clt_graph_predictions(g, again, &outputs));
+    ck_assert_mem_eq(again, probs, sizeof probs);
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    ck_assert_int_eq(m.samples, N);
+    ck_assert_double_eq_tol(m.loss, loss, 1e-6);
+    free(want);
+    free(got);
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
 static Suite *infer_suite(void) {
   Suite *s = suite_create("infer");
   TCase *tc = tcase_create("inference API");
@@ -237,6 +299,7 @@ static Suite *infer_suite(void) {
   tcase_add_test(tc, test_predict_matches_graph);
   tcase_add_test(tc, test_load_errors);
   tcase_add_test(tc, test_batch_without_labels);
+  tcase_add_test(tc, test_predictions_keep_gradients);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -123,13 +123,26 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
 static void loss_destroy(clt_graph_node *n) { free(n->state); }
 
 /* The model's prediction for the current batch (clt_graph_predictions):
- * softmax probabilities. The gradient buffer doubles as scratch: the next
- * forward rewrites it. */
+ * softmax probabilities, computed into dinput. Where a training forward
+ * left the gradient there (grad_target: mixed precision, or logits with
+ * other readers), the fused kernel writes it again afterwards, the same
+ * bits, so that predictions between a forward and a backward pass change
+ * nothing (the metrics were added by the forward and are not again). */
 static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
   loss_state *s = n->state;
-  if (!s->probabilities) CLT_TRY(xent_probabilities(g, n));
+  bool restore = false;
+  if (!s->probabilities) {
+    restore = g->forward_labels && grad_target(g, n) == s->dinput;
+    CLT_TRY(xent_probabilities(g, n));
+  }
   clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
-  return clt_tensor_download(&p, host);
+  CLT_TRY(clt_tensor_download(&p, host));
+  if (!restore) return CLT_OK;
+  s->probabilities = false;
+  return clt_softmax_xent_forward_backward(
+      g->ctx, s->loss_rows, s->correct_rows, s->dinput,
+      clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
+      1.0f / grad_samples(g));
 }
 
 /* mse: the raw output. */
