@@ -1453,6 +1453,71 @@ START_TEST(own_off_plans_stored_apart) {
 }
 END_TEST
 
+/* A context whose plans all come from the cache switches our own kernels
+ * off where the context that measured them did (clt_gemm_note_own_slow,
+ * as it counts stored plans too), so it takes the plans that context
+ * stored apart instead of measuring those products again. Before, a
+ * resumed run on llvmpipe (own kernels 4-100x slower there) measured them
+ * again, chose otherwise than the run it resumed, and the bits of the two
+ * differed (cli_checkpoint's Ctrl-C case, once in CI). Every timed own
+ * candidate counts as slow here (the hook own_slow_ratio), so that the
+ * switch trips on any device: after the third product. */
+START_TEST(own_off_replayed_from_stored_plans) {
+  static const char *const mlp = "input shape=37\ndense units=13\nrelu\n"
+                                 "dense units=11\nrelu\ndense units=6\n"
+                                 "softmax_cross_entropy\n";
+  enum { MAX_PRODUCTS = 16 };
+  int chosen[MAX_PRODUCTS], products = 0;
+  for (int round = 0; round < 2; round++) {
+    clt_context *ctx = open_ctx(CLT_PLAN_ON);
+    use_ctx(ctx);
+    clt_gemm_state *gs = clt_gemm_state_get(ctx);
+    ck_assert_ptr_nonnull(gs);
+    ck_assert_int_eq(gs->own_slow, 0);
+    gs->own_slow_ratio = 1e-9;
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(mlp, &g));
+    ck_assert_ok(clt_graph_compile(g, 9, 5));
+    int seen = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info p;
+      ck_assert_ok(clt_graph_plan_info(g, i, &p));
+      int own = 0, timed = 0;
+      for (int c = 0; c < p.candidate_count; c++)
+        if (!strncmp(p.candidates[c].name, "own ", 4)) {
+          own++;
+          timed += p.candidates[c].seconds > 0;
+        }
+      if (!own) continue;
+      ck_assert_int_lt(seen, MAX_PRODUCTS);
+      /* the first three found them slow (the first timed, the rest of
+       * that product not run); none after those */
+      ck_assert_msg(seen < 3 ? timed == 1 : timed == 0,
+                    "round %d, %s %s: %d of %d own candidates timed", round,
+                    p.layer, p.product, timed, own);
+      ck_assert_msg(p.source == (round == 0 ? CLT_PLAN_FROM_MEASURED
+                                            : CLT_PLAN_FROM_CACHE),
+                    "round %d, %s %s: source %d", round, p.layer, p.product,
+                    (int)p.source);
+      if (round == 0)
+        chosen[seen] = p.chosen;
+      else
+        ck_assert_msg(p.chosen == chosen[seen],
+                      "%s %s: chose %d, the measuring context %d", p.layer,
+                      p.product, p.chosen, chosen[seen]);
+      seen++;
+    }
+    if (round == 0) products = seen;
+    ck_assert_int_eq(seen, products);
+    ck_assert_int_ge(products, 5);
+    ck_assert(clt_gemm_own_off(ctx));
+    clt_graph_destroy(g);
+    use_ctx(g_main);
+    clt_context_destroy(ctx);
+  }
+}
+END_TEST
+
 static Suite *plans_suite(void) {
   Suite *s = suite_create("plans");
   TCase *run = tcase_create("candidates");
@@ -1482,6 +1547,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, clblast_search_stored_and_applied);
   tcase_add_test(cache, clblast_search_extra_sets);
   tcase_add_test(cache, own_off_plans_stored_apart);
+  tcase_add_test(cache, own_off_replayed_from_stored_plans);
   suite_add_tcase(s, cache);
   return s;
 }

@@ -286,6 +286,10 @@ clt_status clt_graph_plan_product(clt_graph *g, const clt_graph_node *n,
     CLT_TRY(measure(g, p, cands, r, a, b, c));
     store_plan(g, own_off ? apart : desc, r);
   }
+  double seconds[CLT_GEMM_MAX_CANDIDATES];
+  for (int i = 0; i < r->candidate_count; i++)
+    seconds[i] = r->candidates[i].seconds;
+  clt_gemm_note_own_slow(g->ctx, cands, seconds, r->candidate_count);
   set_gflops(p, r);
   *plan = cands[r->chosen];
   log_choice(g, r);

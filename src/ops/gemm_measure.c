@@ -26,8 +26,9 @@
  * first call, hundreds of ms), as one GEMM does: one that takes this many
  * times one GEMM's is timed no more, and the product's other own
  * candidates are not run at all (untimed: seconds 0); after
- * OWN_SLOW_PRODUCTS such products in a context, no own candidate is run
- * there any more. On a device they do not suit (llvmpipe: 4-100x slower
+ * OWN_SLOW_PRODUCTS products in a context whose plans (measured or
+ * stored) hold an own candidate that many times slower than one GEMM
+ * (clt_gemm_note_own_slow), no own candidate is run there any more. On a device they do not suit (llvmpipe: 4-100x slower
  * than CLBlast) running each would cost many times what measuring
  * CLBlast's plans does (the sample CNN's evaluation at batch 100 on
  * llvmpipe: 212 s against 99 s). */
@@ -136,6 +137,26 @@ bool clt_gemm_own_off(clt_context *ctx) {
   return clt_gemm_state_of(ctx)->own_slow >= OWN_SLOW_PRODUCTS;
 }
 
+static double own_slow_ratio(const clt_gemm_state *gs) {
+  return gs && gs->own_slow_ratio > 0 ? gs->own_slow_ratio : OWN_SLOW_RATIO;
+}
+
+void clt_gemm_note_own_slow(clt_context *ctx, const clt_gemm_plan *plans,
+                            const double *seconds, int count) {
+  if (count < 1 || !(seconds[0] > 0.0) || clt_gemm_own_off(ctx)) return;
+  clt_gemm_state *gs = clt_gemm_state_get(ctx); /* NULL: no memory */
+  if (!gs) return;
+  bool slow = false;
+  for (int i = 1; i < count; i++)
+    slow |= plans[i].blocked > 0 &&
+            seconds[i] > own_slow_ratio(gs) * seconds[0];
+  if (slow && ++gs->own_slow == OWN_SLOW_PRODUCTS)
+    clt_ctx_log(ctx, CLT_LOG_INFO,
+                "GEMM plan: our own kernels ran far slower than CLBlast on %d "
+                "products; not measured further on this device",
+                OWN_SLOW_PRODUCTS);
+}
+
 clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
                             clt_gemm_timing *t, int count,
                             const clt_tensor *a, const clt_tensor *b,
@@ -165,7 +186,7 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
   for (int i = 0; i < count; i++) timing[i] = true;
   double t0 = 0.0;
   clt_gemm_state *gs = clt_gemm_state_get(ctx); /* NULL: no memory */
-  bool own_off = gs && gs->own_slow >= OWN_SLOW_PRODUCTS, own_slow = own_off;
+  bool own_slow = gs && gs->own_slow >= OWN_SLOW_PRODUCTS;
   for (int round = -1; st == CLT_OK && round < MAX_ROUNDS; round++) {
     if (round == 0) t0 = clt_now_seconds();
     if (round >= MIN_ROUNDS && clt_now_seconds() - t0 > BUDGET_SECONDS) break;
@@ -181,7 +202,7 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
       if (st == CLT_OK && round < 0 && (i == 0 || own) && !t[i].rejected)
         st = measure_one(ctx, &mb, &t[i], i == 0, 0, 1);
       if (st == CLT_OK && round < 0 && own && !t[i].rejected &&
-          t[i].seconds > OWN_SLOW_RATIO * t[0].seconds) {
+          t[i].seconds > own_slow_ratio(gs) * t[0].seconds) {
         timing[i] = false;
         own_slow = true;
       }
@@ -195,11 +216,6 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
     for (int i = 0; i < count; i++)
       if (t[i].seconds > DROP_RATIO * t[*best].seconds) timing[i] = false;
   }
-  if (gs && own_slow && !own_off && ++gs->own_slow == OWN_SLOW_PRODUCTS)
-    clt_ctx_log(ctx, CLT_LOG_INFO,
-                "GEMM plan: our own kernels ran far slower than CLBlast on %d "
-                "products; not measured further on this device",
-                OWN_SLOW_PRODUCTS);
   clt_tensor_destroy(mb.ws);
   free(mb.ref);
   free(mb.got);

@@ -35,6 +35,18 @@ clt_status clt_gemm_measure(clt_context *ctx, const clt_gemm_product *p,
  * from a complete one. */
 bool clt_gemm_own_off(clt_context *ctx);
 
+/* Counts, towards clt_gemm_own_off, a product whose plan found our own
+ * kernels far slower than one GEMM: where one of the candidates plans[i]
+ * on them (blocked > 0) took more than a few times seconds[0] (one GEMM's;
+ * 0: not timed). graph/plan.c calls it for a plan it measured and for one
+ * it read from the plan cache alike, so that a process whose plans are
+ * all stored switches them off where the process that measured them did,
+ * and takes the same stored plans after that point (otherwise it measured
+ * the products stored apart again, and could choose otherwise: a resumed
+ * run then differed from a straight one). */
+void clt_gemm_note_own_slow(clt_context *ctx, const clt_gemm_plan *plans,
+                            const double *seconds, int count);
+
 /* The most ways clt_measure_ways compares, and results it checks. */
 #define CLT_MEASURE_MAX_WAYS 16
 #define CLT_MEASURE_MAX_CHECKS 3

@@ -23,10 +23,13 @@ typedef struct clt_gemm_state {
    * first use) and what frees them. */
   void *igemm;
   void (*igemm_free)(void *igemm);
-  /* Products whose measuring found our own kernels far slower than one
-   * GEMM (gemm_measure.c): past a few, they are not run on this device
-   * any more. */
+  /* Products whose plan (measured, or read from the plan cache) found
+   * our own kernels far slower than one GEMM (gemm_measure.c): past a
+   * few, they are not run on this device any more. */
   int own_slow;
+  /* Test hook: "far slower" is more than this many times one GEMM's time
+   * where it is above 0 (else OWN_SLOW_RATIO). */
+  double own_slow_ratio;
   /* Convolution layouts whose implicit-GEMM ways all ran far slower than
    * the way chosen (nn/conv2d.c): past a few, not offered any more. */
   int implicit_slow;
