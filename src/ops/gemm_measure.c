@@ -28,10 +28,10 @@
  * candidates are not run at all (untimed: seconds 0); after
  * OWN_SLOW_PRODUCTS products in a context whose plans (measured or
  * stored) hold an own candidate that many times slower than one GEMM
- * (clt_gemm_note_own_slow), no own candidate is run there any more. On a device they do not suit (llvmpipe: 4-100x slower
- * than CLBlast) running each would cost many times what measuring
- * CLBlast's plans does (the sample CNN's evaluation at batch 100 on
- * llvmpipe: 212 s against 99 s). */
+ * (clt_gemm_note_own_slow), no own candidate is run there any more. On a
+ * device they do not suit (llvmpipe: 4-100x slower than CLBlast) running
+ * each would cost many times what measuring CLBlast's plans does (the
+ * sample CNN's evaluation at batch 100 on llvmpipe: 212 s against 99 s). */
 #define OWN_SLOW_RATIO 3.0
 #define OWN_SLOW_PRODUCTS 3
 
