@@ -1400,6 +1400,18 @@ START_TEST(clblast_search_extra_sets) {
 }
 END_TEST
 
+/* The candidates of p on our own kernels; *timed: those timed. */
+static int own_candidates(const clt_plan_info *p, int *timed) {
+  int own = 0;
+  *timed = 0;
+  for (int c = 0; c < p->candidate_count; c++)
+    if (!strncmp(p->candidates[c].name, "own ", 4)) {
+      own++;
+      *timed += p->candidates[c].seconds > 0;
+    }
+  return own;
+}
+
 /* A context that found our own kernels slow (gemm_measure.c's switch,
  * forced here) measures its products without them and stores those plans
  * apart: another context, with them on, measures again with them, and
@@ -1430,12 +1442,7 @@ START_TEST(own_off_plans_stored_apart) {
     for (int i = 0; i < clt_graph_plan_count(g); i++) {
       clt_plan_info p;
       ck_assert_ok(clt_graph_plan_info(g, i, &p));
-      int own = 0, timed = 0;
-      for (int c = 0; c < p.candidate_count; c++)
-        if (!strncmp(p.candidates[c].name, "own ", 4)) {
-          own++;
-          timed += p.candidates[c].seconds > 0;
-        }
+      int timed = 0, own = own_candidates(&p, &timed);
       if (!own) continue;
       products++;
       ck_assert_msg(p.source == from[round], "round %d, %s %s: source %d",
@@ -1482,12 +1489,7 @@ START_TEST(own_off_replayed_from_stored_plans) {
     for (int i = 0; i < clt_graph_plan_count(g); i++) {
       clt_plan_info p;
       ck_assert_ok(clt_graph_plan_info(g, i, &p));
-      int own = 0, timed = 0;
-      for (int c = 0; c < p.candidate_count; c++)
-        if (!strncmp(p.candidates[c].name, "own ", 4)) {
-          own++;
-          timed += p.candidates[c].seconds > 0;
-        }
+      int timed = 0, own = own_candidates(&p, &timed);
       if (!own) continue;
       ck_assert_int_lt(seen, MAX_PRODUCTS);
       /* the first three found them slow (the first timed, the rest of
