@@ -35,6 +35,13 @@ slower with PyTorch 1.13 on the CPU):
 
   torch model=cnn batch=64 device=cpu threads=2 images_per_sec=12345.6 mode=infer
 
+On the CPU the line ends with blas=NAME, the kernels OpenBLAS chose (through
+which Debian's PyTorch runs its matrix products); where those are its
+generic ones on a CPU with AVX2 (OpenBLAS does not recognise every model: a
+virtual machine's "Intel Xeon Processor" gets Prescott's), a warning on
+stderr says to set OPENBLAS_CORETYPE (SkylakeX, Haswell, Zen, ...) for a
+fair reference.
+
 Training mode (--epochs E): real training on Fashion-MNIST from the IDX
 .gz files in --data, printing each epoch's loss, test accuracy and
 images/s, then the same one-line summary.
@@ -344,8 +351,50 @@ def parse_args(argv):
     return args
 
 
+# OpenBLAS's kernels for CPUs it predates: on a CPU it does not recognise
+# (a virtual machine's plain "Intel Xeon Processor", say) it falls back to
+# one of these, several times slower than its AVX2 or AVX-512 ones.
+GENERIC_BLAS_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                      "Atom", "Katmai", "Coppermine", "Northwood", "Banias",
+                      "Opteron", "Barcelona"}
+
+
+def blas_core():
+    """The kernels OpenBLAS chose in this process (Debian's PyTorch does its
+    CPU matrix products with OpenBLAS), or None where it is not OpenBLAS."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return None
+
+
+def cpu_has_avx2():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx2" in line for line in f)
+    except OSError:
+        return False
+
+
+def warn_generic_blas(core):
+    """Says so where the reference runs OpenBLAS's generic kernels on a CPU
+    that has better ones: the comparison would flatter cltrain."""
+    if core in GENERIC_BLAS_CORES and cpu_has_avx2():
+        print(f"torch_train.py: OpenBLAS runs its generic {core} kernels on this "
+              "CPU (a model it does not recognise), several times slower than "
+              "it could: set OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell, Zen) "
+              "for a fair reference", file=sys.stderr)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    core = None
+    if args.device == "cpu":
+        core = blas_core()
+        warn_generic_blas(core)
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda"):
@@ -374,6 +423,8 @@ def main(argv=None):
         "precision": "mixed" if args.amp else "fp32",
         "mode": "infer" if args.infer else "train",
     }
+    if core:
+        result["blas"] = core
     try:
         if args.epochs:
             images_per_sec, accuracy = train_epochs(args, model, loss_fn, optimizer)
@@ -401,6 +452,8 @@ def main(argv=None):
             line += " precision=mixed"
         if args.infer:
             line += " mode=infer"
+        if core:
+            line += f" blas={core}"
         print(line)
 
 
