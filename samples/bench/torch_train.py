@@ -361,9 +361,13 @@ GENERIC_BLAS_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
 
 def blas_core():
     """The kernels OpenBLAS chose in this process (Debian's PyTorch does its
-    CPU matrix products with OpenBLAS), or None where it is not OpenBLAS."""
+    CPU matrix products with OpenBLAS), or None where this PyTorch did not
+    load OpenBLAS (a build on MKL, say)."""
     import ctypes
     try:
+        with open("/proc/self/maps") as f:
+            if "libopenblas" not in f.read():
+                return None
         lib = ctypes.CDLL("libopenblas.so.0")
         lib.openblas_get_corename.restype = ctypes.c_char_p
         return lib.openblas_get_corename().decode()
