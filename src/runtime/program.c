@@ -88,19 +88,6 @@ static clt_status build_from_source(clt_context *ctx, const char *name,
   return CLT_OK;
 }
 
-/* POCL builds every kernel's work-group function (for any work-group
- * size) when it is asked for an executable program's binary, which no run
- * uses: each run builds the functions it launches for their own sizes.
- * That cost the first run 55 of its 60 s compiling our 13 programs on a
- * 2-core Xeon (cl/gemm.cl: 0.56 s to build, 9.2 s more for its binary);
- * the binary of a program compiled but not linked (LLVM bitcode, which
- * POCL links in 0.01-0.04 s) costs nothing more, so on POCL that is what
- * the cache holds, and the run links it as later runs do. */
-static bool caches_objects(const clt_context *ctx) {
-  return strstr(ctx->info.platform_name, "Portable Computing Language") !=
-         NULL;
-}
-
 /* A binary from the cache that the driver refuses is treated as a miss. */
 static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
                               const char *options, cl_program *out) {
@@ -120,28 +107,10 @@ static bool build_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
   return true;
 }
 
-/* caches_objects' counterpart of build_from_binary: a compiled object
- * linked (with no options: the compile options went into the object). */
-static bool link_from_binary(clt_context *ctx, const uint8_t *bin, size_t len,
-                             cl_program *out) {
-  cl_int rc, bin_rc;
-  cl_program obj = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &len,
-                                             &bin, &bin_rc, &rc);
-  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS) {
-    if (obj) clReleaseProgram(obj);
-    return false;
-  }
-  cl_program prog = clLinkProgram(ctx->cl, 1, &ctx->device, "", 1, &obj,
-                                  NULL, NULL, &rc);
-  clReleaseProgram(obj);
-  if (rc != CL_SUCCESS) {
-    if (prog) clReleaseProgram(prog);
-    return false;
-  }
-  *out = prog;
-  return true;
-}
-
+/* Stores a compiled program's binary: 1 when stored, 0 when there was no
+ * binary to store, -1 when the cache folder cannot be written, after saying
+ * so once: a cache that cannot be written only costs time, but every run
+ * then compiles again, so the user should hear why and what to do. */
 /* A program's one binary, with a NUL after it (PTX is text); NULL where
  * the driver gives none. In turns (clt_turn_begin): POCL 3.1 compiles the
  * kernels' work-group functions for the binary into the list of loaded
@@ -164,12 +133,11 @@ static char *program_binary(clt_context *ctx, cl_program prog, size_t *len) {
   return (char *)bin;
 }
 
-/* Stores a binary: 1 when stored, -1 when the cache folder cannot be
- * written, after saying so once: a cache that cannot be written only
- * costs time, but every run then compiles again, so the user should hear
- * why and what to do. */
-static int store_bytes(clt_context *ctx, const char *bin, size_t size,
-                       const char *dir, const uint8_t key[32]) {
+static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
+                        const uint8_t key[32]) {
+  size_t size = 0;
+  char *bin = program_binary(ctx, prog, &size);
+  if (!bin) return 0;
   clt_err err = {0};
   int stored = 1;
   if (clt_cache_store(dir, key, (const uint8_t *)bin, size, &err) != CLT_OK) {
@@ -180,53 +148,8 @@ static int store_bytes(clt_context *ctx, const char *bin, size_t size,
                 err.msg);
     stored = -1;
   }
-  return stored;
-}
-
-/* Stores a compiled program's binary: as store_bytes, 0 when there was no
- * binary to store. */
-static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
-                        const uint8_t key[32]) {
-  size_t size = 0;
-  char *bin = program_binary(ctx, prog, &size);
-  if (!bin) return 0;
-  int stored = store_bytes(ctx, bin, size, dir, key);
   free(bin);
   return stored;
-}
-
-/* caches_objects' build: the program compiled (not linked), its binary
- * kept in the cache (where *cache_on), and the program linked from that
- * binary as a later run links it. *out stays NULL where the driver gives
- * no binary or will not link it: the caller builds from source. */
-static clt_status build_object(clt_context *ctx, const clt_embedded_program *p,
-                               const char *options, const char *dir,
-                               const uint8_t key[32], bool *cache_on,
-                               cl_program *out) {
-  cl_int rc;
-  const char *source = p->source;
-  *out = NULL;
-  cl_program obj = clCreateProgramWithSource(ctx->cl, 1, &source, NULL, &rc);
-  if (rc != CL_SUCCESS)
-    return clt_ctx_cl_fail(ctx, rc, "clCreateProgramWithSource");
-  rc = clCompileProgram(obj, 1, &ctx->device, options, 0, NULL, NULL, NULL,
-                        NULL);
-  if (rc != CL_SUCCESS) {
-    build_failed(ctx, obj, p->name, rc);
-    clReleaseProgram(obj);
-    return CLT_ERR_BUILD;
-  }
-  size_t len = 0;
-  char *bin = program_binary(ctx, obj, &len);
-  clReleaseProgram(obj);
-  if (!bin) return CLT_OK;
-  if (link_from_binary(ctx, (const uint8_t *)bin, len, out) && *cache_on) {
-    int stored = store_bytes(ctx, bin, len, dir, key);
-    if (stored > 0) ctx->kernel_stats.cache_stored++;
-    if (stored < 0) *cache_on = false;
-  }
-  free(bin);
-  return CLT_OK;
 }
 
 /* CLT_PTX_DUMP=DIR: a rewritten program's text before and after, as
@@ -335,9 +258,8 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 bool *cache_on, cl_program *out) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
-  bool objects = !patch && caches_objects(ctx);
-  snprintf(keyed, sizeof keyed, "%s%s%s%s", options, patch ? " patched:" : "",
-           patch ? tag : "", objects ? " object" : "");
+  snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
+           patch ? tag : "");
   uint8_t key[32];
   clt_cache_key_parts parts = {p->source, keyed, ctx->info.name,
                                ctx->info.driver_version,
@@ -348,9 +270,7 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
     size_t len = 0;
     clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
     if (r == CLT_CACHE_HIT) {
-      bool ok = objects ? link_from_binary(ctx, bin, len, out)
-                        : build_from_binary(ctx, bin, len,
-                                            patch ? "" : options, out);
+      bool ok = build_from_binary(ctx, bin, len, patch ? "" : options, out);
       free(bin);
       if (ok) {
         ctx->kernel_stats.cache_hits++;
@@ -368,15 +288,11 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   }
   ctx->kernel_stats.cache_misses++;
   report_build(ctx, p, true);
-  if (objects) {
-    CLT_TRY(build_object(ctx, p, options, dir, key, cache_on, out));
-    if (*out) return CLT_OK;
-  }
   if (patch)
     CLT_TRY(build_rewritten(ctx, p, options, key, patch, out));
   else
     CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
-  if (*cache_on && !objects) {
+  if (*cache_on) {
     int stored = store_binary(ctx, *out, dir, key);
     if (stored > 0) ctx->kernel_stats.cache_stored++;
     if (stored < 0) *cache_on = false;
