@@ -141,13 +141,16 @@ typedef enum clt_log_level {
 typedef void (*clt_log_fn)(clt_log_level level, const char *message,
                            void *user);
 
-/* Called while a context builds its kernel programs for device: before
- * each program that must be compiled from source (compiling = true: seconds
- * on a CPU device, the first time) and after each one loaded from the
- * binary cache (compiling = false). index counts from 1 to total. program
- * is the kernel file's name ("conv" for cl/conv.cl). Only during
- * clt_context_create: user need live no longer than that call (the
- * programs built later, on first use, are not reported). */
+/* Called when a context builds one of its kernel programs for device:
+ * before a program that must be compiled from source (compiling = true:
+ * seconds on a CPU device, the first time) and after one loaded from the
+ * binary cache (compiling = false). Programs are built when one of their
+ * kernels is first needed (or all at once by clt_context_build_kernels),
+ * so the calls come from within whichever call needs one first
+ * (clt_graph_compile, a step, an op), on its thread. index: the context's
+ * programs built so far, this one included; total: how many it has (a
+ * model seldom needs all). program is the kernel file's name ("conv" for
+ * cl/conv.cl). user must live as long as the context. */
 typedef void (*clt_build_progress_fn)(const clt_device_info *device,
                                       const char *program, int index,
                                       int total, bool compiling, void *user);
@@ -187,15 +190,24 @@ typedef struct clt_context_options {
  * unless CLT_CACHE=0, plans as $CLT_PLAN says, no profiling, no log). */
 CLT_API void clt_context_options_init(clt_context_options *opts);
 
-/* Creates a context on the chosen device: one in-order queue, every kernel
- * built (or loaded from the binary cache). opts may be NULL for defaults.
- * On failure *out is NULL and err (errlen bytes, may be NULL) holds the
- * message, including a kernel's build log where one failed to compile.
- * The caller destroys the context with clt_context_destroy. */
+/* Creates a context on the chosen device: one in-order queue. Its kernels
+ * are built (or loaded from the binary cache) when first needed; a kernel
+ * that fails to compile then fails the call that needed it, with
+ * CLT_ERR_BUILD and the driver's build log in clt_context_last_error.
+ * opts may be NULL for defaults. On failure *out is NULL and err (errlen
+ * bytes, may be NULL) holds the message. The caller destroys the context
+ * with clt_context_destroy. */
 CLT_API clt_status clt_context_create(const clt_context_options *opts,
                                       clt_context **out, char *err,
                                       size_t errlen);
 CLT_API void clt_context_destroy(clt_context *ctx);
+
+/* Builds every kernel of the context now, from the binary cache or the
+ * source, instead of each program on its first use: for a program that
+ * must not pause later (a server's first request), or to learn at once
+ * whether the device compiles them all. CLT_ERR_BUILD with the driver's
+ * log in clt_context_last_error where one fails. */
+CLT_API clt_status clt_context_build_kernels(clt_context *ctx);
 
 /* The message of the last error on this context ("" if none). The string
  * belongs to the context and is valid until the next call on it. */
@@ -205,8 +217,9 @@ CLT_API const char *clt_context_last_error(const clt_context *ctx);
 CLT_API const clt_device_info *clt_context_device(const clt_context *ctx);
 
 typedef struct clt_kernel_stats {
-  int programs;        /* .cl programs built for this context */
-  int kernels;         /* kernels created from them */
+  int programs;        /* .cl programs built for this context so far
+                          (each on first use), variants included */
+  int kernels;         /* kernels created from them (of the fixed list) */
   int cache_hits;      /* programs loaded from the binary cache */
   int cache_misses;    /* programs compiled from source */
   int cache_rejected;  /* corrupt / stale / foreign entries rebuilt */

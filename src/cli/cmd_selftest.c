@@ -24,6 +24,11 @@ int cli_selftest(int argc, char **argv) {
   clt_context *ctx = cli_open_context(device, false);
   if (!ctx) return 1;
   const clt_device_info *d = clt_context_device(ctx);
+  if (clt_context_build_kernels(ctx) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    clt_context_destroy(ctx);
+    return 1;
+  }
   clt_kernel_stats ks;
   clt_context_kernel_stats(ctx, &ks);
   printf("device: %s (%s, %s)\n", d->name, d->platform_name,

@@ -22,56 +22,41 @@ void cli_print_warnings(clt_log_level level, const char *message,
             level == CLT_LOG_WARN ? "warning" : "error", message);
 }
 
-/* What a first run on a device says while it compiles (tens of seconds on
- * a small CPU), so that it never sits silent. */
-typedef struct build_report {
-  bool tty;
-  int compiled;
-  double start;
+/* What a first run on a device says when it compiles (tens of seconds on
+ * a small CPU), so that it never sits silent: a line when the first
+ * program of a device must be compiled, and cli_compile_graph's count of
+ * what its compile built. The library calls it whenever a context builds
+ * a program (on first use), so it lives as long as the process. */
+static struct {
+  int compiled;     /* programs compiled from source, all contexts */
+  char device[256]; /* the device the last line named */
 } build_report;
 
 static void print_build_progress(const clt_device_info *device,
                                  const char *program, int index, int total,
                                  bool compiling, void *user) {
-  build_report *r = user;
+  (void)program, (void)index, (void)total, (void)user;
   if (!compiling) return;
-  if (r->compiled++ == 0) {
-    r->start = cli_now();
-    if (!r->tty)
-      fprintf(stderr, "cltrain: compiling kernels for %s (first run on this "
-                      "device and driver)...\n",
-              device->name);
-  }
-  if (r->tty) {
-    fprintf(stderr, "\r\033[Kcompiling kernels for %.40s: %d/%d (%s)",
-            device->name, index, total, program);
-    fflush(stderr);
+  if (build_report.compiled++ == 0 ||
+      strcmp(build_report.device, device->name) != 0) {
+    snprintf(build_report.device, sizeof build_report.device, "%s",
+             device->name);
+    fprintf(stderr, "%scltrain: compiling kernels for %s (first run on this "
+                    "device and driver)...\n",
+            isatty(STDERR_FILENO) ? "\r\033[K" : "", device->name);
   }
 }
 
 clt_context *cli_open_context(const char *device, bool profiling) {
-  build_report report = {.tty = isatty(STDERR_FILENO) != 0};
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.device = device;
   opts.profiling = profiling;
   opts.log = cli_print_warnings;
   opts.build_progress = print_build_progress;
-  opts.build_progress_user = &report;
   clt_context *ctx = NULL;
   char err[8192];
   clt_status st = clt_context_create(&opts, &ctx, err, sizeof err);
-  if (report.compiled && report.tty) fprintf(stderr, "\r\033[K");
-  if (report.compiled && st == CLT_OK) {
-    clt_kernel_stats ks;
-    clt_context_kernel_stats(ctx, &ks);
-    fprintf(stderr, "cltrain: compiled %d kernel program%s in %.1f s%s\n",
-            report.compiled, report.compiled == 1 ? "" : "s",
-            cli_now() - report.start,
-            ks.cache_stored == report.compiled
-                ? "; later runs load them from the cache"
-                : " (not cached: later runs compile them again)");
-  }
   if (st != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", err[0] ? err : clt_status_string(st));
     return NULL;
@@ -289,8 +274,8 @@ void cli_ticker_stop(cli_ticker *t) {
 
 static void draw_preparing(cli_ticker *t, double quiet) {
   (void)t;
-  fprintf(stderr, "preparing the model (a first run on a device times its "
-                  "products): %.0f s",
+  fprintf(stderr, "preparing the model (a first run on a device compiles "
+                  "kernels and times products): %.0f s",
           quiet);
 }
 
@@ -299,11 +284,13 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
   if (quiet) return clt_graph_compile(g, batch, seed);
   cli_ticker t;
   double start = cli_now();
+  int compiled = build_report.compiled;
   cli_ticker_start(&t, draw_preparing, NULL);
   clt_status st = clt_graph_compile(g, batch, seed);
   cli_ticker_stop(&t);
   if (t.drawn) fprintf(stderr, "\r\033[K");
   if (st != CLT_OK) return st;
+  compiled = build_report.compiled - compiled;
   int measured = 0;
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
     clt_plan_info p;
@@ -311,9 +298,16 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
         p.source == CLT_PLAN_FROM_MEASURED)
       measured++;
   }
+  if (compiled > 0)
+    fprintf(stderr, "cltrain: compiled %d kernel program%s%s",
+            compiled, compiled == 1 ? "" : "s",
+            measured > 0 ? " and " : "");
   if (measured > 0)
-    fprintf(stderr, "cltrain: measured the plans of %d product%s in %.1f s; "
-                    "later runs at this batch size load them\n",
-            measured, measured == 1 ? "" : "s", cli_now() - start);
+    fprintf(stderr, "%seasured the plans of %d product%s",
+            compiled > 0 ? "m" : "cltrain: m", measured,
+            measured == 1 ? "" : "s");
+  if (compiled > 0 || measured > 0)
+    fprintf(stderr, " in %.1f s%s\n", cli_now() - start,
+            measured > 0 ? "; later runs at this batch size load them" : "");
   return CLT_OK;
 }

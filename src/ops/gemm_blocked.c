@@ -99,7 +99,9 @@ static clt_status k_part(clt_context *ctx, int config, int64_t k,
 static clt_status strip_group(clt_context *ctx, clt_kernel_id id,
                               size_t blocks, size_t *out) {
   size_t most = 0;
-  cl_int rc = clGetKernelWorkGroupInfo(ctx->kernels[id], ctx->device,
+  cl_kernel kernel;
+  CLT_TRY(clt_kernel_get(ctx, id, &kernel));
+  cl_int rc = clGetKernelWorkGroupInfo(kernel, ctx->device,
                                        CL_KERNEL_WORK_GROUP_SIZE,
                                        sizeof most, &most, NULL);
   if (rc != CL_SUCCESS)

@@ -191,27 +191,17 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   ctx->plan_option = opts.plan;
   ctx->loop_limit = CLT_LOOP_LIMIT;
   ctx->loop_cap = -1;
-  if (st == CLT_OK) {
-    double t0 = clt_now_seconds();
-    st = clt_programs_build(ctx, cache_dir, cache_on);
-    ctx->kernel_stats.build_seconds = clt_now_seconds() - t0;
-  }
-  /* The callback and its data belong to this call: a program built later,
-   * on demand (clt_program_build_extra), must not reach a caller's data
-   * that lived only until now (the command's report is on its stack). */
-  ctx->build_progress = NULL;
-  ctx->build_progress_user = NULL;
+  /* The kernels' programs are built on first use (program.c). */
+  if (st == CLT_OK) st = clt_programs_init(ctx);
   if (st != CLT_OK) {
     if (err && errlen && ctx->err.msg[0])
       snprintf(err, errlen, "%s", ctx->err.msg);
     clt_context_destroy(ctx);
     return st;
   }
-  clt_ctx_log(ctx, CLT_LOG_INFO,
-              "device %s (%s); %d programs, %d cache hits, %.3f s",
+  clt_ctx_log(ctx, CLT_LOG_INFO, "device %s (%s); kernel cache %s",
               ctx->info.name, ctx->info.platform_name,
-              ctx->kernel_stats.programs, ctx->kernel_stats.cache_hits,
-              ctx->kernel_stats.build_seconds);
+              ctx->cache_on ? ctx->cache_dir : "off");
   *out = ctx;
   return CLT_OK;
 }
@@ -318,8 +308,10 @@ static const char *kernel_names[] = {
 clt_status clt_kernel_run(clt_context *ctx, clt_kernel_id id, int dims,
                           const size_t *global, const size_t *local,
                           const clt_karg *args, int nargs) {
-  return clt_kernel_run_named(ctx, ctx->kernels[id], kernel_names[id], dims,
-                              global, local, args, nargs);
+  cl_kernel k;
+  CLT_TRY(clt_kernel_get(ctx, id, &k));
+  return clt_kernel_run_named(ctx, k, kernel_names[id], dims, global, local,
+                              args, nargs);
 }
 
 clt_status clt_kernel_run_named(clt_context *ctx, cl_kernel k,

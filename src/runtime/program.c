@@ -1,9 +1,11 @@
 /* Kernel programs: the embedded cl/ sources built for the context's
  * device, through the on-disk binary cache. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "runtime/cache.h"
 #include "runtime/embedded.h"
 #include "runtime/runtime.h"
@@ -119,6 +121,11 @@ static char *program_binary(clt_context *ctx, cl_program prog, size_t *len) {
   size_t size = 0;
   unsigned char *bin = NULL;
   clt_turn_begin(ctx);
+  /* Programs are built on first use, so this context's own commands may
+   * be running: as before programs were built that late, POCL compiles
+   * the binary's work-group functions with no command of ours in flight
+   * (only on a cache miss: the wait costs nothing later). */
+  if (ctx->takes_turns) clFinish(ctx->queue);
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) == CL_SUCCESS &&
       size > 0)
@@ -232,20 +239,20 @@ static clt_status build_rewritten(clt_context *ctx,
   return CLT_OK;
 }
 
-/* *cache_on turns false once the cache folder proves unwritable. */
+/* Tells the context's build_progress callback about one of its programs
+ * (not the variants built with other options: clt_program_build_extra).
+ * index: the programs built so far, this one included; total: the
+ * context's programs. */
 static void report_build(clt_context *ctx, const clt_embedded_program *p,
                          bool compiling) {
-  /* Only clt_programs_build calls it with a callback set: the context
-   * forgets the callback when clt_context_create returns, before any
-   * program is built on demand. Counted among the start-up programs. */
   if (!ctx->build_progress) return;
-  int index = 0, count = 0;
+  int total = 0, built = 0;
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (is_on_demand(clt_embedded_programs[i].name)) continue;
-    count++;
-    if (&clt_embedded_programs[i] <= p) index = count;
+    total++;
+    if (ctx->programs[i] && &clt_embedded_programs[i] != p) built++;
   }
-  ctx->build_progress(&ctx->info, p->name, index, count, compiling,
+  ctx->build_progress(&ctx->info, p->name, built + 1, total, compiling,
                       ctx->build_progress_user);
 }
 
@@ -255,7 +262,7 @@ static void report_build(clt_context *ctx, const clt_embedded_program *p,
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 const char *extra, const char *tag,
                                 clt_binary_patch_fn patch, const char *dir,
-                                bool *cache_on, cl_program *out) {
+                                bool *cache_on, bool report, cl_program *out) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -274,7 +281,8 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
       free(bin);
       if (ok) {
         ctx->kernel_stats.cache_hits++;
-        report_build(ctx, p, false);
+        ctx->kernel_stats.programs++;
+        if (report) report_build(ctx, p, false);
         return CLT_OK;
       }
       r = CLT_CACHE_REJECTED;
@@ -287,11 +295,12 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
     }
   }
   ctx->kernel_stats.cache_misses++;
-  report_build(ctx, p, true);
+  if (report) report_build(ctx, p, true);
   if (patch)
     CLT_TRY(build_rewritten(ctx, p, options, key, patch, out));
   else
     CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+  ctx->kernel_stats.programs++;
   if (*cache_on) {
     int stored = store_binary(ctx, *out, dir, key);
     if (stored > 0) ctx->kernel_stats.cache_stored++;
@@ -309,36 +318,78 @@ static size_t pick_work_group(const clt_device_info *info) {
   return p;
 }
 
-clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
-                              bool cache_on) {
+/* Each kernel's program (an index into clt_embedded_programs), found once;
+ * -1 where the table names a file that is not embedded (a bug). */
+static int kernel_program[CLT_KERNEL_COUNT];
+static pthread_once_t kernel_program_once = PTHREAD_ONCE_INIT;
+
+static void find_kernel_programs(void) {
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
+    kernel_program[k] = -1;
+    for (int i = 0; i < clt_embedded_program_count; i++)
+      if (strcmp(clt_embedded_programs[i].name, kernel_table[k].file) == 0)
+        kernel_program[k] = i;
+  }
+}
+
+clt_status clt_programs_init(clt_context *ctx) {
   ctx->work_group = pick_work_group(&ctx->info);
   ctx->programs = calloc((size_t)clt_embedded_program_count, sizeof(cl_program));
   if (!ctx->programs)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
-  for (int i = 0; i < clt_embedded_program_count; i++) {
-    if (is_on_demand(clt_embedded_programs[i].name)) continue;
-    CLT_TRY(build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL,
-                          cache_dir, &cache_on, &ctx->programs[i]));
-    ctx->kernel_stats.programs++;
-  }
-  for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
-    int found = -1;
-    for (int i = 0; i < clt_embedded_program_count; i++)
-      if (strcmp(clt_embedded_programs[i].name, kernel_table[k].file) == 0)
-        found = i;
-    if (found < 0)
+  pthread_once(&kernel_program_once, find_kernel_programs);
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++)
+    if (kernel_program[k] < 0)
       return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "kernel %s: no cl/%s.cl",
                           kernel_table[k].name, kernel_table[k].file);
+  return CLT_OK;
+}
+
+/* Builds program i of clt_embedded_programs for the context, once: from
+ * the binary cache or the source. A cache folder that proves unwritable is
+ * reported once, then left alone for the context's other programs. */
+static clt_status program_made(clt_context *ctx, int i) {
+  if (ctx->programs[i]) return CLT_OK;
+  bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
+  double t0 = clt_now_seconds();
+  clt_status st = build_program(ctx, &clt_embedded_programs[i], "", NULL,
+                                NULL, ctx->cache_dir, &cache_on, true,
+                                &ctx->programs[i]);
+  ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
+  if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
+  return st;
+}
+
+clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
+                          cl_kernel *out) {
+  if (!ctx->kernels[id]) {
+    CLT_TRY(program_made(ctx, kernel_program[id]));
+    double t0 = clt_now_seconds();
     cl_int rc;
-    ctx->kernels[k] =
-        clCreateKernel(ctx->programs[found], kernel_table[k].name, &rc);
+    cl_kernel k =
+        clCreateKernel(ctx->programs[kernel_program[id]], kernel_table[id].name,
+                       &rc);
+    ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
     if (rc != CL_SUCCESS) {
       char what[160];
-      snprintf(what, sizeof what, "clCreateKernel %s", kernel_table[k].name);
+      snprintf(what, sizeof what, "clCreateKernel %s", kernel_table[id].name);
       return clt_ctx_cl_fail(ctx, rc, what);
     }
+    ctx->kernels[id] = k;
     ctx->kernel_stats.kernels++;
+  }
+  *out = ctx->kernels[id];
+  return CLT_OK;
+}
+
+CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
+  for (int i = 0; i < clt_embedded_program_count; i++)
+    if (!is_on_demand(clt_embedded_programs[i].name))
+      CLT_TRY(program_made(ctx, i));
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
+    cl_kernel unused;
+    CLT_TRY(clt_kernel_get(ctx, (clt_kernel_id)k, &unused));
   }
   return CLT_OK;
 }
@@ -358,9 +409,14 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
                                      cl_program *out) {
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
-    bool cache_on = ctx->cache_on;
-    return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
-                         ctx->cache_dir, &cache_on, out);
+    bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
+    double t0 = clt_now_seconds();
+    clt_status st = build_program(ctx, &clt_embedded_programs[i], extra, tag,
+                                  patch, ctx->cache_dir, &cache_on, false,
+                                  out);
+    ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
+    if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
+    return st;
   }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }

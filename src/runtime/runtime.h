@@ -66,6 +66,9 @@ struct clt_context {
    * are kept beside it (plan_store.h). */
   char cache_dir[4096];
   bool cache_on;
+  /* The kernel cache folder refused a binary (said once; programs built
+   * later are not offered to it). */
+  bool cache_unwritable;
   clt_plan_mode plan_option; /* clt_context_options.plan */
   clt_kernel_stats kernel_stats;
   clt_memory_stats memory_stats;
@@ -235,13 +238,18 @@ void clt_sub_buffers_release(clt_context *ctx);
 /* Profiling (profile.c): drops the events recorded so far. */
 void clt_profile_release(clt_context *ctx);
 
-/* Kernel programs (program.c). */
-clt_status clt_programs_build(clt_context *ctx, const char *cache_dir,
-                              bool cache_on);
+/* Kernel programs (program.c). A context's programs are built when one
+ * of their kernels is first needed (clt_kernel_get; all at once:
+ * clt_context_build_kernels): a model that uses five of them pays for
+ * five. clt_programs_init (clt_context_create) only prepares the table. */
+clt_status clt_programs_init(clt_context *ctx);
+/* Kernel id of the context, its program built (from the binary cache or
+ * the source) and the kernel created on the first call. */
+clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id, cl_kernel *out);
 void clt_programs_release(clt_context *ctx);
 /* Builds the embedded program cl/NAME.cl with `extra` build options after
- * the usual ones, through the binary cache: for the programs built only
- * where they are used (clt_programs_build skips them). On failure the
+ * the usual ones, through the binary cache: for variants of a program
+ * (mma, igemm) that ops build where they use them. On failure the
  * build log is in the context's message (CLT_ERR_BUILD). */
 clt_status clt_program_build_extra(clt_context *ctx, const char *name,
                                    const char *extra, cl_program *out);
