@@ -37,9 +37,25 @@
 #define POCL_INDIRECT_MIN 96
 
 
-/* XgemmDirect on a POCL CPU device: 32x32 work-group tiles, 4x4 work items
- * each computing an 8x8 block with float8 loads, unpadded local tiles.
- * Measured (GFLOP/s, best of 5; CLBlast defaults -> this set):
+/* XgemmDirect on a POCL CPU device: 16x16 work-group tiles, 4x4 work items
+ * each computing a 4x4 block with float4 loads, unpadded local tiles
+ * (the search's "16, 4x4 items, vw 4", gemm_search.c). Chosen for what it
+ * costs to compile, not for speed: POCL 3.1 compiles CLBlast's four
+ * XgemmDirect kernels twice on a first run (for CLBlast's binary cache,
+ * then for the size they run with), and the set below that held this
+ * place (32x32 tiles of 8x8 blocks, float8) took 51.6 s to a first call on
+ * an empty POCL cache against 13.6 s for this one (2-core Xeon VM,
+ * 2026-12-03); a first `tune samples/fashion_mlp.model --batch 32` on
+ * empty caches went 152 -> 105 s, a first CLT_PLAN=off `bench train` of
+ * the MLP 88 -> 71 s. Measured plans never chose XgemmDirect on POCL for
+ * the sample models (our own kernels win its small products), so the
+ * cost falls on CLT_PLAN=off runs: three interleaved rounds of
+ * `CLT_PLAN=off bench train` (images/s, old -> new) CNN b64 1,265 ->
+ * 1,192, CNN b32 1,396 -> 1,316, MLP b32 33.6k -> 33.8k, ResNet b32 268
+ * -> 275, within this VM's noise. The faster set, for a stored search
+ * (`tune --gemm` measures both):
+ *   {2, 4, 4, 4, 4, 0, 0, 8, 8, 32}, with the names below.
+ * Measured for it (GFLOP/s, best of 5; CLBlast defaults -> that set):
  *   256x128x784 NT 3.3 -> 14-20, 256x784x128 NN 2.9 -> 18,
  *   128x784x256 TN 2.6 -> 41, 32x128x784 NT 6.3 -> 10-20,
  *   32x784x128 NN 3.2 -> 22-25, 512^3 NN 3.6 -> 19-22.
@@ -49,10 +65,10 @@
  * The indirect Xgemm kernel from m*n*k >= 96^3 (GemmRoutine
  * XGEMM_MIN_INDIRECT_SIZE=96; Xgemm GEMMK 0, KREG 1, KWG 32, KWI 2,
  * MDIMA=MDIMC=NDIMB=NDIMC 4, MWG=NWG 32, SA=SB=0, STRM=STRN=0, VWM=VWN 8,
- * i.e. the direct set's micro-structure without local memory). Measured
- * against the direct set above in two sessions under different load
- * (GFLOP/s, best of 5, a training process and builds on the 2 cores, so
- * +-30%; "direct s1 / s2 -> indirect s1 / s2"):
+ * i.e. the 32x32 direct set's micro-structure without local memory).
+ * Measured against that 32x32 direct set in two sessions under different
+ * load (GFLOP/s, best of 5, a training process and builds on the 2 cores,
+ * so +-30%; "direct s1 / s2 -> indirect s1 / s2"):
  *   conv2 fwd NN 64x121x288 batch 64:  7.2 / 13.5 -> 21 / 28
  *   conv2 dW  NT 64x288x121 batch 64:  6.1 / 11.2 -> 12 / 21
  *   conv2 dcol TN 288x121x64 batch 64: 9.3 / 19.0 -> 15 / 20
@@ -80,7 +96,7 @@ static const clt_clblast_set pocl_cpu_sets[] = {
      10,
      {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB", "VWMD",
       "VWND", "WGD"},
-     {2, 4, 4, 4, 4, 0, 0, 8, 8, 32}},
+     {2, 4, 4, 4, 4, 0, 0, 4, 4, 16}},
     {"pocl seed", "Xgemm",
      16,
      {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC",
@@ -199,7 +215,9 @@ static bool apply_stored(clt_context *ctx, clt_gemm_state *state) {
 static void tune_for_device(clt_context *ctx, clt_gemm_state *state) {
   snprintf(state->params, sizeof state->params, "database");
   if (!ctx->device || apply_stored(ctx, state) || !is_pocl_cpu(ctx)) return;
-  snprintf(state->params, sizeof state->params, "pocl seed");
+  /* In the plans' keys: "2" since the XgemmDirect seed changed (plans
+   * measured with the old one are measured again). */
+  snprintf(state->params, sizeof state->params, "pocl seed 2");
   size_t n = sizeof pocl_cpu_sets / sizeof pocl_cpu_sets[0];
   for (size_t i = 0; i < n; i++) clt_clblast_apply(ctx, &pocl_cpu_sets[i]);
   /* Batched products from here on go one by one (see above); even where an

@@ -13,7 +13,7 @@ typedef struct clt_gemm_state {
   int64_t indirect_min;
   /* The CLBlast parameters in force, for the keys of the measured plans
    * (a plan measured under other parameters must miss): "database",
-   * "pocl seed", or "search " and a hash of the stored search. */
+   * "pocl seed 2", or "search " and a hash of the stored search. */
   char params[40];
   /* The fp16 route's state (gemm_mma.c's, made on first use; NULL until
    * then) and what frees it with this state. */
