@@ -298,16 +298,17 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
         p.source == CLT_PLAN_FROM_MEASURED)
       measured++;
   }
+  if (compiled == 0 && measured == 0) return CLT_OK;
+  char what[160] = "";
+  size_t len = 0;
   if (compiled > 0)
-    fprintf(stderr, "cltrain: compiled %d kernel program%s%s",
-            compiled, compiled == 1 ? "" : "s",
-            measured > 0 ? " and " : "");
+    len = (size_t)snprintf(what, sizeof what, "compiled %d kernel program%s",
+                           compiled, compiled == 1 ? "" : "s");
   if (measured > 0)
-    fprintf(stderr, "%seasured the plans of %d product%s",
-            compiled > 0 ? "m" : "cltrain: m", measured,
-            measured == 1 ? "" : "s");
-  if (compiled > 0 || measured > 0)
-    fprintf(stderr, " in %.1f s%s\n", cli_now() - start,
-            measured > 0 ? "; later runs at this batch size load them" : "");
+    snprintf(what + len, sizeof what - len,
+             "%smeasured the plans of %d product%s",
+             compiled > 0 ? " and " : "", measured, measured == 1 ? "" : "s");
+  fprintf(stderr, "cltrain: %s in %.1f s%s\n", what, cli_now() - start,
+          measured > 0 ? "; later runs at this batch size load them" : "");
   return CLT_OK;
 }

@@ -121,10 +121,11 @@ static char *program_binary(clt_context *ctx, cl_program prog, size_t *len) {
   size_t size = 0;
   unsigned char *bin = NULL;
   clt_turn_begin(ctx);
-  /* Programs are built on first use, so this context's own commands may
-   * be running: as before programs were built that late, POCL compiles
-   * the binary's work-group functions with no command of ours in flight
-   * (only on a cache miss: the wait costs nothing later). */
+  /* Programs are built on first use, when this context's own commands may
+   * be running; its queue is finished first, so that POCL compiles the
+   * binary's work-group functions with none of ours in flight either, as
+   * when every program was built in clt_context_create (a cache miss
+   * only: later runs never wait here). */
   if (ctx->takes_turns) clFinish(ctx->queue);
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
                        NULL) == CL_SUCCESS &&
@@ -259,10 +260,12 @@ static void report_build(clt_context *ctx, const clt_embedded_program *p,
 /* With `patch` (and its version, `tag`, in the cache's key) the program
  * is rewritten before it is built (build_rewritten), and what the cache
  * holds is the rewritten binary, built with no options. */
-static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
-                                const char *extra, const char *tag,
-                                clt_binary_patch_fn patch, const char *dir,
-                                bool *cache_on, bool report, cl_program *out) {
+static clt_status build_through_cache(clt_context *ctx,
+                                      const clt_embedded_program *p,
+                                      const char *extra, const char *tag,
+                                      clt_binary_patch_fn patch,
+                                      const char *dir, bool *cache_on,
+                                      bool report, cl_program *out) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -309,6 +312,22 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   return CLT_OK;
 }
 
+/* build_through_cache with the context's cache folder, timed into its
+ * stats. A folder that refuses a binary is warned about once, then left
+ * alone for the context's later programs (cache_unwritable). */
+static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
+                                const char *extra, const char *tag,
+                                clt_binary_patch_fn patch, bool report,
+                                cl_program *out) {
+  bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
+  double t0 = clt_now_seconds();
+  clt_status st = build_through_cache(ctx, p, extra, tag, patch,
+                                      ctx->cache_dir, &cache_on, report, out);
+  ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
+  if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
+  return st;
+}
+
 static size_t pick_work_group(const clt_device_info *info) {
   size_t wg = info->max_work_group_size;
   if (wg > 256) wg = 256;
@@ -347,18 +366,11 @@ clt_status clt_programs_init(clt_context *ctx) {
 }
 
 /* Builds program i of clt_embedded_programs for the context, once: from
- * the binary cache or the source. A cache folder that proves unwritable is
- * reported once, then left alone for the context's other programs. */
+ * the binary cache or the source. */
 static clt_status program_made(clt_context *ctx, int i) {
   if (ctx->programs[i]) return CLT_OK;
-  bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
-  double t0 = clt_now_seconds();
-  clt_status st = build_program(ctx, &clt_embedded_programs[i], "", NULL,
-                                NULL, ctx->cache_dir, &cache_on, true,
-                                &ctx->programs[i]);
-  ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
-  if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
-  return st;
+  return build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL, true,
+                       &ctx->programs[i]);
 }
 
 clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
@@ -384,6 +396,8 @@ clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
 }
 
 CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
+  /* Programs first, in file order: igemm's kernels are in no list (only
+   * its variants run), and it is built here all the same. */
   for (int i = 0; i < clt_embedded_program_count; i++)
     if (!is_on_demand(clt_embedded_programs[i].name))
       CLT_TRY(program_made(ctx, i));
@@ -409,14 +423,8 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
                                      cl_program *out) {
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
-    bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
-    double t0 = clt_now_seconds();
-    clt_status st = build_program(ctx, &clt_embedded_programs[i], extra, tag,
-                                  patch, ctx->cache_dir, &cache_on, false,
-                                  out);
-    ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
-    if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
-    return st;
+    return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
+                         false, out);
   }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }
