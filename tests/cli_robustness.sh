@@ -91,8 +91,10 @@ grep -qF CLT_CACHE_DIR "$T/err" || fail "warning does not name CLT_CACHE_DIR"
 echo "ok: CLT_CACHE_DIR as a file: $(head -c 200 "$T/err")"
 
 # Four runs at once on one empty cache folder: all succeed, and the folder
-# ends with whole entries only: as many kernel binaries as one run alone
-# writes, and a plan for each product (a run that switched our own
+# ends with whole entries only: kernel binaries that all load (programs
+# are built on first use, and which ones a run uses follows its plans, so
+# the count is compared once `selftest` has built every program in both
+# folders), and a plan for each product (a run that switched our own
 # kernels or some ways off, as one timed among three others may, stores
 # its plans apart from complete ones: up to two a product).
 mkdir "$T/cache" "$T/cache1"
@@ -110,9 +112,17 @@ done
 [ -z "$(find "$T/cache" -type f ! -name '*.clbin')" ] ||
   fail "temporary files left in the cache: $(ls "$T/cache")"
 entries=$(find "$T/cache" -maxdepth 1 -name '*.clbin' | wc -l)
+[ "$entries" -gt 0 ] || fail "four runs at once left no kernel cache entries"
+for dir in cache cache1; do
+  CLT_CACHE_DIR="$T/$dir" "$C" selftest >"$T/$dir.selftest" 2>&1 ||
+    fail "selftest on the $dir folder failed: $(cat "$T/$dir.selftest")"
+done
+grep -q ", 0 cache entries rebuilt)" "$T/cache.selftest" ||
+  fail "entries left by four runs at once were rebuilt: $(grep '^kernels:' "$T/cache.selftest")"
+entries=$(find "$T/cache" -maxdepth 1 -name '*.clbin' | wc -l)
 alone=$(find "$T/cache1" -maxdepth 1 -name '*.clbin' | wc -l)
-[ "$entries" -gt 0 ] && [ "$entries" -eq "$alone" ] ||
-  fail "four runs at once left $entries kernel cache entries, one run alone $alone"
+[ "$entries" -eq "$alone" ] ||
+  fail "four runs at once and selftest left $entries kernel cache entries, one run alone and selftest $alone"
 plans=$(find "$T/cache/plans" -name '*.clbin' | wc -l)
 plans1=$(find "$T/cache1/plans" -name '*.clbin' | wc -l)
 [ "$plans1" -gt 0 ] && [ "$plans" -ge "$plans1" ] &&
