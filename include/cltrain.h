@@ -1120,6 +1120,8 @@ typedef enum clt_progress_phase {
 typedef struct clt_epoch_stats {
   int epoch; /* 1-based */
   double train_loss, train_acc, test_loss, test_acc;
+  /* The epoch's training (its evaluations not included), wall time, and
+   * the images (samples) a second it ran at. */
   double seconds, images_per_sec;
   float lr;
   double val_loss, val_acc; /* NaN without a validation set */
@@ -1128,6 +1130,11 @@ typedef struct clt_epoch_stats {
    * the steps skipped for an overflow so far; 0 without one. */
   float loss_scale;
   int64_t skipped_steps;
+  /* Of `seconds`, the time this context spent building kernel programs
+   * on their first use (a first run on a device: the loss's and the
+   * optimizer's programs, whatever the graph's compile did not build);
+   * 0 once everything is built. images_per_sec leaves it out. */
+  double compile_seconds;
 } clt_epoch_stats;
 
 typedef struct clt_progress {

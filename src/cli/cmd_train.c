@@ -386,9 +386,13 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
         fprintf(out, "  test loss %.4f", s->test_loss);
         if (!po->regression) fprintf(out, " acc %.4f", s->test_acc);
       }
-      fprintf(out, "  %.1f s  %.0f %s/s  lr %g", s->seconds,
-              s->images_per_sec, po->regression ? "samples" : "images",
-              (double)s->lr);
+      fprintf(out, "  %.1f s", s->seconds);
+      /* a first run's kernel builds inside the epoch, which its speed
+       * leaves out */
+      if (s->compile_seconds >= 0.05)
+        fprintf(out, " (%.1f s of it compiling kernels)", s->compile_seconds);
+      fprintf(out, "  %.0f %s/s  lr %g", s->images_per_sec,
+              po->regression ? "samples" : "images", (double)s->lr);
       if (s->loss_scale > 0)
         fprintf(out, "  loss scale %g (%lld skipped step%s)",
                 (double)s->loss_scale, (long long)s->skipped_steps,

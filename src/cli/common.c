@@ -41,9 +41,13 @@ static void print_build_progress(const clt_device_info *device,
       strcmp(build_report.device, device->name) != 0) {
     snprintf(build_report.device, sizeof build_report.device, "%s",
              device->name);
-    fprintf(stderr, "%scltrain: compiling kernels for %s (first run on this "
-                    "device and driver)...\n",
-            isatty(STDERR_FILENO) ? "\r\033[K" : "", device->name);
+    /* cli_open_context leaves the cache to $CLT_CACHE (-1) */
+    const char *cache = getenv("CLT_CACHE");
+    fprintf(stderr, "%scltrain: compiling kernels for %s (%s)...\n",
+            isatty(STDERR_FILENO) ? "\r\033[K" : "", device->name,
+            cache && !strcmp(cache, "0")
+                ? "CLT_CACHE=0: no kernel cache, every run compiles"
+                : "first run on this device and driver");
   }
 }
 
