@@ -153,6 +153,29 @@ ROUND16_BODY bn_apply_body(__global float *y, int y_off,
 }
 ROUND16_VARIANTS(bn_apply, BN_APPLY_PARAMS, BN_APPLY_ARGS)
 
+/* Evaluation's batch norm folded into the convolution before it
+ * (ops.h clt_bn_fold): a work-item per weight, wo = w k of its filter,
+ * then one per filter, bo = (b - mean) k + beta (b 0 where has_b is 0),
+ * k as BN_APPLY_FACTORS computes it. */
+__kernel void bn_fold(__global float *wo, int wo_off, __global float *bo,
+                      int bo_off, __global const float *w, int w_off,
+                      __global const float *b, int b_off,
+                      __global const float *mean, int mean_off,
+                      __global const float *var, int var_off,
+                      __global const float *gamma, int gamma_off,
+                      __global const float *beta, int beta_off, int F,
+                      int per, int has_b, float eps) {
+  int i = get_global_id(0);
+  if (i >= F * per + F) return;
+  int f = i < F * per ? i / per : i - F * per;
+  BN_APPLY_FACTORS(f);
+  if (i < F * per) {
+    wo[wo_off + i] = w[w_off + i] * k;
+    return;
+  }
+  bo[bo_off + f] = BN_APPLY(has_b ? b[b_off + f] : 0.0f);
+}
+
 /* The same in runs of 16. */
 ROUND16_BODY bn_apply16_body(__global float *y, int y_off,
                              __global const float *x, int x_off,

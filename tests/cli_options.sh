@@ -129,19 +129,31 @@ expect_exit 2 "--profile-by bad" "--profile-by must be op or layer" -- \
 echo "ok: bench train --profile-by layer and op"
 
 # bench infer: forward passes only, in evaluation mode (batch norm's
-# running statistics: bn_apply, not the training kernels), no optimizer;
-# one process only.
+# running statistics: folded into the convolution before it, bn_fold, or
+# with CLT_FUSE=0 on its own, bn_apply; not the training kernels), no
+# optimizer; one process only.
 RESNET=$(dirname "$0")/../samples/fashion_resnet.model
-"$C" bench infer "$RESNET" --batch 3 --steps 2 --profile-by layer >"$T/prof" ||
-  fail "bench infer --profile-by layer"
-grep -q '^cltrain model=.* batch=3 .*images_per_sec=[0-9.]* .*mode=infer$' \
-  "$T/prof" || fail "bench infer: no result line: $(cat "$T/prof")"
-grep -q '^stem forward  ' "$T/prof" ||
-  fail "bench infer: no stem forward row: $(cat "$T/prof")"
-grep -q '^b1_bn1 forward  *bn_apply' "$T/prof" ||
-  fail "bench infer: batch norm not in evaluation mode: $(cat "$T/prof")"
-grep -q 'backward\|optimizer\|bn_train\|bn_stats' "$T/prof" &&
-  fail "bench infer ran training work: $(cat "$T/prof")"
+for fuse in 1 0; do
+  CLT_FUSE=$fuse "$C" bench infer "$RESNET" --batch 3 --steps 2 \
+    --profile-by layer >"$T/prof" || fail "bench infer --profile-by layer"
+  grep -q '^cltrain model=.* batch=3 .*images_per_sec=[0-9.]* .*mode=infer$' \
+    "$T/prof" || fail "bench infer: no result line: $(cat "$T/prof")"
+  grep -q '^stem forward  ' "$T/prof" ||
+    fail "bench infer: no stem forward row: $(cat "$T/prof")"
+  if [ $fuse = 1 ]; then
+    grep -q '^b1_conv1 forward  *bn_fold' "$T/prof" ||
+      fail "bench infer: batch norm not folded: $(cat "$T/prof")"
+    grep -q '^b1_bn1 forward' "$T/prof" &&
+      fail "bench infer: a folded batch norm ran: $(cat "$T/prof")"
+  else
+    grep -q '^b1_bn1 forward  *bn_apply' "$T/prof" ||
+      fail "bench infer: batch norm not in evaluation mode: $(cat "$T/prof")"
+    grep -q 'bn_fold' "$T/prof" &&
+      fail "bench infer: CLT_FUSE=0 folded: $(cat "$T/prof")"
+  fi
+  grep -q 'backward\|optimizer\|bn_train\|bn_stats' "$T/prof" &&
+    fail "bench infer ran training work: $(cat "$T/prof")"
+done
 expect_exit 2 "bench infer under mpirun" "bench infer: runs in one process" -- \
   env OMPI_COMM_WORLD_SIZE=2 "$C" bench infer "$RESNET"
 echo "ok: bench infer: forward passes in evaluation mode, nothing else"

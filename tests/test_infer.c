@@ -292,6 +292,109 @@ START_TEST(test_predictions_keep_gradients) {
 }
 END_TEST
 
+/* A model with batch norms after convolutions: with and without a conv
+ * bias, a ReLU after the batch norm, a strided convolution, and a 1x1
+ * convolution that the add reads too. */
+#define FOLD_MODEL                                                             \
+  "input shape=3x7x7\n"                                                        \
+  "conv2d name=c1 filters=5 kernel=3 padding=1 bias=false\n"                   \
+  "batchnorm name=bn1\n"                                                       \
+  "relu name=r1\n"                                                             \
+  "conv2d name=c2 filters=6 kernel=3 stride=2 padding=1\n"                     \
+  "batchnorm name=bn2\n"                                                       \
+  "conv2d name=c3 filters=6 kernel=1\n"                                        \
+  "batchnorm name=bn3\n"                                                       \
+  "add name=sum inputs=bn3,c3\n"                                               \
+  "flatten\n"                                                                  \
+  "dense name=fc units=5\n"                                                    \
+  "softmax_cross_entropy\n"
+
+static clt_graph_node *node_named(clt_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
+  ck_abort_msg("no node %s", name);
+  return NULL;
+}
+
+/* n's output for the batch just run, downloaded (count floats). */
+static float *node_output(clt_graph *g, const char *name, int64_t count) {
+  clt_graph_node *n = node_named(g, name);
+  ck_assert_int_eq(count, g->batch * n->size);
+  float *all = malloc((size_t)n->out->numel * sizeof(float));
+  ck_assert_ok(clt_tensor_download(n->out, all));
+  return all;
+}
+
+static void assert_close(const float *got, const float *want, int64_t n,
+                         const char *what) {
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabsf(got[i] - want[i]) <=
+                      1e-5f * (1.0f + fabsf(want[i])),
+                  "%s [%lld]: %.9g against %.9g", what, (long long)i,
+                  (double)got[i], (double)want[i]);
+}
+
+/* A forward-only graph folds each batch norm into the convolution before
+ * it (graph.h bn_fold) where nothing else reads that convolution: after
+ * training moved the running statistics, gamma and beta, its evaluation
+ * gives the training graph's (which runs every batch norm) within float
+ * rounding, through each layer; a training forward on it still runs the
+ * batch norms on the batch's statistics, as the training graph does. */
+START_TEST(test_batchnorm_folded_for_evaluation) {
+  const char *fuse = getenv("CLT_FUSE");
+  if (fuse && !strcmp(fuse, "0")) return; /* nothing is folded */
+  const char *model_path = write_text("fold.model", FOLD_MODEL);
+  const char *weights = tmp_path("fold.safetensors");
+  clt_graph *g = trained(model_path, weights);
+  clt_model *m = NULL;
+  ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+  clt_graph *fg = clt_model_graph(m);
+  ck_assert_int_eq(node_named(fg, "c1")->bn_fold,
+                   node_named(fg, "bn1")->index);
+  ck_assert_int_eq(node_named(fg, "c2")->bn_fold,
+                   node_named(fg, "bn2")->index);
+  ck_assert_int_eq(node_named(fg, "c3")->bn_fold, -1); /* the add reads it */
+  ck_assert(!node_named(fg, "bn3")->bn_folded);
+  ck_assert(node_named(fg, "bn1")->fused_relu);
+  /* The training graph folds nothing. */
+  ck_assert_int_eq(node_named(g, "c1")->bn_fold, -1);
+
+  enum { N = 19 };
+  float *x = malloc(N * 147 * sizeof *x);
+  int32_t labels[N];
+  for (int i = 0; i < N; i++) labels[i] = i % 5;
+  clt_random_fill(x, N * 147, 9, -1.0f, 1.0f);
+  static const char *const layers[] = {"r1", "bn2", "sum"};
+  static const int64_t sizes[] = {5 * 49, 6 * 16, 6 * 16};
+  for (int training = 0; training < 2; training++) {
+    float *out[2][3];
+    float probs[2][N * 5];
+    clt_graph *gs[2] = {fg, g};
+    for (int k = 0; k < 2; k++) {
+      ck_assert_ok(clt_graph_set_batch(gs[k], x, labels, N));
+      ck_assert_ok(clt_graph_forward(gs[k], training));
+      for (int l = 0; l < 3; l++)
+        out[k][l] = node_output(gs[k], layers[l], N * sizes[l]);
+      int64_t outputs = 0;
+      ck_assert_ok(clt_graph_predictions(gs[k], probs[k], &outputs));
+      ck_assert_int_eq(outputs, 5);
+    }
+    char what[64];
+    for (int l = 0; l < 3; l++) {
+      snprintf(what, sizeof what, "%s (%s)", layers[l],
+               training ? "training" : "evaluation");
+      assert_close(out[0][l], out[1][l], N * sizes[l], what);
+      free(out[0][l]);
+      free(out[1][l]);
+    }
+    assert_close(probs[0], probs[1], N * 5, "probabilities");
+  }
+  free(x);
+  clt_model_destroy(m);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 static Suite *infer_suite(void) {
   Suite *s = suite_create("infer");
   TCase *tc = tcase_create("inference API");
@@ -300,6 +403,7 @@ static Suite *infer_suite(void) {
   tcase_add_test(tc, test_load_errors);
   tcase_add_test(tc, test_batch_without_labels);
   tcase_add_test(tc, test_predictions_keep_gradients);
+  tcase_add_test(tc, test_batchnorm_folded_for_evaluation);
   suite_add_tcase(s, tc);
   return s;
 }

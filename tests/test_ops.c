@@ -1637,6 +1637,11 @@ START_TEST(bn_shapes) {
   /* Both layouts of the element-wise passes: per element, and in runs of
    * 16 (whole runs and a tail where HW is 49, 300 or 1000; only a tail
    * where it is under 16). */
+  /* Folded into a convolution of C filters with HW weights each. */
+  for (int has_b = 0; has_b < 2; has_b++)
+    ck_assert_check(clt_check_bn_fold(g_ctx, C, HW, 1e-5f, has_b, &e), e, TOL,
+                    "fold %lldx%lld bias=%d", (long long)C, (long long)HW,
+                    has_b);
   for (int r16 = 0; r16 < 2; r16++) {
     ck_assert_check(
         clt_check_bn_forward(g_ctx, N, C, HW, 1e-5f, false, r16, 2, &e), e,

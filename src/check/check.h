@@ -310,6 +310,12 @@ clt_status clt_check_bn_update_running(clt_context *ctx, int64_t C, int64_t M,
 clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
                                 int64_t HW, float eps, bool relu, bool runs16,
                                 int round16, double *max_err);
+/* Evaluation's batch norm folded into the convolution before it
+ * (clt_bn_fold): F filters of per weights scaled by gamma / sqrt(var +
+ * eps), and the bias (or 0 without has_b) carried through the running
+ * statistics, gamma and beta. */
+clt_status clt_check_bn_fold(clt_context *ctx, int64_t F, int64_t per,
+                             float eps, bool has_b, double *max_err);
 /* dgamma = sum dy xhat, dbeta = sum dy, and dx (+)=: in training, the
  * gradient through the batch statistics (the op is given mean / var = the
  * batch's, rounded to float); in evaluation, gamma dy / sqrt(var + eps)

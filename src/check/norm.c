@@ -171,6 +171,42 @@ clt_status clt_check_bn_forward(clt_context *ctx, int64_t N, int64_t C,
   return check_run_rounded(ctx, 260, bn_forward_body, &a, round16, max_err);
 }
 
+typedef struct bn_fold_args {
+  int64_t F, per;
+  float eps;
+  bool has_b;
+} bn_fold_args;
+
+static clt_status bn_fold_body(check_set *s, const void *arg) {
+  const bn_fold_args *a = arg;
+  int64_t F = a->F, n = F * a->per;
+  check_f32 *w, *b, *mean, *var, *gamma, *beta, *wo, *bo;
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &w));
+  CLT_TRY(check_operand(s, F, -1.0f, 1.0f, &b));
+  CLT_TRY(check_operand(s, F, -4.0f, 4.0f, &mean));
+  CLT_TRY(check_operand(s, F, 0.25f, 2.0f, &var));
+  CLT_TRY(check_operand(s, F, -1.5f, 1.5f, &gamma));
+  CLT_TRY(check_operand(s, F, -1.0f, 1.0f, &beta));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &wo));
+  CLT_TRY(check_operand(s, F, -1.0f, 1.0f, &bo));
+  CLT_TRY(clt_bn_fold(s->ctx, wo->t, bo->t, w->t, a->has_b ? b->t : NULL,
+                      mean->t, var->t, gamma->t, beta->t, F, a->per, a->eps));
+  for (int64_t f = 0; f < F; f++) {
+    double k = gamma->host[f] / sqrt((double)var->host[f] + a->eps);
+    for (int64_t i = f * a->per; i < (f + 1) * a->per; i++)
+      wo->host[i] = (float)(w->host[i] * k);
+    double bias = a->has_b ? b->host[f] : 0.0;
+    bo->host[f] = (float)((bias - mean->host[f]) * k + beta->host[f]);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_bn_fold(clt_context *ctx, int64_t F, int64_t per,
+                             float eps, bool has_b, double *max_err) {
+  bn_fold_args a = {F, per, eps, has_b};
+  return check_run(ctx, 265, bn_fold_body, &a, max_err);
+}
+
 static clt_status bn_backward_body(check_set *s, const void *arg) {
   const bn_args *a = arg;
   int64_t N = a->N, C = a->C, HW = a->HW, M = N * HW, n = N * C * HW;

@@ -430,6 +430,9 @@ static clt_status st_bn_bwd_eval(clt_context *ctx, double *e) {
   return clt_check_bn_backward(ctx, 33, 10, 1, 1e-5f, false, true, 1, false, 0,
                                e);
 }
+static clt_status st_bn_fold(clt_context *ctx, double *e) {
+  return clt_check_bn_fold(ctx, 5, 27, 1e-5f, true, e);
+}
 static clt_status st_bn_fwd16(clt_context *ctx, double *e) {
   return clt_check_bn_forward(ctx, 5, 4, 33, 1e-5f, true, true, 2, e);
 }
@@ -603,6 +606,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"batchnorm backward training 7x3x49, fp16-rounded", st_bn_bwd_train, 1e-5,
      false},
     {"batchnorm backward eval 33x10 accumulate", st_bn_bwd_eval, 1e-5, false},
+    {"batchnorm folded into 5x27 weights", st_bn_fold, 1e-5, false},
     {"batchnorm forward 5x4x33 + fused relu in runs of 16, fp16-saved",
      st_bn_fwd16, 1e-5, false},
     {"batchnorm backward training 7x3x49 accumulate in runs of 16, "

@@ -658,6 +658,37 @@ static clt_status fuse_relus(clt_graph *g) {
   return CLT_OK;
 }
 
+/* clt_graph_node.bn_fold: in a graph compiled for forward passes only,
+ * in fp32, with fusion on, each batchnorm whose input is a conv2d (not
+ * the input, applying no ReLU of its own) that nothing else reads. After
+ * fuse_relus, so that a ReLU after the batchnorm is the batchnorm's
+ * (fused_relu) and goes with it into the conv2d. */
+static void fold_batchnorms(clt_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    g->nodes[i].bn_fold = -1;
+    g->nodes[i].bn_folded = false;
+  }
+  if (!g->fuse || !g->planned_forward_only ||
+      g->precision != CLT_PRECISION_FP32)
+    return;
+  for (int i = 0; i < g->n_nodes; i++) {
+    clt_graph_node *bn = &g->nodes[i];
+    if (strcmp(bn->ops->type, "batchnorm") != 0 || bn->n_inputs != 1)
+      continue;
+    clt_graph_node *c = clt_graph_in(g, bn, 0);
+    if (strcmp(c->ops->type, "conv2d") != 0 || c->index == g->input_node ||
+        c->fused_relu)
+      continue;
+    int readers = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+      for (int k = 0; k < g->nodes[j].n_inputs; k++)
+        if (g->nodes[j].inputs[k] == c->index) readers++;
+    if (readers != 1) continue;
+    c->bn_fold = bn->index;
+    bn->bn_folded = true;
+  }
+}
+
 static clt_graph_node *grad_owner(clt_graph *g, clt_graph_node *n);
 
 /* clt_graph_node.grad_writers: every input of a node with a backward
@@ -694,6 +725,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   CLT_TRY(fuse_relus(g));
   count_grad_writers(g);
   g->planned_precision = g->precision;
+  fold_batchnorms(g);
   CLT_TRY(plan_params(g));
   CLT_TRY(plan_buffers(g));
   int64_t nb = max_batch, four = 4;
@@ -848,7 +880,8 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
     clt_graph_node *n = &g->nodes[i];
     clt_profile_scope(g->ctx, n->name, "forward");
     n->out_rounded = false;
-    if (n->ops->forward && !n->fused_away)
+    /* a folded batchnorm's evaluation: its conv2d's forward did it */
+    if (n->ops->forward && !n->fused_away && !(n->bn_folded && !training))
       st = in_layer(g, n, "forward", n->ops->forward(g, n));
     if (st != CLT_OK) break;
     bool round = mixed && rounds_output(g, n) && !n->out_rounded;

@@ -107,6 +107,16 @@ struct clt_graph_node {
    * (fused_away). Same numbers as the two nodes, one pass fewer each way
    * and one buffer less. */
   bool fused_relu, fused_away;
+  /* Batch-norm folding (clt_graph_compile, forward-only fp32 graphs,
+   * unless CLT_FUSE=0): a batchnorm whose input is a conv2d that nothing
+   * else reads is folded into it for evaluation (bn_folded on the
+   * batchnorm; bn_fold, its index, on the conv2d, else -1). An evaluation
+   * forward then runs the conv2d with its weights and bias scaled by the
+   * running statistics (clt_batchnorm_fold), writing the batchnorm's
+   * output (with the batchnorm's fused ReLU), and skips the batchnorm: one
+   * pass over the activations fewer. A training forward runs both. */
+  int bn_fold;
+  bool bn_folded;
   /* Mixed precision's rounding done by the layers' own kernels
    * (clt_graph_out_round, clt_graph_grad_round): what the forward's last
    * kernel is to do with the output; whether the forward took it (else
@@ -296,6 +306,17 @@ static inline void clt_graph_batch_is(clt_graph *g, int64_t n, bool labels) {
  * backward that writes that gradient; else NULL. */
 const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
                                         int i, bool accumulate);
+
+/* Evaluation's batch norm bn folded into the convolution before it
+ * (clt_graph_node.bn_fold): w_out = w scaled per filter (filters of them,
+ * w's elements split evenly) and b_out = the bias (b, or 0 where NULL)
+ * carried through bn's running statistics, gamma and beta, so that the
+ * convolution by w_out plus b_out gives what bn's evaluation forward
+ * gives of the convolution by w plus b (to rounding). */
+clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
+                              const clt_tensor *w, const clt_tensor *b,
+                              int64_t filters, clt_tensor *w_out,
+                              clt_tensor *b_out);
 
 /* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
 uint64_t *clt_node_saved_counter(clt_graph_node *n);

@@ -211,8 +211,10 @@ clt_status clt_graph_plan_node_buffers(clt_graph *g) {
         st = add_request(g, i, CLT_REQ_OUT_BWD, NULL, CLT_F32, len,
                          step_backward(g, c), step_backward(g, i));
     } else {
+      /* a folded batchnorm's output is written by its conv2d's forward */
+      int from = n->bn_folded ? clt_graph_in(g, n, 0)->index : i;
       st = add_request(g, i, CLT_REQ_OUT, NULL, CLT_F32, len,
-                       always ? 0 : step_forward(g, i),
+                       always ? 0 : step_forward(g, from),
                        always ? all_last : step_backward(g, i));
     }
     if (st == CLT_OK && n->needs_grad && !n->is_loss)

@@ -91,6 +91,23 @@ static clt_status bn_configure(clt_graph *g, clt_graph_node *n,
   return CLT_OK;
 }
 
+clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
+                              const clt_tensor *w, const clt_tensor *b,
+                              int64_t filters, clt_tensor *w_out,
+                              clt_tensor *b_out) {
+  bn_state *s = bn->state;
+  clt_param *p = bn->params;
+  if (filters != s->C || w->numel % filters != 0)
+    return clt_node_fail(g, bn, CLT_ERR_INTERNAL,
+                         "folding %lld filters of %lld weights into %lld "
+                         "channels",
+                         (long long)filters, (long long)w->numel,
+                         (long long)s->C);
+  return clt_bn_fold(g->ctx, w_out, b_out, w, b, &p[BN_RMEAN].value,
+                     &p[BN_RVAR].value, &p[BN_WEIGHT].value,
+                     &p[BN_BIAS].value, filters, w->numel / filters, s->eps);
+}
+
 static void bn_release(bn_state *s) {
   clt_tensor_destroy(s->mean);
   clt_tensor_destroy(s->var);

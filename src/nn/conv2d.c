@@ -103,6 +103,9 @@ typedef struct conv_state {
   /* The implicit backward's chunks of dW's k range, per tile
    * configuration. */
   int implicit_splits[CLT_IGEMM_CONFIGS];
+  /* With a batchnorm folded in (clt_graph_node.bn_fold): the weights and
+   * the bias an evaluation forward runs with, made before each. */
+  clt_tensor *fold_w, *fold_b;
 } conv_state;
 
 /* The NCHW weight gradient's per-image partials may use this many floats
@@ -758,6 +761,12 @@ static int implicit_splits(const clt_graph *g, const conv_state *s,
   return splits < 1 ? 1 : (int)splits;
 }
 
+static void release_fold(conv_state *s) {
+  clt_tensor_destroy(s->fold_w);
+  clt_tensor_destroy(s->fold_b);
+  s->fold_w = s->fold_b = NULL;
+}
+
 /* Chooses the plans, measuring on the backward's workspaces (nothing
  * else lives in them while the graph compiles): col and tmp hold a fixed
  * spread of values, each product writes what the next one reads (y' into
@@ -765,10 +774,18 @@ static int implicit_splits(const clt_graph *g, const conv_state *s,
  * and drow alike). Then the copies' layouts, on the input and col; then
  * the layouts: the forward's on its own buffers (col, tmp, y, all live
  * together), the backward's on the backward's (x, col, tmp, dy, dx), with
- * a workspace for the partials of any way's dW held while measuring. */
+ * a workspace for the partials of any way's dW held while measuring.
+ * With a batchnorm folded in (bn_fold), first the buffers of the folded
+ * weights and bias. */
 static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
   clt_tensor *col = s->bcol, *tmp = s->btmp;
+  release_fold(s);
+  if (n->bn_fold >= 0) {
+    int64_t nw = n->params[0].value.numel;
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &nw, &s->fold_w));
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->filters, &s->fold_b));
+  }
   clt_graph_node *in = clt_graph_in(g, n, 0);
   bool measuring = clt_graph_plans_measure(g);
   if (measuring) {
@@ -903,6 +920,16 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                 .x = clt_graph_in(g, n, 0)->out,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
                 .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
+  if (n->bn_fold >= 0 && !g->training) {
+    /* evaluation with the batchnorm folded in: its output, its ReLU */
+    clt_graph_node *bn = &g->nodes[n->bn_fold];
+    CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
+                               s->fold_w, s->fold_b));
+    io.weight = s->fold_w;
+    io.bias = s->fold_b;
+    io.y = bn->out;
+    io.relu = bn->fused_relu;
+  }
   /* Every way's last kernel is ours but NCHW direct's without a bias or
    * a ReLU, where the GEMM writes y. */
   bool gemm_last = (s->fwd_way == WAY_NCHW || s->fwd_way == WAY_NCHW_CT) &&
@@ -930,7 +957,10 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   return run_way(g, s, &io, true, s->bwd_way);
 }
 
-static void conv_destroy(clt_graph_node *n) { free(n->state); }
+static void conv_destroy(clt_graph_node *n) {
+  if (n->state) release_fold(n->state);
+  free(n->state);
+}
 
 const clt_layer_ops clt_layer_conv2d = {
     .type = "conv2d",

@@ -171,6 +171,18 @@ clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                  KI(HW), KF(eps), KI(relu), KR(round, y));
 }
 
+clt_status clt_bn_fold(clt_context *ctx, clt_tensor *w_out, clt_tensor *b_out,
+                       const clt_tensor *w, const clt_tensor *b,
+                       const clt_tensor *mean, const clt_tensor *var,
+                       const clt_tensor *gamma, const clt_tensor *beta,
+                       int64_t F, int64_t per, float eps) {
+  /* w stands in for the bias where there is none (not read) */
+  return CLT_RUN_1D(ctx, CLT_K_bn_fold, (size_t)(F * per + F), KT(w_out),
+                    KT(b_out), KT(w), KT(b ? b : w), KT(mean), KT(var),
+                    KT(gamma), KT(beta), KI(F), KI(per), KI(b != NULL),
+                    KF(eps));
+}
+
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,

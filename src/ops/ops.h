@@ -429,6 +429,15 @@ clt_status clt_bn_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *gamma, const clt_tensor *beta,
                           int64_t N, int64_t C, int64_t HW, float eps,
                           bool relu, bool runs16, const clt_round16 *round);
+/* Evaluation's batch norm folded into the convolution before it:
+ * w_out[f][i] = w[f][i] k[f] (per weights a filter) and b_out[f] = (b[f]
+ * - mean[f]) k[f] + beta[f] (b 0 where NULL), k = gamma / sqrt(var +
+ * eps) as clt_bn_forward computes it. */
+clt_status clt_bn_fold(clt_context *ctx, clt_tensor *w_out, clt_tensor *b_out,
+                       const clt_tensor *w, const clt_tensor *b,
+                       const clt_tensor *mean, const clt_tensor *var,
+                       const clt_tensor *gamma, const clt_tensor *beta,
+                       int64_t F, int64_t per, float eps);
 clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,

@@ -88,6 +88,7 @@
   X(bn_update_running, "norm")                                                 \
   CLT_KERNEL_R16(X, bn_apply, "norm")                                          \
   CLT_KERNEL_R16(X, bn_apply16, "norm")                                        \
+  X(bn_fold, "norm")                                                           \
   X(bn_backward_reduce, "norm")                                                \
   CLT_KERNEL_R16(X, bn_backward_apply, "norm")                                 \
   CLT_KERNEL_R16(X, bn_backward_apply16, "norm")                               \
