@@ -1209,9 +1209,10 @@ typedef struct clt_fit_options {
    * checkpoint written stays) and the weights are as that batch left them
    * (early stopping's best are put back). Either way clt_fit returns
    * CLT_OK and sets result->interrupted (where the run ended before its
-   * last epoch). Over MPI rank 0's answer, read at each epoch's end,
-   * counts for every rank: CLT_FIT_STOP_NOW acts as CLT_FIT_STOP_EPOCH
-   * there. */
+   * last epoch). Over MPI every rank's function is asked after every
+   * step and the ranks agree on the strongest answer with the step's
+   * gradients, so that every rank stops after the same step or epoch;
+   * after each epoch's evaluation rank 0's answer counts for all. */
   clt_fit_stop_fn stop;
   void *stop_user;
 } clt_fit_options;

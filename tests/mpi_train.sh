@@ -9,7 +9,8 @@
 #     an infinite loss stops every rank together;
 #   - --resume under MPI continues bit-identically to an uninterrupted
 #     MPI run;
-#   - Ctrl-C to the ranks ends every rank after the same epoch, saved.
+#   - Ctrl-C to the ranks ends every rank after the same epoch, saved;
+#     twice, after the same step.
 # (That the shards of an epoch cover every image once is test_data's
 # test_loader_shards_cover_epoch_once.)
 # usage: mpi_train.sh CLTRAIN MPIRUN COMPARE_WEIGHTS.py SAMPLES_DIR
@@ -249,6 +250,25 @@ saved=$(ckpt_epoch "$T/int.st")
 [ "$saved" = "$rows" ] ||
   fail "Ctrl-C under MPI: the checkpoint holds epoch $saved, not $rows"
 echo "ok: Ctrl-C to the ranks ends every rank after epoch $rows, saved"
+# Twice, early in an epoch: every rank stops after the same step, that
+# epoch unfinished (not logged), and exits 130.
+"${MR[@]}" -np 2 "$C" train "$MLP" --data fashion-mnist --holdout 0 \
+  --test-limit 200 --epochs 1000 --log "$T/now.csv" >"$T/out" 2>&1 &
+mp=$!
+wait_rows "$T/now.csv" 1 "$mp"
+pkill -INT -P "$mp" || true
+pkill -INT -P "$mp" || true
+rc=0
+wait "$mp" || rc=$?
+[ "$rc" -eq 130 ] || fail "Ctrl-C twice under MPI: exit $rc, not 130: $(cat "$T/out")"
+rows=$(log_rows "$T/now.csv")
+grep -qF "interrupted: stopped during epoch $((rows + 1)) of 1000" "$T/out" ||
+  fail "Ctrl-C twice under MPI: $rows epochs logged, but: $(cat "$T/out")"
+steps=$(grep -oE '^rank [01]: .* images/s, [0-9]+ steps' "$T/out" |
+  grep -oE '[0-9]+ steps' | sort -u)
+[ "$(echo "$steps" | wc -l)" -eq 1 ] && [ -n "$steps" ] ||
+  fail "Ctrl-C twice under MPI: the ranks stopped after different steps: $(cat "$T/out")"
+echo "ok: Ctrl-C twice to the ranks stops every rank after the same step ($steps, in epoch $((rows + 1)))"
 
 # ---- resume under MPI -----------------------------------------------------
 RES=(--data fashion-mnist --train-limit 1000 --test-limit 200 --batch 32

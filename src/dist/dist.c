@@ -116,6 +116,11 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
   (void)d, (void)g;
   return st;
 }
+clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
+                                  int *stop) {
+  (void)d, (void)g, (void)stop;
+  return st;
+}
 CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
   clt_dist_stats_get(d, all);
   return CLT_OK;
@@ -226,15 +231,20 @@ CLT_API void clt_dist_abort(clt_dist *d, int code) {
   MPI_Abort(d->comm, code);
 }
 
-CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
-                                  clt_status st) {
-  if (!d)
-    return st;
+/* clt_dist_agree, and where stop is not NULL the largest of the ranks'
+ * *stop in the same allreduce (the minimum of their negatives). */
+static clt_status agree(clt_dist *d, clt_context *ctx, clt_status st,
+                        int *stop) {
   d->failed_together = false;
   /* The lowest failing rank, or size when none failed. */
-  int mine = st != CLT_OK ? d->rank : d->size, first = d->size;
-  MPI_TRY(ctx, MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, d->comm),
+  int mine[2] = {st != CLT_OK ? d->rank : d->size, stop ? -*stop : 0};
+  int all[2] = {d->size, 0};
+  MPI_TRY(ctx, MPI_Allreduce(mine, all, stop ? 2 : 1, MPI_INT, MPI_MIN,
+                             d->comm),
           "agreeing on errors");
+  if (stop)
+    *stop = -all[1];
+  int first = all[0];
   if (first == d->size)
     return CLT_OK;
   struct {
@@ -254,6 +264,13 @@ CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
   if (strncmp(e.msg, "rank ", 5) == 0)
     return clt_ctx_fail(ctx, (clt_status)e.status, "%s", e.msg);
   return clt_ctx_fail(ctx, (clt_status)e.status, "rank %d: %s", first, e.msg);
+}
+
+CLT_API clt_status clt_dist_agree(clt_dist *d, clt_context *ctx,
+                                  clt_status st) {
+  if (!d)
+    return st;
+  return agree(d, ctx, st, NULL);
 }
 
 /* ---- the gradient buckets ----------------------------------------------- */
@@ -422,6 +439,11 @@ static int read_done(const dist_bucket *k) {
 }
 
 clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
+  return clt_dist_step_end_stop(d, g, st, NULL);
+}
+
+clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
+                                  int *stop) {
   if (!d || !d->g)
     return st;
   clt_context *ctx = g->ctx;
@@ -515,7 +537,7 @@ clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st) {
   }
   d->stats.steps++;
   d->stats.step_seconds += t_end - d->t_begin;
-  return clt_dist_agree(d, ctx, st);
+  return agree(d, ctx, st, stop);
 }
 
 clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m) {

@@ -15,6 +15,11 @@
 
 #include "graph/graph.h"
 
+/* clt_dist_step_end, agreeing on a stop request too: *stop is this
+ * rank's (a clt_fit_stop value) on entry and the largest any rank made on
+ * return, the same on every rank (with d NULL, unchanged). */
+clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
+                                  int *stop);
 /* Collective: sums loss and accuracy (weighted by samples) and samples. */
 clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m);
 /* Adds an epoch's training wall time to the counters. */

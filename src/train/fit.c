@@ -155,8 +155,9 @@ typedef struct run_state {
   stop_state *stop; /* training: the stop function's requests */
 } run_state;
 
-/* Asks the stop function after a training batch (over MPI clt_fit asks
- * at each epoch's end instead); true: end the epoch now. */
+/* Asks the stop function after a training batch (over MPI
+ * run_batches_dist asks it instead, with every rank); true: end the
+ * epoch now. */
 static bool poll_stop(run_state *rs) {
   const clt_fit_options *fo = rs->fo;
   if (!rs->stop || !fo || !fo->stop || rs->dist) return false;
@@ -223,10 +224,11 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
                                    int64_t batches, clt_metrics *out) {
   clt_graph *g = rs->g;
   clt_dist *d = rs->dist;
+  const clt_fit_options *fo = rs->fo;
   clt_host_batch b, held = {0};
   cl_event ev = NULL;
   int64_t done = 0;
-  int every = rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
+  int every = fo->progress_every > 0 ? fo->progress_every : 50;
   double t0 = clt_now_seconds();
   clt_status pending = read_metrics(g, out, true), st = CLT_OK;
   while (st == CLT_OK && clt_loader_next(l, &b)) {
@@ -238,10 +240,19 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
     ev = next_ev;
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_forward(g, true);
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_backward(g);
-    st = clt_dist_step_end(d, g, pending);
+    /* Every rank's stop function is asked after every step; the ranks
+     * agree on the strongest request with the step's status, so that all
+     * stop after the same step. */
+    int ask = fo->stop ? (int)fo->stop(fo->stop_user) : CLT_FIT_GO_ON;
+    st = clt_dist_step_end_stop(d, g, pending, &ask);
     if (st != CLT_OK) break;
     pending = clt_optimizer_step(rs->opt);
     done++;
+    if (ask >= CLT_FIT_STOP_EPOCH) rs->stop->epoch_end = true;
+    if (ask == CLT_FIT_STOP_NOW) {
+      rs->stop->now = true;
+      break;
+    }
     if (done % every != 0 && done != 1) continue;
     clt_status m_st = read_metrics(g, out, false);
     if (pending == CLT_OK) pending = m_st;
