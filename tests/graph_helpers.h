@@ -23,6 +23,14 @@ static inline clt_status graph_from_text_on(clt_context *ctx,
   return st;
 }
 
+/* The node of g named name (the test fails where there is none). */
+static inline clt_graph_node *node_named(clt_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
+  ck_abort_msg("no node %s", name);
+  return NULL;
+}
+
 /* The same on the suite's context. */
 static inline clt_status graph_from_text(const char *text, clt_graph **g) {
   return graph_from_text_on(g_ctx, text, g);

@@ -32,6 +32,24 @@ static clt_optimizer *adam(clt_graph *g, float lr) {
   return opt;
 }
 
+/* input [in_size], dense 5, ReLU, dense 3, softmax cross-entropy, on
+ * ctx, compiled for batch with seed. */
+static clt_graph *small_classifier(clt_context *ctx, int64_t in_size,
+                                   int64_t batch, uint64_t seed) {
+  clt_graph *g = NULL;
+  clt_node in, h, out;
+  clt_status st = clt_graph_create(ctx, &g);
+  if (st == CLT_OK) st = clt_graph_input(g, 1, &in_size, &in);
+  if (st == CLT_OK) st = clt_graph_dense(g, in, 5, &h);
+  if (st == CLT_OK) st = clt_graph_activation(g, h, CLT_ACT_RELU, &h);
+  if (st == CLT_OK) st = clt_graph_dense(g, h, 3, &out);
+  if (st == CLT_OK) st = clt_graph_softmax_cross_entropy(g, out, NULL);
+  if (st == CLT_OK) st = clt_graph_compile(g, batch, seed);
+  ck_assert_msg(st == CLT_OK, "small classifier: %s: %s",
+                clt_status_string(st), clt_context_last_error(ctx));
+  return g;
+}
+
 /* clt_fit on u8 pixels sends bytes and scales them on the device: after
  * an epoch (no shuffle, a last batch of 5) the model answers every sample
  * as one trained by a loop of our own that uploads the pixels / 255 as
@@ -58,15 +76,7 @@ START_TEST(test_fit_bytes_equal_floats) {
   float *w[2];
   int64_t nw = 0;
   for (int run = 0; run < 2; run++) {
-    clt_graph *g = NULL;
-    ck_assert_ok(clt_graph_create(g_ctx, &g));
-    clt_node in, h, out;
-    ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){IN}, &in));
-    ck_assert_ok(clt_graph_dense(g, in, 5, &h));
-    ck_assert_ok(clt_graph_activation(g, h, CLT_ACT_RELU, &h));
-    ck_assert_ok(clt_graph_dense(g, h, 3, &out));
-    ck_assert_ok(clt_graph_softmax_cross_entropy(g, out, NULL));
-    ck_assert_ok(clt_graph_compile(g, B, 9));
+    clt_graph *g = small_classifier(g_ctx, IN, B, 9);
     clt_optimizer *opt = adam(g, 0.01f);
     if (run == 0) {
       clt_fit_options fo;
@@ -857,15 +867,7 @@ START_TEST(test_epoch_tells_compile_time_apart) {
   d.num_classes = 3;
   clt_dataset *ds = NULL;
   ck_assert_int_eq(clt_dataset_from_memory(ctx, &d, &ds), CLT_OK);
-  clt_graph *g = NULL;
-  ck_assert_int_eq(clt_graph_create(ctx, &g), CLT_OK);
-  clt_node in, h, out;
-  ck_assert_int_eq(clt_graph_input(g, 1, (int64_t[]){IN}, &in), CLT_OK);
-  ck_assert_int_eq(clt_graph_dense(g, in, 5, &h), CLT_OK);
-  ck_assert_int_eq(clt_graph_activation(g, h, CLT_ACT_RELU, &h), CLT_OK);
-  ck_assert_int_eq(clt_graph_dense(g, h, 3, &out), CLT_OK);
-  ck_assert_int_eq(clt_graph_softmax_cross_entropy(g, out, NULL), CLT_OK);
-  ck_assert_int_eq(clt_graph_compile(g, B, 1), CLT_OK);
+  clt_graph *g = small_classifier(ctx, IN, B, 1);
   clt_optimizer *opt = adam(g, 0.01f);
   clt_fit_options fo;
   clt_fit_options_init(&fo);

@@ -309,13 +309,6 @@ END_TEST
   "dense name=fc units=5\n"                                                    \
   "softmax_cross_entropy\n"
 
-static clt_graph_node *node_named(clt_graph *g, const char *name) {
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
-  ck_abort_msg("no node %s", name);
-  return NULL;
-}
-
 /* n's output for the batch just run, downloaded (count floats). */
 static float *node_output(clt_graph *g, const char *name, int64_t count) {
   clt_graph_node *n = node_named(g, name);

@@ -264,13 +264,6 @@ END_TEST
   "dense units=5\n"                                                            \
   "softmax_cross_entropy\n"
 
-static clt_graph_node *node_named(clt_graph *g, const char *name) {
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
-  ck_abort_msg("no node %s", name);
-  return NULL;
-}
-
 /* train_record's run of FUSABLE, with ReLU fusion on or off (CLT_FUSE),
  * every layer's layout forced to `way` (0: as measured; 5 and 6: the
  * direct kernels, per row and per element, where offered) and the
