@@ -1,5 +1,6 @@
 /* The cltrain command. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -40,7 +41,25 @@ static void usage(FILE *out) {
           "Run `cltrain COMMAND --help` for a command's options.\n");
 }
 
+/* POCL compiles, besides a kernel's generic work-group function, one more
+ * for every local size, grid-size class and global offset the kernel is
+ * launched with (its POCL_WORK_GROUP_SPECIALIZATION, on by default). A
+ * first run times several candidates for every product, each launched at
+ * its own sizes, so on a 2-core host it spent about half its time in
+ * those compiles (the README's MLP command on empty caches: 41.9 s with
+ * them, 22.2 s without), while training ran at the same speed either way
+ * (bench train, MLP b32 and b256, CNN and ResNet b64, two interleaved
+ * rounds, within 6% each way). So the command turns them off, unless the
+ * user has set the variable; it only matters to POCL. It is set here,
+ * before any thread or OpenCL call, because setenv is not safe beside a
+ * running getenv; the library leaves the environment alone (README, "The
+ * two commands"). */
+static void pocl_generic_work_groups(void) {
+  setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+}
+
 int main(int argc, char **argv) {
+  pocl_generic_work_groups();
   /* Image folders decode PNG and JPEG through libcltrain-image. */
   clt_image_init();
   if (argc < 2) {
