@@ -466,8 +466,11 @@ END_TEST
 /* A 16-pixel, 3-class problem the model learns fast, and a validation set
  * of the same images with shuffled labels: its loss rises as training
  * fits, so early stopping stops and puts back the best epoch's weights;
- * the checkpoint holds them too (reloaded and evaluated here). */
+ * the checkpoint holds them too (reloaded and evaluated here). In fp32,
+ * and (_i 1) in mixed precision, whose fp16 copy of the weights must be
+ * made again from those put back. */
 START_TEST(test_early_stop_keeps_the_best_weights) {
+  clt_precision p = _i ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32;
   enum { N = 96 };
   static uint8_t px[N * 16];
   int32_t labels[N], wrong[N];
@@ -485,6 +488,7 @@ START_TEST(test_early_stop_keeps_the_best_weights) {
                                   "dense units=3\nsoftmax_cross_entropy\n");
   clt_graph *g = NULL;
   ck_assert_ok(clt_graph_load_model(g_ctx, model, &g));
+  ck_assert_ok(clt_graph_set_precision(g, p));
   ck_assert_ok(clt_graph_compile(g, 16, 3));
   clt_optimizer *opt = adam(g, 0.05f);
   clt_fit_options fo;
@@ -517,6 +521,7 @@ START_TEST(test_early_stop_keeps_the_best_weights) {
   ck_assert_double_eq_tol(m.loss, r.best_loss, 1e-5);
   clt_graph *g2 = NULL;
   ck_assert_ok(clt_graph_load_model(g_ctx, model, &g2));
+  ck_assert_ok(clt_graph_set_precision(g2, p));
   ck_assert_ok(clt_graph_compile(g2, 16, 9));
   ck_assert_ok(clt_checkpoint_load_weights(g2, fo.checkpoint_path));
   ck_assert_ok(clt_evaluate(g2, val, 16, &m));
@@ -910,7 +915,7 @@ static Suite *fit_data_suite(void) {
   tcase_add_test(tc, test_image_folders_train_end_to_end);
   tcase_add_test(tc, test_open_csv_folder);
   tcase_add_test(tc, test_split_is_seeded_and_disjoint);
-  tcase_add_test(tc, test_early_stop_keeps_the_best_weights);
+  tcase_add_loop_test(tc, test_early_stop_keeps_the_best_weights, 0, 2);
   tcase_add_test(tc, test_plateau_and_warmup_schedules);
   tcase_add_test(tc, test_warmup_steps_through_fit);
   tcase_add_test(tc, test_stop_function_ends_the_run);

@@ -327,64 +327,205 @@ static void assert_close(const float *got, const float *want, int64_t n,
                   (double)got[i], (double)want[i]);
 }
 
+enum { FOLD_N = 19 };
+
+/* fg's and g's forward on x, in training mode or evaluation, through each
+ * of three layers and the probabilities: the same within float rounding.
+ * fg's probabilities into probs where it is not NULL. */
+static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
+                                bool training, const char *when,
+                                float *probs) {
+  int32_t labels[FOLD_N];
+  for (int i = 0; i < FOLD_N; i++) labels[i] = i % 5;
+  static const char *const layers[] = {"r1", "bn2", "sum"};
+  static const int64_t sizes[] = {5 * 49, 6 * 16, 6 * 16};
+  float *out[2][3];
+  float got[2][FOLD_N * 5];
+  clt_graph *gs[2] = {fg, g};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_ok(clt_graph_set_batch(gs[k], x, labels, FOLD_N));
+    ck_assert_ok(clt_graph_forward(gs[k], training));
+    for (int l = 0; l < 3; l++)
+      out[k][l] = node_output(gs[k], layers[l], FOLD_N * sizes[l]);
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(gs[k], got[k], &outputs));
+    ck_assert_int_eq(outputs, 5);
+  }
+  char what[128];
+  for (int l = 0; l < 3; l++) {
+    snprintf(what, sizeof what, "%s (%s, %s)", layers[l],
+             training ? "training" : "evaluation", when);
+    assert_close(out[0][l], out[1][l], FOLD_N * sizes[l], what);
+    free(out[0][l]);
+    free(out[1][l]);
+  }
+  snprintf(what, sizeof what, "probabilities (%s)", when);
+  assert_close(got[0], got[1], FOLD_N * 5, what);
+  if (probs) memcpy(probs, got[0], sizeof got[0]);
+}
+
+/* The forward layout c1 took in fg's last compile. */
+static const char *c1_forward_layout(const clt_graph *fg) {
+  static clt_plan_info info;
+  for (int i = 0; i < clt_graph_plan_count(fg); i++) {
+    ck_assert_ok(clt_graph_plan_info(fg, i, &info));
+    if (!strcmp(info.layer, "c1") && !strcmp(info.product, "forward layout"))
+      return info.candidates[info.chosen].name;
+  }
+  ck_abort_msg("c1 has no forward layout");
+  return NULL;
+}
+
 /* A forward-only graph folds each batch norm into the convolution before
  * it (graph.h bn_fold) where nothing else reads that convolution: after
  * training moved the running statistics, gamma and beta, its evaluation
  * gives the training graph's (which runs every batch norm) within float
  * rounding, through each layer; a training forward on it still runs the
- * batch norms on the batch's statistics, as the training graph does. */
+ * batch norms on the batch's statistics, as the training graph does. The
+ * folded weights (and the tiled way's weight tiles) are kept between
+ * evaluations and made again after whatever writes the parameters: a
+ * training forward (the running statistics), loading other weights. In
+ * the layout the plans choose, and in the tiled way, which keeps its
+ * weight tiles. */
 START_TEST(test_batchnorm_folded_for_evaluation) {
   const char *fuse = getenv("CLT_FUSE");
   if (fuse && !strcmp(fuse, "0")) return; /* nothing is folded */
   const char *model_path = write_text("fold.model", FOLD_MODEL);
   const char *weights = tmp_path("fold.safetensors");
-  clt_graph *g = trained(model_path, weights);
-  clt_model *m = NULL;
-  ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
-  clt_graph *fg = clt_model_graph(m);
-  ck_assert_int_eq(node_named(fg, "c1")->bn_fold,
-                   node_named(fg, "bn1")->index);
-  ck_assert_int_eq(node_named(fg, "c2")->bn_fold,
-                   node_named(fg, "bn2")->index);
-  ck_assert_int_eq(node_named(fg, "c3")->bn_fold, -1); /* the add reads it */
-  ck_assert(!node_named(fg, "bn3")->bn_folded);
-  ck_assert(node_named(fg, "bn1")->fused_relu);
-  /* The training graph folds nothing. */
-  ck_assert_int_eq(node_named(g, "c1")->bn_fold, -1);
+  const char *moved = tmp_path("fold_moved.safetensors");
+  for (int tiled = 0; tiled < 2; tiled++) {
+    clt_graph *g = trained(model_path, weights);
+    clt_model *m = NULL;
+    ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+    clt_graph *fg = clt_model_graph(m);
+    if (tiled) {
+      /* compiled again for the same batch: the weights stay */
+      fg->test_way_name = "tiled 8";
+      ck_assert_ok(clt_graph_compile(fg, fg->max_batch, fg->seed));
+      ck_assert_str_eq(c1_forward_layout(fg), "tiled 8");
+    }
+    ck_assert_int_eq(node_named(fg, "c1")->bn_fold,
+                     node_named(fg, "bn1")->index);
+    ck_assert_int_eq(node_named(fg, "c2")->bn_fold,
+                     node_named(fg, "bn2")->index);
+    ck_assert_int_eq(node_named(fg, "c3")->bn_fold, -1); /* the add reads it */
+    ck_assert(!node_named(fg, "bn3")->bn_folded);
+    ck_assert(node_named(fg, "bn1")->fused_relu);
+    /* The training graph folds nothing. */
+    ck_assert_int_eq(node_named(g, "c1")->bn_fold, -1);
 
-  enum { N = 19 };
-  float *x = malloc(N * 147 * sizeof *x);
-  int32_t labels[N];
-  for (int i = 0; i < N; i++) labels[i] = i % 5;
-  clt_random_fill(x, N * 147, 9, -1.0f, 1.0f);
-  static const char *const layers[] = {"r1", "bn2", "sum"};
-  static const int64_t sizes[] = {5 * 49, 6 * 16, 6 * 16};
-  for (int training = 0; training < 2; training++) {
-    float *out[2][3];
-    float probs[2][N * 5];
-    clt_graph *gs[2] = {fg, g};
-    for (int k = 0; k < 2; k++) {
-      ck_assert_ok(clt_graph_set_batch(gs[k], x, labels, N));
-      ck_assert_ok(clt_graph_forward(gs[k], training));
-      for (int l = 0; l < 3; l++)
-        out[k][l] = node_output(gs[k], layers[l], N * sizes[l]);
-      int64_t outputs = 0;
-      ck_assert_ok(clt_graph_predictions(gs[k], probs[k], &outputs));
-      ck_assert_int_eq(outputs, 5);
+    float *x = malloc(FOLD_N * 147 * sizeof *x);
+    clt_random_fill(x, FOLD_N * 147, 9, -1.0f, 1.0f);
+    float first[FOLD_N * 5], again[FOLD_N * 5];
+    assert_graphs_agree(fg, g, x, false, "first", first);
+    /* A training forward moves both graphs' running statistics alike. */
+    assert_graphs_agree(fg, g, x, true, "first", NULL);
+    assert_graphs_agree(fg, g, x, false, "after a training forward", again);
+    bool differ = false;
+    for (int i = 0; i < FOLD_N * 5; i++) differ |= first[i] != again[i];
+    ck_assert_msg(differ, "the running statistics did not move");
+    /* Evaluated again with nothing written: the same bits. */
+    assert_graphs_agree(fg, g, x, false, "once more", first);
+    ck_assert_mem_eq(first, again, sizeof first);
+
+    /* Other weights: a step of SGD on g, loaded into fg. */
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+    oo.lr = 0.5f;
+    clt_optimizer *opt = NULL;
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    int32_t labels[FOLD_N];
+    for (int i = 0; i < FOLD_N; i++) labels[i] = i % 3;
+    ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+    ck_assert_ok(clt_checkpoint_save(g, opt, 2, NULL, moved));
+    clt_optimizer_destroy(opt);
+    ck_assert_ok(clt_checkpoint_load_weights(fg, moved));
+    assert_graphs_agree(fg, g, x, false, "after loading other weights",
+                        again);
+    differ = false;
+    for (int i = 0; i < FOLD_N * 5; i++) differ |= first[i] != again[i];
+    ck_assert_msg(differ, "the weights did not move");
+    free(x);
+    clt_model_destroy(m);
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
+/* A graph (training and evaluating, as fit does) in fp32 and in mixed
+ * precision, in the layout the plans choose and in the tiled way: its
+ * evaluation after an optimizer step runs on the new weights (the
+ * fp16 copy of mixed precision and the weight tiles are made again), as
+ * a graph given those weights from a checkpoint does, loaded or resumed
+ * from, after an evaluation of its own first weights. */
+START_TEST(test_evaluation_after_step) {
+  const char *model_path = write_text("step.model", FOLD_MODEL);
+  const char *moved = tmp_path("step.safetensors");
+  float *x = malloc(FOLD_N * 147 * sizeof *x);
+  clt_random_fill(x, FOLD_N * 147, 12, -1.0f, 1.0f);
+  int32_t labels[FOLD_N];
+  for (int i = 0; i < FOLD_N; i++) labels[i] = i % 5;
+  for (int c = 0; c < 4; c++) {
+    clt_precision p = c & 1 ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32;
+    const char *way = c & 2 ? "tiled 8" : NULL;
+    clt_graph *gs[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+      ck_assert_ok(clt_graph_load_model(g_ctx, model_path, &gs[k]));
+      gs[k]->test_way_name = way;
+      ck_assert_ok(clt_graph_set_precision(gs[k], p));
+      ck_assert_ok(clt_graph_compile(gs[k], FOLD_N, 5));
     }
-    char what[64];
-    for (int l = 0; l < 3; l++) {
-      snprintf(what, sizeof what, "%s (%s)", layers[l],
-               training ? "training" : "evaluation");
-      assert_close(out[0][l], out[1][l], N * sizes[l], what);
-      free(out[0][l]);
-      free(out[1][l]);
+    clt_graph *g = gs[0];
+    if (way) {
+      ck_assert_str_eq(c1_forward_layout(g), way);
     }
-    assert_close(probs[0], probs[1], N * 5, "probabilities");
+    float before[FOLD_N * 5], after[FOLD_N * 5], want[FOLD_N * 5];
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, before, &outputs));
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+    oo.lr = 0.5f;
+    clt_optimizer *opt = NULL;
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, after, &outputs));
+    ck_assert_ok(clt_checkpoint_save(g, opt, 1, NULL, moved));
+    clt_optimizer_destroy(opt);
+    char what[96];
+    for (int k = 1; k < 3; k++) {
+      ck_assert_ok(clt_graph_set_batch(gs[k], x, labels, FOLD_N));
+      ck_assert_ok(clt_graph_forward(gs[k], false));
+      ck_assert_ok(clt_graph_predictions(gs[k], want, &outputs));
+      /* the same seed: the same weights */
+      assert_close(want, before, FOLD_N * 5, "the first weights");
+      if (k == 1) {
+        ck_assert_ok(clt_checkpoint_load_weights(gs[k], moved));
+      } else {
+        ck_assert_ok(clt_optimizer_create(gs[k], &oo, &opt));
+        ck_assert_ok(clt_checkpoint_resume(gs[k], opt, moved, NULL, NULL, 0));
+        clt_optimizer_destroy(opt);
+      }
+      ck_assert_ok(clt_graph_forward(gs[k], false));
+      ck_assert_ok(clt_graph_predictions(gs[k], want, &outputs));
+      snprintf(what, sizeof what, "probabilities after a step (%s, %s, %s)",
+               p == CLT_PRECISION_MIXED ? "mixed" : "fp32",
+               way ? way : "planned", k == 1 ? "loaded" : "resumed");
+      assert_close(after, want, FOLD_N * 5, what);
+    }
+    bool differ = false;
+    for (int i = 0; i < FOLD_N * 5; i++) differ |= before[i] != after[i];
+    ck_assert_msg(differ, "%s: the step changed nothing", what);
+    for (int k = 0; k < 3; k++) clt_graph_destroy(gs[k]);
   }
   free(x);
-  clt_model_destroy(m);
-  clt_graph_destroy(g);
 }
 END_TEST
 
@@ -397,6 +538,7 @@ static Suite *infer_suite(void) {
   tcase_add_test(tc, test_batch_without_labels);
   tcase_add_test(tc, test_predictions_keep_gradients);
   tcase_add_test(tc, test_batchnorm_folded_for_evaluation);
+  tcase_add_test(tc, test_evaluation_after_step);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -258,10 +258,12 @@ static clt_status conv_forward_body(check_set *s, const void *arg) {
                                       a->bias ? b->t : NULL, a->batch, a->F, &w,
                                       a->relu, round));
   else if (a->tiled) {
-    clt_tensor *xp;
-    CLT_TRY(check_plain(
-        s, clt_conv_tiled_workspace(a->batch, a->F, &w, a->tiled), &xp));
-    CLT_TRY(clt_conv_tiled_forward(s->ctx, a->tiled, y->t, x->t, wt->t,
+    clt_tensor *xp, *tiles;
+    CLT_TRY(check_plain(s, clt_conv_tiled_workspace(a->batch, &w, a->tiled),
+                        &xp));
+    CLT_TRY(check_plain(s, clt_conv_tiled_weights_len(a->F, &w), &tiles));
+    CLT_TRY(clt_conv_tile_weights(s->ctx, tiles, wt->t, a->F, &w));
+    CLT_TRY(clt_conv_tiled_forward(s->ctx, a->tiled, y->t, x->t, tiles,
                                    a->bias ? b->t : NULL, a->batch, a->F, &w,
                                    a->relu, round, xp));
   } else

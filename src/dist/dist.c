@@ -357,7 +357,9 @@ clt_status clt_dist_sync_params(clt_dist *d, clt_graph *g) {
           "broadcasting the weights");
   if (d->rank == 0)
     return CLT_OK;
-  return clt_tensor_upload(g->params, d->host);
+  clt_status st = clt_tensor_upload(g->params, d->host);
+  clt_graph_params_written(g);
+  return st;
 }
 
 void clt_dist_detach(clt_dist *d, clt_graph *g) {

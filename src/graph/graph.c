@@ -19,6 +19,7 @@ CLT_API clt_status clt_graph_create(clt_context *ctx, clt_graph **out) {
   g->share_buffers = true;
   g->save_f16_option = -1;
   g->loss_scale = 1.0f;
+  g->params_version = 1;
   *out = g;
   return CLT_OK;
 }
@@ -488,7 +489,10 @@ static clt_status bind_param_values(clt_graph *g) {
     clt_tensor_destroy(g->work_params);
     g->work_params = NULL;
     CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &n, &g->work_params));
+    g->work_params_version = 0;
   }
+  /* The values may view another tensor now. */
+  clt_graph_params_written(g);
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_params; k++) {
       clt_param *p = &g->nodes[i].params[k];
@@ -511,6 +515,8 @@ CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
     return clt_graph_compile(g, g->max_batch, g->seed);
   return g->params ? bind_param_values(g) : CLT_OK;
 }
+
+void clt_graph_params_written(clt_graph *g) { g->params_version++; }
 
 clt_status clt_graph_need_backward(clt_graph *g, const char *what) {
   if (!g->planned_forward_only) return CLT_OK;
@@ -566,6 +572,7 @@ static clt_status plan_params(clt_graph *g) {
   if (!host) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
   clt_status st = init_params(g, host);
   free(host);
+  clt_graph_params_written(g);
   if (st == CLT_OK) st = clt_tensor_fill(g->grads, 0.0);
   g->initialised = st == CLT_OK;
   return st;
@@ -584,6 +591,18 @@ static clt_status alias_node(clt_graph *g, clt_graph_node *n) {
   return CLT_OK;
 }
 
+/* Under mixed precision, the fp16 copy of the trainable parameters the
+ * layers read, made again where params were written since. */
+static clt_status round_work_params(clt_graph *g) {
+  if (g->precision != CLT_PRECISION_MIXED || !g->work_params ||
+      g->work_params_version == g->params_version)
+    return CLT_OK;
+  CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
+                        g->work_params->numel));
+  g->work_params_version = g->params_version;
+  return CLT_OK;
+}
+
 /* Every output, gradient and workspace goes into shared device buffers
  * planned by liveness (graph/memplan.c): first what is known before the
  * layers measure their plans, then what those plans need. */
@@ -598,9 +617,7 @@ static clt_status plan_buffers(clt_graph *g) {
     if (clt_node_aliases(&g->nodes[i])) CLT_TRY(alias_node(g, &g->nodes[i]));
   /* The layers measure their products on their parameters: under mixed
    * precision the fp16 copy, which holds nothing before a forward. */
-  if (g->precision == CLT_PRECISION_MIXED && g->work_params)
-    CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
-                          g->work_params->numel));
+  CLT_TRY(round_work_params(g));
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     if (n->ops->compile) CLT_TRY(n->ops->compile(g, n));
@@ -871,9 +888,9 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   g->training = training;
   g->forward_labels = g->batch_labels;
   bool mixed = g->precision == CLT_PRECISION_MIXED;
-  if (mixed && g->work_params)
-    CLT_TRY(clt_round_f16(g->ctx, g->work_params, g->params,
-                          g->work_params->numel));
+  /* A training forward moves batch norms' running statistics. */
+  if (training) clt_graph_params_written(g);
+  CLT_TRY(round_work_params(g));
   for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
   clt_status st = CLT_OK;
   for (int i = 0; i < g->n_nodes; i++) {

@@ -156,6 +156,12 @@ struct clt_graph {
   clt_precision precision;
   clt_precision planned_precision; /* the one the last compile planned for */
   clt_tensor *work_params;
+  /* Counts the writes to params (clt_graph_params_written): what a layer
+   * makes from its parameters (a folded batchnorm's weights, the tiled
+   * convolution's weight tiles) and the fp16 copy above are made again
+   * only when it moved since they were made (work_params_version: the
+   * count the fp16 copy was made at; 0: never). Starts at 1. */
+  uint64_t params_version, work_params_version;
   float loss_scale; /* the loss layer's gradient factor (loss scaling) */
   /* The batch the loss's gradient averages over: 0 for the current batch;
    * over MPI the global batch (clt_dist_step_begin), so that each rank's
@@ -441,6 +447,14 @@ clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t);
  * forward passes only") where g was compiled forward-only: for the
  * backward and the optimizer's step, which need its gradients. */
 clt_status clt_graph_need_backward(clt_graph *g, const char *what);
+
+/* Every write to g->params (or to what the layers' parameter values view)
+ * calls this, after enqueuing it: the optimizer's update, a training
+ * forward (batch norm's running statistics), initialisation, loading
+ * weights, a checkpoint's resume, a broadcast between ranks, early
+ * stopping's restore. Layers that keep something made from their
+ * parameters compare g->params_version with the count they made it at. */
+void clt_graph_params_written(clt_graph *g);
 
 /* Glorot/He bound for a weight with the given fans, per the init option. */
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);

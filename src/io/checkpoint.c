@@ -398,6 +398,7 @@ CLT_API clt_status clt_checkpoint_load_weights(clt_graph *g, const char *path) {
   clt_status st = download_params(g, &host);
   if (st == CLT_OK) st = read_params(g, &f, host);
   if (st == CLT_OK) st = clt_tensor_upload(g->params, host);
+  clt_graph_params_written(g); /* a failed upload may have written some */
   free(host);
   clt_st_file_free(&f);
   return st;
@@ -532,7 +533,9 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
 
 static clt_status apply_resume(clt_graph *g, clt_optimizer *opt,
                                const clt_st_file *f, const resume_plan *p) {
-  CLT_TRY(clt_tensor_upload(g->params, p->params));
+  clt_status st = clt_tensor_upload(g->params, p->params);
+  clt_graph_params_written(g);
+  CLT_TRY(st);
   clt_optimizer_saved os;
   clt_optimizer_saved_state(opt, &os);
   if (p->m) CLT_TRY(upload_moment(g, f, p->m, os.m));

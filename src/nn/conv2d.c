@@ -104,8 +104,17 @@ typedef struct conv_state {
    * configuration. */
   int implicit_splits[CLT_IGEMM_CONFIGS];
   /* With a batchnorm folded in (clt_graph_node.bn_fold): the weights and
-   * the bias an evaluation forward runs with, made before each. */
+   * the bias an evaluation forward runs with, made again when the
+   * parameters were written since fold_version (clt_graph.params_version;
+   * 0: never made). */
   clt_tensor *fold_w, *fold_b;
+  uint64_t fold_version;
+  /* The tiled ways' forward: the weights in tiles (clt_conv_tile_weights),
+   * those of tiles_of (the parameter or fold_w) at tiles_version (0:
+   * none); NULL where no tiled way is offered. */
+  clt_tensor *tiles;
+  const clt_tensor *tiles_of;
+  uint64_t tiles_version;
 } conv_state;
 
 /* The NCHW weight gradient's per-image partials may use this many floats
@@ -201,6 +210,9 @@ typedef struct conv_io {
   /* Mixed precision: the rounding of y (forward) or dx (backward) by the
    * kernel that writes it last (clt_graph_out_round); NULL: none. */
   const clt_round16 *round;
+  /* The tiled forward: conv_state.tiles holds weight's tiles already
+   * (else they are made first: the timing of a plan counts them). */
+  bool tiles_ready;
 } conv_io;
 
 /* y' = W col by the forward's plan, then y = swap(y') + bias (and the
@@ -474,10 +486,14 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   clt_window dwin = s->w; /* the direct kernels' layout */
   dwin.per_element = way == WAY_DIRECT_ELEMS;
   if (!backward) {
-    if (tiled) /* x padded into col */
+    if (tiled) { /* x padded into col */
+      if (!io.tiles_ready)
+        CLT_TRY(clt_conv_tile_weights(g->ctx, s->tiles, io.weight,
+                                      s->filters, &s->w));
       return clt_conv_tiled_forward(g->ctx, tiled_columns(way), io.y, io.x,
-                                    io.weight, io.bias, io.batch, s->filters,
+                                    s->tiles, io.bias, io.batch, s->filters,
                                     &s->w, io.relu, io.round, io.col);
+    }
     if (direct)
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
                                      io.batch, s->filters, &dwin, io.relu,
@@ -577,8 +593,8 @@ static bool tiled_offered(clt_graph *g, const conv_state *s,
                           const conv_io *io, bool backward, int v) {
   int64_t b = g->max_batch, f = s->filters;
   const clt_window *w = &s->w;
-  bool fits = clt_conv_tiled_fits(g->ctx, w, v) &&
-              clt_conv_tiled_workspace(b, f, w, v) <= io->col->numel;
+  bool fits = s->tiles && clt_conv_tiled_fits(g->ctx, w, v) &&
+              clt_conv_tiled_workspace(b, w, v) <= io->col->numel;
   if (!backward || !fits) return fits;
   return clt_conv_tiled_wgrad_fits(g->ctx, w, f, v) &&
          clt_conv_tiled_wgrad_pads(b, f, w, v) <= io->col->numel &&
@@ -764,7 +780,10 @@ static int implicit_splits(const clt_graph *g, const conv_state *s,
 static void release_fold(conv_state *s) {
   clt_tensor_destroy(s->fold_w);
   clt_tensor_destroy(s->fold_b);
-  s->fold_w = s->fold_b = NULL;
+  clt_tensor_destroy(s->tiles);
+  s->fold_w = s->fold_b = s->tiles = NULL;
+  s->tiles_of = NULL;
+  s->fold_version = s->tiles_version = 0;
 }
 
 /* Chooses the plans, measuring on the backward's workspaces (nothing
@@ -785,6 +804,11 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     int64_t nw = n->params[0].value.numel;
     CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &nw, &s->fold_w));
     CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &s->filters, &s->fold_b));
+  }
+  if (clt_conv_tiled_fits(g->ctx, &s->w, 8) ||
+      clt_conv_tiled_fits(g->ctx, &s->w, 16)) {
+    int64_t nt = clt_conv_tiled_weights_len(s->filters, &s->w);
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &nt, &s->tiles));
   }
   clt_graph_node *in = clt_graph_in(g, n, 0);
   bool measuring = clt_graph_plans_measure(g);
@@ -888,6 +912,11 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     st = plan_layout(g, n, &bio, true, nchw_fits, direct, &s->bwd_way);
   clt_tensor_destroy(work);
   CLT_TRY(st);
+  /* The tiles live on only for a tiled forward. */
+  if (s->fwd_way != WAY_TILED16 && s->fwd_way != WAY_TILED8) {
+    clt_tensor_destroy(s->tiles);
+    s->tiles = NULL;
+  }
   int64_t need = s->bwd_way >= WAY_IMPLICIT
                      ? implicit_work[s->bwd_way - WAY_IMPLICIT]
                  : s->bwd_way >= WAY_TILED16
@@ -923,12 +952,26 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   if (n->bn_fold >= 0 && !g->training) {
     /* evaluation with the batchnorm folded in: its output, its ReLU */
     clt_graph_node *bn = &g->nodes[n->bn_fold];
-    CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
-                               s->fold_w, s->fold_b));
+    if (s->fold_version != g->params_version) {
+      s->fold_version = 0;
+      CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
+                                 s->fold_w, s->fold_b));
+      s->fold_version = g->params_version;
+    }
     io.weight = s->fold_w;
     io.bias = s->fold_b;
     io.y = bn->out;
     io.relu = bn->fused_relu;
+  }
+  if (s->fwd_way == WAY_TILED16 || s->fwd_way == WAY_TILED8) {
+    if (s->tiles_version != g->params_version || s->tiles_of != io.weight) {
+      s->tiles_version = 0;
+      CLT_TRY(clt_conv_tile_weights(g->ctx, s->tiles, io.weight, s->filters,
+                                    &s->w));
+      s->tiles_version = g->params_version;
+      s->tiles_of = io.weight;
+    }
+    io.tiles_ready = true;
   }
   /* Every way's last kernel is ours but NCHW direct's without a bias or
    * a ReLU, where the GEMM writes y. */

@@ -357,18 +357,43 @@ bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v) {
          pad_cost(1, &wq) <= ctx->loop_limit;
 }
 
-/* The padded copy's floats, then the weights' (F filters rounded up to
- * whole tiles). */
+/* The padded copy's floats. */
 static int64_t tiled_input_len(int64_t batch, const clt_window *w, int v) {
   int64_t hp, wq;
   tiled_geometry(w, v, &hp, &wq);
   return batch * w->C * hp * wq;
 }
 
-int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
-                                 const clt_window *w, int v) {
-  return tiled_input_len(batch, w, v) +
-         ceil_div(F, TILE_F) * TILE_F * w->C * w->KH * w->KW;
+int64_t clt_conv_tiled_weights_len(int64_t F, const clt_window *w) {
+  return ceil_div(F, TILE_F) * TILE_F * w->C * w->KH * w->KW;
+}
+
+int64_t clt_conv_tiled_workspace(int64_t batch, const clt_window *w, int v) {
+  return tiled_input_len(batch, w, v);
+}
+
+/* The weights' element of (output channel o, input channel i, kh, kw)
+ * read at ws[0] + o*ws[1] + i*ws[2] + kh*ws[3] + kw*ws[4], into tiles
+ * (F rounded up to whole tiles; the surplus filters zero). */
+static clt_status tile_weights(clt_context *ctx, clt_tensor *tiles,
+                               const clt_tensor *weight, int64_t F,
+                               const clt_window *w, const int64_t ws[5]) {
+  int64_t len = clt_conv_tiled_weights_len(F, w);
+  if (tiles->numel < len)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv tiled: %lld floats for weight tiles of %lld",
+                        (long long)tiles->numel, (long long)len);
+  return CLT_RUN_1D(ctx, CLT_K_conv_tile_weights, (size_t)len, KT(tiles),
+                    KT(weight), KI(F), KI(w->C), KI(w->KH), KI(w->KW),
+                    KI(ws[0]), KI(ws[1]), KI(ws[2]), KI(ws[3]), KI(ws[4]));
+}
+
+clt_status clt_conv_tile_weights(clt_context *ctx, clt_tensor *tiles,
+                                 const clt_tensor *weight, int64_t F,
+                                 const clt_window *w) {
+  int64_t kk = w->KH * w->KW;
+  const int64_t ws[5] = {0, w->C * kk, kk, w->KW, 1};
+  return tile_weights(ctx, tiles, weight, F, w, ws);
 }
 
 /* src [planes, H, W] into dst [planes, hp, wq] at (pad_h, pad_w), zeros
@@ -384,37 +409,31 @@ static clt_status pad_planes(clt_context *ctx, clt_tensor *dst,
                     KI(pad_h), KI(pad_w), KI(per));
 }
 
-/* y (or dx) from x (or dy) padded into work, and the weights there too,
- * the element of (output channel o, input channel i, kh, kw) read at
- * ws[0] + o*ws[1] + i*ws[2] + kh*ws[3] + kw*ws[4]. */
+/* y (or dx) from x (or dy) padded into work and the weights' tiles
+ * (clt_conv_tile_weights). */
 static clt_status tiled_run(clt_context *ctx, int v, clt_tensor *y,
-                            const clt_tensor *x, const clt_tensor *weight,
+                            const clt_tensor *x, const clt_tensor *tiles,
                             const clt_tensor *bias, int64_t batch, int64_t F,
-                            const clt_window *w, const int64_t ws[5],
-                            bool relu, bool accumulate,
+                            const clt_window *w, bool relu, bool accumulate,
                             const clt_round16 *round, clt_tensor *work) {
-  int64_t hp, wq, need = clt_conv_tiled_workspace(batch, F, w, v);
+  int64_t hp, wq, need = clt_conv_tiled_workspace(batch, w, v);
   tiled_geometry(w, v, &hp, &wq);
-  if (!clt_conv_tiled_fits(ctx, w, v) || work->numel < need)
+  if (!clt_conv_tiled_fits(ctx, w, v) || work->numel < need ||
+      tiles->numel < clt_conv_tiled_weights_len(F, w))
     return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
-                        "conv tiled: a window it does not run, or a "
-                        "workspace of %lld floats where %lld are needed",
+                        "conv tiled: a window it does not run, a "
+                        "workspace of %lld floats where %lld are needed, "
+                        "or weight tiles too short",
                         (long long)work->numel, (long long)need);
-  int64_t xlen = tiled_input_len(batch, w, v);
-  clt_tensor xp = clt_tensor_slice_1d(work, 0, xlen);
-  clt_tensor wr = clt_tensor_slice_1d(work, xlen, need - xlen);
+  clt_tensor xp = clt_tensor_slice_1d(work, 0, need);
   CLT_TRY(pad_planes(ctx, &xp, x, batch * w->C, w->H, w->W, hp, wq,
                      w->pad_h, w->pad_w));
-  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_conv_tile_weights, (size_t)(need - xlen),
-                     KT(&wr), KT(weight), KI(F), KI(w->C), KI(w->KH),
-                     KI(w->KW), KI(ws[0]), KI(ws[1]), KI(ws[2]), KI(ws[3]),
-                     KI(ws[4])));
   int64_t items = batch * ceil_div(F, TILE_F) * ceil_div(w->OH, TILE_R) *
                   ceil_div(w->OW, v);
   clt_kernel_id id = v == 16 ? CLT_K_conv_tiled16 : CLT_K_conv_tiled8;
   /* x stands in for the bias where there is none (not read). */
   return CLT_RUN_1D(ctx, KR_ID(id, round), (size_t)items, KT(y), KT(&xp),
-                    KT(&wr), KT(bias ? bias : x), KI(batch), KI(F),
+                    KT(tiles), KT(bias ? bias : x), KI(batch), KI(F),
                     KI(w->C), KI(w->KH), KI(w->KW), KI(w->OH), KI(w->OW),
                     KI(hp), KI(wq), KI(w->dil_h), KI(w->dil_w),
                     KI(bias != NULL), KI(relu), KI(accumulate),
@@ -423,13 +442,11 @@ static clt_status tiled_run(clt_context *ctx, int v, clt_tensor *y,
 
 clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
                                   const clt_tensor *x,
-                                  const clt_tensor *weight,
+                                  const clt_tensor *tiles,
                                   const clt_tensor *bias, int64_t batch,
                                   int64_t F, const clt_window *w, bool relu,
                                   const clt_round16 *round, clt_tensor *work) {
-  int64_t kk = w->KH * w->KW;
-  const int64_t ws[5] = {0, w->C * kk, kk, w->KW, 1};
-  return tiled_run(ctx, v, y, x, weight, bias, batch, F, w, ws, relu, false,
+  return tiled_run(ctx, v, y, x, tiles, bias, batch, F, w, relu, false,
                    round, work);
 }
 
@@ -456,7 +473,8 @@ bool clt_conv_tiled_dgrad_fits(const clt_context *ctx, const clt_window *w,
 int64_t clt_conv_tiled_dgrad_workspace(int64_t batch, int64_t F,
                                        const clt_window *w, int v) {
   clt_window t = dgrad_window(w, F);
-  return clt_conv_tiled_workspace(batch, w->C, &t, v);
+  return clt_conv_tiled_workspace(batch, &t, v) +
+         clt_conv_tiled_weights_len(w->C, &t);
 }
 
 clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
@@ -472,8 +490,18 @@ clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
   /* dx's channel c, dy's f, tap (kh, kw): weight [f][c][KH-1-kh][KW-1-kw]. */
   int64_t kk = w->KH * w->KW;
   const int64_t ws[5] = {kk - 1, kk, w->C * kk, -w->KW, -1};
-  return tiled_run(ctx, v, dx, dy, weight, NULL, batch, w->C, &t, ws, false,
-                   accumulate, round, work);
+  int64_t xlen = clt_conv_tiled_workspace(batch, &t, v);
+  int64_t tlen = clt_conv_tiled_weights_len(w->C, &t);
+  if (work->numel < xlen + tlen)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "conv tiled: a data gradient's workspace of %lld "
+                        "floats where %lld are needed",
+                        (long long)work->numel, (long long)(xlen + tlen));
+  clt_tensor xp = clt_tensor_slice_1d(work, 0, xlen);
+  clt_tensor tiles = clt_tensor_slice_1d(work, xlen, tlen);
+  CLT_TRY(tile_weights(ctx, &tiles, weight, w->C, &t, ws));
+  return tiled_run(ctx, v, dx, dy, &tiles, NULL, batch, w->C, &t, false,
+                   accumulate, round, &xp);
 }
 
 /* The tiled weight gradient's partial sums may take this many floats at

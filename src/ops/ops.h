@@ -316,19 +316,23 @@ int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
                                   const clt_window *w, bool bias);
 
 /* The tiled direct convolution (cl/conv.cl conv_tiled16, conv_tiled8;
- * nn/conv2d.c offers it for stride 1, shaped for CPU devices): x is
- * copied with its padding written out, and the weights in tiles of 8
- * filters, into work (clt_conv_tiled_workspace floats), then y [batch,
- * F, OH, OW] = weight [F, C, KH, KW] applied to it, in blocks of v = 16
- * or 8 output columns, plus bias (NULL: none), then ReLU where relu.
- * clt_conv_tiled_fits: whether it runs w (stride 1, its loops within the
- * device's limit). */
+ * nn/conv2d.c offers it for stride 1, shaped for CPU devices): the
+ * weights [F, C, KH, KW] in tiles of 8 filters (clt_conv_tile_weights,
+ * into clt_conv_tiled_weights_len floats; made once for as long as the
+ * weights stay), x copied with its padding written out into work
+ * (clt_conv_tiled_workspace floats), then y [batch, F, OH, OW] = the
+ * weights applied to it, in blocks of v = 16 or 8 output columns, plus
+ * bias (NULL: none), then ReLU where relu. clt_conv_tiled_fits: whether
+ * it runs w (stride 1, its loops within the device's limit). */
 bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v);
-int64_t clt_conv_tiled_workspace(int64_t batch, int64_t F,
-                                 const clt_window *w, int v);
+int64_t clt_conv_tiled_workspace(int64_t batch, const clt_window *w, int v);
+int64_t clt_conv_tiled_weights_len(int64_t F, const clt_window *w);
+clt_status clt_conv_tile_weights(clt_context *ctx, clt_tensor *tiles,
+                                 const clt_tensor *weight, int64_t F,
+                                 const clt_window *w);
 clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
                                   const clt_tensor *x,
-                                  const clt_tensor *weight,
+                                  const clt_tensor *tiles,
                                   const clt_tensor *bias, int64_t batch,
                                   int64_t F, const clt_window *w, bool relu,
                                   const clt_round16 *round, clt_tensor *work);

@@ -273,6 +273,8 @@ static clt_status step(clt_optimizer *o) {
   if (o->opts.warmup_epochs > 0 && o->steps_per_epoch > 0)
     o->lr = o->epoch_lr * warmup_factor(o);
   o->epoch_step++;
-  CLT_TRY(enqueue_update(o));
+  clt_status st = enqueue_update(o);
+  clt_graph_params_written(o->g);
+  CLT_TRY(st);
   return throttle(o);
 }

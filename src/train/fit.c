@@ -619,6 +619,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   if (st == CLT_OK && best.weights && best.epoch > 0 &&
       (best.epoch != last || stop.now)) {
     st = clt_tensor_copy(g->params, best.weights);
+    clt_graph_params_written(g);
     restored = st == CLT_OK;
   }
   if (st == CLT_OK) st = clt_context_finish(g->ctx);
