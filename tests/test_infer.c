@@ -364,6 +364,15 @@ static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
   if (probs) memcpy(probs, got[0], sizeof got[0]);
 }
 
+/* Two runs' probabilities (FOLD_N x 5) differ somewhere: what came
+ * between them moved the numbers. */
+static void assert_moved(const float *before, const float *after,
+                         const char *what) {
+  bool differ = false;
+  for (int i = 0; i < FOLD_N * 5; i++) differ |= before[i] != after[i];
+  ck_assert_msg(differ, "%s: the probabilities did not move", what);
+}
+
 /* The forward layout c1 took in fg's last compile. */
 static const char *c1_forward_layout(const clt_graph *fg) {
   static clt_plan_info info;
@@ -421,9 +430,7 @@ START_TEST(test_batchnorm_folded_for_evaluation) {
     /* A training forward moves both graphs' running statistics alike. */
     assert_graphs_agree(fg, g, x, true, "first", NULL);
     assert_graphs_agree(fg, g, x, false, "after a training forward", again);
-    bool differ = false;
-    for (int i = 0; i < FOLD_N * 5; i++) differ |= first[i] != again[i];
-    ck_assert_msg(differ, "the running statistics did not move");
+    assert_moved(first, again, "the running statistics");
     /* Evaluated again with nothing written: the same bits. */
     assert_graphs_agree(fg, g, x, false, "once more", first);
     ck_assert_mem_eq(first, again, sizeof first);
@@ -445,9 +452,7 @@ START_TEST(test_batchnorm_folded_for_evaluation) {
     ck_assert_ok(clt_checkpoint_load_weights(fg, moved));
     assert_graphs_agree(fg, g, x, false, "after loading other weights",
                         again);
-    differ = false;
-    for (int i = 0; i < FOLD_N * 5; i++) differ |= first[i] != again[i];
-    ck_assert_msg(differ, "the weights did not move");
+    assert_moved(first, again, "the loaded weights");
     free(x);
     clt_model_destroy(m);
     clt_graph_destroy(g);
@@ -520,9 +525,7 @@ START_TEST(test_evaluation_after_step) {
                way ? way : "planned", k == 1 ? "loaded" : "resumed");
       assert_close(after, want, FOLD_N * 5, what);
     }
-    bool differ = false;
-    for (int i = 0; i < FOLD_N * 5; i++) differ |= before[i] != after[i];
-    ck_assert_msg(differ, "%s: the step changed nothing", what);
+    assert_moved(before, after, what);
     for (int k = 0; k < 3; k++) clt_graph_destroy(gs[k]);
   }
   free(x);
