@@ -1230,6 +1230,74 @@ START_TEST(test_loader_all_slots_held) {
 }
 END_TEST
 
+/* An allocator that counts what it gives out and gives back, and can be
+ * told to run dry after `budget` buffers. */
+typedef struct counting_alloc {
+  int given, taken_back, budget;
+  size_t bytes;
+} counting_alloc;
+
+static void *counting_buffer(void *user, size_t bytes, void **handle) {
+  counting_alloc *c = user;
+  if (c->given >= c->budget) return NULL;
+  c->given++;
+  c->bytes += bytes;
+  *handle = c; /* the handle comes back to counting_buffer_free */
+  return malloc(bytes);
+}
+
+static void counting_buffer_free(void *user, void *ptr, void *handle) {
+  counting_alloc *c = user;
+  ck_assert_ptr_eq(handle, c);
+  c->taken_back++;
+  free(ptr);
+}
+
+/* A loader whose ring comes from an allocator hands out the same batches
+ * as one of malloc, and gives every buffer back; an allocator that runs
+ * dry is an out-of-memory error that leaks nothing. */
+START_TEST(test_loader_allocator) {
+  clt_dataset ds = make_indexed(37, 1, 3, 3);
+  int64_t order_plain[37], order_alloc[37];
+  clt_loader *plain = make_loader(&ds, 5, true, 9);
+  run_epoch(plain, &ds, 5, 1, order_plain);
+  clt_loader_destroy(plain);
+
+  counting_alloc c = {.budget = 1000};
+  clt_loader_options opts;
+  clt_loader_options_init(&opts);
+  opts.batch = 5;
+  opts.shuffle = true;
+  opts.seed = 9;
+  opts.depth = 4;
+  opts.alloc = counting_buffer;
+  opts.free_buffer = counting_buffer_free;
+  opts.alloc_user = &c;
+  clt_loader *l = NULL;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_loader_create(&ds, &opts, &l, &err), CLT_OK);
+  ck_assert_int_eq(c.given, 4 * 2); /* images and labels per slot */
+  ck_assert_uint_eq(c.bytes, 4 * (5 * 9 * sizeof(float) + 5 * sizeof(int32_t)));
+  run_epoch(l, &ds, 5, 1, order_alloc);
+  for (int i = 0; i < 37; i++) ck_assert_int_eq(order_alloc[i], order_plain[i]);
+  clt_loader_destroy(l);
+  ck_assert_int_eq(c.taken_back, c.given);
+
+  c = (counting_alloc){.budget = 5};
+  l = NULL;
+  expect_error(clt_loader_create(&ds, &opts, &l, &err), CLT_ERR_HOST_MEMORY,
+               &err, "out of memory", NULL);
+  ck_assert_ptr_null(l);
+  ck_assert_int_eq(c.given, 5);
+  ck_assert_int_eq(c.taken_back, 5);
+
+  opts.free_buffer = NULL;
+  expect_error(clt_loader_create(&ds, &opts, &l, &err),
+               CLT_ERR_INVALID_ARGUMENT, &err, "free_buffer", NULL);
+  clt_dataset_free(&ds);
+}
+END_TEST
+
 START_TEST(test_loader_bad_options) {
   clt_dataset ds = make_indexed(10, 1, 4, 4);
   clt_loader_options opts;
@@ -1314,6 +1382,7 @@ static Suite *data_suite(void) {
   tcase_add_test(loader, test_loader_hold_two);
   tcase_add_test(loader, test_loader_all_slots_held);
   tcase_add_test(loader, test_loader_bad_options);
+  tcase_add_test(loader, test_loader_allocator);
   suite_add_tcase(s, loader);
   return s;
 }

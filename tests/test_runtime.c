@@ -12,6 +12,7 @@
 #include "ops/gemm_mma.h"
 #include "runtime/embedded.h"
 #include "runtime/runtime.h"
+#include "tensor/tensor.h"
 #include "remove_tree.h"
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -745,6 +746,38 @@ START_TEST(programs_build_without_warnings) {
 }
 END_TEST
 
+/* Pinned host memory takes what the host writes, an upload from it (the
+ * loader's, without waiting) gives the device the same bytes, and it is
+ * given back; a zeroed one is freed as nothing. */
+START_TEST(pinned_memory_uploads) {
+  int64_t n = 4099; /* not a multiple of anything */
+  clt_pinned p;
+  ck_assert_msg(clt_pinned_alloc(g_ctx, (size_t)n, &p),
+                "no pinned host memory on %s", clt_context_device(g_ctx)->name);
+  ck_assert_ptr_nonnull(p.ptr);
+  uint8_t *host = p.ptr;
+  for (int64_t i = 0; i < n; i++) host[i] = (uint8_t)(i * 7 + 3);
+  clt_tensor *t = NULL;
+  ck_assert_ok(clt_tensor_create(g_ctx, CLT_U8, 1, &n, &t));
+  cl_event done = NULL;
+  ck_assert_ok(clt_tensor_upload_async(t, p.ptr, &done));
+  ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+  for (int64_t i = 0; i < n; i++) host[i] = 0; /* after the upload ran */
+  uint8_t *back = malloc((size_t)n);
+  ck_assert_ok(clt_tensor_download(t, back));
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(back[i], (uint8_t)(i * 7 + 3));
+  free(back);
+  clt_tensor_destroy(t);
+  clt_pinned_free(g_ctx, &p);
+  ck_assert_ptr_null(p.ptr);
+  clt_pinned zero = {0};
+  clt_pinned_free(g_ctx, &zero);
+  ck_assert_ok(clt_context_finish(g_ctx));
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 static Suite *runtime_suite(void) {
@@ -756,6 +789,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(dev, programs_built_on_first_use);
   tcase_add_test(dev, context_with_unknown_device_fails);
   tcase_add_test(dev, context_with_empty_device_fails);
+  tcase_add_test(dev, pinned_memory_uploads);
   suite_add_tcase(s, dev);
 
   TCase *sel = tcase_create("select");

@@ -32,6 +32,8 @@ typedef struct loader_slot {
   uint8_t *bytes;
   int32_t *labels;
   float *targets;
+  /* opts.alloc's handles of images, bytes, labels and targets. */
+  void *handles[4];
 } loader_slot;
 
 struct clt_loader {
@@ -219,6 +221,11 @@ static clt_status loader_check(const clt_dataset *ds,
                        "the default)",
                        opts->depth);
   }
+  if (!opts->alloc != !opts->free_buffer) {
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "loader: alloc and free_buffer go together (both or "
+                       "neither)");
+  }
   if (opts->pad_crop < 0 || opts->pad_crop > ds->height ||
       opts->pad_crop > ds->width) {
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
@@ -229,13 +236,29 @@ static clt_status loader_check(const clt_dataset *ds,
   return CLT_OK;
 }
 
+/* A ring buffer of bytes, from opts.alloc where given. */
+static void *loader_buffer(clt_loader *l, size_t bytes, void **handle) {
+  *handle = NULL;
+  if (!l->opts.alloc) return malloc(bytes);
+  return l->opts.alloc(l->opts.alloc_user, bytes, handle);
+}
+
+static void loader_buffer_free(clt_loader *l, void *ptr, void *handle) {
+  if (!ptr) return;
+  if (l->opts.alloc)
+    l->opts.free_buffer(l->opts.alloc_user, ptr, handle);
+  else
+    free(ptr);
+}
+
 static void loader_free(clt_loader *l) {
   if (l->slots) {
     for (int i = 0; i < l->opts.depth; i++) {
-      free(l->slots[i].images);
-      free(l->slots[i].bytes);
-      free(l->slots[i].labels);
-      free(l->slots[i].targets);
+      loader_slot *s = &l->slots[i];
+      loader_buffer_free(l, s->images, s->handles[0]);
+      loader_buffer_free(l, s->bytes, s->handles[1]);
+      loader_buffer_free(l, s->labels, s->handles[2]);
+      loader_buffer_free(l, s->targets, s->handles[3]);
     }
   }
   free(l->slots);
@@ -252,17 +275,22 @@ static clt_status loader_alloc(clt_loader *l, clt_err *err) {
   bool ok = l->order && l->slots;
   for (int i = 0; ok && i < l->opts.depth; i++) {
     loader_slot *slot = &l->slots[i];
+    void **h = slot->handles;
     if (l->bytes)
       /* Room for a whole number of 4-byte words (uploaded as such). */
-      slot->bytes = malloc((size_t)((capacity * l->image_size + 3) / 4 * 4));
+      slot->bytes = loader_buffer(
+          l, (size_t)((capacity * l->image_size + 3) / 4 * 4), &h[1]);
     else
-      slot->images =
-          malloc((size_t)(capacity * l->image_size) * sizeof(float));
+      slot->images = loader_buffer(
+          l, (size_t)(capacity * l->image_size) * sizeof(float), &h[0]);
     if (l->ds->labels)
-      slot->labels = malloc((size_t)capacity * sizeof *slot->labels);
+      slot->labels =
+          loader_buffer(l, (size_t)capacity * sizeof *slot->labels, &h[2]);
     if (l->ds->targets)
-      slot->targets = malloc((size_t)(capacity * l->ds->target_size) *
-                             sizeof *slot->targets);
+      slot->targets = loader_buffer(
+          l,
+          (size_t)(capacity * l->ds->target_size) * sizeof *slot->targets,
+          &h[3]);
     ok = (slot->images || slot->bytes) && (slot->labels || !l->ds->labels) &&
          (slot->targets || !l->ds->targets);
   }

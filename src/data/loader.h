@@ -39,6 +39,14 @@ typedef struct clt_loader_options {
    * .bytes, .images NULL), for a device to scale: a quarter of the upload
    * and no per-pixel work on the host. f32 datasets stay floats. */
   bool bytes;
+  /* Where the ring's buffers (images or bytes, labels, targets) come
+   * from: alloc returns bytes of memory, or NULL when it has none, and
+   * may set *handle for free_buffer, which gives it back. NULL: malloc
+   * and free. The fit loop hands out pinned host memory, which a GPU
+   * reads by DMA; a loader of any allocator gives the same batches. */
+  void *(*alloc)(void *user, size_t bytes, void **handle);
+  void (*free_buffer)(void *user, void *ptr, void *handle);
+  void *alloc_user;
 } clt_loader_options;
 
 typedef struct clt_host_batch {

@@ -276,4 +276,19 @@ bool clt_device_has_extension(cl_device_id device, const char *name);
 /* Host allocation that the memory stats count. */
 void *clt_malloc(clt_context *ctx, size_t bytes);
 
+/* Pinned host memory (pinned.c): a buffer made with CL_MEM_ALLOC_HOST_PTR
+ * and mapped for as long as it lives, so that an upload from ptr is a DMA
+ * the driver starts without first copying the bytes on the calling thread
+ * (NVIDIA's OpenCL stages uploads from pageable memory that way; its
+ * guide asks for this form). On a CPU device it is plain host memory.
+ * Made outside a step (the loader's ring). false (with a debug log line,
+ * no error) where the device gives none: the caller uses malloc instead.
+ * clt_pinned_free unmaps and releases it, accepting a zeroed one. */
+typedef struct clt_pinned {
+  void *ptr;
+  cl_mem mem;
+} clt_pinned;
+bool clt_pinned_alloc(clt_context *ctx, size_t bytes, clt_pinned *out);
+void clt_pinned_free(clt_context *ctx, clt_pinned *p);
+
 #endif
