@@ -211,6 +211,11 @@ part_train() {
   done
   # Issue 8's "one train epoch vs bench train": real epochs, the loader in.
   run cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  # The fit loop's two choices apart: one step ahead (as before
+  # 2026-12-04's change), and the loader's ring in malloc'd memory.
+  run env CLT_FIT_AHEAD=1 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  run env CLT_PINNED=0 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  run cltrain bench train samples/fashion_mlp.model --batch 256 --steps 100 "${dev[@]}"
   run cltrain train samples/fashion_cnn.model --data fashion-mnist --batch 64 --epochs 2 "${dev[@]}"
   run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"

@@ -65,6 +65,8 @@ void clt_loader_options_init(clt_loader_options *opts) {
   opts->depth = LOADER_DEFAULT_DEPTH;
 }
 
+int clt_loader_depth(const clt_loader *l) { return l->opts.depth; }
+
 int64_t clt_loader_batches_per_epoch(const clt_loader *l) {
   return l ? l->nbatches : 0;
 }

@@ -102,6 +102,9 @@ bool clt_loader_next(clt_loader *l, clt_host_batch *out);
  * with its host memory (uploaded it). */
 void clt_loader_release(clt_loader *l, const clt_host_batch *b);
 
+/* The ring's slots (options.depth, or the default). */
+int clt_loader_depth(const clt_loader *l);
+
 /* ceil(count / (batch * shard_count)). */
 int64_t clt_loader_batches_per_epoch(const clt_loader *l);
 

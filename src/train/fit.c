@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "io/checkpoint.h"
 #include "optim/optimizer.h"
+#include "runtime/runtime.h"
 
 CLT_API void clt_fit_options_init(clt_fit_options *o) {
   memset(o, 0, sizeof *o);
@@ -116,17 +117,101 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
   return CLT_OK;
 }
 
-/* Waits for the upload of a held batch, then gives its slot back. The
- * labels were enqueued before the images on the in-order queue, so the
- * images' event covers both. */
-static void release_held(clt_loader *l, clt_host_batch *held, cl_event *ev) {
-  if (*ev) {
-    clWaitForEvents(1, ev);
-    clReleaseEvent(*ev);
-    *ev = NULL;
+/* The batches whose uploads have been enqueued, oldest first, each with
+ * its upload's event (the labels go up before the images on the in-order
+ * queue, so the images' event covers both). A slot goes back to the loader
+ * once its upload has run. Holding `ahead` of them lets the host enqueue
+ * that many steps before the device has run them: waiting for each upload
+ * before the next step (one step ahead) left the device idle whenever the
+ * host was slow to come back, and on an H200 an MLP epoch ran at 0.72 of
+ * bench train. The loader's ring has ahead + 2 slots: the held ones, one
+ * ready and one being filled. */
+#define FIT_AHEAD_DEFAULT 2
+#define FIT_AHEAD_MAX 8
+
+typedef struct held_ring {
+  clt_host_batch b[FIT_AHEAD_MAX + 1];
+  cl_event ev[FIT_AHEAD_MAX + 1];
+  int first, count;
+  int ahead; /* hold at most this many between steps */
+} held_ring;
+
+/* The steps the host may run ahead: CLT_FIT_AHEAD (1 to FIT_AHEAD_MAX;
+ * for measuring), else FIT_AHEAD_DEFAULT. */
+static int fit_ahead(void) {
+  const char *env = getenv("CLT_FIT_AHEAD");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end == '\0' && v >= 1 && v <= FIT_AHEAD_MAX) return (int)v;
   }
-  if (held->n > 0) clt_loader_release(l, held);
-  held->n = 0;
+  return FIT_AHEAD_DEFAULT;
+}
+
+/* A ring for loader l: ahead is what its depth allows (make_loader asked
+ * for fit_ahead() + 2 slots; before clt_loader_next at most depth - 1
+ * may be held, and one ready slot keeps the loader a batch ahead). */
+static held_ring held_ring_for(const clt_loader *l) {
+  int ahead = clt_loader_depth(l) - 2;
+  if (ahead > FIT_AHEAD_MAX) ahead = FIT_AHEAD_MAX;
+  return (held_ring){.ahead = ahead < 1 ? 1 : ahead};
+}
+
+static void held_push(held_ring *h, const clt_host_batch *b, cl_event ev) {
+  int i = (h->first + h->count) % (FIT_AHEAD_MAX + 1);
+  h->b[i] = *b;
+  h->ev[i] = ev;
+  h->count++;
+}
+
+/* Whether an upload has run (or failed: the wait will not block). */
+static bool upload_ran(cl_event ev) {
+  cl_int state = CL_COMPLETE;
+  if (!ev) return true;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                     &state, NULL) != CL_SUCCESS)
+    return true;
+  return state <= CL_COMPLETE;
+}
+
+/* Gives back every held slot whose upload has run, waiting for the oldest
+ * while more than keep are held. Every slot the loader handed out goes
+ * back, an empty shard's (n 0) too. */
+static void held_release(clt_loader *l, held_ring *h, int keep) {
+  while (h->count > 0 && (h->count > keep || upload_ran(h->ev[h->first]))) {
+    int i = h->first;
+    if (h->ev[i]) {
+      clWaitForEvents(1, &h->ev[i]);
+      clReleaseEvent(h->ev[i]);
+      h->ev[i] = NULL;
+    }
+    clt_loader_release(l, &h->b[i]);
+    h->first = (i + 1) % (FIT_AHEAD_MAX + 1);
+    h->count--;
+  }
+}
+
+/* The loader's ring in pinned host memory, so that a GPU reads each upload
+ * by DMA; malloc where the device gives none (handle NULL). */
+static void *pinned_buffer(void *user, size_t bytes, void **handle) {
+  clt_pinned *p = malloc(sizeof *p);
+  *handle = NULL;
+  if (!p) return NULL;
+  if (clt_pinned_alloc(user, bytes, p)) {
+    *handle = p;
+    return p->ptr;
+  }
+  free(p);
+  return malloc(bytes);
+}
+
+static void pinned_buffer_free(void *user, void *ptr, void *handle) {
+  if (!handle) {
+    free(ptr);
+    return;
+  }
+  clt_pinned_free(user, handle);
+  free(handle);
 }
 
 static clt_status nan_check(clt_graph *g, const clt_metrics *m, int epoch,
@@ -171,25 +256,28 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
                               clt_metrics *out) {
   clt_graph *g = rs->g;
   bool training = rs->opt != NULL;
-  clt_host_batch b, held = {0};
-  cl_event ev = NULL;
+  clt_host_batch b;
+  held_ring held = held_ring_for(l);
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
   double t0 = clt_now_seconds();
   clt_status st = read_metrics(g, out, true);
   while (st == CLT_OK && clt_loader_next(l, &b)) {
-    cl_event next_ev = NULL;
-    if (b.n > 0) st = upload_batch(g, &b, &next_ev);
-    /* The previous batch's upload has surely been consumed by now. */
-    release_held(l, &held, &ev);
-    held = b;
-    ev = next_ev;
+    cl_event ev = NULL;
+    if (b.n > 0) st = upload_batch(g, &b, &ev);
+    held_push(&held, &b, ev);
     /* A shard with no image of this batch (evaluation over MPI: the last
      * batch split among more ranks than it has images). */
-    if (b.n == 0) continue;
+    if (b.n == 0) {
+      held_release(l, &held, held.ahead);
+      continue;
+    }
     if (st == CLT_OK) st = clt_graph_forward(g, training);
     if (st == CLT_OK && training) st = clt_graph_backward(g);
     if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
+    /* The step goes to the device now, not when a wait would send it. */
+    clFlush(g->ctx->queue);
+    held_release(l, &held, held.ahead);
     done++;
     images += b.n;
     /* The first batch too: on a new device it is the one that waits for
@@ -210,7 +298,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     }
     if (st == CLT_OK && training && poll_stop(rs)) break;
   }
-  release_held(l, &held, &ev);
+  held_release(l, &held, 0);
   if (st == CLT_OK) st = read_metrics(g, out, true);
   if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
   return st;
@@ -225,19 +313,18 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   clt_graph *g = rs->g;
   clt_dist *d = rs->dist;
   const clt_fit_options *fo = rs->fo;
-  clt_host_batch b, held = {0};
-  cl_event ev = NULL;
+  clt_host_batch b;
+  held_ring held = held_ring_for(l);
   int64_t done = 0;
   int every = fo->progress_every > 0 ? fo->progress_every : 50;
   double t0 = clt_now_seconds();
   clt_status pending = read_metrics(g, out, true), st = CLT_OK;
   while (st == CLT_OK && clt_loader_next(l, &b)) {
-    cl_event next_ev = NULL;
+    cl_event ev = NULL;
     clt_dist_step_begin(d, b.n, b.global_n);
-    if (pending == CLT_OK && b.n > 0) pending = upload_batch(g, &b, &next_ev);
-    release_held(l, &held, &ev);
-    held = b;
-    ev = next_ev;
+    if (pending == CLT_OK && b.n > 0) pending = upload_batch(g, &b, &ev);
+    held_push(&held, &b, ev);
+    held_release(l, &held, held.ahead);
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_forward(g, true);
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_backward(g);
     /* Every rank's stop function is asked after every step; the ranks
@@ -269,7 +356,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
       rs->fo->progress(&p, rs->fo->progress_user);
     }
   }
-  release_held(l, &held, &ev);
+  held_release(l, &held, 0);
   clt_dist_add_train_time(d, clt_now_seconds() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
   clt_status m_st = read_metrics(g, out, true);
@@ -290,6 +377,14 @@ static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
   lo.shuffle = shuffle;
   lo.seed = seed;
   lo.bytes = true; /* u8 datasets: bytes up, scaled on the device */
+  lo.depth = fit_ahead() + 2;
+  /* CLT_PINNED=0: the ring in plain malloc'd memory (for measuring). */
+  const char *pinned = getenv("CLT_PINNED");
+  if (!(pinned && strcmp(pinned, "0") == 0)) {
+    lo.alloc = pinned_buffer;
+    lo.free_buffer = pinned_buffer_free;
+    lo.alloc_user = g->ctx;
+  }
   if (fo && shuffle) {
     lo.pad_crop = fo->pad_crop;
     lo.hflip = fo->hflip;
