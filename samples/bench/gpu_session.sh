@@ -31,7 +31,9 @@
 #          GEMMs' ways, fp16 ones under mixed, against the unfolds)
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; real train epochs of the MLP
-#          (b256) and the CNN (b64); CNN b64 and ResNet b256 with
+#          (b256; again with CLT_FIT_AHEAD=1 and with CLT_PINNED=0, the
+#          fit loop's two choices of 2026-12-04 apart, then bench train
+#          of the same) and the CNN (b64); CNN b64 and ResNet b256 with
 #          --profile-by layer (each layer's passes apart)
 #   infer  (not in the default list; about 2 minutes) inference: bench
 #          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
@@ -59,7 +61,8 @@
 #          alone: the squares of 4096 (every tile configuration, with
 #          the operands' packing apart in the profile) and 2048 between
 #          two runs of PyTorch's matmul, then test_gemm's fp16 products
-#          (every configuration, padded operands) on the GPU
+#          (every configuration, padded operands, and 3xTF32 on TN
+#          16x9x200704, the k the fp32 plans found wrong) on the GPU
 #   accuracy (not in the default list; about a minute) issue 11's
 #          "mixed within 0.3 points of fp32" on the GPU, by the protocol
 #          of the POCL figures (README, Mixed precision): the wide ResNet,
