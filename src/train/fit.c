@@ -368,9 +368,13 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   return st;
 }
 
+/* pinned: the ring in pinned host memory (the training loader, made once
+ * a fit; an evaluation's loader, made every epoch, keeps plain memory and
+ * pays no pinning each time). */
 static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
                               int64_t batch, bool shuffle, uint64_t seed,
-                              const clt_fit_options *fo, clt_loader **out) {
+                              const clt_fit_options *fo, bool pinned,
+                              clt_loader **out) {
   clt_loader_options lo;
   clt_loader_options_init(&lo);
   lo.batch = (int)batch;
@@ -379,8 +383,8 @@ static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
   lo.bytes = true; /* u8 datasets: bytes up, scaled on the device */
   lo.depth = fit_ahead() + 2;
   /* CLT_PINNED=0: the ring in plain malloc'd memory (for measuring). */
-  const char *pinned = getenv("CLT_PINNED");
-  if (!(pinned && strcmp(pinned, "0") == 0)) {
+  const char *env = getenv("CLT_PINNED");
+  if (pinned && !(env && strcmp(env, "0") == 0)) {
     lo.alloc = pinned_buffer;
     lo.free_buffer = pinned_buffer_free;
     lo.alloc_user = g->ctx;
@@ -416,7 +420,7 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   CLT_TRY(check_batch(g, batch));
   CLT_TRY(check_data(g, ds, "evaluation"));
   clt_loader *l = NULL;
-  CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, &l));
+  CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, false, &l));
   run_state rs = {g, NULL, NULL, 0, NULL, NULL};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&rs, l, clt_loader_batches_per_epoch(l), out);
@@ -430,7 +434,7 @@ static clt_status eval_set(run_state *rs, const clt_dataset *ds,
                            clt_metrics *m) {
   clt_loader *l = NULL;
   CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
-                      rs->dist ? rs->fo : NULL, &l));
+                      rs->dist ? rs->fo : NULL, false, &l));
   run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL, NULL};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), m);
@@ -655,7 +659,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   replay_history(opt, fo, test, history, first, &best);
   clt_loader *l = NULL;
   clt_status st =
-      make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, &l);
+      make_loader(g, train, fo->batch, fo->shuffle, fo->seed, fo, true, &l);
   if (st == CLT_OK)
     clt_optimizer_set_steps_per_epoch(opt, clt_loader_batches_per_epoch(l));
   if (st == CLT_OK && fo->early_stop > 0 && g->param_count > 0) {
