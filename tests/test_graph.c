@@ -462,6 +462,26 @@ START_TEST(test_fit_rejects_bad_data) {
                    CLT_ERR_INVALID_ARGUMENT);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
+  /* The fit loop's measuring switches refuse what they cannot mean,
+   * naming the variable, before any step. */
+  ck_assert_ok(graph_from_text("input shape=1x28x28\nflatten\ndense units=10\n"
+                               "softmax_cross_entropy\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 16, 1));
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  fo.batch = 16;
+  const char *bad[][2] = {{"CLT_FIT_AHEAD", "9"}, {"CLT_FIT_AHEAD", "two"},
+                          {"CLT_PINNED", "yes"}};
+  for (int i = 0; i < 3; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    ck_assert_int_eq(clt_fit(g, opt, test, NULL, &fo, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), bad[i][0]));
+    unsetenv(bad[i][0]);
+  }
+  ck_assert_ok(clt_fit(g, opt, test, NULL, &fo, NULL));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
   clt_dataset_destroy(test);
 }
 END_TEST

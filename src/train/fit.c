@@ -137,19 +137,25 @@ typedef struct held_ring {
 } held_ring;
 
 /* The steps the host may run ahead: CLT_FIT_AHEAD (1 to FIT_AHEAD_MAX;
- * for measuring), else FIT_AHEAD_DEFAULT. */
-static int fit_ahead(void) {
+ * for measuring; another value is refused, as clt_graph_env_switch
+ * refuses a bad switch), else FIT_AHEAD_DEFAULT. */
+static clt_status fit_ahead(clt_graph *g, int *ahead) {
   const char *env = getenv("CLT_FIT_AHEAD");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end == '\0' && v >= 1 && v <= FIT_AHEAD_MAX) return (int)v;
-  }
-  return FIT_AHEAD_DEFAULT;
+  *ahead = FIT_AHEAD_DEFAULT;
+  if (!env || !*env) return CLT_OK;
+  char *end;
+  long v = strtol(env, &end, 10);
+  if (*end != '\0' || v < 1 || v > FIT_AHEAD_MAX)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "CLT_FIT_AHEAD=%s: expected 1 to %d (the steps the "
+                        "host may run ahead of the device)",
+                        env, FIT_AHEAD_MAX);
+  *ahead = (int)v;
+  return CLT_OK;
 }
 
 /* A ring for loader l: ahead is what its depth allows (make_loader asked
- * for fit_ahead() + 2 slots; before clt_loader_next at most depth - 1
+ * for fit_ahead's + 2 slots; before clt_loader_next at most depth - 1
  * may be held, and one ready slot keeps the loader a batch ahead). */
 static held_ring held_ring_for(const clt_loader *l) {
   int ahead = clt_loader_depth(l) - 2;
@@ -381,10 +387,14 @@ static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
   lo.shuffle = shuffle;
   lo.seed = seed;
   lo.bytes = true; /* u8 datasets: bytes up, scaled on the device */
-  lo.depth = fit_ahead() + 2;
+  int ahead, pin;
+  CLT_TRY(fit_ahead(g, &ahead));
+  lo.depth = ahead + 2;
   /* CLT_PINNED=0: the ring in plain malloc'd memory (for measuring). */
-  const char *env = getenv("CLT_PINNED");
-  if (pinned && !(env && strcmp(env, "0") == 0)) {
+  CLT_TRY(clt_graph_env_switch(g, "CLT_PINNED",
+                               "0: the loader's buffers in plain memory",
+                               &pin));
+  if (pinned && pin != 0) {
     lo.alloc = pinned_buffer;
     lo.free_buffer = pinned_buffer_free;
     lo.alloc_user = g->ctx;
