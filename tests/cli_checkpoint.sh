@@ -41,7 +41,8 @@ echo "ok: 1 epoch + resume to 3 == 3 epochs straight (identical files)"
 # A scale of 2^20 that overflows, grown again after 4 clean steps: the
 # scale moves within the first epoch.
 M=(--precision mixed --loss-scale 1048576 --scale-growth 4)
-"$C" train "${A[@]}" "${M[@]}" --epochs 3 --save "$T/mstraight.st"
+"$C" train "${A[@]}" "${M[@]}" --epochs 3 --save "$T/mstraight.st" \
+  --log "$T/m.csv"
 "$C" train "${A[@]}" "${M[@]}" --epochs 1 --save "$T/mrun.st"
 "$C" train "${A[@]}" "${M[@]}" --epochs 3 --resume "$T/mrun.st" \
   --save "$T/mrun.st"
@@ -134,6 +135,28 @@ grep -q "$want" "$T/eval.txt" || fail "eval says $(grep accuracy "$T/eval.txt"),
 total=$(awk '/^ *[0-9]+ .*([0-9]\.[0-9]+|-)$/ {for (i = NF - 10; i < NF; i++) s += $i}
   END {print s}' "$T/eval.txt")
 [ "$total" = 100 ] || fail "confusion matrix sums to $total"
+
+# eval --precision mixed: the forward passes in fp16 values, as mixed
+# training evaluated; its accuracy is training's on the same 100 images
+# (within one image: the two graphs' plans may round a sum to the next
+# fp16 value), and the JSON says the precision.
+"$C" eval "$T/tiny.model" --weights "$T/mstraight.st" --data fashion-mnist \
+  --test-limit 100 --batch 50 --precision mixed --json >"$T/meval.json"
+python3 - "$T/meval.json" "$(tail -1 "$T/m.csv" | cut -d, -f5)" <<'PY' ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = float(sys.argv[2])
+assert d["precision"] == "mixed", d["precision"]
+assert abs(d["accuracy"] - want) <= 0.01 + 1e-9, (d["accuracy"], want)
+print("eval mixed: accuracy %.4f, training said %.4f" % (d["accuracy"], want))
+PY
+  fail "eval --precision mixed"
+"$C" eval "$T/tiny.model" --weights "$T/mstraight.st" --data fashion-mnist \
+  --test-limit 100 --batch 50 --precision mixed | grep -q "precision: mixed" ||
+  fail "eval --precision mixed does not say so"
+expect_error "eval --precision half" "--precision" "fp32" "mixed" \
+  -- "$C" eval "$T/tiny.model" --weights "$T/mstraight.st" --data fashion-mnist \
+  --precision half
 
 # predict: the first test image as PGM (binary and ASCII), PNG (gray and
 # RGB) and inside the IDX file: the same answer every way.

@@ -13,11 +13,13 @@ typedef struct eval_args {
   const char *model, *weights, *data, *test_data, *device, *labels;
   long long batch, limit;
   double holdout;
-  int split; /* 0 test, 1 train */
+  int split;     /* 0 test, 1 train */
+  int precision; /* clt_precision */
   bool resize, json;
 } eval_args;
 
 static const char *const split_names[] = {"test", "train", NULL};
+static const char *const precision_names[] = {"fp32", "mixed", NULL};
 
 static int parse_eval_args(int argc, char **argv, eval_args *a) {
   memset(a, 0, sizeof *a);
@@ -47,6 +49,10 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
        0, 0, 0, 0},
       {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
        0, 0, 0, 0, 0},
+      {"precision", CLI_CHOICE, &a->precision, "P",
+       "fp32 (default) or mixed: the forward passes in fp16\n"
+       "values, as train --precision mixed evaluates",
+       0, 0, 0, precision_names, 0},
       {"json", CLI_FLAG, &a->json, NULL,
        "print the result as one JSON object", 0, 0, 0, 0, 0},
   };
@@ -112,8 +118,9 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
   cli_json_string(stdout, a->model);
   printf(", \"weights\": ");
   cli_json_string(stdout, a->weights);
-  printf(", \"epoch\": %d, \"split\": \"%s\", \"data\": ", epoch,
-         split_names[a->split]);
+  printf(", \"epoch\": %d, \"split\": \"%s\", \"precision\": \"%s\", "
+         "\"data\": ",
+         epoch, split_names[a->split], precision_names[a->precision]);
   cli_json_string(stdout, clt_dataset_source(ds));
   printf(", \"samples\": %lld, \"loss\": ", (long long)m->samples);
   cli_json_number(stdout, m->loss);
@@ -161,6 +168,7 @@ int cli_eval(int argc, char **argv) {
   clt_data_options_init(&dopt);
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK ||
       clt_graph_set_forward_only(g, true) != CLT_OK ||
+      clt_graph_set_precision(g, (clt_precision)a.precision) != CLT_OK ||
       cli_compile_graph(g, a.batch, 1, false) != CLT_OK ||
       clt_checkpoint_load_weights(g, a.weights) != CLT_OK ||
       clt_checkpoint_read_info(ctx, a.weights, &info) != CLT_OK ||
@@ -222,8 +230,9 @@ int cli_eval(int argc, char **argv) {
     rc = 0;
     goto done;
   }
-  printf("model: %s  weights: %s (epoch %d)\n", a.model, a.weights,
-         info.epoch);
+  printf("model: %s  weights: %s (epoch %d)%s\n", a.model, a.weights,
+         info.epoch,
+         a.precision == CLT_PRECISION_MIXED ? "  precision: mixed" : "");
   printf("data: %lld %s samples: %s\n", (long long)m.samples,
          split_names[a.split], clt_dataset_source(ds));
   if (!cm) {
