@@ -676,18 +676,18 @@ static clt_status fuse_relus(clt_graph *g) {
 }
 
 /* clt_graph_node.bn_fold: in a graph compiled for forward passes only,
- * in fp32, with fusion on, each batchnorm whose input is a conv2d (not
- * the input, applying no ReLU of its own) that nothing else reads. After
- * fuse_relus, so that a ReLU after the batchnorm is the batchnorm's
- * (fused_relu) and goes with it into the conv2d. */
+ * with fusion on, each batchnorm whose input is a conv2d (not the input,
+ * applying no ReLU of its own) that nothing else reads; in fp32 and in
+ * mixed precision (there the folded weights are rounded to fp16, as the
+ * parameters they replace: conv2d.c). After fuse_relus, so that a ReLU
+ * after the batchnorm is the batchnorm's (fused_relu) and goes with it
+ * into the conv2d. */
 static void fold_batchnorms(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     g->nodes[i].bn_fold = -1;
     g->nodes[i].bn_folded = false;
   }
-  if (!g->fuse || !g->planned_forward_only ||
-      g->precision != CLT_PRECISION_FP32)
-    return;
+  if (!g->fuse || !g->planned_forward_only) return;
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *bn = &g->nodes[i];
     if (strcmp(bn->ops->type, "batchnorm") != 0 || bn->n_inputs != 1)
@@ -891,12 +891,16 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   /* A training forward moves batch norms' running statistics. */
   if (training) clt_graph_params_written(g);
   CLT_TRY(round_work_params(g));
-  for (int i = 0; i < g->n_nodes; i++) swap_saved_output(&g->nodes[i], false);
+  /* Cleared before the walk: a conv2d with a batchnorm folded in rounds
+   * the batchnorm's output, which comes later. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    swap_saved_output(&g->nodes[i], false);
+    g->nodes[i].out_rounded = false;
+  }
   clt_status st = CLT_OK;
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
     clt_profile_scope(g->ctx, n->name, "forward");
-    n->out_rounded = false;
     /* a folded batchnorm's evaluation: its conv2d's forward did it */
     if (n->ops->forward && !n->fused_away && !(n->bn_folded && !training))
       st = in_layer(g, n, "forward", n->ops->forward(g, n));

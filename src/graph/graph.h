@@ -107,13 +107,14 @@ struct clt_graph_node {
    * (fused_away). Same numbers as the two nodes, one pass fewer each way
    * and one buffer less. */
   bool fused_relu, fused_away;
-  /* Batch-norm folding (clt_graph_compile, forward-only fp32 graphs,
-   * unless CLT_FUSE=0): a batchnorm whose input is a conv2d that nothing
-   * else reads is folded into it for evaluation (bn_folded on the
+  /* Batch-norm folding (clt_graph_compile, forward-only graphs, fp32 or
+   * mixed, unless CLT_FUSE=0): a batchnorm whose input is a conv2d that
+   * nothing else reads is folded into it for evaluation (bn_folded on the
    * batchnorm; bn_fold, its index, on the conv2d, else -1). An evaluation
    * forward then runs the conv2d with its weights and bias scaled by the
-   * running statistics (clt_batchnorm_fold), writing the batchnorm's
-   * output (with the batchnorm's fused ReLU), and skips the batchnorm: one
+   * running statistics (clt_batchnorm_fold; under mixed precision rounded
+   * to fp16 after), writing the batchnorm's output (with the batchnorm's
+   * fused ReLU and, mixed, its rounding), and skips the batchnorm: one
    * pass over the activations fewer. A training forward runs both. */
   int bn_fold;
   bool bn_folded;

@@ -949,19 +949,30 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
                 .x = clt_graph_in(g, n, 0)->out,
                 .bias = s->bias ? &n->params[1].value : NULL, .col = s->col,
                 .tmp = s->tmp, .y = n->out, .relu = n->fused_relu};
+  clt_graph_node *bn = NULL;
   if (n->bn_fold >= 0 && !g->training) {
     /* evaluation with the batchnorm folded in: its output, its ReLU */
-    clt_graph_node *bn = &g->nodes[n->bn_fold];
+    bn = &g->nodes[n->bn_fold];
     if (s->fold_version != g->params_version) {
       s->fold_version = 0;
       CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
                                  s->fold_w, s->fold_b));
+      /* Mixed precision: fp16 values, as the parameters they stand for
+       * (folded from those fp16 values and the f32 running statistics). */
+      if (g->precision == CLT_PRECISION_MIXED) {
+        CLT_TRY(clt_round_f16(g->ctx, s->fold_w, s->fold_w,
+                              s->fold_w->numel));
+        CLT_TRY(clt_round_f16(g->ctx, s->fold_b, s->fold_b,
+                              s->fold_b->numel));
+      }
       s->fold_version = g->params_version;
     }
     io.weight = s->fold_w;
     io.bias = s->fold_b;
     io.y = bn->out;
     io.relu = bn->fused_relu;
+    /* The convolution's own output is not made: nothing to round. */
+    n->out_rounded = true;
   }
   if (s->fwd_way == WAY_TILED16 || s->fwd_way == WAY_TILED8) {
     if (s->tiles_version != g->params_version || s->tiles_of != io.weight) {
@@ -977,7 +988,7 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
    * a ReLU, where the GEMM writes y. */
   bool gemm_last = (s->fwd_way == WAY_NCHW || s->fwd_way == WAY_NCHW_CT) &&
                    !io.bias && !io.relu;
-  if (!gemm_last) io.round = clt_graph_out_round(g, n);
+  if (!gemm_last) io.round = clt_graph_out_round(g, bn ? bn : n);
   return run_way(g, s, &io, false, s->fwd_way);
 }
 
