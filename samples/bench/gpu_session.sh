@@ -39,7 +39,8 @@
 #          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
 #          to torch_train.py --infer --device cuda (model.eval() under
 #          torch.no_grad()), then the CNN and the ResNet at 64 with
-#          --profile-by layer
+#          --profile-by layer, then both ResNets at 256 in mixed
+#          precision next to --infer --amp (autocast)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
@@ -236,6 +237,12 @@ part_infer() {
   done
   run cltrain bench infer samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
   run cltrain bench infer samples/fashion_resnet.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
+  # Mixed precision (batch norms folded in since 2026-12-04) against
+  # PyTorch's autocast, the ResNets at 256.
+  for model in resnet resnet_wide; do
+    run "${torch[@]}" --model "$model" --batch 256 --steps 100 --infer --amp
+    run cltrain bench infer "samples/fashion_$model.model" --batch 256 --steps 100 --precision mixed "${dev[@]}"
+  done
 }
 
 # The fp16 GEMM's tile configurations and 3xTF32's on their own (issue
