@@ -10,6 +10,21 @@
 #include "common/rng.h"
 #include "graph/graph.h"
 
+/* x rounded to fp16 by the host's IEEE conversion (ties to even). */
+static inline float host_round(float x) {
+  uint16_t h;
+  float y;
+  clt_f32_to_f16(&x, &h, 1);
+  clt_f16_to_f32(&h, &y, 1);
+  return y;
+}
+
+/* x is an fp16 value (what mixed precision's rounding writes). */
+static inline bool is_half_value(float x) {
+  float y = host_round(x);
+  return isnan(x) ? isnan(y) : memcmp(&x, &y, sizeof x) == 0;
+}
+
 /* A graph on ctx from model-file text written to a temporary file. */
 static inline clt_status graph_from_text_on(clt_context *ctx,
                                             const char *text, clt_graph **g) {

@@ -7,19 +7,6 @@
  * back to fp32 gives fp32's bits again. */
 #include "graph_helpers.h"
 
-static float host_round(float x) {
-  uint16_t h;
-  float y;
-  clt_f32_to_f16(&x, &h, 1);
-  clt_f16_to_f32(&h, &y, 1);
-  return y;
-}
-
-static bool is_half_value(float x) {
-  float y = host_round(x);
-  return isnan(x) ? isnan(y) : memcmp(&x, &y, sizeof x) == 0;
-}
-
 static float bits_f(uint32_t x) {
   float f;
   memcpy(&f, &x, sizeof f);
