@@ -52,6 +52,10 @@ int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
 int cli_tune(int argc, char **argv);
 
+/* The --precision choices, in clt_precision's order (CLT_PRECISION_FP32,
+ * CLT_PRECISION_MIXED), NULL-terminated (options.h CLI_CHOICE). */
+extern const char *const cli_precision_names[];
+
 /* Reads class names, one a line (blank lines and trailing spaces ignored,
  * '#' comments not: a name may hold any character). Returns a malloc'd
  * array of *count malloc'd strings, freed with cli_labels_free, or NULL

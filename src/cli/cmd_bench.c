@@ -369,7 +369,6 @@ static int bench_gemm(int argc, char **argv) {
   long long limit = 2048;
   bool all_tiles = false, profile = false;
   int precision = CLT_PRECISION_FP32;
-  static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
       {"all-tiles", CLI_FLAG, &all_tiles, NULL,
        "a line for each 3xTF32 and (with --precision mixed)\n"
@@ -391,7 +390,7 @@ static int bench_gemm(int argc, char **argv) {
        "fp32 (default); mixed: also the fp16 route's kernel\n"
        "(fp16 inputs, f32 sums; its fastest tile configuration)\n"
        "where the device has one",
-       0, 0, 0, precisions, 0},
+       0, 0, 0, cli_precision_names, 0},
   };
   const cli_command cmd = {
       "bench gemm",

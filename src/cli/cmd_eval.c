@@ -19,7 +19,6 @@ typedef struct eval_args {
 } eval_args;
 
 static const char *const split_names[] = {"test", "train", NULL};
-static const char *const precision_names[] = {"fp32", "mixed", NULL};
 
 static int parse_eval_args(int argc, char **argv, eval_args *a) {
   memset(a, 0, sizeof *a);
@@ -52,7 +51,7 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
       {"precision", CLI_CHOICE, &a->precision, "P",
        "fp32 (default) or mixed: the forward passes in fp16\n"
        "values, as train --precision mixed evaluates",
-       0, 0, 0, precision_names, 0},
+       0, 0, 0, cli_precision_names, 0},
       {"json", CLI_FLAG, &a->json, NULL,
        "print the result as one JSON object", 0, 0, 0, 0, 0},
   };
@@ -120,7 +119,8 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
   cli_json_string(stdout, a->weights);
   printf(", \"epoch\": %d, \"split\": \"%s\", \"precision\": \"%s\", "
          "\"data\": ",
-         epoch, split_names[a->split], precision_names[a->precision]);
+         epoch, split_names[a->split],
+         cli_precision_names[a->precision]);
   cli_json_string(stdout, clt_dataset_source(ds));
   printf(", \"samples\": %lld, \"loss\": ", (long long)m->samples);
   cli_json_number(stdout, m->loss);

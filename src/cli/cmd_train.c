@@ -34,7 +34,6 @@ typedef struct train_args {
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine",
                                              "plateau", NULL};
-static const char *const precision_names[] = {"fp32", "mixed", NULL};
 
 #define TRAIN_OPTIONS(a)                                                       \
   {"data", CLI_STRING, &(a)->data, "DATA",                                     \
@@ -95,7 +94,7 @@ static const char *const precision_names[] = {"fp32", "mixed", NULL};
   {"precision", CLI_CHOICE, &(a)->precision, "P",                              \
    "fp32 (default) or mixed: fp16 values with f32 master\n"                     \
    "weights and dynamic loss scaling (README \"Mixed precision\")",              \
-   0, 0, 0, precision_names, 0},                                               \
+   0, 0, 0, cli_precision_names, 0},                                           \
   {"loss-scale", CLI_DOUBLE, &(a)->loss_scale, "S",                            \
    "mixed: the initial loss scale (default 65536)", 1, 1e38, 0, 0, 0},          \
   {"scale-growth", CLI_INT, &(a)->scale_growth, "N",                           \
@@ -535,7 +534,7 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
   else
     printf("null");
   printf(", \"saved_epoch\": %d", a->save ? r->checkpoint_epoch : 0);
-  printf(", \"precision\": \"%s\"", precision_names[a->precision]);
+  printf(", \"precision\": \"%s\"", cli_precision_names[a->precision]);
   if (a->precision == CLT_PRECISION_MIXED)
     printf(", \"loss_scale\": %g, \"skipped_steps\": %lld",
            (double)hist[r->last_epoch - 1].loss_scale,
@@ -1303,7 +1302,7 @@ static int bench_model(int argc, char **argv, bool infer) {
        0, 0, 0, profile_by_names, &by_given},
       {"precision", CLI_CHOICE, &precision, "P",
        "fp32 (default) or mixed (as train --precision)", 0, 0, 0,
-       precision_names, 0},
+       cli_precision_names, 0},
   };
   const cli_command cmd = {
       infer ? "bench infer" : "bench train",

@@ -91,7 +91,6 @@ int cli_tune(int argc, char **argv) {
   bool cached = false, gemm = false;
   long long batch = 0;
   int precision = CLT_PRECISION_FP32;
-  static const char *const precisions[] = {"fp32", "mixed", NULL};
   const cli_option options[] = {
       {"batch", CLI_INT, &batch, "B", "the batch to plan for (required)", 1,
        INT_MAX, 0, 0, 0},
@@ -101,7 +100,7 @@ int cli_tune(int argc, char **argv) {
        "fp32 (default) or mixed: plan as train --precision\n"
        "mixed runs (with the fp16 route's candidates where\n"
        "the device has it)",
-       0, 0, 0, precisions, 0},
+       0, 0, 0, cli_precision_names, 0},
       {"cached", CLI_FLAG, &cached, NULL,
        "show the stored plans, measuring only those missing", 0, 0, 0, 0, 0},
       {"gemm", CLI_FLAG, &gemm, NULL,

@@ -115,6 +115,8 @@ void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi) {
   }
 }
 
+const char *const cli_precision_names[] = {"fp32", "mixed", NULL};
+
 const char *cli_launched_ranks(void) {
   const char *n = getenv("OMPI_COMM_WORLD_SIZE");
   return n ? n : getenv("PMI_SIZE");
