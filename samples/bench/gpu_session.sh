@@ -31,8 +31,9 @@
 #          GEMMs' ways, fp16 ones under mixed, against the unfolds)
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; real train epochs of the MLP
-#          (b256; again with CLT_FIT_AHEAD=1 and with CLT_PINNED=0, the
-#          fit loop's two choices of 2026-12-04 apart, then bench train
+#          (b256; again with CLT_FIT_AHEAD=1, with CLT_FIT_AHEAD=4 and
+#          with CLT_PINNED=0, the fit loop's two choices of 2026-12-04
+#          apart and a deeper queue, then bench train
 #          of the same) and the CNN (b64); CNN b64 and ResNet b256 with
 #          --profile-by layer (each layer's passes apart)
 #   infer  (not in the default list; about 2 minutes) inference: bench
@@ -218,8 +219,12 @@ part_train() {
   # The fit loop's two choices apart: one step ahead (as before
   # 2026-12-04's change), and the loader's ring in malloc'd memory.
   run env CLT_FIT_AHEAD=1 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  # Deeper: if 4 steps ahead beats 2 here, the depth becomes a measured
+  # choice (issue 8's note of 2026-12-04), not a new constant.
+  run env CLT_FIT_AHEAD=4 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
   run env CLT_PINNED=0 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
-  run cltrain bench train samples/fashion_mlp.model --batch 256 --steps 100 "${dev[@]}"
+  # (1000 steps: 100 of this model take 15 ms on an H200.)
+  run cltrain bench train samples/fashion_mlp.model --batch 256 --steps 1000 "${dev[@]}"
   run cltrain train samples/fashion_cnn.model --data fashion-mnist --batch 64 --epochs 2 "${dev[@]}"
   run cltrain bench train samples/fashion_cnn.model --batch 64 --steps 100 --profile-by layer "${dev[@]}"
   run cltrain bench train samples/fashion_resnet.model --batch 256 --steps 50 --profile-by layer "${dev[@]}"
