@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "cltrain.h"
+#include "run_checks.h"
 
 /* The context every test of the suite uses. */
 static clt_context *g_ctx;
@@ -82,11 +83,7 @@ static inline bool test_context_open(const char *suite) {
  * status: nonzero when any test failed or no context could be made. */
 static inline int test_run_suite(const char *name, Suite *(*make)(void)) {
   if (!test_context_open(name)) return EXIT_FAILURE;
-  SRunner *runner = srunner_create(make());
-  srunner_set_fork_status(runner, CK_NOFORK);
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(make(), CK_NOFORK);
   clt_context_destroy(g_ctx);
   g_ctx = NULL;
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

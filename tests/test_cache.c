@@ -14,6 +14,7 @@
 #include "runtime/cache.h"
 #include "runtime/sha256.h"
 #include "remove_tree.h"
+#include "run_checks.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -658,9 +659,6 @@ static Suite *cache_suite(void) {
 }
 
 int main(void) {
-  SRunner *runner = srunner_create(cache_suite());
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(cache_suite(), CK_FORK_GETENV);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -18,6 +18,7 @@
 #include "data/idx.h"
 #include "data/loader.h"
 #include "remove_tree.h"
+#include "run_checks.h"
 
 static char g_dir[256]; /* a fresh mkdtemp folder for this run */
 
@@ -1395,10 +1396,7 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  SRunner *runner = srunner_create(data_suite());
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(data_suite(), CK_FORK_GETENV);
   test_remove_tree(g_dir);
   return failed == 0 ? 0 : 1;
 }

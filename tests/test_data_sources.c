@@ -19,6 +19,7 @@
 #include "image_writer.h"
 #include "io/class_names.h"
 #include "remove_tree.h"
+#include "run_checks.h"
 
 static char g_dir[256];
 
@@ -590,10 +591,7 @@ int main(void) {
          clt_image_format_supported("jpeg") ? "yes" : "no (skipped)");
   /* Image folders decode through libcltrain-image, as a program's do. */
   clt_image_init();
-  SRunner *r = srunner_create(data_sources_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
+  int failed = test_run_checks(data_sources_suite(), CK_FORK_GETENV);
   test_remove_tree(g_dir);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cltrain.h"
+#include "run_checks.h"
 
 #define MAX_DEVICES 16
 #define ROUNDS 3
@@ -176,10 +177,6 @@ int main(void) {
   /* Before the first OpenCL call: rusticl reads it when the ICD loader
    * initialises the platforms. */
   setenv("RUSTICL_ENABLE", "llvmpipe", 0);
-  SRunner *runner = srunner_create(devices_suite());
-  srunner_set_fork_status(runner, CK_FORK);
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(devices_suite(), CK_FORK);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -11,6 +11,7 @@
 
 #include "io/model_file.h"
 #include "common/words.h"
+#include "run_checks.h"
 
 /* The graph's view of layer l's options (the getters mark l's options). */
 #define ARGS(d, l) (&(clt_layer_args){(l)->type, (d)->source_name, (l)->line, \
@@ -946,9 +947,6 @@ static Suite *model_file_suite(void) {
 }
 
 int main(void) {
-  SRunner *runner = srunner_create(model_file_suite());
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(model_file_suite(), CK_FORK_GETENV);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -13,6 +13,7 @@
 #include "common/rng.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "run_checks.h"
 
 /* ------------------------------------------------------------------------ */
 /* A temporary folder per test                                               */
@@ -1058,9 +1059,6 @@ static Suite *safetensors_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(safetensors_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int failed = test_run_checks(safetensors_suite(), CK_FORK_GETENV);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -20,6 +20,7 @@
 
 #include "cltrain.h"
 #include "remove_tree.h"
+#include "run_checks.h"
 
 #define THREADS 3
 #define BATCH 16
@@ -371,11 +372,7 @@ int main(void) {
   bool ready = setup();
   int failed = 1;
   if (ready) {
-    SRunner *runner = srunner_create(threads_suite());
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
+    failed = test_run_checks(threads_suite(), CK_NOFORK);
   }
   clt_dataset_destroy(g_data);
   clt_context_destroy(g_data_ctx);

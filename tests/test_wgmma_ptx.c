@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ops/wgmma_ptx.h"
+#include "run_checks.h"
 
 /* The accumulator registers %f<first> .. of an n-column instruction. */
 static void regs(char *out, size_t len, int first, int n, const char *sep) {
@@ -188,9 +189,6 @@ static Suite *wgmma_ptx_suite(void) {
 }
 
 int main(void) {
-  SRunner *runner = srunner_create(wgmma_ptx_suite());
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
+  int failed = test_run_checks(wgmma_ptx_suite(), CK_FORK_GETENV);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
