@@ -352,11 +352,11 @@ enum { FOLD_N = 19 };
 
 /* fg's and g's forward on x, in training mode or evaluation, through each
  * of three layers and the probabilities: the same within float rounding,
- * under mixed precision within FOLD_TOL_MIXED (in training mode too: the two graphs' plans may
- * take other product ways, and a sum that differs in its last f32 bit
- * can round to the next fp16 value). fg's probabilities into probs where
- * it is not NULL. Under mixed precision fg's layers' outputs are fp16
- * values, the folded ones too. */
+ * under mixed precision within FOLD_TOL_MIXED (in training mode too: the
+ * two graphs' plans may take other product ways, and a sum that differs in
+ * its last f32 bit can round to the next fp16 value). fg's probabilities
+ * into probs where it is not NULL. Under mixed precision fg's layers'
+ * outputs are fp16 values, the folded ones too. */
 static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
                                 bool training, const char *when,
                                 float *probs) {
