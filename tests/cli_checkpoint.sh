@@ -188,6 +188,31 @@ INPUTS=("$T/a.pgm" "$T/b.pgm" "$T/c.png" "$T/d.png")
 [ "$(grep ' 1\. ' "$T/pred.txt" | sed 's/^[^:]*://' | sort -u | wc -l)" = 1 ] ||
   fail "the same image got different predictions"
 grep -q "1\. " "$T/pred.txt" && grep -q "2\. " "$T/pred.txt" || fail "top 2"
+# predict --precision mixed: the forward pass in fp16 values (as eval's),
+# so each probability moves by a few fp16 roundings and no more; the JSON
+# says the precision.
+for p in fp32 mixed; do
+  "$C" predict "$T/tiny.model" --weights "$T/straight.st" --top 10 --limit 8 \
+    --precision $p --json "$IDX" >"$T/pred_$p.json"
+done
+python3 - "$T/pred_fp32.json" "$T/pred_mixed.json" <<'PY' ||
+import json, sys
+f, m = (json.load(open(p)) for p in sys.argv[1:3])
+assert f["precision"] == "fp32" and m["precision"] == "mixed", (f["precision"], m["precision"])
+assert len(f["predictions"]) == len(m["predictions"]) == 8
+worst = 0.0
+for a, b in zip(f["predictions"], m["predictions"]):
+    pa = {t["class"]: t["probability"] for t in a["top"]}
+    pb = {t["class"]: t["probability"] for t in b["top"]}
+    assert sorted(pa) == sorted(pb) == list(range(10)), (pa, pb)
+    worst = max(worst, max(abs(pa[c] - pb[c]) for c in pa))
+assert 0 < worst <= 0.01, "mixed moved a probability by %g" % worst
+print("predict mixed: probabilities within %.2g of fp32's" % worst)
+PY
+  fail "predict --precision mixed"
+expect_error "predict --precision half" "--precision" "fp32" "mixed" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" --precision half \
+  "$T/a.pgm"
 expect_error "predict: wrong image size" "big.pgm" "32x32" "1x28x28" "resize" \
   -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" "$T/big.pgm"
 expect_error "predict: broken PNG" "bad.png" \

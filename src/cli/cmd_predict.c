@@ -60,6 +60,7 @@ char **cli_labels_read(const char *path, int *count) {
 typedef struct predict_args {
   const char *model, *weights, *labels, *device;
   long long top, limit;
+  int precision; /* clt_precision */
   bool resize, json;
   const char **inputs;
   int n_inputs;
@@ -89,6 +90,10 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
        0},
       {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
        0, 0, 0, 0, 0},
+      {"precision", CLI_CHOICE, &a->precision, "P",
+       "fp32 (default) or mixed: the forward pass in fp16\n"
+       "values, as train --precision mixed evaluates",
+       0, 0, 0, cli_precision_names, 0},
       {"json", CLI_FLAG, &a->json, NULL,
        "print the predictions as one JSON object", 0, 0, 0, 0, 0},
   };
@@ -266,7 +271,11 @@ int cli_predict(int argc, char **argv) {
   clt_model *m = NULL;
   rc = 1;
   if (!ctx) goto done;
+  /* A mixed model is compiled again for the same batch, its weights
+   * kept (clt_graph_set_precision). */
   if (clt_model_load(ctx, a.model, a.weights, &m) != CLT_OK ||
+      clt_graph_set_precision(clt_model_graph(m),
+                              (clt_precision)a.precision) != CLT_OK ||
       (!labels && clt_checkpoint_class_names(ctx, a.weights, &labels,
                                              &n_labels) != CLT_OK)) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
@@ -282,7 +291,8 @@ int cli_predict(int argc, char **argv) {
     cli_json_string(stdout, a.model);
     printf(", \"weights\": ");
     cli_json_string(stdout, a.weights);
-    printf(", \"predictions\": [");
+    printf(", \"precision\": \"%s\", \"predictions\": [",
+           cli_precision_names[a.precision]);
   }
   for (int i = 0; i < a.n_inputs; i++)
     if (predict_file(ctx, m, &a, a.inputs[i], labels, n_labels) != 0) rc = 1;
