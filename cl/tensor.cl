@@ -16,14 +16,32 @@ __kernel void fill_u8(__global uchar *x, int x_off, int n, int value) {
   if (i < n) x[x_off + i] = (uchar)value;
 }
 
-/* y[i] = table[x[i]]: pixel bytes to the floats a host would have made
- * (the table comes from the host, so every device gives the same bits). */
-__kernel void lookup_u8_f32(__global float *y, int y_off,
-                            __global const uchar *x, int x_off,
-                            __global const float *table, int table_off,
-                            int n) {
-  int i = get_global_id(0);
-  if (i < n) y[y_off + i] = table[table_off + x[x_off + i]];
+/* y[i] = x[i] / 255 as IEEE division rounds it (the host's (float)v /
+ * 255.0f: pixel bytes to the floats the loader would have made), without
+ * a division or a table: the product by 1/255 rounded (0x1.010102p-8),
+ * then one FMA correction of its residual, exact for each of the 256
+ * bytes (OpenCL rounds products and fma() correctly; test_ops checks all
+ * 256 on every device). 0 is made +0 by hand: llvmpipe's fma gave -0
+ * there. Eight bytes a work-item (a table's gather ran 6x
+ * slower on POCL); the last item takes the rest one by one. */
+__kernel void unit_u8_f32(__global float *y, int y_off,
+                          __global const uchar *x, int x_off, int n) {
+  int i = get_global_id(0) * 8;
+  if (i >= n) return;
+  const float c = 0x1.010102p-8f;
+  if (i + 8 <= n) {
+    float8 v = convert_float8(vload8(0, x + x_off + i));
+    float8 q = v * c;
+    float8 r = fma(fma(-q, (float8)255.0f, v), (float8)c, q);
+    vstore8(v > 0.0f ? r : (float8)0.0f, 0, y + y_off + i);
+    return;
+  }
+  for (; i < n; i++) {
+    float v = (float)x[x_off + i];
+    float q = v * c;
+    float r = fma(fma(-q, 255.0f, v), c, q);
+    y[y_off + i] = v > 0.0f ? r : 0.0f;
+  }
 }
 
 /* How many loop iterations one work-item may run here: n where the

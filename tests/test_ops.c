@@ -14,6 +14,7 @@
 #include "check/check.h"
 #include "check/harness.h"
 #include "common/rng.h"
+#include "data/loader.h"
 #include "mma_context.h"
 #include "ops/conv_implicit.h"
 
@@ -155,43 +156,50 @@ START_TEST(half_lengths) {
 }
 END_TEST
 
-/* Pixel bytes through a table into floats (fit's byte batches), every
- * operand a view at an offset, the floats around the output untouched. */
-START_TEST(lookup_u8_lengths) {
+/* Pixel bytes into floats in [0, 1] (fit's byte batches): the host's
+ * (float)b / 255.0f bit for bit, every one of the 256 bytes (the last
+ * length holds each), every operand a view at an offset (neither a
+ * multiple of 8), the floats around the output untouched. */
+START_TEST(unit_u8_lengths) {
   shape_list lens = lengths_list();
-  for (int k = 0; k < lens.count; k++) {
-    int64_t n = lens.v[k], nb = n + 3, nf = n + 7, nt = 258;
+  for (int k = 0; k <= lens.count; k++) {
+    int64_t n = k < lens.count ? lens.v[k] : 256 + 9, nb = n + 3, nf = n + 7;
     uint8_t *bytes = malloc((size_t)nb);
-    float *table = malloc((size_t)nt * sizeof(float));
     float *out = malloc((size_t)nf * sizeof(float));
     for (int64_t i = 0; i < nb; i++) bytes[i] = (uint8_t)((i * 77 + n) % 256);
-    for (int64_t i = 0; i < nt; i++) table[i] = (float)(i * i % 1000) - 500.5f;
     for (int64_t i = 0; i < nf; i++) out[i] = -7.25f;
-    clt_tensor *tb, *tt, *tf;
+    clt_tensor *tb, *tf;
     ck_assert_ok(clt_tensor_create(g_ctx, CLT_U8, 1, &nb, &tb));
-    ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &nt, &tt));
     ck_assert_ok(clt_tensor_create(g_ctx, CLT_F32, 1, &nf, &tf));
     ck_assert_ok(clt_tensor_upload(tb, bytes));
-    ck_assert_ok(clt_tensor_upload(tt, table));
     ck_assert_ok(clt_tensor_upload(tf, out));
     clt_tensor x = clt_tensor_slice_1d(tb, 3, n);
-    clt_tensor t = clt_tensor_slice_1d(tt, 2, 256);
     clt_tensor y = clt_tensor_slice_1d(tf, 5, n);
-    ck_assert_ok(clt_lookup_u8(g_ctx, &y, &x, &t, n));
+    ck_assert_ok(clt_unit_u8(g_ctx, &y, &x, n));
     ck_assert_ok(clt_tensor_download(tf, out));
+    float values[256];
+    clt_loader_byte_values(values);
+    bool seen[256] = {false};
     for (int64_t i = 0; i < nf; i++) {
-      float want = i >= 5 && i < 5 + n ? table[2 + bytes[3 + i - 5]] : -7.25f;
-      ck_assert_msg(out[i] == want, "n=%lld: element %lld is %g, not %g",
-                    (long long)n, (long long)i, out[i], want);
+      bool inside = i >= 5 && i < 5 + n;
+      uint8_t b = inside ? bytes[3 + i - 5] : 0;
+      float want = inside ? (float)b / 255.0f : -7.25f;
+      if (inside) {
+        ck_assert(values[b] == want); /* the loader's floats */
+        seen[b] = true;
+      }
+      ck_assert_msg(memcmp(&out[i], &want, sizeof want) == 0,
+                    "n=%lld: element %lld is %a, not %a (byte %d)",
+                    (long long)n, (long long)i, (double)out[i], (double)want,
+                    (int)b);
     }
+    if (k == lens.count)
+      for (int v = 0; v < 256; v++) ck_assert_msg(seen[v], "byte %d", v);
     /* The wrong types are refused. */
-    ck_assert_int_eq(clt_lookup_u8(g_ctx, &y, &t, &t, n),
-                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_unit_u8(g_ctx, &x, &y, n), CLT_ERR_INVALID_ARGUMENT);
     clt_tensor_destroy(tb);
-    clt_tensor_destroy(tt);
     clt_tensor_destroy(tf);
     free(bytes);
-    free(table);
     free(out);
   }
 }
@@ -2018,7 +2026,7 @@ static Suite *ops_suite(void) {
   TCase *ew = tcase_create("elementwise");
   tcase_add_test(ew, add_lengths);
   tcase_add_test(ew, scale_lengths);
-  tcase_add_test(ew, lookup_u8_lengths);
+  tcase_add_test(ew, unit_u8_lengths);
   tcase_add_test(ew, half_lengths);
   tcase_add_loop_test(ew, bias_rows_grid, 0, grid_count());
   tcase_add_test(ew, bias_channels_shapes);

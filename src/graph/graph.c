@@ -38,8 +38,7 @@ static void release_buffers(clt_graph *g) {
   clt_tensor_destroy(g->labels);
   clt_tensor_destroy(g->metrics);
   clt_tensor_destroy(g->input_bytes);
-  clt_tensor_destroy(g->byte_table);
-  g->labels = g->metrics = g->input_bytes = g->byte_table = NULL;
+  g->labels = g->metrics = g->input_bytes = NULL;
   g->compiled = false;
 }
 

@@ -174,7 +174,7 @@ struct clt_graph {
   /* fit's byte batches (train/fit.c): u8 [max_batch * input size], the
    * uploaded pixels, and f32 [256], byte -> input value; made on first
    * use, released with the buffers. */
-  clt_tensor *input_bytes, *byte_table;
+  clt_tensor *input_bytes;
   int64_t metric_samples;
   char source_hash[65]; /* SHA-256 of the model file, if loaded from one */
   /* Measured plans of the last compile (graph/plan.c). */

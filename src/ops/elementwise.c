@@ -15,16 +15,15 @@ clt_status clt_add_relu_forward(clt_context *ctx, clt_tensor *out,
                     KT(a), KT(b), KI(n), KR(round, out));
 }
 
-clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
-                         const clt_tensor *table, int64_t n) {
-  if (y->dtype != CLT_F32 || x->dtype != CLT_U8 || table->dtype != CLT_F32 ||
-      table->numel < 256 || x->numel < n || y->numel < n)
+clt_status clt_unit_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                       int64_t n) {
+  if (y->dtype != CLT_F32 || x->dtype != CLT_U8 || x->numel < n ||
+      y->numel < n)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "byte lookup: %lld bytes (u8) through a table of 256 "
-                        "floats into f32",
+                        "bytes to [0, 1]: %lld bytes (u8) into f32",
                         (long long)n);
-  return CLT_RUN_1D(ctx, CLT_K_lookup_u8_f32, (size_t)n, KT(y), KT(x),
-                    KT(table), KI(n));
+  return CLT_RUN_1D(ctx, CLT_K_unit_u8_f32, (size_t)((n + 7) / 8), KT(y), KT(x),
+                    KI(n));
 }
 
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,

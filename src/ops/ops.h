@@ -122,10 +122,11 @@ clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
 clt_status clt_add_relu_forward(clt_context *ctx, clt_tensor *out,
                                 const clt_tensor *a, const clt_tensor *b,
                                 int64_t n, const clt_round16 *round);
-/* y[i] = table[x[i]] for the n bytes of x (u8) into y (f32); table holds
- * 256 floats. The loader's pixel bytes made the model's inputs. */
-clt_status clt_lookup_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
-                         const clt_tensor *table, int64_t n);
+/* y[i] = x[i] / 255 for the n bytes of x (u8) into y (f32), rounded as
+ * the host's (float)x / 255.0f (clt_loader_byte_values): the loader's
+ * pixel bytes made the model's inputs. */
+clt_status clt_unit_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                       int64_t n);
 /* out = alpha * x over n elements. */
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,

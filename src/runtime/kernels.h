@@ -13,7 +13,7 @@
   X(fill_f32, "tensor")                                                        \
   X(fill_i32, "tensor")                                                        \
   X(fill_u8, "tensor")                                                         \
-  X(lookup_u8_f32, "tensor")                                                   \
+  X(unit_u8_f32, "tensor")                                                     \
   X(loop_probe, "tensor")                                                      \
   X(fill_f16, "half")                                                          \
   X(f32_to_f16, "half")                                                        \

@@ -77,24 +77,18 @@ static clt_status read_metrics(clt_graph *g, clt_metrics *m, bool reset) {
   return CLT_OK;
 }
 
-/* The graph's byte staging and its table (pixel byte -> the loader's
- * float for it), made on first use. */
+/* The graph's byte staging, made on first use. */
 static clt_status byte_staging(clt_graph *g, int64_t numel) {
   if (g->input_bytes && g->input_bytes->numel >= numel) return CLT_OK;
   clt_tensor_destroy(g->input_bytes);
   g->input_bytes = NULL;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes));
-  if (g->byte_table) return CLT_OK;
-  float table[256];
-  clt_loader_byte_values(table);
-  int64_t n = 256;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &n, &g->byte_table));
-  return clt_tensor_upload(g->byte_table, table);
+  return clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes);
 }
 
 /* Uploads a host batch into the graph without waiting: pixel bytes (the
  * loader's byte mode) go up as they are, a quarter of the floats, and
- * become the input's values on the device. */
+ * become the input's values on the device (clt_unit_u8: the loader's
+ * floats, bit for bit). */
 static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
                                cl_event *done) {
   clt_graph_node *in = &g->nodes[g->input_node];
@@ -109,7 +103,7 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
     CLT_TRY(byte_staging(g, g->max_batch * in->size));
     clt_tensor xb = clt_tensor_slice_1d(g->input_bytes, 0, numel);
     CLT_TRY(clt_tensor_upload_async(&xb, b->bytes, done));
-    CLT_TRY(clt_lookup_u8(g->ctx, &x, &xb, g->byte_table, numel));
+    CLT_TRY(clt_unit_u8(g->ctx, &x, &xb, numel));
   } else {
     CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
   }
