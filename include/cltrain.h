@@ -1135,6 +1135,23 @@ typedef struct clt_epoch_stats {
    * optimizer's programs, whatever the graph's compile did not build);
    * 0 once everything is built. images_per_sec leaves it out. */
   double compile_seconds;
+  /* Of `seconds`, the time the host spent blocked: waiting for the
+   * loader's next batch (the input pipeline is behind the training), and
+   * waiting for the device (for an upload to run before its host buffer
+   * could go back to the loader, and for the metrics read every
+   * progress_every batches and at the end). The rest it spent preparing
+   * and enqueuing the steps (over MPI, exchanging the gradients too). */
+  double wait_data_seconds, wait_device_seconds;
+  /* With profiling on (clt_context_options.profiling), else 0 and NULL:
+   * the device time of the epoch's training commands (uploads, kernels,
+   * library calls; not its evaluation), summed. An in-order queue runs one
+   * command at a time, so device_seconds / (seconds - compile_seconds) is
+   * the share of the epoch the device was busy. profile: the same time per
+   * op, largest first, profile_rows rows; valid during the epoch's
+   * CLT_PHASE_EPOCH report only (NULL in the history). */
+  double device_seconds;
+  const clt_profile_row *profile;
+  size_t profile_rows;
 } clt_epoch_stats;
 
 typedef struct clt_progress {

@@ -217,6 +217,36 @@ if grep -q "measured the plans" "$T/quiet.err" "$T/quiet.out"; then
 fi
 echo "ok: train reports measured plans, and not under --quiet"
 
+# --profile: after each epoch how busy the device was and how long the
+# host waited; at the end the last epoch's device time by op (its 6
+# batches' uploads, labels and bytes, and the bytes made floats among
+# them). Under --json the figures are in the history, the lines on stderr.
+"$C" train "$T/tiny.model" --data fashion-mnist --train-limit 300 \
+  --test-limit 50 --epochs 2 --batch 50 --profile >"$T/prof.out" \
+  2>"$T/prof.err" || fail "train --profile: $(cat "$T/prof.err")"
+[ "$(grep -Ec '^  profile: device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\); the host waited [0-9.]+ s for data, [0-9.]+ s for the device$' "$T/prof.out")" = 2 ] ||
+  fail "train --profile: not one profile line an epoch: $(cat "$T/prof.out")"
+grep -q "^device time by op, epoch 2's training:$" "$T/prof.out" &&
+  grep -Eq "^upload +12 " "$T/prof.out" &&
+  grep -Eq "^unit_u8_f32 +6 " "$T/prof.out" &&
+  grep -Eq "^device time [0-9.]+ s of [0-9.]+ s wall$" "$T/prof.out" ||
+  fail "train --profile: no table of the last epoch: $(cat "$T/prof.out")"
+"$C" train "$T/tiny.model" --data fashion-mnist --train-limit 300 \
+  --test-limit 50 --epochs 2 --batch 50 --profile --json >"$T/prof.json" \
+  2>"$T/prof.err" || fail "train --profile --json: $(cat "$T/prof.err")"
+grep -q "^device time by op, epoch 2's training:$" "$T/prof.err" ||
+  fail "train --profile --json: the table is not on stderr"
+python3 - "$T/prof.json" <<'EOF' || fail "train --profile --json output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for h in d["history"]:
+    assert 0 < h["device_seconds"] <= h["seconds"] + 0.01, h
+    assert h["wait_data_seconds"] >= 0 and h["wait_device_seconds"] >= 0, h
+    assert h["wait_data_seconds"] + h["wait_device_seconds"] <= h["seconds"], h
+print("ok: train --profile --json:", [round(h["device_seconds"] / h["seconds"], 2) for h in d["history"]])
+EOF
+echo "ok: train --profile"
+
 "$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
   --test-limit 100 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"
 python3 - "$T/eval.json" <<'EOF' || fail "eval --json output"

@@ -440,6 +440,92 @@ START_TEST(test_fit_2000_images) {
 }
 END_TEST
 
+/* What an epoch reports of its time (clt_epoch_stats): the host's waits
+ * always, and with profiling on the device time of its training by op,
+ * given during the epoch's report only; profiling changes no bit. */
+typedef struct profile_seen {
+  int epochs;
+  bool rows_add_up, has_upload, has_unit;
+} profile_seen;
+
+static void on_epoch_profile(const clt_progress *p, void *user) {
+  profile_seen *seen = user;
+  if (p->phase != CLT_PHASE_EPOCH) return;
+  const clt_epoch_stats *s = p->stats;
+  seen->epochs++;
+  double sum = 0.0;
+  for (size_t i = 0; i < s->profile_rows; i++) {
+    sum += s->profile[i].seconds;
+    if (strcmp(s->profile[i].op, "upload") == 0)
+      seen->has_upload = s->profile[i].calls == 2 * 10; /* labels, bytes */
+    if (strcmp(s->profile[i].op, "unit_u8_f32") == 0)
+      seen->has_unit = s->profile[i].calls == 10;
+  }
+  seen->rows_add_up = s->profile_rows > 0 &&
+                      fabs(sum - s->device_seconds) <= 1e-9 + 1e-9 * sum;
+}
+
+START_TEST(test_fit_profile) {
+  clt_dataset *train = NULL;
+  ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 300, &train));
+  float losses[2][2];
+  for (int profiling = 0; profiling < 2; profiling++) {
+    clt_context_options opts;
+    clt_context_options_init(&opts);
+    opts.profiling = profiling;
+    clt_context *ctx = NULL;
+    char err[4096];
+    ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                  "%s", err);
+    clt_graph *g = NULL;
+    clt_optimizer *opt = NULL;
+    ck_assert_ok(graph_from_text_on(ctx,
+                                    "input shape=1x28x28\nflatten\n"
+                                    "dense units=16 activation=relu\n"
+                                    "dense units=10\nsoftmax_cross_entropy\n",
+                                    &g));
+    ck_assert_ok(clt_graph_compile(g, 32, 1));
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    clt_fit_options fo;
+    clt_fit_options_init(&fo);
+    fo.epochs = 2; /* 300 = 9 batches of 32 and one of 12 */
+    profile_seen seen = {0};
+    fo.progress = on_epoch_profile;
+    fo.progress_user = &seen;
+    clt_epoch_stats hist[2];
+    ck_assert_ok(clt_fit(g, opt, train, NULL, &fo, hist));
+    ck_assert_int_eq(seen.epochs, 2);
+    for (int e = 0; e < 2; e++) {
+      const clt_epoch_stats *s = &hist[e];
+      losses[profiling][e] = (float)s->train_loss;
+      ck_assert_ptr_null(s->profile); /* the report's only */
+      ck_assert_uint_eq(s->profile_rows, 0);
+      ck_assert(s->wait_data_seconds >= 0.0 && s->wait_device_seconds >= 0.0);
+      ck_assert(s->wait_data_seconds + s->wait_device_seconds <= s->seconds);
+      if (!profiling) {
+        ck_assert(s->device_seconds == 0.0);
+        continue;
+      }
+      /* An in-order queue's busy time, within the epoch (the device's
+       * clock against the host's: 10 ms of slack). */
+      ck_assert_msg(s->device_seconds > 0.0 &&
+                        s->device_seconds <= s->seconds + 0.01,
+                    "device %g s of %g s", s->device_seconds, s->seconds);
+    }
+    ck_assert(seen.rows_add_up == (bool)profiling);
+    ck_assert(seen.has_upload == (bool)profiling);
+    ck_assert(seen.has_unit == (bool)profiling);
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+    clt_context_destroy(ctx);
+  }
+  ck_assert_mem_eq(losses[0], losses[1], sizeof losses[0]);
+  clt_dataset_destroy(train);
+}
+END_TEST
+
 START_TEST(test_fit_rejects_bad_data) {
   clt_dataset *test = NULL;
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 100, &test));
@@ -567,6 +653,7 @@ static Suite *graph_suite(void) {
   tcase_add_test(train, test_profile_by_layer);
   tcase_add_test(train, test_same_seed_same_losses);
   tcase_add_test(train, test_fit_2000_images);
+  tcase_add_test(train, test_fit_profile);
   tcase_add_test(train, test_fit_rejects_bad_data);
   tcase_add_test(train, test_nan_stops_training);
   tcase_add_test(train, test_schedules);

@@ -223,6 +223,9 @@ part_train() {
   # choice (issue 8's note of 2026-12-04), not a new constant.
   run env CLT_FIT_AHEAD=4 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
   run env CLT_PINNED=0 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  # Where the epoch's time goes: the device's busy share, the host's waits
+  # for data and for the device, the device time by op (uploads included).
+  run cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 --profile "${dev[@]}"
   # (1000 steps: 100 of this model take 15 ms on an H200.)
   run cltrain bench train samples/fashion_mlp.model --batch 256 --steps 1000 "${dev[@]}"
   run cltrain train samples/fashion_cnn.model --data fashion-mnist --batch 64 --epochs 2 "${dev[@]}"

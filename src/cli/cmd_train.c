@@ -23,7 +23,7 @@ typedef struct train_args {
   long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
   clt_optimizer_options opt;
   bool quiet, no_shuffle, seed_given, hflip, resize, nesterov, json;
-  bool lr_given, wd_given;
+  bool lr_given, wd_given, profile;
   double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
   double min_delta, loss_scale;
   double progress_seconds; /* CLT_PROGRESS_SECONDS (print_plain_progress) */
@@ -133,6 +133,11 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
   {"json", CLI_FLAG, &(a)->json, NULL,                                         \
    "print the result as one JSON object on stdout (the\n"                      \
    "epoch lines go to stderr)", 0, 0, 0, 0, 0},                                \
+  {"profile", CLI_FLAG, &(a)->profile, NULL,                                   \
+   "after each epoch, how busy the device was (OpenCL event\n"                 \
+   "profiling) and how long the host waited for data and for\n"                \
+   "the device; at the end, the last epoch's device time by op", 0, 0, 0, 0,    \
+   0},                                                                         \
   {"quiet", CLI_FLAG, &(a)->quiet, NULL, "only the final line", 0, 0, 0, 0, 0}
 
 static int parse_train_args(int argc, char **argv, train_args *a) {
@@ -209,6 +214,44 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
 
 typedef struct watchdog watchdog;
 
+/* --profile: the last epoch's device time by op (the library's rows are
+ * valid only during its report), and the epoch's figures. */
+typedef struct epoch_profile {
+  clt_profile_row *rows;
+  size_t count;
+  clt_epoch_stats stats;
+} epoch_profile;
+
+static void print_profile_rows(FILE *out, const clt_profile_row *rows,
+                               size_t n, bool by_layer, long long steps,
+                               double secs);
+
+/* --profile's line after an epoch's: the device's busy share, the host's
+ * waits. */
+static void print_epoch_profile(FILE *out, const clt_epoch_stats *s) {
+  double run = s->seconds - s->compile_seconds;
+  fprintf(out,
+          "  profile: device busy %.3f s of %.3f s (%.0f%%); the host "
+          "waited %.3f s for data, %.3f s for the device\n",
+          s->device_seconds, run,
+          run > 0 ? 100.0 * s->device_seconds / run : 0.0,
+          s->wait_data_seconds, s->wait_device_seconds);
+}
+
+/* Keeps the epoch's rows (their names are the library's, kept for the
+ * context's life). */
+static void keep_epoch_profile(epoch_profile *p, const clt_epoch_stats *s) {
+  clt_profile_row *rows =
+      s->profile_rows ? malloc(s->profile_rows * sizeof *rows) : NULL;
+  if (s->profile_rows && !rows) return; /* the earlier epoch's stay */
+  if (rows) memcpy(rows, s->profile, s->profile_rows * sizeof *rows);
+  free(p->rows);
+  p->rows = rows;
+  p->count = s->profile_rows;
+  p->stats = *s;
+  p->stats.profile = NULL;
+}
+
 typedef struct progress_out {
   bool tty, quiet;
   FILE *log;
@@ -225,6 +268,7 @@ typedef struct progress_out {
   FILE *out;        /* the epoch lines: stdout, or stderr under --json */
   /* Off a terminal: seconds between progress lines, when the last was. */
   double plain_every, plain_last;
+  epoch_profile *prof; /* --profile, else NULL */
 } progress_out;
 
 /* On a terminal, a line that says the run is alive when the library has
@@ -397,8 +441,10 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
                 (double)s->loss_scale, (long long)s->skipped_steps,
                 s->skipped_steps == 1 ? "" : "s");
       fprintf(out, "%s\n", s->best && po->early_stop ? "  (best)" : "");
+      if (po->prof) print_epoch_profile(out, s);
       fflush(out);
     }
+    if (po->prof) keep_epoch_profile(po->prof, s);
     if (po->log) {
       fprintf(po->log, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%g\n",
               s->epoch, s->train_loss, s->train_acc, s->test_loss,
@@ -407,6 +453,7 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
       fflush(po->log); /* a crash later keeps the epochs done */
     }
     po->hist[s->epoch - 1] = *s;
+    po->hist[s->epoch - 1].profile = NULL; /* valid during the report only */
     po->last_epoch = s->epoch;
     update_plot(po);
     return;
@@ -506,7 +553,8 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
                               const clt_epoch_stats *hist,
                               const clt_epoch_stats *last,
                               const clt_fit_result *r, bool regression,
-                              int64_t train_n, int64_t val_n, int64_t test_n) {
+                              int64_t train_n, int64_t val_n, int64_t test_n,
+                              int first) {
   printf("{\"model\": ");
   cli_json_string(stdout, a->model);
   printf(", \"device\": ");
@@ -546,6 +594,17 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
     print_json_metrics(s, regression);
     printf(", \"lr\": ");
     cli_json_number(stdout, s->lr);
+    /* --profile: the epochs this run trained (not those resumed from) */
+    if (a->profile && s->epoch >= first) {
+      printf(", \"seconds\": ");
+      cli_json_number(stdout, s->seconds);
+      printf(", \"device_seconds\": ");
+      cli_json_number(stdout, s->device_seconds);
+      printf(", \"wait_data_seconds\": ");
+      cli_json_number(stdout, s->wait_data_seconds);
+      printf(", \"wait_device_seconds\": ");
+      cli_json_number(stdout, s->wait_device_seconds);
+    }
     printf("}");
   }
   printf("]}\n");
@@ -614,7 +673,7 @@ int cli_train(int argc, char **argv) {
   }
   char device[64];
   clt_context *ctx = cli_open_context(
-      cli_rank_device(a.device, dist, device, sizeof device), false);
+      cli_rank_device(a.device, dist, device, sizeof device), a.profile);
   if (!ctx) {
     if (log) fclose(log);
     rc = 1;
@@ -628,6 +687,7 @@ int cli_train(int argc, char **argv) {
   const char *fp16_why = "";
   clt_dataset *train = NULL, *test = NULL, *val = NULL;
   clt_epoch_stats *hist = NULL;
+  epoch_profile prof = {0};
   rc = 1;
   if (clt_graph_load_model(ctx, a.model, &g) != CLT_OK) {
     fail(ctx, NULL);
@@ -697,7 +757,8 @@ int cli_train(int argc, char **argv) {
                      .regression = dopt.targets > 0,
                      .early_stop = a.early_stop > 0,
                      .out = out,
-                     .plain_every = a.progress_seconds};
+                     .plain_every = a.progress_seconds,
+                     .prof = a.profile ? &prof : NULL};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
@@ -851,11 +912,18 @@ int cli_train(int argc, char **argv) {
     last = &hist[result.best_epoch - 1]; /* the weights kept */
   const char *kept =
       last->epoch != result.last_epoch ? " (the best epoch's weights)" : "";
+  if (prof.stats.epoch > 0) {
+    fprintf(out, "device time by op, epoch %d's training:\n",
+            prof.stats.epoch);
+    print_profile_rows(out, prof.rows, prof.count, false, 0,
+                       prof.stats.seconds - prof.stats.compile_seconds);
+    fflush(out);
+  }
   if (a.json) {
     print_json_result(&a, ctx, hist, last, &result, po.regression,
                       clt_dataset_count(train),
                       val ? clt_dataset_count(val) : 0,
-                      test ? clt_dataset_count(test) : 0);
+                      test ? clt_dataset_count(test) : 0, first);
   } else if (!test) { /* --holdout 0 and no test data: no test figures */
     if (po.regression)
       printf("final: train loss %.6g after %d epochs%s (no test set)\n",
@@ -897,6 +965,7 @@ int cli_train(int argc, char **argv) {
   rc = ok_rc;
 done:
   free(hist);
+  free(prof.rows);
   if (log && fclose(log) != 0) {
     fprintf(stderr, "cltrain: writing %s failed\n", a.log_path);
     rc = 1;
@@ -1037,6 +1106,39 @@ static clt_status bench_precision(clt_context *ctx, clt_optimizer *opt,
   return CLT_OK;
 }
 
+/* A profile's table: per op, or per layer and op; with the ms a step where
+ * steps > 0. secs: the wall time the rows ran in. */
+static void print_profile_rows(FILE *out, const clt_profile_row *rows,
+                               size_t n, bool by_layer, long long steps,
+                               double secs) {
+  double total = 0;
+  int width = 24; /* the layer column's */
+  for (size_t i = 0; i < n; i++) {
+    total += rows[i].seconds;
+    if (by_layer && (int)strlen(rows[i].layer) > width)
+      width = (int)strlen(rows[i].layer);
+  }
+  if (by_layer) fprintf(out, "%-*s ", width, "layer");
+  fprintf(out, "%-24s %8s %12s", "op", "calls", "total ms");
+  if (steps > 0) fprintf(out, " %10s", "ms/step");
+  fprintf(out, " %7s\n", "share");
+  for (size_t i = 0; i < n; i++) {
+    if (by_layer)
+      fprintf(out, "%-*s ", width, rows[i].layer[0] ? rows[i].layer : "-");
+    fprintf(out, "%-24s %8llu %12.3f", rows[i].op,
+            (unsigned long long)rows[i].calls, rows[i].seconds * 1e3);
+    if (steps > 0)
+      fprintf(out, " %10.4f", rows[i].seconds * 1e3 / (double)steps);
+    fprintf(out, " %6.1f%%\n",
+            total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
+  }
+  if (steps > 0)
+    fprintf(out, "device time %.3f ms/step of %.3f ms/step wall\n",
+            total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
+  else
+    fprintf(out, "device time %.3f s of %.3f s wall\n", total, secs);
+}
+
 /* bench train --profile's table: per op, or per layer and op. */
 static int print_profile(clt_context *ctx, bool by_layer, long long steps,
                          double secs) {
@@ -1047,26 +1149,7 @@ static int print_profile(clt_context *ctx, bool by_layer, long long steps,
     fail(ctx, "profile");
     return 1;
   }
-  double total = 0;
-  int width = 24; /* the layer column's */
-  for (size_t i = 0; i < n; i++) {
-    total += rows[i].seconds;
-    if (by_layer && (int)strlen(rows[i].layer) > width)
-      width = (int)strlen(rows[i].layer);
-  }
-  if (by_layer) printf("%-*s ", width, "layer");
-  printf("%-24s %8s %12s %10s %7s\n", "op", "calls", "total ms", "ms/step",
-         "share");
-  for (size_t i = 0; i < n; i++) {
-    if (by_layer)
-      printf("%-*s ", width, rows[i].layer[0] ? rows[i].layer : "-");
-    printf("%-24s %8llu %12.3f %10.4f %6.1f%%\n", rows[i].op,
-           (unsigned long long)rows[i].calls, rows[i].seconds * 1e3,
-           rows[i].seconds * 1e3 / (double)steps,
-           total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
-  }
-  printf("device time %.3f ms/step of %.3f ms/step wall\n",
-         total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
+  print_profile_rows(stdout, rows, n, by_layer, steps, secs);
   free(rows);
   return 0;
 }

@@ -85,6 +85,19 @@ static clt_status byte_staging(clt_graph *g, int64_t numel) {
   return clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes);
 }
 
+/* clt_tensor_upload_async, its command profiled as "upload" where
+ * profiling is on (*done then shares the profile's event). */
+static clt_status upload(clt_tensor *t, const void *host, cl_event *done) {
+  cl_event *slot = clt_profile_slot(t->ctx, "upload");
+  if (!slot) return clt_tensor_upload_async(t, host, done);
+  CLT_TRY(clt_tensor_upload_async(t, host, slot));
+  if (!done) return CLT_OK;
+  cl_int rc = clRetainEvent(*slot);
+  if (rc != CL_SUCCESS) return clt_ctx_cl_fail(t->ctx, rc, "upload event");
+  *done = *slot;
+  return CLT_OK;
+}
+
 /* Uploads a host batch into the graph without waiting: pixel bytes (the
  * loader's byte mode) go up as they are, a quarter of the floats, and
  * become the input's values on the device (clt_unit_u8: the loader's
@@ -97,15 +110,16 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
   bool targets = is_regression(g);
   int64_t per = targets ? g->nodes[g->loss_node].size : 1;
   clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n * per);
-  CLT_TRY(clt_tensor_upload_async(
-      &y, targets ? (const void *)b->targets : (const void *)b->labels, NULL));
+  CLT_TRY(upload(&y, targets ? (const void *)b->targets
+                             : (const void *)b->labels,
+                 NULL));
   if (b->bytes) {
     CLT_TRY(byte_staging(g, g->max_batch * in->size));
     clt_tensor xb = clt_tensor_slice_1d(g->input_bytes, 0, numel);
-    CLT_TRY(clt_tensor_upload_async(&xb, b->bytes, done));
+    CLT_TRY(upload(&xb, b->bytes, done));
     CLT_TRY(clt_unit_u8(g->ctx, &x, &xb, numel));
   } else {
-    CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
+    CLT_TRY(upload(&x, b->images, done));
   }
   clt_graph_batch_is(g, b->n, true);
   return CLT_OK;
@@ -238,7 +252,34 @@ typedef struct run_state {
   int epoch;
   clt_dist *dist;   /* training over MPI, else NULL */
   stop_state *stop; /* training: the stop function's requests */
+  /* The host's time blocked (clt_epoch_stats.wait_*_seconds). */
+  double wait_data, wait_device;
 } run_state;
+
+/* clt_loader_next, its wait counted. */
+static bool next_batch(run_state *rs, clt_loader *l, clt_host_batch *b) {
+  double t0 = clt_now_seconds();
+  bool got = clt_loader_next(l, b);
+  rs->wait_data += clt_now_seconds() - t0;
+  return got;
+}
+
+/* held_release, its wait counted. */
+static void release_held(run_state *rs, clt_loader *l, held_ring *h,
+                         int keep) {
+  double t0 = clt_now_seconds();
+  held_release(l, h, keep);
+  rs->wait_device += clt_now_seconds() - t0;
+}
+
+/* read_metrics (a wait for the device), its wait counted. */
+static clt_status read_metrics_timed(run_state *rs, clt_metrics *m,
+                                     bool reset) {
+  double t0 = clt_now_seconds();
+  clt_status st = read_metrics(rs->g, m, reset);
+  rs->wait_device += clt_now_seconds() - t0;
+  return st;
+}
 
 /* Asks the stop function after a training batch (over MPI
  * run_batches_dist asks it instead, with every rank); true: end the
@@ -261,15 +302,15 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
   double t0 = clt_now_seconds();
-  clt_status st = read_metrics(g, out, true);
-  while (st == CLT_OK && clt_loader_next(l, &b)) {
+  clt_status st = read_metrics_timed(rs, out, true);
+  while (st == CLT_OK && next_batch(rs, l, &b)) {
     cl_event ev = NULL;
     if (b.n > 0) st = upload_batch(g, &b, &ev);
     held_push(&held, &b, ev);
     /* A shard with no image of this batch (evaluation over MPI: the last
      * batch split among more ranks than it has images). */
     if (b.n == 0) {
-      held_release(l, &held, held.ahead);
+      release_held(rs, l, &held, held.ahead);
       continue;
     }
     if (st == CLT_OK) st = clt_graph_forward(g, training);
@@ -277,7 +318,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
     /* The step goes to the device now, not when a wait would send it. */
     clFlush(g->ctx->queue);
-    held_release(l, &held, held.ahead);
+    release_held(rs, l, &held, held.ahead);
     done++;
     images += b.n;
     /* The first batch too: on a new device it is the one that waits for
@@ -285,7 +326,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     bool report =
         rs->fo && rs->fo->progress && (done % every == 0 || done == 1);
     if (st == CLT_OK && (report || (training && done % every == 0))) {
-      st = read_metrics(g, out, false);
+      st = read_metrics_timed(rs, out, false);
       if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
       if (st == CLT_OK && report) {
         double el = clt_now_seconds() - t0;
@@ -298,8 +339,8 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     }
     if (st == CLT_OK && training && poll_stop(rs)) break;
   }
-  held_release(l, &held, 0);
-  if (st == CLT_OK) st = read_metrics(g, out, true);
+  release_held(rs, l, &held, 0);
+  if (st == CLT_OK) st = read_metrics_timed(rs, out, true);
   if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
   return st;
 }
@@ -318,13 +359,13 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   int64_t done = 0;
   int every = fo->progress_every > 0 ? fo->progress_every : 50;
   double t0 = clt_now_seconds();
-  clt_status pending = read_metrics(g, out, true), st = CLT_OK;
-  while (st == CLT_OK && clt_loader_next(l, &b)) {
+  clt_status pending = read_metrics_timed(rs, out, true), st = CLT_OK;
+  while (st == CLT_OK && next_batch(rs, l, &b)) {
     cl_event ev = NULL;
     clt_dist_step_begin(d, b.n, b.global_n);
     if (pending == CLT_OK && b.n > 0) pending = upload_batch(g, &b, &ev);
     held_push(&held, &b, ev);
-    held_release(l, &held, held.ahead);
+    release_held(rs, l, &held, held.ahead);
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_forward(g, true);
     if (pending == CLT_OK && b.n > 0) pending = clt_graph_backward(g);
     /* Every rank's stop function is asked after every step; the ranks
@@ -341,7 +382,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
       break;
     }
     if (done % every != 0 && done != 1) continue;
-    clt_status m_st = read_metrics(g, out, false);
+    clt_status m_st = read_metrics_timed(rs, out, false);
     if (pending == CLT_OK) pending = m_st;
     st = clt_dist_reduce_metrics(d, g, out);
     /* The same on every rank: agreed, so that rank 0 alone reports it. */
@@ -356,10 +397,10 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
       rs->fo->progress(&p, rs->fo->progress_user);
     }
   }
-  held_release(l, &held, 0);
+  release_held(rs, l, &held, 0);
   clt_dist_add_train_time(d, clt_now_seconds() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
-  clt_status m_st = read_metrics(g, out, true);
+  clt_status m_st = read_metrics_timed(rs, out, true);
   if (pending == CLT_OK) pending = m_st;
   st = clt_dist_reduce_metrics(d, g, out);
   if (st == CLT_OK) st = clt_dist_agree(d, g->ctx, pending);
@@ -425,7 +466,7 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
   CLT_TRY(check_data(g, ds, "evaluation"));
   clt_loader *l = NULL;
   CLT_TRY(make_loader(g, ds, batch, false, 0, NULL, false, &l));
-  run_state rs = {g, NULL, NULL, 0, NULL, NULL};
+  run_state rs = {.g = g};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&rs, l, clt_loader_batches_per_epoch(l), out);
   clt_loader_destroy(l);
@@ -439,7 +480,7 @@ static clt_status eval_set(run_state *rs, const clt_dataset *ds,
   clt_loader *l = NULL;
   CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
                       rs->dist ? rs->fo : NULL, false, &l));
-  run_state ers = {rs->g, NULL, rs->fo, rs->epoch, NULL, NULL};
+  run_state ers = {.g = rs->g, .fo = rs->fo, .epoch = rs->epoch};
   clt_status st = clt_loader_start_epoch(l, 0);
   if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), m);
   clt_loader_destroy(l);
@@ -478,14 +519,35 @@ static clt_status eval_sets_dist(run_state *rs, const clt_dataset *test,
   return CLT_OK;
 }
 
+/* With profiling on: the epoch's training commands by op into es
+ * (es->profile is the caller's to free, after the report), and forgotten,
+ * so that the evaluation after them is not counted, and the profile holds
+ * no more than an epoch's commands. */
+static clt_status epoch_profile(clt_context *ctx, clt_epoch_stats *es) {
+  clt_profile_row *rows = NULL;
+  size_t n = 0;
+  CLT_TRY(clt_profile_summary(ctx, &rows, &n));
+  for (size_t i = 0; i < n; i++) es->device_seconds += rows[i].seconds;
+  es->profile = rows;
+  es->profile_rows = n;
+  clt_profile_reset(ctx);
+  return CLT_OK;
+}
+
 static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
                             const clt_dataset *test, clt_epoch_stats *es) {
   const clt_fit_options *fo = rs->fo;
+  clt_context *ctx = rs->g->ctx;
   memset(es, 0, sizeof *es);
   es->epoch = rs->epoch;
   es->lr = clt_optimizer_set_epoch(rs->opt, rs->epoch - 1);
   clt_kernel_stats k0, k1;
-  clt_context_kernel_stats(rs->g->ctx, &k0);
+  clt_context_kernel_stats(ctx, &k0);
+  /* The compile's measuring and the last evaluation are not the epoch's. */
+  if (ctx->profiling) {
+    CLT_TRY(clt_context_finish(ctx));
+    clt_profile_reset(ctx);
+  }
   double t0 = clt_now_seconds();
   CLT_TRY(clt_loader_start_epoch(train_l, rs->epoch - 1));
   clt_metrics m;
@@ -494,10 +556,13 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
                    : run_batches(rs, train_l, batches, &m));
   if (rs->stop->now) return CLT_OK; /* cut: nothing of it is reported */
   es->seconds = clt_now_seconds() - t0;
+  es->wait_data_seconds = rs->wait_data;
+  es->wait_device_seconds = rs->wait_device;
+  if (ctx->profiling) CLT_TRY(epoch_profile(ctx, es));
   /* A first run builds the programs the graph's compile did not need
    * (the loss's, the optimizer's) in the first steps: told apart, so that
    * the epoch's speed is the training's. */
-  clt_context_kernel_stats(rs->g->ctx, &k1);
+  clt_context_kernel_stats(ctx, &k1);
   es->compile_seconds = k1.build_seconds - k0.build_seconds;
   if (es->compile_seconds > es->seconds) es->compile_seconds = es->seconds;
   double run = es->seconds - es->compile_seconds;
@@ -684,11 +749,16 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   stop_state stop = {false, false};
   for (; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
-    run_state rs = {g, opt, fo, e, fo->dist, &stop};
+    run_state rs = {.g = g, .opt = opt, .fo = fo, .epoch = e,
+                    .dist = fo->dist, .stop = &stop};
     st = fit_epoch(&rs, l, test, &es);
-    if (st != CLT_OK || stop.now) break; /* e unfinished */
-    st = stop_at_epoch_end(g, fo, &stop);
-    if (st != CLT_OK) break;
+    /* the profile's rows: the report's to read, then freed */
+    clt_profile_row *rows = (clt_profile_row *)es.profile;
+    if (st == CLT_OK && !stop.now) st = stop_at_epoch_end(g, fo, &stop);
+    if (st != CLT_OK || stop.now) { /* e unfinished */
+      free(rows);
+      break;
+    }
     double loss = monitored(fo, test, &es);
     clt_optimizer_observe(opt, loss);
     if (!isnan(loss) && loss < best.loss - fo->min_delta) {
@@ -700,8 +770,13 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     } else {
       best.wait++;
     }
-    if (history) history[e - 1] = es;
+    if (history) {
+      history[e - 1] = es;
+      history[e - 1].profile = NULL;
+      history[e - 1].profile_rows = 0;
+    }
     report_epoch(fo, &es);
+    free(rows);
     if (st == CLT_OK)
       st = maybe_checkpoint(g, opt, fo, e, stop.epoch_end, history, train,
                             &written);
