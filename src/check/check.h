@@ -31,6 +31,8 @@ clt_status clt_check_fill(clt_context *ctx, int64_t n, double *max_err);
 /* Copies the last third of one operand into the first third of another
  * through views of them (views of views). */
 clt_status clt_check_copy_view(clt_context *ctx, int64_t n, double *max_err);
+/* clt_unit_u8 on n bytes (every byte value where n >= 256). */
+clt_status clt_check_unit_u8(clt_context *ctx, int64_t n, double *max_err);
 
 /* ---- cl/half.cl: check/half.c ------------------------------------------- */
 /* An operand of n floats over many binades to f16 and back, against the

@@ -103,6 +103,16 @@ clt_status check_plain(check_set *s, int64_t n, clt_tensor **out) {
   return keep_tensor(s, st, st == CLT_OK ? t : NULL, out);
 }
 
+clt_status check_bytes(check_set *s, const uint8_t *host, int64_t n,
+                       clt_tensor **out) {
+  int64_t shape[1] = {n};
+  clt_tensor *t = NULL;
+  clt_status st = clt_tensor_create(s->ctx, CLT_U8, 1, shape, &t);
+  if (st == CLT_OK) st = clt_tensor_upload(t, host);
+  if (st != CLT_OK) clt_tensor_destroy(t);
+  return keep_tensor(s, st, st == CLT_OK ? t : NULL, out);
+}
+
 clt_status check_view(check_set *s, clt_tensor *base, int64_t offset, int64_t n,
                       clt_tensor **out) {
   int64_t shape[1] = {n};

@@ -131,6 +131,11 @@ clt_status check_upload_i32(check_i32 *b);
  * set. */
 clt_status check_plain(check_set *s, int64_t n, clt_tensor **out);
 
+/* A plain u8 tensor of the n bytes at host, not compared, freed with the
+ * set. */
+clt_status check_bytes(check_set *s, const uint8_t *host, int64_t n,
+                       clt_tensor **out);
+
 /* A 1-d view of n elements at offset into t, freed with the set. */
 clt_status check_view(check_set *s, clt_tensor *t, int64_t offset, int64_t n,
                       clt_tensor **out);

@@ -15,6 +15,9 @@ static clt_status st_unscale(clt_context *ctx, double *e) {
 static clt_status st_fill(clt_context *ctx, double *e) {
   return clt_check_fill(ctx, 1000, e);
 }
+static clt_status st_unit_u8(clt_context *ctx, double *e) {
+  return clt_check_unit_u8(ctx, 1001, e);
+}
 static clt_status st_copy_view(clt_context *ctx, double *e) {
   return clt_check_copy_view(ctx, 1001, e);
 }
@@ -469,6 +472,7 @@ static clt_status st_concat_bwd(clt_context *ctx, double *e) {
 const clt_selftest_case clt_selftest_cases[] = {
     {"tensor fill", st_fill, 0.0, false},
     {"tensor copy (views)", st_copy_view, 0.0, false},
+    {"bytes to floats (/255)", st_unit_u8, 0.0, false},
     {"f32 -> f16 -> f32 1001", st_half, 0.0, false},
     {"round to f16 in place 1001", st_round_half, 0.0, false},
     {"loss scaler unscale 1001", st_unscale, 0.0, false},
