@@ -274,16 +274,22 @@ START_TEST(test_steady_state_allocates_nothing) {
 }
 END_TEST
 
-/* The profile per layer: each layer's forward and backward and the
- * optimizer's update apart, adding up to the profile per op. */
-START_TEST(test_profile_by_layer) {
+/* A context of its own on the tests' device, with profiling on or off. */
+static clt_context *context_profiling(bool on) {
   clt_context_options opts;
   clt_context_options_init(&opts);
-  opts.profiling = true;
+  opts.profiling = on;
   clt_context *ctx = NULL;
   char err[4096];
   ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
                 "%s", err);
+  return ctx;
+}
+
+/* The profile per layer: each layer's forward and backward and the
+ * optimizer's update apart, adding up to the profile per op. */
+START_TEST(test_profile_by_layer) {
+  clt_context *ctx = context_profiling(true);
   clt_graph *g = NULL;
   clt_optimizer *opt = NULL;
   ck_assert_ok(graph_from_text_on(ctx,
@@ -392,6 +398,22 @@ START_TEST(test_same_seed_same_losses) {
 }
 END_TEST
 
+/* An MLP for Fashion-MNIST's images (a hidden layer of `units`) on ctx,
+ * compiled for batches of 32, with Adam. */
+static void fashion_mlp(clt_context *ctx, int units, clt_graph **g,
+                        clt_optimizer **opt) {
+  char text[160];
+  snprintf(text, sizeof text,
+           "input shape=1x28x28\nflatten\ndense units=%d activation=relu\n"
+           "dense units=10\nsoftmax_cross_entropy\n",
+           units);
+  ck_assert_ok(graph_from_text_on(ctx, text, g));
+  ck_assert_ok(clt_graph_compile(*g, 32, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  ck_assert_ok(clt_optimizer_create(*g, &oo, opt));
+}
+
 START_TEST(test_fit_2000_images) {
   clt_dataset *train = NULL, *test = NULL;
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 2000, &train));
@@ -407,14 +429,7 @@ START_TEST(test_fit_2000_images) {
       unsetenv("CLT_FIT_AHEAD");
     clt_graph *g = NULL;
     clt_optimizer *opt = NULL;
-    ck_assert_ok(graph_from_text("input shape=1x28x28\nflatten\n"
-                                 "dense units=128 activation=relu\n"
-                                 "dense units=10\nsoftmax_cross_entropy\n",
-                                 &g));
-    ck_assert_ok(clt_graph_compile(g, 32, 1));
-    clt_optimizer_options oo;
-    clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
-    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    fashion_mlp(g_ctx, 128, &g, &opt);
     clt_fit_options fo;
     clt_fit_options_init(&fo);
     fo.epochs = 3; /* 2000 = 62 full batches and one of 16 */
@@ -470,24 +485,10 @@ START_TEST(test_fit_profile) {
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 300, &train));
   float losses[2][2];
   for (int profiling = 0; profiling < 2; profiling++) {
-    clt_context_options opts;
-    clt_context_options_init(&opts);
-    opts.profiling = profiling;
-    clt_context *ctx = NULL;
-    char err[4096];
-    ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                  "%s", err);
+    clt_context *ctx = context_profiling(profiling);
     clt_graph *g = NULL;
     clt_optimizer *opt = NULL;
-    ck_assert_ok(graph_from_text_on(ctx,
-                                    "input shape=1x28x28\nflatten\n"
-                                    "dense units=16 activation=relu\n"
-                                    "dense units=10\nsoftmax_cross_entropy\n",
-                                    &g));
-    ck_assert_ok(clt_graph_compile(g, 32, 1));
-    clt_optimizer_options oo;
-    clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
-    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    fashion_mlp(ctx, 16, &g, &opt);
     clt_fit_options fo;
     clt_fit_options_init(&fo);
     fo.epochs = 2; /* 300 = 9 batches of 32 and one of 12 */
