@@ -22,8 +22,8 @@ __kernel void fill_u8(__global uchar *x, int x_off, int n, int value) {
  * then one FMA correction of its residual, exact for each of the 256
  * bytes (OpenCL rounds products and fma() correctly; test_ops checks all
  * 256 on every device). 0 is made +0 by hand: llvmpipe's fma gave -0
- * there. Eight bytes a work-item (a table's gather ran 6x
- * slower on POCL); the last item takes the rest one by one. */
+ * there. Eight bytes a work-item (a gather through a table
+ * ran 2.5-4.5x slower on POCL); the last item takes the rest one by one. */
 __kernel void unit_u8_f32(__global float *y, int y_off,
                           __global const uchar *x, int x_off, int n) {
   int i = get_global_id(0) * 8;

@@ -188,8 +188,11 @@ START_TEST(test_header_is_json_tiling_the_data) {
   oo.momentum = 0.9f;
   clt_optimizer *opt = NULL;
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
-  clt_epoch_stats hist[2] = {{1, 2.0, 0.25, 1.9, 0.3, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0},
-                             {2, 1.5, 0.5, 1.4, 0.55, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0}};
+  clt_epoch_stats hist[2] = {
+      {1, 2.0, 0.25, 1.9, 0.3, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
+       NULL, 0},
+      {2, 1.5, 0.5, 1.4, 0.55, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
+       NULL, 0}};
   const char *path = tmp_path("header.safetensors");
   ck_assert_ok(clt_checkpoint_save(g, opt, 2, hist, path));
 
@@ -758,7 +761,8 @@ START_TEST(test_plot_svg) {
   ck_assert_ptr_null(strstr(svg, "nan"));
   free(svg);
   /* One epoch, every value unknown: still a valid chart. */
-  clt_epoch_stats one = {1, NAN, NAN, NAN, NAN, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0};
+  clt_epoch_stats one = {1, NAN, NAN, NAN, NAN, 0, 0, 0, NAN, NAN, false,
+                         0, 0, 0, 0, 0, 0, NULL, 0};
   ck_assert_int_eq(clt_plot_history_svg(&one, 1, NULL, tmp_path("one.svg"),
                                         &err), CLT_OK);
   /* Both files parse as XML (python3 is a build requirement already). */

@@ -47,7 +47,7 @@ static clt_status unit_u8_body(check_set *s, const void *arg) {
   float *room = NULL;
   check_f32 *y;
   clt_tensor *base, *x;
-  CLT_TRY(check_floats(s, (n + CHECK_GUARD + 3) / 4, &room));
+  CLT_TRY(check_floats(s, (n + CHECK_GUARD + 3) / 4, &room)); /* as bytes */
   bytes = (uint8_t *)room;
   for (int64_t i = 0; i < n + CHECK_GUARD; i++)
     bytes[i] = (uint8_t)((i * 77 + 5) % 256);

@@ -136,8 +136,8 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
   {"profile", CLI_FLAG, &(a)->profile, NULL,                                   \
    "after each epoch, how busy the device was (OpenCL event\n"                 \
    "profiling) and how long the host waited for data and for\n"                \
-   "the device; at the end, the last epoch's device time by op", 0, 0, 0, 0,    \
-   0},                                                                         \
+   "the device; at the end, the last epoch's device time by op",               \
+   0, 0, 0, 0, 0},                                                             \
   {"quiet", CLI_FLAG, &(a)->quiet, NULL, "only the final line", 0, 0, 0, 0, 0}
 
 static int parse_train_args(int argc, char **argv, train_args *a) {

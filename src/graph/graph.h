@@ -172,8 +172,8 @@ struct clt_graph {
   clt_tensor *labels;   /* i32 [max_batch] or f32 targets */
   clt_tensor *metrics;  /* f32 [4]: loss sum, correct sum */
   /* fit's byte batches (train/fit.c): u8 [max_batch * input size], the
-   * uploaded pixels, and f32 [256], byte -> input value; made on first
-   * use, released with the buffers. */
+   * uploaded pixels (clt_unit_u8 makes them the input's values); made on
+   * first use, released with the buffers. */
   clt_tensor *input_bytes;
   int64_t metric_samples;
   char source_hash[65]; /* SHA-256 of the model file, if loaded from one */
