@@ -139,9 +139,17 @@ CLT_API clt_status clt_tensor_upload(clt_tensor *t, const void *host) {
 clt_status clt_tensor_upload_async(clt_tensor *t, const void *host,
                                    cl_event *done) {
   size_t esize = clt_dtype_size(t->dtype);
+  /* Profiled as "upload" where profiling is on: *done is then the
+   * profile's event, retained. */
+  cl_event *slot = clt_profile_slot(t->ctx, "upload");
   cl_int rc = clEnqueueWriteBuffer(t->ctx->queue, t->buffer, CL_FALSE,
                                    (size_t)t->offset * esize,
-                                   clt_tensor_bytes(t), host, 0, NULL, done);
+                                   clt_tensor_bytes(t), host, 0, NULL,
+                                   slot ? slot : done);
+  if (rc == CL_SUCCESS && slot && done) {
+    rc = clRetainEvent(*slot);
+    if (rc == CL_SUCCESS) *done = *slot;
+  }
   if (rc != CL_SUCCESS) return clt_ctx_cl_fail(t->ctx, rc, "tensor upload");
   return CLT_OK;
 }

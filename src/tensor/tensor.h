@@ -26,8 +26,9 @@ static inline size_t clt_tensor_bytes(const clt_tensor *t) {
 clt_tensor clt_tensor_slice_1d(const clt_tensor *t, int64_t offset,
                                int64_t numel);
 
-/* Enqueues a copy of t's elements from host without waiting; *done (not
- * NULL) signals when host may be reused. The caller releases *done. */
+/* Enqueues a copy of t's elements from host without waiting (profiled as
+ * "upload", as clt_tensor_upload is); *done (not NULL) signals when host
+ * may be reused. The caller releases *done. */
 clt_status clt_tensor_upload_async(clt_tensor *t, const void *host,
                                    cl_event *done);
 

@@ -70,32 +70,12 @@ static bool is_regression(const clt_graph *g) {
   return g->labels && g->labels->dtype == CLT_F32;
 }
 
-/* clt_graph_metrics, with the accuracy NaN where there is none. */
-static clt_status read_metrics(clt_graph *g, clt_metrics *m, bool reset) {
-  CLT_TRY(clt_graph_metrics(g, m, reset));
-  if (is_regression(g)) m->accuracy = NAN;
-  return CLT_OK;
-}
-
 /* The graph's byte staging, made on first use. */
 static clt_status byte_staging(clt_graph *g, int64_t numel) {
   if (g->input_bytes && g->input_bytes->numel >= numel) return CLT_OK;
   clt_tensor_destroy(g->input_bytes);
   g->input_bytes = NULL;
   return clt_tensor_create(g->ctx, CLT_U8, 1, &numel, &g->input_bytes);
-}
-
-/* clt_tensor_upload_async, its command profiled as "upload" where
- * profiling is on (*done then shares the profile's event). */
-static clt_status upload(clt_tensor *t, const void *host, cl_event *done) {
-  cl_event *slot = clt_profile_slot(t->ctx, "upload");
-  if (!slot) return clt_tensor_upload_async(t, host, done);
-  CLT_TRY(clt_tensor_upload_async(t, host, slot));
-  if (!done) return CLT_OK;
-  cl_int rc = clRetainEvent(*slot);
-  if (rc != CL_SUCCESS) return clt_ctx_cl_fail(t->ctx, rc, "upload event");
-  *done = *slot;
-  return CLT_OK;
 }
 
 /* Uploads a host batch into the graph without waiting: pixel bytes (the
@@ -110,16 +90,15 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
   bool targets = is_regression(g);
   int64_t per = targets ? g->nodes[g->loss_node].size : 1;
   clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n * per);
-  CLT_TRY(upload(&y, targets ? (const void *)b->targets
-                             : (const void *)b->labels,
-                 NULL));
+  CLT_TRY(clt_tensor_upload_async(
+      &y, targets ? (const void *)b->targets : (const void *)b->labels, NULL));
   if (b->bytes) {
     CLT_TRY(byte_staging(g, g->max_batch * in->size));
     clt_tensor xb = clt_tensor_slice_1d(g->input_bytes, 0, numel);
-    CLT_TRY(upload(&xb, b->bytes, done));
+    CLT_TRY(clt_tensor_upload_async(&xb, b->bytes, done));
     CLT_TRY(clt_unit_u8(g->ctx, &x, &xb, numel));
   } else {
-    CLT_TRY(upload(&x, b->images, done));
+    CLT_TRY(clt_tensor_upload_async(&x, b->images, done));
   }
   clt_graph_batch_is(g, b->n, true);
   return CLT_OK;
@@ -272,12 +251,13 @@ static void release_held(run_state *rs, clt_loader *l, held_ring *h,
   rs->wait_device += clt_now_seconds() - t0;
 }
 
-/* read_metrics (a wait for the device), its wait counted. */
-static clt_status read_metrics_timed(run_state *rs, clt_metrics *m,
-                                     bool reset) {
+/* clt_graph_metrics, with the accuracy NaN where there is none; a wait
+ * for the device, counted. */
+static clt_status read_metrics(run_state *rs, clt_metrics *m, bool reset) {
   double t0 = clt_now_seconds();
-  clt_status st = read_metrics(rs->g, m, reset);
+  clt_status st = clt_graph_metrics(rs->g, m, reset);
   rs->wait_device += clt_now_seconds() - t0;
+  if (st == CLT_OK && is_regression(rs->g)) m->accuracy = NAN;
   return st;
 }
 
@@ -302,7 +282,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
   double t0 = clt_now_seconds();
-  clt_status st = read_metrics_timed(rs, out, true);
+  clt_status st = read_metrics(rs, out, true);
   while (st == CLT_OK && next_batch(rs, l, &b)) {
     cl_event ev = NULL;
     if (b.n > 0) st = upload_batch(g, &b, &ev);
@@ -326,7 +306,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     bool report =
         rs->fo && rs->fo->progress && (done % every == 0 || done == 1);
     if (st == CLT_OK && (report || (training && done % every == 0))) {
-      st = read_metrics_timed(rs, out, false);
+      st = read_metrics(rs, out, false);
       if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
       if (st == CLT_OK && report) {
         double el = clt_now_seconds() - t0;
@@ -340,7 +320,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     if (st == CLT_OK && training && poll_stop(rs)) break;
   }
   release_held(rs, l, &held, 0);
-  if (st == CLT_OK) st = read_metrics_timed(rs, out, true);
+  if (st == CLT_OK) st = read_metrics(rs, out, true);
   if (st == CLT_OK && training) st = nan_check(g, out, rs->epoch, done);
   return st;
 }
@@ -359,7 +339,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   int64_t done = 0;
   int every = fo->progress_every > 0 ? fo->progress_every : 50;
   double t0 = clt_now_seconds();
-  clt_status pending = read_metrics_timed(rs, out, true), st = CLT_OK;
+  clt_status pending = read_metrics(rs, out, true), st = CLT_OK;
   while (st == CLT_OK && next_batch(rs, l, &b)) {
     cl_event ev = NULL;
     clt_dist_step_begin(d, b.n, b.global_n);
@@ -382,7 +362,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
       break;
     }
     if (done % every != 0 && done != 1) continue;
-    clt_status m_st = read_metrics_timed(rs, out, false);
+    clt_status m_st = read_metrics(rs, out, false);
     if (pending == CLT_OK) pending = m_st;
     st = clt_dist_reduce_metrics(d, g, out);
     /* The same on every rank: agreed, so that rank 0 alone reports it. */
@@ -400,7 +380,7 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   release_held(rs, l, &held, 0);
   clt_dist_add_train_time(d, clt_now_seconds() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
-  clt_status m_st = read_metrics_timed(rs, out, true);
+  clt_status m_st = read_metrics(rs, out, true);
   if (pending == CLT_OK) pending = m_st;
   st = clt_dist_reduce_metrics(d, g, out);
   if (st == CLT_OK) st = clt_dist_agree(d, g->ctx, pending);
