@@ -33,9 +33,10 @@
 #          torch_train.py --device cuda; real train epochs of the MLP
 #          (b256; again with CLT_FIT_AHEAD=1, with CLT_FIT_AHEAD=4 and
 #          with CLT_PINNED=0, the fit loop's two choices of 2026-12-04
-#          apart and a deeper queue, then bench train of the same) and
-#          the CNN (b64); CNN b64 and ResNet b256 with --profile-by layer
-#          (each layer's passes apart)
+#          apart and a deeper queue, once more with --profile: the
+#          device's busy share and the host's waits, then bench train of
+#          the same) and the CNN (b64); CNN b64 and ResNet b256 with
+#          --profile-by layer (each layer's passes apart)
 #   infer  (not in the default list; about 2 minutes) inference: bench
 #          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
 #          to torch_train.py --infer --device cuda (model.eval() under
