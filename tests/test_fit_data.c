@@ -904,6 +904,83 @@ START_TEST(test_epoch_tells_compile_time_apart) {
 }
 END_TEST
 
+/* The evaluations clt_fit runs after each epoch (two sets, each with a
+ * loader made at its first evaluation and kept for the run) give, epoch
+ * after epoch, what clt_evaluate gives with that epoch's weights, to the
+ * bit: every batch of each set, the partial last one included, is seen
+ * once each time. The weights of each epoch are saved by the progress
+ * report. */
+typedef struct epoch_saver {
+  clt_graph *g;
+  int saved;
+} epoch_saver;
+
+static void save_each_epoch(const clt_progress *p, void *user) {
+  epoch_saver *s = user;
+  if (p->phase != CLT_PHASE_EPOCH) return;
+  char name[32];
+  snprintf(name, sizeof name, "every%d.safetensors", p->epoch);
+  if (clt_checkpoint_save(s->g, NULL, p->epoch, NULL, tmp_path(name)) ==
+      CLT_OK)
+    s->saved++;
+}
+
+START_TEST(test_evaluations_every_epoch_match_evaluate) {
+  enum { NT = 50, NV = 23, NE = 37, B = 16, EPOCHS = 3 };
+  static uint8_t px[NT * 16];
+  static int32_t labels[NT], flipped[NT];
+  for (int i = 0; i < NT; i++) {
+    labels[i] = i % 3;
+    flipped[i] = (i * 7) % 3;
+    for (int k = 0; k < 16; k++)
+      px[i * 16 + k] = (uint8_t)(k / 5 == labels[i] ? 200 + i : (i * k) % 50);
+  }
+  clt_dataset *train = three_class_set(px, labels, NT, NULL);
+  clt_dataset *val = three_class_set(px + 16 * 5, flipped, NV, NULL);
+  clt_dataset *test = three_class_set(px + 16 * 9, labels + 9, NE, NULL);
+  clt_graph *g = small_classifier(g_ctx, 16, B, 3);
+  clt_optimizer *opt = adam(g, 0.05f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = EPOCHS;
+  fo.batch = B;
+  fo.validation = val;
+  epoch_saver saver = {g, 0};
+  fo.progress = save_each_epoch;
+  fo.progress_user = &saver;
+  clt_epoch_stats hist[EPOCHS];
+  ck_assert_ok(clt_fit(g, opt, train, test, &fo, hist));
+  ck_assert_int_eq(saver.saved, EPOCHS);
+  ck_assert_msg(hist[0].test_loss != hist[EPOCHS - 1].test_loss,
+                "the weights did not change: nothing to tell epochs apart");
+  for (int e = 1; e <= EPOCHS; e++) {
+    char name[32];
+    snprintf(name, sizeof name, "every%d.safetensors", e);
+    ck_assert_ok(clt_checkpoint_load_weights(g, tmp_path(name)));
+    clt_metrics m;
+    ck_assert_ok(clt_evaluate(g, val, B, &m));
+    ck_assert_int_eq(m.samples, NV);
+    ck_assert_msg(m.loss == hist[e - 1].val_loss &&
+                      m.accuracy == hist[e - 1].val_acc,
+                  "epoch %d: validation %.9g %.9g in fit, %.9g %.9g after", e,
+                  hist[e - 1].val_loss, hist[e - 1].val_acc, m.loss,
+                  m.accuracy);
+    ck_assert_ok(clt_evaluate(g, test, B, &m));
+    ck_assert_int_eq(m.samples, NE);
+    ck_assert_msg(m.loss == hist[e - 1].test_loss &&
+                      m.accuracy == hist[e - 1].test_acc,
+                  "epoch %d: test %.9g %.9g in fit, %.9g %.9g after", e,
+                  hist[e - 1].test_loss, hist[e - 1].test_acc, m.loss,
+                  m.accuracy);
+  }
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(test);
+  clt_dataset_destroy(val);
+  clt_dataset_destroy(train);
+}
+END_TEST
+
 static Suite *fit_data_suite(void) {
   Suite *s = suite_create("fit_data");
   TCase *tc = tcase_create("fit_data");
@@ -920,6 +997,7 @@ static Suite *fit_data_suite(void) {
   tcase_add_test(tc, test_warmup_steps_through_fit);
   tcase_add_test(tc, test_stop_function_ends_the_run);
   tcase_add_test(tc, test_epoch_tells_compile_time_apart);
+  tcase_add_test(tc, test_evaluations_every_epoch_match_evaluate);
   suite_add_tcase(s, tc);
   return s;
 }

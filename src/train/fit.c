@@ -233,7 +233,13 @@ typedef struct run_state {
   stop_state *stop; /* training: the stop function's requests */
   /* The host's time blocked (clt_epoch_stats.wait_*_seconds). */
   double wait_data, wait_device;
+  /* The evaluation sets' loaders (validation, test), made at their first
+   * evaluation and kept for the run: clt_fit's to destroy. */
+  clt_loader **eval_loaders;
 } run_state;
+
+/* run_state.eval_loaders' entries. */
+enum { EVAL_VALIDATION, EVAL_TEST, EVAL_SETS };
 
 /* clt_loader_next, its wait counted. */
 static bool next_batch(run_state *rs, clt_loader *l, clt_host_batch *b) {
@@ -389,9 +395,9 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
   return st;
 }
 
-/* pinned: the ring in pinned host memory (the training loader, made once
- * a fit; an evaluation's loader, made every epoch, keeps plain memory and
- * pays no pinning each time). */
+/* pinned: the ring in pinned host memory (the loaders of clt_fit, made
+ * once a run; clt_evaluate's, made for one pass, keeps plain memory and
+ * pays no pinning). */
 static clt_status make_loader(clt_graph *g, const clt_dataset *ds,
                               int64_t batch, bool shuffle, uint64_t seed,
                               const clt_fit_options *fo, bool pinned,
@@ -454,17 +460,18 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
 }
 
 /* Loss and accuracy of ds after an epoch (reported as CLT_PHASE_EVAL);
- * over MPI (rs->dist), of this rank's shard of each batch. */
-static clt_status eval_set(run_state *rs, const clt_dataset *ds,
+ * over MPI (rs->dist), of this rank's shard of each batch. which: the
+ * set's loader in rs->eval_loaders (made here the first time: its thread
+ * and pinned ring serve every epoch's evaluation). */
+static clt_status eval_set(run_state *rs, const clt_dataset *ds, int which,
                            clt_metrics *m) {
-  clt_loader *l = NULL;
-  CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
-                      rs->dist ? rs->fo : NULL, false, &l));
+  clt_loader **l = &rs->eval_loaders[which];
+  if (!*l)
+    CLT_TRY(make_loader(rs->g, ds, rs->g->max_batch, false, 0,
+                        rs->dist ? rs->fo : NULL, true, l));
   run_state ers = {.g = rs->g, .fo = rs->fo, .epoch = rs->epoch};
-  clt_status st = clt_loader_start_epoch(l, 0);
-  if (st == CLT_OK) st = run_batches(&ers, l, clt_loader_batches_per_epoch(l), m);
-  clt_loader_destroy(l);
-  return st;
+  CLT_TRY(clt_loader_start_epoch(*l, 0));
+  return run_batches(&ers, *l, clt_loader_batches_per_epoch(*l), m);
 }
 
 /* Over MPI the ranks evaluate rank 0's model (its batch-norm statistics,
@@ -477,8 +484,9 @@ static clt_status eval_sets_dist(run_state *rs, const clt_dataset *test,
   const clt_fit_options *fo = rs->fo;
   clt_metrics val = {0}, tm = {0};
   clt_status st = clt_dist_sync_params(rs->dist, rs->g);
-  if (st == CLT_OK && fo->validation) st = eval_set(rs, fo->validation, &val);
-  if (st == CLT_OK && test) st = eval_set(rs, test, &tm);
+  if (st == CLT_OK && fo->validation)
+    st = eval_set(rs, fo->validation, EVAL_VALIDATION, &val);
+  if (st == CLT_OK && test) st = eval_set(rs, test, EVAL_TEST, &tm);
   CLT_TRY(clt_dist_agree(rs->dist, rs->g->ctx, st));
   if (fo->validation) {
     CLT_TRY(clt_dist_reduce_metrics(rs->dist, rs->g, &val));
@@ -560,12 +568,12 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   if (rs->dist) return eval_sets_dist(rs, test, es);
   clt_metrics m_eval;
   if (fo->validation) {
-    CLT_TRY(eval_set(rs, fo->validation, &m_eval));
+    CLT_TRY(eval_set(rs, fo->validation, EVAL_VALIDATION, &m_eval));
     es->val_loss = m_eval.loss;
     es->val_acc = m_eval.accuracy;
   }
   if (test) {
-    CLT_TRY(eval_set(rs, test, &m_eval));
+    CLT_TRY(eval_set(rs, test, EVAL_TEST, &m_eval));
     es->test_loss = m_eval.loss;
     es->test_acc = m_eval.accuracy;
   }
@@ -727,10 +735,12 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   int e = first, written = 0;
   bool stopped = false;
   stop_state stop = {false, false};
+  clt_loader *eval_loaders[EVAL_SETS] = {NULL};
   for (; st == CLT_OK && e <= fo->epochs; e++) {
     clt_epoch_stats es;
     run_state rs = {.g = g, .opt = opt, .fo = fo, .epoch = e,
-                    .dist = fo->dist, .stop = &stop};
+                    .dist = fo->dist, .stop = &stop,
+                    .eval_loaders = eval_loaders};
     st = fit_epoch(&rs, l, test, &es);
     /* the profile's rows: the report's to read, then freed */
     clt_profile_row *rows = (clt_profile_row *)es.profile;
@@ -795,6 +805,7 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
         .checkpoint_epoch = written};
   }
   clt_tensor_destroy(best.weights);
+  for (int i = 0; i < EVAL_SETS; i++) clt_loader_destroy(eval_loaders[i]);
   clt_loader_destroy(l);
   free(own);
   return st;
