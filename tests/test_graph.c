@@ -419,14 +419,16 @@ START_TEST(test_fit_2000_images) {
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 2000, &train));
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 1000, &test));
   /* The same bits however many steps the host may enqueue ahead of the
-   * device (CLT_FIT_AHEAD: 1, the default 2, the most, 8). */
-  const char *ahead[3] = {"1", NULL, "8"};
-  float runs[3][3];
-  for (int r = 0; r < 3; r++) {
+   * device (CLT_FIT_AHEAD: 1, the default 2, the most, 8), and without
+   * the flush after each step (CLT_FIT_FLUSH=0). */
+  const char *ahead[4] = {"1", NULL, "8", NULL};
+  float runs[4][3];
+  for (int r = 0; r < 4; r++) {
     if (ahead[r])
       setenv("CLT_FIT_AHEAD", ahead[r], 1);
     else
       unsetenv("CLT_FIT_AHEAD");
+    if (r == 3) setenv("CLT_FIT_FLUSH", "0", 1);
     clt_graph *g = NULL;
     clt_optimizer *opt = NULL;
     fashion_mlp(g_ctx, 128, &g, &opt);
@@ -448,8 +450,9 @@ START_TEST(test_fit_2000_images) {
     clt_graph_destroy(g);
   }
   unsetenv("CLT_FIT_AHEAD");
-  ck_assert_mem_eq(runs[0], runs[1], sizeof runs[0]);
-  ck_assert_mem_eq(runs[0], runs[2], sizeof runs[0]);
+  unsetenv("CLT_FIT_FLUSH");
+  for (int r = 1; r < 4; r++)
+    ck_assert_mem_eq(runs[0], runs[r], sizeof runs[0]);
   clt_dataset_destroy(train);
   clt_dataset_destroy(test);
 }
@@ -558,8 +561,8 @@ START_TEST(test_fit_rejects_bad_data) {
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
   fo.batch = 16;
   const char *bad[][2] = {{"CLT_FIT_AHEAD", "9"}, {"CLT_FIT_AHEAD", "two"},
-                          {"CLT_PINNED", "yes"}};
-  for (int i = 0; i < 3; i++) {
+                          {"CLT_PINNED", "yes"}, {"CLT_FIT_FLUSH", "no"}};
+  for (int i = 0; i < 4; i++) {
     setenv(bad[i][0], bad[i][1], 1);
     ck_assert_int_eq(clt_fit(g, opt, test, NULL, &fo, NULL),
                      CLT_ERR_INVALID_ARGUMENT);

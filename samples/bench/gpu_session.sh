@@ -31,11 +31,12 @@
 #          GEMMs' ways, fp16 ones under mixed, against the unfolds)
 #   train  bench train MLP, CNN, ResNet at batches 32, 64, 256 next to
 #          torch_train.py --device cuda; real train epochs of the MLP
-#          (b256; again with CLT_FIT_AHEAD=1, with CLT_FIT_AHEAD=4 and
-#          with CLT_PINNED=0, the fit loop's two choices of 2026-12-04
-#          apart and a deeper queue, once more with --profile: the
-#          device's busy share and the host's waits, then bench train of
-#          the same) and the CNN (b64); CNN b64 and ResNet b256 with
+#          (b256; again with CLT_FIT_AHEAD=1 and CLT_PINNED=0, the fit
+#          loop's two choices of 2026-12-04 apart; with CLT_FIT_AHEAD=4,
+#          a deeper queue; with CLT_FIT_FLUSH=0, no flush after each
+#          step; once more with --profile: the device's busy share and
+#          the host's waits, then bench train of the same) and the CNN
+#          (b64); CNN b64 and ResNet b256 with
 #          --profile-by layer (each layer's passes apart)
 #   infer  (not in the default list; about 2 minutes) inference: bench
 #          infer of the MLP, CNN and ResNet at batches 1, 64 and 256 next
@@ -224,6 +225,8 @@ part_train() {
   # choice (issue 8's note of 2026-12-04), not a new constant.
   run env CLT_FIT_AHEAD=4 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
   run env CLT_PINNED=0 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
+  # Without the clFlush after each step (bench train's loop has none).
+  run env CLT_FIT_FLUSH=0 cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 "${dev[@]}"
   # Where the epoch's time goes: the device's busy share, the host's waits
   # for data and for the device, the device time by op (uploads included).
   run cltrain train samples/fashion_mlp.model --data fashion-mnist --batch 256 --epochs 3 --profile "${dev[@]}"

@@ -287,6 +287,11 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
   held_ring held = held_ring_for(l);
   int64_t done = 0, images = 0;
   int every = rs->fo && rs->fo->progress_every > 0 ? rs->fo->progress_every : 50;
+  /* CLT_FIT_FLUSH=0: no flush after each step, the driver submits when it
+   * will (as in bench train's loop; for measuring what the flush costs). */
+  int flush;
+  CLT_TRY(clt_graph_env_switch(g, "CLT_FIT_FLUSH",
+                               "0: no clFlush after each step", &flush));
   double t0 = clt_now_seconds();
   clt_status st = read_metrics(rs, out, true);
   while (st == CLT_OK && next_batch(rs, l, &b)) {
@@ -303,7 +308,7 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
     if (st == CLT_OK && training) st = clt_graph_backward(g);
     if (st == CLT_OK && training) st = clt_optimizer_step(rs->opt);
     /* The step goes to the device now, not when a wait would send it. */
-    clFlush(g->ctx->queue);
+    if (flush != 0) clFlush(g->ctx->queue);
     release_held(rs, l, &held, held.ahead);
     done++;
     images += b.n;
