@@ -1313,7 +1313,12 @@ typedef struct clt_dist_stats {
   double wait_seconds; /* of it, time spent waiting for the allreduce after
                           this rank's backward pass had finished */
   double train_seconds; /* wall time of clt_fit's training epochs (loading,
-                           steps and updates; not evaluation), summed */
+                           steps and updates; not evaluation, nor kernel
+                           builds: clt_epoch_stats.compile_seconds), summed */
+  /* Of clt_fit's training epochs, summed (clt_epoch_stats' fields):
+   * device_seconds with a profiling context (else 0), and the host's
+   * waits for data and for the device. */
+  double device_seconds, wait_data_seconds, wait_device_seconds;
   char device[64];      /* the device of the graph last attached
                            (clt_dist_attach), cut to fit; "" before */
 } clt_dist_stats;

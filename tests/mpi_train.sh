@@ -115,17 +115,27 @@ expect_reports() {
   grep -qE "^$3\$" "$T/out" || fail "$1: no total in: $(cat "$T/out")"
 }
 "${MR[@]}" -np 2 "$C" train "$MLP" --data fashion-mnist --train-limit 128 \
-  --holdout 0 --test-limit 100 --epochs 1 --batch 32 >"$T/out" 2>&1 ||
+  --holdout 0 --test-limit 100 --epochs 2 --batch 32 --profile >"$T/out" 2>&1 ||
   fail "2 ranks: $(cat "$T/out")"
 expect_reports train \
-  "[0-9.]+ images/s, 2 steps, allreduce wait [0-9.]+% of the step \(.+\)" \
+  "[0-9.]+ images/s, 4 steps, allreduce wait [0-9.]+% of the step \(.+\)" \
   "ranks: 2, total [0-9.]+ images/s"
+# With --profile, each rank's device time and waits over its epochs: some
+# device time, within the rank's training time.
+expect_reports "train --profile" \
+  "profile: device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\); the host waited [0-9.]+ s for data, [0-9.]+ s for the device" \
+  "ranks: 2, total [0-9.]+ images/s"
+for r in 0 1; do
+  sed -nE "s/^rank $r: profile: device busy ([0-9.]+) s of ([0-9.]+) s.*/\1 \2/p" "$T/out" |
+    awk '{ exit !($1 > 0 && $1 <= $2 + 0.01) }' ||
+    fail "rank $r's device time: $(cat "$T/out")"
+done
 "${MR[@]}" -np 2 "$C" bench train "$MLP" --batch 16 --steps 3 >"$T/out" 2>&1 ||
   fail "bench train, 2 ranks: $(cat "$T/out")"
 expect_reports "bench train" \
   "images_per_sec=[0-9.]+ allreduce_wait=[0-9.]+% of the step device=\".+\"" \
   "ranks=2 total_images_per_sec=[0-9.]+ step_ms=[0-9.]+"
-echo "ok: train and bench train report every rank (images/s, wait, device)"
+echo "ok: train and bench train report every rank (images/s, wait, device; --profile)"
 
 # A rank on a CPU device bound to fewer cores than the device has compute
 # units is told so, and how to give it its cores; a rank with them is

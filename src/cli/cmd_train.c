@@ -612,8 +612,10 @@ static void print_json_result(const train_args *a, const clt_context *ctx,
 
 /* Over MPI (collective): images/s of each rank and in total, and the
  * share of the step each rank spent waiting for the gradient allreduce
- * once its own backward pass had finished; printed by rank 0. */
-static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
+ * once its own backward pass had finished; with profile, each rank's
+ * --profile line over all its epochs; printed by rank 0. */
+static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet,
+                            bool profile) {
   int n = clt_dist_size(dist);
   clt_dist_stats *all = calloc((size_t)n, sizeof *all);
   if (!all || clt_dist_stats_gather(dist, all) != CLT_OK) {
@@ -632,6 +634,14 @@ static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet) {
               r, ips, (long long)all[r].steps,
               secs > 0 ? 100.0 * all[r].wait_seconds / secs : 0.0,
               all[r].device);
+    }
+    for (int r = 0; profile && r < n; r++) {
+      double secs = all[r].train_seconds;
+      fprintf(out, "rank %d: profile: device busy %.3f s of %.3f s (%.0f%%); "
+                   "the host waited %.3f s for data, %.3f s for the device\n",
+              r, all[r].device_seconds, secs,
+              secs > 0 ? 100.0 * all[r].device_seconds / secs : 0.0,
+              all[r].wait_data_seconds, all[r].wait_device_seconds);
     }
     fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
     fflush(out);
@@ -869,7 +879,7 @@ int cli_train(int argc, char **argv) {
     }
     goto done;
   }
-  if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet) != 0)
+  if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet, a.profile) != 0)
     goto done;
   /* Stopped by Ctrl-C: 130, the shell's code for it, on every rank (they
    * agreed on it). */

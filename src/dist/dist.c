@@ -62,9 +62,13 @@ CLT_API bool clt_dist_failed_together(const clt_dist *d) {
   return d && d->failed_together;
 }
 
-void clt_dist_add_train_time(clt_dist *d, double seconds) {
-  if (d)
-    d->stats.train_seconds += seconds;
+void clt_dist_add_epoch(clt_dist *d, const clt_epoch_stats *es) {
+  if (!d)
+    return;
+  d->stats.train_seconds += es->seconds - es->compile_seconds;
+  d->stats.device_seconds += es->device_seconds;
+  d->stats.wait_data_seconds += es->wait_data_seconds;
+  d->stats.wait_device_seconds += es->wait_device_seconds;
 }
 
 CLT_API void clt_dist_stats_get(const clt_dist *d, clt_dist_stats *s) {
@@ -562,10 +566,12 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
     clt_dist_stats_get(d, all);
     return CLT_OK;
   }
-  enum { NAME = sizeof d->stats.device };
-  double mine[5] = {(double)d->stats.steps, (double)d->stats.images,
-                    d->stats.step_seconds, d->stats.wait_seconds,
-                    d->stats.train_seconds};
+  enum { NAME = sizeof d->stats.device, NV = 8 };
+  double mine[NV] = {(double)d->stats.steps, (double)d->stats.images,
+                     d->stats.step_seconds, d->stats.wait_seconds,
+                     d->stats.train_seconds, d->stats.device_seconds,
+                     d->stats.wait_data_seconds,
+                     d->stats.wait_device_seconds};
   double *v = malloc((size_t)d->size * sizeof mine);
   char *names = malloc((size_t)d->size * NAME);
   if (!v || !names) {
@@ -573,16 +579,20 @@ CLT_API clt_status clt_dist_stats_gather(clt_dist *d, clt_dist_stats *all) {
     free(names);
     return CLT_ERR_HOST_MEMORY;
   }
-  int rc = MPI_Allgather(mine, 5, MPI_DOUBLE, v, 5, MPI_DOUBLE, d->comm);
+  int rc = MPI_Allgather(mine, NV, MPI_DOUBLE, v, NV, MPI_DOUBLE, d->comm);
   if (rc == MPI_SUCCESS)
     rc = MPI_Allgather(d->stats.device, NAME, MPI_CHAR, names, NAME, MPI_CHAR,
                        d->comm);
   for (int r = 0; rc == MPI_SUCCESS && r < d->size; r++) {
-    all[r] = (clt_dist_stats){.steps = (int64_t)v[5 * r],
-                              .images = (int64_t)v[5 * r + 1],
-                              .step_seconds = v[5 * r + 2],
-                              .wait_seconds = v[5 * r + 3],
-                              .train_seconds = v[5 * r + 4]};
+    const double *w = v + (size_t)NV * r;
+    all[r] = (clt_dist_stats){.steps = (int64_t)w[0],
+                              .images = (int64_t)w[1],
+                              .step_seconds = w[2],
+                              .wait_seconds = w[3],
+                              .train_seconds = w[4],
+                              .device_seconds = w[5],
+                              .wait_data_seconds = w[6],
+                              .wait_device_seconds = w[7]};
     memcpy(all[r].device, names + (size_t)r * NAME, NAME);
     all[r].device[NAME - 1] = '\0';
   }

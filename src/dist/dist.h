@@ -22,8 +22,9 @@ clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
                                   int *stop);
 /* Collective: sums loss and accuracy (weighted by samples) and samples. */
 clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m);
-/* Adds an epoch's training wall time to the counters. */
-void clt_dist_add_train_time(clt_dist *d, double seconds);
+/* Adds a training epoch's figures (its wall time less kernel builds, its
+ * device time and the host's waits) to the counters. */
+void clt_dist_add_epoch(clt_dist *d, const clt_epoch_stats *es);
 
 /* Collective: rank 0's n doubles to every rank. */
 clt_status clt_dist_broadcast(clt_dist *d, clt_graph *g, double *v, int n);

@@ -389,7 +389,6 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
     }
   }
   release_held(rs, l, &held, 0);
-  clt_dist_add_train_time(d, clt_now_seconds() - t0);
   if (st != CLT_OK) return st; /* every rank stopped at the same point */
   clt_status m_st = read_metrics(rs, out, true);
   if (pending == CLT_OK) pending = m_st;
@@ -547,7 +546,6 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   int64_t batches = clt_loader_batches_per_epoch(train_l);
   CLT_TRY(rs->dist ? run_batches_dist(rs, train_l, batches, &m)
                    : run_batches(rs, train_l, batches, &m));
-  if (rs->stop->now) return CLT_OK; /* cut: nothing of it is reported */
   es->seconds = clt_now_seconds() - t0;
   es->wait_data_seconds = rs->wait_data;
   es->wait_device_seconds = rs->wait_device;
@@ -558,6 +556,9 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   clt_context_kernel_stats(ctx, &k1);
   es->compile_seconds = k1.build_seconds - k0.build_seconds;
   if (es->compile_seconds > es->seconds) es->compile_seconds = es->seconds;
+  /* The ranks' counters take a cut epoch too (its steps are counted). */
+  clt_dist_add_epoch(rs->dist, es);
+  if (rs->stop->now) return CLT_OK; /* cut: nothing of it is reported */
   double run = es->seconds - es->compile_seconds;
   es->images_per_sec = run > 0 ? (double)m.samples / run : 0;
   es->train_loss = m.loss;
