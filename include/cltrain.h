@@ -452,7 +452,8 @@ typedef enum clt_activation {
 typedef struct clt_profile_row {
   const char *op;   /* kernel or command name; owned by the library */
   uint64_t calls;
-  double seconds;   /* device time from OpenCL event profiling */
+  double seconds;   /* device time from OpenCL event profiling; NaN where
+                       the device gives none (clt_profile_timed) */
   /* clt_profile_summary_by_layer: the layer and pass the commands ran for
    * ("conv2 backward", "optimizer"; "" for the rest: uploads, the graph's
    * own copies); NULL from clt_profile_summary. Owned by the context. */
@@ -461,7 +462,9 @@ typedef struct clt_profile_row {
 
 /* With a context created with profiling on: waits for the queue, then sums
  * device time per op since the last reset, largest first. The caller frees
- * *rows with free(). */
+ * *rows with free(). On a device whose profiling clock does not run
+ * (clt_profile_timed false) the rows count the calls, the most first,
+ * and their seconds are NaN. */
 CLT_API clt_status clt_profile_summary(clt_context *ctx, clt_profile_row **rows,
                                        size_t *count);
 /* The same per (layer, op): which layer's forward or backward, or the
@@ -472,6 +475,11 @@ CLT_API clt_status clt_profile_summary_by_layer(clt_context *ctx,
                                                 size_t *count);
 /* Forgets the commands profiled so far. */
 CLT_API void clt_profile_reset(clt_context *ctx);
+/* Whether ctx profiles with usable times: profiling is on and the
+ * device's profiling clock ran over a 2 ms pause when the context was
+ * made (Mesa's rusticl 22.3 gives every command the same few
+ * nanoseconds: there device time is unknown, not zero). */
+CLT_API bool clt_profile_timed(const clt_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
@@ -1148,7 +1156,8 @@ typedef struct clt_epoch_stats {
    * command at a time, so device_seconds / (seconds - compile_seconds) is
    * the share of the epoch the device was busy. profile: the same time per
    * op, largest first, profile_rows rows; valid during the epoch's
-   * CLT_PHASE_EPOCH report only (NULL in the history). */
+   * CLT_PHASE_EPOCH report only (NULL in the history). NaN, and the rows'
+   * seconds NaN, where the device gives no times (clt_profile_timed). */
   double device_seconds;
   const clt_profile_row *profile;
   size_t profile_rows;
@@ -1316,8 +1325,9 @@ typedef struct clt_dist_stats {
                            steps and updates; not evaluation, nor kernel
                            builds: clt_epoch_stats.compile_seconds), summed */
   /* Of clt_fit's training epochs, summed (clt_epoch_stats' fields):
-   * device_seconds with a profiling context (else 0), and the host's
-   * waits for data and for the device. */
+   * device_seconds with a profiling context (else 0; NaN where the
+   * device gives no times), and the host's waits for data and for the
+   * device. */
   double device_seconds, wait_data_seconds, wait_device_seconds;
   char device[64];      /* the device of the graph last attached
                            (clt_dist_attach), cut to fit; "" before */

@@ -221,31 +221,54 @@ echo "ok: train reports measured plans, and not under --quiet"
 # host waited; at the end the last epoch's device time by op (its 6
 # batches' uploads, labels and bytes, and the bytes made floats among
 # them). Under --json the figures are in the history, the lines on stderr.
+# A device whose profiling clock does not run (Mesa's rusticl 22.3 gives
+# every command 0 to 3 ns) has its device time said to be unknown,
+# everywhere alike, and its calls still counted; POCL's clock runs.
 "$C" train "$T/tiny.model" --data fashion-mnist --train-limit 300 \
   --test-limit 50 --epochs 2 --batch 50 --profile >"$T/prof.out" \
   2>"$T/prof.err" || fail "train --profile: $(cat "$T/prof.err")"
-[ "$(grep -Ec '^  profile: device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\); the host waited [0-9.]+ s for data, [0-9.]+ s for the device$' "$T/prof.out")" = 2 ] ||
+waits='; the host waited [0-9.]+ s for data, [0-9.]+ s for the device$'
+if grep -q "device time unknown" "$T/prof.out"; then
+  case "${CLT_DEVICE:-}" in
+    pocl*) fail "train --profile: POCL's time unknown: $(cat "$T/prof.out")" ;;
+  esac
+  busy="device time unknown: this device's OpenCL driver gives no usable command times"
+  total='device time unknown: .* \(the calls are counted\)'
+  cell=' +- +-$'
+  timed=no
+else
+  busy='device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\)'
+  total='device time [0-9.]+ s of [0-9.]+ s wall'
+  cell=' +[0-9.]+ +[0-9.]+%$'
+  timed=yes
+fi
+[ "$(grep -Ec "^  profile: $busy$waits" "$T/prof.out")" = 2 ] ||
   fail "train --profile: not one profile line an epoch: $(cat "$T/prof.out")"
 grep -q "^device time by op, epoch 2's training:$" "$T/prof.out" &&
-  grep -Eq "^upload +12 " "$T/prof.out" &&
-  grep -Eq "^unit_u8_f32 +6 " "$T/prof.out" &&
-  grep -Eq "^device time [0-9.]+ s of [0-9.]+ s wall$" "$T/prof.out" ||
+  grep -Eq "^upload +12$cell" "$T/prof.out" &&
+  grep -Eq "^unit_u8_f32 +6$cell" "$T/prof.out" &&
+  grep -Eq "^$total$" "$T/prof.out" ||
   fail "train --profile: no table of the last epoch: $(cat "$T/prof.out")"
 "$C" train "$T/tiny.model" --data fashion-mnist --train-limit 300 \
   --test-limit 50 --epochs 2 --batch 50 --profile --json >"$T/prof.json" \
   2>"$T/prof.err" || fail "train --profile --json: $(cat "$T/prof.err")"
 grep -q "^device time by op, epoch 2's training:$" "$T/prof.err" ||
   fail "train --profile --json: the table is not on stderr"
-python3 - "$T/prof.json" <<'EOF' || fail "train --profile --json output"
+python3 - "$T/prof.json" "$timed" <<'EOF' || fail "train --profile --json output"
 import json, sys
 d = json.load(open(sys.argv[1]))
+timed = sys.argv[2] == "yes"
 for h in d["history"]:
-    assert 0 < h["device_seconds"] <= h["seconds"] + 0.01, h
+    if timed:
+        assert 0 < h["device_seconds"] <= h["seconds"] + 0.01, h
+    else:
+        assert h["device_seconds"] is None, h  # unknown, not 0
     assert h["wait_data_seconds"] >= 0 and h["wait_device_seconds"] >= 0, h
     assert h["wait_data_seconds"] + h["wait_device_seconds"] <= h["seconds"], h
-print("ok: train --profile --json:", [round(h["device_seconds"] / h["seconds"], 2) for h in d["history"]])
+print("ok: train --profile --json, device time a second:",
+      [timed and round(h["device_seconds"] / h["seconds"], 2) for h in d["history"]])
 EOF
-echo "ok: train --profile"
+echo "ok: train --profile (device time $([ $timed = yes ] && echo measured || echo unknown))"
 
 "$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
   --test-limit 100 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"

@@ -4,11 +4,13 @@
  * kernel program compiling without a warning, status strings and the
  * context's last error. */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "common/clock.h"
 #include "ops/gemm_mma.h"
 #include "runtime/embedded.h"
 #include "runtime/runtime.h"
@@ -653,7 +655,11 @@ START_TEST(log_callback_and_profiling) {
   for (size_t i = 0; i < count; i++)
     if (strcmp(rows[i].op, "fill_f32") == 0) {
       ck_assert_uint_eq(rows[i].calls, 2);
-      ck_assert(rows[i].seconds >= 0.0);
+      /* A time, or none where the device's clock does not run. */
+      if (clt_profile_timed(ctx))
+        ck_assert(rows[i].seconds >= 0.0);
+      else
+        ck_assert(isnan(rows[i].seconds));
       found = true;
     }
   ck_assert(found);
@@ -665,10 +671,66 @@ START_TEST(log_callback_and_profiling) {
   clt_tensor_destroy(t);
   clt_context_destroy(ctx);
 
-  /* Without profiling the summary is an error. */
+  /* Without profiling the summary is an error, and nothing is timed. */
+  ck_assert(!clt_profile_timed(g_ctx));
   ck_assert_int_eq(clt_profile_summary(g_ctx, &rows, &count),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "profiling"));
+}
+END_TEST
+
+/* clt_profile_timed against a check of our own on the same queue: a
+ * command whose wait the host timed at 1 ms or more must span some of
+ * that by its events (Mesa's rusticl 22.3 gives every command the times
+ * 0 to 3 ns: untimed there). POCL's clock runs. */
+START_TEST(profiling_clock_is_checked) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.profiling = true;
+  clt_context *ctx;
+  char err[4096];
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  enum { BYTES = 32 << 20 };
+  char *host = calloc(1, BYTES);
+  ck_assert_ptr_nonnull(host);
+  cl_int rc;
+  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, BYTES, NULL, &rc);
+  ck_assert_int_eq(rc, CL_SUCCESS);
+  double host_s = 0.0, device_s = 0.0;
+  /* Writes of 32 MiB until the host has waited 1 ms for one; not the
+   * first, which finds the buffer's memory to be made (POCL: 90 ms, of
+   * which its events span 3). */
+  ck_assert_int_eq(clEnqueueWriteBuffer(ctx->queue, m, CL_TRUE, 0, BYTES,
+                                        host, 0, NULL, NULL),
+                   CL_SUCCESS);
+  for (int i = 0; i < 50 && host_s < 1e-3; i++) {
+    cl_event ev;
+    double t0 = clt_now_seconds();
+    ck_assert_int_eq(clEnqueueWriteBuffer(ctx->queue, m, CL_TRUE, 0, BYTES,
+                                          host, 0, NULL, &ev),
+                     CL_SUCCESS);
+    host_s = clt_now_seconds() - t0;
+    cl_ulong queued = 0, end = 0;
+    if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED,
+                                sizeof queued, &queued, NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end,
+                                &end, NULL) == CL_SUCCESS &&
+        end > queued)
+      device_s = (double)(end - queued) * 1e-9;
+    clReleaseEvent(ev);
+  }
+  ck_assert_msg(host_s >= 1e-3, "no write of 32 MiB took 1 ms here");
+  bool runs = device_s >= 0.1 * host_s;
+  ck_assert_msg(clt_profile_timed(ctx) == runs,
+                "clt_profile_timed %d, but a write the host waited %.3f ms "
+                "for spans %.6f ms by its events",
+                clt_profile_timed(ctx), host_s * 1e3, device_s * 1e3);
+  if (strstr(clt_context_device(ctx)->platform_name, "Portable Computing"))
+    ck_assert(runs);
+  clReleaseMemObject(m);
+  free(host);
+  clt_context_destroy(ctx);
 }
 END_TEST
 
@@ -816,6 +878,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(err, status_strings);
   tcase_add_test(err, last_error_names_the_problem);
   tcase_add_test(err, log_callback_and_profiling);
+  tcase_add_test(err, profiling_clock_is_checked);
   suite_add_tcase(s, err);
   return s;
 }

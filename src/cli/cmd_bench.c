@@ -175,6 +175,10 @@ static void profile_line(clt_context *ctx, char *out, size_t len) {
   clt_profile_row *rows = NULL;
   size_t count = 0;
   out[0] = '\0';
+  if (!clt_profile_timed(ctx)) {
+    snprintf(out, len, "device time unknown (the device gives no times)");
+    return;
+  }
   if (clt_profile_summary(ctx, &rows, &count) != CLT_OK || g_runs == 0)
     return;
   size_t at = 0;

@@ -226,16 +226,31 @@ static void print_profile_rows(FILE *out, const clt_profile_row *rows,
                                size_t n, bool by_layer, long long steps,
                                double secs);
 
-/* --profile's line after an epoch's: the device's busy share, the host's
- * waits. */
+/* What --profile says where the device's profiling clock does not run
+ * (clt_profile_timed). */
+#define UNTIMED_DEVICE                                                        \
+  "device time unknown: this device's OpenCL driver gives no usable "        \
+  "command times"
+
+/* The device's busy share ("device busy 0.216 s of 0.255 s (84%)") and
+ * the host's waits, as --profile prints them after each epoch, and over
+ * MPI for each rank at the end. */
+static void print_busy(FILE *out, double device, double run, double data,
+                       double wait) {
+  if (isnan(device))
+    fprintf(out, UNTIMED_DEVICE);
+  else
+    fprintf(out, "device busy %.3f s of %.3f s (%.0f%%)", device, run,
+            run > 0 ? 100.0 * device / run : 0.0);
+  fprintf(out, "; the host waited %.3f s for data, %.3f s for the device\n",
+          data, wait);
+}
+
+/* --profile's line after an epoch's. */
 static void print_epoch_profile(FILE *out, const clt_epoch_stats *s) {
-  double run = s->seconds - s->compile_seconds;
-  fprintf(out,
-          "  profile: device busy %.3f s of %.3f s (%.0f%%); the host "
-          "waited %.3f s for data, %.3f s for the device\n",
-          s->device_seconds, run,
-          run > 0 ? 100.0 * s->device_seconds / run : 0.0,
-          s->wait_data_seconds, s->wait_device_seconds);
+  fprintf(out, "  profile: ");
+  print_busy(out, s->device_seconds, s->seconds - s->compile_seconds,
+             s->wait_data_seconds, s->wait_device_seconds);
 }
 
 /* Keeps the epoch's rows (their names are the library's, kept for the
@@ -636,12 +651,9 @@ static int print_rank_stats(clt_dist *dist, FILE *out, bool quiet,
               all[r].device);
     }
     for (int r = 0; profile && r < n; r++) {
-      double secs = all[r].train_seconds;
-      fprintf(out, "rank %d: profile: device busy %.3f s of %.3f s (%.0f%%); "
-                   "the host waited %.3f s for data, %.3f s for the device\n",
-              r, all[r].device_seconds, secs,
-              secs > 0 ? 100.0 * all[r].device_seconds / secs : 0.0,
-              all[r].wait_data_seconds, all[r].wait_device_seconds);
+      fprintf(out, "rank %d: profile: ", r);
+      print_busy(out, all[r].device_seconds, all[r].train_seconds,
+                 all[r].wait_data_seconds, all[r].wait_device_seconds);
     }
     fprintf(out, "ranks: %d, total %.1f images/s\n", n, total);
     fflush(out);
@@ -1135,14 +1147,21 @@ static void print_profile_rows(FILE *out, const clt_profile_row *rows,
   for (size_t i = 0; i < n; i++) {
     if (by_layer)
       fprintf(out, "%-*s ", width, rows[i].layer[0] ? rows[i].layer : "-");
-    fprintf(out, "%-24s %8llu %12.3f", rows[i].op,
-            (unsigned long long)rows[i].calls, rows[i].seconds * 1e3);
+    fprintf(out, "%-24s %8llu", rows[i].op, (unsigned long long)rows[i].calls);
+    if (isnan(rows[i].seconds)) { /* the device gives no times */
+      fprintf(out, " %12s%s %7s\n", "-", steps > 0 ? "          -" : "",
+              "-");
+      continue;
+    }
+    fprintf(out, " %12.3f", rows[i].seconds * 1e3);
     if (steps > 0)
       fprintf(out, " %10.4f", rows[i].seconds * 1e3 / (double)steps);
     fprintf(out, " %6.1f%%\n",
             total > 0 ? 100.0 * rows[i].seconds / total : 0.0);
   }
-  if (steps > 0)
+  if (isnan(total))
+    fprintf(out, UNTIMED_DEVICE " (the calls are counted)\n");
+  else if (steps > 0)
     fprintf(out, "device time %.3f ms/step of %.3f ms/step wall\n",
             total * 1e3 / (double)steps, secs * 1e3 / (double)steps);
   else

@@ -105,6 +105,32 @@ static clt_status open_queue(clt_context *ctx) {
   return CLT_OK;
 }
 
+/* Whether the device's profiling clock runs: two one-float writes about
+ * 2 ms apart must end at least 1 ms apart by their events. Mesa's rusticl
+ * 22.3 gives every command the times 0, 1, 2 and 3 ns, which would read as
+ * a device that is never busy. */
+static bool profile_clock_runs(clt_context *ctx) {
+  cl_int rc;
+  cl_mem m =
+      clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, sizeof(float), NULL, &rc);
+  if (rc != CL_SUCCESS) return false;
+  float v = 0.0f;
+  cl_event ev[2] = {NULL, NULL};
+  cl_ulong end[2] = {0, 0};
+  bool ok = true;
+  for (int i = 0; i < 2 && ok; i++) {
+    if (i) nanosleep(&(struct timespec){0, 2000000}, NULL);
+    ok = clEnqueueWriteBuffer(ctx->queue, m, CL_TRUE, 0, sizeof v, &v, 0,
+                              NULL, &ev[i]) == CL_SUCCESS &&
+         clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END,
+                                 sizeof end[i], &end[i], NULL) == CL_SUCCESS;
+  }
+  for (int i = 0; i < 2; i++)
+    if (ev[i]) clReleaseEvent(ev[i]);
+  clReleaseMemObject(m);
+  return ok && end[1] > end[0] && end[1] - end[0] >= 1000000;
+}
+
 /* Whether contexts on the device take turns (see clt_turn_begin in
  * runtime.h): POCL's CPU drivers, unless CLT_POCL_TURNS=0. Found in POCL
  * 3.1 ("OpenCL 3.0 PoCL 3.1+debian ..."); POCL's later source releases
@@ -180,6 +206,8 @@ CLT_API clt_status clt_context_create(const clt_context_options *opts_in,
   clt_status st = pick_device(&opts, &ctx->info, err, errlen);
   if (st == CLT_OK) st = find_cl_ids(ctx);
   if (st == CLT_OK) st = open_queue(ctx);
+  ctx->profile_timed =
+      st == CLT_OK && ctx->profiling && profile_clock_runs(ctx);
   ctx->takes_turns = st == CLT_OK && needs_turns(&ctx->info);
   char cache_dir[4096] = "";
   bool cache_on = false;

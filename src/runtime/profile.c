@@ -1,5 +1,6 @@
 /* Per-op device time from OpenCL event profiling: an event slot per
  * enqueued command (or span of commands), summed by op name on demand. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,20 @@ CLT_API void clt_profile_reset(clt_context *ctx) {
   ctx->profile_count = 0;
 }
 
+CLT_API bool clt_profile_timed(const clt_context *ctx) {
+  return ctx->profiling && ctx->profile_timed;
+}
+
 static int by_seconds_desc(const void *a, const void *b) {
   double x = ((const clt_profile_row *)a)->seconds;
   double y = ((const clt_profile_row *)b)->seconds;
+  return (x < y) - (x > y);
+}
+
+/* Untimed rows: the most calls first. */
+static int by_calls_desc(const void *a, const void *b) {
+  uint64_t x = ((const clt_profile_row *)a)->calls;
+  uint64_t y = ((const clt_profile_row *)b)->calls;
   return (x < y) - (x > y);
 }
 
@@ -32,17 +44,20 @@ static clt_status summarize(clt_context *ctx, bool by_scope,
   clt_profile_row *out = calloc(ctx->profile_count + 1, sizeof *out);
   if (!out) return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "profile summary");
   size_t n = 0;
+  bool timed = ctx->profile_timed;
   for (size_t i = 0; i < ctx->profile_count; i++) {
     cl_event ev = ctx->profile[i].event, begin = ctx->profile[i].begin;
     cl_ulong start = 0, end = 0;
     /* A span starts where its marker completed (all before it done). */
-    if (!ev ||
-        clGetEventProfilingInfo(begin ? begin : ev,
+    if (!ev) continue;
+    if (timed &&
+        (clGetEventProfilingInfo(begin ? begin : ev,
                                 begin ? CL_PROFILING_COMMAND_END
                                       : CL_PROFILING_COMMAND_START,
                                 sizeof start, &start, NULL) != CL_SUCCESS ||
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end,
-                                NULL) != CL_SUCCESS || end < start)
+         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end,
+                                 &end, NULL) != CL_SUCCESS ||
+         end < start))
       continue;
     const char *op = ctx->profile[i].op;
     const char *layer = by_scope && ctx->profile[i].scope
@@ -57,9 +72,10 @@ static clt_status summarize(clt_context *ctx, bool by_scope,
       out[n++].layer = by_scope ? layer : NULL;
     }
     out[j].calls++;
-    out[j].seconds += (double)(end - start) * 1e-9;
+    out[j].seconds = timed ? out[j].seconds + (double)(end - start) * 1e-9
+                           : NAN;
   }
-  qsort(out, n, sizeof *out, by_seconds_desc);
+  qsort(out, n, sizeof *out, timed ? by_seconds_desc : by_calls_desc);
   *rows = out;
   *count = n;
   return CLT_OK;

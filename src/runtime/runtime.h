@@ -84,6 +84,9 @@ struct clt_context {
   clt_build_progress_fn build_progress;
   void *build_progress_user;
   bool profiling;
+  /* With profiling: the device's command times are usable (its clock
+   * ran over a pause: profile_clock_runs in context.c). */
+  bool profile_timed;
   clt_profile_entry *profile;
   size_t profile_count, profile_cap;
   /* The scope of the commands enqueued now (clt_profile_scope), and
