@@ -891,7 +891,8 @@ int cli_train(int argc, char **argv) {
     }
     goto done;
   }
-  if (clt_dist_size(dist) > 1 && print_rank_stats(dist, out, a.quiet, a.profile) != 0)
+  if (clt_dist_size(dist) > 1 &&
+      print_rank_stats(dist, out, a.quiet, a.profile) != 0)
     goto done;
   /* Stopped by Ctrl-C: 130, the shell's code for it, on every rank (they
    * agreed on it). */

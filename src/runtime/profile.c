@@ -52,9 +52,9 @@ static clt_status summarize(clt_context *ctx, bool by_scope,
     if (!ev) continue;
     if (timed &&
         (clGetEventProfilingInfo(begin ? begin : ev,
-                                begin ? CL_PROFILING_COMMAND_END
-                                      : CL_PROFILING_COMMAND_START,
-                                sizeof start, &start, NULL) != CL_SUCCESS ||
+                                 begin ? CL_PROFILING_COMMAND_END
+                                       : CL_PROFILING_COMMAND_START,
+                                 sizeof start, &start, NULL) != CL_SUCCESS ||
          clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end,
                                  &end, NULL) != CL_SUCCESS ||
          end < start))
