@@ -121,15 +121,27 @@ expect_reports train \
   "[0-9.]+ images/s, 4 steps, allreduce wait [0-9.]+% of the step \(.+\)" \
   "ranks: 2, total [0-9.]+ images/s"
 # With --profile, each rank's device time and waits over its epochs: some
-# device time, within the rank's training time.
-expect_reports "train --profile" \
-  "profile: device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\); the host waited [0-9.]+ s for data, [0-9.]+ s for the device" \
-  "ranks: 2, total [0-9.]+ images/s"
-for r in 0 1; do
-  sed -nE "s/^rank $r: profile: device busy ([0-9.]+) s of ([0-9.]+) s.*/\1 \2/p" "$T/out" |
-    awk '{ exit !($1 > 0 && $1 <= $2 + 0.01) }' ||
-    fail "rank $r's device time: $(cat "$T/out")"
-done
+# device time, within the rank's training time; or, where the driver's
+# profiling clock does not run (Mesa's rusticl 22.3), unknown (POCL's
+# runs).
+waits="; the host waited [0-9.]+ s for data, [0-9.]+ s for the device"
+if grep -q "^rank 0: profile: device time unknown" "$T/out"; then
+  case "${CLT_DEVICE:-}" in
+    pocl*) fail "2 ranks on POCL: device time unknown: $(cat "$T/out")" ;;
+  esac
+  expect_reports "train --profile" \
+    "profile: device time unknown: this device's OpenCL driver gives no usable command times$waits" \
+    "ranks: 2, total [0-9.]+ images/s"
+else
+  expect_reports "train --profile" \
+    "profile: device busy [0-9.]+ s of [0-9.]+ s \([0-9]+%\)$waits" \
+    "ranks: 2, total [0-9.]+ images/s"
+  for r in 0 1; do
+    sed -nE "s/^rank $r: profile: device busy ([0-9.]+) s of ([0-9.]+) s.*/\1 \2/p" "$T/out" |
+      awk '{ exit !($1 > 0 && $1 <= $2 + 0.01) }' ||
+      fail "rank $r's device time: $(cat "$T/out")"
+  done
+fi
 "${MR[@]}" -np 2 "$C" bench train "$MLP" --batch 16 --steps 3 >"$T/out" 2>&1 ||
   fail "bench train, 2 ranks: $(cat "$T/out")"
 expect_reports "bench train" \
