@@ -12,7 +12,8 @@
 # its own). With DEADLINE=480 CMD_LIMIT=120 the
 # first parts fit one call of 10 minutes, each part's log kept:
 #   check  devices, selftest (the fp16 route's probe and kernel checks),
-#          test_ops, test_layers, test_mixed on the GPU
+#          test_ops, test_layers, test_mixed on the GPU, and test_runtime's
+#          error and profiling cases (the profiling clock's check)
 #   gemm   bench gemm fp32 and --precision mixed to 4096, next to
 #          torch_gemm.py (fp32 with TF32 off, fp16); test_gemm on the GPU
 #   clbtune  (not in the default list: about 8 minutes, a call of its
@@ -128,6 +129,9 @@ part_check() {
   for t in test_ops test_layers test_mixed; do
     CLT_DEVICE=nvidia run "$t"
   done
+  # Profiling there: whether the profiling clock runs (it should; rusticl
+  # 22.3's does not), by the library's check and the test's own.
+  CK_RUN_CASE=errors CLT_DEVICE=nvidia run test_runtime
 }
 
 part_threads() {
