@@ -925,6 +925,18 @@ static void save_each_epoch(const clt_progress *p, void *user) {
     s->saved++;
 }
 
+/* clt_evaluate of ds (n samples) gives loss and accuracy, to the bit. */
+static void expect_evaluation(clt_graph *g, const clt_dataset *ds,
+                              int64_t batch, int64_t n, double loss,
+                              double accuracy, const char *what, int epoch) {
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate(g, ds, batch, &m));
+  ck_assert_int_eq(m.samples, n);
+  ck_assert_msg(m.loss == loss && m.accuracy == accuracy,
+                "epoch %d: %s %.9g %.9g in fit, %.9g %.9g after", epoch, what,
+                loss, accuracy, m.loss, m.accuracy);
+}
+
 START_TEST(test_evaluations_every_epoch_match_evaluate) {
   enum { NT = 50, NV = 23, NE = 37, B = 16, EPOCHS = 3 };
   static uint8_t px[NT * 16];
@@ -957,21 +969,10 @@ START_TEST(test_evaluations_every_epoch_match_evaluate) {
     char name[32];
     snprintf(name, sizeof name, "every%d.safetensors", e);
     ck_assert_ok(clt_checkpoint_load_weights(g, tmp_path(name)));
-    clt_metrics m;
-    ck_assert_ok(clt_evaluate(g, val, B, &m));
-    ck_assert_int_eq(m.samples, NV);
-    ck_assert_msg(m.loss == hist[e - 1].val_loss &&
-                      m.accuracy == hist[e - 1].val_acc,
-                  "epoch %d: validation %.9g %.9g in fit, %.9g %.9g after", e,
-                  hist[e - 1].val_loss, hist[e - 1].val_acc, m.loss,
-                  m.accuracy);
-    ck_assert_ok(clt_evaluate(g, test, B, &m));
-    ck_assert_int_eq(m.samples, NE);
-    ck_assert_msg(m.loss == hist[e - 1].test_loss &&
-                      m.accuracy == hist[e - 1].test_acc,
-                  "epoch %d: test %.9g %.9g in fit, %.9g %.9g after", e,
-                  hist[e - 1].test_loss, hist[e - 1].test_acc, m.loss,
-                  m.accuracy);
+    expect_evaluation(g, val, B, NV, hist[e - 1].val_loss,
+                      hist[e - 1].val_acc, "validation", e);
+    expect_evaluation(g, test, B, NE, hist[e - 1].test_loss,
+                      hist[e - 1].test_acc, "test", e);
   }
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
