@@ -1150,8 +1150,9 @@ static void print_profile_rows(FILE *out, const clt_profile_row *rows,
       fprintf(out, "%-*s ", width, rows[i].layer[0] ? rows[i].layer : "-");
     fprintf(out, "%-24s %8llu", rows[i].op, (unsigned long long)rows[i].calls);
     if (isnan(rows[i].seconds)) { /* the device gives no times */
-      fprintf(out, " %12s%s %7s\n", "-", steps > 0 ? "          -" : "",
-              "-");
+      fprintf(out, " %12s", "-");
+      if (steps > 0) fprintf(out, " %10s", "-");
+      fprintf(out, " %7s\n", "-");
       continue;
     }
     fprintf(out, " %12.3f", rows[i].seconds * 1e3);
