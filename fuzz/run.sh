@@ -17,7 +17,7 @@ build=$1
 secs=${2:-60}
 shift $(($# >= 2 ? 2 : 1))
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors idx model_file image)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors idx model_file image csv)
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 targets=()

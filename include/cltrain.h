@@ -1065,9 +1065,10 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
 
 /* Reads a CSV file of rows `label,pixel1,...,pixelN` (Fashion-MNIST's and
  * MNIST's CSV layout; with o->targets = K, `t1,...,tK,pixel1,...`): N =
- * channels * height * width pixels, whole numbers 0 to 255, in NCHW order.
- * A first line whose first field is not a number is a header and skipped;
- * blank lines are skipped. Errors name the file and line: a row with too
+ * channels * height * width pixels, whole numbers 0 to 255 (by value:
+ * "3", "3.0" and "3e0" alike), in NCHW order; targets within a float's
+ * range. A first line whose first field is not a number is a header and
+ * skipped; blank lines are skipped. Errors name the file and line: a row with too
  * few or too many values (with both sizes), a value that is not a number,
  * a pixel outside 0..255, a negative label or one >= o->num_classes. */
 CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,

@@ -119,6 +119,34 @@ START_TEST(csv_label_out_of_range) {
   csv_expect_error("1,1,2,3,4\n-1,5,6,7,8\n", 3,
                    "bad.csv:2:", "cannot be negative");
   csv_expect_error("1.5,1,2,3,4\n", 3, "bad.csv:1:", "whole numbers");
+  /* Whole in another form: the value counts, not how it is written. */
+  csv_expect_error("1e1,1,2,3,4\n", 3, "bad.csv:1:",
+                   "the label is 10, out of range: the model has 3 classes");
+  /* Beyond what a label can be: out of range, not "not whole". */
+  csv_expect_error("1,1,2,3,4\n3000000000,5,6,7,8\n", 0, "bad.csv:2:",
+                   "the label is 3000000000, out of range: labels are class "
+                   "numbers from 0");
+  csv_expect_error("-5e9,1,2,3,4\n", 0, "bad.csv:1:", "cannot be negative");
+}
+END_TEST
+
+/* Whole numbers written as "2.0", "1e1" or "2.55e2" are read as such. */
+START_TEST(csv_whole_in_any_form) {
+  char path[512];
+  write_text("w.csv", "2.0,1e1,2.55e2,0.0,-0\n1e0,+7,007,25.000,3\n", path,
+             sizeof path);
+  clt_data_options o = opts_2x2(3);
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_int_eq(ds.labels[0], 2);
+  ck_assert_int_eq(ds.labels[1], 1);
+  const uint8_t want[8] = {10, 255, 0, 0, 7, 7, 25, 3};
+  ck_assert_mem_eq(ds.pixels, want, sizeof want);
+  clt_dataset_free(&ds);
+  csv_expect_error("0,1,2,2.56e2,4\n", 3, "bad.csv:1:",
+                   "column 4 (pixel 3) is 2.56e2; pixels must be whole");
 }
 END_TEST
 
@@ -145,6 +173,18 @@ START_TEST(csv_targets) {
   ck_assert_int_eq(ds.target_size, 2);
   ck_assert_float_eq_tol(ds.targets[1], -0.2f, 1e-6f);
   ck_assert_int_eq(ds.pixels[0], 1);
+  clt_dataset_free(&ds);
+  /* A target beyond a float's range would train on infinity. */
+  write_text("t.csv", "0.5,1e39,1,2,3,4\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "t.csv:1: column 2 is 1e39, beyond a float's "
+                                "range"),
+                "%s", err.msg);
+  ck_assert_ptr_null(ds.targets);
+  write_text("t.csv", "-3e38,1e-50,1,2,3,4\n", path, sizeof path);
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_float_eq(ds.targets[0], -3e38f);
+  ck_assert_float_eq(ds.targets[1], 0.0f);
   clt_dataset_free(&ds);
 }
 END_TEST
@@ -557,6 +597,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_without_header);
   tcase_add_test(csv, csv_short_row);
   tcase_add_test(csv, csv_label_out_of_range);
+  tcase_add_test(csv, csv_whole_in_any_form);
   tcase_add_test(csv, csv_bad_values);
   tcase_add_test(csv, csv_targets);
   tcase_add_test(csv, split_tail_holds_out_the_last);

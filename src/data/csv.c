@@ -3,6 +3,7 @@
 #include "data/csv.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,16 @@ static bool csv_number(const char *s, double *out) {
   return true;
 }
 
+/* A whole number within +-1e9 in any form: csv_whole's, or a number whose
+ * value is whole ("1e3", "2.55e2"), as some programs write them. */
+static bool csv_integral(const char *s, long *out) {
+  if (csv_whole(s, out)) return true;
+  double v;
+  if (!csv_number(s, &v) || v != floor(v) || fabs(v) > 1e9) return false;
+  *out = (long)v;
+  return true;
+}
+
 static clt_status csv_not_number(csv_reader *r, int64_t column,
                                  const char *text) {
   return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -106,17 +117,30 @@ static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
   if (r->o->targets > 0) {
     double v;
     if (!csv_number(text, &v)) return csv_not_number(r, column, text);
+    /* A target is a float: 1e39 would become infinity, and the loss
+     * with it. */
+    if (fabs(v) > FLT_MAX)
+      return clt_err_set(r->err, CLT_ERR_FORMAT,
+                         "%s:%ld: column %lld is %.40s, beyond a float's "
+                         "range (about 3.4e38)",
+                         r->path, r->line, (long long)column, text);
     ds->targets[ds->count * r->heads + column - 1] = (float)v;
     return CLT_OK;
   }
   long label;
-  if (!csv_whole(text, &label)) {
+  if (!csv_integral(text, &label)) {
     double v;
     if (!csv_number(text, &v)) return csv_not_number(r, column, text);
+    if (v != floor(v))
+      return clt_err_set(r->err, CLT_ERR_FORMAT,
+                         "%s:%ld: the label is '%.40s', labels are whole "
+                         "numbers",
+                         r->path, r->line, text);
     return clt_err_set(r->err, CLT_ERR_FORMAT,
-                       "%s:%ld: the label is '%.40s', labels are whole "
-                       "numbers",
-                       r->path, r->line, text);
+                       "%s:%ld: the label is %.40s, out of range: labels "
+                       "are class numbers from 0%s",
+                       r->path, r->line, text,
+                       v < 0 ? "; they cannot be negative" : "");
   }
   if (label < 0)
     return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -135,7 +159,7 @@ static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
 
 static clt_status csv_pixel(csv_reader *r, int64_t column, const char *text) {
   long v;
-  if (!csv_whole(text, &v) || v < 0 || v > 255) {
+  if (!csv_integral(text, &v) || v < 0 || v > 255) {
     double d;
     if (!csv_number(text, &d)) return csv_not_number(r, column, text);
     return clt_err_set(r->err, CLT_ERR_FORMAT,

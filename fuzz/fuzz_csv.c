@@ -1,0 +1,163 @@
+/* libFuzzer target for the CSV dataset reader (`--data FILE.csv`).
+ *
+ * The reader takes a path, so each input is written to one temporary file
+ * per process and read back. The input's first byte chooses the options
+ * (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none, or 1..2
+ * regression targets); the rest is the file. Beyond "no crash, no leak, no
+ * undefined behaviour":
+ *   - an accepted file gives at least one sample of the options' shape,
+ *     labels in [0, the bound) with num_classes the largest + 1, or finite
+ *     float targets, and every pixel readable; written back as CSV (labels
+ *     as integers, targets with %.9g, which a float survives) and read
+ *     again, it gives the same samples bit for bit;
+ *   - a rejected one leaves the dataset empty and a message that names the
+ *     file.
+ * Build: see fuzz/README.md. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "data/csv.h"
+#include "data/dataset.h"
+
+static void require(int ok, const char *what) {
+  if (!ok) {
+    fprintf(stderr, "broken promise: %s\n", what);
+    abort();
+  }
+}
+
+static char g_path[64], g_again[64];
+
+static void write_file(const char *path, const uint8_t *data, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (!f) abort();
+  if (size && fwrite(data, 1, size, f) != size) abort();
+  fclose(f);
+}
+
+/* The options of the input's first byte: bits 0 channels 1..2, 1-2 height
+ * 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound, 1..5
+ * labels below 2, 3, 5, 10, 256, 6..7 one or two targets. */
+static clt_data_options options_of(uint8_t b) {
+  static const int bounds[] = {0, 2, 3, 5, 10, 256};
+  clt_data_options o;
+  memset(&o, 0, sizeof o);
+  o.channels = 1 + (b & 1);
+  o.height = 1 + ((b >> 1) & 3) % 3;
+  o.width = 1 + ((b >> 3) & 3) % 3;
+  int heads = b >> 5;
+  if (heads <= 5)
+    o.num_classes = bounds[heads];
+  else
+    o.targets = heads - 5;
+  return o;
+}
+
+static bool empty(const clt_dataset *ds) {
+  return ds->count == 0 && !ds->pixels && !ds->fpixels && !ds->labels &&
+         !ds->targets && !ds->class_names;
+}
+
+static void check_accepted(const clt_data_options *o, const clt_dataset *ds) {
+  int64_t size = (int64_t)o->channels * o->height * o->width;
+  require(ds->count >= 1, "a sample");
+  require(ds->channels == o->channels && ds->height == o->height &&
+              ds->width == o->width,
+          "the options' shape");
+  require(ds->pixels && !ds->fpixels, "byte pixels");
+  volatile uint8_t sum = 0; /* touch every pixel, for ASan */
+  for (int64_t i = 0; i < ds->count * size; i++) sum ^= ds->pixels[i];
+  (void)sum;
+  require(strstr(ds->source, g_path) && strstr(ds->source, "CSV"),
+          "source names the file");
+  if (o->targets > 0) {
+    require(ds->targets && !ds->labels, "targets, no labels");
+    require(ds->target_size == o->targets, "target count");
+    for (int64_t i = 0; i < ds->count * o->targets; i++)
+      require(isfinite(ds->targets[i]), "finite targets");
+    return;
+  }
+  require(ds->labels && !ds->targets && ds->target_size == 0,
+          "labels, no targets");
+  int32_t top = -1;
+  for (int64_t i = 0; i < ds->count; i++) {
+    require(ds->labels[i] >= 0, "labels >= 0");
+    require(o->num_classes == 0 || ds->labels[i] < o->num_classes,
+            "labels below the bound");
+    if (ds->labels[i] > top) top = ds->labels[i];
+  }
+  require(ds->num_classes == top + 1, "num_classes is the largest + 1");
+}
+
+/* ds as a CSV file at g_again: its heads, then its pixels, a row each. */
+static void write_back(const clt_data_options *o, const clt_dataset *ds) {
+  int64_t size = (int64_t)o->channels * o->height * o->width;
+  FILE *f = fopen(g_again, "w");
+  if (!f) abort();
+  for (int64_t i = 0; i < ds->count; i++) {
+    if (o->targets > 0)
+      for (int64_t t = 0; t < o->targets; t++)
+        fprintf(f, "%s%.9g", t ? "," : "",
+                (double)ds->targets[i * o->targets + t]);
+    else
+      fprintf(f, "%d", ds->labels[i]);
+    for (int64_t p = 0; p < size; p++)
+      fprintf(f, ",%u", ds->pixels[i * size + p]);
+    fputc('\n', f);
+  }
+  if (fclose(f) != 0) abort();
+}
+
+static void check_round_trip(const clt_data_options *o, const clt_dataset *ds) {
+  write_back(o, ds);
+  clt_dataset again;
+  clt_err err;
+  memset(&err, 0, sizeof err);
+  require(clt_csv_read(g_again, o, &again, &err) == CLT_OK,
+          "its own rows read again");
+  int64_t size = (int64_t)o->channels * o->height * o->width;
+  require(again.count == ds->count, "the same count");
+  require(!memcmp(again.pixels, ds->pixels, (size_t)(ds->count * size)),
+          "the same pixels");
+  if (o->targets > 0)
+    require(!memcmp(again.targets, ds->targets,
+                    (size_t)(ds->count * o->targets) * sizeof(float)),
+            "the same targets, bit for bit");
+  else
+    require(!memcmp(again.labels, ds->labels,
+                    (size_t)ds->count * sizeof(int32_t)) &&
+                again.num_classes == ds->num_classes,
+            "the same labels");
+  clt_dataset_free(&again);
+  unlink(g_again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  if (!g_path[0]) {
+    snprintf(g_path, sizeof g_path, "/tmp/fuzz_csv_%ld.csv", (long)getpid());
+    snprintf(g_again, sizeof g_again, "/tmp/fuzz_csv_%ld_again.csv",
+             (long)getpid());
+  }
+  clt_data_options o = options_of(data[0]);
+  write_file(g_path, data + 1, size - 1);
+  clt_dataset ds;
+  clt_err err;
+  memset(&err, 0, sizeof err);
+  if (clt_csv_read(g_path, &o, &ds, &err) == CLT_OK) {
+    check_accepted(&o, &ds);
+    check_round_trip(&o, &ds);
+  } else {
+    require(empty(&ds), "empty on failure");
+    require(strstr(err.msg, g_path) != NULL, "message names the file");
+  }
+  clt_dataset_free(&ds);
+  unlink(g_path);
+  return 0;
+}
