@@ -147,6 +147,9 @@ START_TEST(csv_whole_in_any_form) {
   clt_dataset_free(&ds);
   csv_expect_error("0,1,2,2.56e2,4\n", 3, "bad.csv:1:",
                    "column 4 (pixel 3) is 2.56e2; pixels must be whole");
+  /* Decimal only: strtod would read 0x10 as 16. */
+  csv_expect_error("0,1,2,0x10,4\n", 3, "bad.csv:1:",
+                   "column 4 is '0x10', not a number");
 }
 END_TEST
 

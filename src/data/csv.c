@@ -60,8 +60,10 @@ static bool csv_whole(const char *s, long *out) {
   return true;
 }
 
+/* A decimal number (strtod's hexadecimal forms, "0x1p3", are not what a
+ * CSV file means). */
 static bool csv_number(const char *s, double *out) {
-  if (!*s) return false;
+  if (!*s || strpbrk(s, "xX")) return false;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
