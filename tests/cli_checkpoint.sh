@@ -210,6 +210,23 @@ assert 0 < worst <= 0.01, "mixed moved a probability by %g" % worst
 print("predict mixed: probabilities within %.2g of fp32's" % worst)
 PY
   fail "predict --precision mixed"
+# A labels file's lines are read whole, however long: a 1,500-character
+# first name, and every class keeps its own name.
+{
+  head -c 1500 /dev/zero | tr '\0' L
+  echo
+  tail -n +2 "$ROOT/samples/fashion_labels.txt"
+} >"$T/long_labels.txt"
+"$C" predict "$T/tiny.model" --weights "$T/straight.st" --top 10 --limit 1 \
+  --labels "$T/long_labels.txt" --json "$IDX" >"$T/pred_long.json" ||
+  fail "predict --labels with a long line"
+python3 - "$T/pred_long.json" <<'PY' || fail "predict --labels with a long line"
+import json, sys
+top = json.load(open(sys.argv[1]))["predictions"][0]["top"]
+names = {t["class"]: t["label"] for t in top}
+assert names[0] == "L" * 1500, len(names[0])
+assert names[1] == "Trouser" and names[9] == "Ankle boot", names
+PY
 expect_error "predict --precision half" "--precision" "fp32" "mixed" \
   -- "$C" predict "$T/tiny.model" --weights "$T/straight.st" --precision half \
   "$T/a.pgm"

@@ -25,9 +25,11 @@ char **cli_labels_read(const char *path, int *count) {
   }
   char **labels = NULL;
   int n = 0, cap = 0;
-  char line[1024];
+  /* Lines of any length: a name cut in two would shift every later one. */
+  char *line = NULL;
+  size_t size = 0;
   bool ok = true;
-  while (ok && fgets(line, sizeof line, f)) {
+  while (ok && getline(&line, &size, f) >= 0) {
     size_t len = strlen(line);
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
                        line[len - 1] == ' ' || line[len - 1] == '\t'))
@@ -46,6 +48,7 @@ char **cli_labels_read(const char *path, int *count) {
     else n++;
   }
   if (ferror(f)) ok = false;
+  free(line);
   fclose(f);
   if (!ok || n == 0) {
     fprintf(stderr, "cltrain: %s: %s\n", path,
