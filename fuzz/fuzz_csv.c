@@ -1,15 +1,16 @@
 /* libFuzzer target for the CSV dataset reader (`--data FILE.csv`).
  *
  * The reader takes a path, so each input is written to one temporary file
- * per process and read back. The input's first byte chooses the options
- * (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none, or 1..2
- * regression targets); the rest is the file. Beyond "no crash, no leak, no
- * undefined behaviour":
+ * per process and read back. The input's first two bytes choose the
+ * options (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none,
+ * or 1..2 regression targets; values as bytes or as floats); the rest is
+ * the file. Beyond "no crash, no leak, no undefined behaviour":
  *   - an accepted file gives at least one sample of the options' shape,
  *     labels in [0, the bound) with num_classes the largest + 1, or finite
- *     float targets, and every pixel readable; written back as CSV (labels
- *     as integers, targets with %.9g, which a float survives) and read
- *     again, it gives the same samples bit for bit;
+ *     float targets, and every value readable (finite, as floats); written
+ *     back as CSV (labels and bytes as integers, floats with %.9g, which a
+ *     float survives) and read again, it gives the same samples bit for
+ *     bit;
  *   - a rejected one leaves the dataset empty and a message that names the
  *     file.
  * Build: see fuzz/README.md. */
@@ -39,10 +40,11 @@ static void write_file(const char *path, const uint8_t *data, size_t size) {
   fclose(f);
 }
 
-/* The options of the input's first byte: bits 0 channels 1..2, 1-2 height
- * 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound, 1..5
- * labels below 2, 3, 5, 10, 256, 6..7 one or two targets. */
-static clt_data_options options_of(uint8_t b) {
+/* The options of the input's first two bytes: b's bits 0 channels 1..2,
+ * 1-2 height 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound,
+ * 1..5 labels below 2, 3, 5, 10, 256, 6..7 one or two targets; c's bit 0
+ * the values as floats. */
+static clt_data_options options_of(uint8_t b, uint8_t c) {
   static const int bounds[] = {0, 2, 3, 5, 10, 256};
   clt_data_options o;
   memset(&o, 0, sizeof o);
@@ -54,6 +56,7 @@ static clt_data_options options_of(uint8_t b) {
     o.num_classes = bounds[heads];
   else
     o.targets = heads - 5;
+  o.csv_values = c & 1 ? CLT_CSV_FLOATS : CLT_CSV_BYTES;
   return o;
 }
 
@@ -68,10 +71,16 @@ static void check_accepted(const clt_data_options *o, const clt_dataset *ds) {
   require(ds->channels == o->channels && ds->height == o->height &&
               ds->width == o->width,
           "the options' shape");
-  require(ds->pixels && !ds->fpixels, "byte pixels");
-  volatile uint8_t sum = 0; /* touch every pixel, for ASan */
-  for (int64_t i = 0; i < ds->count * size; i++) sum ^= ds->pixels[i];
-  (void)sum;
+  if (o->csv_values == CLT_CSV_FLOATS) {
+    require(ds->fpixels && !ds->pixels, "float values");
+    for (int64_t i = 0; i < ds->count * size; i++)
+      require(isfinite(ds->fpixels[i]), "finite values");
+  } else {
+    require(ds->pixels && !ds->fpixels, "byte pixels");
+    volatile uint8_t sum = 0; /* touch every pixel, for ASan */
+    for (int64_t i = 0; i < ds->count * size; i++) sum ^= ds->pixels[i];
+    (void)sum;
+  }
   require(strstr(ds->source, g_path) && strstr(ds->source, "CSV"),
           "source names the file");
   if (o->targets > 0) {
@@ -106,7 +115,10 @@ static void write_back(const clt_data_options *o, const clt_dataset *ds) {
     else
       fprintf(f, "%d", ds->labels[i]);
     for (int64_t p = 0; p < size; p++)
-      fprintf(f, ",%u", ds->pixels[i * size + p]);
+      if (ds->fpixels)
+        fprintf(f, ",%.9g", (double)ds->fpixels[i * size + p]);
+      else
+        fprintf(f, ",%u", ds->pixels[i * size + p]);
     fputc('\n', f);
   }
   if (fclose(f) != 0) abort();
@@ -121,8 +133,13 @@ static void check_round_trip(const clt_data_options *o, const clt_dataset *ds) {
           "its own rows read again");
   int64_t size = (int64_t)o->channels * o->height * o->width;
   require(again.count == ds->count, "the same count");
-  require(!memcmp(again.pixels, ds->pixels, (size_t)(ds->count * size)),
-          "the same pixels");
+  if (ds->fpixels)
+    require(!memcmp(again.fpixels, ds->fpixels,
+                    (size_t)(ds->count * size) * sizeof(float)),
+            "the same values, bit for bit");
+  else
+    require(!memcmp(again.pixels, ds->pixels, (size_t)(ds->count * size)),
+            "the same pixels");
   if (o->targets > 0)
     require(!memcmp(again.targets, ds->targets,
                     (size_t)(ds->count * o->targets) * sizeof(float)),
@@ -139,14 +156,14 @@ static void check_round_trip(const clt_data_options *o, const clt_dataset *ds) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 1) return 0;
+  if (size < 2) return 0;
   if (!g_path[0]) {
     snprintf(g_path, sizeof g_path, "/tmp/fuzz_csv_%ld.csv", (long)getpid());
     snprintf(g_again, sizeof g_again, "/tmp/fuzz_csv_%ld_again.csv",
              (long)getpid());
   }
-  clt_data_options o = options_of(data[0]);
-  write_file(g_path, data + 1, size - 1);
+  clt_data_options o = options_of(data[0], data[1]);
+  write_file(g_path, data + 2, size - 2);
   clt_dataset ds;
   clt_err err;
   memset(&err, 0, sizeof err);

@@ -989,6 +989,16 @@ CLT_API clt_status clt_dataset_samples(const clt_dataset *ds, int64_t first,
 /* Your own data: CSV files, image folders, arrays in memory. A dataset is
  * held in host memory; clt_fit and clt_evaluate read it. */
 
+/* How a CSV file's values after the label (or targets) are read. */
+typedef enum clt_csv_values {
+  /* Whole numbers 0 to 255, scaled to [0, 1] as images are (the Fashion-
+   * MNIST and MNIST CSV files). */
+  CLT_CSV_BYTES = 0,
+  /* Any decimal number within a float's range, used as it is (tabular
+   * data, or values already scaled). */
+  CLT_CSV_FLOATS = 1,
+} clt_csv_values;
+
 typedef struct clt_data_options {
   /* Each sample's shape, the model's input (1x28x28: channels 1, height
    * 28, width 28; flat inputs of N values: 1x1xN). Required by CSV and
@@ -1024,10 +1034,14 @@ typedef struct clt_data_options {
    * among them is an error. NULL: the folder names in sorted order. */
   const char *const *class_names;
   int n_class_names;
+  /* CSV files: how the values are read (CLT_CSV_BYTES). Other data is
+   * read as it always is: IDX files and images are bytes. */
+  clt_csv_values csv_values;
 } clt_data_options;
 
 /* Fills o with the defaults: no shape, no bound on labels, no limits,
- * holdout 0.1, no resizing, threads 0, cache -1, no class names. */
+ * holdout 0.1, no resizing, threads 0, cache -1, no class names, CSV
+ * values as bytes. */
 CLT_API void clt_data_options_init(clt_data_options *o);
 
 /* Sets o's shape from g's input and, from its loss, num_classes
@@ -1065,12 +1079,15 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
 
 /* Reads a CSV file of rows `label,pixel1,...,pixelN` (Fashion-MNIST's and
  * MNIST's CSV layout; with o->targets = K, `t1,...,tK,pixel1,...`): N =
- * channels * height * width pixels, whole numbers 0 to 255 (by value:
- * "3", "3.0" and "3e0" alike), in NCHW order; targets within a float's
- * range. A first line whose first field is not a number is a header and
- * skipped; blank lines are skipped. Errors name the file and line: a row with too
- * few or too many values (with both sizes), a value that is not a number,
- * a pixel outside 0..255, a negative label or one >= o->num_classes. */
+ * channels * height * width values in NCHW order, whole numbers 0 to 255
+ * (by value: "3", "3.0" and "3e0" alike), or with o->csv_values =
+ * CLT_CSV_FLOATS any decimal numbers within a float's range; labels are
+ * whole numbers, targets within a float's range. A first line whose first
+ * field is not a number is a header and skipped; blank lines are skipped.
+ * Errors name the file and line: a row with too few or too many values
+ * (with both sizes), a value that is not a number, a pixel outside 0..255
+ * or a float beyond a float's range, a negative label or one >=
+ * o->num_classes. */
 CLT_API clt_status clt_dataset_load_csv(clt_context *ctx, const char *path,
                                         const clt_data_options *o,
                                         clt_dataset **out);
@@ -1425,6 +1442,7 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
  * holds "format": "pt", "cltrain_version", "class_names" (a JSON array of
  * strings, when the training data named its classes),
  * "model_sha256" (of the model file, when the graph came from one),
+ * "input_values" ("bytes" or "floats", when saved by clt_fit),
  * "optimizer", "optimizer_options", "epoch", "step", "seed". */
 
 typedef struct clt_checkpoint_info {
@@ -1435,6 +1453,11 @@ typedef struct clt_checkpoint_info {
   char model_sha256[65]; /* "" when unknown */
   char optimizer[16];    /* "sgd", "adam", "adamw"; "" without state */
   char version[32];      /* cltrain version that wrote it */
+  /* The training data's values: "bytes" (scaled to [0, 1]: IDX, images,
+   * CSV read as bytes) or "floats" (used as they are: CSV read as floats,
+   * values_f32 in memory): metadata "input_values". "" when not recorded
+   * (clt_checkpoint_save knows no data; older files). */
+  char input_values[8];
 } clt_checkpoint_info;
 
 /* Writes g's parameters and, if opt is not NULL, its state, atomically

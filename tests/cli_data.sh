@@ -1,7 +1,8 @@
 #!/bin/bash
 # End-to-end checks of your own data through the command, as a user runs
 # it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
-# split, bad rows), regression with the mse loss from CSV, and image
+# split, bad rows), regression with the mse loss from CSV, tabular float
+# values (--csv-values floats, kept by eval and --resume), and image
 # folders (PNG and JPEG, grey and colour; with train/ and test/, or one
 # folder of class folders split by --val-split) made here: training, the packed
 # cache on the second run and after a change, --resize, a corrupt file,
@@ -101,6 +102,44 @@ last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
 awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 5) }' ||
   fail "mse did not fall: $first -> $last"
 echo "ok: mse trains through train (loss $first -> $last)"
+
+# ---- tabular floats from CSV (--csv-values floats) --------------------------
+# Features beyond 0..255, negative and in exponent form: read as floats, as
+# they are; eval and --resume take the checkpoint's choice.
+cat >"$T/tab.model" <<'EOF2'
+input shape=3
+dense name=h units=8 activation=relu
+dense name=out units=1
+mse
+EOF2
+awk 'BEGIN { print "y,a,b,c"
+  for (i = 0; i < 300; i++) {
+    a = (i * 37) % 600; b = ((i * 13) % 100) / 10 - 5; c = ((i * 7) % 50) / 1000
+    printf "%.5f,%d,%.1f,%.1fe-2\n", a / 300 - b / 5 + 10 * c + 1, a, b, c * 100
+  } }' >"$T/tab.csv"
+expect_error "a float CSV read as bytes" "tab.csv:2:" "is -5.0; pixels must" \
+  "--csv-values floats" -- "$C" train "$T/tab.model" --data "$T/tab.csv" --quiet
+"$C" train "$T/tab.model" --data "$T/tab.csv" --csv-values floats --epochs 30 \
+  --batch 20 --lr 0.01 --save "$T/tab.st" >"$T/out"
+must_say "floats" "tab.csv (CSV, 300 rows after a header line, values as floats)" \
+  "$T/out"
+first=$(sed -n 's/^epoch 1\/30  train loss \([^ ]*\).*/\1/p' "$T/out")
+last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
+awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 5) }' ||
+  fail "float CSV: mse did not fall: $first -> $last"
+"$C" eval "$T/tab.model" --weights "$T/tab.st" --data "$T/tab.csv" >"$T/eval"
+must_say "eval takes floats from the checkpoint" "values as floats" "$T/eval"
+# Training's test loss, but for the summation order (eval's batch is 100).
+got=$(sed -n 's/^loss \([^ ]*\) (mse.*/\1/p' "$T/eval")
+awk -v a="$got" -v b="$last" 'BEGIN { d = a - b; exit !(d * d <= 1e-8 * b * b) }' ||
+  fail "eval's loss $got is not training's $last"
+expect_error "eval --csv-values bytes" "tab.csv:2:" "--csv-values floats" -- \
+  "$C" eval "$T/tab.model" --weights "$T/tab.st" --data "$T/tab.csv" \
+  --csv-values bytes
+"$C" train "$T/tab.model" --data "$T/tab.csv" --epochs 31 --batch 20 \
+  --lr 0.01 --resume "$T/tab.st" >"$T/out"
+must_say "--resume takes floats from the checkpoint" "values as floats" "$T/out"
+echo "ok: tabular floats from CSV (loss $first -> $last, eval $got; --resume agrees)"
 
 # ---- image folders ---------------------------------------------------------
 mkdir -p "$T/img"

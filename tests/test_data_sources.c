@@ -192,6 +192,60 @@ START_TEST(csv_targets) {
 }
 END_TEST
 
+/* CLT_CSV_FLOATS: any decimal number, as it is, with the labels or the
+ * targets as before; a value beyond a float, or not a number, named. */
+START_TEST(csv_floats) {
+  char path[512];
+  write_text("f.csv", "label,a,b,c,d\n2,300,-1.5,2.5e-3,0x1\n", path,
+             sizeof path);
+  clt_data_options o = opts_2x2(3);
+  o.csv_values = CLT_CSV_FLOATS;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "f.csv:2: column 5 is '0x1', not a number"),
+                "%s", err.msg);
+  write_text("f.csv", "label,a,b,c,d\n2,300,-1.5,2.5e-3,0\n1e0,1,2,3,4\n",
+             path, sizeof path);
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_ptr_null(ds.pixels);
+  ck_assert_ptr_nonnull(ds.fpixels);
+  const float want[8] = {300.0f, -1.5f, 2.5e-3f, 0.0f, 1, 2, 3, 4};
+  ck_assert_mem_eq(ds.fpixels, want, sizeof want);
+  ck_assert_int_eq(ds.labels[0], 2);
+  ck_assert_int_eq(ds.labels[1], 1);
+  ck_assert_msg(strstr(ds.source, "values as floats"), "%s", ds.source);
+  clt_dataset_free(&ds);
+  /* Too small for a double is nearly 0; too large, out of range; inf and
+   * nan are not numbers. */
+  write_text("f.csv", "0,1e-400,1,1,1\n", path, sizeof path);
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_float_eq(ds.fpixels[0], 0.0f);
+  clt_dataset_free(&ds);
+  write_text("f.csv", "0,1,1e400,1,1\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "column 3 is 1e400, beyond a float"), "%s",
+                err.msg);
+  write_text("f.csv", "0,1,1,inf,1\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "column 4 is 'inf', not a number"), "%s",
+                err.msg);
+  write_text("f.csv", "0,1,2,-4e38,4\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "f.csv:1: column 4 is -4e38, beyond a float"),
+                "%s", err.msg);
+  ck_assert_ptr_null(ds.fpixels);
+  /* Bytes, the default, say how to read such a file. */
+  o.csv_values = CLT_CSV_BYTES;
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "--csv-values floats"), "%s", err.msg);
+  o.csv_values = (clt_csv_values)7;
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.msg, "csv_values 7"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(split_tail_holds_out_the_last) {
   char path[512];
   write_text("s.csv", "0,0,0,0,0\n1,1,1,1,1\n2,2,2,2,2\n0,3,3,3,3\n1,4,4,4,4\n",
@@ -601,6 +655,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_short_row);
   tcase_add_test(csv, csv_label_out_of_range);
   tcase_add_test(csv, csv_whole_in_any_form);
+  tcase_add_test(csv, csv_floats);
   tcase_add_test(csv, csv_bad_values);
   tcase_add_test(csv, csv_targets);
   tcase_add_test(csv, split_tail_holds_out_the_last);

@@ -159,8 +159,14 @@ START_TEST(test_mse_regression_through_fit) {
   clt_fit_options_init(&fo);
   fo.epochs = 8;
   fo.batch = 32;
+  fo.checkpoint_path = tmp_path("mse.safetensors");
   clt_epoch_stats hist[8];
   ck_assert_ok(clt_fit(g, opt, ds, ds, &fo, hist));
+  /* The checkpoint says the inputs were floats, as they are (eval and
+   * --resume read CSV data the same way then). */
+  clt_checkpoint_info info;
+  ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
+  ck_assert_str_eq(info.input_values, "floats");
   ck_assert(isnan(hist[0].train_acc));
   ck_assert_msg(hist[7].train_loss < 0.2 * hist[0].train_loss,
                 "mse loss %g -> %g did not fall", hist[0].train_loss,
@@ -273,6 +279,13 @@ START_TEST(test_memory_classifier_names_in_checkpoint) {
   ck_assert_int_eq(n, 3);
   ck_assert_str_eq(saved[1], "middle");
   clt_class_names_free(saved, n);
+  /* Byte pixels, scaled to [0, 1]; clt_checkpoint_save knows no data. */
+  clt_checkpoint_info info;
+  ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
+  ck_assert_str_eq(info.input_values, "bytes");
+  ck_assert_ok(clt_checkpoint_save(g, opt, 5, hist, fo.checkpoint_path));
+  ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
+  ck_assert_str_eq(info.input_values, "");
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   clt_dataset_destroy(ds);

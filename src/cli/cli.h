@@ -56,6 +56,24 @@ int cli_tune(int argc, char **argv);
  * CLT_PRECISION_MIXED), NULL-terminated (options.h CLI_CHOICE). */
 extern const char *const cli_precision_names[];
 
+/* The --csv-values choices, in clt_csv_values' order (CLT_CSV_BYTES,
+ * CLT_CSV_FLOATS), NULL-terminated. */
+extern const char *const cli_csv_values_names[];
+
+/* The help text of train's and eval's --csv-values. */
+#define CLI_CSV_VALUES_HELP                                                    \
+  "CSV data: bytes (default: whole numbers 0-255, scaled\n"                   \
+  "to [0, 1] as images) or floats (any number, as it is:\n"                  \
+  "tabular data); with --resume, and in eval, the default\n"                 \
+  "is what the checkpoint was trained on"
+
+/* What --csv-values means where it was not given (given: false): the
+ * values checkpoint (may be NULL) was trained on, where it recorded
+ * floats, else bytes. Writes o->csv_values; false (with the message
+ * printed) when checkpoint cannot be read. */
+bool cli_csv_values_default(clt_context *ctx, const char *checkpoint,
+                            clt_data_options *o);
+
 /* Reads class names, one a line (blank lines and trailing spaces ignored,
  * '#' comments not: a name may hold any character). Returns a malloc'd
  * array of *count malloc'd strings, freed with cli_labels_free, or NULL

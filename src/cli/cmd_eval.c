@@ -15,7 +15,8 @@ typedef struct eval_args {
   double holdout;
   int split;     /* 0 test, 1 train */
   int precision; /* clt_precision */
-  bool resize, json;
+  int csv_values; /* clt_csv_values */
+  bool resize, json, csv_values_given;
 } eval_args;
 
 static const char *const split_names[] = {"test", "train", NULL};
@@ -38,6 +39,8 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
        0},
       {"resize", CLI_FLAG, &a->resize, NULL, "resize images of another size",
        0, 0, 0, 0, 0},
+      {"csv-values", CLI_CHOICE, &a->csv_values, "V", CLI_CSV_VALUES_HELP, 0, 0,
+       0, cli_csv_values_names, &a->csv_values_given},
       {"split", CLI_CHOICE, &a->split, "S", "test (default) or train", 0, 0, 0,
        split_names, 0},
       {"batch", CLI_INT, &a->batch, "B", "batch size (default 100)", 1,
@@ -196,6 +199,10 @@ int cli_eval(int argc, char **argv) {
   dopt.test_limit = dopt.train_limit = a.limit;
   dopt.resize = a.resize;
   dopt.holdout = a.holdout;
+  /* What the checkpoint says it was trained on, unless told otherwise. */
+  dopt.csv_values = a.csv_values_given ? (clt_csv_values)a.csv_values
+                    : !strcmp(info.input_values, "floats") ? CLT_CSV_FLOATS
+                                                           : CLT_CSV_BYTES;
   bool on_train = a.split == 1;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
                        on_train ? NULL : &ds) != CLT_OK) {

@@ -29,6 +29,8 @@ typedef struct train_args {
   double progress_seconds; /* CLT_PROGRESS_SECONDS (print_plain_progress) */
   long long scale_growth;
   int optimizer, schedule, precision;
+  int csv_values; /* clt_csv_values */
+  bool csv_values_given;
 } train_args;
 
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
@@ -52,6 +54,8 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
    "data is the test set (default 0.1; 0: none)", 0, 0.99, 0, 0, 0},           \
   {"resize", CLI_FLAG, &(a)->resize, NULL,                                     \
    "resize images of another size than the model's input", 0, 0, 0, 0, 0},     \
+  {"csv-values", CLI_CHOICE, &(a)->csv_values, "V", CLI_CSV_VALUES_HELP, 0,    \
+   0, 0, cli_csv_values_names, &(a)->csv_values_given},                        \
   {"epochs", CLI_INT, &(a)->epochs, "N", "epochs (default 5)", 1,              \
    CLI_MAX_EPOCHS, 0, 0, 0},                                                   \
   {"batch", CLI_INT, &(a)->batch, "B", "batch size (default 32)", 1,           \
@@ -725,6 +729,10 @@ int cli_train(int argc, char **argv) {
   dopt.test_limit = a.test_limit;
   dopt.holdout = a.holdout;
   dopt.resize = a.resize;
+  if (a.csv_values_given)
+    dopt.csv_values = (clt_csv_values)a.csv_values;
+  else if (!cli_csv_values_default(ctx, a.resume, &dopt))
+    goto done;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
       CLT_OK) {
     fail(ctx, NULL);

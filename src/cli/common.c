@@ -117,6 +117,21 @@ void cli_random_fill(float *x, int64_t n, uint64_t seed, float lo, float hi) {
 
 const char *const cli_precision_names[] = {"fp32", "mixed", NULL};
 
+const char *const cli_csv_values_names[] = {"bytes", "floats", NULL};
+
+bool cli_csv_values_default(clt_context *ctx, const char *checkpoint,
+                            clt_data_options *o) {
+  o->csv_values = CLT_CSV_BYTES;
+  if (!checkpoint) return true;
+  clt_checkpoint_info info;
+  if (clt_checkpoint_read_info(ctx, checkpoint, &info) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    return false;
+  }
+  if (!strcmp(info.input_values, "floats")) o->csv_values = CLT_CSV_FLOATS;
+  return true;
+}
+
 const char *cli_launched_ranks(void) {
   const char *n = getenv("OMPI_COMM_WORLD_SIZE");
   return n ? n : getenv("PMI_SIZE");

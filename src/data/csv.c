@@ -16,6 +16,7 @@ typedef struct csv_reader {
   int64_t heads;  /* leading fields: 1 label, or o->targets targets */
   int64_t pixels; /* fields after them: C * H * W */
   int64_t cap;    /* rows the arrays have room for */
+  bool floats;    /* values as floats (CLT_CSV_FLOATS), else bytes */
   clt_dataset *ds;
   clt_err *err;
 } csv_reader;
@@ -61,13 +62,15 @@ static bool csv_whole(const char *s, long *out) {
 }
 
 /* A decimal number (strtod's hexadecimal forms, "0x1p3", are not what a
- * CSV file means). */
+ * CSV file means; nor are "inf" and "nan"). One too small for a double is
+ * 0 or nearly; one too large is infinite here, for the callers to call out
+ * of range. */
 static bool csv_number(const char *s, double *out) {
   if (!*s || strpbrk(s, "xX")) return false;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
-  if (*end || errno == ERANGE || !isfinite(v)) return false;
+  if (*end || isnan(v) || (isinf(v) && errno != ERANGE)) return false;
   *out = v;
   return true;
 }
@@ -94,9 +97,16 @@ static clt_status csv_grow(csv_reader *r) {
   clt_dataset *ds = r->ds;
   if (ds->count < r->cap) return CLT_OK;
   int64_t cap = r->cap ? 2 * r->cap : 1024;
-  uint8_t *px = realloc(ds->pixels, (size_t)(cap * r->pixels));
-  if (px) ds->pixels = px;
-  bool ok = px != NULL;
+  bool ok;
+  if (r->floats) {
+    float *px = realloc(ds->fpixels, (size_t)(cap * r->pixels) * sizeof *px);
+    if (px) ds->fpixels = px;
+    ok = px != NULL;
+  } else {
+    uint8_t *px = realloc(ds->pixels, (size_t)(cap * r->pixels));
+    if (px) ds->pixels = px;
+    ok = px != NULL;
+  }
   if (ok && r->o->targets > 0) {
     float *t = realloc(ds->targets, (size_t)(cap * r->heads) * sizeof *t);
     if (t) ds->targets = t;
@@ -114,21 +124,26 @@ static clt_status csv_grow(csv_reader *r) {
   return CLT_OK;
 }
 
+/* A target, or a value read as a float: a number within a float's range
+ * (1e39 would become infinity, and every loss after it). */
+static clt_status csv_float(csv_reader *r, int64_t column, const char *text,
+                            float *out) {
+  double v;
+  if (!csv_number(text, &v)) return csv_not_number(r, column, text);
+  if (fabs(v) > FLT_MAX)
+    return clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: column %lld is %.40s, beyond a float's range "
+                       "(about 3.4e38)",
+                       r->path, r->line, (long long)column, text);
+  *out = (float)v;
+  return CLT_OK;
+}
+
 static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
   clt_dataset *ds = r->ds;
-  if (r->o->targets > 0) {
-    double v;
-    if (!csv_number(text, &v)) return csv_not_number(r, column, text);
-    /* A target is a float: 1e39 would become infinity, and the loss
-     * with it. */
-    if (fabs(v) > FLT_MAX)
-      return clt_err_set(r->err, CLT_ERR_FORMAT,
-                         "%s:%ld: column %lld is %.40s, beyond a float's "
-                         "range (about 3.4e38)",
-                         r->path, r->line, (long long)column, text);
-    ds->targets[ds->count * r->heads + column - 1] = (float)v;
-    return CLT_OK;
-  }
+  if (r->o->targets > 0)
+    return csv_float(r, column, text,
+                     &ds->targets[ds->count * r->heads + column - 1]);
   long label;
   if (!csv_integral(text, &label)) {
     double v;
@@ -160,17 +175,21 @@ static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
 }
 
 static clt_status csv_pixel(csv_reader *r, int64_t column, const char *text) {
+  int64_t at = r->ds->count * r->pixels + column - 1 - r->heads;
+  if (r->floats) return csv_float(r, column, text, &r->ds->fpixels[at]);
   long v;
   if (!csv_integral(text, &v) || v < 0 || v > 255) {
     double d;
     if (!csv_number(text, &d)) return csv_not_number(r, column, text);
     return clt_err_set(r->err, CLT_ERR_FORMAT,
                        "%s:%ld: column %lld (pixel %lld) is %.40s; pixels "
-                       "must be whole numbers from 0 to 255",
+                       "must be whole numbers from 0 to 255 (values of any "
+                       "size are read as floats with --csv-values floats, "
+                       "CLT_CSV_FLOATS)",
                        r->path, r->line, (long long)column,
                        (long long)(column - r->heads), text);
   }
-  r->ds->pixels[r->ds->count * r->pixels + column - 1 - r->heads] = (uint8_t)v;
+  r->ds->pixels[at] = (uint8_t)v;
   return CLT_OK;
 }
 
@@ -244,6 +263,11 @@ static clt_status csv_check_options(const char *path, const clt_data_options *o,
                        "%s: reading a CSV needs the samples' shape (the "
                        "model's input), got %dx%dx%d",
                        path, o->channels, o->height, o->width);
+  if (o->csv_values != CLT_CSV_BYTES && o->csv_values != CLT_CSV_FLOATS)
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "%s: csv_values %d is neither CLT_CSV_BYTES nor "
+                       "CLT_CSV_FLOATS",
+                       path, (int)o->csv_values);
   return CLT_OK;
 }
 
@@ -293,6 +317,7 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
                   o->targets > 0 ? o->targets : 1,
                   (int64_t)o->channels * o->height * o->width,
                   0,
+                  o->csv_values == CLT_CSV_FLOATS,
                   out,
                   err};
   bool header = false;
@@ -304,7 +329,8 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
     clt_dataset_free(out);
     return st;
   }
-  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s)", path,
-           (long long)out->count, header ? " after a header line" : "");
+  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s)", path,
+           (long long)out->count, header ? " after a header line" : "",
+           r.floats ? ", values as floats" : "");
   return CLT_OK;
 }

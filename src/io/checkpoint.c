@@ -189,6 +189,9 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
     free(json);
     CLT_TRY(st);
   }
+  if (t->input_values)
+    CLT_TRY(clt_st_writer_set_metadata(w, "input_values", t->input_values,
+                                       err));
   if (!opt) return CLT_OK;
   clt_optimizer_saved os;
   clt_optimizer_saved_state(opt, &os);
@@ -240,7 +243,7 @@ CLT_API clt_status clt_checkpoint_save(clt_graph *g, const clt_optimizer *opt,
                                        int epoch,
                                        const clt_epoch_stats *history,
                                        const char *path) {
-  clt_checkpoint_train t = {epoch, g->seed, history, NULL, 0};
+  clt_checkpoint_train t = {epoch, g->seed, history, NULL, 0, NULL};
   return clt_checkpoint_write(g, opt, &t, path);
 }
 
@@ -338,6 +341,9 @@ static void fill_info(const clt_st_file *f, const clt_st_tensor *state,
   if (v) snprintf(info->model_sha256, sizeof info->model_sha256, "%s", v);
   v = clt_st_metadata(f, "cltrain_version");
   if (v) snprintf(info->version, sizeof info->version, "%s", v);
+  v = clt_st_metadata(f, "input_values");
+  if (v && (!strcmp(v, "bytes") || !strcmp(v, "floats")))
+    snprintf(info->input_values, sizeof info->input_values, "%s", v);
   if (state) {
     info->epoch = (int)read_i64(f, state, ST_EPOCH);
     info->step = read_i64(f, state, ST_STEP);

@@ -17,6 +17,9 @@ typedef struct clt_checkpoint_train {
   /* The training data's class names (saved as metadata), or NULL. */
   char *const *class_names;
   int n_class_names;
+  /* The training data's values, "bytes" or "floats" (metadata
+   * "input_values"), or NULL: not known. */
+  const char *input_values;
 } clt_checkpoint_train;
 
 /* clt_checkpoint_save with the fit's data seed (the public function

@@ -614,8 +614,12 @@ static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                        (fo->checkpoint_every > 0 &&
                         e % fo->checkpoint_every == 0);
   if (!due) return CLT_OK;
-  clt_checkpoint_train t = {e, fo->seed, history, train->class_names,
-                            train->class_names ? train->num_classes : 0};
+  clt_checkpoint_train t = {e,
+                            fo->seed,
+                            history,
+                            train->class_names,
+                            train->class_names ? train->num_classes : 0,
+                            train->fpixels ? "floats" : "bytes"};
   CLT_TRY(clt_checkpoint_write(g, opt, &t, fo->checkpoint_path));
   *written = e;
   return CLT_OK;
