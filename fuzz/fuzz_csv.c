@@ -3,11 +3,11 @@
  * The reader takes a path, so each input is written to one temporary file
  * per process and read back. The input's first two bytes choose the
  * options (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none,
- * or 1..2 regression targets; values as bytes or as floats); the rest is
- * the file. Beyond "no crash, no leak, no undefined behaviour":
+ * or 1..2 regression targets; values as bytes or as floats; rows with
+ * their label or targets, or values only); the rest is the file. Beyond "no crash, no leak, no undefined behaviour":
  *   - an accepted file gives at least one sample of the options' shape,
- *     labels in [0, the bound) with num_classes the largest + 1, or finite
- *     float targets, and every value readable (finite, as floats); written
+ *     labels in [0, the bound) with num_classes the largest + 1, finite
+ *     float targets, or neither (values only), and every value readable (finite, as floats); written
  *     back as CSV (labels and bytes as integers, floats with %.9g, which a
  *     float survives) and read again, it gives the same samples bit for
  *     bit;
@@ -43,7 +43,7 @@ static void write_file(const char *path, const uint8_t *data, size_t size) {
 /* The options of the input's first two bytes: b's bits 0 channels 1..2,
  * 1-2 height 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound,
  * 1..5 labels below 2, 3, 5, 10, 256, 6..7 one or two targets; c's bit 0
- * the values as floats. */
+ * the values as floats, bit 1 values only (unlabelled). */
 static clt_data_options options_of(uint8_t b, uint8_t c) {
   static const int bounds[] = {0, 2, 3, 5, 10, 256};
   clt_data_options o;
@@ -57,6 +57,7 @@ static clt_data_options options_of(uint8_t b, uint8_t c) {
   else
     o.targets = heads - 5;
   o.csv_values = c & 1 ? CLT_CSV_FLOATS : CLT_CSV_BYTES;
+  o.unlabelled = (c & 2) != 0;
   return o;
 }
 
@@ -83,6 +84,12 @@ static void check_accepted(const clt_data_options *o, const clt_dataset *ds) {
   }
   require(strstr(ds->source, g_path) && strstr(ds->source, "CSV"),
           "source names the file");
+  if (o->unlabelled) {
+    require(!ds->labels && !ds->targets && ds->target_size == 0 &&
+                ds->num_classes == 0,
+            "values only");
+    return;
+  }
   if (o->targets > 0) {
     require(ds->targets && !ds->labels, "targets, no labels");
     require(ds->target_size == o->targets, "target count");
@@ -108,17 +115,20 @@ static void write_back(const clt_data_options *o, const clt_dataset *ds) {
   FILE *f = fopen(g_again, "w");
   if (!f) abort();
   for (int64_t i = 0; i < ds->count; i++) {
-    if (o->targets > 0)
+    const char *sep = ",";
+    if (o->unlabelled)
+      sep = ""; /* the first value starts the row */
+    else if (o->targets > 0)
       for (int64_t t = 0; t < o->targets; t++)
         fprintf(f, "%s%.9g", t ? "," : "",
                 (double)ds->targets[i * o->targets + t]);
     else
       fprintf(f, "%d", ds->labels[i]);
-    for (int64_t p = 0; p < size; p++)
+    for (int64_t p = 0; p < size; p++, sep = ",")
       if (ds->fpixels)
-        fprintf(f, ",%.9g", (double)ds->fpixels[i * size + p]);
+        fprintf(f, "%s%.9g", sep, (double)ds->fpixels[i * size + p]);
       else
-        fprintf(f, ",%u", ds->pixels[i * size + p]);
+        fprintf(f, "%s%u", sep, ds->pixels[i * size + p]);
     fputc('\n', f);
   }
   if (fclose(f) != 0) abort();
@@ -140,7 +150,9 @@ static void check_round_trip(const clt_data_options *o, const clt_dataset *ds) {
   else
     require(!memcmp(again.pixels, ds->pixels, (size_t)(ds->count * size)),
             "the same pixels");
-  if (o->targets > 0)
+  if (o->unlabelled)
+    require(!again.labels && !again.targets, "values only again");
+  else if (o->targets > 0)
     require(!memcmp(again.targets, ds->targets,
                     (size_t)(ds->count * o->targets) * sizeof(float)),
             "the same targets, bit for bit");

@@ -1037,11 +1037,15 @@ typedef struct clt_data_options {
   /* CSV files: how the values are read (CLT_CSV_BYTES). Other data is
    * read as it always is: IDX files and images are bytes. */
   clt_csv_values csv_values;
+  /* CSV files: the rows hold the values only, no label or targets (data
+   * to predict on, as `cltrain predict FILE.csv` reads it). Such a
+   * dataset has neither, and clt_fit and clt_evaluate refuse it. */
+  bool unlabelled;
 } clt_data_options;
 
 /* Fills o with the defaults: no shape, no bound on labels, no limits,
  * holdout 0.1, no resizing, threads 0, cache -1, no class names, CSV
- * values as bytes. */
+ * values as bytes, labelled. */
 CLT_API void clt_data_options_init(clt_data_options *o);
 
 /* Sets o's shape from g's input and, from its loss, num_classes

@@ -2,7 +2,8 @@
 # End-to-end checks of your own data through the command, as a user runs
 # it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
 # split, bad rows), regression with the mse loss from CSV, tabular float
-# values (--csv-values floats, kept by eval and --resume), and image
+# values (--csv-values floats, kept by eval and --resume), predict on CSV
+# rows, and image
 # folders (PNG and JPEG, grey and colour; with train/ and test/, or one
 # folder of class folders split by --val-split) made here: training, the packed
 # cache on the second run and after a change, --resize, a corrupt file,
@@ -140,6 +141,42 @@ expect_error "eval --csv-values bytes" "tab.csv:2:" "--csv-values floats" -- \
   --lr 0.01 --resume "$T/tab.st" >"$T/out"
 must_say "--resume takes floats from the checkpoint" "values as floats" "$T/out"
 echo "ok: tabular floats from CSV (loss $first -> $last, eval $got; --resume agrees)"
+
+# predict on rows of values (no label): the held-out 30 rows' outputs give
+# eval's loss against their targets; a row with its target is refused.
+tail -n 30 "$T/tab.csv" | cut -d, -f2- >"$T/tab_rows.csv"
+"$C" predict "$T/tab.model" --weights "$T/tab.st" --json --limit 30 \
+  "$T/tab_rows.csv" >"$T/pred.json" || fail "predict on CSV rows"
+python3 - "$T/pred.json" "$T/tab.csv" "$got" <<'PY' || fail "predict on CSV rows"
+import json, sys
+preds = json.load(open(sys.argv[1]))["predictions"]
+ys = [float(l.split(",")[0]) for l in open(sys.argv[2]).read().split()[-30:]]
+assert [p["index"] for p in preds] == list(range(30)), preds
+mse = sum((p["outputs"][0] - y) ** 2 for p, y in zip(preds, ys)) / 30
+assert abs(mse - float(sys.argv[3])) <= 1e-4 * mse, (mse, sys.argv[3])
+print("predict: mse %.6g over the held-out rows, eval's %s" % (mse, sys.argv[3]))
+PY
+"$C" predict "$T/tab.model" --weights "$T/tab.st" --limit 2 "$T/tab_rows.csv" \
+  >"$T/out"
+must_say "predict prints outputs" "tab_rows.csv[1]: " "$T/out"
+must_say "predict --limit" "(28 more rows in $T/tab_rows.csv" "$T/out"
+expect_error "predict on a row with its target" "tab.csv:2:" \
+  "the row has 4 values, it needs 3: no label" -- \
+  "$C" predict "$T/tab.model" --weights "$T/tab.st" "$T/tab.csv"
+# A classifier on rows of bytes: each row's class is its label's.
+cut -d, -f2- "$T/csv/test.csv" >"$T/rows.csv"
+"$C" predict "$T/tiny.model" --weights "$T/csv.st" --top 1 --limit 60 --json \
+  "$T/rows.csv" >"$T/pred.json" || fail "predict a classifier on CSV rows"
+python3 - "$T/pred.json" "$T/csv/test.csv" <<'PY' || fail "predict a classifier on CSV rows"
+import json, sys
+preds = json.load(open(sys.argv[1]))["predictions"]
+labels = [int(l.split(",")[0]) for l in open(sys.argv[2]).read().split()]
+assert len(preds) == len(labels) == 60, (len(preds), len(labels))
+right = sum(p["top"][0]["class"] == y for p, y in zip(preds, labels))
+assert right >= 54, right
+print("predict: %d of 60 rows in their label's class" % right)
+PY
+echo "ok: predict on CSV rows (regression outputs, classes)"
 
 # ---- image folders ---------------------------------------------------------
 mkdir -p "$T/img"

@@ -246,6 +246,36 @@ START_TEST(csv_floats) {
 }
 END_TEST
 
+/* Rows to predict on: the values only, no label or targets. */
+START_TEST(csv_unlabelled) {
+  char path[512];
+  write_text("u.csv", "a,b,c,d\n1,2,3,4\n5,6,7,8\n", path, sizeof path);
+  clt_data_options o = opts_2x2(3);
+  o.unlabelled = true;
+  clt_dataset ds;
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_ptr_null(ds.labels);
+  ck_assert_ptr_null(ds.targets);
+  ck_assert_int_eq(ds.num_classes, 0);
+  const uint8_t want[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ck_assert_mem_eq(ds.pixels, want, sizeof want);
+  ck_assert_msg(strstr(ds.source, "values only"), "%s", ds.source);
+  clt_dataset_free(&ds);
+  o.targets = 2; /* a regression model's rows hold no targets either */
+  ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
+  ck_assert_ptr_null(ds.targets);
+  ck_assert_int_eq(ds.target_size, 0);
+  clt_dataset_free(&ds);
+  write_text("u.csv", "0,1,2,3,4\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "u.csv:1: the row has 5 values, it needs 4: "
+                                "no label"),
+                "%s", err.msg);
+}
+END_TEST
+
 START_TEST(split_tail_holds_out_the_last) {
   char path[512];
   write_text("s.csv", "0,0,0,0,0\n1,1,1,1,1\n2,2,2,2,2\n0,3,3,3,3\n1,4,4,4,4\n",
@@ -656,6 +686,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_label_out_of_range);
   tcase_add_test(csv, csv_whole_in_any_form);
   tcase_add_test(csv, csv_floats);
+  tcase_add_test(csv, csv_unlabelled);
   tcase_add_test(csv, csv_bad_values);
   tcase_add_test(csv, csv_targets);
   tcase_add_test(csv, split_tail_holds_out_the_last);

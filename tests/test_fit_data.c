@@ -175,6 +175,23 @@ START_TEST(test_mse_regression_through_fit) {
   clt_metrics m;
   ck_assert_ok(clt_evaluate(g, ds, 32, &m));
   ck_assert_double_eq_tol(m.loss, hist[7].test_loss, 1e-5);
+  /* Rows read to predict on (no targets) are refused for training and
+   * evaluation, with the reason. */
+  const char *rows = tmp_path("rows.csv");
+  FILE *f = fopen(rows, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("0.5,1,-2,3\n", f);
+  fclose(f);
+  o.unlabelled = true;
+  o.csv_values = CLT_CSV_FLOATS;
+  clt_dataset *un = NULL;
+  ck_assert_ok(clt_dataset_load_csv(g_ctx, rows, &o, &un));
+  ck_assert_int_eq(clt_fit(g, opt, un, NULL, &fo, hist),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "no labels or targets"),
+                "%s", clt_context_last_error(g_ctx));
+  ck_assert_int_eq(clt_evaluate(g, un, 32, &m), CLT_ERR_INVALID_ARGUMENT);
+  clt_dataset_destroy(un);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   clt_dataset_destroy(ds);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -63,8 +64,10 @@ char **cli_labels_read(const char *path, int *count) {
 typedef struct predict_args {
   const char *model, *weights, *labels, *device;
   long long top, limit;
-  int precision; /* clt_precision */
-  bool resize, json;
+  int precision;  /* clt_precision */
+  int csv_values; /* clt_csv_values */
+  bool resize, json, csv_values_given;
+  bool regression; /* the model's loss is mse: print its outputs */
   const char **inputs;
   int n_inputs;
   int printed; /* --json: predictions written so far */
@@ -86,11 +89,17 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
       {"top", CLI_INT, &a->top, "K", "classes shown per image (default 3)", 1,
        INT_MAX, 0, 0, 0},
       {"limit", CLI_INT, &a->limit, "N",
-       "at most N images of an IDX file (default 10)", 1, (double)LLONG_MAX, 0,
-       0, 0},
+       "at most N images of an IDX file, rows of a CSV file\n"
+       "(default 10)",
+       1, (double)LLONG_MAX, 0, 0, 0},
       {"resize", CLI_FLAG, &a->resize, NULL,
        "resize (bilinear) PNG/JPEG images to the model's input", 0, 0, 0, 0,
        0},
+      {"csv-values", CLI_CHOICE, &a->csv_values, "V",
+       "CSV rows: bytes (whole numbers 0-255, scaled to [0, 1])\n"
+       "or floats (as they are); default: what the checkpoint\n"
+       "was trained on",
+       0, 0, 0, cli_csv_values_names, &a->csv_values_given},
       {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
        0, 0, 0, 0, 0},
       {"precision", CLI_CHOICE, &a->precision, "P",
@@ -103,9 +112,11 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
   char about[512];
   snprintf(about, sizeof about,
            "  classifies each image of each INPUT: an IDX file (every image "
-           "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s. PNG and JPEG are "
-           "made grey or\n  colour as the model's input asks; sizes must "
-           "match unless --resize.\n",
+           "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s; or each row of "
+           "a FILE.csv\n  (the values only, no label). PNG and JPEG are "
+           "made grey or colour as\n  the model's input asks; sizes must "
+           "match unless --resize. A regression\n  model (mse) prints its "
+           "outputs.\n",
            !clt_image_format_supported("png")    ? " (this build lacks libpng)"
            : !clt_image_format_supported("jpeg") ? " (this build lacks JPEG)"
                                                 : "");
@@ -209,8 +220,99 @@ static clt_status read_for_model(const char *path, clt_model *m, bool resize,
   return CLT_OK;
 }
 
+/* Prints sample i of path (count of them in the file): the top classes,
+ * or a regression model's outputs. */
+static void print_sample(predict_args *a, const char *path, int64_t i,
+                         int64_t count, const float *out, int64_t outputs,
+                         char **labels, int n_labels) {
+  if (a->json) {
+    printf("%s{\"file\": ", a->printed++ ? ",\n  " : "\n  ");
+    cli_json_string(stdout, path);
+    printf(", \"index\": %lld, \"%s\": [", (long long)i,
+           a->regression ? "outputs" : "top");
+    if (a->regression)
+      for (int64_t k = 0; k < outputs; k++) {
+        printf("%s", k ? ", " : "");
+        cli_json_number(stdout, out[k]);
+      }
+    else
+      print_top(out, outputs, a->top, labels, n_labels, true);
+    printf("]}");
+    return;
+  }
+  if (count > 1) printf("%s[%lld]:", path, (long long)i);
+  else printf("%s:", path);
+  if (!a->regression) {
+    print_top(out, outputs, a->top, labels, n_labels, false);
+    return;
+  }
+  for (int64_t k = 0; k < outputs; k++) printf(" %.6g", (double)out[k]);
+  printf("\n");
+}
+
+/* "(12 more images in f; --limit N shows more)", to stderr under --json. */
+static void print_more(const predict_args *a, const char *path, int64_t more,
+                       const char *what) {
+  if (more <= 0) return;
+  fprintf(a->json ? stderr : stdout, "%s%lld more %s in %s; --limit N shows "
+                                     "more%s\n",
+          a->json ? "cltrain: " : "(", (long long)more, what, path,
+          a->json ? "" : ")");
+}
+
+static bool is_csv(const char *path) {
+  size_t n = strlen(path);
+  return n >= 4 && !strcasecmp(path + n - 4, ".csv");
+}
+
+/* Each row of a CSV file of values (no label), read as the checkpoint's
+ * data was (or as --csv-values says). */
+static int predict_csv(clt_context *ctx, clt_model *m, predict_args *a,
+                       const char *path, char **labels, int n_labels) {
+  clt_data_options o;
+  clt_data_options_init(&o);
+  clt_dataset *ds = NULL;
+  float *x = NULL, *out = NULL;
+  int rc = 1;
+  if (clt_data_options_from_graph(clt_model_graph(m), &o) != CLT_OK)
+    goto fail;
+  o.unlabelled = true;
+  if (a->csv_values_given)
+    o.csv_values = (clt_csv_values)a->csv_values;
+  else if (!cli_csv_values_default(ctx, a->weights, &o))
+    return 1;
+  if (clt_dataset_load_csv(ctx, path, &o, &ds) != CLT_OK) goto fail;
+  int64_t count = clt_dataset_count(ds);
+  int64_t n = count < a->limit ? count : a->limit;
+  int64_t in = clt_model_input_size(m), outputs = clt_model_output_size(m);
+  x = malloc((size_t)(n * in) * sizeof *x);
+  out = malloc((size_t)(n * outputs) * sizeof *out);
+  if (!x || !out) {
+    fprintf(stderr, "cltrain: %s: out of memory for %lld rows\n", path,
+            (long long)n);
+    goto done;
+  }
+  if (clt_dataset_samples(ds, 0, n, x, NULL) != CLT_OK ||
+      clt_model_predict(m, x, n, out) != CLT_OK)
+    goto fail;
+  for (int64_t i = 0; i < n; i++)
+    print_sample(a, path, i, count, out + i * outputs, outputs, labels,
+                 n_labels);
+  print_more(a, path, count - n, "rows");
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+done:
+  free(x);
+  free(out);
+  clt_dataset_destroy(ds);
+  return rc;
+}
+
 static int predict_file(clt_context *ctx, clt_model *m, predict_args *a,
                         const char *path, char **labels, int n_labels) {
+  if (is_csv(path)) return predict_csv(ctx, m, a, path, labels, n_labels);
   clt_image_set s;
   cli_err err = {0};
   clt_image_format format = clt_image_format_of(path);
@@ -231,25 +333,10 @@ static int predict_file(clt_context *ctx, clt_model *m, predict_args *a,
     fprintf(stderr, "cltrain: %s: %s\n", path, clt_context_last_error(ctx));
     goto done;
   }
-  for (int64_t i = 0; i < n; i++) {
-    if (a->json) {
-      printf("%s{\"file\": ", a->printed++ ? ",\n  " : "\n  ");
-      cli_json_string(stdout, path);
-      printf(", \"index\": %lld, \"top\": [", (long long)i);
-      print_top(probs + i * classes, classes, a->top, labels, n_labels, true);
-      printf("]}");
-      continue;
-    }
-    if (s.count > 1) printf("%s[%lld]:", path, (long long)i);
-    else printf("%s:", path);
-    print_top(probs + i * classes, classes, a->top, labels, n_labels, false);
-  }
-  if (n < s.count && a->json)
-    fprintf(stderr, "cltrain: %lld more images in %s; --limit N shows more\n",
-            (long long)(s.count - n), path);
-  else if (n < s.count)
-    printf("(%lld more images in %s; --limit N shows more)\n",
-           (long long)(s.count - n), path);
+  for (int64_t i = 0; i < n; i++)
+    print_sample(a, path, i, s.count, probs + i * classes, classes, labels,
+                 n_labels);
+  print_more(a, path, s.count - n, "images");
   rc = 0;
 done:
   free(probs);
@@ -284,7 +371,8 @@ int cli_predict(int argc, char **argv) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     goto done;
   }
-  if (labels && n_labels < clt_model_output_size(m))
+  a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_MSE;
+  if (labels && n_labels < clt_model_output_size(m) && !a.regression)
     fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
                     "%lld outputs\n",
             a.labels ? a.labels : a.weights, n_labels, (long long)clt_model_output_size(m));

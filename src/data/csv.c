@@ -13,7 +13,8 @@ typedef struct csv_reader {
   const char *path;
   long line; /* 1-based number of the line being parsed */
   const clt_data_options *o;
-  int64_t heads;  /* leading fields: 1 label, or o->targets targets */
+  int64_t heads;  /* leading fields: 1 label, o->targets targets, or none
+                     (o->unlabelled) */
   int64_t pixels; /* fields after them: C * H * W */
   int64_t cap;    /* rows the arrays have room for */
   bool floats;    /* values as floats (CLT_CSV_FLOATS), else bytes */
@@ -107,11 +108,13 @@ static clt_status csv_grow(csv_reader *r) {
     if (px) ds->pixels = px;
     ok = px != NULL;
   }
-  if (ok && r->o->targets > 0) {
+  if (!ok || r->heads == 0) {
+    /* values only: no labels or targets */
+  } else if (r->o->targets > 0) {
     float *t = realloc(ds->targets, (size_t)(cap * r->heads) * sizeof *t);
     if (t) ds->targets = t;
     ok = t != NULL;
-  } else if (ok) {
+  } else {
     int32_t *l = realloc(ds->labels, (size_t)cap * sizeof *l);
     if (l) ds->labels = l;
     ok = l != NULL;
@@ -197,7 +200,9 @@ static clt_status csv_pixel(csv_reader *r, int64_t column, const char *text) {
 static clt_status csv_wrong_length(csv_reader *r, int64_t fields) {
   const clt_data_options *o = r->o;
   char what[64];
-  if (o->targets > 0)
+  if (r->heads == 0)
+    snprintf(what, sizeof what, "no label (values to predict on) and ");
+  else if (o->targets > 0)
     snprintf(what, sizeof what, "%lld targets and ", (long long)o->targets);
   else
     snprintf(what, sizeof what, "a label and ");
@@ -310,11 +315,11 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   out->channels = o->channels;
   out->height = o->height;
   out->width = o->width;
-  out->target_size = o->targets > 0 ? o->targets : 0;
+  out->target_size = o->targets > 0 && !o->unlabelled ? o->targets : 0;
   csv_reader r = {path,
                   0,
                   o,
-                  o->targets > 0 ? o->targets : 1,
+                  o->unlabelled ? 0 : o->targets > 0 ? o->targets : 1,
                   (int64_t)o->channels * o->height * o->width,
                   0,
                   o->csv_values == CLT_CSV_FLOATS,
@@ -329,8 +334,9 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
     clt_dataset_free(out);
     return st;
   }
-  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s)", path,
-           (long long)out->count, header ? " after a header line" : "",
+  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s%s)",
+           path, (long long)out->count, header ? " after a header line" : "",
+           r.heads == 0 ? ", values only" : "",
            r.floats ? ", values as floats" : "");
   return CLT_OK;
 }

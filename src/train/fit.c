@@ -37,6 +37,11 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
   }
   if (g->loss_node < 0) return CLT_OK;
+  if (!ds->labels && !ds->targets)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s data has no labels or targets (read to predict "
+                        "on: clt_data_options.unlabelled)",
+                        which);
   int64_t outputs = g->nodes[g->loss_node].size;
   if (g->labels->dtype == CLT_F32) {
     if (!ds->targets)
