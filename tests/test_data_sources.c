@@ -243,6 +243,13 @@ START_TEST(csv_floats) {
   o.csv_values = (clt_csv_values)7;
   ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_INVALID_ARGUMENT);
   ck_assert_msg(strstr(err.msg, "csv_values 7"), "%s", err.msg);
+  /* A row of the wrong length counts values, not pixels. */
+  o.csv_values = CLT_CSV_FLOATS;
+  write_text("f.csv", "0,1,2\n", path, sizeof path);
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(err.msg, "it needs 5: a label and 4 values for the "
+                                "model's 1x2x2 input"),
+                "%s", err.msg);
 }
 END_TEST
 

@@ -208,10 +208,11 @@ static clt_status csv_wrong_length(csv_reader *r, int64_t fields) {
     snprintf(what, sizeof what, "a label and ");
   return clt_err_set(r->err, CLT_ERR_FORMAT,
                      "%s:%ld: the row has %lld values, it needs %lld: %s%lld "
-                     "pixels for the model's %dx%dx%d input",
+                     "%s for the model's %dx%dx%d input",
                      r->path, r->line, (long long)fields,
                      (long long)(r->heads + r->pixels), what,
-                     (long long)r->pixels, o->channels, o->height, o->width);
+                     (long long)r->pixels, r->floats ? "values" : "pixels",
+                     o->channels, o->height, o->width);
 }
 
 static int64_t csv_count_fields(const char *line) {
