@@ -47,21 +47,30 @@ static clt_data_options opts_2x2(int classes) {
   return o;
 }
 
-/* Reads the CSV text, expecting failure with every needle in the
- * message. */
-static void csv_expect_error(const char *text, int classes, const char *needle1,
-                             const char *needle2) {
+/* Reads the CSV text with options o, expecting a format error with every
+ * needle in the message and nothing kept. */
+static void csv_expect_error_with(const clt_data_options *o, const char *text,
+                                  const char *needle1, const char *needle2) {
   char path[512];
   write_text("bad.csv", text, path, sizeof path);
-  clt_data_options o = opts_2x2(classes);
   clt_dataset ds;
   clt_err err = {0};
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
+  ck_assert_int_eq(clt_csv_read(path, o, &ds, &err), CLT_ERR_FORMAT);
   ck_assert_msg(strstr(err.msg, needle1), "'%s' not in: %s", needle1, err.msg);
   if (needle2)
     ck_assert_msg(strstr(err.msg, needle2), "'%s' not in: %s", needle2,
                   err.msg);
   ck_assert_ptr_null(ds.pixels);
+  ck_assert_ptr_null(ds.fpixels);
+  ck_assert_ptr_null(ds.labels);
+  ck_assert_ptr_null(ds.targets);
+}
+
+/* csv_expect_error_with samples of 1x2x2 labelled below classes. */
+static void csv_expect_error(const char *text, int classes, const char *needle1,
+                             const char *needle2) {
+  clt_data_options o = opts_2x2(classes);
+  csv_expect_error_with(&o, text, needle1, needle2);
 }
 
 START_TEST(csv_with_header) {
@@ -178,12 +187,9 @@ START_TEST(csv_targets) {
   ck_assert_int_eq(ds.pixels[0], 1);
   clt_dataset_free(&ds);
   /* A target beyond a float's range would train on infinity. */
-  write_text("t.csv", "0.5,1e39,1,2,3,4\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "t.csv:1: column 2 is 1e39, beyond a float's "
-                                "range"),
-                "%s", err.msg);
-  ck_assert_ptr_null(ds.targets);
+  csv_expect_error_with(&o, "0.5,1e39,1,2,3,4\n",
+                        "bad.csv:1: column 2 is 1e39, beyond a float's range",
+                        NULL);
   write_text("t.csv", "-3e38,1e-50,1,2,3,4\n", path, sizeof path);
   ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
   ck_assert_float_eq(ds.targets[0], -3e38f);
@@ -196,15 +202,12 @@ END_TEST
  * targets as before; a value beyond a float, or not a number, named. */
 START_TEST(csv_floats) {
   char path[512];
-  write_text("f.csv", "label,a,b,c,d\n2,300,-1.5,2.5e-3,0x1\n", path,
-             sizeof path);
   clt_data_options o = opts_2x2(3);
   o.csv_values = CLT_CSV_FLOATS;
+  csv_expect_error_with(&o, "label,a,b,c,d\n2,300,-1.5,2.5e-3,0x1\n",
+                        "bad.csv:2: column 5 is '0x1', not a number", NULL);
   clt_dataset ds;
   clt_err err = {0};
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "f.csv:2: column 5 is '0x1', not a number"),
-                "%s", err.msg);
   write_text("f.csv", "label,a,b,c,d\n2,300,-1.5,2.5e-3,0\n1e0,1,2,3,4\n",
              path, sizeof path);
   ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
@@ -223,33 +226,23 @@ START_TEST(csv_floats) {
   ck_assert_msg(clt_csv_read(path, &o, &ds, &err) == CLT_OK, "%s", err.msg);
   ck_assert_float_eq(ds.fpixels[0], 0.0f);
   clt_dataset_free(&ds);
-  write_text("f.csv", "0,1,1e400,1,1\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "column 3 is 1e400, beyond a float"), "%s",
-                err.msg);
-  write_text("f.csv", "0,1,1,inf,1\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "column 4 is 'inf', not a number"), "%s",
-                err.msg);
-  write_text("f.csv", "0,1,2,-4e38,4\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "f.csv:1: column 4 is -4e38, beyond a float"),
-                "%s", err.msg);
-  ck_assert_ptr_null(ds.fpixels);
+  csv_expect_error_with(&o, "0,1,1e400,1,1\n",
+                        "column 3 is 1e400, beyond a float", NULL);
+  csv_expect_error_with(&o, "0,1,1,inf,1\n", "column 4 is 'inf', not a number",
+                        NULL);
+  csv_expect_error_with(&o, "0,1,2,-4e38,4\n",
+                        "bad.csv:1: column 4 is -4e38, beyond a float", NULL);
+  /* A row of the wrong length counts values, not pixels. */
+  csv_expect_error_with(&o, "0,1,2\n",
+                        "it needs 5: a label and 4 values for the model's "
+                        "1x2x2 input",
+                        NULL);
   /* Bytes, the default, say how to read such a file. */
   o.csv_values = CLT_CSV_BYTES;
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "--csv-values floats"), "%s", err.msg);
+  csv_expect_error_with(&o, "0,1,2,-4e38,4\n", "--csv-values floats", NULL);
   o.csv_values = (clt_csv_values)7;
   ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_INVALID_ARGUMENT);
   ck_assert_msg(strstr(err.msg, "csv_values 7"), "%s", err.msg);
-  /* A row of the wrong length counts values, not pixels. */
-  o.csv_values = CLT_CSV_FLOATS;
-  write_text("f.csv", "0,1,2\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "it needs 5: a label and 4 values for the "
-                                "model's 1x2x2 input"),
-                "%s", err.msg);
 }
 END_TEST
 
@@ -275,11 +268,9 @@ START_TEST(csv_unlabelled) {
   ck_assert_ptr_null(ds.targets);
   ck_assert_int_eq(ds.target_size, 0);
   clt_dataset_free(&ds);
-  write_text("u.csv", "0,1,2,3,4\n", path, sizeof path);
-  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err), CLT_ERR_FORMAT);
-  ck_assert_msg(strstr(err.msg, "u.csv:1: the row has 5 values, it needs 4: "
-                                "no label"),
-                "%s", err.msg);
+  csv_expect_error_with(&o, "0,1,2,3,4\n",
+                        "bad.csv:1: the row has 5 values, it needs 4: no label",
+                        NULL);
 }
 END_TEST
 
