@@ -67,12 +67,11 @@ extern const char *const cli_csv_values_names[];
   "tabular data); with --resume, and in eval, the default\n"                 \
   "is what the checkpoint was trained on"
 
-/* What --csv-values means where it was not given (given: false): the
- * values checkpoint (may be NULL) was trained on, where it recorded
- * floats, else bytes. Writes o->csv_values; false (with the message
- * printed) when checkpoint cannot be read. */
-bool cli_csv_values_default(clt_context *ctx, const char *checkpoint,
-                            clt_data_options *o);
+/* How CSV data is read: --csv-values where given (choice), else as the
+ * checkpoint described by trained was (floats where it recorded them),
+ * else bytes. */
+clt_csv_values cli_csv_values(bool given, int choice,
+                              const clt_checkpoint_info *trained);
 
 /* Reads class names, one a line (blank lines and trailing spaces ignored,
  * '#' comments not: a name may hold any character). Returns a malloc'd

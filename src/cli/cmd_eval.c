@@ -199,10 +199,7 @@ int cli_eval(int argc, char **argv) {
   dopt.test_limit = dopt.train_limit = a.limit;
   dopt.resize = a.resize;
   dopt.holdout = a.holdout;
-  /* What the checkpoint says it was trained on, unless told otherwise. */
-  dopt.csv_values = a.csv_values_given ? (clt_csv_values)a.csv_values
-                    : !strcmp(info.input_values, "floats") ? CLT_CSV_FLOATS
-                                                           : CLT_CSV_BYTES;
+  dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &info);
   bool on_train = a.split == 1;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
                        on_train ? NULL : &ds) != CLT_OK) {

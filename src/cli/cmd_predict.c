@@ -65,7 +65,7 @@ typedef struct predict_args {
   const char *model, *weights, *labels, *device;
   long long top, limit;
   int precision;  /* clt_precision */
-  int csv_values; /* clt_csv_values */
+  int csv_values; /* clt_csv_values: --csv-values, then what is used */
   bool resize, json, csv_values_given;
   bool regression; /* the model's loss is mse: print its outputs */
   const char **inputs;
@@ -277,10 +277,7 @@ static int predict_csv(clt_context *ctx, clt_model *m, predict_args *a,
   if (clt_data_options_from_graph(clt_model_graph(m), &o) != CLT_OK)
     goto fail;
   o.unlabelled = true;
-  if (a->csv_values_given)
-    o.csv_values = (clt_csv_values)a->csv_values;
-  else if (!cli_csv_values_default(ctx, a->weights, &o))
-    return 1;
+  o.csv_values = (clt_csv_values)a->csv_values;
   if (clt_dataset_load_csv(ctx, path, &o, &ds) != CLT_OK) goto fail;
   int64_t count = clt_dataset_count(ds);
   int64_t n = count < a->limit ? count : a->limit;
@@ -372,6 +369,16 @@ int cli_predict(int argc, char **argv) {
     goto done;
   }
   a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_MSE;
+  /* CSV rows are read as the checkpoint's data was, unless told. */
+  clt_checkpoint_info trained = {0};
+  bool csv = false;
+  for (int i = 0; i < a.n_inputs; i++) csv = csv || is_csv(a.inputs[i]);
+  if (csv && !a.csv_values_given &&
+      clt_checkpoint_read_info(ctx, a.weights, &trained) != CLT_OK) {
+    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    goto done;
+  }
+  a.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
   if (labels && n_labels < clt_model_output_size(m) && !a.regression)
     fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
                     "%lld outputs\n",

@@ -729,10 +729,16 @@ int cli_train(int argc, char **argv) {
   dopt.test_limit = a.test_limit;
   dopt.holdout = a.holdout;
   dopt.resize = a.resize;
-  if (a.csv_values_given)
-    dopt.csv_values = (clt_csv_values)a.csv_values;
-  else if (!cli_csv_values_default(ctx, a.resume, &dopt))
+  /* --resume: CSV data read as the run it continues read it (the
+   * checkpoint's info, read again by clt_checkpoint_resume below: the
+   * data must be open before the graph compiles). */
+  clt_checkpoint_info trained = {0};
+  if (!a.csv_values_given && a.resume &&
+      clt_checkpoint_read_info(ctx, a.resume, &trained) != CLT_OK) {
+    fail(ctx, NULL);
     goto done;
+  }
+  dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
       CLT_OK) {
     fail(ctx, NULL);

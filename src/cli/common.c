@@ -119,17 +119,11 @@ const char *const cli_precision_names[] = {"fp32", "mixed", NULL};
 
 const char *const cli_csv_values_names[] = {"bytes", "floats", NULL};
 
-bool cli_csv_values_default(clt_context *ctx, const char *checkpoint,
-                            clt_data_options *o) {
-  o->csv_values = CLT_CSV_BYTES;
-  if (!checkpoint) return true;
-  clt_checkpoint_info info;
-  if (clt_checkpoint_read_info(ctx, checkpoint, &info) != CLT_OK) {
-    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
-    return false;
-  }
-  if (!strcmp(info.input_values, "floats")) o->csv_values = CLT_CSV_FLOATS;
-  return true;
+clt_csv_values cli_csv_values(bool given, int choice,
+                              const clt_checkpoint_info *trained) {
+  if (given) return (clt_csv_values)choice;
+  return !strcmp(trained->input_values, "floats") ? CLT_CSV_FLOATS
+                                                  : CLT_CSV_BYTES;
 }
 
 const char *cli_launched_ranks(void) {

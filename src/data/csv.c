@@ -108,13 +108,11 @@ static clt_status csv_grow(csv_reader *r) {
     if (px) ds->pixels = px;
     ok = px != NULL;
   }
-  if (!ok || r->heads == 0) {
-    /* values only: no labels or targets */
-  } else if (r->o->targets > 0) {
+  if (ok && r->heads > 0 && r->o->targets > 0) {
     float *t = realloc(ds->targets, (size_t)(cap * r->heads) * sizeof *t);
     if (t) ds->targets = t;
     ok = t != NULL;
-  } else {
+  } else if (ok && r->heads > 0) {
     int32_t *l = realloc(ds->labels, (size_t)cap * sizeof *l);
     if (l) ds->labels = l;
     ok = l != NULL;
