@@ -4,13 +4,15 @@
  * per process and read back. The input's first two bytes choose the
  * options (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none,
  * or 1..2 regression targets; values as bytes or as floats; rows with
- * their label or targets, or values only); the rest is the file. Beyond "no crash, no leak, no undefined behaviour":
+ * their label or targets, or values only; the label or targets in the
+ * first column, the last, column 2, or the header's column "y"); the rest
+ * is the file. Beyond "no crash, no leak, no undefined behaviour":
  *   - an accepted file gives at least one sample of the options' shape,
  *     labels in [0, the bound) with num_classes the largest + 1, finite
  *     float targets, or neither (values only), and every value readable (finite, as floats); written
  *     back as CSV (labels and bytes as integers, floats with %.9g, which a
  *     float survives) and read again, it gives the same samples bit for
- *     bit;
+ *     bit (written label first, the label's place recorded as asked);
  *   - a rejected one leaves the dataset empty and a message that names the
  *     file.
  * Build: see fuzz/README.md. */
@@ -43,7 +45,8 @@ static void write_file(const char *path, const uint8_t *data, size_t size) {
 /* The options of the input's first two bytes: b's bits 0 channels 1..2,
  * 1-2 height 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound,
  * 1..5 labels below 2, 3, 5, 10, 256, 6..7 one or two targets; c's bit 0
- * the values as floats, bit 1 values only (unlabelled). */
+ * the values as floats, bit 1 values only (unlabelled), bits 2-3 the
+ * label column: first, last, 2, "y". */
 static clt_data_options options_of(uint8_t b, uint8_t c) {
   static const int bounds[] = {0, 2, 3, 5, 10, 256};
   clt_data_options o;
@@ -58,6 +61,8 @@ static clt_data_options options_of(uint8_t b, uint8_t c) {
     o.targets = heads - 5;
   o.csv_values = c & 1 ? CLT_CSV_FLOATS : CLT_CSV_BYTES;
   o.unlabelled = (c & 2) != 0;
+  static const char *const columns[] = {NULL, "last", "2", "y"};
+  o.label_column = columns[(c >> 2) & 3];
   return o;
 }
 
@@ -86,10 +91,12 @@ static void check_accepted(const clt_data_options *o, const clt_dataset *ds) {
           "source names the file");
   if (o->unlabelled) {
     require(!ds->labels && !ds->targets && ds->target_size == 0 &&
-                ds->num_classes == 0,
+                ds->num_classes == 0 && !ds->label_column[0],
             "values only");
     return;
   }
+  require(!strcmp(ds->label_column, o->label_column ? o->label_column : ""),
+          "the label column recorded as asked");
   if (o->targets > 0) {
     require(ds->targets && !ds->labels, "targets, no labels");
     require(ds->target_size == o->targets, "target count");
@@ -134,7 +141,11 @@ static void write_back(const clt_data_options *o, const clt_dataset *ds) {
   if (fclose(f) != 0) abort();
 }
 
-static void check_round_trip(const clt_data_options *o, const clt_dataset *ds) {
+static void check_round_trip(const clt_data_options *asked,
+                             const clt_dataset *ds) {
+  clt_data_options first = *asked; /* written back label first */
+  first.label_column = NULL;
+  const clt_data_options *o = &first;
   write_back(o, ds);
   clt_dataset again;
   clt_err err;

@@ -999,6 +999,9 @@ typedef enum clt_csv_values {
   CLT_CSV_FLOATS = 1,
 } clt_csv_values;
 
+/* The longest clt_data_options.label_column, its NUL included. */
+#define CLT_LABEL_COLUMN_MAX 128
+
 typedef struct clt_data_options {
   /* Each sample's shape, the model's input (1x28x28: channels 1, height
    * 28, width 28; flat inputs of N values: 1x1xN). Required by CSV and
@@ -1041,11 +1044,21 @@ typedef struct clt_data_options {
    * to predict on, as `cltrain predict FILE.csv` reads it). Such a
    * dataset has neither, and clt_fit and clt_evaluate refuse it. */
   bool unlabelled;
+  /* CSV files: the column of each row's label, or of the first of its
+   * targets (the others follow it): NULL, "" or "first" the first column
+   * (Fashion-MNIST's layout); "last" the last (the last `targets`
+   * columns); a whole number N column N, counted from 1; any other text
+   * the column of that name in the header line (which the file must
+   * then have; names are matched exactly, after trimming and taking off
+   * double quotes). At most CLT_LABEL_COLUMN_MAX - 1 characters. The
+   * other columns are the values, in their order. Ignored for unlabelled
+   * rows. clt_fit's checkpoints record it (clt_checkpoint_info). */
+  const char *label_column;
 } clt_data_options;
 
 /* Fills o with the defaults: no shape, no bound on labels, no limits,
  * holdout 0.1, no resizing, threads 0, cache -1, no class names, CSV
- * values as bytes, labelled. */
+ * values as bytes, labelled, the label in the first column. */
 CLT_API void clt_data_options_init(clt_data_options *o);
 
 /* Sets o's shape from g's input and, from its loss, num_classes
@@ -1082,7 +1095,9 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
                                            clt_dataset **out);
 
 /* Reads a CSV file of rows `label,pixel1,...,pixelN` (Fashion-MNIST's and
- * MNIST's CSV layout; with o->targets = K, `t1,...,tK,pixel1,...`): N =
+ * MNIST's CSV layout; with o->targets = K, `t1,...,tK,pixel1,...`; the
+ * label or targets elsewhere with o->label_column, whose name or number
+ * not fitting the file is an error too): N =
  * channels * height * width values in NCHW order, whole numbers 0 to 255
  * (by value: "3", "3.0" and "3e0" alike), or with o->csv_values =
  * CLT_CSV_FLOATS any decimal numbers within a float's range; labels are
@@ -1447,7 +1462,8 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
  * strings, when the training data named its classes),
  * "model_sha256" (of the model file, when the graph came from one),
  * "input_values" ("bytes" or "floats", when saved by clt_fit),
- * "optimizer", "optimizer_options", "epoch", "step", "seed". */
+ * "label_column" (when clt_fit's training data was a CSV file whose label
+ * was not in the first column: clt_data_options.label_column), "optimizer", "optimizer_options", "epoch", "step", "seed". */
 
 typedef struct clt_checkpoint_info {
   int epoch;          /* epochs done when it was saved */
@@ -1462,6 +1478,10 @@ typedef struct clt_checkpoint_info {
    * values_f32 in memory): metadata "input_values". "" when not recorded
    * (clt_checkpoint_save knows no data; older files). */
   char input_values[8];
+  /* Where the training data's CSV rows held the label or targets
+   * (clt_data_options.label_column, metadata "label_column"): "" when in
+   * the first column, or not recorded. */
+  char label_column[CLT_LABEL_COLUMN_MAX];
 } clt_checkpoint_info;
 
 /* Writes g's parameters and, if opt is not NULL, its state, atomically

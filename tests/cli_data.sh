@@ -142,6 +142,38 @@ expect_error "eval --csv-values bytes" "tab.csv:2:" "--csv-values floats" -- \
 must_say "--resume takes floats from the checkpoint" "values as floats" "$T/out"
 echo "ok: tabular floats from CSV (loss $first -> $last, eval $got; --resume agrees)"
 
+# The same rows with the target last, found by its header name: the same
+# run, bit for bit; eval and --resume find it again from the checkpoint.
+awk -F, -v OFS=, '{ y = $1; for (i = 1; i < NF; i++) $i = $(i + 1); $NF = y; print }' \
+  "$T/tab.csv" >"$T/tab_last.csv"
+"$C" train "$T/tab.model" --data "$T/tab_last.csv" --csv-values floats \
+  --label-column y --epochs 30 --batch 20 --lr 0.01 --save "$T/tab_last.st" \
+  >"$T/out"
+must_say "--label-column" \
+  "tab_last.csv (CSV, 300 rows after a header line, target in column 4 ('y'), values as floats)" \
+  "$T/out"
+got_last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
+[ "$got_last" = "$last" ] ||
+  fail "--label-column y: final loss $got_last, label-first $last"
+"$C" eval "$T/tab.model" --weights "$T/tab_last.st" --data "$T/tab_last.csv" \
+  >"$T/eval"
+must_say "eval takes the label column from the checkpoint" "column 4 ('y')" \
+  "$T/eval"
+must_say "eval's loss with the label column" "loss $got (mse" "$T/eval"
+"$C" train "$T/tab.model" --data "$T/tab_last.csv" --epochs 31 --batch 20 \
+  --lr 0.01 --resume "$T/tab_last.st" >"$T/out"
+must_say "--resume takes the label column" "column 4 ('y'), values as floats" \
+  "$T/out"
+expect_error "--label-column not in the header" "tab_last.csv:1:" \
+  "no column of the header line is named 'z' (the target column); it has 4: 'a', 'b', 'c', 'y'" \
+  -- "$C" train "$T/tab.model" --data "$T/tab_last.csv" --csv-values floats \
+  --label-column z --quiet
+expect_error "--label-column past the row" "tab_last.csv:" \
+  "the target column cannot start at column 5: a row has 4 columns" -- \
+  "$C" eval "$T/tab.model" --weights "$T/tab_last.st" \
+  --data "$T/tab_last.csv" --label-column 5
+echo "ok: --label-column y (the same loss, $got_last; eval and --resume find it)"
+
 # predict on rows of values (no label): the held-out 30 rows' outputs give
 # eval's loss against their targets; a row with its target is refused.
 tail -n 30 "$T/tab.csv" | cut -d, -f2- >"$T/tab_rows.csv"

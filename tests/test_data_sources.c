@@ -274,6 +274,191 @@ START_TEST(csv_unlabelled) {
 }
 END_TEST
 
+/* Reads text with options o, which must succeed. */
+static void csv_read_ok(const clt_data_options *o, const char *text,
+                        clt_dataset *ds) {
+  char path[512];
+  write_text("lc.csv", text, path, sizeof path);
+  clt_err err = {0};
+  ck_assert_msg(clt_csv_read(path, o, ds, &err) == CLT_OK, "%s", err.msg);
+}
+
+/* The same rows with the label elsewhere (o.label_column: last, a column
+ * number, a header name) give the same dataset as label-first rows. */
+START_TEST(csv_label_column) {
+  clt_data_options o = opts_2x2(0);
+  clt_dataset first, ds;
+  csv_read_ok(&o, "2,0,1,2,255\n0,10,20,30,40\n1,5,6,7,8\n", &first);
+  ck_assert_str_eq(first.label_column, "");
+  const struct {
+    const char *spec, *text, *says;
+  } cases[] = {
+      {"last", "0,1,2,255,2\n10,20,30,40,0\n5,6,7,8,1\n",
+       "label in column 5)"},
+      {"3", "0,1,2,2,255\n10,20,0,30,40\n5,6,1,7,8\n", "label in column 3)"},
+      {"+3", "0,1,2,2,255\n10,20,0,30,40\n5,6,1,7,8\n", "label in column 3)"},
+      /* quoted, with a comma, a doubled quote, spaces around */
+      {"the \"class\", y",
+       "a,b, \"the \"\"class\"\", y\" ,c,d\n0,1,2,2,255\n10,20,0,30,40\n"
+       "5,6,1,7,8\n",
+       "label in column 3 ('the \"class\", y'))"},
+      {"class", "a, class ,b,c,d\n0,2,1,2,255\n10,0,20,30,40\n5,1,6,7,8\n",
+       "label in column 2 ('class'))"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    o.label_column = cases[i].spec;
+    csv_read_ok(&o, cases[i].text, &ds);
+    ck_assert_int_eq(ds.count, 3);
+    ck_assert_int_eq(ds.num_classes, 3);
+    ck_assert_mem_eq(ds.labels, first.labels, 3 * sizeof *ds.labels);
+    ck_assert_mem_eq(ds.pixels, first.pixels, 12);
+    ck_assert_msg(strstr(ds.source, cases[i].says), "%s: %s", cases[i].spec,
+                  ds.source);
+    ck_assert_str_eq(ds.label_column, cases[i].spec);
+    clt_dataset_free(&ds);
+  }
+  /* The first column, said in any way, is the default: not recorded. */
+  const char *firsts[] = {"first", "1", "", "label"};
+  for (size_t i = 0; i < 4; i++) {
+    o.label_column = firsts[i];
+    csv_read_ok(&o, "label,a,b,c,d\n2,0,1,2,255\n0,10,20,30,40\n1,5,6,7,8\n",
+                &ds);
+    ck_assert_mem_eq(ds.labels, first.labels, 3 * sizeof *ds.labels);
+    ck_assert_mem_eq(ds.pixels, first.pixels, 12);
+    /* a name is said where it was found */
+    ck_assert_msg(i == 3 ? strstr(ds.source, "label in column 1 ('label')") != NULL
+                         : strstr(ds.source, "column") == NULL,
+                  "%s", ds.source);
+    ck_assert_str_eq(ds.label_column, i == 3 ? "label" : "");
+    clt_dataset_free(&ds);
+  }
+  clt_dataset_free(&first);
+  /* A random split keeps the record, for the checkpoint of its rest. */
+  o.label_column = "last";
+  csv_read_ok(&o, "0,1,2,255,2\n10,20,30,40,0\n5,6,7,8,1\n", &ds);
+  clt_dataset rest, part;
+  clt_err err = {0};
+  ck_assert_int_eq(clt_dataset_split_random(&ds, 0.34, 1, &rest, &part, &err),
+                   CLT_OK);
+  ck_assert_str_eq(rest.label_column, "last");
+  clt_dataset_free(&rest);
+  clt_dataset_free(&part);
+  clt_dataset_free(&ds);
+  /* Rows to predict on have no label: the option has nothing to find. */
+  o.unlabelled = true;
+  o.label_column = "nowhere";
+  csv_read_ok(&o, "1,2,3,4\n", &ds);
+  ck_assert_int_eq(ds.count, 1);
+  ck_assert_str_eq(ds.label_column, "");
+  clt_dataset_free(&ds);
+}
+END_TEST
+
+/* Targets from the last columns, or from a named one on. */
+START_TEST(csv_target_columns) {
+  clt_data_options o = opts_2x2(0);
+  o.targets = 2;
+  o.csv_values = CLT_CSV_FLOATS;
+  o.label_column = "last";
+  clt_dataset ds;
+  csv_read_ok(&o, "1,2,3,4,0.5,-7\n5,6,7,8,1e3,2\n", &ds);
+  const float want_t[4] = {0.5f, -7.0f, 1e3f, 2.0f};
+  const float want_x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ck_assert_mem_eq(ds.targets, want_t, sizeof want_t);
+  ck_assert_mem_eq(ds.fpixels, want_x, sizeof want_x);
+  ck_assert_msg(strstr(ds.source, "targets in columns 5 to 6"), "%s",
+                ds.source);
+  clt_dataset_free(&ds);
+  o.label_column = "y1";
+  csv_read_ok(&o, "a,y1,y2,b,c,d\n1,0.5,-7,2,3,4\n5,1e3,2,6,7,8\n", &ds);
+  ck_assert_mem_eq(ds.targets, want_t, sizeof want_t);
+  ck_assert_mem_eq(ds.fpixels, want_x, sizeof want_x);
+  ck_assert_msg(strstr(ds.source, "targets in columns 2 to 3 ('y1')"), "%s",
+                ds.source);
+  clt_dataset_free(&ds);
+  /* A value's message counts the file's columns, and the value's own. */
+  o.csv_values = CLT_CSV_BYTES;
+  o.label_column = "2";
+  csv_expect_error_with(&o, "1,0.5,-7,2,300,4\n",
+                        "bad.csv:1: column 5 (pixel 3) is 300", NULL);
+  csv_expect_error_with(&o, "1,0.5,x,2,3,4\n", "column 3 is 'x', not a number",
+                        NULL);
+  /* the named target runs past the row's end */
+  o.label_column = "y2";
+  csv_expect_error_with(&o, "a,b,c,d,y1,y2\n1,2,3,4,5,6\n",
+                        "bad.csv:1: the 2 target columns cannot start at "
+                        "column 6 ('y2'): a row has 6 columns (2 targets and 4 "
+                        "pixels",
+                        NULL);
+  o.targets = 1;
+  o.label_column = "e";
+  csv_expect_error_with(&o, "a,b,c,d,f\n", "no column of the header line is "
+                        "named 'e' (the target column)", NULL);
+}
+END_TEST
+
+/* What cannot be found or does not fit, named. */
+START_TEST(csv_label_column_errors) {
+  clt_data_options o = opts_2x2(3);
+  o.label_column = "y";
+  csv_expect_error_with(&o, "a,b,c,d,e\n0,1,2,3,4\n",
+                        "bad.csv:1: no column of the header line is named 'y' "
+                        "(the label column); it has 5: 'a', 'b', 'c', 'd', 'e'",
+                        NULL);
+  csv_expect_error_with(&o, "a,y,c,y,e\n0,1,2,3,4\n",
+                        "bad.csv:1: the header line names two columns 'y' (2 "
+                        "and 4)",
+                        NULL);
+  csv_expect_error_with(&o, "\n0,1,2,3,4\n",
+                        "bad.csv:2: the label column is named 'y', but the "
+                        "file has no header line",
+                        NULL);
+  /* A long header is listed in part. */
+  char text[2048] = "";
+  for (int i = 0; i < 100; i++)
+    snprintf(text + strlen(text), sizeof text - strlen(text), "%scolumn_%d",
+             i ? "," : "", i);
+  strcat(text, "\n");
+  csv_expect_error_with(&o, text, "it has 100: 'column_0', 'column_1'", "...");
+  /* The label's own checks count the file's columns. */
+  o.label_column = "last";
+  csv_expect_error_with(&o, "0,1,2,3,7\n", "bad.csv:1: the label is 7, out of "
+                        "range", NULL);
+  csv_expect_error_with(&o, "0,1,2,256,1\n",
+                        "bad.csv:1: column 4 (pixel 4) is 256", NULL);
+  csv_expect_error_with(&o, "0,1,2,1\n", "the row has 4 values, it needs 5",
+                        NULL);
+  /* Numbers that name no column, and a name too long to record, are bad
+   * options whatever the file holds. */
+  char path[512];
+  write_text("ok.csv", "0,1,2,3,4\n", path, sizeof path);
+  char longname[CLT_LABEL_COLUMN_MAX + 1];
+  memset(longname, 'n', CLT_LABEL_COLUMN_MAX);
+  longname[CLT_LABEL_COLUMN_MAX] = '\0';
+  const struct {
+    const char *spec, *says;
+  } bad[] = {
+      {"6", "the label column cannot start at column 6: a row has 5 columns "
+            "(a label and 4 pixels for the model's 1x2x2 input)"},
+      {"123456789012345678901", "cannot start at column 12345678901234567890"},
+      {"0", "label column 0: columns count from 1 (the last is 'last')"},
+      {"-2", "label column -2: columns count from 1"},
+      {longname, "the label column's name is 128 characters long; at most "
+                 "127"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    clt_dataset ds;
+    clt_err err = {0};
+    o.label_column = bad[i].spec;
+    ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err.msg, bad[i].says), "'%s' not in: %s", bad[i].says,
+                  err.msg);
+    ck_assert_ptr_null(ds.labels);
+  }
+}
+END_TEST
+
 START_TEST(split_tail_holds_out_the_last) {
   char path[512];
   write_text("s.csv", "0,0,0,0,0\n1,1,1,1,1\n2,2,2,2,2\n0,3,3,3,3\n1,4,4,4,4\n",
@@ -687,6 +872,9 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_unlabelled);
   tcase_add_test(csv, csv_bad_values);
   tcase_add_test(csv, csv_targets);
+  tcase_add_test(csv, csv_label_column);
+  tcase_add_test(csv, csv_target_columns);
+  tcase_add_test(csv, csv_label_column_errors);
   tcase_add_test(csv, split_tail_holds_out_the_last);
   tcase_add_test(csv, class_names_round_trip);
   suite_add_tcase(s, csv);

@@ -192,6 +192,24 @@ START_TEST(test_mse_regression_through_fit) {
                 "%s", clt_context_last_error(g_ctx));
   ck_assert_int_eq(clt_evaluate(g, un, 32, &m), CLT_ERR_INVALID_ARGUMENT);
   clt_dataset_destroy(un);
+  /* Where a CSV file held the targets goes into the checkpoint (data in
+   * memory has no such place: not recorded). */
+  ck_assert_str_eq(info.label_column, "");
+  const char *named = tmp_path("named.csv");
+  f = fopen(named, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("a,b,y1,y2,c,d\n0.5,1,2,-1,-2,3\n1,2,0,0.5,3,4\n", f);
+  fclose(f);
+  o.unlabelled = false;
+  o.label_column = "y1";
+  clt_dataset *csv = NULL;
+  ck_assert_ok(clt_dataset_load_csv(g_ctx, named, &o, &csv));
+  fo.epochs = 1;
+  ck_assert_ok(clt_fit(g, opt, csv, NULL, &fo, hist));
+  ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
+  ck_assert_str_eq(info.label_column, "y1");
+  ck_assert_str_eq(info.input_values, "floats");
+  clt_dataset_destroy(csv);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   clt_dataset_destroy(ds);
@@ -303,6 +321,7 @@ START_TEST(test_memory_classifier_names_in_checkpoint) {
   ck_assert_ok(clt_checkpoint_save(g, opt, 5, hist, fo.checkpoint_path));
   ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
   ck_assert_str_eq(info.input_values, "");
+  ck_assert_str_eq(info.label_column, "");
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);
   clt_dataset_destroy(ds);

@@ -67,6 +67,18 @@ extern const char *const cli_csv_values_names[];
   "tabular data); with --resume, and in eval, the default\n"                 \
   "is what the checkpoint was trained on"
 
+/* The help text of train's and eval's --label-column. */
+#define CLI_LABEL_COLUMN_HELP                                                  \
+  "CSV data: the column of the label (or of the first\n"                      \
+  "target): first (default), last, a number from 1, or\n"                     \
+  "a name in the header line; with --resume, and in\n"                       \
+  "eval, the default is what the checkpoint was trained on"
+
+/* The label column of CSV data: --label-column where given, else the
+ * checkpoint's record (NULL: the first column). */
+const char *cli_label_column(const char *given,
+                             const clt_checkpoint_info *trained);
+
 /* How CSV data is read: --csv-values where given (choice), else as the
  * checkpoint described by trained was (floats where it recorded them),
  * else bytes. */

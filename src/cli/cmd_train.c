@@ -31,6 +31,7 @@ typedef struct train_args {
   int optimizer, schedule, precision;
   int csv_values; /* clt_csv_values */
   bool csv_values_given;
+  const char *label_column; /* NULL: not given */
 } train_args;
 
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
@@ -56,6 +57,8 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
    "resize images of another size than the model's input", 0, 0, 0, 0, 0},     \
   {"csv-values", CLI_CHOICE, &(a)->csv_values, "V", CLI_CSV_VALUES_HELP, 0,    \
    0, 0, cli_csv_values_names, &(a)->csv_values_given},                        \
+  {"label-column", CLI_STRING, &(a)->label_column, "C",                        \
+   CLI_LABEL_COLUMN_HELP, 0, 0, 0, 0, 0},                                      \
   {"epochs", CLI_INT, &(a)->epochs, "N", "epochs (default 5)", 1,              \
    CLI_MAX_EPOCHS, 0, 0, 0},                                                   \
   {"batch", CLI_INT, &(a)->batch, "B", "batch size (default 32)", 1,           \
@@ -733,12 +736,13 @@ int cli_train(int argc, char **argv) {
    * checkpoint's info, read again by clt_checkpoint_resume below: the
    * data must be open before the graph compiles). */
   clt_checkpoint_info trained = {0};
-  if (!a.csv_values_given && a.resume &&
+  if ((!a.csv_values_given || !a.label_column) && a.resume &&
       clt_checkpoint_read_info(ctx, a.resume, &trained) != CLT_OK) {
     fail(ctx, NULL);
     goto done;
   }
   dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
+  dopt.label_column = cli_label_column(a.label_column, &trained);
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
       CLT_OK) {
     fail(ctx, NULL);

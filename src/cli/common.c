@@ -126,6 +126,12 @@ clt_csv_values cli_csv_values(bool given, int choice,
                                                   : CLT_CSV_BYTES;
 }
 
+const char *cli_label_column(const char *given,
+                             const clt_checkpoint_info *trained) {
+  if (given) return given;
+  return trained->label_column[0] ? trained->label_column : NULL;
+}
+
 const char *cli_launched_ranks(void) {
   const char *n = getenv("OMPI_COMM_WORLD_SIZE");
   return n ? n : getenv("PMI_SIZE");

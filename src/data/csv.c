@@ -15,8 +15,12 @@ typedef struct csv_reader {
   const clt_data_options *o;
   int64_t heads;  /* leading fields: 1 label, o->targets targets, or none
                      (o->unlabelled) */
-  int64_t pixels; /* fields after them: C * H * W */
-  int64_t cap;    /* rows the arrays have room for */
+  int64_t pixels; /* the other fields: C * H * W */
+  /* The heads' first column, 0-based (o->label_column); -1: a name not
+   * yet found in the header line. */
+  int64_t head_at;
+  const char *label_name; /* the name looked for, or NULL */
+  int64_t cap;            /* rows the arrays have room for */
   bool floats;    /* values as floats (CLT_CSV_FLOATS), else bytes */
   clt_dataset *ds;
   clt_err *err;
@@ -140,11 +144,12 @@ static clt_status csv_float(csv_reader *r, int64_t column, const char *text,
   return CLT_OK;
 }
 
-static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
+/* Head h (0-based: the label, or target h) from the file's column. */
+static clt_status csv_head(csv_reader *r, int64_t h, int64_t column,
+                           const char *text) {
   clt_dataset *ds = r->ds;
   if (r->o->targets > 0)
-    return csv_float(r, column, text,
-                     &ds->targets[ds->count * r->heads + column - 1]);
+    return csv_float(r, column, text, &ds->targets[ds->count * r->heads + h]);
   long label;
   if (!csv_integral(text, &label)) {
     double v;
@@ -175,11 +180,13 @@ static clt_status csv_head(csv_reader *r, int64_t column, const char *text) {
   return CLT_OK;
 }
 
-static clt_status csv_pixel(csv_reader *r, int64_t column, const char *text) {
-  int64_t at = r->ds->count * r->pixels + column - 1 - r->heads;
+/* Value v (0-based, of C * H * W) from the file's column. */
+static clt_status csv_pixel(csv_reader *r, int64_t v, int64_t column,
+                            const char *text) {
+  int64_t at = r->ds->count * r->pixels + v;
   if (r->floats) return csv_float(r, column, text, &r->ds->fpixels[at]);
-  long v;
-  if (!csv_integral(text, &v) || v < 0 || v > 255) {
+  long b;
+  if (!csv_integral(text, &b) || b < 0 || b > 255) {
     double d;
     if (!csv_number(text, &d)) return csv_not_number(r, column, text);
     return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -187,30 +194,158 @@ static clt_status csv_pixel(csv_reader *r, int64_t column, const char *text) {
                        "must be whole numbers from 0 to 255 (values of any "
                        "size are read as floats with --csv-values floats, "
                        "CLT_CSV_FLOATS)",
-                       r->path, r->line, (long long)column,
-                       (long long)(column - r->heads), text);
+                       r->path, r->line, (long long)column, (long long)(v + 1),
+                       text);
   }
-  r->ds->pixels[at] = (uint8_t)v;
+  r->ds->pixels[at] = (uint8_t)b;
   return CLT_OK;
 }
 
-/* The message for a row of `fields` values where heads + pixels belong. */
-static clt_status csv_wrong_length(csv_reader *r, int64_t fields) {
+/* What a row holds, for messages: "a label and 784 pixels for the
+ * model's 1x28x28 input". */
+static void csv_row_holds(const csv_reader *r, char *buf, size_t len) {
   const clt_data_options *o = r->o;
   char what[64];
   if (r->heads == 0)
     snprintf(what, sizeof what, "no label (values to predict on) and ");
-  else if (o->targets > 0)
+  else if (o->targets > 1)
     snprintf(what, sizeof what, "%lld targets and ", (long long)o->targets);
   else
-    snprintf(what, sizeof what, "a label and ");
+    snprintf(what, sizeof what, "a %s and ", o->targets ? "target" : "label");
+  snprintf(buf, len, "%s%lld %s for the model's %dx%dx%d input", what,
+           (long long)r->pixels, r->floats ? "values" : "pixels", o->channels,
+           o->height, o->width);
+}
+
+/* The message for a row of `fields` values where heads + pixels belong. */
+static clt_status csv_wrong_length(csv_reader *r, int64_t fields) {
+  char holds[160];
+  csv_row_holds(r, holds, sizeof holds);
   return clt_err_set(r->err, CLT_ERR_FORMAT,
-                     "%s:%ld: the row has %lld values, it needs %lld: %s%lld "
-                     "%s for the model's %dx%dx%d input",
+                     "%s:%ld: the row has %lld values, it needs %lld: %s",
                      r->path, r->line, (long long)fields,
-                     (long long)(r->heads + r->pixels), what,
-                     (long long)r->pixels, r->floats ? "values" : "pixels",
-                     o->channels, o->height, o->width);
+                     (long long)(r->heads + r->pixels), holds);
+}
+
+/* The heads' columns: "the label column", "the 2 target columns". */
+static void csv_heads_name(const csv_reader *r, char *buf, size_t len) {
+  if (r->o->targets <= 0)
+    snprintf(buf, len, "the label column");
+  else if (r->heads == 1)
+    snprintf(buf, len, "the target column");
+  else
+    snprintf(buf, len, "the %lld target columns", (long long)r->heads);
+}
+
+/* The heads start at column `at` (0-based; `given` as the user said it),
+ * if they fit in a row: else error `code`. */
+static clt_status csv_place_at(csv_reader *r, int64_t at, const char *given,
+                               clt_status code) {
+  int64_t columns = r->heads + r->pixels;
+  if (at <= columns - r->heads) {
+    r->head_at = at;
+    return CLT_OK;
+  }
+  char holds[160], heads[64], where[32] = "";
+  csv_row_holds(r, holds, sizeof holds);
+  csv_heads_name(r, heads, sizeof heads);
+  if (r->label_name) snprintf(where, sizeof where, ":%ld", r->line);
+  return clt_err_set(r->err, code,
+                     "%s%s: %s cannot start at %s: a row has %lld columns "
+                     "(%s)",
+                     r->path, where, heads, given, (long long)columns, holds);
+}
+
+/* Where the heads are, from o->label_column (cltrain.h): NULL, "" or
+ * "first" the first column(s), "last" the last, a whole number N column N
+ * (counted from 1), any other text a name the header line must hold
+ * (r->head_at is -1 until it is read). */
+static clt_status csv_label_place(csv_reader *r) {
+  const char *spec = r->o->label_column;
+  r->head_at = 0;
+  if (r->heads == 0 || !spec || !*spec || !strcmp(spec, "first"))
+    return CLT_OK;
+  if (!strcmp(spec, "last")) /* always fits */
+    return csv_place_at(r, r->pixels, "the last", CLT_ERR_INVALID_ARGUMENT);
+  const char *digits = spec + (*spec == '+' || *spec == '-');
+  size_t n = strspn(digits, "0123456789");
+  if (n == 0 || digits[n]) { /* a name */
+    r->label_name = spec;
+    r->head_at = -1;
+    return CLT_OK;
+  }
+  /* past any row beyond 12 digits */
+  long long column = n > 12 ? 1000000000000LL : strtoll(spec, NULL, 10);
+  if (column < 1)
+    return clt_err_set(r->err, CLT_ERR_INVALID_ARGUMENT,
+                       "%s: label column %s: columns count from 1 (the last "
+                       "is 'last')",
+                       r->path, spec);
+  char given[48];
+  snprintf(given, sizeof given, "column %.20s", spec);
+  return csv_place_at(r, (int64_t)column - 1, given,
+                      CLT_ERR_INVALID_ARGUMENT);
+}
+
+/* The next field of a header line into buf (cap bytes), trimmed and
+ * unquoted ("a, b" holds a comma, "" is a quote); *p moves past the
+ * separator. false after the last field. */
+static bool csv_header_field(const char **p, bool *more, char *buf,
+                             size_t cap) {
+  if (!*more) return false;
+  const char *s = *p;
+  size_t n = 0;
+  while (csv_space(*s)) s++;
+  bool quoted = *s == '"';
+  if (quoted)
+    for (s++; *s; s++) {
+      if (*s == '"' && *++s != '"') break;
+      if (n + 1 < cap) buf[n++] = *s;
+    }
+  for (; *s && *s != ','; s++)
+    if (!quoted && n + 1 < cap) buf[n++] = *s;
+  while (!quoted && n > 0 && csv_space(buf[n - 1])) n--;
+  buf[n] = '\0';
+  *more = *s == ',';
+  *p = *s ? s + 1 : s;
+  return true;
+}
+
+/* Finds r->label_name among the header line's fields. */
+static clt_status csv_find_name(csv_reader *r, const char *line) {
+  const char *p = line;
+  bool more = true;
+  char field[256], names[160] = "", heads[64];
+  int64_t found = -1, i = 0;
+  size_t used = 0;
+  csv_heads_name(r, heads, sizeof heads);
+  for (; csv_header_field(&p, &more, field, sizeof field); i++) {
+    if (!strcmp(field, r->label_name)) {
+      if (found >= 0)
+        return clt_err_set(r->err, CLT_ERR_FORMAT,
+                           "%s:%ld: the header line names two columns "
+                           "'%.100s' (%lld and %lld): which is %s?",
+                           r->path, r->line, r->label_name,
+                           (long long)(found + 1), (long long)(i + 1), heads);
+      found = i;
+    }
+    if (used < sizeof names - 1) {
+      int w = snprintf(names + used, sizeof names - used, "%s'%.40s'",
+                       i ? ", " : "", field);
+      used = w > 0 && used + (size_t)w < sizeof names ? used + (size_t)w
+                                                      : sizeof names - 1;
+    }
+  }
+  if (found < 0)
+    return clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: no column of the header line is named "
+                       "'%.100s' (%s); it has %lld: %s%s",
+                       r->path, r->line, r->label_name, heads, (long long)i,
+                       names, used >= sizeof names - 1 ? "..." : "");
+  char given[CLT_LABEL_COLUMN_MAX + 48];
+  snprintf(given, sizeof given, "column %lld ('%s')", (long long)(found + 1),
+           r->label_name);
+  return csv_place_at(r, found, given, CLT_ERR_FORMAT);
 }
 
 static int64_t csv_count_fields(const char *line) {
@@ -225,11 +360,12 @@ static clt_status csv_row(csv_reader *r, char *line) {
   CLT_TRY(csv_grow(r));
   bool more = true;
   char *p = line, *text;
-  for (int64_t column = 1; (text = csv_field(&p, &more)); column++) {
-    if (column <= r->heads)
-      CLT_TRY(csv_head(r, column, text));
+  for (int64_t i = 0; (text = csv_field(&p, &more)); i++) {
+    int64_t h = i - r->head_at;
+    if (h >= 0 && h < r->heads)
+      CLT_TRY(csv_head(r, h, i + 1, text));
     else
-      CLT_TRY(csv_pixel(r, column, text));
+      CLT_TRY(csv_pixel(r, h < 0 ? i : i - r->heads, i + 1, text));
   }
   r->ds->count++;
   return CLT_OK;
@@ -272,7 +408,29 @@ static clt_status csv_check_options(const char *path, const clt_data_options *o,
                        "%s: csv_values %d is neither CLT_CSV_BYTES nor "
                        "CLT_CSV_FLOATS",
                        path, (int)o->csv_values);
+  if (o->label_column && strlen(o->label_column) >= CLT_LABEL_COLUMN_MAX)
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "%s: the label column's name is %zu characters long; "
+                       "at most %d",
+                       path, strlen(o->label_column), CLT_LABEL_COLUMN_MAX - 1);
   return CLT_OK;
+}
+
+/* Where the heads were found, for the data's source: "" in the first
+ * column(s), else ", label in column 9 ('price')". */
+static void csv_place_text(const csv_reader *r, char *buf, size_t len) {
+  buf[0] = '\0';
+  if (r->heads == 0 || (r->head_at == 0 && !r->label_name)) return;
+  char name[CLT_LABEL_COLUMN_MAX + 8] = "";
+  if (r->label_name) snprintf(name, sizeof name, " ('%s')", r->label_name);
+  long long at = (long long)r->head_at + 1;
+  if (r->o->targets <= 0)
+    snprintf(buf, len, ", label in column %lld%s", at, name);
+  else if (r->heads == 1)
+    snprintf(buf, len, ", target in column %lld%s", at, name);
+  else
+    snprintf(buf, len, ", targets in columns %lld to %lld%s", at,
+             at + r->heads - 1, name);
 }
 
 static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
@@ -291,7 +449,17 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     if (first && csv_is_header(line)) {
       *had_header = true;
       first = false;
+      if (r->label_name) st = csv_find_name(r, line);
       continue;
+    }
+    if (first && r->label_name) {
+      char heads[64];
+      csv_heads_name(r, heads, sizeof heads);
+      st = clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: %s is named '%.100s', but the file has no "
+                       "header line to find it in (its first line is data)",
+                       r->path, r->line, heads, r->label_name);
+      break;
     }
     first = false;
     st = csv_row(r, line);
@@ -315,17 +483,18 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   out->height = o->height;
   out->width = o->width;
   out->target_size = o->targets > 0 && !o->unlabelled ? o->targets : 0;
-  csv_reader r = {path,
-                  0,
-                  o,
-                  o->unlabelled ? 0 : o->targets > 0 ? o->targets : 1,
-                  (int64_t)o->channels * o->height * o->width,
-                  0,
-                  o->csv_values == CLT_CSV_FLOATS,
-                  out,
-                  err};
+  csv_reader r = {.path = path,
+                  .o = o,
+                  .heads = o->unlabelled   ? 0
+                           : o->targets > 0 ? o->targets
+                                            : 1,
+                  .pixels = (int64_t)o->channels * o->height * o->width,
+                  .floats = o->csv_values == CLT_CSV_FLOATS,
+                  .ds = out,
+                  .err = err};
+  clt_status st = csv_label_place(&r);
   bool header = false;
-  clt_status st = csv_lines(&r, f, &header);
+  if (st == CLT_OK) st = csv_lines(&r, f, &header);
   fclose(f);
   if (st == CLT_OK && out->count == 0)
     st = clt_err_set(err, CLT_ERR_FORMAT, "%s holds no data rows", path);
@@ -333,9 +502,15 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
     clt_dataset_free(out);
     return st;
   }
-  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s%s)",
+  char place[CLT_LABEL_COLUMN_MAX + 64];
+  csv_place_text(&r, place, sizeof place);
+  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s%s%s)",
            path, (long long)out->count, header ? " after a header line" : "",
-           r.heads == 0 ? ", values only" : "",
+           place, r.heads == 0 ? ", values only" : "",
            r.floats ? ", values as floats" : "");
+  /* the place as asked, for checkpoints (the first column: not said) */
+  if (r.heads > 0 && (r.head_at != 0 || r.label_name))
+    snprintf(out->label_column, sizeof out->label_column, "%s",
+             o->label_column);
   return CLT_OK;
 }

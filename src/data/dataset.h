@@ -27,6 +27,9 @@ typedef struct clt_dataset {
   int num_classes;   /* max label + 1, or the class names' count */
   char **class_names; /* num_classes names (malloc'd) or NULL */
   bool from_cache;   /* image folders: read from the packed cache */
+  /* CSV: clt_data_options.label_column as read, "" for the first column
+   * (recorded by checkpoints) */
+  char label_column[CLT_LABEL_COLUMN_MAX];
   char source[CLT_DATASET_SOURCE_MAX]; /* where it came from, for people */
 } clt_dataset;
 

@@ -107,6 +107,7 @@ static bool alloc_like(const clt_dataset *src, int64_t n, clt_dataset *dst,
   dst->width = src->width;
   dst->target_size = src->target_size;
   dst->num_classes = src->num_classes;
+  memcpy(dst->label_column, src->label_column, sizeof dst->label_column);
   size_t k = (size_t)(n > 0 ? n : 1);
   bool ok = (!src->pixels || (dst->pixels = malloc(k * (size_t)size))) &&
             (!src->fpixels || (dst->fpixels = malloc(k * (size_t)size * 4))) &&

@@ -192,6 +192,9 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
   if (t->input_values)
     CLT_TRY(clt_st_writer_set_metadata(w, "input_values", t->input_values,
                                        err));
+  if (t->label_column && t->label_column[0])
+    CLT_TRY(clt_st_writer_set_metadata(w, "label_column", t->label_column,
+                                       err));
   if (!opt) return CLT_OK;
   clt_optimizer_saved os;
   clt_optimizer_saved_state(opt, &os);
@@ -243,7 +246,7 @@ CLT_API clt_status clt_checkpoint_save(clt_graph *g, const clt_optimizer *opt,
                                        int epoch,
                                        const clt_epoch_stats *history,
                                        const char *path) {
-  clt_checkpoint_train t = {epoch, g->seed, history, NULL, 0, NULL};
+  clt_checkpoint_train t = {epoch, g->seed, history, NULL, 0, NULL, NULL};
   return clt_checkpoint_write(g, opt, &t, path);
 }
 
@@ -344,6 +347,9 @@ static void fill_info(const clt_st_file *f, const clt_st_tensor *state,
   v = clt_st_metadata(f, "input_values");
   if (v && (!strcmp(v, "bytes") || !strcmp(v, "floats")))
     snprintf(info->input_values, sizeof info->input_values, "%s", v);
+  v = clt_st_metadata(f, "label_column");
+  if (v && strlen(v) < sizeof info->label_column)
+    snprintf(info->label_column, sizeof info->label_column, "%s", v);
   if (state) {
     info->epoch = (int)read_i64(f, state, ST_EPOCH);
     info->step = read_i64(f, state, ST_STEP);

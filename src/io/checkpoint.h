@@ -20,6 +20,9 @@ typedef struct clt_checkpoint_train {
   /* The training data's values, "bytes" or "floats" (metadata
    * "input_values"), or NULL: not known. */
   const char *input_values;
+  /* The training data's CSV label column (metadata "label_column"), or
+   * NULL: the first, or not CSV. */
+  const char *label_column;
 } clt_checkpoint_train;
 
 /* clt_checkpoint_save with the fit's data seed (the public function

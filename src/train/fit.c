@@ -624,7 +624,8 @@ static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                             history,
                             train->class_names,
                             train->class_names ? train->num_classes : 0,
-                            train->fpixels ? "floats" : "bytes"};
+                            train->fpixels ? "floats" : "bytes",
+                            train->label_column};
   CLT_TRY(clt_checkpoint_write(g, opt, &t, fo->checkpoint_path));
   *written = e;
   return CLT_OK;
