@@ -195,6 +195,18 @@ must_say "predict --limit" "(28 more rows in $T/tab_rows.csv" "$T/out"
 expect_error "predict on a row with its target" "tab.csv:2:" \
   "the row has 4 values, it needs 3: no label" -- \
   "$C" predict "$T/tab.model" --weights "$T/tab.st" "$T/tab.csv"
+# An image given to a model trained on floats: predicted, with a warning
+# (pixels are scaled to [0, 1]); a model trained on bytes gets none.
+printf 'P5\n3 1\n255\n\001\002\003' >"$T/row.pgm"
+"$C" predict "$T/tab.model" --weights "$T/tab.st" "$T/row.pgm" >"$T/out" \
+  2>"$T/err" || fail "predict an image on a float model: $(cat "$T/err")"
+must_say "the warning for an image" "warning: $T/tab.st was trained on values used as they are" \
+  "$T/err"
+must_say "the image's output" "row.pgm: " "$T/out"
+printf 'P5\n4 4\n255\n0123456789abcdef' >"$T/tiny.pgm"
+"$C" predict "$T/tiny.model" --weights "$T/csv.st" "$T/tiny.pgm" >"$T/out" \
+  2>"$T/err" || fail "predict an image on a byte model: $(cat "$T/err")"
+grep -q warning "$T/err" && fail "a warning for a byte model: $(cat "$T/err")"
 # A classifier on rows of bytes: each row's class is its label's.
 cut -d, -f2- "$T/csv/test.csv" >"$T/rows.csv"
 "$C" predict "$T/tiny.model" --weights "$T/csv.st" --top 1 --limit 60 --json \

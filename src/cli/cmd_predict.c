@@ -369,16 +369,26 @@ int cli_predict(int argc, char **argv) {
     goto done;
   }
   a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_MSE;
-  /* CSV rows are read as the checkpoint's data was, unless told. */
+  /* CSV rows are read as the checkpoint's data was, unless told; images
+   * are pixels, which a model trained on other values may not expect. */
   clt_checkpoint_info trained = {0};
-  bool csv = false;
-  for (int i = 0; i < a.n_inputs; i++) csv = csv || is_csv(a.inputs[i]);
-  if (csv && !a.csv_values_given &&
+  bool csv = false, images = false;
+  for (int i = 0; i < a.n_inputs; i++) {
+    csv = csv || is_csv(a.inputs[i]);
+    images = images || !is_csv(a.inputs[i]);
+  }
+  if (((csv && !a.csv_values_given) || images) &&
       clt_checkpoint_read_info(ctx, a.weights, &trained) != CLT_OK) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     goto done;
   }
   a.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
+  if (images && !strcmp(trained.input_values, "floats"))
+    fprintf(stderr, "cltrain: warning: %s was trained on values used as "
+                    "they are (CSV read as floats, or floats from C), and "
+                    "images are given as pixels scaled to [0, 1]: right "
+                    "only if its data was scaled so\n",
+            a.weights);
   if (labels && n_labels < clt_model_output_size(m) && !a.regression)
     fprintf(stderr, "cltrain: warning: %s names %d classes, the model has "
                     "%lld outputs\n",
