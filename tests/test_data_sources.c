@@ -169,6 +169,23 @@ START_TEST(csv_bad_values) {
                    "bad.csv:1:", "column 4 (pixel 3) is 300");
   csv_expect_error("1,1,2,-3,4\n", 3, "bad.csv:1:", "0 to 255");
   csv_expect_error("label,a,b,c,d\n", 3, "bad.csv holds no data rows", NULL);
+  /* Missing values, as pandas, numpy, R and databases write them. */
+  csv_expect_error("1,1,,3,4\n", 3, "bad.csv:1: column 3 is empty, a missing "
+                   "value: every value must be a number (fill in or drop",
+                   NULL);
+  csv_expect_error("1,1,2,3, \n", 3, "column 5 is empty, a missing value",
+                   NULL);
+  const char *marks[] = {"nan", "NaN", "NA", "n/a", "NULL", "None", "?"};
+  for (int i = 0; i < 7; i++) {
+    char text[64], says[64];
+    snprintf(text, sizeof text, "0,1,2,3,4\n%s,1,2,3,4\n", marks[i]);
+    snprintf(says, sizeof says, "column 1 is '%s', a missing value", marks[i]);
+    csv_expect_error(text, 3, says, NULL);
+  }
+  clt_data_options o = opts_2x2(3);
+  o.csv_values = CLT_CSV_FLOATS;
+  csv_expect_error_with(&o, "1,1.5,nan,3,4\n", "column 3 is 'nan', a missing",
+                        NULL);
 }
 END_TEST
 

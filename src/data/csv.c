@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct csv_reader {
   const char *path;
@@ -90,8 +91,25 @@ static bool csv_integral(const char *s, long *out) {
   return true;
 }
 
+/* How files mark a missing value: pandas writes an empty field, numpy
+ * "nan", R "NA", databases "NULL". */
+static bool csv_missing(const char *text) {
+  static const char *const marks[] = {"", "nan", "na", "n/a", "null", "none",
+                                      "?"};
+  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (!strcasecmp(text, marks[i])) return true;
+  return false;
+}
+
 static clt_status csv_not_number(csv_reader *r, int64_t column,
                                  const char *text) {
+  if (csv_missing(text))
+    return clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: column %lld is %s%.40s%s, a missing value: "
+                       "every value must be a number (fill in or drop the "
+                       "rows with missing values first)",
+                       r->path, r->line, (long long)column,
+                       *text ? "'" : "empty", text, *text ? "'" : "");
   return clt_err_set(r->err, CLT_ERR_FORMAT,
                      "%s:%ld: column %lld is '%.40s', not a number", r->path,
                      r->line, (long long)column, text);
