@@ -41,21 +41,30 @@ __kernel void softmax_rows_backward(__global float *dx, int dx_off,
 /* Row xr's cross-entropy loss from its largest logit m and s, the sum of
  * exp(xr[c] - m); NaN for a label outside [0, cols). (m - x[label]) +
  * log(s), not (m + log(s)) - x[label]: with large, nearly equal logits the
- * sum m + log(s) would round log(s) away. */
+ * sum m + log(s) would round log(s) away. With label smoothing e (PyTorch's
+ * label_smoothing: the target (1 - e) onehot + e / cols), the loss is
+ * (1 - e) (m - x[label]) + e (m - mean) + log(s), mean the row's mean
+ * logit, m - mean given as `spread` (the mean of m - x[c], summed from
+ * those differences: a mean of large logits would round away what sets
+ * them apart); e = 0 gives the plain loss's bits. */
 static float xent_loss(__global const float *xr, int label, int cols, float m,
-                       float s) {
-  return label >= 0 && label < cols ? (m - xr[label]) + log(s) : NAN;
+                       float s, float e, float spread) {
+  if (!(label >= 0 && label < cols)) return NAN;
+  float l = m - xr[label];
+  return (e != 0.0f ? (1.0f - e) * l + e * spread : l) + log(s);
 }
 
-/* The loss's gradient at column c holding logit xc: (softmax - onehot) *
- * grad_scale, inv being 1 / s. */
+/* The loss's gradient at column c holding logit xc: (softmax - target) *
+ * grad_scale, inv being 1 / s, the target (1 - e) onehot + e / cols. */
 static float xent_grad(float xc, int c, int label, float m, float inv,
-                       float grad_scale) {
-  return (exp(xc - m) * inv - (c == label ? 1.0f : 0.0f)) * grad_scale;
+                       float grad_scale, float e, float e_cols) {
+  return (exp(xc - m) * inv - ((c == label ? 1.0f - e : 0.0f) + e_cols)) *
+         grad_scale;
 }
 
 /* Per row: loss[r] = logsumexp(x[r]) - x[r, label]; correct[r] = argmax
- * is the label; grad[r] = (softmax(x[r]) - onehot(label)) * grad_scale.
+ * is the label; grad[r] = (softmax(x[r]) - onehot(label)) * grad_scale;
+ * with label smoothing e the target is (1 - e) onehot + e / cols (above).
  * Stable for logits of any size: everything is relative to the row max.
  * A label outside [0, cols) gives loss NaN, which the caller reports. */
 __kernel void softmax_xent(__global float *loss, int loss_off,
@@ -63,7 +72,7 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
                            __global float *grad, int grad_off,
                            __global const float *x, int x_off,
                            __global const int *labels, int labels_off,
-                           int rows, int cols, float grad_scale) {
+                           int rows, int cols, float grad_scale, float e) {
   int r = get_global_id(0);
   if (r >= rows) return;
   __global const float *xr = x + x_off + r * cols;
@@ -75,15 +84,16 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
       m = xr[c];
       arg = c;
     }
-  float s = 0.0f;
+  float s = 0.0f, sum = 0.0f;
   for (int c = 0; c < cols; c++) s += exp(xr[c] - m);
+  for (int c = 0; c < cols; c++) sum += m - xr[c];
   bool valid = label >= 0 && label < cols;
-  loss[loss_off + r] = xent_loss(xr, label, cols, m, s);
+  loss[loss_off + r] = xent_loss(xr, label, cols, m, s, e, sum / cols);
   correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
-  float inv = 1.0f / s;
+  float inv = 1.0f / s, e_cols = e / cols;
   for (int c = 0; c < cols; c++)
     grad[grad_off + r * cols + c] =
-        xent_grad(xr[c], c, label, m, inv, grad_scale);
+        xent_grad(xr[c], c, label, m, inv, grad_scale, e, e_cols);
 }
 
 /* Per row: loss[r] = sum_c (p - t)^2 (the caller divides by the element
@@ -188,7 +198,8 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
                                  __global float *grad, int grad_off,
                                  __global const float *x, int x_off,
                                  __global const int *labels, int labels_off,
-                                 int rows, int cols, float grad_scale) {
+                                 int rows, int cols, float grad_scale,
+                                 float e) {
   __local float scratch[CLT_WG];
   __local int args[CLT_WG];
   int r = get_group_id(0), lid = get_local_id(0);
@@ -202,18 +213,20 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
       arg = c;
     }
   arg = group_argmax(scratch, args, &m, arg);
-  float s = 0.0f;
+  float s = 0.0f, sum = 0.0f;
   for (int c = lid; c < cols; c += CLT_WG) s += exp(xr[c] - m);
   s = group_sum(scratch, s);
+  for (int c = lid; c < cols; c += CLT_WG) sum += m - xr[c];
+  sum = group_sum(scratch, sum);
   bool valid = label >= 0 && label < cols;
   if (lid == 0) {
-    loss[loss_off + r] = xent_loss(xr, label, cols, m, s);
+    loss[loss_off + r] = xent_loss(xr, label, cols, m, s, e, sum / cols);
     correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
   }
-  float inv = 1.0f / s;
+  float inv = 1.0f / s, e_cols = e / cols;
   for (int c = lid; c < cols; c += CLT_WG)
     grad[grad_off + r * cols + c] =
-        xent_grad(xr[c], c, label, m, inv, grad_scale);
+        xent_grad(xr[c], c, label, m, inv, grad_scale, e, e_cols);
 }
 
 __kernel void mse_group(__global float *loss, int loss_off,

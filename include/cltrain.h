@@ -670,7 +670,10 @@ CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
                                         clt_activation kind, clt_node *out);
 CLT_API clt_status clt_graph_softmax(clt_graph *g, clt_node in, clt_node *out);
 /* Softmax cross-entropy with integer labels over the logits node `in`:
- * the training loss of a classifier (mean over the batch). */
+ * the training loss of a classifier (mean over the batch). With label
+ * smoothing E (PyTorch's CrossEntropyLoss(label_smoothing=E)), add it as
+ * clt_graph_add(g, "softmax_cross_entropy", NULL, &in, 1,
+ * "label_smoothing=0.1", &out). */
 CLT_API clt_status clt_graph_softmax_cross_entropy(clt_graph *g, clt_node in,
                                                    clt_node *out);
 /* Mean squared error between `in` and a float target of the same shape. */

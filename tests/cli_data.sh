@@ -57,6 +57,20 @@ acc=$(sed -n 's/^final: test accuracy \([0-9.]*\).*/\1/p' "$T/out")
 awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }' || fail "csv accuracy $acc"
 echo "ok: train on a folder of train.csv and test.csv (accuracy $acc)"
 
+# Label smoothing 0.1 over 3 classes: the accuracy as before, and a loss
+# that cannot fall below the smoothed target's entropy (0.2911).
+sed 's/^softmax_cross_entropy$/softmax_cross_entropy label_smoothing=0.1/' \
+  "$T/tiny.model" >"$T/smooth.model"
+"$C" train "$T/smooth.model" --data "$T/csv" --epochs 8 --batch 20 --lr 0.01 \
+  >"$T/out"
+acc=$(sed -n 's/^final: test accuracy \([0-9.]*\).*/\1/p' "$T/out")
+loss=$(sed -n 's/^final: .*test loss \([0-9.]*\).*/\1/p' "$T/out")
+train=$(sed -n 's/^epoch 8\/8  train loss \([0-9.]*\).*/\1/p' "$T/out")
+awk -v a="$acc" -v l="$loss" -v t="$train" \
+  'BEGIN { exit !(a > 0.8 && l > 0.2911 && t > 0.2911 && t < 0.6) }' ||
+  fail "label smoothing: accuracy $acc, test loss $loss, train loss $train"
+echo "ok: label_smoothing=0.1 (accuracy $acc, train loss $train above the entropy 0.2911)"
+
 "$C" train "$T/tiny.model" --data "$T/csv/train.csv" --epochs 1 --batch 20 \
   >"$T/out"
 must_say "held out" "the last 10% (30 samples) of $T/csv/train.csv" "$T/out"

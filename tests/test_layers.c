@@ -192,6 +192,70 @@ START_TEST(test_dropout_rate_and_seed) {
 }
 END_TEST
 
+/* softmax_cross_entropy label_smoothing=E: the batch's loss is PyTorch's
+ * CrossEntropyLoss(label_smoothing=E) of the model's probabilities, the
+ * accuracy unchanged; bad values are refused. */
+START_TEST(test_label_smoothing) {
+  enum { N = 5, IN = 4, K = 3 };
+  static const double eps[] = {0.0, 0.25, 1.0};
+  float x[N * IN];
+  int32_t labels[N] = {0, 2, 1, 2, 0};
+  clt_random_fill(x, N * IN, 17, -2.0f, 2.0f);
+  for (int k = 0; k < 3; k++) {
+    char text[160];
+    snprintf(text, sizeof text,
+             "input shape=%d\ndense units=%d\n"
+             "softmax_cross_entropy label_smoothing=%g\n",
+             IN, K, eps[k]);
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(text, &g));
+    ck_assert_ok(clt_graph_compile(g, N, 3));
+    ck_assert_ok(clt_graph_set_batch(g, x, labels, N));
+    ck_assert_ok(clt_graph_forward(g, true));
+    float p[N * K];
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    ck_assert_int_eq(outputs, K);
+    ck_assert_ok(clt_graph_backward(g));
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    double want = 0.0;
+    int right = 0;
+    for (int r = 0; r < N; r++) {
+      double all = 0.0;
+      int arg = 0;
+      for (int c = 0; c < K; c++) {
+        all += -log(p[r * K + c]) / K;
+        if (p[r * K + c] > p[r * K + arg]) arg = c;
+      }
+      want += (1.0 - eps[k]) * -log(p[r * K + labels[r]]) + eps[k] * all;
+      right += arg == labels[r];
+    }
+    ck_assert_msg(fabs(m.loss - want / N) < 1e-5 * fmax(1.0, want / N),
+                  "label smoothing %g: loss %.8g, PyTorch's %.8g", eps[k],
+                  m.loss, want / N);
+    ck_assert_double_eq_tol(m.accuracy, (double)right / N, 1e-12);
+    clt_graph_destroy(g);
+  }
+  static const char *const bad[] = {"1.5", "-0.1", "nan", "x"};
+  for (int i = 0; i < 4; i++) {
+    char text[160];
+    snprintf(text, sizeof text,
+             "input shape=3\ndense units=2\n"
+             "softmax_cross_entropy label_smoothing=%s\n",
+             bad[i]);
+    clt_graph *g = NULL;
+    ck_assert_int_eq(graph_from_text(text, &g), CLT_ERR_FORMAT);
+    ck_assert_msg(strstr(clt_context_last_error(g_ctx), "label_smoothing"),
+                  "%s", clt_context_last_error(g_ctx));
+  }
+  clt_graph *g = NULL; /* mse has no labels to smooth */
+  ck_assert_int_eq(graph_from_text("input shape=3\nmse label_smoothing=0.1\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+}
+END_TEST
+
 START_TEST(test_layer_shape_errors) {
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
@@ -236,6 +300,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_batchnorm_running_stats);
   tcase_add_test(beh, test_dropout_rate_and_seed);
   tcase_add_test(beh, test_layer_shape_errors);
+  tcase_add_test(beh, test_label_smoothing);
   suite_add_tcase(s, beh);
   return s;
 }

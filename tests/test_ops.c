@@ -415,13 +415,17 @@ END_TEST
 
 START_TEST(softmax_xent_grid) {
   static const float scales[] = {1.0f, 5.0f, 30.0f, 1e4f};
+  static const float smoothings[] = {0.0f, 0.1f, 1.0f};
   int64_t rows, cols;
   grid_at(_i, &rows, &cols);
   double e;
   for (int s = 0; s < COUNT(scales); s++)
-    ck_assert_check(clt_check_softmax_xent(g_ctx, rows, cols, scales[s], &e), e,
-                    TOL, "%lldx%lld logits +-%g", (long long)rows,
-                    (long long)cols, scales[s]);
+    for (int k = 0; k < COUNT(smoothings); k++)
+      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, cols, scales[s],
+                                             smoothings[k], &e),
+                      e, TOL, "%lldx%lld logits +-%g, label smoothing %g",
+                      (long long)rows, (long long)cols, scales[s],
+                      smoothings[k]);
 }
 END_TEST
 
@@ -446,20 +450,25 @@ START_TEST(softmax_xent_finite_differences) {
   clt_tensor *tx = upload_new(x, C), *tgrad = upload_new(x, C);
   clt_tensor *tloss = upload_new(xs, 2 * C), *tcorr = upload_new(xs, 2 * C);
   clt_tensor *txs = upload_new(xs, 2 * C * C), *tgs = upload_new(xs, 2 * C * C);
-  ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad, tx,
-                                                 tl, 1, C, 1.0f));
-  float *grad = download_new(tgrad);
-  ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgs, txs,
-                                                 tls, 2 * C, C, 1.0f));
-  float *loss = download_new(tloss);
-  for (int j = 0; j < C; j++) {
-    double fd = ((double)loss[2 * j] - loss[2 * j + 1]) / (2.0 * h);
-    ck_assert_msg(fabs(fd - grad[j]) < 1e-3,
-                  "cross-entropy logit %d: gradient %g, finite difference %g",
-                  j, grad[j], fd);
+  static const float smoothings[] = {0.0f, 0.2f, 1.0f};
+  for (int k = 0; k < COUNT(smoothings); k++) {
+    float e = smoothings[k];
+    ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
+                                                   tx, tl, 1, C, 1.0f, e));
+    float *grad = download_new(tgrad);
+    ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgs,
+                                                   txs, tls, 2 * C, C, 1.0f, e));
+    float *loss = download_new(tloss);
+    for (int j = 0; j < C; j++) {
+      double fd = ((double)loss[2 * j] - loss[2 * j + 1]) / (2.0 * h);
+      ck_assert_msg(fabs(fd - grad[j]) < 1e-3,
+                    "cross-entropy logit %d, label smoothing %g: gradient %g, "
+                    "finite difference %g",
+                    j, e, grad[j], fd);
+    }
+    free(grad);
+    free(loss);
   }
-  free(grad);
-  free(loss);
   clt_tensor_destroy(tl);
   clt_tensor *all[] = {tls, tx, tgrad, tloss, tcorr, txs, tgs};
   for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
@@ -478,7 +487,7 @@ START_TEST(softmax_xent_bad_labels) {
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_I32, 1, (int64_t[]){R}, &tlab));
   ck_assert_ok(clt_tensor_upload(tlab, labels));
   ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad, tx,
-                                                 tlab, R, C, 1.0f));
+                                                 tlab, R, C, 1.0f, 0.1f));
   float *loss = download_new(tloss), *corr = download_new(tcorr);
   ck_assert(isnan(loss[0]));
   ck_assert(isfinite(loss[1]) && loss[1] > 0.0f);
@@ -488,7 +497,7 @@ START_TEST(softmax_xent_bad_labels) {
   free(corr);
   /* Float labels are refused, with a message naming the op. */
   ck_assert_int_eq(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
-                                                     tx, tx, R, C, 1.0f),
+                                                     tx, tx, R, C, 1.0f, 0.0f),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "i32"));
   clt_tensor *all[] = {tx, tgrad, tloss, tcorr, tlab};
@@ -518,8 +527,12 @@ START_TEST(loss_rows_by_groups) {
                       "groups %lldx%lld", (long long)rows, (long long)c);
       ck_assert_check(clt_check_softmax_backward(g_ctx, rows, c, k & 1, &e), e,
                       TOL, "groups %lldx%lld", (long long)rows, (long long)c);
-      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 30.0f, &e), e, TOL,
-                      "groups %lldx%lld", (long long)rows, (long long)c);
+      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 30.0f, 0.0f, &e),
+                      e, TOL, "groups %lldx%lld", (long long)rows,
+                      (long long)c);
+      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 1e4f, 0.1f, &e),
+                      e, TOL, "groups %lldx%lld, label smoothing",
+                      (long long)rows, (long long)c);
       ck_assert_check(clt_check_mse(g_ctx, rows, c, &e), e, TOL,
                       "groups %lldx%lld", (long long)rows, (long long)c);
     }
@@ -537,7 +550,7 @@ START_TEST(loss_rows_by_groups) {
   for (int groups = 0; groups < 2; groups++) {
     g_ctx->loop_limit = groups ? 1 : saved;
     ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
-                                                   tx, tlab, R, C, 1.0f));
+                                                   tx, tlab, R, C, 1.0f, 0.5f));
     float *corr = download_new(tcorr);
     ck_assert_msg(corr[0] == 1.0f && corr[1] == 0.0f,
                   "groups %d: ties counted %g, %g", groups, corr[0], corr[1]);
@@ -552,8 +565,8 @@ START_TEST(loss_rows_by_groups) {
                   "2x70000");
   ck_assert_check(clt_check_softmax_backward(g_ctx, 2, 70000, true, &e), e, TOL,
                   "2x70000");
-  ck_assert_check(clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, &e), e, TOL,
-                  "2x70000");
+  ck_assert_check(clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, 0.1f, &e), e,
+                  TOL, "2x70000");
   ck_assert_check(clt_check_mse(g_ctx, 2, 70000, &e), e, TOL, "2x70000");
 }
 END_TEST

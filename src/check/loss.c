@@ -8,6 +8,7 @@ typedef struct rows_args {
   int64_t rows, cols;
   bool accumulate;
   float logit_scale;
+  float smoothing; /* softmax_xent's label smoothing */
 } rows_args;
 
 /* y = softmax(x) of one row, in double. */
@@ -110,32 +111,40 @@ static clt_status xent_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &correct));
   CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &grad));
   float grad_scale = 1.0f / (float)rows;
+  double e = a->smoothing;
   CLT_TRY(clt_softmax_xent_forward_backward(s->ctx, loss->t, correct->t,
                                             grad->t, x->t, labels->t, rows,
-                                            cols, grad_scale));
+                                            cols, grad_scale, a->smoothing));
   const int32_t *label = labels->host;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x->host + r * cols;
     int64_t arg_max = 0;
     for (int64_t c = 1; c < cols; c++)
       if (xr[c] > xr[arg_max]) arg_max = c;
-    double m = xr[arg_max], sum = 0.0;
+    double m = xr[arg_max], sum = 0.0, mean = 0.0;
     for (int64_t c = 0; c < cols; c++) sum += exp(xr[c] - m);
+    for (int64_t c = 0; c < cols; c++) mean += xr[c] / (double)cols;
     double lse = m + log(sum);
-    loss->host[r] = (float)(lse - xr[label[r]]);
+    /* PyTorch's definition: (1 - e) nll(label) + e mean over c of nll(c) */
+    loss->host[r] =
+        (float)((1.0 - e) * (lse - xr[label[r]]) + e * (lse - mean));
     correct->host[r] = arg_max == label[r] ? 1.0f : 0.0f;
     for (int64_t c = 0; c < cols; c++) {
       double p = exp(xr[c] - m) / sum;
-      grad->host[r * cols + c] =
-          (float)((p - (c == label[r] ? 1.0 : 0.0)) * grad_scale);
+      double t = (c == label[r] ? 1.0 - e : 0.0) + e / (double)cols;
+      grad->host[r * cols + c] = (float)((p - t) * grad_scale);
     }
   }
   return CLT_OK;
 }
 
 clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
-                                  float logit_scale, double *max_err) {
-  rows_args a = {.rows = rows, .cols = cols, .logit_scale = logit_scale};
+                                  float logit_scale, float smoothing,
+                                  double *max_err) {
+  rows_args a = {.rows = rows,
+                 .cols = cols,
+                 .logit_scale = logit_scale,
+                 .smoothing = smoothing};
   return check_run(ctx, 100, xent_body, &a, max_err);
 }
 

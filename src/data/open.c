@@ -187,9 +187,10 @@ static clt_status open_run(const open_plan *p, const clt_data_options *o,
     snprintf(from, sizeof from, "%s", tr->source);
     CLT_TRY(clt_dataset_split_tail(tr, o->holdout, te, err));
     snprintf(te->source, sizeof te->source,
-             "the last %g%% (%lld samples) of %.900s, held out: no test "
+             "the last %g%% (%lld sample%s) of %.900s, held out: no test "
              "split was given",
-             100.0 * o->holdout, (long long)te->count, from);
+             100.0 * o->holdout, (long long)te->count,
+             te->count == 1 ? "" : "s", from);
     snprintf(tr->source, sizeof tr->source, "%.900s, less %lld held out", from,
              (long long)te->count);
   }

@@ -10,6 +10,8 @@
 #include "graph/graph.h"
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
+static const char *const xent_keys[] = {"label_smoothing", "name", "input",
+                                        "inputs", NULL};
 
 /* Planned by the graph (which owns them), never shared: the metrics and
  * predictions read them between steps. */
@@ -17,21 +19,34 @@ typedef struct loss_state {
   clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
   clt_tensor *dinput;                   /* [max_batch * input size] */
   bool probabilities; /* dinput holds the last forward's probabilities */
+  float smoothing;    /* softmax_cross_entropy's label_smoothing */
 } loss_state;
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
                                  clt_layer_args *a) {
-  (void)a;
   clt_graph_node *in = clt_graph_in(g, n, 0);
-  if (!strcmp(n->ops->type, "softmax_cross_entropy") && in->ndim != 1) {
+  bool xent = !strcmp(n->ops->type, "softmax_cross_entropy");
+  if (xent && in->ndim != 1) {
     char s[96];
     return clt_node_fail(g, n, CLT_ERR_SHAPE,
                          "expects logits [classes], but '%s' gives %s",
                          in->name,
                          clt_shape_str(in->ndim, in->shape, s, sizeof s));
   }
+  double smoothing = 0.0;
+  if (xent) {
+    clt_err err = {0};
+    if (clt_args_get_float(a, "label_smoothing", false, 0.0, &smoothing,
+                           &err) != CLT_OK)
+      return clt_graph_err(g, &err);
+    if (!(smoothing >= 0.0 && smoothing <= 1.0))
+      return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                           "label_smoothing must be in [0, 1], got %g",
+                           smoothing);
+  }
   loss_state *s = calloc(1, sizeof *s);
   if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
+  s->smoothing = (float)smoothing;
   n->state = s;
   n->is_loss = true;
   /* Per-sample "shape" of the target: the input's. */
@@ -88,7 +103,7 @@ static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
   CLT_TRY(clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
       clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
-      1.0f / grad_samples(g)));
+      1.0f / grad_samples(g), s->smoothing));
   return add_metrics(g, s, true, 1.0f);
 }
 
@@ -142,7 +157,7 @@ static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
   return clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, s->dinput,
       clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
-      1.0f / grad_samples(g));
+      1.0f / grad_samples(g), s->smoothing);
 }
 
 /* mse: the raw output. */
@@ -156,7 +171,7 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .type = "softmax_cross_entropy",
     .min_inputs = 1,
     .max_inputs = 1,
-    .option_keys = keys,
+    .option_keys = xent_keys,
     .configure = loss_configure,
     .reserve = loss_reserve,
     .forward = xent_forward,

@@ -36,7 +36,7 @@ clt_status clt_softmax_backward(clt_context *ctx, clt_tensor *dx,
 clt_status clt_softmax_xent_forward_backward(
     clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
     clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
-    int64_t rows, int64_t cols, float grad_scale) {
+    int64_t rows, int64_t cols, float grad_scale, float smoothing) {
   if (labels->dtype != CLT_I32)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "softmax cross-entropy: labels must be i32");
@@ -44,10 +44,10 @@ clt_status clt_softmax_xent_forward_backward(
   if (by_groups(ctx, rows, cols, &global, &local))
     return CLT_RUN(ctx, CLT_K_softmax_xent_group, 1, &global, &local,
                    KT(loss_rows), KT(correct_rows), KT(grad), KT(x), KT(labels),
-                   KI(rows), KI(cols), KF(grad_scale));
+                   KI(rows), KI(cols), KF(grad_scale), KF(smoothing));
   return CLT_RUN_1D(ctx, CLT_K_softmax_xent, (size_t)rows, KT(loss_rows),
                     KT(correct_rows), KT(grad), KT(x), KT(labels), KI(rows),
-                    KI(cols), KF(grad_scale));
+                    KI(cols), KF(grad_scale), KF(smoothing));
 }
 
 clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
