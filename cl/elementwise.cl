@@ -47,6 +47,31 @@ ROUND16_VARIANTS(scale_f32, (__global float *out, int out_off,
                   int accumulate, ROUND16_PARAMS),
                  (out, out_off, x, x_off, n, alpha, accumulate, ROUND16_ARGS))
 
+/* y = (x - mean[c]) * scale, c = (i / spatial) % channels, the scale
+ * 1 / sqrt(var[c]), or 1 where var[c] is 0 (a constant feature is left
+ * as it is, as scikit-learn's StandardScaler leaves it): the normalize
+ * layer (nn/normalize.c). */
+ROUND16_BODY normalize_forward_body(__global float *y, int y_off,
+                                    __global const float *x, int x_off,
+                                    __global const float *mean, int mean_off,
+                                    __global const float *var, int var_off,
+                                    int n, int channels, int spatial,
+                                    ROUND16_PARAMS, int round16) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  int c = (i / spatial) % channels;
+  float v = var[var_off + c];
+  float scale = v > 0.0f ? 1.0f / sqrt(v) : 1.0f;
+  STORE16(y, y_off, i, (x[x_off + i] - mean[mean_off + c]) * scale);
+}
+ROUND16_VARIANTS(normalize_forward, (__global float *y, int y_off,
+                  __global const float *x, int x_off,
+                  __global const float *mean, int mean_off,
+                  __global const float *var, int var_off, int n, int channels,
+                  int spatial, ROUND16_PARAMS),
+                 (y, y_off, x, x_off, mean, mean_off, var, var_off, n,
+                  channels, spatial, ROUND16_ARGS))
+
 /* y[row, col] += bias[col] for a [rows, cols] matrix, in place. */
 ROUND16_BODY bias_add_rows_body(__global float *y, int y_off,
                                 __global const float *bias, int b_off, int rows,

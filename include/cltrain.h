@@ -653,8 +653,9 @@ CLT_API void clt_graph_destroy(clt_graph *g);
  * reads (n_inputs 0 means the last node added). The output shape is
  * inferred now; a shape that does not fit is CLT_ERR_SHAPE naming the node
  * and both shapes. Layer types: input, flatten, reshape, dense, conv2d,
- * maxpool, avgpool, global_avgpool, batchnorm, dropout, add, concat, relu,
- * leaky_relu, sigmoid, tanh, gelu, softmax, softmax_cross_entropy, mse. */
+ * maxpool, avgpool, global_avgpool, batchnorm, dropout, add, concat,
+ * normalize, relu, leaky_relu, sigmoid, tanh, gelu, softmax,
+ * softmax_cross_entropy, mse. */
 CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
                                  const char *name, const clt_node *inputs,
                                  int n_inputs, const char *options,
@@ -1403,6 +1404,15 @@ CLT_API clt_status clt_dist_step_end(clt_dist *d, clt_graph *g, clt_status st);
 /* Frees d (finalising MPI if clt_dist_create initialised it). Accepts
  * NULL. */
 CLT_API void clt_dist_destroy(clt_dist *d);
+
+/* Learns the statistics of every normalize layer of compiled g (the mean
+ * and variance of its input, per feature or per channel) from ds's
+ * samples, as Keras's Normalization.adapt, replacing any it had. clt_fit
+ * does this itself for a layer that has none yet (a new model; not one
+ * resumed or loaded from a checkpoint, which holds them). ds's samples
+ * must have the model's input size (CLT_ERR_SHAPE). A graph without a
+ * normalize layer is left as it is. */
+CLT_API clt_status clt_graph_adapt(clt_graph *g, const clt_dataset *ds);
 
 /* Trains g (compiled for opts->batch or more) with opt for opts->epochs on
  * train, evaluating on test (may be NULL) after each epoch. history (may be

@@ -188,6 +188,40 @@ expect_error "--label-column past the row" "tab_last.csv:" \
   --data "$T/tab_last.csv" --label-column 5
 echo "ok: --label-column y (the same loss, $got_last; eval and --resume find it)"
 
+# A normalize layer first: statistics learnt from the training rows, kept
+# in the checkpoint for eval; the same 30 epochs reach a loss well below
+# the raw features' ($last).
+sed 's/^input shape=3$/input shape=3\nnormalize name=norm/' "$T/tab.model" \
+  >"$T/tabn.model"
+"$C" train "$T/tabn.model" --data "$T/tab.csv" --csv-values floats \
+  --epochs 30 --batch 20 --lr 0.01 --save "$T/tabn.st" >"$T/out"
+normed=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
+awk -v n="$normed" -v l="$last" 'BEGIN { exit !(n < l / 2) }' ||
+  fail "normalize: loss $normed, raw features $last"
+"$C" eval "$T/tabn.model" --weights "$T/tabn.st" --data "$T/tab.csv" \
+  >"$T/eval"
+must_say "eval with the checkpoint's statistics" "loss $normed (mse" "$T/eval"
+python3 - "$T/tabn.st" "$T/tab.csv" <<'PY' || fail "normalize's statistics"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+def tensor(name):
+    s, e = h[name]["data_offsets"]
+    raw = b[8 + n + s:8 + n + e]
+    return struct.unpack("<%df" % (len(raw) // 4), raw)
+rows = [[float(v) for v in l.split(",")[1:]] for l in open(sys.argv[2]).read().split()[1:271]]
+for k in range(3):
+    col = [r[k] for r in rows]
+    m = sum(col) / len(col)
+    v = sum((c - m) ** 2 for c in col) / len(col)
+    got_m, got_v = tensor("norm.mean")[k], tensor("norm.var")[k]
+    assert abs(got_m - m) <= 1e-5 * max(1, abs(m)), (k, got_m, m)
+    assert abs(got_v - v) <= 1e-5 * max(1e-6, v), (k, got_v, v)
+assert tensor("norm.count") == (270.0,), tensor("norm.count")
+PY
+echo "ok: normalize (loss $normed against $last; the 270 training rows' statistics, kept for eval)"
+
 # predict on rows of values (no label): the held-out 30 rows' outputs give
 # eval's loss against their targets; a row with its target is refused.
 tail -n 30 "$T/tab.csv" | cut -d, -f2- >"$T/tab_rows.csv"

@@ -10,6 +10,7 @@
 
 #include "cltrain_image.h"
 #include "common.h"
+#include "graph/graph.h"
 #include "image_writer.h"
 #include "remove_tree.h"
 
@@ -1031,11 +1032,135 @@ START_TEST(test_evaluations_every_epoch_match_evaluate) {
 }
 END_TEST
 
+/* The mean a normalize node holds (its first feature). */
+static float norm_mean0(clt_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].ops->type, "normalize")) {
+      float m[3];
+      ck_assert_ok(clt_tensor_download(&g->nodes[i].params[0].value, m));
+      return m[0];
+    }
+  ck_abort_msg("no normalize node");
+  return 0.0f;
+}
+
+static clt_graph *normalized_regression(void) {
+  clt_graph *g = NULL;
+  clt_node in, norm, out;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){3}, &in));
+  ck_assert_ok(clt_graph_add(g, "normalize", "norm", &in, 1, NULL, &norm));
+  ck_assert_ok(clt_graph_dense(g, norm, 1, &out));
+  ck_assert_ok(clt_graph_mse(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, 16, 4));
+  return g;
+}
+
+/* Features of very different scales (around 1000, 1 and 0.001): clt_fit
+ * learns the normalize layer's statistics from the training data before
+ * the first step, and only then: a second fit, a resumed model and one
+ * whose checkpoint is loaded keep them; clt_graph_adapt replaces them.
+ * With the layer, 20 epochs reach a loss the raw features do not. */
+START_TEST(test_fit_adapts_normalize) {
+  enum { N = 64 };
+  float x[N * 3], x2[N * 3], y[N];
+  for (int i = 0; i < N; i++) {
+    x[i * 3] = 1000.0f + 37.0f * (float)(i % 11);
+    x[i * 3 + 1] = (float)(i % 7) - 3.0f;
+    x[i * 3 + 2] = 0.001f * (float)(i % 5);
+    y[i] = (x[i * 3] - 1185.0f) / 120.0f + 0.5f * x[i * 3 + 1] +
+           400.0f * x[i * 3 + 2];
+    for (int k = 0; k < 3; k++) x2[i * 3 + k] = 2.0f * x[i * 3 + k] + 5.0f;
+  }
+  double want = 0;
+  for (int i = 0; i < N; i++) want += x[i * 3] / N;
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = 3;
+  d.values_f32 = x;
+  d.targets = y;
+  d.target_size = 1;
+  clt_dataset *a = NULL, *b = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &a));
+  d.values_f32 = x2;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &b));
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 20;
+  fo.batch = 16;
+  fo.checkpoint_path = tmp_path("norm.safetensors");
+  clt_epoch_stats hist[20];
+  double losses[2];
+  for (int with = 0; with < 2; with++) {
+    clt_graph *g = NULL;
+    if (with) {
+      g = normalized_regression();
+      ck_assert_float_eq(norm_mean0(g), 0.0f); /* not adapted yet */
+    } else {
+      clt_node in, out;
+      ck_assert_ok(clt_graph_create(g_ctx, &g));
+      ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){3}, &in));
+      ck_assert_ok(clt_graph_dense(g, in, 1, &out));
+      ck_assert_ok(clt_graph_mse(g, out, NULL));
+      ck_assert_ok(clt_graph_compile(g, 16, 4));
+    }
+    clt_optimizer *opt = adam(g, 0.05f);
+    ck_assert_ok(clt_fit(g, opt, a, NULL, &fo, hist));
+    losses[with] = hist[19].train_loss;
+    if (with) {
+      ck_assert_msg(fabs(norm_mean0(g) - want) < 1e-3, "mean %g, want %g",
+                    norm_mean0(g), want);
+      /* a second fit, on other data, keeps them */
+      fo.epochs = 1;
+      ck_assert_ok(clt_fit(g, opt, b, NULL, &fo, hist));
+      ck_assert_msg(fabs(norm_mean0(g) - want) < 1e-3, "refit: mean %g",
+                    norm_mean0(g));
+      /* clt_graph_adapt replaces them */
+      ck_assert_ok(clt_graph_adapt(g, b));
+      ck_assert_msg(fabs(norm_mean0(g) - (2.0 * want + 5.0)) < 1e-2,
+                    "adapted to b: mean %g", norm_mean0(g));
+      fo.epochs = 20;
+    }
+    clt_optimizer_destroy(opt);
+    clt_graph_destroy(g);
+  }
+  ck_assert_msg(losses[1] < 0.1 * losses[0],
+                "normalized loss %g against raw features' %g", losses[1],
+                losses[0]);
+  /* The checkpoint (written after the second fit: statistics of a) holds
+   * them: resumed, and loaded as weights, a model keeps them through a
+   * fit on other data. */
+  clt_graph *g = normalized_regression();
+  clt_optimizer *opt = adam(g, 0.05f);
+  clt_checkpoint_info info;
+  ck_assert_ok(clt_checkpoint_resume(g, opt, fo.checkpoint_path, &info, NULL,
+                                     0));
+  ck_assert_msg(fabs(norm_mean0(g) - want) < 1e-3, "resumed: mean %g",
+                norm_mean0(g));
+  fo.epochs = 1;
+  fo.checkpoint_path = NULL;
+  ck_assert_ok(clt_fit(g, opt, b, NULL, &fo, hist));
+  ck_assert_msg(fabs(norm_mean0(g) - want) < 1e-3, "resumed, fit: mean %g",
+                norm_mean0(g));
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  g = normalized_regression();
+  ck_assert_ok(clt_checkpoint_load_weights(g, tmp_path("norm.safetensors")));
+  ck_assert_msg(fabs(norm_mean0(g) - want) < 1e-3, "loaded: mean %g",
+                norm_mean0(g));
+  clt_graph_destroy(g);
+  clt_dataset_destroy(a);
+  clt_dataset_destroy(b);
+}
+END_TEST
+
 static Suite *fit_data_suite(void) {
   Suite *s = suite_create("fit_data");
   TCase *tc = tcase_create("fit_data");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_mse_regression_through_fit);
+  tcase_add_test(tc, test_fit_adapts_normalize);
   tcase_add_test(tc, test_fit_bytes_equal_floats);
   tcase_add_test(tc, test_mismatched_data_is_refused);
   tcase_add_test(tc, test_memory_classifier_names_in_checkpoint);

@@ -256,6 +256,119 @@ START_TEST(test_label_smoothing) {
 }
 END_TEST
 
+/* normalize: the identity until adapted; clt_graph_adapt learns each
+ * feature's (or channel's) mean and population variance from a dataset,
+ * bytes scaled as the loader scales them; the forward then gives
+ * (x - mean) / sqrt(var), a constant feature only shifted. */
+static void normalize_case(const char *per, bool bytes) {
+  enum { N = 6, C = 2, HW = 3, SIZE = C * HW };
+  float xf[N * SIZE];
+  uint8_t xb[N * SIZE];
+  int32_t labels[N] = {0};
+  clt_random_fill(xf, N * SIZE, 23, -40.0f, 90.0f);
+  for (int i = 0; i < N * SIZE; i++) xb[i] = (uint8_t)((i * 97 + 13) % 256);
+  for (int i = 0; i < N; i++) { /* feature 4 constant */
+    xf[i * SIZE + 4] = 2.5f;
+    xb[i * SIZE + 4] = 9;
+  }
+  float x[N * SIZE]; /* what the model gets */
+  for (int i = 0; i < N * SIZE; i++)
+    x[i] = bytes ? (float)xb[i] / 255.0f : xf[i];
+  char text[160];
+  snprintf(text, sizeof text,
+           "input shape=%dx1x%d\nnormalize name=norm per=%s\nflatten\n"
+           "mse\n",
+           C, HW, per);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(text, &g));
+  ck_assert_ok(clt_graph_compile(g, N, 1));
+  clt_graph_node *norm = &g->nodes[1];
+  float y[N * SIZE];
+  /* not adapted: the input as it is */
+  ck_assert_ok(clt_graph_set_batch(g, x, NULL, N));
+  ck_assert_ok(clt_graph_forward(g, false));
+  clt_tensor ys = clt_tensor_slice_1d(norm->out, 0, N * SIZE);
+  ck_assert_ok(clt_tensor_download(&ys, y));
+  ck_assert_mem_eq(y, x, sizeof x);
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = C;
+  d.height = 1;
+  d.width = HW;
+  if (bytes)
+    d.pixels_u8 = xb;
+  else
+    d.values_f32 = xf;
+  d.labels = labels;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_ok(clt_graph_adapt(g, ds));
+  bool channel = !strcmp(per, "channel");
+  int stats = channel ? C : SIZE, spatial = SIZE / stats;
+  float mean[SIZE], var[SIZE], count;
+  ck_assert_int_eq(norm->params[0].numel, stats);
+  ck_assert_ok(clt_tensor_download(&norm->params[0].value, mean));
+  ck_assert_ok(clt_tensor_download(&norm->params[1].value, var));
+  ck_assert_ok(clt_tensor_download(&norm->params[2].value, &count));
+  ck_assert_float_eq(count, (float)N);
+  for (int c = 0; c < stats; c++) {
+    double m = 0, v = 0, k = (double)N * spatial;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < spatial; j++) m += x[i * SIZE + c * spatial + j] / k;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < spatial; j++) {
+        double e = x[i * SIZE + c * spatial + j] - m;
+        v += e * e / k;
+      }
+    ck_assert_msg(fabs(mean[c] - m) <= 1e-6 * fmax(1.0, fabs(m)),
+                  "%s: mean %d %g, want %g", per, c, mean[c], m);
+    ck_assert_msg(fabs(var[c] - v) <= 1e-5 * fmax(1e-6, v),
+                  "%s: var %d %g, want %g", per, c, var[c], v);
+  }
+  if (!channel) ck_assert_float_eq(var[4], 0.0f);
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_tensor_download(&ys, y));
+  for (int i = 0; i < N * SIZE; i++) {
+    int c = (i % SIZE) / spatial;
+    double want = var[c] > 0 ? (x[i] - mean[c]) / sqrt(var[c]) : x[i] - mean[c];
+    ck_assert_msg(fabs(y[i] - want) <= 1e-5 * fmax(1.0, fabs(want)),
+                  "%s: y[%d] %g, want %g", per, i, y[i], want);
+  }
+  clt_dataset_destroy(ds);
+  /* A dataset of another sample size is refused. */
+  d.width = HW + 1;
+  float wide[N * C * (HW + 1)];
+  memset(wide, 0, sizeof wide);
+  d.pixels_u8 = NULL;
+  d.values_f32 = wide;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_int_eq(clt_graph_adapt(g, ds), CLT_ERR_SHAPE);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "normalize 'norm'"),
+                "%s", clt_context_last_error(g_ctx));
+  clt_dataset_destroy(ds);
+  clt_graph_destroy(g);
+}
+
+START_TEST(test_normalize) {
+  normalize_case("feature", false);
+  normalize_case("feature", true);
+  normalize_case("channel", false);
+  normalize_case("channel", true);
+  clt_graph *g = NULL;
+  ck_assert_int_eq(graph_from_text("input shape=3\ndense units=2\n"
+                                   "normalize\nmse\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "must read the input"),
+                "%s", clt_context_last_error(g_ctx));
+  ck_assert_int_eq(graph_from_text("input shape=3\nnormalize per=pixel\nmse\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "channel"), "%s",
+                clt_context_last_error(g_ctx));
+}
+END_TEST
+
 START_TEST(test_layer_shape_errors) {
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
@@ -301,6 +414,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_dropout_rate_and_seed);
   tcase_add_test(beh, test_layer_shape_errors);
   tcase_add_test(beh, test_label_smoothing);
+  tcase_add_test(beh, test_normalize);
   suite_add_tcase(s, beh);
   return s;
 }

@@ -236,6 +236,24 @@ START_TEST(bias_rows_grid) {
 }
 END_TEST
 
+/* The normalize layer's forward on odd shapes, a channel of variance 0
+ * among them, with each rounding mode. */
+START_TEST(normalize_shapes) {
+  static const int64_t full[][3] = {{1, 1, 1}, {1, 3, 1},  {3, 1, 7},
+                                    {2, 7, 49}, {5, 33, 1}, {1, 127, 3}};
+  static const int64_t tiny[][3] = {{1, 1, 1}, {2, 3, 2}};
+  int count = test_tiny() ? COUNT(tiny) : COUNT(full);
+  double e;
+  for (int k = 0; k < count; k++) {
+    const int64_t *s = test_tiny() ? tiny[k] : full[k];
+    for (int r = 0; r < 3; r++)
+      ck_assert_check(clt_check_normalize(g_ctx, s[0], s[1], s[2], r, &e), e,
+                      TOL, "%lldx%lldx%lld round %d", (long long)s[0],
+                      (long long)s[1], (long long)s[2], r);
+  }
+}
+END_TEST
+
 START_TEST(bias_channels_shapes) {
   static const int64_t full[][3] = {{1, 1, 1},  {1, 3, 1},  {3, 1, 7},
                                     {2, 7, 49}, {3, 10, 1}, {1, 33, 10}};
@@ -2043,6 +2061,7 @@ static Suite *ops_suite(void) {
   tcase_add_test(ew, half_lengths);
   tcase_add_loop_test(ew, bias_rows_grid, 0, grid_count());
   tcase_add_test(ew, bias_channels_shapes);
+  tcase_add_test(ew, normalize_shapes);
   suite_add_tcase(s, ew);
 
   TCase *act = tcase_create("activation");

@@ -110,6 +110,11 @@ clt_status clt_check_bias_rows(clt_context *ctx, int64_t rows, int64_t cols,
 clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
                                    int64_t channels, int64_t spatial, bool relu,
                                    int round16, double *max_err);
+/* y = (x - mean[c]) / sqrt(var[c]) over [batch, channels, spatial], one
+ * channel's variance 0 (shifted only) where there are two or more. */
+clt_status clt_check_normalize(clt_context *ctx, int64_t batch,
+                               int64_t channels, int64_t spatial, int round16,
+                               double *max_err);
 
 /* Concatenation along channels: forward copies x [N, Cx, S] into channels
  * [c_off, c_off + Cx) of y [N, Cy, S] and leaves the rest of y alone;

@@ -1,4 +1,6 @@
 /* Checks of cl/elementwise.cl: sums, scaling, bias, channel slices. */
+#include <math.h>
+
 #include "check/harness.h"
 
 typedef struct unary_args {
@@ -105,6 +107,37 @@ clt_status clt_check_bias_channels(clt_context *ctx, int64_t batch,
                                    int round16, double *max_err) {
   bias_args b = {batch, channels, spatial, false, relu};
   return check_run_rounded(ctx, 50, bias_body, &b, round16, max_err);
+}
+
+static clt_status normalize_body(check_set *s, const void *arg) {
+  const bias_args *b = arg;
+  int64_t n = b->outer * b->channels * b->inner;
+  check_f32 *y, *x, *mean, *var;
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &y));
+  CLT_TRY(check_operand(s, n, -50.0f, 50.0f, &x));
+  CLT_TRY(check_operand(s, b->channels, -20.0f, 20.0f, &mean));
+  CLT_TRY(check_operand(s, b->channels, 1e-4f, 400.0f, &var));
+  if (b->channels > 1) { /* a constant feature */
+    var->host[1] = 0.0f;
+    CLT_TRY(check_upload(var));
+  }
+  const clt_round16 *round;
+  CLT_TRY(check_round(s, y, &round));
+  CLT_TRY(clt_normalize_forward(s->ctx, y->t, x->t, mean->t, var->t, n,
+                                b->channels, b->inner, round));
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = (i / b->inner) % b->channels;
+    double v = var->host[c], d = (double)x->host[i] - mean->host[c];
+    y->host[i] = (float)(v > 0.0 ? d / sqrt(v) : d);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_normalize(clt_context *ctx, int64_t batch,
+                               int64_t channels, int64_t spatial, int round16,
+                               double *max_err) {
+  bias_args b = {batch, channels, spatial, false, false};
+  return check_run_rounded(ctx, 55, normalize_body, &b, round16, max_err);
 }
 
 typedef struct slice_args {

@@ -187,6 +187,9 @@ static clt_status st_bias_rows(clt_context *ctx, double *e) {
 static clt_status st_bias_channels(clt_context *ctx, double *e) {
   return clt_check_bias_channels(ctx, 3, 5, 17, false, 0, e);
 }
+static clt_status st_normalize(clt_context *ctx, double *e) {
+  return clt_check_normalize(ctx, 3, 5, 17, 0, e);
+}
 static clt_status st_bias_rows_relu(clt_context *ctx, double *e) {
   return clt_check_bias_rows(ctx, 7, 33, true, 1, e);
 }
@@ -524,6 +527,7 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"scale 257 accumulate", st_scale_acc, 1e-6, false},
     {"bias rows 7x33", st_bias_rows, 1e-6, false},
     {"bias channels 3x5x17", st_bias_channels, 1e-6, false},
+    {"normalize 3x5x17", st_normalize, 1e-6, false},
     {"bias rows 7x33 + fused relu, fp16-rounded", st_bias_rows_relu, 1e-6,
      false},
     {"bias channels 3x5x17 + fused relu, fp16-saved", st_bias_channels_relu,

@@ -53,6 +53,16 @@ clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,
                     KI(cols), KI(relu), KR(round, y));
 }
 
+clt_status clt_normalize_forward(clt_context *ctx, clt_tensor *y,
+                                 const clt_tensor *x, const clt_tensor *mean,
+                                 const clt_tensor *var, int64_t n,
+                                 int64_t channels, int64_t spatial,
+                                 const clt_round16 *round) {
+  return CLT_RUN_1D(ctx, KR_ID(CLT_K_normalize_forward, round), (size_t)n,
+                    KT(y), KT(x), KT(mean), KT(var), KI(n), KI(channels),
+                    KI(spatial), KR(round, y));
+}
+
 clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      const clt_tensor *bias, int64_t batch,
                                      int64_t channels, int64_t spatial,

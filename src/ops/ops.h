@@ -152,6 +152,15 @@ clt_status clt_bias_channels_forward(clt_context *ctx, clt_tensor *y,
                                      int64_t channels, int64_t spatial,
                                      bool relu, const clt_round16 *round);
 
+/* y = (x - mean[c]) / sqrt(var[c]) over n elements of [.., channels,
+ * spatial] (c = (i / spatial) % channels); where var[c] is 0 the values
+ * are only shifted: the normalize layer. */
+clt_status clt_normalize_forward(clt_context *ctx, clt_tensor *y,
+                                 const clt_tensor *x, const clt_tensor *mean,
+                                 const clt_tensor *var, int64_t n,
+                                 int64_t channels, int64_t spatial,
+                                 const clt_round16 *round);
+
 clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
                                   const clt_tensor *x, int64_t n,
                                   clt_activation kind, float alpha,

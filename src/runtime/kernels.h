@@ -26,6 +26,7 @@
   CLT_KERNEL_R16(X, scale_f32, "elementwise")                                  \
   CLT_KERNEL_R16(X, bias_add_rows, "elementwise")                              \
   CLT_KERNEL_R16(X, bias_add_channels, "elementwise")                          \
+  CLT_KERNEL_R16(X, normalize_forward, "elementwise")                          \
   CLT_KERNEL_R16(X, activation_forward_relu, "activation")                     \
   CLT_KERNEL_R16(X, activation_backward_relu, "activation")                    \
   CLT_KERNEL_R16(X, activation_forward_leaky_relu, "activation")               \

@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "io/checkpoint.h"
 #include "optim/optimizer.h"
+#include "train/adapt.h"
 #include "runtime/runtime.h"
 
 CLT_API void clt_fit_options_init(clt_fit_options *o) {
@@ -705,6 +706,11 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
   int first = fo->first_epoch > 1 ? fo->first_epoch : 1;
   clt_status checked = check_fit(g, train, test, fo, first);
   /* Over MPI a rank that cannot begin must not leave the others waiting. */
+  if (fo->dist) checked = clt_dist_agree(fo->dist, g->ctx, checked);
+  CLT_TRY(checked);
+  /* A normalize layer without statistics learns them from the training
+   * data first (every rank alike: each holds the whole data). */
+  checked = clt_graph_adapt_new(g, train, true, NULL);
   if (fo->dist) checked = clt_dist_agree(fo->dist, g->ctx, checked);
   CLT_TRY(checked);
   /* Over MPI only rank 0 reports. */
