@@ -12,8 +12,8 @@
 #include "graph/graph.h"
 #include "io/checkpoint.h"
 #include "optim/optimizer.h"
-#include "train/adapt.h"
 #include "runtime/runtime.h"
+#include "train/adapt.h"
 
 CLT_API void clt_fit_options_init(clt_fit_options *o) {
   memset(o, 0, sizeof *o);
