@@ -354,6 +354,23 @@ START_TEST(test_normalize) {
   normalize_case("feature", true);
   normalize_case("channel", false);
   normalize_case("channel", true);
+  /* per=channel: one for an HxW input; flat data has features only */
+  static const struct {
+    const char *text;
+    int64_t stats;
+  } sizes[] = {
+      {"input shape=3x4\nnormalize per=channel\nflatten\nmse\n", 1},
+      {"input shape=5\nnormalize per=channel\nmse\n", 5},
+      {"input shape=2x3x4\nnormalize per=channel\nflatten\nmse\n", 2},
+      {"input shape=2x3x4\nnormalize\nflatten\nmse\n", 24},
+  };
+  for (int i = 0; i < 4; i++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(sizes[i].text, &g));
+    ck_assert_int_eq(g->nodes[1].params[0].numel, sizes[i].stats);
+    ck_assert_int_eq(g->nodes[1].params[1].numel, sizes[i].stats);
+    clt_graph_destroy(g);
+  }
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=3\ndense units=2\n"
                                    "normalize\nmse\n",

@@ -6,7 +6,8 @@
  * not adapted, the layer then passes its input through). per=feature
  * (the default) has a mean and variance for each value of a sample, as
  * Keras's default axis does for tabular data; per=channel one per channel
- * of an image, over its pixels. A variance of 0 (a constant feature)
+ * of an image, over its pixels (one for an HxW input; flat data has
+ * features only). A variance of 0 (a constant feature)
  * leaves the feature only shifted. The layer reads the input layer: its
  * statistics are the data's. */
 #include <stdlib.h>
@@ -35,8 +36,10 @@ static clt_status norm_configure(clt_graph *g, clt_graph_node *n,
   memcpy(n->shape, in->shape, sizeof n->shape);
   int64_t size = 1;
   for (int d = 0; d < in->ndim; d++) size *= in->shape[d];
-  /* per channel: the first dimension of [C, H, W] (or of [C]) */
-  int64_t stats = per == 1 ? in->shape[0] : size, one = 1;
+  /* per channel: the first dimension of [C, H, W], one for [H, W] (one
+   * channel); flat data [N] has features only */
+  int64_t stats = size, one = 1;
+  if (per == 1 && in->ndim >= 2) stats = in->ndim == 3 ? in->shape[0] : 1;
   clt_param *mean = clt_node_add_param(n, "mean", 1, &stats);
   clt_param *var = clt_node_add_param(n, "var", 1, &stats);
   clt_param *count = clt_node_add_param(n, "count", 1, &one);
