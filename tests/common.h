@@ -48,6 +48,19 @@ static clt_context *g_ctx;
                   ck_where_, (err), (double)(tol));                            \
   } while (0)
 
+/* setenv (unsetenv where value is NULL) for the tests, safe beside the
+ * OpenCL implementation's own threads: POCL's worker threads call getenv
+ * while they run commands, and a setenv that moved the environment under
+ * one crashed it (ASan: SEGV in getenv from libpocl-devices-pthread, in
+ * test_graph). So the suite's context finishes every command first. */
+static inline void test_setenv(const char *name, const char *value) {
+  if (g_ctx) clt_context_finish(g_ctx);
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
 /* True when the suite runs on Mesa's rusticl (for notes on its bugs). */
 static inline bool test_on_rusticl(void) {
   return g_ctx &&

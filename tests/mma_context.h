@@ -14,13 +14,13 @@
 /* Creates the context (opts may be NULL) and probes its route while
  * CLT_MMA says emulate; fails the test unless the route is emulated. */
 static inline clt_context *open_emulated_mma(const clt_context_options *opts) {
-  setenv("CLT_MMA", "emulate", 1);
+  test_setenv("CLT_MMA", "emulate");
   clt_context *ctx = NULL;
   char err[4096];
   clt_status st = clt_context_create(opts, &ctx, err, sizeof err);
   clt_fp16_route route = CLT_FP16_SGEMM;
   if (st == CLT_OK) st = clt_fp16_route_get(ctx, &route, NULL);
-  unsetenv("CLT_MMA");
+  test_setenv("CLT_MMA", NULL);
   ck_assert_msg(st == CLT_OK && route == CLT_FP16_MMA_EMULATED,
                 "context with the emulated fp16 route: %s",
                 ctx ? clt_context_last_error(ctx) : err);

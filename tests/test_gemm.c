@@ -619,14 +619,14 @@ START_TEST(mma_forced_probe) {
   clt_fp16_route route;
   ck_assert_ok(clt_fp16_route_get(g_main_ctx, &route, NULL));
   if (route != CLT_FP16_SGEMM) return; /* the probe built and passed here */
-  setenv("CLT_MMA", "ptx", 1);
+  test_setenv("CLT_MMA", "ptx");
   clt_context *ctx;
   char err[4096];
   clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
   ck_assert_msg(st == CLT_OK, "context: %s", err);
   const char *why = NULL;
   st = clt_fp16_route_get(ctx, &route, &why);
-  unsetenv("CLT_MMA");
+  test_setenv("CLT_MMA", NULL);
   ck_assert_msg(st == CLT_OK, "probe: %s", clt_context_last_error(ctx));
   ck_assert_int_eq(route, CLT_FP16_SGEMM);
   ck_assert_msg(strstr(why, "did not build") && strstr(why, "mma.cl"),
@@ -637,14 +637,14 @@ END_TEST
 
 /* A CLT_MMA value that means nothing is an error, not a silent default. */
 START_TEST(mma_env_checked) {
-  setenv("CLT_MMA", "fast", 1);
+  test_setenv("CLT_MMA", "fast");
   clt_context *ctx;
   char err[4096];
   clt_status st = clt_context_create(NULL, &ctx, err, sizeof err);
   ck_assert_msg(st == CLT_OK, "context: %s", err);
   clt_fp16_route route;
   st = clt_fp16_route_get(ctx, &route, NULL);
-  unsetenv("CLT_MMA");
+  test_setenv("CLT_MMA", NULL);
   ck_assert_int_eq(st, CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(ctx), "CLT_MMA=fast"));
   clt_context_destroy(ctx);

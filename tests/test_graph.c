@@ -429,10 +429,10 @@ START_TEST(test_fit_2000_images) {
   float runs[4][3];
   for (int r = 0; r < 4; r++) {
     if (ahead[r])
-      setenv("CLT_FIT_AHEAD", ahead[r], 1);
+      test_setenv("CLT_FIT_AHEAD", ahead[r]);
     else
-      unsetenv("CLT_FIT_AHEAD");
-    if (r == 3) setenv("CLT_FIT_FLUSH", "0", 1);
+      test_setenv("CLT_FIT_AHEAD", NULL);
+    if (r == 3) test_setenv("CLT_FIT_FLUSH", "0");
     clt_graph *g = NULL;
     clt_optimizer *opt = NULL;
     fashion_mlp(g_ctx, 128, &g, &opt);
@@ -453,8 +453,8 @@ START_TEST(test_fit_2000_images) {
     clt_optimizer_destroy(opt);
     clt_graph_destroy(g);
   }
-  unsetenv("CLT_FIT_AHEAD");
-  unsetenv("CLT_FIT_FLUSH");
+  test_setenv("CLT_FIT_AHEAD", NULL);
+  test_setenv("CLT_FIT_FLUSH", NULL);
   for (int r = 1; r < 4; r++)
     ck_assert_mem_eq(runs[0], runs[r], sizeof runs[0]);
   clt_dataset_destroy(train);
@@ -576,11 +576,11 @@ START_TEST(test_fit_rejects_bad_data) {
   const char *bad[][2] = {{"CLT_FIT_AHEAD", "9"}, {"CLT_FIT_AHEAD", "two"},
                           {"CLT_PINNED", "yes"}, {"CLT_FIT_FLUSH", "no"}};
   for (int i = 0; i < 4; i++) {
-    setenv(bad[i][0], bad[i][1], 1);
+    test_setenv(bad[i][0], bad[i][1]);
     ck_assert_int_eq(clt_fit(g, opt, test, NULL, &fo, NULL),
                      CLT_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), bad[i][0]));
-    unsetenv(bad[i][0]);
+    test_setenv(bad[i][0], NULL);
   }
   ck_assert_ok(clt_fit(g, opt, test, NULL, &fo, NULL));
   clt_optimizer_destroy(opt);

@@ -272,7 +272,7 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
                          run_record *r, int64_t *bytes) {
   clt_plan_mode saved = g_ctx->plan_option;
   g_ctx->plan_option = CLT_PLAN_OFF;
-  setenv("CLT_FUSE", fuse ? "1" : "0", 1);
+  test_setenv("CLT_FUSE", fuse ? "1" : "0");
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(FUSABLE, &g));
   g->save_f16_option = fuse ? 1 : 0; /* as train_rounding */
@@ -281,7 +281,7 @@ static void train_fusion(bool fuse, int way, clt_precision precision,
   g->test_way_name = way > 4 ? direct[way - 5] : NULL;
   ck_assert_ok(clt_graph_set_precision(g, precision));
   ck_assert_ok(clt_graph_compile(g, 16, 7));
-  unsetenv("CLT_FUSE");
+  test_setenv("CLT_FUSE", NULL);
   g_ctx->plan_option = saved;
   check_no_overlap(g);
   const char *fused[] = {"c1", "c2", "d1", "d2", "b5", "a6", "a7"};
@@ -359,7 +359,7 @@ static void train_rounding(bool fuse, const char *way, run_record *r,
                            int *outs, int *grads) {
   clt_plan_mode saved = g_ctx->plan_option;
   g_ctx->plan_option = CLT_PLAN_OFF;
-  setenv("CLT_FUSE", fuse ? "1" : "0", 1);
+  test_setenv("CLT_FUSE", fuse ? "1" : "0");
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(ROUNDABLE, &g));
   g->test_way_name = way;
@@ -368,7 +368,7 @@ static void train_rounding(bool fuse, const char *way, run_record *r,
   g->save_f16_option = fuse ? 1 : 0;
   ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
   ck_assert_ok(clt_graph_compile(g, 16, 11));
-  unsetenv("CLT_FUSE");
+  test_setenv("CLT_FUSE", NULL);
   g_ctx->plan_option = saved;
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
@@ -441,9 +441,9 @@ END_TEST
 START_TEST(test_fuse_env_checked) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(FUSABLE, &g));
-  setenv("CLT_FUSE", "yes", 1);
+  test_setenv("CLT_FUSE", "yes");
   ck_assert_int_eq(clt_graph_compile(g, 4, 7), CLT_ERR_INVALID_ARGUMENT);
-  unsetenv("CLT_FUSE");
+  test_setenv("CLT_FUSE", NULL);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "CLT_FUSE"));
   ck_assert_ok(clt_graph_compile(g, 4, 7));
   clt_graph_destroy(g);

@@ -371,7 +371,7 @@ START_TEST(mixed_memory_plan_same_bits_less_memory) {
   clt_loss_scaler_options so;
   clt_loss_scaler_options_init(&so);
   so.init_scale = 256.0f;
-  unsetenv("CLT_SAVE_F16");
+  test_setenv("CLT_SAVE_F16", NULL);
   for (int k = 0; k < 4; k++) {
     ck_assert_ok(graph_from_text(model, &g[k]));
     g[k]->share_buffers = k != 1;
@@ -441,9 +441,9 @@ START_TEST(save_f16_env_checked) {
     clt_graph *g = NULL;
     ck_assert_ok(graph_from_text(model, &g));
     ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
-    setenv("CLT_SAVE_F16", values[v], 1);
+    test_setenv("CLT_SAVE_F16", values[v]);
     clt_status st = clt_graph_compile(g, 4, 3);
-    unsetenv("CLT_SAVE_F16");
+    test_setenv("CLT_SAVE_F16", NULL);
     if (v < 2) {
       ck_assert_ok(st);
       ck_assert(g->save_f16 == (v == 0));

@@ -611,7 +611,7 @@ static void damage_entries(void) {
 static void use_ctx(clt_context *ctx) { g_ctx = ctx; }
 
 START_TEST(plan_cache_miss_hit_damaged) {
-  unsetenv("CLT_PLAN");
+  test_setenv("CLT_PLAN", NULL);
   clt_context *ctx = open_ctx(CLT_PLAN_ENV);
   use_ctx(ctx);
   ck_assert_int_eq(count_entries(), 0);
@@ -651,20 +651,20 @@ START_TEST(plan_cache_miss_hit_damaged) {
                   (int)p.source);
   }
   clt_graph_destroy(g);
-  setenv("CLT_PLAN", "remeasure", 1);
+  test_setenv("CLT_PLAN", "remeasure");
   g = compile_expecting(CLT_PLAN_FROM_MEASURED);
   clt_graph_destroy(g);
-  setenv("CLT_PLAN", "OFF", 1);
+  test_setenv("CLT_PLAN", "OFF");
   g = compile_expecting(CLT_PLAN_FROM_DEFAULT);
   ck_assert(clt_graph_plan_seconds(g) == 0);
   clt_graph_destroy(g);
-  setenv("CLT_PLAN", "sometimes", 1);
+  test_setenv("CLT_PLAN", "sometimes");
   ck_assert_ok(graph_from_text(model, &g));
   ck_assert_int_eq(clt_graph_compile(g, BATCH, 5), CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(
       strstr(clt_context_last_error(ctx), "CLT_PLAN=sometimes"));
   clt_graph_destroy(g);
-  unsetenv("CLT_PLAN");
+  test_setenv("CLT_PLAN", NULL);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }
@@ -880,7 +880,7 @@ END_TEST
 /* The option wins over $CLT_PLAN; off measures nothing and stores
  * nothing; the kernel cache off means plans off unless asked for. */
 START_TEST(plan_off_gives_defaults) {
-  setenv("CLT_PLAN", "remeasure", 1);
+  test_setenv("CLT_PLAN", "remeasure");
   clt_context *ctx = open_ctx(CLT_PLAN_OFF);
   use_ctx(ctx);
   int before = count_entries();
@@ -890,7 +890,7 @@ START_TEST(plan_off_gives_defaults) {
   ck_assert_int_eq(count_entries(), before);
   use_ctx(g_main);
   clt_context_destroy(ctx);
-  unsetenv("CLT_PLAN");
+  test_setenv("CLT_PLAN", NULL);
 
   clt_context_options opts;
   clt_context_options_init(&opts);
@@ -984,7 +984,7 @@ static float *train_steps(clt_graph *g, int64_t batch) {
 /* Stored plans give the same bits run to run, and numbers close to the
  * defaults' (one GEMM per product). */
 START_TEST(plan_same_bits_run_to_run) {
-  unsetenv("CLT_PLAN");
+  test_setenv("CLT_PLAN", NULL);
   clt_context *ctx = open_ctx(CLT_PLAN_ON);
   use_ctx(ctx);
   clt_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
@@ -998,10 +998,10 @@ START_TEST(plan_same_bits_run_to_run) {
   int64_t n = g1->param_count;
   ck_assert_msg(memcmp(p1, p2, (size_t)n * sizeof(float)) == 0,
                 "two runs with the same plans differ");
-  setenv("CLT_PLAN", "off", 1);
+  test_setenv("CLT_PLAN", "off");
   ck_assert_ok(graph_from_text(model, &g3));
   ck_assert_ok(clt_graph_compile(g3, BATCH, 5));
-  unsetenv("CLT_PLAN");
+  test_setenv("CLT_PLAN", NULL);
   float *p3 = train_steps(g3, BATCH);
   for (int64_t i = 0; i < n; i++)
     ck_assert_msg(fabs(p1[i] - p3[i]) <= 1e-4 * fmax(1, fabs(p3[i])),

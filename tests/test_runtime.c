@@ -331,13 +331,13 @@ START_TEST(context_with_empty_device_fails) {
   size_t want = 0;
   ck_assert_int_eq(clt_device_select(&list, NULL, &want, err, sizeof err),
                    CLT_OK);
-  setenv("CLT_DEVICE", "", 1);
+  test_setenv("CLT_DEVICE", "");
   opts.device = NULL;
   ck_assert_int_eq(clt_context_create(&opts, &ctx, err, sizeof err), CLT_OK);
   ck_assert_str_eq(clt_context_device(ctx)->name, list.devices[want].name);
   clt_context_destroy(ctx);
   clt_device_list_free(&list);
-  if (saved) setenv("CLT_DEVICE", saved, 1);
+  if (saved) test_setenv("CLT_DEVICE", saved);
   free(saved);
 }
 END_TEST
@@ -480,12 +480,12 @@ START_TEST(cache_off_writes_nothing) {
   /* cache = -1 follows $CLT_CACHE. */
   const char *old = getenv("CLT_CACHE");
   char *saved = old ? strdup(old) : NULL;
-  setenv("CLT_CACHE", "0", 1);
+  test_setenv("CLT_CACHE", "0");
   ks = context_with_cache(dir, -1);
   if (saved)
-    setenv("CLT_CACHE", saved, 1);
+    test_setenv("CLT_CACHE", saved);
   else
-    unsetenv("CLT_CACHE");
+    test_setenv("CLT_CACHE", NULL);
   free(saved);
   ck_assert_int_eq(ks.cache_hits, 0);
   ck_assert_int_eq(list_entries(dir, names, 4, &clbin), 0);
