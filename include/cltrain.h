@@ -800,7 +800,11 @@ typedef enum clt_loss_kind {
 /* Which loss the graph ends in (what clt_graph_set_batch's labels must be). */
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
- * buf, like Keras's model.summary(). */
+ * buf, like Keras's model.summary(): a layer's count holds its parameters
+ * that are not trained too (batch norm's and normalize's statistics), and
+ * the last line gives the total, split into trainable and non-trainable
+ * where some are not (clt_graph_parameter_count: the trainable ones). Cut
+ * short, NUL-terminated, when buflen is too small. */
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen);
 
 /* Uploads a batch of n <= max_batch samples: inputs as float

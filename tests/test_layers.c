@@ -386,6 +386,58 @@ START_TEST(test_normalize) {
 }
 END_TEST
 
+/* The last number on the summary's line of layer `name`; -1 if none. */
+static long long summary_params(const char *summary, const char *name) {
+  for (const char *line = summary; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t n = strlen(name);
+    if (!strncmp(line, name, n) && line[n] == ' ') {
+      const char *p = end ? end : line + strlen(line);
+      while (p > line && p[-1] >= '0' && p[-1] <= '9') p--;
+      return strtoll(p, NULL, 10);
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return -1;
+}
+
+/* The summary counts every parameter of a layer, its statistics too, and
+ * splits the total where some are not trained; cut short, it stays a
+ * string. */
+START_TEST(test_summary_counts) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=3\nnormalize\ndense units=4\n"
+                               "batchnorm\ndense units=2\n"
+                               "softmax_cross_entropy\n",
+                               &g));
+  char buf[2048];
+  clt_graph_summary(g, buf, sizeof buf);
+  /* normalize: mean, var (3 each) and count; dense 3*4+4; batchnorm
+   * gamma, beta (trained) and mean, var, count (not); dense 4*2+2 */
+  const int64_t trained = 16 + 8 + 10, stats = 7 + 9;
+  ck_assert_int_eq(clt_graph_parameter_count(g), trained);
+  char want[160];
+  snprintf(want, sizeof want,
+           "total parameters: %lld (%lld trainable, %lld non-trainable",
+           (long long)(trained + stats), (long long)trained,
+           (long long)stats);
+  ck_assert_msg(strstr(buf, want), "%s", buf);
+  ck_assert_int_eq(summary_params(buf, "normalize1"), 7);
+  ck_assert_int_eq(summary_params(buf, "batchnorm1"), 17);
+  ck_assert_int_eq(summary_params(buf, "dense1"), 16);
+  char small[40];
+  memset(small, 'x', sizeof small);
+  clt_graph_summary(g, small, sizeof small);
+  ck_assert_int_eq(strlen(small), sizeof small - 1);
+  clt_graph_destroy(g);
+
+  ck_assert_ok(graph_from_text("input shape=3\ndense units=2\nmse\n", &g));
+  clt_graph_summary(g, buf, sizeof buf);
+  ck_assert_msg(strstr(buf, "total trainable parameters: 8\n"), "%s", buf);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_layer_shape_errors) {
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
@@ -432,6 +484,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_layer_shape_errors);
   tcase_add_test(beh, test_label_smoothing);
   tcase_add_test(beh, test_normalize);
+  tcase_add_test(beh, test_summary_counts);
   suite_add_tcase(s, beh);
   return s;
 }

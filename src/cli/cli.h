@@ -41,6 +41,8 @@ clt_status cli_read_file(const char *path, int64_t max_bytes, uint8_t **bytes,
  * digits gets a clear error instead of an attempt to allocate it. */
 #define CLI_MAX_EPOCHS 1000000
 #define CLI_MAX_PAD_CROP 1024
+/* "s" after a count other than 1: "%d epoch%s", n, CLI_PLURAL(n) */
+#define CLI_PLURAL(n) ((n) == 1 ? "" : "s")
 
 /* Each command: argc/argv start at the command's own arguments. Returns
  * the process exit status. */

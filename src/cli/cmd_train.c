@@ -816,9 +816,9 @@ int cli_train(int argc, char **argv) {
               a.resume, (unsigned long long)info.seed, a.seed);
     if (info.epoch >= a.epochs) {
       if (lead)
-        fprintf(out, "nothing to do: %s holds %d epochs, --epochs %lld asks "
-                   "for no more\n",
-              a.resume, info.epoch, a.epochs);
+        fprintf(out, "nothing to do: %s holds %d epoch%s, --epochs %lld "
+                     "asks for no more\n",
+                a.resume, info.epoch, CLI_PLURAL(info.epoch), a.epochs);
       rc = 0;
       goto done;
     }
@@ -874,8 +874,9 @@ int cli_train(int argc, char **argv) {
     fo.first_epoch = info.epoch + 1;
     fo.seed = info.data_seed;
     if (!a.quiet)
-      fprintf(out, "resuming from %s: %d epochs and %lld steps done\n",
-              a.resume, info.epoch, (long long)info.step);
+      fprintf(out, "resuming from %s: %d epoch%s and %lld step%s done\n",
+              a.resume, info.epoch, CLI_PLURAL(info.epoch),
+              (long long)info.step, CLI_PLURAL(info.step));
   }
   watchdog dog;
   if (po.tty && !po.quiet && lead) {
@@ -940,9 +941,10 @@ int cli_train(int argc, char **argv) {
     goto done;
   }
   if (result.stopped_early && !a.quiet)
-    fprintf(out, "early stop: the %s loss has not improved for %lld epochs "
-                 "(best %.4f after epoch %d)\n",
-            result.monitor, a.early_stop, result.best_loss,
+    fprintf(out, "early stop: the %s loss has not improved for %lld "
+                 "epoch%s (best %.4f after epoch %d)\n",
+            result.monitor, a.early_stop, CLI_PLURAL(a.early_stop),
+            result.best_loss,
             result.best_epoch);
   if (result.restored_best && !a.quiet)
     fprintf(out, "kept the weights of epoch %d, the best %s loss%s\n",
@@ -967,18 +969,22 @@ int cli_train(int argc, char **argv) {
                       test ? clt_dataset_count(test) : 0, first);
   } else if (!test) { /* --holdout 0 and no test data: no test figures */
     if (po.regression)
-      printf("final: train loss %.6g after %d epochs%s (no test set)\n",
-             last->train_loss, result.last_epoch, kept);
+      printf("final: train loss %.6g after %d epoch%s%s (no test set)\n",
+             last->train_loss, result.last_epoch, CLI_PLURAL(result.last_epoch),
+             kept);
     else
       printf("final: train accuracy %.4f, train loss %.4f after %d "
-             "epochs%s (no test set)\n",
-             last->train_acc, last->train_loss, result.last_epoch, kept);
+             "epoch%s%s (no test set)\n",
+             last->train_acc, last->train_loss, result.last_epoch,
+             CLI_PLURAL(result.last_epoch), kept);
   } else if (po.regression) {
-    printf("final: test loss %.6g, train loss %.6g after %d epochs%s\n",
-           last->test_loss, last->train_loss, result.last_epoch, kept);
+    printf("final: test loss %.6g, train loss %.6g after %d epoch%s%s\n",
+           last->test_loss, last->train_loss, result.last_epoch,
+           CLI_PLURAL(result.last_epoch), kept);
   } else {
-    printf("final: test accuracy %.4f, test loss %.4f after %d epochs%s\n",
-           last->test_acc, last->test_loss, result.last_epoch, kept);
+    printf("final: test accuracy %.4f, test loss %.4f after %d epoch%s%s\n",
+           last->test_acc, last->test_loss, result.last_epoch,
+           CLI_PLURAL(result.last_epoch), kept);
   }
   if (result.interrupted) {
     if (result.unfinished)

@@ -428,22 +428,42 @@ CLT_API int64_t clt_graph_parameter_count(const clt_graph *g) {
   return total;
 }
 
+static int64_t node_param_count(const clt_graph_node *n) {
+  int64_t total = 0;
+  for (int p = 0; p < n->n_params; p++) total += n->params[p].numel;
+  return total;
+}
+
+/* Each layer's parameters, trained or not (Keras's "Param #"), and the
+ * totals: the trainable count alone when every parameter is trained. */
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
+  if (!buf || buflen == 0) return;
   size_t w = 0;
+  int64_t all = 0;
   w += (size_t)snprintf(buf + w, buflen - w, "%-24s %-22s %-18s %10s\n",
                         "layer", "type", "output", "params");
-  for (int i = 0; i < g->n_nodes && w < buflen; i++) {
+  for (int i = 0; i < g->n_nodes; i++) {
     const clt_graph_node *n = &g->nodes[i];
     char shape[96];
-    int64_t np = node_trainable_count(n);
-    w += (size_t)snprintf(buf + w, buflen - w, "%-24s %-22s %-18s %10lld\n",
-                          n->name, n->ops->type,
-                          clt_shape_str(n->ndim, n->shape, shape, sizeof shape),
-                          (long long)np);
+    int64_t np = node_param_count(n);
+    all += np;
+    if (w < buflen)
+      w += (size_t)snprintf(
+          buf + w, buflen - w, "%-24s %-22s %-18s %10lld\n", n->name,
+          n->ops->type, clt_shape_str(n->ndim, n->shape, shape, sizeof shape),
+          (long long)np);
   }
-  if (w < buflen)
+  int64_t trainable = clt_graph_parameter_count(g);
+  if (w >= buflen) return;
+  if (all == trainable)
     snprintf(buf + w, buflen - w, "total trainable parameters: %lld\n",
-             (long long)clt_graph_parameter_count(g));
+             (long long)trainable);
+  else
+    snprintf(buf + w, buflen - w,
+             "total parameters: %lld (%lld trainable, %lld non-trainable: "
+             "statistics)\n",
+             (long long)all, (long long)trainable,
+             (long long)(all - trainable));
 }
 
 /* ---- compile --------------------------------------------------------------- */
