@@ -5,14 +5,17 @@
  * options (the samples' shape 1..2 x 1..3 x 1..3, a label bound or none,
  * or 1..2 regression targets; values as bytes or as floats; rows with
  * their label or targets, or values only; the label or targets in the
- * first column, the last, column 2, or the header's column "y"); the rest
- * is the file. Beyond "no crash, no leak, no undefined behaviour":
+ * first column, the last, column 2, or the header's column "y"; the
+ * separator, found or given); the rest is the file. Beyond "no crash, no
+ * leak, no undefined behaviour":
  *   - an accepted file gives at least one sample of the options' shape,
  *     labels in [0, the bound) with num_classes the largest + 1, finite
  *     float targets, or neither (values only), and every value readable (finite, as floats); written
  *     back as CSV (labels and bytes as integers, floats with %.9g, which a
  *     float survives) and read again, it gives the same samples bit for
- *     bit (written label first, the label's place recorded as asked);
+ *     bit (written label first, the label's place recorded as asked, with
+ *     the separator given, else with a comma, a tab, a semicolon or
+ *     spaces, to be found again);
  *   - a rejected one leaves the dataset empty and a message that names the
  *     file.
  * Build: see fuzz/README.md. */
@@ -35,6 +38,12 @@ static void require(int ok, const char *what) {
 
 static char g_path[64], g_again[64];
 
+/* Bits 4-6 of the second byte: the separator given (0: found), and the
+ * one the rows are written back with. */
+static const char g_given[8] = {0, ',', '\t', ';', ' ', 0, 0, 0};
+static const char g_written[8] = {',', ',', '\t', ';', ' ', '\t', ';', ' '};
+static char g_sep; /* this input's g_written */
+
 static void write_file(const char *path, const uint8_t *data, size_t size) {
   FILE *f = fopen(path, "wb");
   if (!f) abort();
@@ -46,7 +55,8 @@ static void write_file(const char *path, const uint8_t *data, size_t size) {
  * 1-2 height 1..3, 3-4 width 1..3, 5-7 the heads: 0 labels with no bound,
  * 1..5 labels below 2, 3, 5, 10, 256, 6..7 one or two targets; c's bit 0
  * the values as floats, bit 1 values only (unlabelled), bits 2-3 the
- * label column: first, last, 2, "y". */
+ * label column: first, last, 2, "y", bits 4-6 the separator (g_given,
+ * g_written). */
 static clt_data_options options_of(uint8_t b, uint8_t c) {
   static const int bounds[] = {0, 2, 3, 5, 10, 256};
   clt_data_options o;
@@ -63,6 +73,7 @@ static clt_data_options options_of(uint8_t b, uint8_t c) {
   o.unlabelled = (c & 2) != 0;
   static const char *const columns[] = {NULL, "last", "2", "y"};
   o.label_column = columns[(c >> 2) & 3];
+  o.csv_separator = g_given[(c >> 4) & 7];
   return o;
 }
 
@@ -122,16 +133,16 @@ static void write_back(const clt_data_options *o, const clt_dataset *ds) {
   FILE *f = fopen(g_again, "w");
   if (!f) abort();
   for (int64_t i = 0; i < ds->count; i++) {
-    const char *sep = ",";
+    const char comma[2] = {g_sep, '\0'}, *sep = comma;
     if (o->unlabelled)
       sep = ""; /* the first value starts the row */
     else if (o->targets > 0)
       for (int64_t t = 0; t < o->targets; t++)
-        fprintf(f, "%s%.9g", t ? "," : "",
+        fprintf(f, "%s%.9g", t ? comma : "",
                 (double)ds->targets[i * o->targets + t]);
     else
       fprintf(f, "%d", ds->labels[i]);
-    for (int64_t p = 0; p < size; p++, sep = ",")
+    for (int64_t p = 0; p < size; p++, sep = comma)
       if (ds->fpixels)
         fprintf(f, "%s%.9g", sep, (double)ds->fpixels[i * size + p]);
       else
@@ -186,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              (long)getpid());
   }
   clt_data_options o = options_of(data[0], data[1]);
+  g_sep = g_written[(data[1] >> 4) & 7];
   write_file(g_path, data + 2, size - 2);
   clt_dataset ds;
   clt_err err;

@@ -1062,6 +1062,11 @@ typedef struct clt_data_options {
    * other columns are the values, in their order. Ignored for unlabelled
    * rows. clt_fit's checkpoints record it (clt_checkpoint_info). */
   const char *label_column;
+  /* CSV files: what separates the fields: ',', '\t', ';', '|', or ' ' (a
+   * run of spaces and tabs, numpy's savetxt). 0 (the default): found from
+   * the file's first line, the first of these that splits it into a row's
+   * number of columns (so ',' where several do). */
+  char csv_separator;
 } clt_data_options;
 
 /* Fills o with the defaults: no shape, no bound on labels, no limits,
@@ -1111,6 +1116,9 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
  * CLT_CSV_FLOATS any decimal numbers within a float's range; labels are
  * whole numbers, targets within a float's range. A first line whose first
  * field is not a number is a header and skipped; blank lines are skipped.
+ * Fields are separated as o->csv_separator says (by default found from
+ * the first line: commas, tabs, semicolons, '|' or spaces); a field in
+ * double quotes is read without them.
  * Errors name the file and line: a row with too few or too many values
  * (with both sizes), a value that is not a number, a pixel outside 0..255
  * or a float beyond a float's range, a negative label or one >=

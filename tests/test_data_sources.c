@@ -372,6 +372,78 @@ START_TEST(csv_label_column) {
 END_TEST
 
 /* Targets from the last columns, or from a named one on. */
+/* Tabs, semicolons, '|' and runs of spaces separate fields as commas do,
+ * found from the first line or as asked; quoted values are read; a
+ * decimal comma and a row no separator splits are called what they are. */
+START_TEST(csv_separators) {
+  clt_data_options o = opts_2x2(0);
+  clt_dataset first, ds;
+  csv_read_ok(&o, "2,0,1,2,255\n0,10,20,30,40\n", &first);
+  const struct {
+    const char *text, *says;
+  } cases[] = {
+      {"label\ta\tb\tc\td\n2\t0\t1\t2\t255\n0\t 10 \t20\t30\t40\n",
+       "after a header line, separated by tabs)"},
+      {"2;0;1;2;255\r\n0;10;20;30;40\n", "separated by semicolons)"},
+      {"2|0|1|2|255\n0|10|20|30|40\n", "separated by '|')"},
+      /* numpy's savetxt: its header after '#', %.18e, padding anywhere */
+      {"# y a b c d\n2.000000000000000000e+00 0.0e+00   1 2 255 \n"
+       "  0\t10 20 30  4e1\n",
+       "after a header line, separated by spaces)"},
+      {"\"label\",\"a\",\"b\",\"c\",\"d\"\n\"2\",\"0\", \"1\" ,2,\"255\"\n"
+       "0,10,20,30,40\n",
+       "(CSV, 2 rows after a header line)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    csv_read_ok(&o, cases[i].text, &ds);
+    ck_assert_int_eq(ds.count, 2);
+    ck_assert_mem_eq(ds.labels, first.labels, 2 * sizeof *ds.labels);
+    ck_assert_mem_eq(ds.pixels, first.pixels, 8);
+    ck_assert_msg(strstr(ds.source, cases[i].says), "case %zu: %s", i,
+                  ds.source);
+    clt_dataset_free(&ds);
+  }
+  /* a header name after numpy's '#' */
+  o.label_column = "y";
+  csv_read_ok(&o, "# a b y c d\n0 1 2 2 255\n10 20 0 30 40\n", &ds);
+  ck_assert_mem_eq(ds.labels, first.labels, 2 * sizeof *ds.labels);
+  ck_assert_mem_eq(ds.pixels, first.pixels, 8);
+  clt_dataset_free(&ds);
+  o.label_column = NULL;
+  /* as asked: the first line is not looked at */
+  o.csv_separator = '\t';
+  csv_read_ok(&o, "2\t0\t1\t2\t255\n0\t10\t20\t30\t40\n", &ds);
+  ck_assert_mem_eq(ds.pixels, first.pixels, 8);
+  clt_dataset_free(&ds);
+  /* (its first line, no number in tab-separated terms, is a header) */
+  csv_expect_error_with(&o, "2,0,1,2,255\n2,0,1,2,255\n", "bad.csv:2:",
+                        "the row has 1 value separated by tabs, it needs 5");
+  o.csv_separator = 'x';
+  char path[512];
+  write_text("x.csv", "2,0,1,2,255\n", path, sizeof path);
+  clt_err err = {0};
+  ck_assert_int_eq(clt_csv_read(path, &o, &ds, &err),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.msg, "csv_separator"), "%s", err.msg);
+  o.csv_separator = 0;
+  /* a quoted separator is a value's; here a decimal comma */
+  o.csv_values = CLT_CSV_FLOATS;
+  csv_expect_error_with(&o, "1,\"0,5\",2,3,4\n", "bad.csv:1:",
+                        "column 2 is '0,5', not a number (a decimal comma");
+  csv_expect_error_with(&o, "1;0,5;2;3;4\n", "bad.csv:1:",
+                        "column 2 is '0,5', not a number (a decimal comma");
+  csv_expect_error_with(&o, "1,2,3,4,5\n1;2;3;4;5\n", "bad.csv:2:",
+                        "the row has 1 value (no comma, tab, ';', '|' or "
+                        "space separates values), it needs 5");
+  /* no separator fits: the one that splits the most, said */
+  csv_expect_error_with(&o, "1\t2\t3\n", "bad.csv:1:",
+                        "the row has 3 values separated by tabs, it needs 5");
+  csv_expect_error_with(&o, "1,2,3\n", "bad.csv:1:",
+                        "the row has 3 values, it needs 5");
+  clt_dataset_free(&first);
+}
+END_TEST
+
 START_TEST(csv_target_columns) {
   clt_data_options o = opts_2x2(0);
   o.targets = 2;
@@ -892,6 +964,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_label_column);
   tcase_add_test(csv, csv_target_columns);
   tcase_add_test(csv, csv_label_column_errors);
+  tcase_add_test(csv, csv_separators);
   tcase_add_test(csv, split_tail_holds_out_the_last);
   tcase_add_test(csv, class_names_round_trip);
   suite_add_tcase(s, csv);

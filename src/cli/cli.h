@@ -69,6 +69,17 @@ extern const char *const cli_csv_values_names[];
   "tabular data); with --resume, and in eval, the default\n"                 \
   "is what the checkpoint was trained on"
 
+/* The --csv-separator choices, NULL-terminated, and the character each
+ * means (clt_data_options.csv_separator; 0: found from the first line). */
+extern const char *const cli_csv_separator_names[];
+extern const char cli_csv_separator_chars[];
+
+/* The help text of --csv-separator. */
+#define CLI_CSV_SEPARATOR_HELP                                                 \
+  "CSV data: what separates the values: auto (default:\n"                    \
+  "found from the first line), comma, tab, semicolon,\n"                     \
+  "pipe or space (runs of spaces and tabs); or , ; |"
+
 /* The help text of train's and eval's --label-column. */
 #define CLI_LABEL_COLUMN_HELP                                                  \
   "CSV data: the column of the label (or of the first\n"                      \

@@ -18,6 +18,7 @@ typedef struct eval_args {
   int csv_values; /* clt_csv_values */
   bool resize, json, csv_values_given;
   const char *label_column; /* NULL: not given */
+  int csv_separator;        /* cli_csv_separator_names' index */
 } eval_args;
 
 static const char *const split_names[] = {"test", "train", NULL};
@@ -44,6 +45,8 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
        0, cli_csv_values_names, &a->csv_values_given},
       {"label-column", CLI_STRING, &a->label_column, "C",
        CLI_LABEL_COLUMN_HELP, 0, 0, 0, 0, 0},
+      {"csv-separator", CLI_CHOICE, &a->csv_separator, "S",
+       CLI_CSV_SEPARATOR_HELP, 0, 0, 0, cli_csv_separator_names, 0},
       {"split", CLI_CHOICE, &a->split, "S", "test (default) or train", 0, 0, 0,
        split_names, 0},
       {"batch", CLI_INT, &a->batch, "B", "batch size (default 100)", 1,
@@ -204,6 +207,7 @@ int cli_eval(int argc, char **argv) {
   dopt.holdout = a.holdout;
   dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &info);
   dopt.label_column = cli_label_column(a.label_column, &info);
+  dopt.csv_separator = cli_csv_separator_chars[a.csv_separator];
   bool on_train = a.split == 1;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, on_train ? &ds : NULL,
                        on_train ? NULL : &ds) != CLT_OK) {

@@ -66,6 +66,7 @@ typedef struct predict_args {
   long long top, limit;
   int precision;  /* clt_precision */
   int csv_values; /* clt_csv_values: --csv-values, then what is used */
+  int csv_separator; /* cli_csv_separator_names' index */
   bool resize, json, csv_values_given;
   bool regression; /* the model's loss is mse: print its outputs */
   const char **inputs;
@@ -100,6 +101,8 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
        "or floats (as they are); default: what the checkpoint\n"
        "was trained on",
        0, 0, 0, cli_csv_values_names, &a->csv_values_given},
+      {"csv-separator", CLI_CHOICE, &a->csv_separator, "S",
+       CLI_CSV_SEPARATOR_HELP, 0, 0, 0, cli_csv_separator_names, 0},
       {"device", CLI_STRING, &a->device, "D", "device (see `cltrain devices`)",
        0, 0, 0, 0, 0},
       {"precision", CLI_CHOICE, &a->precision, "P",
@@ -113,10 +116,10 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
   snprintf(about, sizeof about,
            "  classifies each image of each INPUT: an IDX file (every image "
            "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s; or each row of "
-           "a FILE.csv\n  (the values only, no label). PNG and JPEG are "
-           "made grey or colour as\n  the model's input asks; sizes must "
-           "match unless --resize. A regression\n  model (mse) prints its "
-           "outputs.\n",
+           "a FILE.csv\n  (or .tsv, .txt: the values only, no label). PNG "
+           "and JPEG are made grey or\n  colour as the model's input asks; "
+           "sizes must match unless --resize. A\n  regression model (mse) "
+           "prints its outputs.\n",
            !clt_image_format_supported("png")    ? " (this build lacks libpng)"
            : !clt_image_format_supported("jpeg") ? " (this build lacks JPEG)"
                                                 : "");
@@ -260,9 +263,12 @@ static void print_more(const predict_args *a, const char *path, int64_t more,
           a->json ? "" : ")");
 }
 
+/* Rows of values: .csv, .tsv, or numpy's savetxt's .txt. */
 static bool is_csv(const char *path) {
   size_t n = strlen(path);
-  return n >= 4 && !strcasecmp(path + n - 4, ".csv");
+  return n >= 4 && (!strcasecmp(path + n - 4, ".csv") ||
+                    !strcasecmp(path + n - 4, ".tsv") ||
+                    !strcasecmp(path + n - 4, ".txt"));
 }
 
 /* Each row of a CSV file of values (no label), read as the checkpoint's
@@ -278,6 +284,7 @@ static int predict_csv(clt_context *ctx, clt_model *m, predict_args *a,
     goto fail;
   o.unlabelled = true;
   o.csv_values = (clt_csv_values)a->csv_values;
+  o.csv_separator = cli_csv_separator_chars[a->csv_separator];
   if (clt_dataset_load_csv(ctx, path, &o, &ds) != CLT_OK) goto fail;
   int64_t count = clt_dataset_count(ds);
   int64_t n = count < a->limit ? count : a->limit;

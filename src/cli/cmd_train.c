@@ -32,6 +32,7 @@ typedef struct train_args {
   int csv_values; /* clt_csv_values */
   bool csv_values_given;
   const char *label_column; /* NULL: not given */
+  int csv_separator;        /* cli_csv_separator_names' index */
 } train_args;
 
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
@@ -59,6 +60,8 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
    0, 0, cli_csv_values_names, &(a)->csv_values_given},                        \
   {"label-column", CLI_STRING, &(a)->label_column, "C",                        \
    CLI_LABEL_COLUMN_HELP, 0, 0, 0, 0, 0},                                      \
+  {"csv-separator", CLI_CHOICE, &(a)->csv_separator, "S",                      \
+   CLI_CSV_SEPARATOR_HELP, 0, 0, 0, cli_csv_separator_names, 0},               \
   {"epochs", CLI_INT, &(a)->epochs, "N", "epochs (default 5)", 1,              \
    CLI_MAX_EPOCHS, 0, 0, 0},                                                   \
   {"batch", CLI_INT, &(a)->batch, "B", "batch size (default 32)", 1,           \
@@ -743,6 +746,7 @@ int cli_train(int argc, char **argv) {
   }
   dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
   dopt.label_column = cli_label_column(a.label_column, &trained);
+  dopt.csv_separator = cli_csv_separator_chars[a.csv_separator];
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
       CLT_OK) {
     fail(ctx, NULL);

@@ -126,6 +126,11 @@ clt_csv_values cli_csv_values(bool given, int choice,
                                                   : CLT_CSV_BYTES;
 }
 
+const char *const cli_csv_separator_names[] = {
+    "auto", "comma", "tab", "semicolon", "pipe", "space", ",", ";", "|", NULL};
+const char cli_csv_separator_chars[] = {0,   ',', '\t', ';', '|',
+                                        ' ', ',', ';',  '|'};
+
 const char *cli_label_column(const char *given,
                              const clt_checkpoint_info *trained) {
   if (given) return given;

@@ -140,9 +140,11 @@ static bool parse_choice(const cli_command *cmd, const cli_option *o,
       return true;
     }
   fprintf(stderr, "cltrain %s: --%s must be ", cmd->name, o->name);
-  for (int i = 0; i < n; i++)
-    fprintf(stderr, "%s%s", o->choices[i],
-            i + 2 < n ? ", " : i + 2 == n ? " or " : "");
+  for (int i = 0; i < n; i++) { /* a symbol in quotes: ',' */
+    bool word = isalnum((unsigned char)o->choices[i][0]);
+    fprintf(stderr, "%s%s%s%s", word ? "" : "'", o->choices[i],
+            word ? "" : "'", i + 2 < n ? ", " : i + 2 == n ? " or " : "");
+  }
   const char *near = cli_nearest(s, o->choices, n);
   fprintf(stderr, ", got '%s'", s);
   if (near) fprintf(stderr, "; did you mean '%s'?", near);

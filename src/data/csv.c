@@ -23,25 +23,66 @@ typedef struct csv_reader {
   const char *label_name; /* the name looked for, or NULL */
   int64_t cap;            /* rows the arrays have room for */
   bool floats;    /* values as floats (CLT_CSV_FLOATS), else bytes */
+  /* Between fields: ',', '\t', ';', '|', or ' ' for a run of spaces and
+   * tabs; 0 until the first line is read (o->csv_separator 0). */
+  char sep;
+  char **fields;  /* a row's fields, heads + pixels of them */
+  char *scratch;  /* a copy of a line, to look at without cutting it */
+  size_t scratch_size;
   clt_dataset *ds;
   clt_err *err;
 } csv_reader;
 
 static bool csv_space(char c) { return c == ' ' || c == '\t'; }
 
-/* The text of one field [*p, end of field), trimmed, as a NUL-terminated
- * string (the separator is overwritten); *p moves past the separator.
- * Returns NULL after the last field. */
-static char *csv_field(char **p, bool *more) {
+/* c ends a field: the separator, or any space or tab when the separator
+ * is a run of them. */
+static bool csv_is_sep(char sep, char c) {
+  return sep == ' ' ? csv_space(c) : c == sep;
+}
+
+/* c is padding around a field: a space or tab that is not the separator. */
+static bool csv_pad(char sep, char c) {
+  return csv_space(c) && (sep == ' ' || c != sep);
+}
+
+/* The next field of the line at *p, cut out in place as a NUL-terminated
+ * string: trimmed, its double quotes taken off ("1,5" holds a comma, ""
+ * is a quote, spaces inside quotes are kept); *p moves past the
+ * separator. Returns NULL after the last field. Runs of spaces as the
+ * separator (sep ' '): spaces at either end of the line start or end no
+ * field. */
+static char *csv_next(char sep, char **p, bool *more) {
   if (!*more) return NULL;
   char *s = *p;
+  while (csv_pad(sep, *s)) s++;
+  char *out = s, *w = s;
+  size_t kept = 0; /* the quoted text, never trimmed */
+  if (*s == '"') {
+    for (s++; *s; *w++ = *s++)
+      if (*s == '"' && *++s != '"') break;
+    kept = (size_t)(w - out);
+  }
+  while (*s && !csv_is_sep(sep, *s)) *w++ = *s++; /* the rest, as it is */
+  *more = *s != '\0';
+  *p = *s ? s + 1 : s;
+  while (w > out + kept && csv_pad(sep, w[-1])) w--;
+  *w = '\0';
+  if (sep == ' ' && *more) {
+    while (csv_space(**p)) ++*p;
+    *more = **p != '\0';
+  }
+  return out;
+}
+
+/* A line's text after a leading '#' (numpy's savetxt writes its header
+ * as "# a b c"). */
+static char *csv_after_hash(char *line) {
+  char *s = line;
   while (csv_space(*s)) s++;
-  char *comma = strchr(s, ',');
-  char *end = comma ? comma : s + strlen(s);
-  *p = comma ? comma + 1 : end;
-  *more = comma != NULL;
-  while (end > s && csv_space(end[-1])) end--;
-  *end = '\0';
+  if (*s != '#') return line;
+  for (s++; csv_space(*s); s++) {
+  }
   return s;
 }
 
@@ -101,6 +142,18 @@ static bool csv_missing(const char *text) {
   return false;
 }
 
+/* text would be a number with its comma a point ("1,5", as spreadsheets
+ * write numbers in much of Europe). */
+static bool csv_decimal_comma(const char *text) {
+  const char *comma = strchr(text, ',');
+  if (!comma || strchr(comma + 1, ',') || strlen(text) >= 64) return false;
+  char point[64];
+  snprintf(point, sizeof point, "%s", text);
+  point[comma - text] = '.';
+  double v;
+  return csv_number(point, &v);
+}
+
 static clt_status csv_not_number(csv_reader *r, int64_t column,
                                  const char *text) {
   if (csv_missing(text))
@@ -111,8 +164,12 @@ static clt_status csv_not_number(csv_reader *r, int64_t column,
                        r->path, r->line, (long long)column,
                        *text ? "'" : "empty", text, *text ? "'" : "");
   return clt_err_set(r->err, CLT_ERR_FORMAT,
-                     "%s:%ld: column %lld is '%.40s', not a number", r->path,
-                     r->line, (long long)column, text);
+                     "%s:%ld: column %lld is '%.40s', not a number%s", r->path,
+                     r->line, (long long)column, text,
+                     csv_decimal_comma(text)
+                         ? " (a decimal comma: numbers are read with a "
+                           "point, 1.5)"
+                         : "");
 }
 
 /* Makes room for one more row. */
@@ -235,13 +292,31 @@ static void csv_row_holds(const csv_reader *r, char *buf, size_t len) {
            o->height, o->width);
 }
 
+/* What separates the fields, for messages: "tabs". */
+static const char *csv_sep_name(char sep) {
+  switch (sep) {
+  case '\t': return "tabs";
+  case ';': return "semicolons";
+  case '|': return "'|'";
+  case ' ': return "spaces";
+  default: return "commas";
+  }
+}
+
 /* The message for a row of `fields` values where heads + pixels belong. */
 static clt_status csv_wrong_length(csv_reader *r, int64_t fields) {
   char holds[160];
   csv_row_holds(r, holds, sizeof holds);
+  char sep[64] = "";
+  if (r->sep != ',')
+    snprintf(sep, sizeof sep, " separated by %s", csv_sep_name(r->sep));
+  else if (fields == 1)
+    snprintf(sep, sizeof sep, " (no comma, tab, ';', '|' or space "
+                              "separates values)");
   return clt_err_set(r->err, CLT_ERR_FORMAT,
-                     "%s:%ld: the row has %lld values, it needs %lld: %s",
+                     "%s:%ld: the row has %lld value%s%s, it needs %lld: %s",
                      r->path, r->line, (long long)fields,
+                     fields == 1 ? "" : "s", sep,
                      (long long)(r->heads + r->pixels), holds);
 }
 
@@ -305,39 +380,15 @@ static clt_status csv_label_place(csv_reader *r) {
                       CLT_ERR_INVALID_ARGUMENT);
 }
 
-/* The next field of a header line into buf (cap bytes), trimmed and
- * unquoted ("a, b" holds a comma, "" is a quote); *p moves past the
- * separator. false after the last field. */
-static bool csv_header_field(const char **p, bool *more, char *buf,
-                             size_t cap) {
-  if (!*more) return false;
-  const char *s = *p;
-  size_t n = 0;
-  while (csv_space(*s)) s++;
-  bool quoted = *s == '"';
-  if (quoted)
-    for (s++; *s; s++) {
-      if (*s == '"' && *++s != '"') break;
-      if (n + 1 < cap) buf[n++] = *s;
-    }
-  for (; *s && *s != ','; s++)
-    if (!quoted && n + 1 < cap) buf[n++] = *s;
-  while (!quoted && n > 0 && csv_space(buf[n - 1])) n--;
-  buf[n] = '\0';
-  *more = *s == ',';
-  *p = *s ? s + 1 : s;
-  return true;
-}
-
 /* Finds r->label_name among the header line's fields. */
-static clt_status csv_find_name(csv_reader *r, const char *line) {
-  const char *p = line;
+static clt_status csv_find_name(csv_reader *r, char *line) {
+  char *p = csv_after_hash(line), *field;
   bool more = true;
-  char field[256], names[160] = "", heads[64];
+  char names[160] = "", heads[64];
   int64_t found = -1, i = 0;
   size_t used = 0;
   csv_heads_name(r, heads, sizeof heads);
-  for (; csv_header_field(&p, &more, field, sizeof field); i++) {
+  for (; (field = csv_next(r->sep, &p, &more)); i++) {
     if (!strcmp(field, r->label_name)) {
       if (found >= 0)
         return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -366,41 +417,92 @@ static clt_status csv_find_name(csv_reader *r, const char *line) {
   return csv_place_at(r, found, given, CLT_ERR_FORMAT);
 }
 
-static int64_t csv_count_fields(const char *line) {
-  int64_t n = 1;
-  for (const char *p = line; *p; p++) n += *p == ',';
+/* The fields of line, cut out in place into r->fields (as many as fit);
+ * their count. */
+static int64_t csv_split(csv_reader *r, char *line) {
+  int64_t n = 0, cap = r->heads + r->pixels;
+  bool more = true;
+  char *p = line, *text;
+  for (; (text = csv_next(r->sep, &p, &more)); n++)
+    if (n < cap) r->fields[n] = text;
   return n;
 }
 
 static clt_status csv_row(csv_reader *r, char *line) {
-  int64_t fields = csv_count_fields(line);
+  int64_t fields = csv_split(r, line);
   if (fields != r->heads + r->pixels) return csv_wrong_length(r, fields);
   CLT_TRY(csv_grow(r));
-  bool more = true;
-  char *p = line, *text;
-  for (int64_t i = 0; (text = csv_field(&p, &more)); i++) {
+  for (int64_t i = 0; i < fields; i++) {
     int64_t h = i - r->head_at;
     if (h >= 0 && h < r->heads)
-      CLT_TRY(csv_head(r, h, i + 1, text));
+      CLT_TRY(csv_head(r, h, i + 1, r->fields[i]));
     else
-      CLT_TRY(csv_pixel(r, h < 0 ? i : i - r->heads, i + 1, text));
+      CLT_TRY(csv_pixel(r, h < 0 ? i : i - r->heads, i + 1, r->fields[i]));
   }
   r->ds->count++;
   return CLT_OK;
 }
 
+/* line copied into r->scratch, to be cut there; NULL if out of memory. */
+static char *csv_copy(csv_reader *r, const char *line) {
+  size_t n = strlen(line) + 1;
+  if (n > r->scratch_size) {
+    char *s = realloc(r->scratch, n);
+    if (!s) {
+      clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                  "%s:%ld: out of memory for a line of %zu bytes", r->path,
+                  r->line, n);
+      return NULL;
+    }
+    r->scratch = s;
+    r->scratch_size = n;
+  }
+  return memcpy(r->scratch, line, n);
+}
+
+/* The fields line splits into at sep (after a leading '#'), or -1 if out
+ * of memory. */
+static int64_t csv_count_at(csv_reader *r, const char *line, char sep) {
+  char *copy = csv_copy(r, line);
+  if (!copy) return -1;
+  char *p = csv_after_hash(copy);
+  bool more = true;
+  int64_t n = 0;
+  while (csv_next(sep, &p, &more)) n++;
+  return n;
+}
+
+/* The separator, from the file's first line when o->csv_separator is 0:
+ * the first of ',', '\t', ';', '|' and runs of spaces that splits it into
+ * a row's columns; if none does, ',' unless the line holds no comma, then
+ * the one that splits it into the most (its row's length error will say
+ * how many). */
+static clt_status csv_find_sep(csv_reader *r, const char *line) {
+  static const char seps[] = {',', '\t', ';', '|', ' '};
+  int64_t want = r->heads + r->pixels, n[sizeof seps];
+  for (size_t i = 0; i < sizeof seps; i++) {
+    n[i] = csv_count_at(r, line, seps[i]);
+    if (n[i] < 0) return CLT_ERR_HOST_MEMORY;
+    if (n[i] == want) {
+      r->sep = seps[i];
+      return CLT_OK;
+    }
+  }
+  r->sep = ',';
+  for (size_t i = 1, best = 0; n[0] <= 1 && i < sizeof seps; i++)
+    if (n[i] > n[best]) r->sep = seps[best = i];
+  return CLT_OK;
+}
+
 /* A header line's first field is not a number ("label", "class"). */
-static bool csv_is_header(const char *line) {
-  char first[64];
-  size_t n = strcspn(line, ",");
-  if (n >= sizeof first) return true;
-  memcpy(first, line, n);
-  first[n] = '\0';
-  char *p = first, *text;
+static clt_status csv_is_header(csv_reader *r, const char *line,
+                                bool *header) {
+  char *copy = csv_copy(r, line), *p = copy;
+  if (!copy) return CLT_ERR_HOST_MEMORY;
   bool more = true;
   double v;
-  text = csv_field(&p, &more);
-  return !csv_number(text, &v);
+  *header = !csv_number(csv_next(r->sep, &p, &more), &v);
+  return CLT_OK;
 }
 
 static void csv_chomp(char *line, ssize_t *len) {
@@ -426,6 +528,11 @@ static clt_status csv_check_options(const char *path, const clt_data_options *o,
                        "%s: csv_values %d is neither CLT_CSV_BYTES nor "
                        "CLT_CSV_FLOATS",
                        path, (int)o->csv_values);
+  if (o->csv_separator && !strchr(",\t;| ", o->csv_separator))
+    return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
+                       "%s: csv_separator %d is none of ',', '\\t', ';', "
+                       "'|' and ' ' (0: found from the first line)",
+                       path, (int)o->csv_separator);
   if (o->label_column && strlen(o->label_column) >= CLT_LABEL_COLUMN_MAX)
     return clt_err_set(err, CLT_ERR_INVALID_ARGUMENT,
                        "%s: the label column's name is %zu characters long; "
@@ -464,7 +571,10 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     if (r->line == 1 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3))
       memmove(line, line + 3, (size_t)len - 2);
     if (csv_blank(line)) continue;
-    if (first && csv_is_header(line)) {
+    bool header = false;
+    if (first && !r->sep && (st = csv_find_sep(r, line)) != CLT_OK) break;
+    if (first && (st = csv_is_header(r, line, &header)) != CLT_OK) break;
+    if (header) {
       *had_header = true;
       first = false;
       if (r->label_name) st = csv_find_name(r, line);
@@ -508,12 +618,20 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
                                             : 1,
                   .pixels = (int64_t)o->channels * o->height * o->width,
                   .floats = o->csv_values == CLT_CSV_FLOATS,
+                  .sep = o->csv_separator,
                   .ds = out,
                   .err = err};
   clt_status st = csv_label_place(&r);
   bool header = false;
+  r.fields = malloc((size_t)(r.heads + r.pixels) * sizeof *r.fields);
+  if (st == CLT_OK && !r.fields)
+    st = clt_err_set(err, CLT_ERR_HOST_MEMORY,
+                     "%s: out of memory for a row of %lld fields", path,
+                     (long long)(r.heads + r.pixels));
   if (st == CLT_OK) st = csv_lines(&r, f, &header);
   fclose(f);
+  free(r.fields);
+  free(r.scratch);
   if (st == CLT_OK && out->count == 0)
     st = clt_err_set(err, CLT_ERR_FORMAT, "%s holds no data rows", path);
   if (st != CLT_OK) {
@@ -522,8 +640,12 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   }
   char place[CLT_LABEL_COLUMN_MAX + 64];
   csv_place_text(&r, place, sizeof place);
-  snprintf(out->source, sizeof out->source, "%s (CSV, %lld rows%s%s%s%s)",
-           path, (long long)out->count, header ? " after a header line" : "",
+  char sep[40] = "";
+  if (r.sep != ',')
+    snprintf(sep, sizeof sep, ", separated by %s", csv_sep_name(r.sep));
+  snprintf(out->source, sizeof out->source, "%s (CSV, %lld row%s%s%s%s%s%s)",
+           path, (long long)out->count, out->count == 1 ? "" : "s",
+           header ? " after a header line" : "", sep,
            place, r.heads == 0 ? ", values only" : "",
            r.floats ? ", values as floats" : "");
   /* the place as asked, for checkpoints (the first column: not said) */
