@@ -325,6 +325,10 @@ clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
                               int64_t filters, clt_tensor *w_out,
                               clt_tensor *b_out);
 
+/* A normalize layer's parameters, in n->params' order (nn/normalize.c
+ * makes them, train/adapt.c fills them). */
+enum { CLT_NORMALIZE_MEAN, CLT_NORMALIZE_VAR, CLT_NORMALIZE_COUNT };
+
 /* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
 uint64_t *clt_node_saved_counter(clt_graph_node *n);
 

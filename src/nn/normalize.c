@@ -18,8 +18,6 @@
 static const char *const keys[] = {"per", "name", "input", "inputs", NULL};
 static const char *const per_names[] = {"feature", "channel", NULL};
 
-enum { NORM_MEAN, NORM_VAR, NORM_COUNT };
-
 static clt_status norm_configure(clt_graph *g, clt_graph_node *n,
                                  clt_layer_args *a) {
   clt_err err = {0};
@@ -52,11 +50,11 @@ static clt_status norm_configure(clt_graph *g, clt_graph_node *n,
 
 static clt_status norm_forward(clt_graph *g, clt_graph_node *n) {
   const clt_param *p = n->params;
-  int64_t channels = p[NORM_MEAN].numel;
-  return clt_normalize_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
-                               &p[NORM_MEAN].value, &p[NORM_VAR].value,
-                               g->batch * n->size, channels,
-                               n->size / channels, clt_graph_out_round(g, n));
+  int64_t channels = p[CLT_NORMALIZE_MEAN].numel;
+  return clt_normalize_forward(
+      g->ctx, n->out, clt_graph_in(g, n, 0)->out, &p[CLT_NORMALIZE_MEAN].value,
+      &p[CLT_NORMALIZE_VAR].value, g->batch * n->size, channels,
+      n->size / channels, clt_graph_out_round(g, n));
 }
 
 const clt_layer_ops clt_layer_normalize = {

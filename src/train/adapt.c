@@ -25,7 +25,7 @@ static double sample_value(const clt_dataset *ds, int64_t at) {
 static clt_status adapt_node(clt_graph *g, clt_graph_node *n,
                              const clt_dataset *ds) {
   clt_param *p = n->params;
-  int64_t channels = p[0].numel, size = n->size, spatial = size / channels;
+  int64_t channels = p[CLT_NORMALIZE_MEAN].numel, size = n->size, spatial = size / channels;
   double *sum = calloc((size_t)channels, sizeof *sum);
   double *sq = calloc((size_t)channels, sizeof *sq);
   float *mean = malloc((size_t)channels * sizeof *mean);
@@ -52,9 +52,10 @@ static clt_status adapt_node(clt_graph *g, clt_graph_node *n,
     var[c] = (float)(sq[c] / per);
   }
   float count = (float)ds->count;
-  st = clt_tensor_upload(&p[0].value, mean);
-  if (st == CLT_OK) st = clt_tensor_upload(&p[1].value, var);
-  if (st == CLT_OK) st = clt_tensor_upload(&p[2].value, &count);
+  st = clt_tensor_upload(&p[CLT_NORMALIZE_MEAN].value, mean);
+  if (st == CLT_OK) st = clt_tensor_upload(&p[CLT_NORMALIZE_VAR].value, var);
+  if (st == CLT_OK)
+    st = clt_tensor_upload(&p[CLT_NORMALIZE_COUNT].value, &count);
 done:
   free(sum);
   free(sq);
@@ -91,7 +92,8 @@ clt_status clt_graph_adapt_new(clt_graph *g, const clt_dataset *ds,
                           (long long)n->size);
     if (only_new) {
       float count = 0.0f;
-      CLT_TRY(clt_tensor_download(&n->params[2].value, &count));
+      CLT_TRY(clt_tensor_download(&n->params[CLT_NORMALIZE_COUNT].value,
+                                  &count));
       if (count > 0.0f) continue;
     }
     CLT_TRY(adapt_node(g, n, ds));
