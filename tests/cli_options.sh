@@ -278,7 +278,28 @@ d = json.load(open(sys.argv[1]))
 assert d["samples"] == 100 and len(d["confusion"]) == 10, d
 assert sum(map(sum, d["confusion"])) == 100, d
 assert abs(sum(d["confusion"][i][i] for i in range(10)) / 100 - d["accuracy"]) < 1e-6
-print("ok: eval --json:", d["accuracy"])
+# scikit-learn's classification_report, from the matrix: undefined scores
+# null per class and 0 in the averages, over the classes that occur
+cm, close = d["confusion"], lambda a, b: (a is None) == (b is None) and (
+    a is None or abs(a - b) < 1e-6)
+rows, used = [], []
+for c in range(10):
+    sup, pred, hit = sum(cm[c]), sum(r[c] for r in cm), cm[c][c]
+    p = hit / pred if pred else None
+    r = hit / sup if sup else None
+    f = 2 * hit / (pred + sup) if pred + sup else None
+    got = d["per_class"][c]
+    assert got["support"] == sup and close(got["precision"], p) and \
+        close(got["recall"], r) and close(got["f1"], f), (c, got, p, r, f)
+    if pred + sup:
+        used.append((p or 0, r or 0, f, sup))
+for name, w in (("macro_avg", lambda s: 1), ("weighted_avg", lambda s: s)):
+    total = sum(w(u[3]) for u in used)
+    for k, key in enumerate(("precision", "recall", "f1")):
+        want = sum(u[k] * w(u[3]) for u in used) / total
+        assert close(d[name][key], want), (name, key, d[name], want)
+print("ok: eval --json:", d["accuracy"], "macro F1", d["macro_avg"]["f1"],
+      "classes never predicted:", sum(p["precision"] is None for p in d["per_class"]))
 EOF
 
 python3 - "$T" <<'EOF'

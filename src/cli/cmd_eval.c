@@ -1,5 +1,5 @@
-/* cltrain eval: loss, accuracy and the confusion matrix of trained
- * weights on a dataset. */
+/* cltrain eval: loss, accuracy, the confusion matrix and the per-class
+ * scores of trained weights on a dataset. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -66,8 +66,9 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
   };
   const cli_command cmd = {
       "eval", "MODEL --weights FILE --data DATA [options]",
-      "  prints the loss, the accuracy and the confusion matrix (a\n"
-      "  regression model, mse: the loss)\n",
+      "  prints the loss, the accuracy, the confusion matrix and each\n"
+      "  class's precision, recall and F1 with their macro and weighted\n"
+      "  averages (a regression model, mse: the loss)\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *pos[1];
   int npos = 0;
@@ -113,6 +114,104 @@ static void print_confusion(const int64_t *cm, int64_t classes, char **labels,
   }
 }
 
+/* One class's scores from the confusion matrix, scikit-learn's
+ * classification_report: precision (of the samples predicted c, those
+ * that are c), recall (of the samples of c, those predicted c), F1 (their
+ * harmonic mean) and support (the samples of c). NaN where undefined: no
+ * sample predicted c, no sample of c; F1 then 0 where the other is
+ * defined (a class predicted but never present, or present but never
+ * predicted). */
+typedef struct class_score {
+  double precision, recall, f1;
+  int64_t support, predicted;
+} class_score;
+
+static class_score score_of(const int64_t *cm, int64_t classes, int64_t c) {
+  class_score s = {NAN, NAN, NAN, 0, 0};
+  for (int64_t i = 0; i < classes; i++) {
+    s.support += cm[c * classes + i];
+    s.predicted += cm[i * classes + c];
+  }
+  double hit = (double)cm[c * classes + c];
+  if (s.predicted > 0) s.precision = hit / (double)s.predicted;
+  if (s.support > 0) s.recall = hit / (double)s.support;
+  if (s.predicted > 0 || s.support > 0)
+    s.f1 = hit > 0 ? 2.0 * hit / (double)(s.predicted + s.support) : 0.0;
+  return s;
+}
+
+/* The macro (each class alike) and weighted (by support) averages over
+ * the classes that occur in the truth or the predictions, an undefined
+ * score counted as 0, as scikit-learn does: avg[0] macro, avg[1]
+ * weighted, each precision, recall, F1. */
+static void score_averages(const int64_t *cm, int64_t classes,
+                           double avg[2][3], int64_t *total) {
+  double sum[2][3] = {{0}}, n = 0;
+  *total = 0;
+  for (int64_t c = 0; c < classes; c++) {
+    class_score s = score_of(cm, classes, c);
+    if (s.support == 0 && s.predicted == 0) continue;
+    double v[3] = {isnan(s.precision) ? 0 : s.precision,
+                   isnan(s.recall) ? 0 : s.recall, s.f1};
+    for (int k = 0; k < 3; k++) {
+      sum[0][k] += v[k];
+      sum[1][k] += v[k] * (double)s.support;
+    }
+    n += 1;
+    *total += s.support;
+  }
+  for (int k = 0; k < 3; k++) {
+    avg[0][k] = n > 0 ? sum[0][k] / n : NAN;
+    avg[1][k] = *total > 0 ? sum[1][k] / (double)*total : NAN;
+  }
+}
+
+static void print_score(double v) {
+  if (isnan(v)) printf("  %9s", "-");
+  else printf("  %9.4f", v);
+}
+
+/* The per-class table under the matrix: precision, recall, F1, support,
+ * then the macro and weighted averages. */
+static void print_report(const int64_t *cm, int64_t classes, char **labels,
+                         int n_labels) {
+  int name_w = 12;
+  for (int i = 0; labels && i < n_labels && i < classes; i++)
+    if ((int)strlen(labels[i]) + 4 > name_w)
+      name_w = (int)strlen(labels[i]) + 4;
+  printf("%-*s  %9s  %9s  %9s  %9s\n", name_w, "class", "precision",
+         "recall", "f1-score", "support");
+  for (int64_t c = 0; c < classes; c++) {
+    class_score s = score_of(cm, classes, c);
+    char name[160];
+    snprintf(name, sizeof name, "%3lld %s", (long long)c,
+             labels && c < n_labels ? labels[c] : "");
+    printf("%-*s", name_w, name);
+    print_score(s.precision);
+    print_score(s.recall);
+    print_score(s.f1);
+    printf("  %9lld\n", (long long)s.support);
+  }
+  double avg[2][3];
+  int64_t total;
+  score_averages(cm, classes, avg, &total);
+  static const char *const names[] = {"macro avg", "weighted avg"};
+  for (int k = 0; k < 2; k++) {
+    printf("%-*s", name_w, names[k]);
+    for (int j = 0; j < 3; j++) print_score(avg[k][j]);
+    printf("  %9lld\n", (long long)total);
+  }
+}
+
+static void json_scores(const double v[3]) {
+  printf("{\"precision\": ");
+  cli_json_number(stdout, v[0]);
+  printf(", \"recall\": ");
+  cli_json_number(stdout, v[1]);
+  printf(", \"f1\": ");
+  cli_json_number(stdout, v[2]);
+}
+
 static int fail(clt_context *ctx) {
   fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
   return 1;
@@ -149,7 +248,21 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
         printf("%s%lld", c ? ", " : "", (long long)cm[t * classes + c]);
       printf("]");
     }
-    printf("]");
+    printf("], \"per_class\": [");
+    for (int64_t c = 0; c < classes; c++) {
+      class_score s = score_of(cm, classes, c);
+      printf("%s", c ? ", " : "");
+      json_scores((double[3]){s.precision, s.recall, s.f1});
+      printf(", \"support\": %lld}", (long long)s.support);
+    }
+    double avg[2][3];
+    int64_t total;
+    score_averages(cm, classes, avg, &total);
+    printf("], \"macro_avg\": ");
+    json_scores(avg[0]);
+    printf("}, \"weighted_avg\": ");
+    json_scores(avg[1]);
+    printf("}");
   }
   printf("}\n");
 }
@@ -257,6 +370,7 @@ int cli_eval(int argc, char **argv) {
   printf("loss %.4f  accuracy %.4f (%lld/%lld)\n", m.loss, m.accuracy,
          (long long)correct, (long long)m.samples);
   print_confusion(cm, classes, labels, n_labels);
+  print_report(cm, classes, labels, n_labels);
   rc = 0;
 done:
   free(cm);
