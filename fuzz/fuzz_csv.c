@@ -6,11 +6,13 @@
  * or 1..2 regression targets; values as bytes or as floats; rows with
  * their label or targets, or values only; the label or targets in the
  * first column, the last, column 2, or the header's column "y"; the
- * separator, found or given); the rest is the file. Beyond "no crash, no
- * leak, no undefined behaviour":
+ * separator, found or given; class names given or not); the rest is the
+ * file. Beyond "no crash, no leak, no undefined behaviour":
  *   - an accepted file gives at least one sample of the options' shape,
- *     labels in [0, the bound) with num_classes the largest + 1, finite
- *     float targets, or neither (values only), and every value readable (finite, as floats); written
+ *     labels in [0, the bound) with num_classes the largest + 1 (labels
+ *     that were names: the classes given, or those met, sorted), finite
+ *     float targets, or neither (values only), and every value readable
+ *     (finite, as floats); written
  *     back as CSV (labels and bytes as integers, floats with %.9g, which a
  *     float survives) and read again, it gives the same samples bit for
  *     bit (written label first, the label's place recorded as asked, with
@@ -43,6 +45,7 @@ static char g_path[64], g_again[64];
 static const char g_given[8] = {0, ',', '\t', ';', ' ', 0, 0, 0};
 static const char g_written[8] = {',', ',', '\t', ';', ' ', '\t', ';', ' '};
 static char g_sep; /* this input's g_written */
+static const char *const g_names[] = {"a", "b", "c"};
 
 static void write_file(const char *path, const uint8_t *data, size_t size) {
   FILE *f = fopen(path, "wb");
@@ -56,7 +59,8 @@ static void write_file(const char *path, const uint8_t *data, size_t size) {
  * 1..5 labels below 2, 3, 5, 10, 256, 6..7 one or two targets; c's bit 0
  * the values as floats, bit 1 values only (unlabelled), bits 2-3 the
  * label column: first, last, 2, "y", bits 4-6 the separator (g_given,
- * g_written). */
+ * g_written), bit 7 the classes named (g_names: labels that are names
+ * map to them). */
 static clt_data_options options_of(uint8_t b, uint8_t c) {
   static const int bounds[] = {0, 2, 3, 5, 10, 256};
   clt_data_options o;
@@ -71,6 +75,10 @@ static clt_data_options options_of(uint8_t b, uint8_t c) {
     o.targets = heads - 5;
   o.csv_values = c & 1 ? CLT_CSV_FLOATS : CLT_CSV_BYTES;
   o.unlabelled = (c & 2) != 0;
+  if (c & 128) {
+    o.class_names = g_names;
+    o.n_class_names = 3;
+  }
   static const char *const columns[] = {NULL, "last", "2", "y"};
   o.label_column = columns[(c >> 2) & 3];
   o.csv_separator = g_given[(c >> 4) & 7];
@@ -124,7 +132,21 @@ static void check_accepted(const clt_data_options *o, const clt_dataset *ds) {
             "labels below the bound");
     if (ds->labels[i] > top) top = ds->labels[i];
   }
-  require(ds->num_classes == top + 1, "num_classes is the largest + 1");
+  if (!ds->class_names) {
+    require(ds->num_classes == top + 1, "num_classes is the largest + 1");
+    return;
+  }
+  /* labels that were names: the classes given, or those met, sorted */
+  if (o->class_names) {
+    require(ds->num_classes == 3, "the classes given");
+    for (int i = 0; i < 3; i++)
+      require(!strcmp(ds->class_names[i], g_names[i]), "their names");
+    return;
+  }
+  require(ds->num_classes == top + 1, "each class met");
+  for (int i = 0; i + 1 < ds->num_classes; i++)
+    require(strcmp(ds->class_names[i], ds->class_names[i + 1]) < 0,
+            "classes sorted, each once");
 }
 
 /* ds as a CSV file at g_again: its heads, then its pixels, a row each. */
@@ -181,7 +203,8 @@ static void check_round_trip(const clt_data_options *asked,
   else
     require(!memcmp(again.labels, ds->labels,
                     (size_t)ds->count * sizeof(int32_t)) &&
-                again.num_classes == ds->num_classes,
+                (ds->class_names ? again.num_classes <= ds->num_classes
+                                 : again.num_classes == ds->num_classes),
             "the same labels");
   clt_dataset_free(&again);
   unlink(g_again);

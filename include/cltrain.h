@@ -1040,9 +1040,11 @@ typedef struct clt_data_options {
    * "0". */
   const char *cache_dir;
   int cache;
-  /* Image folders: the classes, in label order, that folder names map to
-   * (e.g. a checkpoint's, see clt_checkpoint_class_names); a folder not
-   * among them is an error. NULL: the folder names in sorted order. */
+  /* Image folders and CSV labels that are names: the classes, in label
+   * order, that folder names and label names map to (e.g. a checkpoint's,
+   * see clt_checkpoint_class_names); a name not among them is an error.
+   * NULL: the names found, in sorted order (clt_dataset_open gives a
+   * test split the training split's). */
   const char *const *class_names;
   int n_class_names;
   /* CSV files: how the values are read (CLT_CSV_BYTES). Other data is
@@ -1114,12 +1116,17 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
  * channels * height * width values in NCHW order, whole numbers 0 to 255
  * (by value: "3", "3.0" and "3e0" alike), or with o->csv_values =
  * CLT_CSV_FLOATS any decimal numbers within a float's range; labels are
- * whole numbers, targets within a float's range. A first line whose first
- * field is not a number is a header and skipped; blank lines are skipped.
- * Fields are separated as o->csv_separator says (by default found from
- * the first line: commas, tabs, semicolons, '|' or spaces); a field in
- * double quotes is read without them.
- * Errors name the file and line: a row with too few or too many values
+ * whole numbers (or class names, below), targets within a float's range.
+ * A first line whose first field is not a number is a header and
+ * skipped; blank lines are skipped. Fields are separated as
+ * o->csv_separator says (by default found from the first line: commas,
+ * tabs, semicolons, '|' or spaces); a field in double quotes is read
+ * without them. A classifier's labels are class names when the first
+ * row's is not a number ("setosa"): the classes are then the names met,
+ * sorted, or o->class_names', kept by the dataset (clt_dataset_class_name)
+ * and saved by clt_fit's checkpoints. A label-first line of a name and
+ * numbers is a row unless its name is no other row's (then it is a
+ * header: "label,0,1,2"). Errors name the file and line: a row with too few or too many values
  * (with both sizes), a value that is not a number, a pixel outside 0..255
  * or a float beyond a float's range, a negative label or one >=
  * o->num_classes. */

@@ -444,6 +444,100 @@ START_TEST(csv_separators) {
 }
 END_TEST
 
+/* Labels that are class names: classes in sorted order (as image
+ * folders'), or mapped to given names; the errors of a name too many, a
+ * name not given, and a name after numbers. */
+START_TEST(csv_class_names) {
+  clt_data_options o = opts_2x2(0);
+  clt_dataset ds;
+  const char *rows = "species,a,b,c,d\ndog,1,2,3,4\n\"cat\",5,6,7,8\n"
+                     "bird,9,9,9,9\ncat,0,0,0,0\n\"a, b\",1,1,1,1\n3,2,2,2,2\n";
+  csv_read_ok(&o, rows, &ds);
+  ck_assert_int_eq(ds.count, 6);
+  ck_assert_int_eq(ds.num_classes, 5);
+  /* sorted: "3" < "a, b" < "bird" < "cat" < "dog" */
+  const char *want[] = {"3", "a, b", "bird", "cat", "dog"};
+  for (int i = 0; i < 5; i++) ck_assert_str_eq(ds.class_names[i], want[i]);
+  const int32_t labels[] = {4, 3, 2, 3, 1, 0};
+  ck_assert_mem_eq(ds.labels, labels, sizeof labels);
+  ck_assert_int_eq(ds.pixels[4], 5);
+  ck_assert_msg(strstr(ds.source, "after a header line, 5 classes by name)"),
+                "%s", ds.source);
+  clt_dataset_free(&ds);
+  /* with the label last, in a file separated by tabs */
+  o.label_column = "last";
+  csv_read_ok(&o, "1\t2\t3\t4\tdog\n5\t6\t7\t8\tcat\n", &ds);
+  ck_assert_int_eq(ds.num_classes, 2);
+  ck_assert_str_eq(ds.class_names[0], "cat");
+  ck_assert_int_eq(ds.labels[0], 1);
+  clt_dataset_free(&ds);
+  o.label_column = NULL;
+  /* no header: the first row is data (its class is met again) */
+  csv_read_ok(&o, "dog,1,2,3,4\ncat,5,6,7,8\ndog,0,0,0,0\n", &ds);
+  ck_assert_int_eq(ds.count, 3);
+  ck_assert_int_eq(ds.labels[0], 1);
+  ck_assert_int_eq(ds.pixels[0], 1);
+  ck_assert_ptr_null(strstr(ds.source, "header"));
+  clt_dataset_free(&ds);
+  /* the columns named by numbers (pandas' header for an array's columns):
+   * a header, its label's name no other row's */
+  csv_read_ok(&o, "label,0,1,2,3\ndog,1,2,3,4\ncat,5,6,7,8\n", &ds);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_int_eq(ds.num_classes, 2);
+  ck_assert_str_eq(ds.class_names[0], "cat");
+  const int32_t after[] = {1, 0};
+  ck_assert_mem_eq(ds.labels, after, sizeof after);
+  ck_assert_int_eq(ds.pixels[0], 1);
+  ck_assert_int_eq(ds.pixels[4], 5);
+  ck_assert_msg(strstr(ds.source, "2 rows after a header line, 2 classes"),
+                "%s", ds.source);
+  clt_dataset_free(&ds);
+  const char *given[] = {"dog", "cat", "bird"};
+  o.class_names = given;
+  o.n_class_names = 3;
+  csv_read_ok(&o, "cat,1,2,3,4\nbird,5,6,7,8\n", &ds);
+  ck_assert_int_eq(ds.num_classes, 3);
+  ck_assert_int_eq(ds.labels[0], 1);
+  ck_assert_int_eq(ds.labels[1], 2);
+  ck_assert_str_eq(ds.class_names[0], "dog");
+  clt_dataset_free(&ds);
+  csv_read_ok(&o, "label,0,1,2,3\ncat,1,2,3,4\n", &ds); /* a header */
+  ck_assert_int_eq(ds.count, 1);
+  ck_assert_int_eq(ds.labels[0], 1);
+  clt_dataset_free(&ds);
+  csv_expect_error_with(&o, "cat,1,2,3,4\nfish,5,6,7,8\n", "bad.csv:2:",
+                        "the label 'fish' is not a class of the model or of "
+                        "the training data (3: 'dog', 'cat', 'bird')");
+  o.num_classes = 2; /* names beyond the model's classes */
+  csv_expect_error_with(&o, "cat,1,2,3,4\nbird,5,6,7,8\n", "bad.csv:2:",
+                        "the label 'bird' is class 2 of the names given, "
+                        "beyond the model's 2 classes");
+  o.num_classes = 0;
+  /* numbers stay numbers */
+  csv_read_ok(&o, "2,1,2,3,4\n0,5,6,7,8\n", &ds);
+  ck_assert_int_eq(ds.labels[0], 2);
+  ck_assert_ptr_null(ds.class_names);
+  clt_dataset_free(&ds);
+  o.class_names = NULL;
+  o.n_class_names = 0;
+
+  o.num_classes = 2;
+  csv_expect_error_with(&o, "dog,1,2,3,4\ncat,1,2,3,4\ndog,1,2,3,4\n"
+                        "bird,5,6,7,8\nbird,1,1,1,1\n",
+                        "bad.csv:4:",
+                        "the label 'bird' is one class more than the model's "
+                        "2 (the labels before it: 'dog', 'cat')");
+  o.num_classes = 0;
+  csv_expect_error_with(&o, "1,1,2,3,4\ncat,5,6,7,8\n", "bad.csv:2:",
+                        "the label is 'cat', a name, but the first row's is "
+                        "a number");
+  csv_expect_error_with(&o, "dog,1,2,3,4\nNA,5,6,7,8\n", "bad.csv:2:",
+                        "column 1 is 'NA', a missing value");
+  csv_expect_error_with(&o, "dog,1,2,3,4\ncaf\xe9,5,6,7,8\n", "bad.csv:2:",
+                        "is not UTF-8 text: class names are kept as UTF-8");
+}
+END_TEST
+
 START_TEST(csv_target_columns) {
   clt_data_options o = opts_2x2(0);
   o.targets = 2;
@@ -946,6 +1040,12 @@ START_TEST(folder_needs_class_folders) {
   ck_assert(tw_mkdir(dir));
   clt_data_options o = opts_images(1, 8, 8);
   folder_expect_error(dir, &o, CLT_ERR_FORMAT, "holds no class folders", NULL);
+  /* a class folder whose name a checkpoint could not keep */
+  char bad[600];
+  snprintf(bad, sizeof bad, "%s/caf\xe9", dir);
+  ck_assert(tw_mkdir(bad));
+  folder_expect_error(dir, &o, CLT_ERR_FORMAT,
+                      "class folder's name is not UTF-8 text", NULL);
 }
 END_TEST
 
@@ -965,6 +1065,7 @@ static Suite *data_sources_suite(void) {
   tcase_add_test(csv, csv_target_columns);
   tcase_add_test(csv, csv_label_column_errors);
   tcase_add_test(csv, csv_separators);
+  tcase_add_test(csv, csv_class_names);
   tcase_add_test(csv, split_tail_holds_out_the_last);
   tcase_add_test(csv, class_names_round_trip);
   suite_add_tcase(s, csv);

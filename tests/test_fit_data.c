@@ -425,6 +425,65 @@ START_TEST(test_image_folders_train_end_to_end) {
 }
 END_TEST
 
+/* CSV labels that are names: the test split's map to the training
+ * split's classes, though it lacks one; clt_fit saves the classes. */
+START_TEST(test_open_csv_class_names) {
+  const char *dir = tmp_path("csv_names");
+  ck_assert(tw_mkdir(dir));
+  char path[700];
+  snprintf(path, sizeof path, "%s/train.csv", dir);
+  FILE *f = fopen(path, "w");
+  fputs("species,a,b,c\n", f);
+  static const char *const kinds[] = {"virginica", "setosa", "versicolor"};
+  for (int i = 0; i < 30; i++)
+    fprintf(f, "%s,%d,%d,%d\n", kinds[i % 3], i % 3, 3 - i % 3, i % 2);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/test.csv", dir);
+  f = fopen(path, "w");
+  fputs("species,a,b,c\nvirginica,0,3,0\nversicolor,2,1,1\n", f);
+  fclose(f);
+  clt_graph *g = NULL;
+  ck_assert_ok(clt_graph_load_model(
+      g_ctx,
+      write_model("names.model", "input shape=3\ndense units=3\n"
+                                 "softmax_cross_entropy\n"),
+      &g));
+  ck_assert_ok(clt_graph_compile(g, 8, 4));
+  clt_data_options o;
+  clt_data_options_init(&o);
+  ck_assert_ok(clt_data_options_from_graph(g, &o));
+  clt_dataset *train = NULL, *test = NULL;
+  ck_assert_ok(clt_dataset_open(g_ctx, dir, NULL, &o, &train, &test));
+  ck_assert_int_eq(clt_dataset_num_classes(test), 3);
+  ck_assert_str_eq(clt_dataset_class_name(train, 0), "setosa");
+  ck_assert_str_eq(clt_dataset_class_name(test, 2), "virginica");
+  int32_t labels[2];
+  float values[6];
+  ck_assert_ok(clt_dataset_samples(test, 0, 2, values, labels));
+  ck_assert_int_eq(labels[0], 2); /* virginica */
+  ck_assert_int_eq(labels[1], 1); /* versicolor, not 0 */
+  clt_optimizer *opt = adam(g, 0.01f);
+  clt_fit_options fo;
+  clt_fit_options_init(&fo);
+  fo.epochs = 1;
+  fo.batch = 8;
+  fo.checkpoint_path = tmp_path("names.safetensors");
+  clt_epoch_stats hist[1];
+  ck_assert_ok(clt_fit(g, opt, train, test, &fo, hist));
+  char **saved = NULL;
+  int n = 0;
+  ck_assert_ok(
+      clt_checkpoint_class_names(g_ctx, fo.checkpoint_path, &saved, &n));
+  ck_assert_int_eq(n, 3);
+  ck_assert_str_eq(saved[1], "versicolor");
+  clt_class_names_free(saved, n);
+  clt_dataset_destroy(train);
+  clt_dataset_destroy(test);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_open_csv_folder) {
   const char *dir = tmp_path("csv");
   ck_assert(tw_mkdir(dir));
@@ -1166,6 +1225,7 @@ static Suite *fit_data_suite(void) {
   tcase_add_test(tc, test_memory_classifier_names_in_checkpoint);
   tcase_add_test(tc, test_image_folders_train_end_to_end);
   tcase_add_test(tc, test_open_csv_folder);
+  tcase_add_test(tc, test_open_csv_class_names);
   tcase_add_test(tc, test_split_is_seeded_and_disjoint);
   tcase_add_loop_test(tc, test_early_stop_keeps_the_best_weights, 0, 2);
   tcase_add_test(tc, test_plateau_and_warmup_schedules);

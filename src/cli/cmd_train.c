@@ -718,6 +718,8 @@ int cli_train(int argc, char **argv) {
   clt_fp16_route fp16_route = CLT_FP16_SGEMM; /* --precision mixed */
   const char *fp16_why = "";
   clt_dataset *train = NULL, *test = NULL, *val = NULL;
+  char **resumed_names = NULL; /* --resume: the checkpoint's classes */
+  int n_resumed_names = 0;
   clt_epoch_stats *hist = NULL;
   epoch_profile prof = {0};
   rc = 1;
@@ -747,6 +749,16 @@ int cli_train(int argc, char **argv) {
   dopt.csv_values = cli_csv_values(a.csv_values_given, a.csv_values, &trained);
   dopt.label_column = cli_label_column(a.label_column, &trained);
   dopt.csv_separator = cli_csv_separator_chars[a.csv_separator];
+  /* --resume: class names (image folders, CSV labels that are names) map
+   * to the labels the run it continues learnt, whatever classes the data
+   * now holds. */
+  if (a.resume && (clt_checkpoint_class_names(ctx, a.resume, &resumed_names,
+                                              &n_resumed_names) != CLT_OK)) {
+    fail(ctx, NULL);
+    goto done;
+  }
+  dopt.class_names = (const char *const *)resumed_names;
+  dopt.n_class_names = n_resumed_names;
   if (clt_dataset_open(ctx, a.data, a.test_data, &dopt, &train, &test) !=
       CLT_OK) {
     fail(ctx, NULL);
@@ -1028,6 +1040,7 @@ done:
   clt_dataset_destroy(val);
   clt_dataset_destroy(test);
   clt_context_destroy(ctx);
+  clt_class_names_free(resumed_names, n_resumed_names);
 stop_ranks:
   /* A failure the other ranks do not know of would leave them waiting. */
   if (rc != 0 && rc != 130 && clt_dist_size(dist) > 1 &&

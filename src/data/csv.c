@@ -1,6 +1,8 @@
 /* CSV datasets: one sample per line, parsed field by field with file:line
  * errors. Rows are appended to arrays that double as they fill. */
 #include "data/csv.h"
+#include "data/name_table.h"
+#include "io/json.h"
 
 #include <errno.h>
 #include <float.h>
@@ -26,6 +28,20 @@ typedef struct csv_reader {
   /* Between fields: ',', '\t', ';', '|', or ' ' for a run of spaces and
    * tabs; 0 until the first line is read (o->csv_separator 0). */
   char sep;
+  /* Labels as class names (the first row's label is not a number): the
+   * names met, in that order, or o->class_names (names_given: no other
+   * name is a class). names: -1 until the first row, 0 numbers, 1 names. */
+  int names;
+  bool names_given;
+  clt_name_table classes;
+  int64_t *class_rows; /* each class's rows so far */
+  long *class_line;    /* the line each was first met on */
+  int class_cap;       /* room in both */
+  /* The first line's label is a name and its values numbers: a data row,
+   * or a header whose other columns are named by numbers ("label,0,1");
+   * read as data, and dropped as a header at the end if its name is no
+   * other row's label. */
+  bool maybe_header;
   char **fields;  /* a row's fields, heads + pixels of them */
   char *scratch;  /* a copy of a line, to look at without cutting it */
   size_t scratch_size;
@@ -219,15 +235,87 @@ static clt_status csv_float(csv_reader *r, int64_t column, const char *text,
   return CLT_OK;
 }
 
+/* The classes met so far, for messages: "'cat', 'dog', ..." */
+static void csv_names_list(const clt_name_table *t, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < t->count && used < len - 1; i++) {
+    int w = snprintf(buf + used, len - used, "%s'%.40s'", i ? ", " : "",
+                     t->names[i]);
+    used = w > 0 && used + (size_t)w < len ? used + (size_t)w : len - 1;
+  }
+  if (used >= len - 1 && len > 4) memcpy(buf + len - 4, "...", 4);
+}
+
+/* The label of a row whose labels are class names: the name's index in
+ * the classes (a new one where the names are not given). */
+static clt_status csv_name_label(csv_reader *r, int64_t column,
+                                 const char *text) {
+  if (csv_missing(text)) return csv_not_number(r, column, text);
+  int at = clt_name_table_find(&r->classes, text);
+  if (at < 0 && r->names_given) {
+    char names[200];
+    csv_names_list(&r->classes, names, sizeof names);
+    return clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: the label '%.60s' is not a class of the "
+                       "model or of the training data (%d: %s)",
+                       r->path, r->line, text, r->classes.count, names);
+  }
+  if (r->names_given && r->o->num_classes > 0 && at >= r->o->num_classes)
+    return clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: the label '%.60s' is class %d of the names "
+                       "given, beyond the model's %d classes",
+                       r->path, r->line, text, at, r->o->num_classes);
+  if (at < 0 && r->classes.count == r->class_cap) {
+    int cap = r->class_cap ? 2 * r->class_cap : 16;
+    int64_t *rows = realloc(r->class_rows, (size_t)cap * sizeof *rows);
+    if (rows) r->class_rows = rows;
+    long *line = rows ? realloc(r->class_line, (size_t)cap * sizeof *line)
+                      : NULL;
+    if (line) r->class_line = line;
+    if (!rows || !line)
+      return clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                         "%s:%ld: out of memory for %d class names", r->path,
+                         r->line, cap);
+    r->class_cap = cap;
+  }
+  if (at < 0) {
+    if (!clt_json_utf8_valid(text, strlen(text)))
+      return clt_err_set(r->err, CLT_ERR_FORMAT,
+                         "%s:%ld: the label '%.60s' is not UTF-8 text: "
+                         "class names are kept as UTF-8 (save the file as "
+                         "UTF-8)",
+                         r->path, r->line, text);
+    if ((at = clt_name_table_add(&r->classes, text)) < 0)
+      return clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                         "%s:%ld: out of memory for %d class names", r->path,
+                         r->line, r->classes.count + 1);
+    r->class_rows[at] = 0;
+    r->class_line[at] = r->line;
+  }
+  if (!r->names_given) r->class_rows[at]++;
+  r->ds->labels[r->ds->count] = at;
+  return CLT_OK;
+}
+
 /* Head h (0-based: the label, or target h) from the file's column. */
 static clt_status csv_head(csv_reader *r, int64_t h, int64_t column,
                            const char *text) {
   clt_dataset *ds = r->ds;
   if (r->o->targets > 0)
     return csv_float(r, column, text, &ds->targets[ds->count * r->heads + h]);
+  double v;
+  if (r->names < 0) /* the first row's label says which */
+    r->names = !csv_number(text, &v) && !csv_missing(text);
+  if (r->names) return csv_name_label(r, column, text);
   long label;
   if (!csv_integral(text, &label)) {
-    double v;
+    if (!csv_missing(text) && !csv_number(text, &v))
+      return clt_err_set(r->err, CLT_ERR_FORMAT,
+                         "%s:%ld: the label is '%.40s', a name, but the "
+                         "first row's is a number: labels are all class "
+                         "numbers (0, 1, ...) or all class names",
+                         r->path, r->line, text);
     if (!csv_number(text, &v)) return csv_not_number(r, column, text);
     if (v != floor(v))
       return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -494,14 +582,26 @@ static clt_status csv_find_sep(csv_reader *r, const char *line) {
   return CLT_OK;
 }
 
-/* A header line's first field is not a number ("label", "class"). */
+/* Whether line is a header: its first field is not a number ("label",
+ * "pixel1"), unless that field is the label, every other field a number
+ * (or missing) and the model a classifier: then the label may be a class
+ * name (*maybe: csv_reader.maybe_header says what is made of it). */
 static clt_status csv_is_header(csv_reader *r, const char *line,
-                                bool *header) {
-  char *copy = csv_copy(r, line), *p = copy;
+                                bool *header, bool *maybe) {
+  char *copy = csv_copy(r, line);
   if (!copy) return CLT_ERR_HOST_MEMORY;
-  bool more = true;
+  int64_t n = csv_split(r, copy);
   double v;
-  *header = !csv_number(csv_next(r->sep, &p, &more), &v);
+  *maybe = false;
+  *header = !csv_number(r->fields[0], &v);
+  if (!*header || n != r->heads + r->pixels || r->head_at != 0 ||
+      r->heads == 0 || r->o->targets > 0 || csv_missing(r->fields[0]))
+    return CLT_OK;
+  for (int64_t i = 1; i < n; i++)
+    if (!csv_number(r->fields[i], &v) && !csv_missing(r->fields[i]))
+      return CLT_OK;
+  *header = false;
+  *maybe = true;
   return CLT_OK;
 }
 
@@ -558,6 +658,101 @@ static void csv_place_text(const csv_reader *r, char *buf, size_t len) {
              at + r->heads - 1, name);
 }
 
+/* The classes o->class_names gives (a trained model's, or the training
+ * split's): label names map to their indices. */
+static clt_status csv_given_names(csv_reader *r) {
+  r->names_given = true;
+  for (int i = 0; i < r->o->n_class_names; i++)
+    if (clt_name_table_find(&r->classes, r->o->class_names[i]) < 0 &&
+        clt_name_table_add(&r->classes, r->o->class_names[i]) != i)
+      return clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                         "%s: out of memory for %d class names", r->path,
+                         r->o->n_class_names);
+  return CLT_OK;
+}
+
+typedef struct csv_ranked {
+  const char *name;
+  int met; /* its index in the order met */
+} csv_ranked;
+
+static int csv_rank_cmp(const void *a, const void *b) {
+  return strcmp(((const csv_ranked *)a)->name, ((const csv_ranked *)b)->name);
+}
+
+/* A first row read as data that was a header: its label's name is no
+ * other row's (csv_reader.maybe_header). Dropped; *header set. */
+static void csv_drop_first(csv_reader *r, bool *header) {
+  clt_dataset *ds = r->ds;
+  int32_t first = ds->labels[0];
+  if (!r->maybe_header || r->names_given || ds->count < 2 ||
+      r->class_rows[first] != 1)
+    return;
+  int64_t n = --ds->count;
+  if (ds->pixels)
+    memmove(ds->pixels, ds->pixels + r->pixels, (size_t)(n * r->pixels));
+  else
+    memmove(ds->fpixels, ds->fpixels + r->pixels,
+            (size_t)(n * r->pixels) * sizeof *ds->fpixels);
+  memmove(ds->labels, ds->labels + 1, (size_t)n * sizeof *ds->labels);
+  r->class_rows[first] = 0;
+  *header = true;
+}
+
+/* The dataset's classes from names: the given ones, or those of the rows
+ * sorted (as image folders', and scikit-learn's LabelEncoder), the labels
+ * renumbered to match; more than the model's classes is an error at the
+ * line that met the first one too many. */
+static clt_status csv_name_classes(csv_reader *r, bool *header) {
+  clt_dataset *ds = r->ds;
+  if (r->names_given)
+    return clt_dataset_set_class_names(
+        ds, (const char *const *)r->o->class_names, r->o->n_class_names,
+        r->err);
+  csv_drop_first(r, header);
+  int met = r->classes.count, n = 0, bound = r->o->num_classes;
+  csv_ranked *rank = malloc((size_t)met * sizeof *rank);
+  int32_t *to = malloc((size_t)met * sizeof *to);
+  const char **sorted = malloc((size_t)met * sizeof *sorted);
+  clt_status st = CLT_OK;
+  if (!rank || !to || !sorted) {
+    st = clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                     "%s: out of memory for %d class names", r->path, met);
+    goto done;
+  }
+  for (int i = 0; i < met; i++) {
+    if (r->class_rows[i] == 0) continue; /* the header's */
+    if (bound > 0 && n == bound) {
+      char names[200] = "";
+      for (int j = 0, k = 0, used = 0; j < i && used < 190; j++)
+        if (r->class_rows[j] > 0) {
+          int w = snprintf(names + used, sizeof names - (size_t)used,
+                           "%s'%.40s'", k++ ? ", " : "", r->classes.names[j]);
+          used = w > 0 && used + w < 190 ? used + w : 190;
+        }
+      st = clt_err_set(r->err, CLT_ERR_FORMAT,
+                       "%s:%ld: the label '%.60s' is one class more than "
+                       "the model's %d (the labels before it: %s%s)",
+                       r->path, r->class_line[i], r->classes.names[i], bound,
+                       names, strlen(names) >= 190 ? "..." : "");
+      goto done;
+    }
+    rank[n++] = (csv_ranked){r->classes.names[i], i};
+  }
+  qsort(rank, (size_t)n, sizeof *rank, csv_rank_cmp);
+  for (int i = 0; i < n; i++) {
+    to[rank[i].met] = i;
+    sorted[i] = rank[i].name;
+  }
+  for (int64_t i = 0; i < ds->count; i++) ds->labels[i] = to[ds->labels[i]];
+  st = clt_dataset_set_class_names(ds, sorted, n, r->err);
+done:
+  free(rank);
+  free(to);
+  free(sorted);
+  return st;
+}
+
 static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
   char *line = NULL;
   size_t size = 0;
@@ -571,9 +766,15 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     if (r->line == 1 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3))
       memmove(line, line + 3, (size_t)len - 2);
     if (csv_blank(line)) continue;
-    bool header = false;
+    bool header = false, maybe = false;
     if (first && !r->sep && (st = csv_find_sep(r, line)) != CLT_OK) break;
-    if (first && (st = csv_is_header(r, line, &header)) != CLT_OK) break;
+    if (first && (st = csv_is_header(r, line, &header, &maybe)) != CLT_OK)
+      break;
+    /* given classes: a label that is none of them names the column */
+    if (maybe && r->names_given)
+      header = clt_name_table_find(&r->classes,
+                                   r->fields[r->head_at]) < 0;
+    if (first) r->maybe_header = maybe && !header;
     if (header) {
       *had_header = true;
       first = false;
@@ -619,9 +820,12 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
                   .pixels = (int64_t)o->channels * o->height * o->width,
                   .floats = o->csv_values == CLT_CSV_FLOATS,
                   .sep = o->csv_separator,
+                  .names = -1,
                   .ds = out,
                   .err = err};
   clt_status st = csv_label_place(&r);
+  if (st == CLT_OK && r.heads > 0 && o->targets <= 0 && o->class_names)
+    st = csv_given_names(&r);
   bool header = false;
   r.fields = malloc((size_t)(r.heads + r.pixels) * sizeof *r.fields);
   if (st == CLT_OK && !r.fields)
@@ -632,6 +836,11 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   fclose(f);
   free(r.fields);
   free(r.scratch);
+  if (st == CLT_OK && out->count > 0 && r.names == 1)
+    st = csv_name_classes(&r, &header);
+  clt_name_table_free(&r.classes);
+  free(r.class_rows);
+  free(r.class_line);
   if (st == CLT_OK && out->count == 0)
     st = clt_err_set(err, CLT_ERR_FORMAT, "%s holds no data rows", path);
   if (st != CLT_OK) {
@@ -643,10 +852,14 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   char sep[40] = "";
   if (r.sep != ',')
     snprintf(sep, sizeof sep, ", separated by %s", csv_sep_name(r.sep));
-  snprintf(out->source, sizeof out->source, "%s (CSV, %lld row%s%s%s%s%s%s)",
-           path, (long long)out->count, out->count == 1 ? "" : "s",
-           header ? " after a header line" : "", sep,
-           place, r.heads == 0 ? ", values only" : "",
+  char classes[48] = "";
+  if (r.names == 1)
+    snprintf(classes, sizeof classes, ", %d classes by name",
+             out->num_classes);
+  snprintf(out->source, sizeof out->source,
+           "%s (CSV, %lld row%s%s%s%s%s%s%s)", path, (long long)out->count,
+           out->count == 1 ? "" : "s", header ? " after a header line" : "",
+           sep, place, classes, r.heads == 0 ? ", values only" : "",
            r.floats ? ", values as floats" : "");
   /* the place as asked, for checkpoints (the first column: not said) */
   if (r.heads > 0 && (r.head_at != 0 || r.label_name))

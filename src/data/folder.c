@@ -16,6 +16,7 @@
 #include "common/rng.h"
 #include "data/image_decode.h"
 #include "data/pack_cache.h"
+#include "io/json.h"
 #include "runtime/sha256.h"
 
 #define FOLDER_MAX_THREADS 4
@@ -154,6 +155,12 @@ static clt_status folder_label(const char *dir, const char *name, int index,
 static clt_status folder_list_files(const char *dir, const clt_data_options *o,
                                     folder_list *l, clt_err *err) {
   CLT_TRY(folder_names(dir, true, &l->classes, &l->n_classes, err));
+  for (int c = 0; c < l->n_classes; c++) /* checkpoints keep them */
+    if (!clt_json_utf8_valid(l->classes[c], strlen(l->classes[c])))
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "%s/%s: the class folder's name is not UTF-8 "
+                         "text: class names are kept as UTF-8",
+                         dir, l->classes[c]);
   if (l->n_classes == 0)
     return clt_err_set(err, CLT_ERR_FORMAT,
                        "%s holds no class folders (expected %s/<class>/"

@@ -181,7 +181,15 @@ static clt_status open_run(const open_plan *p, const clt_data_options *o,
                            clt_dataset *te, clt_err *err) {
   if ((want_train || p->holdout) && p->have_train)
     CLT_TRY(open_load(&p->train, o, tr, err));
-  if (want_test && p->have_test) CLT_TRY(open_load(&p->test, o, te, err));
+  /* CSV labels that are names: the test split's map to the training
+   * split's classes, so that a class missing from one cannot shift the
+   * labels of the others. */
+  clt_data_options to = *o;
+  if (!o->class_names && tr->class_names) {
+    to.class_names = (const char *const *)tr->class_names;
+    to.n_class_names = tr->num_classes;
+  }
+  if (want_test && p->have_test) CLT_TRY(open_load(&p->test, &to, te, err));
   if (want_test && p->holdout && p->have_train) {
     char from[CLT_DATASET_SOURCE_MAX];
     snprintf(from, sizeof from, "%s", tr->source);
