@@ -13,7 +13,7 @@ source "$(dirname "$0")/cli_lib.sh"
 
 # Help: every command, both spellings, on stdout, exit 0.
 for cmd in devices selftest "bench gemm" "bench train" "bench infer" "bench conv" bench \
-  train eval predict tune; do
+  train eval predict tune summary; do
   for h in -h --help; do
     # shellcheck disable=SC2086
     expect_exit 0 "$cmd $h" "usage: cltrain" -- "$C" $cmd $h
@@ -22,7 +22,7 @@ done
 expect_exit 0 "help" "usage: cltrain COMMAND" -- "$C" help
 expect_exit 0 "--help" "usage: cltrain COMMAND" -- "$C" --help
 # Every option the help lists is documented in the README.
-for cmd in train eval predict "bench train" "bench infer" tune; do
+for cmd in train eval predict "bench train" "bench infer" tune summary; do
   # shellcheck disable=SC2086
   "$C" $cmd --help | grep -o -- '^  --[a-z0-9-]*' | sed 's/^  //' |
     while read -r opt; do
@@ -30,7 +30,25 @@ for cmd in train eval predict "bench train" "bench infer" tune; do
         fail "README.md does not document $cmd $opt"
     done
 done
-echo "ok: README documents every option of train, eval, predict, bench train, bench infer, tune"
+echo "ok: README documents every option of train, eval, predict, bench train, bench infer, tune, summary"
+
+# summary: the layers and parameters without training; its counts are
+# the ones training prints.
+"$C" summary "$(dirname "$0")/../samples/fashion_cnn.model" >"$T/summary" ||
+  fail "summary: $(cat "$T/summary")"
+grep -q "^conv2  *conv2d  *\[64, 11, 11\]  *18496$" "$T/summary" ||
+  fail "summary's conv2 line: $(cat "$T/summary")"
+grep -q "^total trainable parameters: 225034$" "$T/summary" ||
+  fail "summary's total: $(cat "$T/summary")"
+grep -q "^data: 784 values a sample, labels 0 to 9 (10 classes)$" \
+  "$T/summary" || fail "summary's data line: $(cat "$T/summary")"
+printf 'input shape=3\nnormalize\ndense units=2\nbatchnorm\nmse\n' \
+  >"$T/stats.model"
+"$C" summary "$T/stats.model" >"$T/summary"
+grep -q "^total parameters: 24 (12 trainable, 12 non-trainable: statistics)$" \
+  "$T/summary" || fail "summary with statistics: $(cat "$T/summary")"
+expect_exit 1 "summary of a missing model" "none.model" -- "$C" summary "$T/none.model"
+echo "ok: summary"
 
 # Mistakes get a suggestion, exit 2, and no work is done (the model file
 # does not even exist).

@@ -53,6 +53,7 @@ int cli_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
 int cli_tune(int argc, char **argv);
+int cli_summary(int argc, char **argv);
 
 /* The --precision choices, in clt_precision's order (CLT_PRECISION_FP32,
  * CLT_PRECISION_MIXED), NULL-terminated (options.h CLI_CHOICE). */

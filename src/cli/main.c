@@ -22,6 +22,8 @@ static void usage(FILE *out) {
           "  bench conv [--device D]       im2col + GEMM against CLBlast's "
           "convgemm\n"
           "  tune MODEL --batch B [--device D]  measure and store the plans\n"
+          "  summary MODEL [--device D]    the layers, output shapes and "
+          "parameters\n"
           "  train MODEL --data DATA [options]\n"
           "                                DATA: fashion-mnist, an IDX "
           "folder, a CSV file,\n"
@@ -83,10 +85,11 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "eval")) return cli_eval(argc - 2, argv + 2);
   if (!strcmp(cmd, "predict")) return cli_predict(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 2, argv + 2);
+  if (!strcmp(cmd, "summary")) return cli_summary(argc - 2, argv + 2);
   static const char *const commands[] = {"devices", "selftest", "bench",
                                          "train",   "eval",     "predict",
-                                         "tune",    "help"};
-  const char *near = cli_nearest(cmd, commands, 8);
+                                         "tune",    "summary",  "help"};
+  const char *near = cli_nearest(cmd, commands, 9);
   fprintf(stderr, "cltrain: unknown command '%s'%s%s%s\n\n", cmd,
           near ? "; did you mean '" : "", near ? near : "",
           near ? "'?" : "");
