@@ -62,9 +62,18 @@ static float xent_grad(float xc, int c, int label, float m, float inv,
          grad_scale;
 }
 
+/* The weight of a row of label `label` (valid: in [0, cols)): cw[label]
+ * where weighted (class weights), else 1, which leaves the loss's and the
+ * gradient's bits as they are. */
+static float xent_weight(__global const float *cw, int weighted, int label,
+                         bool valid) {
+  return weighted && valid ? cw[label] : 1.0f;
+}
+
 /* Per row: loss[r] = logsumexp(x[r]) - x[r, label]; correct[r] = argmax
  * is the label; grad[r] = (softmax(x[r]) - onehot(label)) * grad_scale;
- * with label smoothing e the target is (1 - e) onehot + e / cols (above).
+ * with label smoothing e the target is (1 - e) onehot + e / cols (above);
+ * weighted, both times cw[label] (class weights, Keras's class_weight).
  * Stable for logits of any size: everything is relative to the row max.
  * A label outside [0, cols) gives loss NaN, which the caller reports. */
 __kernel void softmax_xent(__global float *loss, int loss_off,
@@ -72,7 +81,9 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
                            __global float *grad, int grad_off,
                            __global const float *x, int x_off,
                            __global const int *labels, int labels_off,
-                           int rows, int cols, float grad_scale, float e) {
+                           __global const float *cw, int cw_off,
+                           int rows, int cols, float grad_scale, float e,
+                           int weighted) {
   int r = get_global_id(0);
   if (r >= rows) return;
   __global const float *xr = x + x_off + r * cols;
@@ -88,12 +99,13 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
   for (int c = 0; c < cols; c++) s += exp(xr[c] - m);
   for (int c = 0; c < cols; c++) sum += m - xr[c];
   bool valid = label >= 0 && label < cols;
-  loss[loss_off + r] = xent_loss(xr, label, cols, m, s, e, sum / cols);
+  float w = xent_weight(cw + cw_off, weighted, label, valid);
+  loss[loss_off + r] = w * xent_loss(xr, label, cols, m, s, e, sum / cols);
   correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
-  float inv = 1.0f / s, e_cols = e / cols;
+  float inv = 1.0f / s, e_cols = e / cols, scale = grad_scale * w;
   for (int c = 0; c < cols; c++)
     grad[grad_off + r * cols + c] =
-        xent_grad(xr[c], c, label, m, inv, grad_scale, e, e_cols);
+        xent_grad(xr[c], c, label, m, inv, scale, e, e_cols);
 }
 
 /* Per row: loss[r] = sum_c (p - t)^2 (the caller divides by the element
@@ -198,8 +210,9 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
                                  __global float *grad, int grad_off,
                                  __global const float *x, int x_off,
                                  __global const int *labels, int labels_off,
+                                 __global const float *cw, int cw_off,
                                  int rows, int cols, float grad_scale,
-                                 float e) {
+                                 float e, int weighted) {
   __local float scratch[CLT_WG];
   __local int args[CLT_WG];
   int r = get_group_id(0), lid = get_local_id(0);
@@ -219,14 +232,15 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
   for (int c = lid; c < cols; c += CLT_WG) sum += m - xr[c];
   sum = group_sum(scratch, sum);
   bool valid = label >= 0 && label < cols;
+  float w = xent_weight(cw + cw_off, weighted, label, valid);
   if (lid == 0) {
-    loss[loss_off + r] = xent_loss(xr, label, cols, m, s, e, sum / cols);
+    loss[loss_off + r] = w * xent_loss(xr, label, cols, m, s, e, sum / cols);
     correct[correct_off + r] = (valid && arg == label) ? 1.0f : 0.0f;
   }
-  float inv = 1.0f / s, e_cols = e / cols;
+  float inv = 1.0f / s, e_cols = e / cols, scale = grad_scale * w;
   for (int c = lid; c < cols; c += CLT_WG)
     grad[grad_off + r * cols + c] =
-        xent_grad(xr[c], c, label, m, inv, grad_scale, e, e_cols);
+        xent_grad(xr[c], c, label, m, inv, scale, e, e_cols);
 }
 
 __kernel void mse_group(__global float *loss, int loss_off,

@@ -801,7 +801,8 @@ typedef enum clt_loss_kind {
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
  * buf, like Keras's model.summary(): a layer's count holds its parameters
- * that are not trained too (batch norm's and normalize's statistics), and
+ * that are not trained too (batch norm's and normalize's statistics, class
+ * weights), and
  * the last line gives the total, split into trainable and non-trainable
  * where some are not (clt_graph_parameter_count: the trainable ones). Cut
  * short, NUL-terminated, when buflen is too small. */
@@ -1426,11 +1427,14 @@ CLT_API void clt_dist_destroy(clt_dist *d);
 
 /* Learns the statistics of every normalize layer of compiled g (the mean
  * and variance of its input, per feature or per channel) from ds's
- * samples, as Keras's Normalization.adapt, replacing any it had. clt_fit
- * does this itself for a layer that has none yet (a new model; not one
- * resumed or loaded from a checkpoint, which holds them). ds's samples
- * must have the model's input size (CLT_ERR_SHAPE). A graph without a
- * normalize layer is left as it is. */
+ * samples, as Keras's Normalization.adapt, and the class weights of a
+ * softmax_cross_entropy with class_weights=balanced from ds's labels
+ * (scikit-learn's: samples / (classes present * the class's samples)),
+ * replacing any it had. clt_fit does this itself for a layer that has
+ * none yet (a new model; not one resumed or loaded from a checkpoint,
+ * which holds them). ds's samples must have the model's input size
+ * (CLT_ERR_SHAPE), and labels for balanced weights. A graph without such
+ * a layer is left as it is. */
 CLT_API clt_status clt_graph_adapt(clt_graph *g, const clt_dataset *ds);
 
 /* Trains g (compiled for opts->batch or more) with opt for opts->epochs on

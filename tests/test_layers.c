@@ -438,6 +438,117 @@ START_TEST(test_summary_counts) {
 }
 END_TEST
 
+/* class_weights: training's loss is the mean of each sample's loss times
+ * its label's weight (Keras's class_weight), evaluation's the plain mean;
+ * the weights are a parameter that is not trained; `balanced` learns
+ * scikit-learn's from the labels (a class the data lacks keeps 1); the
+ * option's errors. */
+START_TEST(test_class_weights) {
+  enum { N = 6, IN = 4, K = 3 };
+  static const double w[K] = {1.0, 2.0, 0.5};
+  float x[N * IN];
+  int32_t labels[N] = {0, 2, 1, 2, 0, 1};
+  clt_random_fill(x, N * IN, 19, -2.0f, 2.0f);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=4\ndense units=3\n"
+                               "softmax_cross_entropy class_weights=1,2,0.5\n",
+                               &g));
+  ck_assert_int_eq(clt_graph_parameter_count(g), IN * K + K);
+  ck_assert_ok(clt_graph_compile(g, N, 3));
+  clt_graph_node *loss = node_named(g, "softmax_cross_entropy1");
+  float got[K];
+  ck_assert_ok(clt_tensor_download(&loss->params[0].value, got));
+  for (int c = 0; c < K; c++) ck_assert_float_eq(got[c], (float)w[c]);
+  ck_assert_ok(clt_graph_set_batch(g, x, labels, N));
+  for (int training = 1; training >= 0; training--) {
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    ck_assert_ok(clt_graph_forward(g, training));
+    float p[N * K];
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    double want = 0.0;
+    for (int r = 0; r < N; r++)
+      want += (training ? w[labels[r]] : 1.0) * -log(p[r * K + labels[r]]);
+    want /= N;
+    ck_assert_msg(fabs(m.loss - want) < 1e-5 * fmax(1.0, want),
+                  "%s: loss %.8g, want %.8g",
+                  training ? "training" : "evaluation", m.loss, want);
+  }
+  clt_graph_destroy(g);
+
+  /* balanced: 6 of class 0, 2 of class 1, none of class 2 */
+  ck_assert_ok(graph_from_text("input shape=4\ndense units=3\n"
+                               "softmax_cross_entropy "
+                               "class_weights=balanced\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, N, 3));
+  loss = node_named(g, "softmax_cross_entropy1");
+  float count = -1.0f;
+  ck_assert_ok(clt_tensor_download(&loss->params[1].value, &count));
+  ck_assert_float_eq(count, 0.0f); /* not learnt: ones */
+  enum { M = 8 };
+  static uint8_t px[M * IN];
+  static int32_t y[M] = {0, 0, 1, 0, 0, 1, 0, 0};
+  clt_dataset_desc d = {0};
+  d.count = M;
+  d.channels = d.height = 1;
+  d.width = IN;
+  d.pixels_u8 = px;
+  d.labels = y;
+  d.num_classes = K;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_ok(clt_graph_adapt(g, ds));
+  ck_assert_ok(clt_tensor_download(&loss->params[0].value, got));
+  ck_assert_float_eq_tol(got[0], 8.0f / 12.0f, 1e-7f);
+  ck_assert_float_eq(got[1], 2.0f);
+  ck_assert_float_eq(got[2], 1.0f);
+  ck_assert_ok(clt_tensor_download(&loss->params[1].value, &count));
+  ck_assert_float_eq(count, (float)M);
+  char summary[2048];
+  clt_graph_summary(g, summary, sizeof summary);
+  ck_assert_int_eq(summary_params(summary, "softmax_cross_entropy1"), K + 1);
+  clt_dataset_destroy(ds);
+  clt_graph_destroy(g);
+
+  static const struct {
+    const char *weights, *says;
+  } bad[] = {
+      {"1,2", "2 weights for 3 classes"},
+      {"1,-1,2", "weight 2 is '-1'"},
+      {"1,x,2", "weight 2 is 'x'"},
+      {"1,,2", "weight 2 is ''"},
+      {"0,0,0", "every weight is 0"},
+      {"1,2,3,4", "4 weights for 3 classes"},
+  };
+  for (int i = 0; i < 6; i++) {
+    char text[160];
+    snprintf(text, sizeof text,
+             "input shape=3\ndense units=3\n"
+             "softmax_cross_entropy class_weights=%s\n",
+             bad[i].weights);
+    ck_assert_int_eq(graph_from_text(text, &g), CLT_ERR_FORMAT);
+    ck_assert_msg(strstr(clt_context_last_error(g_ctx), bad[i].says), "%s",
+                  clt_context_last_error(g_ctx));
+  }
+  ck_assert_int_eq(
+      graph_from_text("input shape=3\nmse class_weights=balanced\n", &g),
+      CLT_ERR_FORMAT);
+}
+END_TEST
+
+/* The weighted loss's gradients, with label smoothing too. */
+START_TEST(test_fd_class_weights) {
+  check_gradients("input shape=4\ndense units=3 activation=tanh\n"
+                  "dense units=3\n"
+                  "softmax_cross_entropy class_weights=0.5,3,1.25 "
+                  "label_smoothing=0.1\n",
+                  5, false);
+}
+END_TEST
+
 START_TEST(test_layer_shape_errors) {
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
@@ -477,6 +588,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(fd, test_fd_batchnorm_2d);
   tcase_add_test(fd, test_fd_batchnorm_1d);
   tcase_add_test(fd, test_fd_residual_and_concat);
+  tcase_add_test(fd, test_fd_class_weights);
   suite_add_tcase(s, fd);
   TCase *beh = tcase_create("behaviour");
   tcase_add_test(beh, test_batchnorm_running_stats);
@@ -485,6 +597,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_label_smoothing);
   tcase_add_test(beh, test_normalize);
   tcase_add_test(beh, test_summary_counts);
+  tcase_add_test(beh, test_class_weights);
   suite_add_tcase(s, beh);
   return s;
 }

@@ -439,11 +439,13 @@ START_TEST(softmax_xent_grid) {
   double e;
   for (int s = 0; s < COUNT(scales); s++)
     for (int k = 0; k < COUNT(smoothings); k++)
-      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, cols, scales[s],
-                                             smoothings[k], &e),
-                      e, TOL, "%lldx%lld logits +-%g, label smoothing %g",
-                      (long long)rows, (long long)cols, scales[s],
-                      smoothings[k]);
+      for (int w = 0; w <= (k == 1); w++) /* class weights at 0.1 */
+        ck_assert_check(clt_check_softmax_xent(g_ctx, rows, cols, scales[s],
+                                               smoothings[k], w, &e),
+                        e, TOL,
+                        "%lldx%lld logits +-%g, label smoothing %g, %s",
+                        (long long)rows, (long long)cols, scales[s],
+                        smoothings[k], w ? "class weights" : "unweighted");
 }
 END_TEST
 
@@ -468,14 +470,19 @@ START_TEST(softmax_xent_finite_differences) {
   clt_tensor *tx = upload_new(x, C), *tgrad = upload_new(x, C);
   clt_tensor *tloss = upload_new(xs, 2 * C), *tcorr = upload_new(xs, 2 * C);
   clt_tensor *txs = upload_new(xs, 2 * C * C), *tgs = upload_new(xs, 2 * C * C);
+  float weights[C];
+  for (int c = 0; c < C; c++) weights[c] = c == label ? 2.5f : 0.5f;
+  clt_tensor *tw = upload_new(weights, C);
   static const float smoothings[] = {0.0f, 0.2f, 1.0f};
   for (int k = 0; k < COUNT(smoothings); k++) {
     float e = smoothings[k];
+    /* the label's class weight 2.5 (the others 0.5, never applied) */
+    const clt_tensor *w = k == 1 ? tw : NULL;
     ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
-                                                   tx, tl, 1, C, 1.0f, e));
+                                                   tx, tl, w, 1, C, 1.0f, e));
     float *grad = download_new(tgrad);
-    ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgs,
-                                                   txs, tls, 2 * C, C, 1.0f, e));
+    ck_assert_ok(clt_softmax_xent_forward_backward(
+        g_ctx, tloss, tcorr, tgs, txs, tls, w, 2 * C, C, 1.0f, e));
     float *loss = download_new(tloss);
     for (int j = 0; j < C; j++) {
       double fd = ((double)loss[2 * j] - loss[2 * j + 1]) / (2.0 * h);
@@ -488,7 +495,7 @@ START_TEST(softmax_xent_finite_differences) {
     free(loss);
   }
   clt_tensor_destroy(tl);
-  clt_tensor *all[] = {tls, tx, tgrad, tloss, tcorr, txs, tgs};
+  clt_tensor *all[] = {tls, tx, tgrad, tloss, tcorr, txs, tgs, tw};
   for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
 }
 END_TEST
@@ -505,7 +512,7 @@ START_TEST(softmax_xent_bad_labels) {
   ck_assert_ok(clt_tensor_create(g_ctx, CLT_I32, 1, (int64_t[]){R}, &tlab));
   ck_assert_ok(clt_tensor_upload(tlab, labels));
   ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad, tx,
-                                                 tlab, R, C, 1.0f, 0.1f));
+                                                 tlab, NULL, R, C, 1.0f, 0.1f));
   float *loss = download_new(tloss), *corr = download_new(tcorr);
   ck_assert(isnan(loss[0]));
   ck_assert(isfinite(loss[1]) && loss[1] > 0.0f);
@@ -514,10 +521,32 @@ START_TEST(softmax_xent_bad_labels) {
   free(loss);
   free(corr);
   /* Float labels are refused, with a message naming the op. */
-  ck_assert_int_eq(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
-                                                     tx, tx, R, C, 1.0f, 0.0f),
+  ck_assert_int_eq(clt_softmax_xent_forward_backward(
+                       g_ctx, tloss, tcorr, tgrad, tx, tx, NULL, R, C, 1.0f,
+                       0.0f),
                    CLT_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "i32"));
+  /* Class weights: a weight a class (too few here), f32; a weighted row
+   * with a bad label is NaN still, and the good one is weighted. */
+  ck_assert_int_eq(clt_softmax_xent_forward_backward(
+                       g_ctx, tloss, tcorr, tgrad, tx, tlab, tloss, R, C, 1.0f,
+                       0.0f),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "class weights must be 4"));
+  float cw[C] = {1.0f, 1.0f, 3.0f, 1.0f};
+  clt_tensor *tcw = upload_new(cw, C);
+  ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad, tx,
+                                                 tlab, NULL, R, C, 1.0f, 0.0f));
+  float *plain = download_new(tloss);
+  ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad, tx,
+                                                 tlab, tcw, R, C, 1.0f, 0.0f));
+  float *weighted = download_new(tloss);
+  ck_assert(isnan(weighted[0]) && isnan(weighted[2]));
+  ck_assert_float_eq(weighted[1], 3.0f * plain[1]);
+  free(plain);
+  free(weighted);
+  clt_tensor_destroy(tcw);
   clt_tensor *all[] = {tx, tgrad, tloss, tcorr, tlab};
   for (int i = 0; i < COUNT(all); i++) clt_tensor_destroy(all[i]);
 }
@@ -545,12 +574,16 @@ START_TEST(loss_rows_by_groups) {
                       "groups %lldx%lld", (long long)rows, (long long)c);
       ck_assert_check(clt_check_softmax_backward(g_ctx, rows, c, k & 1, &e), e,
                       TOL, "groups %lldx%lld", (long long)rows, (long long)c);
-      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 30.0f, 0.0f, &e),
-                      e, TOL, "groups %lldx%lld", (long long)rows,
-                      (long long)c);
-      ck_assert_check(clt_check_softmax_xent(g_ctx, rows, c, 1e4f, 0.1f, &e),
-                      e, TOL, "groups %lldx%lld, label smoothing",
-                      (long long)rows, (long long)c);
+      ck_assert_check(
+          clt_check_softmax_xent(g_ctx, rows, c, 30.0f, 0.0f, false, &e), e,
+          TOL, "groups %lldx%lld", (long long)rows, (long long)c);
+      ck_assert_check(
+          clt_check_softmax_xent(g_ctx, rows, c, 1e4f, 0.1f, false, &e), e,
+          TOL, "groups %lldx%lld, label smoothing", (long long)rows,
+          (long long)c);
+      ck_assert_check(
+          clt_check_softmax_xent(g_ctx, rows, c, 5.0f, 0.1f, true, &e), e, TOL,
+          "groups %lldx%lld, class weights", (long long)rows, (long long)c);
       ck_assert_check(clt_check_mse(g_ctx, rows, c, &e), e, TOL,
                       "groups %lldx%lld", (long long)rows, (long long)c);
     }
@@ -567,8 +600,8 @@ START_TEST(loss_rows_by_groups) {
   ck_assert_ok(clt_tensor_upload(tlab, labels));
   for (int groups = 0; groups < 2; groups++) {
     g_ctx->loop_limit = groups ? 1 : saved;
-    ck_assert_ok(clt_softmax_xent_forward_backward(g_ctx, tloss, tcorr, tgrad,
-                                                   tx, tlab, R, C, 1.0f, 0.5f));
+    ck_assert_ok(clt_softmax_xent_forward_backward(
+        g_ctx, tloss, tcorr, tgrad, tx, tlab, NULL, R, C, 1.0f, 0.5f));
     float *corr = download_new(tcorr);
     ck_assert_msg(corr[0] == 1.0f && corr[1] == 0.0f,
                   "groups %d: ties counted %g, %g", groups, corr[0], corr[1]);
@@ -583,8 +616,9 @@ START_TEST(loss_rows_by_groups) {
                   "2x70000");
   ck_assert_check(clt_check_softmax_backward(g_ctx, 2, 70000, true, &e), e, TOL,
                   "2x70000");
-  ck_assert_check(clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, 0.1f, &e), e,
-                  TOL, "2x70000");
+  ck_assert_check(
+      clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, 0.1f, true, &e), e, TOL,
+      "2x70000, class weights");
   ck_assert_check(clt_check_mse(g_ctx, 2, 70000, &e), e, TOL, "2x70000");
 }
 END_TEST

@@ -148,10 +148,11 @@ clt_status clt_check_softmax_backward(clt_context *ctx, int64_t rows,
  * log-sum-exp), the correctness flags and the gradient, all in one error.
  * A large logit_scale (1e4) shows the op is stable; then every other row
  * holds logits within 1 of +-logit_scale (large and nearly equal).
- * smoothing: the label smoothing (0: none). */
+ * smoothing: the label smoothing (0: none); weighted: with random class
+ * weights in [0.05, 4]. */
 clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
                                   float logit_scale, float smoothing,
-                                  double *max_err);
+                                  bool weighted, double *max_err);
 /* Per-row loss and gradient of the squared error. */
 clt_status clt_check_mse(clt_context *ctx, int64_t rows, int64_t cols,
                          double *max_err);

@@ -9,6 +9,7 @@ typedef struct rows_args {
   bool accumulate;
   float logit_scale;
   float smoothing; /* softmax_xent's label smoothing */
+  bool weighted;   /* softmax_xent with class weights */
 } rows_args;
 
 /* y = softmax(x) of one row, in double. */
@@ -110,11 +111,13 @@ static clt_status xent_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &loss));
   CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &correct));
   CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &grad));
+  check_f32 *cw = NULL;
+  if (a->weighted) CLT_TRY(check_operand(s, cols, 0.05f, 4.0f, &cw));
   float grad_scale = 1.0f / (float)rows;
   double e = a->smoothing;
-  CLT_TRY(clt_softmax_xent_forward_backward(s->ctx, loss->t, correct->t,
-                                            grad->t, x->t, labels->t, rows,
-                                            cols, grad_scale, a->smoothing));
+  CLT_TRY(clt_softmax_xent_forward_backward(
+      s->ctx, loss->t, correct->t, grad->t, x->t, labels->t,
+      cw ? cw->t : NULL, rows, cols, grad_scale, a->smoothing));
   const int32_t *label = labels->host;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x->host + r * cols;
@@ -125,14 +128,16 @@ static clt_status xent_body(check_set *s, const void *arg) {
     for (int64_t c = 0; c < cols; c++) sum += exp(xr[c] - m);
     for (int64_t c = 0; c < cols; c++) mean += xr[c] / (double)cols;
     double lse = m + log(sum);
-    /* PyTorch's definition: (1 - e) nll(label) + e mean over c of nll(c) */
+    double w = cw ? (double)cw->host[label[r]] : 1.0;
+    /* PyTorch's definition: (1 - e) nll(label) + e mean over c of nll(c),
+     * times the label's weight (Keras's class_weight) */
     loss->host[r] =
-        (float)((1.0 - e) * (lse - xr[label[r]]) + e * (lse - mean));
+        (float)(w * ((1.0 - e) * (lse - xr[label[r]]) + e * (lse - mean)));
     correct->host[r] = arg_max == label[r] ? 1.0f : 0.0f;
     for (int64_t c = 0; c < cols; c++) {
       double p = exp(xr[c] - m) / sum;
       double t = (c == label[r] ? 1.0 - e : 0.0) + e / (double)cols;
-      grad->host[r * cols + c] = (float)((p - t) * grad_scale);
+      grad->host[r * cols + c] = (float)(w * (p - t) * grad_scale);
     }
   }
   return CLT_OK;
@@ -140,11 +145,12 @@ static clt_status xent_body(check_set *s, const void *arg) {
 
 clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
                                   float logit_scale, float smoothing,
-                                  double *max_err) {
+                                  bool weighted, double *max_err) {
   rows_args a = {.rows = rows,
                  .cols = cols,
                  .logit_scale = logit_scale,
-                 .smoothing = smoothing};
+                 .smoothing = smoothing,
+                 .weighted = weighted};
   return check_run(ctx, 100, xent_body, &a, max_err);
 }
 

@@ -222,13 +222,16 @@ static clt_status st_softmax_bwd(clt_context *ctx, double *e) {
   return clt_check_softmax_backward(ctx, 7, 10, false, e);
 }
 static clt_status st_xent(clt_context *ctx, double *e) {
-  return clt_check_softmax_xent(ctx, 33, 10, 5.0f, 0.0f, e);
+  return clt_check_softmax_xent(ctx, 33, 10, 5.0f, 0.0f, false, e);
 }
 static clt_status st_xent_large(clt_context *ctx, double *e) {
-  return clt_check_softmax_xent(ctx, 33, 10, 1e4f, 0.0f, e);
+  return clt_check_softmax_xent(ctx, 33, 10, 1e4f, 0.0f, false, e);
 }
 static clt_status st_xent_smoothed(clt_context *ctx, double *e) {
-  return clt_check_softmax_xent(ctx, 33, 10, 1e4f, 0.1f, e);
+  return clt_check_softmax_xent(ctx, 33, 10, 1e4f, 0.1f, false, e);
+}
+static clt_status st_xent_weighted(clt_context *ctx, double *e) {
+  return clt_check_softmax_xent(ctx, 33, 10, 5.0f, 0.1f, true, e);
 }
 static clt_status st_mse(clt_context *ctx, double *e) {
   return clt_check_mse(ctx, 7, 10, e);
@@ -550,6 +553,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"softmax xent 33x10 logits +-1e4", st_xent_large, 1e-5, false},
     {"softmax xent 33x10 logits +-1e4, label smoothing 0.1", st_xent_smoothed,
      1e-5, false},
+    {"softmax xent 33x10, class weights, smoothing 0.1",
+     st_xent_weighted, 1e-5, false},
     {"mse 7x10", st_mse, 1e-5, false},
     {"sum channels 33x10x1", st_sum_channels_dense, 1e-5, false},
     {"sum channels 3x5x49 accumulate", st_sum_channels_conv, 1e-5, false},

@@ -460,8 +460,7 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
              (long long)trainable);
   else
     snprintf(buf + w, buflen - w,
-             "total parameters: %lld (%lld trainable, %lld non-trainable: "
-             "statistics)\n",
+             "total parameters: %lld (%lld trainable, %lld non-trainable)\n",
              (long long)all, (long long)trainable,
              (long long)(all - trainable));
 }
@@ -491,8 +490,9 @@ static clt_status init_params(clt_graph *g, float *host) {
       for (int64_t j = 0; j < p->numel; j++)
         v[j] = p->init == CLT_INIT_UNIFORM
                    ? (float)((2.0 * clt_rng_uniform(&rng) - 1.0) * p->bound)
-               : p->init == CLT_INIT_ONE ? 1.0f
-                                         : 0.0f;
+               : p->init == CLT_INIT_ONE    ? 1.0f
+               : p->init == CLT_INIT_VALUES ? p->values[j]
+                                            : 0.0f;
     }
   }
   return clt_tensor_upload(g->params, host);

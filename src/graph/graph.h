@@ -66,8 +66,14 @@ typedef struct clt_param {
   int64_t offset;  /* into the graph's parameter (and gradient) tensors */
   bool trainable;  /* false: not updated by the optimizer, no gradient */
   /* Initialisation: */
-  enum { CLT_INIT_ZERO, CLT_INIT_ONE, CLT_INIT_UNIFORM } init;
+  enum {
+    CLT_INIT_ZERO,
+    CLT_INIT_ONE,
+    CLT_INIT_UNIFORM,
+    CLT_INIT_VALUES
+  } init;
   double bound; /* CLT_INIT_UNIFORM: U(-bound, bound) */
+  const float *values; /* CLT_INIT_VALUES: numel of them (the layer's) */
   clt_tensor value; /* slices, valid after compile */
   clt_tensor grad;
 } clt_param;
@@ -328,6 +334,9 @@ clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
 /* A normalize layer's parameters, in n->params' order (nn/normalize.c
  * makes them, train/adapt.c fills them). */
 enum { CLT_NORMALIZE_MEAN, CLT_NORMALIZE_VAR, CLT_NORMALIZE_COUNT };
+/* softmax_cross_entropy's with class_weights (nn/loss.c): the weights,
+ * and with `balanced` the samples they were learnt from (train/adapt.c). */
+enum { CLT_LOSS_CLASS_WEIGHTS, CLT_LOSS_WEIGHTS_COUNT };
 
 /* n's saved counter (clt_layer_ops.saved_counter), or NULL. */
 uint64_t *clt_node_saved_counter(clt_graph_node *n);

@@ -167,6 +167,14 @@ static bool convert_decimal(const char *s, double *out) {
   return true;
 }
 
+bool clt_args_parse_decimal(const char *s, double *out) {
+  double v;
+  if (!is_decimal_number(s) || !convert_decimal(s, &v) || !isfinite(v))
+    return false;
+  *out = v;
+  return true;
+}
+
 clt_status clt_args_get_float(clt_layer_args *a, const char *key, bool required,
                                double default_value, double *out,
                                clt_err *err) {

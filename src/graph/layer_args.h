@@ -64,6 +64,10 @@ clt_status clt_args_get_float(clt_layer_args *a, const char *key,
                               bool required, double default_value,
                               double *out, clt_err *err);
 
+/* s as a finite decimal number, as clt_args_get_float reads one; false
+ * for anything else. For options that hold several ("1,0.5,2"). */
+bool clt_args_parse_decimal(const char *s, double *out);
+
 /* The value as written. *out points into a's storage (or is
  * default_value). */
 clt_status clt_args_get_string(clt_layer_args *a, const char *key,

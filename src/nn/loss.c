@@ -3,15 +3,23 @@
  * pass, add the batch's loss (and correct count) to the graph's metrics on
  * the device, and hand the gradient back in the backward pass. A batch set
  * without labels (inference) gets the prediction instead: the softmax's
- * probabilities (mse: the input as it is), no loss and no metrics. */
+ * probabilities (mse: the input as it is), no loss and no metrics.
+ *
+ * softmax_cross_entropy class_weights=W0,W1,...|balanced weighs each
+ * training sample's loss and gradient by its label's weight (Keras's
+ * class_weight): the weights are the parameter <name>.class_weights, not
+ * trained; `balanced` (scikit-learn's) learns them from the training data
+ * before the first step, as normalize learns its statistics (train/adapt.c;
+ * <name>.count: the samples they came from, 0 until then, when they are
+ * ones). Evaluation's loss is not weighted. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
-static const char *const xent_keys[] = {"label_smoothing", "name", "input",
-                                        "inputs", NULL};
+static const char *const xent_keys[] = {"label_smoothing", "class_weights",
+                                        "name", "input", "inputs", NULL};
 
 /* Planned by the graph (which owns them), never shared: the metrics and
  * predictions read them between steps. */
@@ -20,7 +28,72 @@ typedef struct loss_state {
   clt_tensor *dinput;                   /* [max_batch * input size] */
   bool probabilities; /* dinput holds the last forward's probabilities */
   float smoothing;    /* softmax_cross_entropy's label_smoothing */
+  bool weighted;      /* class_weights: params[CLT_LOSS_CLASS_WEIGHTS] */
+  float *weights;     /* given weights (CLT_INIT_VALUES), or NULL */
 } loss_state;
+
+/* class_weights=W0,W1,...: one finite weight >= 0 a class, not all 0,
+ * into s->weights; `balanced`: none (learnt). */
+static clt_status xent_class_weights(clt_graph *g, clt_graph_node *n,
+                                     clt_layer_args *a, int64_t classes,
+                                     loss_state *s) {
+  clt_err err = {0};
+  const char *text = NULL;
+  if (clt_args_get_string(a, "class_weights", false, NULL, &text, &err) !=
+      CLT_OK)
+    return clt_graph_err(g, &err);
+  if (!text) return CLT_OK;
+  s->weighted = true;
+  if (!strcmp(text, "balanced")) return CLT_OK;
+  if (!(s->weights = malloc((size_t)classes * sizeof *s->weights)))
+    return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "class weights");
+  int64_t count = 0;
+  bool any = false;
+  for (const char *p = text;; count++) {
+    size_t len = strcspn(p, ",");
+    char item[64];
+    double v = 0.0;
+    bool ok = len < sizeof item;
+    if (ok) {
+      memcpy(item, p, len);
+      item[len] = '\0';
+      ok = clt_args_parse_decimal(item, &v) && v >= 0.0 && v <= 1e30;
+    }
+    if (!ok)
+      return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                           "class_weights: weight %lld is '%.*s'; weights "
+                           "are numbers >= 0, one a class (or 'balanced')",
+                           (long long)count + 1, (int)(len < 40 ? len : 40),
+                           p);
+    if (count < classes) s->weights[count] = (float)v;
+    any = any || v > 0.0;
+    if (!p[len]) break;
+    p += len + 1;
+  }
+  if (count + 1 != classes)
+    return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                         "class_weights: %lld weights for %lld classes",
+                         (long long)count + 1, (long long)classes);
+  if (!any)
+    return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                         "class_weights: every weight is 0: nothing would be "
+                         "learnt");
+  return CLT_OK;
+}
+
+/* The weights' parameters: given values, or ones and a count to learn. */
+static void xent_weight_params(clt_graph_node *n, loss_state *s,
+                               int64_t classes) {
+  int64_t one = 1;
+  clt_param *w = clt_node_add_param(n, "class_weights", 1, &classes);
+  w->trainable = false;
+  w->init = s->weights ? CLT_INIT_VALUES : CLT_INIT_ONE;
+  w->values = s->weights;
+  if (s->weights) return;
+  clt_param *count = clt_node_add_param(n, "count", 1, &one);
+  count->trainable = false;
+  count->init = CLT_INIT_ZERO;
+}
 
 static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
                                  clt_layer_args *a) {
@@ -52,6 +125,8 @@ static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
   /* Per-sample "shape" of the target: the input's. */
   n->ndim = in->ndim;
   memcpy(n->shape, in->shape, sizeof n->shape);
+  if (xent) CLT_TRY(xent_class_weights(g, n, a, in->size, s));
+  if (s->weighted) xent_weight_params(n, s, in->size);
   return CLT_OK;
 }
 
@@ -96,14 +171,23 @@ static clt_status xent_probabilities(clt_graph *g, clt_graph_node *n) {
   return CLT_OK;
 }
 
+/* The class weights a forward applies: training's, never evaluation's. */
+static const clt_tensor *xent_weights(const clt_graph *g,
+                                      const clt_graph_node *n) {
+  const loss_state *s = n->state;
+  return s->weighted && g->training
+             ? &n->params[CLT_LOSS_CLASS_WEIGHTS].value
+             : NULL;
+}
+
 static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
   s->probabilities = false;
   if (!g->forward_labels) return xent_probabilities(g, n);
   CLT_TRY(clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
-      clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
-      1.0f / grad_samples(g), s->smoothing));
+      clt_graph_in(g, n, 0)->out, g->labels, xent_weights(g, n), g->batch,
+      n->size, 1.0f / grad_samples(g), s->smoothing));
   return add_metrics(g, s, true, 1.0f);
 }
 
@@ -135,7 +219,11 @@ static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
                            clt_graph_grad_round(g, n, 0, acc));
 }
 
-static void loss_destroy(clt_graph_node *n) { free(n->state); }
+static void loss_destroy(clt_graph_node *n) {
+  loss_state *s = n->state;
+  if (s) free(s->weights);
+  free(s);
+}
 
 /* The model's prediction for the current batch (clt_graph_predictions):
  * softmax probabilities, computed into dinput. Where a training forward
@@ -156,8 +244,8 @@ static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
   s->probabilities = false;
   return clt_softmax_xent_forward_backward(
       g->ctx, s->loss_rows, s->correct_rows, s->dinput,
-      clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
-      1.0f / grad_samples(g), s->smoothing);
+      clt_graph_in(g, n, 0)->out, g->labels, xent_weights(g, n), g->batch,
+      n->size, 1.0f / grad_samples(g), s->smoothing);
 }
 
 /* mse: the raw output. */

@@ -36,18 +36,30 @@ clt_status clt_softmax_backward(clt_context *ctx, clt_tensor *dx,
 clt_status clt_softmax_xent_forward_backward(
     clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
     clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
-    int64_t rows, int64_t cols, float grad_scale, float smoothing) {
+    const clt_tensor *class_weights, int64_t rows, int64_t cols,
+    float grad_scale, float smoothing) {
   if (labels->dtype != CLT_I32)
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "softmax cross-entropy: labels must be i32");
+  if (class_weights && (class_weights->dtype != CLT_F32 ||
+                        class_weights->numel < cols))
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "softmax cross-entropy: class weights must be %lld "
+                        "f32 values",
+                        (long long)cols);
+  /* unweighted: any buffer stands in for the weights, never read */
+  const clt_tensor *cw = class_weights ? class_weights : x;
+  int weighted = class_weights != NULL;
   size_t global, local;
   if (by_groups(ctx, rows, cols, &global, &local))
     return CLT_RUN(ctx, CLT_K_softmax_xent_group, 1, &global, &local,
                    KT(loss_rows), KT(correct_rows), KT(grad), KT(x), KT(labels),
-                   KI(rows), KI(cols), KF(grad_scale), KF(smoothing));
+                   KT(cw), KI(rows), KI(cols), KF(grad_scale), KF(smoothing),
+                   KI(weighted));
   return CLT_RUN_1D(ctx, CLT_K_softmax_xent, (size_t)rows, KT(loss_rows),
-                    KT(correct_rows), KT(grad), KT(x), KT(labels), KI(rows),
-                    KI(cols), KF(grad_scale), KF(smoothing));
+                    KT(correct_rows), KT(grad), KT(x), KT(labels), KT(cw),
+                    KI(rows), KI(cols), KF(grad_scale), KF(smoothing),
+                    KI(weighted));
 }
 
 clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,

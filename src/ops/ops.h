@@ -181,11 +181,15 @@ clt_status clt_softmax_backward(clt_context *ctx, clt_tensor *dx,
  * correctness (argmax == label) into loss_rows / correct_rows [rows], and
  * grad = (softmax(x) - target) * grad_scale, the target onehot(label) or,
  * with label smoothing `smoothing` in [0, 1], (1 - smoothing) onehot +
- * smoothing / cols (PyTorch's CrossEntropyLoss(label_smoothing)). */
+ * smoothing / cols (PyTorch's CrossEntropyLoss(label_smoothing)). With
+ * class_weights ([cols] f32, or NULL), a row's loss and gradient are
+ * both multiplied by its label's weight (Keras's class_weight; the
+ * caller's grad_scale stays 1 / samples). */
 clt_status clt_softmax_xent_forward_backward(
     clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
     clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
-    int64_t rows, int64_t cols, float grad_scale, float smoothing);
+    const clt_tensor *class_weights, int64_t rows, int64_t cols,
+    float grad_scale, float smoothing);
 /* Per-row sum of squared differences, and grad = 2 (p - t) * grad_scale. */
 clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
                                     clt_tensor *grad, const clt_tensor *p,

@@ -1,5 +1,7 @@
-/* The normalize layers' statistics from the training data (Keras's
- * Normalization.adapt): clt_graph_adapt, and clt_fit for the layers that
+/* What layers learn from the training data before the first step: the
+ * normalize layers' statistics (Keras's Normalization.adapt) and
+ * softmax_cross_entropy's class_weights=balanced (scikit-learn's
+ * compute_class_weight): clt_graph_adapt, and clt_fit for the layers that
  * have none yet. */
 #include "train/adapt.h"
 
@@ -10,6 +12,57 @@
 
 static bool is_normalize(const clt_graph_node *n) {
   return !strcmp(n->ops->type, "normalize");
+}
+
+/* A loss with class_weights=balanced: weights and their count. */
+static bool is_balanced(const clt_graph_node *n) {
+  return !strcmp(n->ops->type, "softmax_cross_entropy") && n->n_params == 2;
+}
+
+/* The count parameter of a layer that learns (0: not learnt yet). */
+static const clt_param *learnt_count(const clt_graph_node *n) {
+  return is_normalize(n) ? &n->params[CLT_NORMALIZE_COUNT]
+                         : &n->params[CLT_LOSS_WEIGHTS_COUNT];
+}
+
+/* scikit-learn's balanced weights: samples / (classes present * the
+ * class's samples), so that each class present weighs the same in all;
+ * a class the data lacks keeps 1. */
+static clt_status adapt_weights(clt_graph *g, clt_graph_node *n,
+                                const clt_dataset *ds) {
+  int64_t classes = n->params[CLT_LOSS_CLASS_WEIGHTS].numel, present = 0;
+  int64_t *count = calloc((size_t)classes, sizeof *count);
+  float *w = malloc((size_t)classes * sizeof *w);
+  clt_status st = CLT_OK;
+  if (!count || !w) {
+    st = clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY,
+                      "class weights of %lld classes", (long long)classes);
+    goto done;
+  }
+  for (int64_t i = 0; i < ds->count; i++) {
+    int32_t l = ds->labels[i];
+    if (l < 0 || l >= classes) {
+      st = clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: class_weights=balanced: sample %lld has label "
+                        "%d, the model %lld classes",
+                        n->name, (long long)i, (int)l, (long long)classes);
+      goto done;
+    }
+    present += count[l]++ == 0;
+  }
+  for (int64_t c = 0; c < classes; c++)
+    w[c] = count[c] ? (float)((double)ds->count /
+                              ((double)present * (double)count[c]))
+                    : 1.0f;
+  float samples = (float)ds->count;
+  st = clt_tensor_upload(&n->params[CLT_LOSS_CLASS_WEIGHTS].value, w);
+  if (st == CLT_OK)
+    st = clt_tensor_upload(&n->params[CLT_LOSS_WEIGHTS_COUNT].value,
+                           &samples);
+done:
+  free(count);
+  free(w);
+  return st;
 }
 
 /* Element j of sample i as the model gets it: a byte scaled as the loader
@@ -71,7 +124,8 @@ clt_status clt_graph_adapt_new(clt_graph *g, const clt_dataset *ds,
     return clt_ctx_fail(g ? g->ctx : NULL, CLT_ERR_INVALID_ARGUMENT,
                         "adapt: a graph and a dataset are needed");
   int wanted = 0;
-  for (int i = 0; i < g->n_nodes; i++) wanted += is_normalize(&g->nodes[i]);
+  for (int i = 0; i < g->n_nodes; i++)
+    wanted += is_normalize(&g->nodes[i]) || is_balanced(&g->nodes[i]);
   if (wanted == 0) return CLT_OK;
   if (!g->compiled)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
@@ -82,21 +136,25 @@ clt_status clt_graph_adapt_new(clt_graph *g, const clt_dataset *ds,
                         ds->source);
   for (int i = 0; i < g->n_nodes; i++) {
     clt_graph_node *n = &g->nodes[i];
-    if (!is_normalize(n)) continue;
-    if (clt_dataset_sample_size(ds) != n->size)
+    if (!is_normalize(n) && !is_balanced(n)) continue;
+    if (is_normalize(n) && clt_dataset_sample_size(ds) != n->size)
       return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
                           "normalize '%s': %s has samples of %lld values, "
                           "the model's input %lld",
                           n->name, ds->source,
                           (long long)clt_dataset_sample_size(ds),
                           (long long)n->size);
+    if (is_balanced(n) && !ds->labels)
+      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "%s: class_weights=balanced counts the labels "
+                          "of the training data, and %s has none",
+                          n->name, ds->source);
     if (only_new) {
       float count = 0.0f;
-      CLT_TRY(clt_tensor_download(&n->params[CLT_NORMALIZE_COUNT].value,
-                                  &count));
+      CLT_TRY(clt_tensor_download(&learnt_count(n)->value, &count));
       if (count > 0.0f) continue;
     }
-    CLT_TRY(adapt_node(g, n, ds));
+    CLT_TRY(is_normalize(n) ? adapt_node(g, n, ds) : adapt_weights(g, n, ds));
     clt_graph_params_written(g);
     if (adapted) (*adapted)++;
   }
