@@ -54,17 +54,20 @@ for opt in "sgd --lr 0.1" "adam"; do
     fail "$opt: 2 ranks x 32 differ from 1 x 64 by more than $tol (per element) or 1e-5 (per tensor)"
   echo "ok: one $opt step of 2 ranks x 32 = 1 x 64 (tolerance $tol per element, 1e-5 per tensor)"
 done
-# A normalize layer: every rank learns the same statistics from its whole
-# copy of the data, so the step is the single process's too.
-sed 's/^input shape=1x28x28$/&\nnormalize name=norm/' "$MLP" >"$T/mlpn.model"
+# A normalize layer and balanced class weights: every rank learns the same
+# statistics and weights from its whole copy of the data, so the step is
+# the single process's too.
+sed -e 's/^input shape=1x28x28$/&\nnormalize name=norm/' \
+  -e 's/^softmax_cross_entropy$/& class_weights=balanced/' "$MLP" \
+  >"$T/mlpn.model"
 CLT_PLAN=off "$C" train "$T/mlpn.model" "${ONE[@]}" --batch 64 \
   --optimizer sgd --lr 0.1 --save "$T/one_norm.st" >/dev/null
 CLT_PLAN=off "${MR[@]}" -np 2 "$C" train "$T/mlpn.model" "${ONE[@]}" \
   --batch 32 --optimizer sgd --lr 0.1 --save "$T/two_norm.st" >"$T/out" 2>&1 ||
-  fail "2 ranks, normalize: $(cat "$T/out")"
+  fail "2 ranks, normalize and class weights: $(cat "$T/out")"
 python3 "$CMP" --tensor-tol 1e-5 "$T/one_norm.st" "$T/two_norm.st" 1e-5 ||
-  fail "normalize: 2 ranks x 32 differ from 1 x 64"
-echo "ok: a normalize layer under 2 ranks: the same statistics and step as 1 x 64"
+  fail "normalize and class weights: 2 ranks x 32 differ from 1 x 64"
+echo "ok: a normalize layer and balanced class weights under 2 ranks: the same statistics, weights and step as 1 x 64"
 # A partial last batch is averaged by sample counts: 65 images, global
 # batch 64, so the second step's one image is rank 3's and ranks 0-2
 # contribute nothing. Three epochs: the fit loop once kept an idle rank's
