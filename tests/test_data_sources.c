@@ -492,6 +492,22 @@ START_TEST(csv_class_names) {
   ck_assert_msg(strstr(ds.source, "2 rows after a header line, 2 classes"),
                 "%s", ds.source);
   clt_dataset_free(&ds);
+  /* ... and with numbers for labels after it: a header, numbers stay
+   * numbers (12 is class 12, not the name "12" sorted before "5") */
+  csv_read_ok(&o, "label,0,1,2,3\n5,1,2,3,4\n12,5,6,7,8\n", &ds);
+  ck_assert_int_eq(ds.count, 2);
+  ck_assert_int_eq(ds.labels[0], 5);
+  ck_assert_int_eq(ds.labels[1], 12);
+  ck_assert_int_eq(ds.num_classes, 13);
+  ck_assert_ptr_null(ds.class_names);
+  ck_assert_msg(strstr(ds.source, "(CSV, 2 rows after a header line)"), "%s",
+                ds.source);
+  clt_dataset_free(&ds);
+  /* one row of a name: a row */
+  csv_read_ok(&o, "dog,1,2,3,4\n", &ds);
+  ck_assert_int_eq(ds.count, 1);
+  ck_assert_str_eq(ds.class_names[0], "dog");
+  clt_dataset_free(&ds);
   const char *given[] = {"dog", "cat", "bird"};
   o.class_names = given;
   o.n_class_names = 3;

@@ -38,9 +38,10 @@ typedef struct csv_reader {
   long *class_line;    /* the line each was first met on */
   int class_cap;       /* room in both */
   /* The first line's label is a name and its values numbers: a data row,
-   * or a header whose other columns are named by numbers ("label,0,1");
-   * read as data, and dropped as a header at the end if its name is no
-   * other row's label. */
+   * or a header whose other columns are named by numbers ("label,0,1").
+   * A header if the next row's label is a number; else read as data, and
+   * dropped as a header at the end if its name is no other row's label
+   * (maybe_header). */
   bool maybe_header;
   char **fields;  /* a row's fields, heads + pixels of them */
   char *scratch;  /* a copy of a line, to look at without cutting it */
@@ -753,8 +754,37 @@ done:
   return st;
 }
 
+/* The first line held back (maybe a header, csv_reader.maybe_header),
+ * now that the next row is in `line` (NULL: none): a header if that row's
+ * label is a number, else a row of names read now. */
+static clt_status csv_settle_first(csv_reader *r, char **pending,
+                                   long pending_line, const char *line,
+                                   bool *had_header) {
+  bool header = false;
+  if (line) {
+    char *copy = csv_copy(r, line);
+    if (!copy) return CLT_ERR_HOST_MEMORY;
+    double v;
+    header = csv_split(r, copy) > 0 && csv_number(r->fields[0], &v);
+  }
+  clt_status st = CLT_OK;
+  if (header) {
+    *had_header = true;
+  } else {
+    long at = r->line;
+    r->line = pending_line;
+    r->maybe_header = true;
+    st = csv_row(r, *pending);
+    r->line = at;
+  }
+  free(*pending);
+  *pending = NULL;
+  return st;
+}
+
 static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
-  char *line = NULL;
+  char *line = NULL, *pending = NULL;
+  long pending_line = 0;
   size_t size = 0;
   ssize_t len;
   clt_status st = CLT_OK;
@@ -766,15 +796,28 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     if (r->line == 1 && len >= 3 && !memcmp(line, "\xef\xbb\xbf", 3))
       memmove(line, line + 3, (size_t)len - 2);
     if (csv_blank(line)) continue;
+    if (pending) {
+      st = csv_settle_first(r, &pending, pending_line, line, had_header);
+      if (st != CLT_OK) break;
+    }
     bool header = false, maybe = false;
     if (first && !r->sep && (st = csv_find_sep(r, line)) != CLT_OK) break;
     if (first && (st = csv_is_header(r, line, &header, &maybe)) != CLT_OK)
       break;
     /* given classes: a label that is none of them names the column */
     if (maybe && r->names_given)
-      header = clt_name_table_find(&r->classes,
-                                   r->fields[r->head_at]) < 0;
-    if (first) r->maybe_header = maybe && !header;
+      header = clt_name_table_find(&r->classes, r->fields[0]) < 0;
+    if (maybe && !r->names_given) { /* the next row tells */
+      if (!(pending = strdup(line))) {
+        st = clt_err_set(r->err, CLT_ERR_HOST_MEMORY,
+                         "%s:%ld: out of memory for a line", r->path,
+                         r->line);
+        break;
+      }
+      pending_line = r->line;
+      first = false;
+      continue;
+    }
     if (header) {
       *had_header = true;
       first = false;
@@ -793,6 +836,9 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     first = false;
     st = csv_row(r, line);
   }
+  if (st == CLT_OK && pending) /* a file of one row */
+    st = csv_settle_first(r, &pending, pending_line, NULL, had_header);
+  free(pending);
   if (st == CLT_OK && ferror(f))
     st = clt_err_set(r->err, CLT_ERR_IO, "%s: read error after line %ld",
                      r->path, r->line);
