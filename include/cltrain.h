@@ -1125,9 +1125,10 @@ CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
  * without them. A classifier's labels are class names when the first
  * row's is not a number ("setosa"): the classes are then the names met,
  * sorted, or o->class_names', kept by the dataset (clt_dataset_class_name)
- * and saved by clt_fit's checkpoints. A label-first line of a name and
- * numbers is a row unless its name is no other row's (then it is a
- * header: "label,0,1,2"). Errors name the file and line: a row with too few or too many values
+ * and saved by clt_fit's checkpoints. A first line of a name (the label
+ * first) and numbers ("label,0,1,2") is a header when the next row's
+ * label is a number or its name is no other row's, else a row. Errors
+ * name the file and line: a row with too few or too many values
  * (with both sizes), a value that is not a number, a pixel outside 0..255
  * or a float beyond a float's range, a negative label or one >=
  * o->num_classes. */
