@@ -785,6 +785,35 @@ CLT_API double clt_graph_plan_seconds(const clt_graph *g);
 CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
                                         int *ndim, int64_t *shape);
 CLT_API int64_t clt_graph_parameter_count(const clt_graph *g);
+
+/* The parameter tensors of g one by one (PyTorch's state_dict, Keras's
+ * get_weights and set_weights), trainable or not (batch norm's running
+ * statistics, normalize's statistics, class weights), in model order,
+ * named as checkpoints name them: "<layer>.<what>" ("fc1.weight"). */
+#define CLT_PARAM_NAME_MAX 96
+typedef struct clt_param_info {
+  char name[CLT_PARAM_NAME_MAX];
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t numel;
+  bool trainable; /* updated by the optimizer */
+} clt_param_info;
+/* How many tensors (0 before layers with parameters are added). */
+CLT_API int clt_graph_param_tensors(const clt_graph *g);
+/* Tensor i's name, shape and kind; CLT_ERR_INVALID_ARGUMENT for an i out
+ * of range. */
+CLT_API clt_status clt_graph_param_info(const clt_graph *g, int i,
+                                        clt_param_info *info);
+/* Copies the values of the tensor named `name` (numel floats, exactly its
+ * size) out of compiled g, or into it. A write changes what the next
+ * forward pass uses (mixed precision's fp16 copy is made again) and leaves
+ * the optimizer's state as it is; under MPI every rank must write the same
+ * values. CLT_ERR_INVALID_ARGUMENT for an unknown name (the message lists
+ * a few) or another size, or g not compiled. */
+CLT_API clt_status clt_graph_get_param(clt_graph *g, const char *name,
+                                       float *host, int64_t numel);
+CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
+                                       const float *host, int64_t numel);
 /* Values per sample the input takes (C * H * W); 0 without an input. */
 CLT_API int64_t clt_graph_input_size(const clt_graph *g);
 /* Outputs per sample the loss reads (classes, or regression targets); 0

@@ -277,6 +277,9 @@ for cw in none balanced; do
   "$C" train "$T/imb_$cw.model" --data "$T/imb.csv" --csv-values floats \
     --epochs 20 --batch 32 --lr 0.01 --holdout 0.3 --save "$T/imb_$cw.st" \
     >"$T/out" || fail "imbalanced, $cw: $(cat "$T/out")"
+  [ $cw = none ] || must_say "the weights learnt" \
+    "class weights (balanced, from 700 training samples): 0: 0.5556, 1: 5" \
+    "$T/out"
   test_loss=$(sed -n 's/^final: test accuracy [0-9.]*, test loss \([0-9.]*\).*/\1/p' "$T/out")
   "$C" eval "$T/imb_$cw.model" --weights "$T/imb_$cw.st" --data "$T/imb.csv" \
     --holdout 0.3 --json >"$T/imb_$cw.json"

@@ -549,6 +549,81 @@ START_TEST(test_fd_class_weights) {
 }
 END_TEST
 
+/* Parameters by name: their list, values out and in (a write changes the
+ * next forward, under mixed precision too), and the errors. */
+START_TEST(test_param_access) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=3\ndense name=fc units=4\n"
+                               "batchnorm name=bn\ndense name=out units=2\n"
+                               "softmax_cross_entropy name=loss "
+                               "class_weights=1,3\n",
+                               &g));
+  static const char *const names[] = {
+      "fc.weight", "fc.bias",         "bn.weight",   "bn.bias",
+      "bn.running_mean", "bn.running_var", "bn.num_batches_tracked",
+      "out.weight", "out.bias", "loss.class_weights"};
+  ck_assert_int_eq(clt_graph_param_tensors(g), 10);
+  clt_param_info info;
+  for (int i = 0; i < 10; i++) {
+    ck_assert_ok(clt_graph_param_info(g, i, &info));
+    ck_assert_str_eq(info.name, names[i]);
+  }
+  ck_assert_ok(clt_graph_param_info(g, 0, &info));
+  ck_assert_int_eq(info.ndim, 2);
+  ck_assert_int_eq(info.numel, 12);
+  ck_assert(info.trainable);
+  ck_assert_ok(clt_graph_param_info(g, 9, &info));
+  ck_assert(!info.trainable);
+  ck_assert_int_eq(clt_graph_param_info(g, 10, &info),
+                   CLT_ERR_INVALID_ARGUMENT);
+  float w[8];
+  ck_assert_int_eq(clt_graph_get_param(g, "out.weight", w, 8),
+                   CLT_ERR_INVALID_ARGUMENT); /* not compiled */
+  ck_assert_ok(clt_graph_compile(g, 4, 3));
+  float cw[2];
+  ck_assert_ok(clt_graph_get_param(g, "loss.class_weights", cw, 2));
+  ck_assert(cw[0] == 1.0f && cw[1] == 3.0f);
+  for (int mixed = 0; mixed < 2; mixed++) {
+    if (mixed) {
+      ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+      ck_assert_ok(clt_graph_compile(g, 4, 3));
+    }
+    /* the output layer's weights and bias zero: every prediction 1/2 */
+    float x[4 * 3], p[4 * 2], before[8];
+    clt_random_fill(x, 12, 5, -1.0f, 1.0f);
+    ck_assert_ok(clt_graph_get_param(g, "out.weight", before, 8));
+    ck_assert_ok(clt_graph_set_batch(g, x, NULL, 4));
+    ck_assert_ok(clt_graph_forward(g, false));
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    ck_assert(fabsf(p[0] - 0.5f) > 1e-4f || fabsf(p[2] - 0.5f) > 1e-4f);
+    float zero[8] = {0};
+    ck_assert_ok(clt_graph_set_param(g, "out.weight", zero, 8));
+    ck_assert_ok(clt_graph_set_param(g, "out.bias", zero, 2));
+    ck_assert_ok(clt_graph_get_param(g, "out.weight", w, 8));
+    ck_assert_mem_eq(w, zero, sizeof zero);
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    for (int i = 0; i < 8; i++)
+      ck_assert_msg(p[i] == 0.5f, "%s: prediction %d is %g",
+                    mixed ? "mixed" : "fp32", i, p[i]);
+    ck_assert_ok(clt_graph_set_param(g, "out.weight", before, 8));
+  }
+  ck_assert_int_eq(clt_graph_get_param(g, "out.weight", w, 7),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx),
+                       "'out.weight': it holds 8 values, not 7"),
+                "%s", clt_context_last_error(g_ctx));
+  ck_assert_int_eq(clt_graph_set_param(g, "out.weights", w, 8),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx),
+                       "no parameter 'out.weights' (it has 'fc.weight', "
+                       "'fc.bias'"),
+                "%s", clt_context_last_error(g_ctx));
+  clt_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_layer_shape_errors) {
   clt_graph *g = NULL;
   ck_assert_int_eq(graph_from_text("input shape=1x4x4\nconv2d filters=2 "
@@ -598,6 +673,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_normalize);
   tcase_add_test(beh, test_summary_counts);
   tcase_add_test(beh, test_class_weights);
+  tcase_add_test(beh, test_param_access);
   suite_add_tcase(s, beh);
   return s;
 }

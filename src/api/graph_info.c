@@ -1,6 +1,8 @@
 /* What a program (and the command line) may ask of a graph without
  * reaching into it: the sizes of its input and output, the kind of its
- * loss, and an evaluation that also counts the confusion matrix. */
+ * loss, its parameter tensors by name, and an evaluation that also counts
+ * the confusion matrix. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,95 @@ CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g) {
   if (g->loss_node < 0) return CLT_LOSS_NONE;
   return strcmp(g->nodes[g->loss_node].ops->type, "mse") ? CLT_LOSS_CLASSIFIER
                                                          : CLT_LOSS_MSE;
+}
+
+/* Parameter tensor i of g in model order, and its node; NULL if none. */
+static const clt_param *param_at(const clt_graph *g, int i,
+                                 const clt_graph_node **node) {
+  for (int k = 0; k < g->n_nodes && i >= 0; k++) {
+    const clt_graph_node *n = &g->nodes[k];
+    if (i < n->n_params) {
+      *node = n;
+      return &n->params[i];
+    }
+    i -= n->n_params;
+  }
+  return NULL;
+}
+
+CLT_API int clt_graph_param_tensors(const clt_graph *g) {
+  int total = 0;
+  for (int k = 0; k < g->n_nodes; k++) total += g->nodes[k].n_params;
+  return total;
+}
+
+CLT_API clt_status clt_graph_param_info(const clt_graph *g, int i,
+                                        clt_param_info *info) {
+  const clt_graph_node *n = NULL;
+  const clt_param *p = param_at(g, i, &n);
+  if (!p || !info)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "parameter tensor %d: the graph has %d", i,
+                        clt_graph_param_tensors(g));
+  memset(info, 0, sizeof *info);
+  snprintf(info->name, sizeof info->name, "%s.%s", n->name, p->suffix);
+  info->ndim = p->ndim;
+  memcpy(info->shape, p->shape, sizeof info->shape);
+  info->numel = p->numel;
+  info->trainable = p->trainable;
+  return CLT_OK;
+}
+
+/* The tensor named `name` of compiled g, as the master copy's slice
+ * (mixed precision's layers view an fp16-rounded copy), checked against
+ * numel. */
+static clt_status param_named(clt_graph *g, const char *name, int64_t numel,
+                              const char *what, clt_tensor *slice) {
+  if (!g->compiled || !g->initialised)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "%s: compile the graph first", what);
+  char list[200] = "";
+  size_t used = 0;
+  for (int i = 0; i < clt_graph_param_tensors(g); i++) {
+    const clt_graph_node *n = NULL;
+    const clt_param *p = param_at(g, i, &n);
+    char own[CLT_PARAM_NAME_MAX];
+    snprintf(own, sizeof own, "%s.%s", n->name, p->suffix);
+    if (name && !strcmp(own, name)) {
+      if (numel != p->numel)
+        return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                            "%s '%s': it holds %lld values, not %lld", what,
+                            name, (long long)p->numel, (long long)numel);
+      *slice = clt_tensor_slice_1d(g->params, p->offset, p->numel);
+      return CLT_OK;
+    }
+    if (used < sizeof list - 1) {
+      int w = snprintf(list + used, sizeof list - used, "%s'%s'",
+                       i ? ", " : "", own);
+      used = w > 0 && used + (size_t)w < sizeof list ? used + (size_t)w
+                                                     : sizeof list - 1;
+    }
+  }
+  return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "%s: the model has no parameter '%s' (it has %s%s)",
+                      what, name ? name : "(null)", list,
+                      used >= sizeof list - 1 ? "..." : "");
+}
+
+CLT_API clt_status clt_graph_get_param(clt_graph *g, const char *name,
+                                       float *host, int64_t numel) {
+  clt_tensor slice;
+  CLT_TRY(param_named(g, name, numel, "get parameter", &slice));
+  return clt_tensor_download(&slice, host);
+}
+
+CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
+                                       const float *host, int64_t numel) {
+  clt_tensor slice;
+  CLT_TRY(param_named(g, name, numel, "set parameter", &slice));
+  CLT_TRY(clt_tensor_upload(&slice, host));
+  clt_graph_params_written(g);
+  return CLT_OK;
 }
 
 CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,

@@ -294,6 +294,9 @@ typedef struct progress_out {
   /* Off a terminal: seconds between progress lines, when the last was. */
   double plain_every, plain_last;
   epoch_profile *prof; /* --profile, else NULL */
+  /* The graph, for the class weights clt_fit learnt (said once, at the
+   * first report); NULL once said. */
+  clt_graph *learnt;
 } progress_out;
 
 /* On a terminal, a line that says the run is alive when the library has
@@ -437,7 +440,43 @@ static void print_progress(const clt_progress *p, void *user) {
   pthread_mutex_unlock(&po->dog->ticker.lock);
 }
 
+/* Balanced class weights, which clt_fit learns before the first step
+ * (<loss>.class_weights beside <loss>.count): what they came to. */
+static void print_learnt_weights(progress_out *po) {
+  clt_graph *g = po->learnt;
+  po->learnt = NULL;
+  for (int i = 0; i + 1 < clt_graph_param_tensors(g); i++) {
+    clt_param_info w, c;
+    if (clt_graph_param_info(g, i, &w) != CLT_OK ||
+        clt_graph_param_info(g, i + 1, &c) != CLT_OK)
+      return;
+    const char *dot = strrchr(w.name, '.');
+    size_t stem = dot ? (size_t)(dot - w.name) : 0;
+    if (!dot || strcmp(dot, ".class_weights") || strncmp(c.name, w.name, stem) ||
+        strcmp(c.name + stem, ".count"))
+      continue;
+    float count = 0.0f, *v = malloc((size_t)w.numel * sizeof *v);
+    if (!v || clt_graph_get_param(g, c.name, &count, 1) != CLT_OK ||
+        clt_graph_get_param(g, w.name, v, w.numel) != CLT_OK) {
+      free(v);
+      return;
+    }
+    fprintf(po->out, "class weights (balanced, from %.0f training samples):",
+            (double)count);
+    for (int64_t k = 0; k < w.numel && k < 12; k++)
+      fprintf(po->out, "%s %lld: %.4g", k ? "," : "", (long long)k,
+              (double)v[k]);
+    fprintf(po->out, "%s\n", w.numel > 12 ? ", ..." : "");
+    fflush(po->out);
+    free(v);
+  }
+}
+
 static void print_progress_locked(const clt_progress *p, progress_out *po) {
+  if (po->learnt) {
+    if (po->tty) fprintf(stderr, "\r\033[K");
+    print_learnt_weights(po);
+  }
   if (p->phase == CLT_PHASE_EPOCH) {
     const clt_epoch_stats *s = p->stats;
     if (po->tty) fprintf(stderr, "\r\033[K");
@@ -814,7 +853,8 @@ int cli_train(int argc, char **argv) {
                      .early_stop = a.early_stop > 0,
                      .out = out,
                      .plain_every = a.progress_seconds,
-                     .prof = a.profile ? &prof : NULL};
+                     .prof = a.profile ? &prof : NULL,
+                     .learnt = a.quiet ? NULL : g};
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
