@@ -236,16 +236,25 @@ static clt_status csv_float(csv_reader *r, int64_t column, const char *text,
   return CLT_OK;
 }
 
-/* The classes met so far, for messages: "'cat', 'dog', ..." */
-static void csv_names_list(const clt_name_table *t, char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < t->count && used < len - 1; i++) {
-    int w = snprintf(buf + used, len - used, "%s'%.40s'", i ? ", " : "",
-                     t->names[i]);
-    used = w > 0 && used + (size_t)w < len ? used + (size_t)w : len - 1;
-  }
-  if (used >= len - 1 && len > 4) memcpy(buf + len - 4, "...", 4);
+/* Names for a message, quoted and joined: "'cat', 'dog'", cut short
+ * when the text fills (csv_list_more then gives "..."). */
+typedef struct csv_list {
+  char text[160];
+  size_t used;
+  int count;
+} csv_list;
+
+static void csv_list_add(csv_list *l, const char *name) {
+  if (l->used >= sizeof l->text - 1) return;
+  int w = snprintf(l->text + l->used, sizeof l->text - l->used, "%s'%.40s'",
+                   l->count++ ? ", " : "", name);
+  l->used = w > 0 && l->used + (size_t)w < sizeof l->text
+                ? l->used + (size_t)w
+                : sizeof l->text - 1;
+}
+
+static const char *csv_list_more(const csv_list *l) {
+  return l->used >= sizeof l->text - 1 ? "..." : "";
 }
 
 /* The label of a row whose labels are class names: the name's index in
@@ -255,12 +264,14 @@ static clt_status csv_name_label(csv_reader *r, int64_t column,
   if (csv_missing(text)) return csv_not_number(r, column, text);
   int at = clt_name_table_find(&r->classes, text);
   if (at < 0 && r->names_given) {
-    char names[200];
-    csv_names_list(&r->classes, names, sizeof names);
+    csv_list names = {0};
+    for (int i = 0; i < r->classes.count; i++)
+      csv_list_add(&names, r->classes.names[i]);
     return clt_err_set(r->err, CLT_ERR_FORMAT,
                        "%s:%ld: the label '%.60s' is not a class of the "
-                       "model or of the training data (%d: %s)",
-                       r->path, r->line, text, r->classes.count, names);
+                       "model or of the training data (%d: %s%s)",
+                       r->path, r->line, text, r->classes.count, names.text,
+                       csv_list_more(&names));
   }
   if (r->names_given && r->o->num_classes > 0 && at >= r->o->num_classes)
     return clt_err_set(r->err, CLT_ERR_FORMAT,
@@ -473,9 +484,9 @@ static clt_status csv_label_place(csv_reader *r) {
 static clt_status csv_find_name(csv_reader *r, char *line) {
   char *p = csv_after_hash(line), *field;
   bool more = true;
-  char names[160] = "", heads[64];
+  char heads[64];
+  csv_list names = {0};
   int64_t found = -1, i = 0;
-  size_t used = 0;
   csv_heads_name(r, heads, sizeof heads);
   for (; (field = csv_next(r->sep, &p, &more)); i++) {
     if (!strcmp(field, r->label_name)) {
@@ -487,19 +498,14 @@ static clt_status csv_find_name(csv_reader *r, char *line) {
                            (long long)(found + 1), (long long)(i + 1), heads);
       found = i;
     }
-    if (used < sizeof names - 1) {
-      int w = snprintf(names + used, sizeof names - used, "%s'%.40s'",
-                       i ? ", " : "", field);
-      used = w > 0 && used + (size_t)w < sizeof names ? used + (size_t)w
-                                                      : sizeof names - 1;
-    }
+    csv_list_add(&names, field);
   }
   if (found < 0)
     return clt_err_set(r->err, CLT_ERR_FORMAT,
                        "%s:%ld: no column of the header line is named "
                        "'%.100s' (%s); it has %lld: %s%s",
                        r->path, r->line, r->label_name, heads, (long long)i,
-                       names, used >= sizeof names - 1 ? "..." : "");
+                       names.text, csv_list_more(&names));
   char given[CLT_LABEL_COLUMN_MAX + 48];
   snprintf(given, sizeof given, "column %lld ('%s')", (long long)(found + 1),
            r->label_name);
@@ -724,18 +730,14 @@ static clt_status csv_name_classes(csv_reader *r, bool *header) {
   for (int i = 0; i < met; i++) {
     if (r->class_rows[i] == 0) continue; /* the header's */
     if (bound > 0 && n == bound) {
-      char names[200] = "";
-      for (int j = 0, k = 0, used = 0; j < i && used < 190; j++)
-        if (r->class_rows[j] > 0) {
-          int w = snprintf(names + used, sizeof names - (size_t)used,
-                           "%s'%.40s'", k++ ? ", " : "", r->classes.names[j]);
-          used = w > 0 && used + w < 190 ? used + w : 190;
-        }
+      csv_list names = {0};
+      for (int j = 0; j < i; j++)
+        if (r->class_rows[j] > 0) csv_list_add(&names, r->classes.names[j]);
       st = clt_err_set(r->err, CLT_ERR_FORMAT,
                        "%s:%ld: the label '%.60s' is one class more than "
                        "the model's %d (the labels before it: %s%s)",
                        r->path, r->class_line[i], r->classes.names[i], bound,
-                       names, strlen(names) >= 190 ? "..." : "");
+                       names.text, csv_list_more(&names));
       goto done;
     }
     rank[n++] = (csv_ranked){r->classes.names[i], i};
