@@ -53,7 +53,7 @@ CLT_API clt_status clt_graph_param_info(const clt_graph *g, int i,
                         "parameter tensor %d: the graph has %d", i,
                         clt_graph_param_tensors(g));
   memset(info, 0, sizeof *info);
-  snprintf(info->name, sizeof info->name, "%s.%s", n->name, p->suffix);
+  clt_param_name(n, p, info->name, sizeof info->name);
   info->ndim = p->ndim;
   memcpy(info->shape, p->shape, sizeof info->shape);
   info->numel = p->numel;
@@ -75,7 +75,7 @@ static clt_status param_named(clt_graph *g, const char *name, int64_t numel,
     const clt_graph_node *n = NULL;
     const clt_param *p = param_at(g, i, &n);
     char own[CLT_PARAM_NAME_MAX];
-    snprintf(own, sizeof own, "%s.%s", n->name, p->suffix);
+    clt_param_name(n, p, own, sizeof own);
     if (name && !strcmp(own, name)) {
       if (numel != p->numel)
         return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,

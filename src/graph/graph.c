@@ -82,6 +82,11 @@ clt_status clt_graph_err(clt_graph *g, clt_err *err) {
   return clt_ctx_fail(g->ctx, err->status, "%s", err->msg);
 }
 
+void clt_param_name(const clt_graph_node *n, const clt_param *p, char *buf,
+                    size_t len) {
+  snprintf(buf, len, "%s.%s", n->name, p->suffix);
+}
+
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
                               const int64_t *shape) {
   if (n->n_params == CLT_MAX_PARAMS) return NULL;

@@ -390,6 +390,11 @@ void clt_graph_plan_release(clt_graph *g);
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
                               const int64_t *shape);
 
+/* p's name as checkpoints and clt_graph_param_info give it:
+ * "<node>.<suffix>" ("fc1.weight"). */
+void clt_param_name(const clt_graph_node *n, const clt_param *p, char *buf,
+                    size_t len);
+
 /* Records an error naming the node; returns status. */
 clt_status clt_node_fail(clt_graph *g, const clt_graph_node *n,
                          clt_status status, const char *fmt, ...)

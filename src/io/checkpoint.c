@@ -38,11 +38,6 @@ static bool is_counter(const clt_param *p) {
   return strcmp(p->suffix, "num_batches_tracked") == 0;
 }
 
-static void param_name(const clt_graph_node *n, const clt_param *p, char *buf,
-                       size_t len) {
-  snprintf(buf, len, "%s.%s", n->name, p->suffix);
-}
-
 static clt_status need_compiled(clt_graph *g, const char *what) {
   if (!g->compiled || !g->initialised || !g->params)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
@@ -86,7 +81,7 @@ static clt_status add_params(clt_st_writer *w, const clt_graph *g,
     for (int k = 0; k < n->n_params; k++) {
       const clt_param *p = &n->params[k];
       char name[NAME_LEN];
-      param_name(n, p, name, sizeof name);
+      clt_param_name(n, p, name, sizeof name);
       if (is_counter(p)) {
         int64_t count = (int64_t)host[p->offset];
         CLT_TRY(clt_st_writer_add(w, name, CLT_ST_I64, 0, NULL, &count, err));
@@ -297,7 +292,7 @@ static bool graph_has_param(const clt_graph *g, const char *name) {
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_params; k++) {
       char own[NAME_LEN];
-      param_name(&g->nodes[i], &g->nodes[i].params[k], own, sizeof own);
+      clt_param_name(&g->nodes[i], &g->nodes[i].params[k], own, sizeof own);
       if (strcmp(own, name) == 0) return true;
     }
   return false;
@@ -313,7 +308,7 @@ static clt_status read_params(clt_graph *g, const clt_st_file *f,
     for (int k = 0; k < n->n_params; k++) {
       const clt_param *p = &n->params[k];
       char name[NAME_LEN];
-      param_name(n, p, name, sizeof name);
+      clt_param_name(n, p, name, sizeof name);
       if (is_counter(p)) {
         int64_t count;
         CLT_TRY(read_counter(g->ctx, f, name, &count));
