@@ -416,26 +416,22 @@ CLT_API clt_status clt_graph_node_shape(const clt_graph *g, clt_node node,
   return CLT_OK;
 }
 
-/* The one count of trainable parameters (batch norm's running statistics
- * are parameters but not trainable): the summary, the public count and the
- * optimizer's flat buffer all use it. */
-static int64_t node_trainable_count(const clt_graph_node *n) {
+/* The one count of a node's parameters, the trainable ones alone or all
+ * (batch norm's running statistics, normalize's statistics and class
+ * weights are parameters but not trainable): the summary, the public count
+ * and the optimizer's flat buffer all use it. */
+static int64_t node_param_count(const clt_graph_node *n, bool trainable_only) {
   int64_t total = 0;
   for (int p = 0; p < n->n_params; p++)
-    if (n->params[p].trainable) total += n->params[p].numel;
+    if (n->params[p].trainable || !trainable_only)
+      total += n->params[p].numel;
   return total;
 }
 
 CLT_API int64_t clt_graph_parameter_count(const clt_graph *g) {
   int64_t total = 0;
   for (int i = 0; i < g->n_nodes; i++)
-    total += node_trainable_count(&g->nodes[i]);
-  return total;
-}
-
-static int64_t node_param_count(const clt_graph_node *n) {
-  int64_t total = 0;
-  for (int p = 0; p < n->n_params; p++) total += n->params[p].numel;
+    total += node_param_count(&g->nodes[i], true);
   return total;
 }
 
@@ -450,7 +446,7 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
   for (int i = 0; i < g->n_nodes; i++) {
     const clt_graph_node *n = &g->nodes[i];
     char shape[96];
-    int64_t np = node_param_count(n);
+    int64_t np = node_param_count(n, false);
     all += np;
     if (w < buflen)
       w += (size_t)snprintf(
