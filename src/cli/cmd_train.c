@@ -441,33 +441,38 @@ static void print_progress(const clt_progress *p, void *user) {
 }
 
 /* Balanced class weights, which clt_fit learns before the first step
- * (<loss>.class_weights beside <loss>.count): what they came to. */
+ * (<loss>.class_weights, with a <loss>.count beside them where learnt):
+ * what they came to. */
 static void print_learnt_weights(progress_out *po) {
   clt_graph *g = po->learnt;
   po->learnt = NULL;
-  for (int i = 0; i + 1 < clt_graph_param_tensors(g); i++) {
-    clt_param_info w, c;
-    if (clt_graph_param_info(g, i, &w) != CLT_OK ||
-        clt_graph_param_info(g, i + 1, &c) != CLT_OK)
-      return;
-    const char *dot = strrchr(w.name, '.');
-    size_t stem = dot ? (size_t)(dot - w.name) : 0;
-    if (!dot || strcmp(dot, ".class_weights") || strncmp(c.name, w.name, stem) ||
-        strcmp(c.name + stem, ".count"))
-      continue;
-    float count = 0.0f, *v = malloc((size_t)w.numel * sizeof *v);
-    if (!v || clt_graph_get_param(g, c.name, &count, 1) != CLT_OK ||
-        clt_graph_get_param(g, w.name, v, w.numel) != CLT_OK) {
-      free(v);
-      return;
+  for (int i = 0; i < clt_graph_param_tensors(g); i++) {
+    clt_param_info w;
+    if (clt_graph_param_info(g, i, &w) != CLT_OK) return;
+    char *dot = strrchr(w.name, '.');
+    if (!dot || strcmp(dot, ".class_weights")) continue;
+    char count_name[CLT_PARAM_NAME_MAX];
+    snprintf(count_name, sizeof count_name, "%.*s.count", (int)(dot - w.name),
+             w.name);
+    bool learnt = false; /* given weights have no count: the user wrote them */
+    for (int j = 0; j < clt_graph_param_tensors(g) && !learnt; j++) {
+      clt_param_info c;
+      learnt = clt_graph_param_info(g, j, &c) == CLT_OK &&
+               !strcmp(c.name, count_name);
     }
-    fprintf(po->out, "class weights (balanced, from %.0f training samples):",
-            (double)count);
-    for (int64_t k = 0; k < w.numel && k < 12; k++)
-      fprintf(po->out, "%s %lld: %.4g", k ? "," : "", (long long)k,
-              (double)v[k]);
-    fprintf(po->out, "%s\n", w.numel > 12 ? ", ..." : "");
-    fflush(po->out);
+    if (!learnt) continue;
+    float count = 0.0f, *v = malloc((size_t)w.numel * sizeof *v);
+    if (v && clt_graph_get_param(g, count_name, &count, 1) == CLT_OK &&
+        clt_graph_get_param(g, w.name, v, w.numel) == CLT_OK) {
+      fprintf(po->out,
+              "class weights (balanced, from %.0f training samples):",
+              (double)count);
+      for (int64_t k = 0; k < w.numel && k < 12; k++)
+        fprintf(po->out, "%s %lld: %.4g", k ? "," : "", (long long)k,
+                (double)v[k]);
+      fprintf(po->out, "%s\n", w.numel > 12 ? ", ..." : "");
+      fflush(po->out);
+    }
     free(v);
   }
 }
