@@ -1,4 +1,5 @@
-/* Softmax, softmax + cross-entropy (fused), mean squared error. One
+/* Softmax, softmax + cross-entropy (fused), the regression losses (mean
+ * squared error, mean absolute error, Huber). One
  * work-item per row: class counts are small (10..1000) and the rows are
  * independent, so no local memory and no barrier is needed. Rows longer
  * than a work-item's loops may be (ops.h clt_loop_per: llvmpipe ends them
@@ -108,23 +109,51 @@ __kernel void softmax_xent(__global float *loss, int loss_off,
         xent_grad(xr[c], c, label, m, inv, scale, e, e_cols);
 }
 
-/* Per row: loss[r] = sum_c (p - t)^2 (the caller divides by the element
- * count); grad = 2 (p - t) * grad_scale. */
-__kernel void mse(__global float *loss, int loss_off,
-                  __global float *grad, int grad_off,
-                  __global const float *p, int p_off,
-                  __global const float *t, int t_off, int rows, int cols,
-                  float grad_scale) {
+/* One element's regression loss of d = p - t, and its derivative into *g:
+ * kind 0 mse, d^2; 1 mae, |d| (derivative sign(d), 0 at 0, as PyTorch's
+ * L1Loss); 2 huber, d^2 / 2 where |d| <= delta, else delta (|d| -
+ * delta / 2) (PyTorch's HuberLoss, Keras's Huber). */
+static float regression_term(float d, int kind, float delta, float *g) {
+  float a = fabs(d);
+  if (kind == 0) {
+    *g = 2.0f * d;
+    return d * d;
+  }
+  float s = d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;
+  if (kind == 1) {
+    *g = s;
+    return a;
+  }
+  if (a <= delta) {
+    *g = d;
+    return 0.5f * d * d;
+  }
+  *g = delta * s;
+  return delta * (a - 0.5f * delta);
+}
+
+/* Per row: loss[r] = sum_c term(p - t) and abs_err[r] = sum_c |p - t| (the
+ * caller divides by the element count: the mean loss and the mean
+ * absolute error); grad = term'(p - t) * grad_scale. */
+__kernel void regression_loss(__global float *loss, int loss_off,
+                              __global float *abs_err, int abs_off,
+                              __global float *grad, int grad_off,
+                              __global const float *p, int p_off,
+                              __global const float *t, int t_off, int rows,
+                              int cols, float grad_scale, int kind,
+                              float delta) {
   int r = get_global_id(0);
   if (r >= rows) return;
-  float s = 0.0f;
+  float s = 0.0f, a = 0.0f;
   for (int c = 0; c < cols; c++) {
     int i = r * cols + c;
-    float d = p[p_off + i] - t[t_off + i];
-    s += d * d;
-    grad[grad_off + i] = 2.0f * d * grad_scale;
+    float d = p[p_off + i] - t[t_off + i], g;
+    s += regression_term(d, kind, delta, &g);
+    a += fabs(d);
+    grad[grad_off + i] = g * grad_scale;
   }
   loss[loss_off + r] = s;
+  abs_err[abs_off + r] = a;
 }
 
 /* ---- a work-group per row: global rows * CLT_WG exactly (no group may
@@ -243,20 +272,27 @@ __kernel void softmax_xent_group(__global float *loss, int loss_off,
         xent_grad(xr[c], c, label, m, inv, scale, e, e_cols);
 }
 
-__kernel void mse_group(__global float *loss, int loss_off,
-                        __global float *grad, int grad_off,
-                        __global const float *p, int p_off,
-                        __global const float *t, int t_off, int rows, int cols,
-                        float grad_scale) {
+__kernel void regression_loss_group(__global float *loss, int loss_off,
+                                    __global float *abs_err, int abs_off,
+                                    __global float *grad, int grad_off,
+                                    __global const float *p, int p_off,
+                                    __global const float *t, int t_off,
+                                    int rows, int cols, float grad_scale,
+                                    int kind, float delta) {
   __local float scratch[CLT_WG];
   int r = get_group_id(0), lid = get_local_id(0);
-  float s = 0.0f;
+  float s = 0.0f, a = 0.0f;
   for (int c = lid; c < cols; c += CLT_WG) {
     int i = r * cols + c;
-    float d = p[p_off + i] - t[t_off + i];
-    s += d * d;
-    grad[grad_off + i] = 2.0f * d * grad_scale;
+    float d = p[p_off + i] - t[t_off + i], g;
+    s += regression_term(d, kind, delta, &g);
+    a += fabs(d);
+    grad[grad_off + i] = g * grad_scale;
   }
   s = group_sum(scratch, s);
-  if (lid == 0) loss[loss_off + r] = s;
+  a = group_sum(scratch, a);
+  if (lid == 0) {
+    loss[loss_off + r] = s;
+    abs_err[abs_off + r] = a;
+  }
 }

@@ -677,7 +677,11 @@ CLT_API clt_status clt_graph_softmax(clt_graph *g, clt_node in, clt_node *out);
  * "label_smoothing=0.1", &out). */
 CLT_API clt_status clt_graph_softmax_cross_entropy(clt_graph *g, clt_node in,
                                                    clt_node *out);
-/* Mean squared error between `in` and a float target of the same shape. */
+/* Mean squared error between `in` and a float target of the same shape
+ * (PyTorch's MSELoss). The other regression losses are added by name:
+ * clt_graph_add(g, "mae", NULL, &in, 1, NULL, &out) (mean absolute error,
+ * L1Loss) and clt_graph_add(g, "huber", NULL, &in, 1, "delta=1", &out)
+ * (HuberLoss: squared within delta, linear beyond). */
 CLT_API clt_status clt_graph_mse(clt_graph *g, clt_node in, clt_node *out);
 
 /* Reads a model file (one layer per line; see README) into a new graph.
@@ -823,11 +827,17 @@ CLT_API int64_t clt_graph_output_size(const clt_graph *g);
 typedef enum clt_loss_kind {
   CLT_LOSS_NONE,       /* no loss layer: inference only */
   CLT_LOSS_CLASSIFIER, /* softmax_cross_entropy: integer labels */
-  CLT_LOSS_MSE,        /* mse: float targets, a loss but no accuracy */
+  /* a regression loss (mse, mae or huber): float targets, a loss and a
+   * mean absolute error but no accuracy */
+  CLT_LOSS_REGRESSION,
+  CLT_LOSS_MSE = CLT_LOSS_REGRESSION, /* its first name */
 } clt_loss_kind;
 
 /* Which loss the graph ends in (what clt_graph_set_batch's labels must be). */
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
+/* The loss layer's type as model files name it ("softmax_cross_entropy",
+ * "mse", "mae", "huber"), or NULL without one. */
+CLT_API const char *clt_graph_loss_name(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
  * buf, like Keras's model.summary(): a layer's count holds its parameters
  * that are not trained too (batch norm's and normalize's statistics, class
@@ -873,12 +883,16 @@ CLT_API clt_status clt_graph_predictions(clt_graph *g, float *host,
 
 typedef struct clt_metrics {
   double loss;     /* mean loss per sample */
-  double accuracy; /* fraction of argmax == label (classifiers) */
+  double accuracy; /* fraction of argmax == label (classifiers; NaN for mse) */
   int64_t samples;
+  /* a regression (mse, mae, huber): the mean absolute error over every
+   * output of every sample (Keras's "mae"); NaN for a classifier */
+  double mae;
 } clt_metrics;
 
-/* Reads the loss and accuracy accumulated on the device since the last
- * reset (this is the only place they come down). */
+/* Reads the loss and accuracy (mse: the mean absolute error) accumulated
+ * on the device since the last reset (this is the only place they come
+ * down). */
 CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset);
 
 /* ------------------------------------------------------------------------ */
@@ -1252,6 +1266,10 @@ typedef struct clt_epoch_stats {
   double device_seconds;
   const clt_profile_row *profile;
   size_t profile_rows;
+  /* mse: the mean absolute errors of the training batches, the validation
+   * and the test set (Keras's "mae", "val_mae"); NaN for a classifier, and
+   * where a set is missing. The accuracies are NaN for mse. */
+  double train_mae, val_mae, test_mae;
 } clt_epoch_stats;
 
 typedef struct clt_progress {
@@ -1261,6 +1279,7 @@ typedef struct clt_progress {
   double loss, accuracy;  /* running means so far this phase */
   double images_per_sec;
   const clt_epoch_stats *stats; /* CLT_PHASE_EPOCH only */
+  double mae; /* mse: the running mean absolute error (accuracy is NaN) */
 } clt_progress;
 
 typedef void (*clt_progress_fn)(const clt_progress *p, void *user);
@@ -1486,6 +1505,31 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
 CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
                                           int64_t batch, int64_t *confusion,
                                           clt_metrics *m);
+
+/* A regression's scores, over one output or over all of them
+ * (scikit-learn's metrics). */
+typedef struct clt_regression_scores {
+  double mae;  /* mean absolute error */
+  double mse;  /* mean squared error */
+  double rmse; /* its square root */
+  /* the coefficient of determination, 1 - (sum of squared errors) / (sum
+   * of the targets' squared deviations from their mean): 1 for a perfect
+   * fit, 0 for predicting the mean; NaN where the targets do not vary */
+  double r2;
+} clt_regression_scores;
+
+/* clt_evaluate of a regression model (mse) that also scores its outputs
+ * over ds in batches of `batch`: per_output[k] for each of the
+ * clt_graph_output_size outputs (may be NULL), and *overall (may be
+ * NULL): mae and mse over every value, rmse the root of that mse, r2 the
+ * mean of the outputs' R^2 where defined (scikit-learn's r2_score,
+ * "uniform_average"), NaN where none is. Sums in double on the host, from
+ * the model's outputs. */
+CLT_API clt_status clt_evaluate_regression(clt_graph *g, const clt_dataset *ds,
+                                           int64_t batch,
+                                           clt_regression_scores *per_output,
+                                           clt_regression_scores *overall,
+                                           clt_metrics *m);
 
 /* Splits ds into *rest and *part: a random `fraction` of its samples
  * (at least one, chosen by seed, the same for the same seed), and the rest,

@@ -1,7 +1,9 @@
 #!/bin/bash
 # End-to-end checks of your own data through the command, as a user runs
 # it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
-# split, bad rows), regression with the mse loss from CSV, tabular float
+# split, bad rows), regression (mse, mae, huber; the mean absolute error,
+# eval's RMSE and R^2 against the model's outputs; outliers) from CSV,
+# tabular float
 # values (--csv-values floats, kept by eval and --resume), predict on CSV
 # rows, and image
 # folders (PNG and JPEG, grey and colour; with train/ and test/, or one
@@ -110,13 +112,110 @@ EOF2
       (2*a - b)/255 + 0.3, (c - 1.5*d)/255, a, b, c, d }'
   done; } >"$T/reg.csv"
 "$C" train "$T/reg.model" --data "$T/reg.csv" --epochs 30 --batch 20 \
-  --lr 0.05 >"$T/out"
+  --lr 0.05 --save "$T/reg.st" --log "$T/reg.log" >"$T/out"
 grep -q "acc" <(grep '^epoch' "$T/out") && fail "regression prints an accuracy"
+grep -q '^epoch 30/30  train loss [0-9.e-]* mae [0-9.e-]*  test loss [0-9.e-]* mae [0-9.e-]*  ' \
+  "$T/out" || fail "regression epoch line without the mean absolute errors: $(grep '^epoch 30' "$T/out")"
+[ "$(head -1 "$T/reg.log")" = \
+  "epoch,train_loss,train_mae,test_loss,test_mae,val_loss,val_mae,seconds,images_per_sec,lr" ] ||
+  fail "regression log header: $(head -1 "$T/reg.log")"
 first=$(sed -n 's/^epoch 1\/30  train loss \([^ ]*\).*/\1/p' "$T/out")
 last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
 awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 5) }' ||
   fail "mse did not fall: $first -> $last"
 echo "ok: mse trains through train (loss $first -> $last)"
+# eval's errors and R^2, per output, against Python's on the model's own
+# outputs (predict) for the held-out rows (the last 10%: 20 of 200), of a
+# model two epochs in (far from a perfect fit: R^2 well below 1).
+"$C" eval "$T/reg.model" --weights "$T/reg.st" --data "$T/reg.csv" >"$T/eval"
+grep -q '^mae [0-9.e-]*  rmse [0-9.e-]*  r2 [01]\.[0-9]*$' "$T/eval" &&
+  grep -q '^output  *mae  *mse  *rmse  *r2$' "$T/eval" ||
+  fail "regression eval: $(cat "$T/eval")"
+"$C" train "$T/reg.model" --data "$T/reg.csv" --epochs 2 --batch 20 \
+  --lr 0.05 --save "$T/reg.st" --log "$T/reg.log" >"$T/out"
+"$C" eval "$T/reg.model" --weights "$T/reg.st" --data "$T/reg.csv" --json \
+  >"$T/eval.json"
+python3 - "$C" "$T" "$(sed -n 's/^final: .*, test mae \([^,]*\),.*/\1/p' "$T/out")" \
+  "$(tail -1 "$T/reg.log" | cut -d, -f5)" <<'PY' || fail "regression scores"
+import json, math, subprocess, sys
+C, T, final_mae, log_mae = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+rows = [[float(v) for v in line.split(",")]
+        for line in open(T + "/reg.csv").read().split("\n")[1:] if line][-20:]
+with open(T + "/reg_values.csv", "w") as f:
+    for r in rows:
+        f.write(",".join("%d" % v for v in r[2:]) + "\n")
+pred = json.loads(subprocess.check_output(
+    [C, "predict", T + "/reg.model", "--weights", T + "/reg.st", "--json",
+     "--limit", "20", T + "/reg_values.csv"]))
+out = [p["outputs"] for p in pred["predictions"]]
+assert len(out) == 20 and all(len(o) == 2 for o in out), out
+ev = json.load(open(T + "/eval.json"))
+assert ev["samples"] == 20 and ev["accuracy"] is None, ev
+n = 20.0
+err = [[out[i][k] - rows[i][k] for k in range(2)] for i in range(20)]
+mae = [sum(abs(e[k]) for e in err) / n for k in range(2)]
+mse = [sum(e[k] ** 2 for e in err) / n for k in range(2)]
+mean = [sum(r[k] for r in rows) / n for k in range(2)]
+r2 = [1 - mse[k] * n / sum((r[k] - mean[k]) ** 2 for r in rows)
+      for k in range(2)]
+def near(a, b, what):
+    assert abs(a - b) <= 2e-4 * (1 + abs(b)), (what, a, b)
+for k in range(2):
+    o = ev["per_output"][k]
+    near(o["mae"], mae[k], "mae %d" % k)
+    near(o["mse"], mse[k], "mse %d" % k)
+    near(o["rmse"], math.sqrt(mse[k]), "rmse %d" % k)
+    near(o["r2"], r2[k], "r2 %d" % k)
+near(ev["mae"], sum(mae) / 2, "mae")
+near(ev["mse"], sum(mse) / 2, "mse")
+near(ev["rmse"], math.sqrt(sum(mse) / 2), "rmse")
+near(ev["r2"], sum(r2) / 2, "r2")
+near(ev["loss"], sum(mse) / 2, "loss")
+# training's last test evaluation: the same model, the device's float sums
+near(final_mae, ev["mae"], "train's final test mae")
+near(log_mae, ev["mae"], "the log's test_mae")
+print("ok: eval's mae %.5f, rmse %.5f, r2 %.4f (%.4f, %.4f) match the "
+      "model's outputs" % (ev["mae"], ev["rmse"], ev["r2"], r2[0], r2[1]))
+PY
+# mae and huber: the same table, the loss named where it is said
+for loss in mae "huber delta=0.5"; do
+  { head -2 "$T/reg.model"; echo "$loss"; } >"$T/reg_l.model"
+  "$C" summary "$T/reg_l.model" >"$T/sum"
+  must_say "summary names the loss" "2 targets (${loss%% *})" "$T/sum"
+  "$C" train "$T/reg_l.model" --data "$T/reg.csv" --epochs 30 --batch 20 \
+    --lr 0.05 --save "$T/reg_l.st" >"$T/out"
+  first=$(sed -n 's/^epoch 1\/30  train loss \([^ ]*\).*/\1/p' "$T/out")
+  last=$(sed -n 's/^final: test loss \([^,]*\),.*/\1/p' "$T/out")
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f / 5) }' ||
+    fail "$loss did not fall: $first -> $last"
+  "$C" eval "$T/reg_l.model" --weights "$T/reg_l.st" --data "$T/reg.csv" \
+    >"$T/eval"
+  must_say "eval names the loss" "(${loss%% *}, 2 outputs)" "$T/eval"
+  echo "ok: $loss trains through train (loss $first -> $last)"
+done
+# Outliers: a tenth of the training targets 20 too high (the test set
+# clean). The mean squared error follows them (the mean moves by 2); the
+# mean absolute error and Huber's loss keep to the other nine tenths.
+awk 'BEGIN { print "y,a,b"; for (i = 0; i < 600; i++) {
+  a = ((i * 37) % 200) / 100 - 1; b = ((i * 91) % 200) / 100 - 1
+  y = 3 * a - 2 * b + 0.5 + ((i * 53) % 21 - 10) / 100
+  if (i % 10 == 3) y += 20
+  printf "%.4f,%.2f,%.2f\n", y, a, b } }' >"$T/o_train.csv"
+awk 'BEGIN { print "y,a,b"; for (i = 0; i < 200; i++) {
+  a = ((i * 41 + 7) % 200) / 100 - 1; b = ((i * 83 + 3) % 200) / 100 - 1
+  printf "%.4f,%.2f,%.2f\n", 3 * a - 2 * b + 0.5, a, b } }' >"$T/o_test.csv"
+declare -A robust
+for loss in mse mae huber; do
+  printf 'input shape=2\ndense name=h units=16 activation=relu\ndense name=out units=1\n%s\n' \
+    "$loss" >"$T/o.model"
+  "$C" train "$T/o.model" --data "$T/o_train.csv" --test-data "$T/o_test.csv" \
+    --csv-values floats --epochs 30 --batch 20 --quiet >"$T/out"
+  robust[$loss]=$(sed -n 's/^final: .*, test mae \([^,]*\),.*/\1/p' "$T/out")
+done
+awk -v s="${robust[mse]}" -v a="${robust[mae]}" -v h="${robust[huber]}" \
+  'BEGIN { exit !(s > 1 && a < s / 5 && h < s / 5) }' ||
+  fail "outliers: test mae ${robust[mse]} (mse), ${robust[mae]} (mae), ${robust[huber]} (huber)"
+echo "ok: outliers: test mae ${robust[mse]} (mse), ${robust[mae]} (mae), ${robust[huber]} (huber)"
 
 # ---- tabular floats from CSV (--csv-values floats) --------------------------
 # Features beyond 0..255, negative and in exponent form: read as floats, as

@@ -267,6 +267,22 @@ acc=$(sed -n 's/^final: test accuracy \([0-9.]*\),.*/\1/p' "$T/out")
 grep -qE "accuracy $acc \(" "$T/eval" ||
   fail "3 ranks reported test accuracy $acc, eval of rank 0's checkpoint: $(grep accuracy "$T/eval")"
 echo "ok: 3 ranks evaluate a shard each, as eval of rank 0's checkpoint"
+# A regression (huber) under 2 ranks: the mean absolute errors, summed
+# across the ranks' shards, are what eval gives for rank 0's checkpoint.
+printf 'input shape=4\ndense name=fc units=2\nhuber\n' >"$T/hub.model"
+{ echo "y1,y2,a,b,c,d"
+  for ((i = 0; i < 203; i++)); do
+    echo "$((i % 7)).5,$((i % 5 - 2)),$((i % 256)),$((i * 7 % 256)),$((i * 3 % 256)),4"
+  done; } >"$T/hub.csv"
+"${MR[@]}" -np 2 "$C" train "$T/hub.model" --data "$T/hub.csv" --epochs 2 \
+  --batch 8 --save "$T/hub.st" >"$T/out" 2>&1 || fail "2 ranks, huber: $(cat "$T/out")"
+mae=$(sed -n 's/^final: .*, test mae \([^,]*\),.*/\1/p' "$T/out")
+"$C" eval "$T/hub.model" --weights "$T/hub.st" --data "$T/hub.csv" \
+  >"$T/eval" 2>&1 || fail "eval: $(cat "$T/eval")"
+got=$(sed -n 's/^mae \([^ ]*\) .*/\1/p' "$T/eval")
+awk -v a="$mae" -v b="$got" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-10 * b * b) }' ||
+  fail "2 ranks: test mae $mae, eval of rank 0's checkpoint: $got"
+echo "ok: a regression under 2 ranks: test mae $mae, as eval of rank 0's checkpoint"
 
 # ---- Ctrl-C under MPI -----------------------------------------------------
 # A SIGINT to every rank (as a scheduler sends it; mpirun itself ends the

@@ -190,9 +190,9 @@ START_TEST(test_header_is_json_tiling_the_data) {
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
   clt_epoch_stats hist[2] = {
       {1, 2.0, 0.25, 1.9, 0.3, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
-       NULL, 0},
+       NULL, 0, NAN, NAN, NAN},
       {2, 1.5, 0.5, 1.4, 0.55, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
-       NULL, 0}};
+       NULL, 0, 0.75, NAN, 0.5}};
   const char *path = tmp_path("header.safetensors");
   ck_assert_ok(clt_checkpoint_save(g, opt, 2, hist, path));
 
@@ -240,13 +240,22 @@ START_TEST(test_header_is_json_tiling_the_data) {
   }
   ck_assert_uint_eq(total, data_size);
   /* The history went in as written. */
-  int64_t hshape[2] = {2, 7}; /* + validation loss and accuracy */
+  /* + validation loss and accuracy, + the mean absolute errors */
+  int64_t hshape[2] = {2, 10};
   const clt_st_tensor *t = NULL;
   ck_assert_int_eq(clt_st_expect(&f, "__train__.history", CLT_ST_F64, 2,
                                  hshape, &t, &err), CLT_OK);
-  double row[7];
-  memcpy(row, (const uint8_t *)clt_st_tensor_data(&f, t) + 56, 56);
+  double row[10];
+  memcpy(row, (const uint8_t *)clt_st_tensor_data(&f, t) + 80, 80);
   ck_assert(row[0] == 2.0 && row[1] == 1.5 && row[4] == 0.55);
+  /* train, test, validation (the struct: train, validation, test) */
+  ck_assert(row[7] == 0.75 && row[8] == 0.5 && isnan(row[9]));
+  /* ... and comes back on resuming. */
+  clt_epoch_stats back[2];
+  ck_assert_ok(clt_checkpoint_resume(g, opt, path, NULL, back, 2));
+  ck_assert(back[1].epoch == 2 && back[1].test_acc == 0.55);
+  ck_assert(back[1].train_mae == 0.75 && back[1].test_mae == 0.5 &&
+            isnan(back[1].val_mae) && isnan(back[0].train_mae));
   ck_assert_ptr_null(clt_st_find(&f, "__optim__.m")); /* SGD keeps only v */
   ck_assert_ptr_nonnull(clt_st_find(&f, "__optim__.v"));
   clt_st_file_free(&f);
@@ -738,7 +747,8 @@ START_TEST(test_plot_svg) {
   for (int i = 0; i < 5; i++) {
     h[i] = (clt_epoch_stats){i + 1, 2.0 / (i + 1), 0.5 + 0.08 * i,
                              2.2 / (i + 1), 0.45 + 0.08 * i, 1, 1, 0.001f,
-                             NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0};
+                             NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0,
+                             NAN, NAN, NAN};
   }
   h[1].test_loss = h[1].test_acc = NAN; /* a gap */
   const char *path = tmp_path("plot & <chart>.svg");
@@ -761,10 +771,20 @@ START_TEST(test_plot_svg) {
   ck_assert_ptr_null(strstr(svg, "nan"));
   free(svg);
   /* One epoch, every value unknown: still a valid chart. */
-  clt_epoch_stats one = {1, NAN, NAN, NAN, NAN, 0, 0, 0, NAN, NAN, false,
-                         0, 0, 0, 0, 0, 0, NULL, 0};
+  clt_epoch_stats one = {1, NAN, NAN, NAN, NAN, 0,   0,   0,   NAN, NAN,
+                         false, 0, 0, 0, 0, 0, 0, NULL, 0, NAN, NAN, NAN};
   ck_assert_int_eq(clt_plot_history_svg(&one, 1, NULL, tmp_path("one.svg"),
                                         &err), CLT_OK);
+  /* A regression (no accuracy): its mean absolute error instead. */
+  for (int i = 0; i < 5; i++) {
+    h[i].train_acc = h[i].test_acc = NAN;
+    h[i].train_mae = 1.0 / (i + 1);
+    h[i].test_mae = 1.1 / (i + 1);
+  }
+  ck_assert_int_eq(clt_plot_history_render(h, 5, "r", &svg, &err), CLT_OK);
+  ck_assert_ptr_nonnull(strstr(svg, ">mean absolute error<"));
+  ck_assert_ptr_null(strstr(svg, ">accuracy<"));
+  free(svg);
   /* Both files parse as XML (python3 is a build requirement already). */
   char cmd[1024];
   snprintf(cmd, sizeof cmd,

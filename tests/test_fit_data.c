@@ -118,6 +118,57 @@ START_TEST(test_fit_bytes_equal_floats) {
 }
 END_TEST
 
+/* clt_evaluate_regression against sums made here from the model's own
+ * outputs (scikit-learn's definitions), and the device's mean absolute
+ * error (device_mae, clt_evaluate's) against them. */
+static void check_regression_scores(clt_graph *g, const clt_dataset *ds,
+                                    const float *x, const float *y, int n,
+                                    int in, int out, double device_mae) {
+  double abs[4] = {0}, sq[4] = {0}, mean[4] = {0}, dev[4] = {0};
+  float pred[32 * 4];
+  ck_assert(out <= 4);
+  for (int i0 = 0; i0 < n; i0 += 32) {
+    int b = n - i0 < 32 ? n - i0 : 32;
+    int64_t got = 0;
+    ck_assert_ok(clt_graph_set_batch(g, x + (size_t)i0 * in, NULL, b));
+    ck_assert_ok(clt_graph_forward(g, false));
+    ck_assert_ok(clt_graph_predictions(g, pred, &got));
+    ck_assert_int_eq(got, out); /* per sample */
+    for (int i = 0; i < b * out; i++) {
+      double d = (double)pred[i] - y[(size_t)i0 * out + i];
+      abs[i % out] += fabs(d);
+      sq[i % out] += d * d;
+    }
+  }
+  for (int i = 0; i < n * out; i++) mean[i % out] += y[i] / (double)n;
+  for (int i = 0; i < n * out; i++)
+    dev[i % out] += (y[i] - mean[i % out]) * (y[i] - mean[i % out]);
+  clt_regression_scores per[4], all;
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate_regression(g, ds, 32, per, &all, &m));
+  double abs_all = 0, sq_all = 0, r2_sum = 0;
+  for (int k = 0; k < out; k++) {
+    ck_assert_double_eq_tol(per[k].mae, abs[k] / n, 1e-9);
+    ck_assert_double_eq_tol(per[k].mse, sq[k] / n, 1e-9);
+    ck_assert_double_eq_tol(per[k].rmse, sqrt(sq[k] / n), 1e-9);
+    ck_assert_double_eq_tol(per[k].r2, 1.0 - sq[k] / dev[k], 1e-9);
+    abs_all += abs[k];
+    sq_all += sq[k];
+    r2_sum += 1.0 - sq[k] / dev[k];
+  }
+  ck_assert_double_eq_tol(all.mae, abs_all / (n * out), 1e-9);
+  ck_assert_double_eq_tol(all.mse, sq_all / (n * out), 1e-9);
+  ck_assert_double_eq_tol(all.rmse, sqrt(sq_all / (n * out)), 1e-9);
+  ck_assert_double_eq_tol(all.r2, r2_sum / out, 1e-9);
+  ck_assert(all.r2 > 0.9); /* the fit is good */
+  /* the loss is the mse, the device's sums in float */
+  ck_assert_double_eq_tol(m.loss, all.mse, 1e-5 * (1 + all.mse));
+  ck_assert_double_eq_tol(m.mae, all.mae, 1e-5 * (1 + all.mae));
+  ck_assert_double_eq_tol(device_mae, all.mae, 1e-5 * (1 + all.mae));
+  /* NULL for either array is allowed. */
+  ck_assert_ok(clt_evaluate_regression(g, ds, 32, NULL, NULL, &m));
+}
+
 /* y = (2 x0 - x1 + 0.5 x2 x3 ... as a linear map) + 0.3: two targets of
  * four inputs, learnt by one dense layer. */
 START_TEST(test_mse_regression_through_fit) {
@@ -141,6 +192,8 @@ START_TEST(test_mse_regression_through_fit) {
   ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
   memset(x, 0, sizeof x); /* the dataset holds its own copy */
   ck_assert_int_eq(clt_dataset_count(ds), N);
+  for (int i = 0; i < N * IN; i++) /* again, for the scores' check */
+    x[i] = (float)(((i / IN) * 7 + (i % IN) * 13) % 17) / 8.0f - 1.0f;
   ck_assert_int_eq(clt_dataset_num_classes(ds), 0);
 
   clt_graph *g = NULL;
@@ -176,6 +229,22 @@ START_TEST(test_mse_regression_through_fit) {
   clt_metrics m;
   ck_assert_ok(clt_evaluate(g, ds, 32, &m));
   ck_assert_double_eq_tol(m.loss, hist[7].test_loss, 1e-5);
+  ck_assert(isnan(m.accuracy));
+  ck_assert_double_eq_tol(m.mae, hist[7].test_mae, 1e-6);
+  ck_assert(hist[7].train_mae > 0 && hist[7].train_mae < hist[0].train_mae);
+  ck_assert(isnan(hist[7].val_mae)); /* no validation set */
+  check_regression_scores(g, ds, x, y, N, IN, OUT, m.mae);
+  /* An output whose targets do not vary has no R^2: NaN, left out of the
+   * mean. */
+  for (int i = 0; i < N; i++) y[i * OUT + 1] = 0.25f;
+  d.targets = y;
+  clt_dataset *flat = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &flat));
+  clt_regression_scores per[OUT], all;
+  ck_assert_ok(clt_evaluate_regression(g, flat, 32, per, &all, &m));
+  ck_assert(isnan(per[1].r2) && per[1].mae > 0 && !isnan(per[0].r2));
+  ck_assert_double_eq(all.r2, per[0].r2);
+  clt_dataset_destroy(flat);
   /* Rows read to predict on (no targets) are refused for training and
    * evaluation, with the reason. */
   const char *rows = tmp_path("rows.csv");
@@ -628,6 +697,11 @@ START_TEST(test_early_stop_keeps_the_best_weights) {
   clt_metrics m;
   ck_assert_ok(clt_evaluate(g, val, 16, &m));
   ck_assert_double_eq_tol(m.loss, r.best_loss, 1e-5);
+  ck_assert(isnan(m.mae) && isnan(hist[0].val_mae)); /* a classifier */
+  ck_assert_int_eq(clt_evaluate_regression(g, val, 16, NULL, NULL, &m),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "regression model"));
   clt_graph *g2 = NULL;
   ck_assert_ok(clt_graph_load_model(g_ctx, model, &g2));
   ck_assert_ok(clt_graph_set_precision(g2, p));

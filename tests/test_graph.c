@@ -38,6 +38,19 @@ START_TEST(test_fd_mse_softmax) {
                   3, true);
 }
 END_TEST
+START_TEST(test_fd_mae) {
+  check_gradients("input shape=6\ndense units=4 activation=tanh\n"
+                  "dense units=3\nmae\n",
+                  3, true);
+}
+END_TEST
+/* delta 0.2: elements on both sides of it */
+START_TEST(test_fd_huber) {
+  check_gradients("input shape=6\ndense units=4 activation=tanh\n"
+                  "dense units=3\nhuber delta=0.2\n",
+                  3, true);
+}
+END_TEST
 START_TEST(test_fd_mse_reshape) {
   check_gradients("input shape=2x3\nreshape shape=6\ndense units=2\nmse\n", 4,
                   true);
@@ -213,7 +226,7 @@ START_TEST(test_typed_builders_checked) {
                    CLT_ERR_FORMAT);
   const char *msg = clt_context_last_error(g_ctx);
   ck_assert_msg(strstr(msg, "(known: input, flatten, reshape, dense, conv2d") &&
-                    strstr(msg, "softmax_cross_entropy, mse)"),
+                    strstr(msg, "softmax_cross_entropy, mse, mae, huber)"),
                 "%s", msg);
   clt_graph_destroy(g);
 }
@@ -656,6 +669,8 @@ static Suite *graph_suite(void) {
   tcase_add_test(fd, test_fd_image_input);
   tcase_add_test(fd, test_fd_mse_softmax);
   tcase_add_test(fd, test_fd_mse_reshape);
+  tcase_add_test(fd, test_fd_mae);
+  tcase_add_test(fd, test_fd_huber);
   tcase_add_test(fd, test_loss_gradient_in_place_or_copied);
   suite_add_tcase(s, fd);
   TCase *err = tcase_create("errors");

@@ -195,6 +195,69 @@ END_TEST
 /* softmax_cross_entropy label_smoothing=E: the batch's loss is PyTorch's
  * CrossEntropyLoss(label_smoothing=E) of the model's probabilities, the
  * accuracy unchanged; bad values are refused. */
+/* mse, mae and huber: the graph's training loss and mean absolute error
+ * against PyTorch's formulas (MSELoss, L1Loss, HuberLoss: the mean over
+ * every element) on the model's own outputs; huber's delta errors. */
+START_TEST(test_regression_losses) {
+  enum { N = 6, IN = 4, K = 3 };
+  float x[N * IN], y[N * K];
+  clt_random_fill(x, N * IN, 23, -2.0f, 2.0f);
+  clt_random_fill(y, N * K, 29, -1.5f, 1.5f);
+  static const char *const losses[] = {"mse", "mae", "huber",
+                                       "huber delta=0.3"};
+  for (int k = 0; k < 4; k++) {
+    char text[160];
+    snprintf(text, sizeof text, "input shape=%d\ndense units=%d\n%s\n", IN, K,
+             losses[k]);
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(text, &g));
+    ck_assert_int_eq(clt_graph_loss_kind(g), CLT_LOSS_REGRESSION);
+    ck_assert_str_eq(clt_graph_loss_name(g), k < 2 ? losses[k] : "huber");
+    ck_assert_ok(clt_graph_compile(g, N, 3));
+    ck_assert_ok(clt_graph_set_batch(g, x, y, N));
+    ck_assert_ok(clt_graph_forward(g, true));
+    float p[N * K];
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    ck_assert_int_eq(outputs, K);
+    clt_metrics m;
+    ck_assert_ok(clt_graph_metrics(g, &m, true));
+    double delta = k == 3 ? 0.3 : 1.0, want = 0.0, mae = 0.0;
+    int linear = 0; /* huber's elements past delta */
+    for (int i = 0; i < N * K; i++) {
+      double d = (double)p[i] - y[i], a = fabs(d);
+      mae += a / (N * K);
+      linear += a > delta;
+      want += (k == 0   ? d * d
+               : k == 1 ? a
+               : a <= delta ? 0.5 * d * d
+                            : delta * (a - 0.5 * delta)) /
+              (N * K);
+    }
+    if (k == 3) ck_assert(linear > 0 && linear < N * K); /* both sides */
+    ck_assert_msg(fabs(m.loss - want) < 1e-5 * fmax(1.0, want),
+                  "%s: loss %.8g, PyTorch's %.8g", losses[k], m.loss, want);
+    ck_assert_msg(fabs(m.mae - mae) < 1e-5 * fmax(1.0, mae),
+                  "%s: mae %.8g, expected %.8g", losses[k], m.mae, mae);
+    ck_assert(isnan(m.accuracy));
+    clt_graph_destroy(g);
+  }
+  static const char *const bad[] = {"0", "-1", "nan", "inf", "x"};
+  for (int i = 0; i < 5; i++) {
+    char text[160];
+    snprintf(text, sizeof text, "input shape=3\ndense units=2\nhuber delta=%s\n",
+             bad[i]);
+    clt_graph *g = NULL;
+    ck_assert_int_eq(graph_from_text(text, &g), CLT_ERR_FORMAT);
+    ck_assert_msg(strstr(clt_context_last_error(g_ctx), "delta"), "%s",
+                  clt_context_last_error(g_ctx));
+  }
+  clt_graph *g = NULL; /* delta is huber's alone */
+  ck_assert_int_eq(graph_from_text("input shape=3\nmae delta=1\n", &g),
+                   CLT_ERR_FORMAT);
+}
+END_TEST
+
 START_TEST(test_label_smoothing) {
   enum { N = 5, IN = 4, K = 3 };
   static const double eps[] = {0.0, 0.25, 1.0};
@@ -670,6 +733,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_dropout_rate_and_seed);
   tcase_add_test(beh, test_layer_shape_errors);
   tcase_add_test(beh, test_label_smoothing);
+  tcase_add_test(beh, test_regression_losses);
   tcase_add_test(beh, test_normalize);
   tcase_add_test(beh, test_summary_counts);
   tcase_add_test(beh, test_class_weights);

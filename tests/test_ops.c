@@ -584,8 +584,11 @@ START_TEST(loss_rows_by_groups) {
       ck_assert_check(
           clt_check_softmax_xent(g_ctx, rows, c, 5.0f, 0.1f, true, &e), e, TOL,
           "groups %lldx%lld, class weights", (long long)rows, (long long)c);
-      ck_assert_check(clt_check_mse(g_ctx, rows, c, &e), e, TOL,
-                      "groups %lldx%lld", (long long)rows, (long long)c);
+      for (int kind = 0; kind < 3; kind++)
+        ck_assert_check(clt_check_regression_loss(g_ctx, kind, 0.4f, rows, c,
+                                                  &e),
+                        e, TOL, "groups %lldx%lld, regression loss %d",
+                        (long long)rows, (long long)c, kind);
     }
   /* Two rows whose largest logit is at columns 5 and 200 of 300 alike:
    * the first counts, in both kernels. */
@@ -619,16 +622,22 @@ START_TEST(loss_rows_by_groups) {
   ck_assert_check(
       clt_check_softmax_xent(g_ctx, 2, 70000, 5.0f, 0.1f, true, &e), e, TOL,
       "2x70000, class weights");
-  ck_assert_check(clt_check_mse(g_ctx, 2, 70000, &e), e, TOL, "2x70000");
+  for (int kind = 0; kind < 3; kind++)
+    ck_assert_check(clt_check_regression_loss(g_ctx, kind, 0.4f, 2, 70000, &e),
+                    e, TOL, "2x70000, regression loss %d", kind);
 }
 END_TEST
 
-START_TEST(mse_grid) {
+/* mse, mae and huber (delta 0.4 of differences in [-2, 2]: both sides) */
+START_TEST(regression_loss_grid) {
   int64_t rows, cols;
   grid_at(_i, &rows, &cols);
   double e;
-  ck_assert_check(clt_check_mse(g_ctx, rows, cols, &e), e, TOL, "%lldx%lld",
-                  (long long)rows, (long long)cols);
+  for (int kind = 0; kind < 3; kind++)
+    ck_assert_check(clt_check_regression_loss(g_ctx, kind, 0.4f, rows, cols,
+                                              &e),
+                    e, TOL, "%lldx%lld, regression loss %d", (long long)rows,
+                    (long long)cols, kind);
 }
 END_TEST
 
@@ -2112,7 +2121,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(loss, softmax_xent_grid, 0, grid_count());
   tcase_add_test(loss, softmax_xent_finite_differences);
   tcase_add_test(loss, softmax_xent_bad_labels);
-  tcase_add_loop_test(loss, mse_grid, 0, grid_count());
+  tcase_add_loop_test(loss, regression_loss_grid, 0, grid_count());
   tcase_add_test(loss, loss_rows_by_groups);
   suite_add_tcase(s, loss);
 

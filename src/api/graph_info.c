@@ -1,7 +1,8 @@
 /* What a program (and the command line) may ask of a graph without
  * reaching into it: the sizes of its input and output, the kind of its
- * loss, its parameter tensors by name, and an evaluation that also counts
- * the confusion matrix. */
+ * loss, its parameter tensors by name, and evaluations that also count
+ * the confusion matrix or score a regression's outputs. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,12 @@ CLT_API int64_t clt_graph_output_size(const clt_graph *g) {
 
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g) {
   if (g->loss_node < 0) return CLT_LOSS_NONE;
-  return strcmp(g->nodes[g->loss_node].ops->type, "mse") ? CLT_LOSS_CLASSIFIER
-                                                         : CLT_LOSS_MSE;
+  return clt_graph_float_targets(g) ? CLT_LOSS_REGRESSION
+                                    : CLT_LOSS_CLASSIFIER;
+}
+
+CLT_API const char *clt_graph_loss_name(const clt_graph *g) {
+  return g->loss_node >= 0 ? g->nodes[g->loss_node].ops->type : NULL;
 }
 
 /* Parameter tensor i of g in model order, and its node; NULL if none. */
@@ -113,28 +118,20 @@ CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
   return CLT_OK;
 }
 
-CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
-                                          int64_t batch, int64_t *confusion,
-                                          clt_metrics *m) {
-  if (clt_graph_loss_kind(g) != CLT_LOSS_CLASSIFIER || !g->compiled)
-    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
-                        "a confusion matrix needs a compiled classifier "
-                        "(softmax_cross_entropy)");
+/* Runs compiled g forward over ds in batches of `batch` (the metrics
+ * read into *m) and hands each batch's outputs (clt_graph_predictions:
+ * probabilities, or mse's values) with the batch to visit. */
+typedef void (*outputs_visit)(void *user, const float *outputs,
+                              const clt_host_batch *b);
+
+static clt_status eval_outputs(clt_graph *g, const clt_dataset *ds,
+                               int64_t batch, outputs_visit visit, void *user,
+                               clt_metrics *m) {
   if (batch < 1 || batch > g->max_batch)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "batch %lld: the graph was compiled for 1 to %lld",
                         (long long)batch, (long long)g->max_batch);
-  int64_t classes = clt_graph_output_size(g);
-  int64_t sample = (int64_t)ds->channels * ds->height * ds->width;
-  if (sample != clt_graph_input_size(g) || !ds->labels ||
-      ds->num_classes > classes)
-    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
-                        "%s: %dx%dx%d samples in %d classes; the model takes "
-                        "%lld values and has %lld classes",
-                        ds->source, ds->channels, ds->height, ds->width,
-                        ds->num_classes, (long long)clt_graph_input_size(g),
-                        (long long)classes);
-  memset(confusion, 0, (size_t)(classes * classes) * sizeof *confusion);
+  int64_t outputs = clt_graph_output_size(g);
   clt_loader_options lo;
   clt_loader_options_init(&lo);
   lo.batch = (int)batch;
@@ -143,29 +140,158 @@ CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
   clt_err err = {0};
   if (clt_loader_create(ds, &lo, &l, &err) != CLT_OK)
     return clt_ctx_fail(g->ctx, err.status, "%s", err.msg);
-  float *probs = malloc((size_t)(batch * classes) * sizeof(float));
-  clt_status st = probs ? clt_graph_metrics(g, m, true)
-                        : clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "eval");
+  float *out = malloc((size_t)(batch * outputs) * sizeof(float));
+  clt_status st = out ? clt_graph_metrics(g, m, true)
+                      : clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "eval");
   if (st == CLT_OK) st = clt_loader_start_epoch(l, 0);
   clt_host_batch b;
   while (st == CLT_OK && clt_loader_next(l, &b)) {
-    int64_t outputs = 0;
-    st = clt_graph_set_batch(g, b.images, b.labels, b.n);
+    int64_t got = 0;
+    st = clt_graph_set_batch(g, b.images, b.labels ? (const void *)b.labels
+                                                   : (const void *)b.targets,
+                             b.n);
     if (st == CLT_OK) st = clt_graph_forward(g, false);
-    if (st == CLT_OK) st = clt_graph_predictions(g, probs, &outputs);
-    for (int64_t i = 0; st == CLT_OK && i < b.n; i++) {
-      const float *p = probs + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; c++)
-        if (p[c] > p[best]) best = c;
-      int64_t truth = b.labels[i];
-      if (truth >= 0 && truth < classes) confusion[truth * classes + best]++;
-    }
+    if (st == CLT_OK) st = clt_graph_predictions(g, out, &got);
+    if (st == CLT_OK) visit(user, out, &b);
     clt_loader_release(l, &b);
   }
   if (st == CLT_OK) st = clt_graph_metrics(g, m, true);
-  free(probs);
+  free(out);
   clt_loader_destroy(l);
+  return st;
+}
+
+/* The model's input and output against ds's samples and labels (targets:
+ * a regression's). */
+static clt_status eval_fits(clt_graph *g, const clt_dataset *ds,
+                            bool targets) {
+  int64_t outputs = clt_graph_output_size(g);
+  int64_t sample = (int64_t)ds->channels * ds->height * ds->width;
+  if (targets && (sample != clt_graph_input_size(g) || !ds->targets ||
+                  ds->target_size != outputs))
+    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                        "%s: %dx%dx%d samples with %lld targets; the model "
+                        "takes %lld values and has %lld outputs",
+                        ds->source, ds->channels, ds->height, ds->width,
+                        (long long)(ds->targets ? ds->target_size : 0),
+                        (long long)clt_graph_input_size(g),
+                        (long long)outputs);
+  if (!targets && (sample != clt_graph_input_size(g) || !ds->labels ||
+                   ds->num_classes > outputs))
+    return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
+                        "%s: %dx%dx%d samples in %d classes; the model takes "
+                        "%lld values and has %lld classes",
+                        ds->source, ds->channels, ds->height, ds->width,
+                        ds->num_classes, (long long)clt_graph_input_size(g),
+                        (long long)outputs);
+  return CLT_OK;
+}
+
+typedef struct confusion_counts {
+  int64_t classes, *confusion;
+} confusion_counts;
+
+static void count_confusion(void *user, const float *probs,
+                            const clt_host_batch *b) {
+  confusion_counts *c = user;
+  for (int64_t i = 0; i < b->n; i++) {
+    const float *p = probs + i * c->classes;
+    int64_t best = 0;
+    for (int64_t k = 1; k < c->classes; k++)
+      if (p[k] > p[best]) best = k;
+    int64_t truth = b->labels[i];
+    if (truth >= 0 && truth < c->classes)
+      c->confusion[truth * c->classes + best]++;
+  }
+}
+
+CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
+                                          int64_t batch, int64_t *confusion,
+                                          clt_metrics *m) {
+  if (clt_graph_loss_kind(g) != CLT_LOSS_CLASSIFIER || !g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "a confusion matrix needs a compiled classifier "
+                        "(softmax_cross_entropy)");
+  CLT_TRY(eval_fits(g, ds, false));
+  confusion_counts c = {clt_graph_output_size(g), confusion};
+  memset(confusion, 0, (size_t)(c.classes * c.classes) * sizeof *confusion);
+  return eval_outputs(g, ds, batch, count_confusion, &c, m);
+}
+
+/* Per output: the samples, the sums of absolute and squared errors, and
+ * the targets' running mean and sum of squared deviations (Welford's
+ * update: exact enough where the targets are large and vary little). */
+typedef struct output_sums {
+  double n, abs, sq, mean, m2;
+} output_sums;
+
+typedef struct regression_sums {
+  int64_t outputs;
+  output_sums *s;
+} regression_sums;
+
+static void sum_errors(void *user, const float *outputs,
+                       const clt_host_batch *b) {
+  regression_sums *r = user;
+  for (int64_t i = 0; i < b->n; i++)
+    for (int64_t k = 0; k < r->outputs; k++) {
+      output_sums *s = &r->s[k];
+      double y = b->targets[i * r->outputs + k];
+      double d = (double)outputs[i * r->outputs + k] - y;
+      s->abs += fabs(d);
+      s->sq += d * d;
+      s->n += 1.0;
+      double dev = y - s->mean;
+      s->mean += dev / s->n;
+      s->m2 += dev * (y - s->mean);
+    }
+}
+
+static clt_regression_scores scores_of(double n, double abs, double sq,
+                                       double m2) {
+  clt_regression_scores r = {NAN, NAN, NAN, NAN};
+  if (n <= 0) return r;
+  r.mae = abs / n;
+  r.mse = sq / n;
+  r.rmse = sqrt(r.mse);
+  if (m2 > 0) r.r2 = 1.0 - sq / m2;
+  return r;
+}
+
+CLT_API clt_status clt_evaluate_regression(clt_graph *g, const clt_dataset *ds,
+                                           int64_t batch,
+                                           clt_regression_scores *per_output,
+                                           clt_regression_scores *overall,
+                                           clt_metrics *m) {
+  if (clt_graph_loss_kind(g) != CLT_LOSS_REGRESSION || !g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "regression scores need a compiled regression model "
+                        "(mse, mae or huber)");
+  CLT_TRY(eval_fits(g, ds, true));
+  regression_sums r = {clt_graph_output_size(g), NULL};
+  if (!(r.s = calloc((size_t)r.outputs, sizeof *r.s)))
+    return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "eval");
+  clt_status st = eval_outputs(g, ds, batch, sum_errors, &r, m);
+  if (st == CLT_OK) {
+    double n = 0, abs = 0, sq = 0, r2 = 0, defined = 0;
+    for (int64_t k = 0; k < r.outputs; k++) {
+      const output_sums *s = &r.s[k];
+      clt_regression_scores one = scores_of(s->n, s->abs, s->sq, s->m2);
+      if (per_output) per_output[k] = one;
+      n += s->n;
+      abs += s->abs;
+      sq += s->sq;
+      if (!isnan(one.r2)) {
+        r2 += one.r2;
+        defined += 1;
+      }
+    }
+    if (overall) {
+      *overall = scores_of(n, abs, sq, 0.0);
+      overall->r2 = defined > 0 ? r2 / defined : NAN;
+    }
+  }
+  free(r.s);
   return st;
 }
 

@@ -153,9 +153,11 @@ clt_status clt_check_softmax_backward(clt_context *ctx, int64_t rows,
 clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
                                   float logit_scale, float smoothing,
                                   bool weighted, double *max_err);
-/* Per-row loss and gradient of the squared error. */
-clt_status clt_check_mse(clt_context *ctx, int64_t rows, int64_t cols,
-                         double *max_err);
+/* Per-row loss, absolute error and gradient of a regression loss (kind:
+ * clt_regression_kind; delta: huber's). */
+clt_status clt_check_regression_loss(clt_context *ctx, int kind, float delta,
+                                     int64_t rows, int64_t cols,
+                                     double *max_err);
 
 /* ---- cl/reduce.cl: check/reduce.c --------------------------------------- */
 /* out[c] (+)= sum of x[outer, channels, inner] over outer and inner. */

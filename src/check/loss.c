@@ -10,6 +10,8 @@ typedef struct rows_args {
   float logit_scale;
   float smoothing; /* softmax_xent's label smoothing */
   bool weighted;   /* softmax_xent with class weights */
+  int kind;        /* regression: clt_regression_kind */
+  float delta;     /* huber's */
 } rows_args;
 
 /* y = softmax(x) of one row, in double. */
@@ -154,31 +156,53 @@ clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
   return check_run(ctx, 100, xent_body, &a, max_err);
 }
 
-static clt_status mse_body(check_set *s, const void *arg) {
+/* One element's loss term and derivative, in double (cl/loss.cl's
+ * regression_term). */
+static double regression_ref(double d, int kind, double delta, double *g) {
+  double a = fabs(d), sign = d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0;
+  switch (kind) {
+  case CLT_REGRESSION_MSE:
+    *g = 2.0 * d;
+    return d * d;
+  case CLT_REGRESSION_MAE:
+    *g = sign;
+    return a;
+  default:
+    *g = a <= delta ? d : delta * sign;
+    return a <= delta ? 0.5 * d * d : delta * (a - 0.5 * delta);
+  }
+}
+
+static clt_status regression_body(check_set *s, const void *arg) {
   const rows_args *a = arg;
   int64_t rows = a->rows, cols = a->cols;
-  check_f32 *p, *t, *loss, *grad;
+  check_f32 *p, *t, *loss, *abs_err, *grad;
   CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &p));
   CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &t));
   CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &loss));
+  CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &abs_err));
   CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &grad));
   float grad_scale = 1.0f / (float)(rows * cols);
-  CLT_TRY(clt_mse_forward_backward(s->ctx, loss->t, grad->t, p->t, t->t, rows,
-                                   cols, grad_scale));
+  CLT_TRY(clt_regression_loss_forward_backward(
+      s->ctx, (clt_regression_kind)a->kind, a->delta, loss->t, abs_err->t,
+      grad->t, p->t, t->t, rows, cols, grad_scale));
   for (int64_t r = 0; r < rows; r++) {
-    double sum = 0.0;
+    double sum = 0.0, sum_abs = 0.0;
     for (int64_t c = 0; c < cols; c++) {
-      double d = (double)p->host[r * cols + c] - t->host[r * cols + c];
-      sum += d * d;
-      grad->host[r * cols + c] = (float)(2.0 * d * grad_scale);
+      double d = (double)p->host[r * cols + c] - t->host[r * cols + c], g;
+      sum += regression_ref(d, a->kind, a->delta, &g);
+      sum_abs += fabs(d);
+      grad->host[r * cols + c] = (float)(g * grad_scale);
     }
     loss->host[r] = (float)sum;
+    abs_err->host[r] = (float)sum_abs;
   }
   return CLT_OK;
 }
 
-clt_status clt_check_mse(clt_context *ctx, int64_t rows, int64_t cols,
-                         double *max_err) {
-  rows_args a = {.rows = rows, .cols = cols};
-  return check_run(ctx, 110, mse_body, &a, max_err);
+clt_status clt_check_regression_loss(clt_context *ctx, int kind, float delta,
+                                     int64_t rows, int64_t cols,
+                                     double *max_err) {
+  rows_args a = {.rows = rows, .cols = cols, .kind = kind, .delta = delta};
+  return check_run(ctx, 110 + (uint64_t)kind, regression_body, &a, max_err);
 }

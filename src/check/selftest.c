@@ -234,7 +234,13 @@ static clt_status st_xent_weighted(clt_context *ctx, double *e) {
   return clt_check_softmax_xent(ctx, 33, 10, 5.0f, 0.1f, true, e);
 }
 static clt_status st_mse(clt_context *ctx, double *e) {
-  return clt_check_mse(ctx, 7, 10, e);
+  return clt_check_regression_loss(ctx, CLT_REGRESSION_MSE, 0.0f, 7, 10, e);
+}
+static clt_status st_mae(clt_context *ctx, double *e) {
+  return clt_check_regression_loss(ctx, CLT_REGRESSION_MAE, 0.0f, 7, 10, e);
+}
+static clt_status st_huber(clt_context *ctx, double *e) {
+  return clt_check_regression_loss(ctx, CLT_REGRESSION_HUBER, 0.5f, 7, 10, e);
 }
 static clt_status st_sum_channels_dense(clt_context *ctx, double *e) {
   return clt_check_sum_channels(ctx, 33, 10, 1, false, e);
@@ -556,6 +562,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"softmax xent 33x10, class weights, smoothing 0.1",
      st_xent_weighted, 1e-5, false},
     {"mse 7x10", st_mse, 1e-5, false},
+    {"mae 7x10", st_mae, 1e-5, false},
+    {"huber 7x10 delta 0.5", st_huber, 1e-5, false},
     {"sum channels 33x10x1", st_sum_channels_dense, 1e-5, false},
     {"sum channels 3x5x49 accumulate", st_sum_channels_conv, 1e-5, false},
     {"sum columns through relu 33x10", st_sum_columns_relu, 1e-5, false},

@@ -1,5 +1,5 @@
 /* cltrain eval: loss, accuracy, the confusion matrix and the per-class
- * scores of trained weights on a dataset. */
+ * scores of trained weights on a dataset; a regression's errors and R^2. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -68,7 +68,9 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
       "eval", "MODEL --weights FILE --data DATA [options]",
       "  prints the loss, the accuracy, the confusion matrix and each\n"
       "  class's precision, recall and F1 with their macro and weighted\n"
-      "  averages (a regression model, mse: the loss)\n",
+      "  averages (a regression model, mse, mae or huber: the loss, the\n"
+      "  mean absolute and root mean squared errors and R^2, per output\n"
+      "  too)\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *pos[1];
   int npos = 0;
@@ -212,15 +214,48 @@ static void json_scores(const double v[3]) {
   cli_json_number(stdout, v[2]);
 }
 
+/* A regression's scores: one line over all outputs, then, with more than
+ * one, a line each (scikit-learn's mean_absolute_error, mean_squared_error,
+ * its root and r2_score; "-" where R^2 is undefined: targets that do not
+ * vary). */
+static void print_regression(const clt_regression_scores *per_output,
+                             const clt_regression_scores *all,
+                             int64_t outputs) {
+  printf("mae %.6g  rmse %.6g  r2 ", all->mae, all->rmse);
+  if (isnan(all->r2)) printf("- (the targets do not vary)\n");
+  else printf("%.4f\n", all->r2);
+  if (outputs < 2) return;
+  printf("%-8s  %12s  %12s  %12s  %9s\n", "output", "mae", "mse", "rmse",
+         "r2");
+  for (int64_t k = 0; k < outputs; k++) {
+    const clt_regression_scores *r = &per_output[k];
+    printf("%-8lld  %12.6g  %12.6g  %12.6g", (long long)k, r->mae, r->mse,
+           r->rmse);
+    print_score(r->r2);
+    printf("\n");
+  }
+}
+
 static int fail(clt_context *ctx) {
   fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
   return 1;
 }
 
+/* A regression's scores as JSON members. */
+static void json_regression(const clt_regression_scores *r) {
+  const char *names[] = {"mae", "mse", "rmse", "r2"};
+  double v[] = {r->mae, r->mse, r->rmse, r->r2};
+  for (int i = 0; i < 4; i++) {
+    printf("%s\"%s\": ", i ? ", " : "", names[i]);
+    cli_json_number(stdout, v[i]);
+  }
+}
+
 static void print_json(const eval_args *a, const clt_dataset *ds,
                        const clt_metrics *m, const int64_t *cm,
-                       int64_t classes, char **labels, int n_labels,
-                       int epoch) {
+                       const clt_regression_scores *per_output,
+                       const clt_regression_scores *overall, int64_t classes,
+                       char **labels, int n_labels, int epoch) {
   printf("{\"model\": ");
   cli_json_string(stdout, a->model);
   printf(", \"weights\": ");
@@ -234,6 +269,17 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
   cli_json_number(stdout, m->loss);
   printf(", \"accuracy\": ");
   cli_json_number(stdout, cm ? m->accuracy : NAN);
+  if (per_output) {
+    printf(", ");
+    json_regression(overall);
+    printf(", \"per_output\": [");
+    for (int64_t k = 0; k < classes; k++) {
+      printf("%s{", k ? ", " : "");
+      json_regression(&per_output[k]);
+      printf("}");
+    }
+    printf("]");
+  }
   if (cm) {
     printf(", \"classes\": [");
     for (int64_t c = 0; c < classes; c++) {
@@ -282,6 +328,7 @@ int cli_eval(int argc, char **argv) {
   clt_graph *g = NULL;
   clt_dataset *ds = NULL;
   int64_t *cm = NULL;
+  clt_regression_scores *per_output = NULL, overall;
   clt_checkpoint_info info;
   rc = 1;
   char **saved = NULL;
@@ -302,7 +349,7 @@ int cli_eval(int argc, char **argv) {
   clt_loss_kind kind = clt_graph_loss_kind(g);
   if (kind == CLT_LOSS_NONE) {
     fprintf(stderr, "cltrain: %s: eval needs a model with a loss layer "
-                    "(softmax_cross_entropy or mse)\n",
+                    "(softmax_cross_entropy, mse, mae or huber)\n",
             a.model);
     goto done;
   }
@@ -333,9 +380,13 @@ int cli_eval(int argc, char **argv) {
   }
   int64_t classes = clt_graph_output_size(g);
   clt_metrics m;
-  if (kind == CLT_LOSS_MSE) {
-    if (clt_evaluate(g, ds, a.batch, &m) != CLT_OK) {
-      rc = fail(ctx);
+  if (kind == CLT_LOSS_REGRESSION) {
+    per_output = calloc((size_t)classes, sizeof *per_output);
+    if (!per_output ||
+        clt_evaluate_regression(g, ds, a.batch, per_output, &overall, &m) !=
+            CLT_OK) {
+      if (per_output) rc = fail(ctx);
+      else fprintf(stderr, "cltrain: out of memory\n");
       goto done;
     }
   } else {
@@ -351,7 +402,8 @@ int cli_eval(int argc, char **argv) {
     }
   }
   if (a.json) {
-    print_json(&a, ds, &m, cm, classes, labels, n_labels, info.epoch);
+    print_json(&a, ds, &m, cm, per_output, &overall, classes, labels,
+               n_labels, info.epoch);
     rc = 0;
     goto done;
   }
@@ -361,7 +413,9 @@ int cli_eval(int argc, char **argv) {
   printf("data: %lld %s samples: %s\n", (long long)m.samples,
          split_names[a.split], clt_dataset_source(ds));
   if (!cm) {
-    printf("loss %.6g (mse, %lld outputs)\n", m.loss, (long long)classes);
+    printf("loss %.6g (%s, %lld output%s)\n", m.loss, clt_graph_loss_name(g),
+           (long long)classes, CLI_PLURAL(classes));
+    print_regression(per_output, &overall, classes);
     rc = 0;
     goto done;
   }
@@ -374,6 +428,7 @@ int cli_eval(int argc, char **argv) {
   rc = 0;
 done:
   free(cm);
+  free(per_output);
   clt_dataset_destroy(ds);
   clt_graph_destroy(g);
   clt_context_destroy(ctx);

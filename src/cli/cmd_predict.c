@@ -68,7 +68,7 @@ typedef struct predict_args {
   int csv_values; /* clt_csv_values: --csv-values, then what is used */
   int csv_separator; /* cli_csv_separator_names' index */
   bool resize, json, csv_values_given;
-  bool regression; /* the model's loss is mse: print its outputs */
+  bool regression; /* a regression loss (mse, mae, huber): print outputs */
   const char **inputs;
   int n_inputs;
   int printed; /* --json: predictions written so far */
@@ -118,8 +118,8 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
            "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s; or each row of "
            "a FILE.csv\n  (or .tsv, .txt: the values only, no label). PNG "
            "and JPEG are made grey or\n  colour as the model's input asks; "
-           "sizes must match unless --resize. A\n  regression model (mse) "
-           "prints its outputs.\n",
+           "sizes must match unless --resize. A\n  regression model (mse, mae, "
+           "huber) prints its outputs.\n",
            !clt_image_format_supported("png")    ? " (this build lacks libpng)"
            : !clt_image_format_supported("jpeg") ? " (this build lacks JPEG)"
                                                 : "");
@@ -375,7 +375,7 @@ int cli_predict(int argc, char **argv) {
     fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     goto done;
   }
-  a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_MSE;
+  a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_REGRESSION;
   /* CSV rows are read as the checkpoint's data was, unless told; images
    * are pixels, which a model trained on other values may not expect. */
   clt_checkpoint_info trained = {0};

@@ -52,9 +52,10 @@ int cli_summary(int argc, char **argv) {
       printf("data: %lld values a sample, labels 0 to %lld (%lld classes)\n",
              (long long)in, (long long)out - 1, (long long)out);
       break;
-    case CLT_LOSS_MSE:
-      printf("data: %lld values a sample, %lld target%s (mse)\n",
-             (long long)in, (long long)out, CLI_PLURAL(out));
+    case CLT_LOSS_REGRESSION:
+      printf("data: %lld values a sample, %lld target%s (%s)\n",
+             (long long)in, (long long)out, CLI_PLURAL(out),
+             clt_graph_loss_name(g));
       break;
     default:
       printf("data: %lld values a sample, %lld outputs (no loss layer: "

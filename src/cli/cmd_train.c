@@ -288,7 +288,7 @@ typedef struct progress_out {
   clt_progress_phase phase;
   double phase_start;
   watchdog *dog; /* NULL unless on a terminal */
-  bool regression; /* mse: a loss, no accuracy */
+  bool regression; /* mse, mae, huber: a loss and a mae, no accuracy */
   bool early_stop;  /* mark the best epochs */
   FILE *out;        /* the epoch lines: stdout, or stderr under --json */
   /* Off a terminal: seconds between progress lines, when the last was. */
@@ -364,14 +364,17 @@ static void format_progress_line(const progress_out *po,
     format_duration(elapsed * (double)(p->batches - p->batch) /
                         (double)p->batch,
                     left, sizeof left);
-  char head[64], tail[160], acc[32] = "";
-  if (!po->regression) snprintf(acc, sizeof acc, " acc %.4f", p->accuracy);
+  char head[64], tail[160], metrics[64];
+  if (po->regression) /* as the epoch line: 4 significant digits */
+    snprintf(metrics, sizeof metrics, "loss %.4g mae %.4g", p->loss, p->mae);
+  else
+    snprintf(metrics, sizeof metrics, "loss %.4f acc %.4f", p->loss,
+             p->accuracy);
   snprintf(head, sizeof head, "epoch %d/%d %s ", p->epoch, p->epochs,
            p->phase == CLT_PHASE_TRAIN ? "train" : "test ");
-  snprintf(tail, sizeof tail,
-           " %lld/%lld %s ETA %s loss %.4f%s %.0f img/s",
-           (long long)p->batch, (long long)p->batches, spent, left, p->loss,
-           acc, p->images_per_sec);
+  snprintf(tail, sizeof tail, " %lld/%lld %s ETA %s %s %.0f img/s",
+           (long long)p->batch, (long long)p->batches, spent, left, metrics,
+           p->images_per_sec);
   int room = columns - 1 - (int)strlen(head) - (int)strlen(tail);
   int width = room - 2 < 30 ? room - 2 : 30; /* 2: the brackets */
   char bar[40] = "";
@@ -487,16 +490,23 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
     if (po->tty) fprintf(stderr, "\r\033[K");
     if (!po->quiet) {
       FILE *out = po->out;
-      fprintf(out, "epoch %d/%d  train loss %.4f", s->epoch, p->epochs,
-              s->train_loss);
-      if (!po->regression) fprintf(out, " acc %.4f", s->train_acc);
+      /* the second metric: the accuracy, or a regression's mean absolute
+       * error;
+       * a regression's figures to 4 significant digits (a loss of 2e-5
+       * is not 0.0000) */
+      bool r = po->regression;
+      const char *form = r ? "%s loss %.4g mae %.4g" : "%s loss %.4f acc %.4f";
+      fprintf(out, "epoch %d/%d  ", s->epoch, p->epochs);
+      fprintf(out, form, "train", s->train_loss,
+              r ? s->train_mae : s->train_acc);
       if (!isnan(s->val_loss)) {
-        fprintf(out, "  val loss %.4f", s->val_loss);
-        if (!po->regression) fprintf(out, " acc %.4f", s->val_acc);
+        fprintf(out, "  ");
+        fprintf(out, form, "val", s->val_loss, r ? s->val_mae : s->val_acc);
       }
       if (!isnan(s->test_loss)) {
-        fprintf(out, "  test loss %.4f", s->test_loss);
-        if (!po->regression) fprintf(out, " acc %.4f", s->test_acc);
+        fprintf(out, "  ");
+        fprintf(out, form, "test", s->test_loss,
+                r ? s->test_mae : s->test_acc);
       }
       fprintf(out, "  %.1f s", s->seconds);
       /* a first run's kernel builds inside the epoch, which its speed
@@ -515,10 +525,12 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
     }
     if (po->prof) keep_epoch_profile(po->prof, s);
     if (po->log) {
+      bool r = po->regression;
       fprintf(po->log, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%g\n",
-              s->epoch, s->train_loss, s->train_acc, s->test_loss,
-              s->test_acc, s->val_loss, s->val_acc, s->seconds,
-              s->images_per_sec, (double)s->lr);
+              s->epoch, s->train_loss, r ? s->train_mae : s->train_acc,
+              s->test_loss, r ? s->test_mae : s->test_acc, s->val_loss,
+              r ? s->val_mae : s->val_acc, s->seconds, s->images_per_sec,
+              (double)s->lr);
       fflush(po->log); /* a crash later keeps the epochs done */
     }
     po->hist[s->epoch - 1] = *s;
@@ -604,7 +616,8 @@ static int fail(clt_context *ctx, const char *what) {
 }
 
 /* An epoch's losses and accuracies as JSON members (accuracies null for
- * a regression, the ones not measured null). */
+ * a regression, which has its mean absolute errors instead; the ones not
+ * measured null). */
 static void print_json_metrics(const clt_epoch_stats *s, bool regression) {
   const char *names[] = {"train_loss",      "train_accuracy",
                          "validation_loss", "validation_accuracy",
@@ -614,6 +627,13 @@ static void print_json_metrics(const clt_epoch_stats *s, bool regression) {
   for (int i = 0; i < 6; i++) {
     printf(", \"%s\": ", names[i]);
     cli_json_number(stdout, regression && i % 2 ? NAN : v[i]);
+  }
+  if (!regression) return;
+  const char *mae_names[] = {"train_mae", "validation_mae", "test_mae"};
+  double mae[] = {s->train_mae, s->val_mae, s->test_mae};
+  for (int i = 0; i < 3; i++) {
+    printf(", \"%s\": ", mae_names[i]);
+    cli_json_number(stdout, mae[i]);
   }
 }
 
@@ -742,10 +762,6 @@ int cli_train(int argc, char **argv) {
       rc = 1;
       goto stop_ranks;
     }
-    if (ftell(log) == 0)
-      fprintf(log, "epoch,train_loss,train_acc,test_loss,test_acc,val_loss,"
-                   "val_acc,seconds,images_per_sec,lr\n");
-    fflush(log);
   }
   char device[64];
   clt_context *ctx = cli_open_context(
@@ -844,9 +860,9 @@ int cli_train(int argc, char **argv) {
   if (!hist) goto done;
   for (long long e = 0; e < a.epochs; e++) { /* unknown until run or read */
     hist[e].epoch = (int)e + 1;
-    hist[e].train_loss = hist[e].train_acc = NAN;
-    hist[e].test_loss = hist[e].test_acc = NAN;
-    hist[e].val_loss = hist[e].val_acc = NAN;
+    hist[e].train_loss = hist[e].train_acc = hist[e].train_mae = NAN;
+    hist[e].test_loss = hist[e].test_acc = hist[e].test_mae = NAN;
+    hist[e].val_loss = hist[e].val_acc = hist[e].val_mae = NAN;
   }
   progress_out po = {.tty = isatty(STDERR_FILENO) != 0,
                      .quiet = a.quiet,
@@ -860,6 +876,16 @@ int cli_train(int argc, char **argv) {
                      .plain_every = a.progress_seconds,
                      .prof = a.profile ? &prof : NULL,
                      .learnt = a.quiet ? NULL : g};
+  /* The header, unless a resumed run's log has one: the second metric
+   * is the accuracy, or a regression's mean absolute error (Keras's CSVLogger
+   * writes the model's metrics). */
+  if (log && ftell(log) == 0) {
+    const char *m = po.regression ? "mae" : "acc";
+    fprintf(log, "epoch,train_loss,train_%s,test_loss,test_%s,val_loss,val_%s,"
+                 "seconds,images_per_sec,lr\n",
+            m, m, m);
+    fflush(log);
+  }
   clt_checkpoint_info info = {0};
   if (a.init && clt_checkpoint_load_weights(g, a.init) != CLT_OK) {
     fail(ctx, NULL);
@@ -1030,18 +1056,20 @@ int cli_train(int argc, char **argv) {
                       test ? clt_dataset_count(test) : 0, first);
   } else if (!test) { /* --holdout 0 and no test data: no test figures */
     if (po.regression)
-      printf("final: train loss %.6g after %d epoch%s%s (no test set)\n",
-             last->train_loss, result.last_epoch, CLI_PLURAL(result.last_epoch),
-             kept);
+      printf("final: train loss %.6g, train mae %.6g after %d epoch%s%s (no "
+             "test set)\n",
+             last->train_loss, last->train_mae, result.last_epoch,
+             CLI_PLURAL(result.last_epoch), kept);
     else
       printf("final: train accuracy %.4f, train loss %.4f after %d "
              "epoch%s%s (no test set)\n",
              last->train_acc, last->train_loss, result.last_epoch,
              CLI_PLURAL(result.last_epoch), kept);
   } else if (po.regression) {
-    printf("final: test loss %.6g, train loss %.6g after %d epoch%s%s\n",
-           last->test_loss, last->train_loss, result.last_epoch,
-           CLI_PLURAL(result.last_epoch), kept);
+    printf("final: test loss %.6g, test mae %.6g, train loss %.6g after %d "
+           "epoch%s%s\n",
+           last->test_loss, last->test_mae, last->train_loss,
+           result.last_epoch, CLI_PLURAL(result.last_epoch), kept);
   } else {
     printf("final: test accuracy %.4f, test loss %.4f after %d epoch%s%s\n",
            last->test_acc, last->test_loss, result.last_epoch,
@@ -1114,7 +1142,7 @@ typedef struct bench_data {
   clt_tensor *x, *y;
   clt_tensor **xs, **ys; /* the batches: views of x and y */
   int64_t batch, size, batches;
-  int64_t targets; /* a regression's (mse) float targets a sample, all 0;
+  int64_t targets; /* a regression's float targets a sample, all 0;
                       0: a classifier, ys its labels */
 } bench_data;
 
@@ -1158,8 +1186,9 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
                         : 1;
   d->batch = batch;
   d->size = clt_graph_input_size(g);
-  d->targets = clt_graph_loss_kind(g) == CLT_LOSS_MSE ? clt_graph_output_size(g)
-                                                       : 0;
+  d->targets = clt_graph_loss_kind(g) == CLT_LOSS_REGRESSION
+                   ? clt_graph_output_size(g)
+                   : 0;
   clt_dataset *ds = NULL;
   bool real = clt_dataset_load(ctx, "fashion-mnist", true, 0, &ds) == CLT_OK &&
               clt_dataset_sample_values(ds) == d->size &&

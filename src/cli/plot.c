@@ -212,14 +212,22 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   if (!v) return cli_err_set(err, CLT_ERR_HOST_MEMORY, "plot");
   double *ep = v, *trl = v + n, *tel = v + 2 * n, *tra = v + 3 * n,
          *tea = v + 4 * n;
+  /* The second panel: the accuracy, or, where no epoch has one, a
+   * regression's mean absolute error. */
+  bool acc_any = false, mae_any = false;
+  for (int i = 0; i < n; i++) {
+    acc_any = acc_any || !isnan(h[i].train_acc) || !isnan(h[i].test_acc);
+    mae_any = mae_any || !isnan(h[i].train_mae) || !isnan(h[i].test_mae);
+  }
+  bool mae = mae_any && !acc_any;
   int max_epoch = 1;
   for (int i = 0; i < n; i++) {
     ep[i] = h[i].epoch > 0 ? h[i].epoch : i + 1;
     if (ep[i] > max_epoch) max_epoch = (int)ep[i];
     trl[i] = h[i].train_loss;
     tel[i] = h[i].test_loss;
-    tra[i] = h[i].train_acc;
-    tea[i] = h[i].test_acc;
+    tra[i] = mae ? h[i].train_mae : h[i].train_acc;
+    tea[i] = mae ? h[i].test_mae : h[i].test_acc;
   }
   axis x = {1.0, max_epoch > 1 ? max_epoch : 2, 1.0};
   x.step = fmax(1.0, nice_step(x.hi - x.lo, 8));
@@ -244,9 +252,11 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   draw_axes(&b, &loss, "loss");
   draw_series(&b, &loss, ep, trl, n, TRAIN_COLOR, "train loss");
   draw_series(&b, &loss, ep, tel, n, TEST_COLOR, "test loss");
-  draw_axes(&b, &acc, "accuracy");
-  draw_series(&b, &acc, ep, tra, n, TRAIN_COLOR, "train accuracy");
-  draw_series(&b, &acc, ep, tea, n, TEST_COLOR, "test accuracy");
+  draw_axes(&b, &acc, mae ? "mean absolute error" : "accuracy");
+  draw_series(&b, &acc, ep, tra, n, TRAIN_COLOR,
+              mae ? "train mae" : "train accuracy");
+  draw_series(&b, &acc, ep, tea, n, TEST_COLOR,
+              mae ? "test mae" : "test accuracy");
   draw_legend(&b);
   put(&b, "</svg>\n");
   free(v);

@@ -341,7 +341,7 @@ static clt_status folder_check_options(const char *dir,
   if (o->targets > 0)
     return clt_err_set(err, CLT_ERR_UNSUPPORTED,
                        "%s: image folders give class labels; the model's "
-                       "mse loss wants float targets (use a CSV file)",
+                       "regression loss wants float targets (use a CSV file)",
                        dir);
   return CLT_OK;
 }

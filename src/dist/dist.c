@@ -549,15 +549,17 @@ clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
 clt_status clt_dist_reduce_metrics(clt_dist *d, clt_graph *g, clt_metrics *m) {
   if (!d)
     return CLT_OK;
-  double v[3] = {m->loss * (double)m->samples, m->accuracy * (double)m->samples,
-                 (double)m->samples};
+  /* NaN (the accuracy of mse, the mae of a classifier) stays NaN */
+  double v[4] = {m->loss * (double)m->samples, m->accuracy * (double)m->samples,
+                 m->mae * (double)m->samples, (double)m->samples};
   MPI_TRY(g->ctx,
-          MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, d->comm),
+          MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_SUM, d->comm),
           "summing the metrics");
-  double count = v[2] > 0 ? v[2] : 1.0;
+  double count = v[3] > 0 ? v[3] : 1.0;
   m->loss = v[0] / count;
   m->accuracy = v[1] / count;
-  m->samples = (int64_t)v[2];
+  m->mae = v[2] / count;
+  m->samples = (int64_t)v[3];
   return CLT_OK;
 }
 

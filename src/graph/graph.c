@@ -766,8 +766,7 @@ CLT_API clt_status clt_graph_compile(clt_graph *g, int64_t max_batch,
   CLT_TRY(plan_params(g));
   CLT_TRY(plan_buffers(g));
   int64_t nb = max_batch, four = 4;
-  bool float_targets =
-      g->loss_node >= 0 && strcmp(g->nodes[g->loss_node].ops->type, "mse") == 0;
+  bool float_targets = clt_graph_float_targets(g);
   if (float_targets) nb = max_batch * g->nodes[g->loss_node].size;
   CLT_TRY(clt_tensor_create(g->ctx, float_targets ? CLT_F32 : CLT_I32, 1, &nb,
                             &g->labels));
@@ -1007,7 +1006,9 @@ CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset) {
   m->samples = g->metric_samples;
   double count = g->metric_samples > 0 ? (double)g->metric_samples : 1.0;
   m->loss = sums[0] / count;
-  m->accuracy = sums[1] / count;
+  bool regression = clt_graph_float_targets(g);
+  m->accuracy = regression ? NAN : sums[1] / count;
+  m->mae = regression ? sums[1] / count : NAN;
   if (reset) {
     CLT_TRY(clt_tensor_fill(g->metrics, 0.0));
     g->metric_samples = 0;

@@ -261,7 +261,15 @@ struct clt_layer_ops {
   bool aliases_input;
   /* Can apply a ReLU that follows it (clt_graph_node.fused_relu). */
   bool fuses_relu;
+  /* A regression loss (mse, mae, huber): float targets, one an output,
+   * instead of class labels. */
+  bool float_targets;
 };
+
+/* Whether g ends in a regression loss (float targets). */
+static inline bool clt_graph_float_targets(const clt_graph *g) {
+  return g->loss_node >= 0 && g->nodes[g->loss_node].ops->float_targets;
+}
 
 /* Whether n's output and gradient are views of its first input's (a
  * reshape, or a ReLU fused into its input). */

@@ -20,8 +20,11 @@
 #define STATE_LEN 6
 enum { ST_FORMAT, ST_EPOCH, ST_STEP, ST_SEED, ST_DATA_SEED, ST_OPT_KIND };
 /* epoch, train loss and accuracy, test loss and accuracy, validation loss
- * and accuracy; files of cltrain 0.1 before validation hold the first 5. */
-#define HISTORY_COLS 7
+ * and accuracy, then mse's mean absolute errors (train, test, validation;
+ * NaN for a classifier); files of cltrain 0.1 before validation hold the
+ * first 5, those before the mean absolute errors the first 7. */
+#define HISTORY_COLS 10
+#define HISTORY_COLS_7 7 /* before the mean absolute errors (2026-12-05) */
 #define HISTORY_COLS_OLD 5
 
 static const char *const kind_names[] = {"sgd", "adam", "adamw"};
@@ -152,7 +155,8 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
     const clt_epoch_stats *s = &t->history[e];
     double row[HISTORY_COLS] = {e + 1,         s->train_loss, s->train_acc,
                                 s->test_loss,  s->test_acc,   s->val_loss,
-                                s->val_acc};
+                                s->val_acc,    s->train_mae,  s->test_mae,
+                                s->val_mae};
     memcpy(h + (size_t)e * HISTORY_COLS, row, sizeof row);
   }
   int64_t shape[2] = {t->epoch, HISTORY_COLS};
@@ -493,9 +497,10 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
   }
   const clt_st_tensor *h = clt_st_find(f, "__train__.history");
   if (h) {
+    int64_t cols = h->ndim == 2 ? h->shape[1] : 0;
     int64_t shape[2] = {h->ndim == 2 ? h->shape[0] : 0,
-                        h->ndim == 2 && h->shape[1] == HISTORY_COLS_OLD
-                            ? HISTORY_COLS_OLD
+                        cols == HISTORY_COLS_OLD || cols == HISTORY_COLS_7
+                            ? cols
                             : HISTORY_COLS};
     CLT_TRY(expect(g->ctx, f, "__train__.history", CLT_ST_F64, 2, shape,
                    &p->history));
@@ -523,7 +528,7 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
   const uint8_t *data = clt_st_tensor_data(f, t);
   int64_t cols = t->shape[1];
   for (int64_t e = 0; e < t->shape[0] && e < cap; e++) {
-    double row[HISTORY_COLS] = {0, 0, 0, 0, 0, NAN, NAN};
+    double row[HISTORY_COLS] = {0, 0, 0, 0, 0, NAN, NAN, NAN, NAN, NAN};
     memcpy(row, data + (size_t)(e * cols) * sizeof(double),
            (size_t)cols * sizeof(double));
     clt_epoch_stats *s = &history[e];
@@ -535,6 +540,9 @@ static void read_history(const clt_st_file *f, const clt_st_tensor *t,
     s->test_acc = row[4];
     s->val_loss = row[5];
     s->val_acc = row[6];
+    s->train_mae = row[7];
+    s->test_mae = row[8];
+    s->val_mae = row[9];
   }
 }
 

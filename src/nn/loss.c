@@ -1,9 +1,11 @@
-/* Losses: softmax_cross_entropy (integer labels, fused and stable) and mse.
- * Both compute the loss and its gradient in one kernel during the forward
+/* Losses: softmax_cross_entropy (integer labels, fused and stable) and the
+ * regression losses mse, mae and huber (float targets).
+ * Each computes the loss and its gradient in one kernel during the forward
  * pass, add the batch's loss (and correct count) to the graph's metrics on
  * the device, and hand the gradient back in the backward pass. A batch set
  * without labels (inference) gets the prediction instead: the softmax's
- * probabilities (mse: the input as it is), no loss and no metrics.
+ * probabilities (a regression: the input as it is), no loss and no
+ * metrics.
  *
  * softmax_cross_entropy class_weights=W0,W1,...|balanced weighs each
  * training sample's loss and gradient by its label's weight (Keras's
@@ -18,18 +20,26 @@
 #include "graph/graph.h"
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
+static const char *const huber_keys[] = {"delta", "name", "input", "inputs",
+                                         NULL};
 static const char *const xent_keys[] = {"label_smoothing", "class_weights",
                                         "name", "input", "inputs", NULL};
+
+extern const clt_layer_ops clt_layer_mae, clt_layer_huber;
 
 /* Planned by the graph (which owns them), never shared: the metrics and
  * predictions read them between steps. */
 typedef struct loss_state {
-  clt_tensor *loss_rows, *correct_rows; /* [max_batch] */
+  /* [max_batch]: each row's loss, and its correct prediction (1 or 0;
+   * a regression: its summed absolute error) */
+  clt_tensor *loss_rows, *correct_rows;
   clt_tensor *dinput;                   /* [max_batch * input size] */
   bool probabilities; /* dinput holds the last forward's probabilities */
   float smoothing;    /* softmax_cross_entropy's label_smoothing */
   bool weighted;      /* class_weights: params[CLT_LOSS_CLASS_WEIGHTS] */
   float *weights;     /* given weights (CLT_INIT_VALUES), or NULL */
+  clt_regression_kind regression; /* mse, mae, huber */
+  float delta;                    /* huber's */
 } loss_state;
 
 /* class_weights=W0,W1,...: one finite weight >= 0 a class, not all 0,
@@ -106,9 +116,9 @@ static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
                          in->name,
                          clt_shape_str(in->ndim, in->shape, s, sizeof s));
   }
-  double smoothing = 0.0;
+  double smoothing = 0.0, delta = 1.0;
+  clt_err err = {0};
   if (xent) {
-    clt_err err = {0};
     if (clt_args_get_float(a, "label_smoothing", false, 0.0, &smoothing,
                            &err) != CLT_OK)
       return clt_graph_err(g, &err);
@@ -117,9 +127,23 @@ static clt_status loss_configure(clt_graph *g, clt_graph_node *n,
                            "label_smoothing must be in [0, 1], got %g",
                            smoothing);
   }
+  bool huber = n->ops == &clt_layer_huber;
+  if (huber) { /* PyTorch's and Keras's default: 1 */
+    if (clt_args_get_float(a, "delta", false, 1.0, &delta, &err) != CLT_OK)
+      return clt_graph_err(g, &err);
+    if (!(delta > 0.0 && delta <= 3e38))
+      return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                           "delta must be a number > 0 (where the loss turns "
+                           "from squared to linear), got %g",
+                           delta);
+  }
   loss_state *s = calloc(1, sizeof *s);
   if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
   s->smoothing = (float)smoothing;
+  s->delta = (float)delta;
+  s->regression = n->ops == &clt_layer_mae ? CLT_REGRESSION_MAE
+                  : huber                  ? CLT_REGRESSION_HUBER
+                                           : CLT_REGRESSION_MSE;
   n->state = s;
   n->is_loss = true;
   /* Per-sample "shape" of the target: the input's. */
@@ -140,13 +164,12 @@ static clt_status loss_reserve(clt_graph *g, clt_graph_node *n) {
   return clt_graph_workspace(g, n, CLT_F32, all, CLT_LIVE_ALWAYS, &s->dinput);
 }
 
-static clt_status add_metrics(clt_graph *g, loss_state *s, bool correct,
-                              float loss_scale) {
-  if (correct)
-    return clt_sum2_into(g->ctx, g->metrics, 0, s->loss_rows, loss_scale, 1,
-                         s->correct_rows, 1.0f, g->batch);
-  return clt_sum_into(g->ctx, g->metrics, 0, s->loss_rows, g->batch,
-                      loss_scale);
+/* The batch's rows into the graph's metrics: the loss into [0], the
+ * second metric (correct predictions; a regression: the absolute error)
+ * into [1], each scaled by `scale` (a regression: per element). */
+static clt_status add_metrics(clt_graph *g, loss_state *s, float scale) {
+  return clt_sum2_into(g->ctx, g->metrics, 0, s->loss_rows, scale, 1,
+                       s->correct_rows, scale, g->batch);
 }
 
 /* The samples the gradient averages over (graph.h, grad_batch). */
@@ -188,19 +211,21 @@ static clt_status xent_forward(clt_graph *g, clt_graph_node *n) {
       g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
       clt_graph_in(g, n, 0)->out, g->labels, xent_weights(g, n), g->batch,
       n->size, 1.0f / grad_samples(g), s->smoothing));
-  return add_metrics(g, s, true, 1.0f);
+  return add_metrics(g, s, 1.0f);
 }
 
-static clt_status mse_forward(clt_graph *g, clt_graph_node *n) {
+static clt_status regression_forward(clt_graph *g, clt_graph_node *n) {
   loss_state *s = n->state;
   if (!g->forward_labels) return CLT_OK;
-  /* PyTorch's MSELoss: the mean over every element. The metric is the
-   * same mean, summed per sample here and divided by samples later. */
+  /* PyTorch's MSELoss, L1Loss, HuberLoss: the mean over every element. The
+   * metrics are the same mean and the mean absolute error (Keras's
+   * "mae"), summed per sample here and divided by samples later. */
   float per_elem = 1.0f / (grad_samples(g) * (float)n->size);
-  CLT_TRY(clt_mse_forward_backward(g->ctx, s->loss_rows, grad_target(g, n),
-                                   clt_graph_in(g, n, 0)->out, g->labels,
-                                   g->batch, n->size, per_elem));
-  return add_metrics(g, s, false, 1.0f / (float)n->size);
+  CLT_TRY(clt_regression_loss_forward_backward(
+      g->ctx, s->regression, s->delta, s->loss_rows, s->correct_rows,
+      grad_target(g, n), clt_graph_in(g, n, 0)->out, g->labels, g->batch,
+      n->size, per_elem));
+  return add_metrics(g, s, 1.0f / (float)n->size);
 }
 
 static clt_status loss_backward(clt_graph *g, clt_graph_node *n) {
@@ -248,8 +273,9 @@ static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
       n->size, 1.0f / grad_samples(g), s->smoothing);
 }
 
-/* mse: the raw output. */
-static clt_status mse_predict(clt_graph *g, clt_graph_node *n, float *host) {
+/* A regression: the raw output. */
+static clt_status regression_predict(clt_graph *g, clt_graph_node *n,
+                                     float *host) {
   clt_graph_node *in = clt_graph_in(g, n, 0);
   clt_tensor x = clt_tensor_slice_1d(in->out, 0, g->batch * n->size);
   return clt_tensor_download(&x, host);
@@ -268,15 +294,15 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .predict = xent_predict,
 };
 
-const clt_layer_ops clt_layer_mse = {
-    .type = "mse",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .option_keys = keys,
-    .configure = loss_configure,
-    .reserve = loss_reserve,
-    .forward = mse_forward,
-    .backward = loss_backward,
-    .destroy = loss_destroy,
-    .predict = mse_predict,
-};
+#define REGRESSION_LOSS(type_name, keys_list)                                  \
+  {                                                                            \
+    .type = type_name, .min_inputs = 1, .max_inputs = 1,                       \
+    .option_keys = keys_list, .configure = loss_configure,                     \
+    .reserve = loss_reserve, .forward = regression_forward,                    \
+    .backward = loss_backward, .destroy = loss_destroy,                        \
+    .predict = regression_predict, .float_targets = true,                      \
+  }
+
+const clt_layer_ops clt_layer_mse = REGRESSION_LOSS("mse", keys);
+const clt_layer_ops clt_layer_mae = REGRESSION_LOSS("mae", keys);
+const clt_layer_ops clt_layer_huber = REGRESSION_LOSS("huber", huber_keys);

@@ -62,14 +62,17 @@ clt_status clt_softmax_xent_forward_backward(
                     KI(weighted));
 }
 
-clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
-                                    clt_tensor *grad, const clt_tensor *p,
-                                    const clt_tensor *t, int64_t rows,
-                                    int64_t cols, float grad_scale) {
+clt_status clt_regression_loss_forward_backward(
+    clt_context *ctx, clt_regression_kind kind, float delta,
+    clt_tensor *loss_rows, clt_tensor *abs_rows, clt_tensor *grad,
+    const clt_tensor *p, const clt_tensor *t, int64_t rows, int64_t cols,
+    float grad_scale) {
   size_t global, local;
   if (by_groups(ctx, rows, cols, &global, &local))
-    return CLT_RUN(ctx, CLT_K_mse_group, 1, &global, &local, KT(loss_rows),
-                   KT(grad), KT(p), KT(t), KI(rows), KI(cols), KF(grad_scale));
-  return CLT_RUN_1D(ctx, CLT_K_mse, (size_t)rows, KT(loss_rows), KT(grad),
-                    KT(p), KT(t), KI(rows), KI(cols), KF(grad_scale));
+    return CLT_RUN(ctx, CLT_K_regression_loss_group, 1, &global, &local,
+                   KT(loss_rows), KT(abs_rows), KT(grad), KT(p), KT(t),
+                   KI(rows), KI(cols), KF(grad_scale), KI(kind), KF(delta));
+  return CLT_RUN_1D(ctx, CLT_K_regression_loss, (size_t)rows, KT(loss_rows),
+                    KT(abs_rows), KT(grad), KT(p), KT(t), KI(rows), KI(cols),
+                    KF(grad_scale), KI(kind), KF(delta));
 }

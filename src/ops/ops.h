@@ -190,11 +190,22 @@ clt_status clt_softmax_xent_forward_backward(
     clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
     const clt_tensor *class_weights, int64_t rows, int64_t cols,
     float grad_scale, float smoothing);
-/* Per-row sum of squared differences, and grad = 2 (p - t) * grad_scale. */
-clt_status clt_mse_forward_backward(clt_context *ctx, clt_tensor *loss_rows,
-                                    clt_tensor *grad, const clt_tensor *p,
-                                    const clt_tensor *t, int64_t rows,
-                                    int64_t cols, float grad_scale);
+/* The regression losses of an element's difference d = p - t. */
+typedef enum clt_regression_kind {
+  CLT_REGRESSION_MSE,   /* d^2 */
+  CLT_REGRESSION_MAE,   /* |d| */
+  CLT_REGRESSION_HUBER, /* d^2 / 2 within delta, else delta (|d| - delta/2) */
+} clt_regression_kind;
+
+/* Per row, the sum of the loss's terms into loss_rows and of the absolute
+ * differences into abs_rows; grad = the term's derivative * grad_scale
+ * (mse 2d; mae sign(d), 0 at 0; huber d within delta, else delta
+ * sign(d)). delta: huber's only. */
+clt_status clt_regression_loss_forward_backward(
+    clt_context *ctx, clt_regression_kind kind, float delta,
+    clt_tensor *loss_rows, clt_tensor *abs_rows, clt_tensor *grad,
+    const clt_tensor *p, const clt_tensor *t, int64_t rows, int64_t cols,
+    float grad_scale);
 
 /* out[c] = sum of x[outer, channels, inner] over outer and inner (in
  * launches of clt_sum_channels_part's `part` of outer each where the

@@ -40,11 +40,11 @@
   X(softmax_rows, "loss")                                                      \
   X(softmax_rows_backward, "loss")                                             \
   X(softmax_xent, "loss")                                                      \
-  X(mse, "loss")                                                               \
+  X(regression_loss, "loss")                                                   \
   X(softmax_rows_group, "loss")                                                \
   X(softmax_rows_backward_group, "loss")                                       \
   X(softmax_xent_group, "loss")                                                \
-  X(mse_group, "loss")                                                         \
+  X(regression_loss_group, "loss")                                             \
   X(sum_channels, "reduce")                                                    \
   X(sum_columns, "reduce")                                                     \
   X(sum_columns_relu, "reduce")                                                \

@@ -48,8 +48,9 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
     if (!ds->targets)
       return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
                           "%s data has class labels, but the model's loss is "
-                          "mse, which needs %lld float targets per sample",
-                          which, (long long)outputs);
+                          "%s, which needs %lld float targets per sample",
+                          which, g->nodes[g->loss_node].ops->type,
+                          (long long)outputs);
     if (ds->target_size != outputs)
       return clt_ctx_fail(g->ctx, CLT_ERR_SHAPE,
                           "%s data has %lld targets per sample, the model "
@@ -71,7 +72,8 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
   return CLT_OK;
 }
 
-/* A regression (mse, float targets) has a loss but no accuracy. */
+/* A regression (mse, mae, huber: float targets) has a loss but no
+ * accuracy. */
 static bool is_regression(const clt_graph *g) {
   return g->labels && g->labels->dtype == CLT_F32;
 }
@@ -263,13 +265,11 @@ static void release_held(run_state *rs, clt_loader *l, held_ring *h,
   rs->wait_device += clt_now_seconds() - t0;
 }
 
-/* clt_graph_metrics, with the accuracy NaN where there is none; a wait
- * for the device, counted. */
+/* clt_graph_metrics; a wait for the device, counted. */
 static clt_status read_metrics(run_state *rs, clt_metrics *m, bool reset) {
   double t0 = clt_now_seconds();
   clt_status st = clt_graph_metrics(rs->g, m, reset);
   rs->wait_device += clt_now_seconds() - t0;
-  if (st == CLT_OK && is_regression(rs->g)) m->accuracy = NAN;
   return st;
 }
 
@@ -330,7 +330,8 @@ static clt_status run_batches(run_state *rs, clt_loader *l, int64_t batches,
         clt_progress p = {training ? CLT_PHASE_TRAIN : CLT_PHASE_EVAL,
                           rs->epoch, rs->fo->epochs, done, batches,
                           out->loss, out->accuracy,
-                          el > 0 ? (double)images / el : 0.0, NULL};
+                          el > 0 ? (double)images / el : 0.0, NULL,
+                          out->mae};
         rs->fo->progress(&p, rs->fo->progress_user);
       }
     }
@@ -390,7 +391,8 @@ static clt_status run_batches_dist(run_state *rs, clt_loader *l,
       double el = clt_now_seconds() - t0;
       clt_progress p = {CLT_PHASE_TRAIN, rs->epoch, rs->fo->epochs, done,
                         batches, out->loss, out->accuracy,
-                        el > 0 ? (double)out->samples / el : 0.0, NULL};
+                        el > 0 ? (double)out->samples / el : 0.0, NULL,
+                        out->mae};
       rs->fo->progress(&p, rs->fo->progress_user);
     }
   }
@@ -501,19 +503,24 @@ static clt_status eval_sets_dist(run_state *rs, const clt_dataset *test,
   if (fo->validation) {
     CLT_TRY(clt_dist_reduce_metrics(rs->dist, rs->g, &val));
     es->val_loss = val.loss;
-    es->val_acc = is_regression(rs->g) ? NAN : val.accuracy;
+    es->val_acc = val.accuracy;
+    es->val_mae = val.mae;
   }
   if (test) {
     CLT_TRY(clt_dist_reduce_metrics(rs->dist, rs->g, &tm));
     es->test_loss = tm.loss;
-    es->test_acc = is_regression(rs->g) ? NAN : tm.accuracy;
+    es->test_acc = tm.accuracy;
+    es->test_mae = tm.mae;
   }
-  double v[4] = {es->val_loss, es->val_acc, es->test_loss, es->test_acc};
-  CLT_TRY(clt_dist_broadcast(rs->dist, rs->g, v, 4));
+  double v[6] = {es->val_loss,  es->val_acc,  es->val_mae,
+                 es->test_loss, es->test_acc, es->test_mae};
+  CLT_TRY(clt_dist_broadcast(rs->dist, rs->g, v, 6));
   es->val_loss = v[0];
   es->val_acc = v[1];
-  es->test_loss = v[2];
-  es->test_acc = v[3];
+  es->val_mae = v[2];
+  es->test_loss = v[3];
+  es->test_acc = v[4];
+  es->test_mae = v[5];
   return CLT_OK;
 }
 
@@ -569,25 +576,28 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   es->images_per_sec = run > 0 ? (double)m.samples / run : 0;
   es->train_loss = m.loss;
   es->train_acc = m.accuracy;
+  es->train_mae = m.mae;
   clt_optimizer_saved os;
   clt_optimizer_saved_state(rs->opt, &os);
   if (os.scaler) {
     es->loss_scale = clt_loss_scaler_scale(os.scaler);
     es->skipped_steps = clt_loss_scaler_skipped(os.scaler);
   }
-  es->test_loss = es->test_acc = NAN;
-  es->val_loss = es->val_acc = NAN;
+  es->test_loss = es->test_acc = es->test_mae = NAN;
+  es->val_loss = es->val_acc = es->val_mae = NAN;
   if (rs->dist) return eval_sets_dist(rs, test, es);
   clt_metrics m_eval;
   if (fo->validation) {
     CLT_TRY(eval_set(rs, fo->validation, EVAL_VALIDATION, &m_eval));
     es->val_loss = m_eval.loss;
     es->val_acc = m_eval.accuracy;
+    es->val_mae = m_eval.mae;
   }
   if (test) {
     CLT_TRY(eval_set(rs, test, EVAL_TEST, &m_eval));
     es->test_loss = m_eval.loss;
     es->test_acc = m_eval.accuracy;
+    es->test_mae = m_eval.mae;
   }
   return CLT_OK;
 }
@@ -595,7 +605,8 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
 static void report_epoch(const clt_fit_options *fo, const clt_epoch_stats *es) {
   if (!fo->progress) return;
   clt_progress p = {CLT_PHASE_EPOCH, es->epoch, fo->epochs, 0, 0,
-                    es->train_loss, es->train_acc, es->images_per_sec, es};
+                    es->train_loss, es->train_acc, es->images_per_sec, es,
+                    es->train_mae};
   fo->progress(&p, fo->progress_user);
 }
 
@@ -728,9 +739,9 @@ CLT_API clt_status clt_fit(clt_graph *g, clt_optimizer *opt,
     if (!own) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "fit history");
     for (int e = 0; e < fo->epochs; e++) {
       own[e].epoch = e + 1;
-      own[e].train_loss = own[e].train_acc = NAN;
-      own[e].test_loss = own[e].test_acc = NAN;
-      own[e].val_loss = own[e].val_acc = NAN;
+      own[e].train_loss = own[e].train_acc = own[e].train_mae = NAN;
+      own[e].test_loss = own[e].test_acc = own[e].test_mae = NAN;
+      own[e].val_loss = own[e].val_acc = own[e].val_mae = NAN;
     }
     history = own;
   }
