@@ -1,5 +1,6 @@
-/* Softmax, softmax + cross-entropy (fused), the regression losses (mean
- * squared error, mean absolute error, Huber). One
+/* Softmax, softmax + cross-entropy (fused), sigmoid + binary cross-entropy
+ * (fused, multi-label), the regression losses (mean squared error, mean
+ * absolute error, Huber). One
  * work-item per row: class counts are small (10..1000) and the rows are
  * independent, so no local memory and no barrier is needed. Rows longer
  * than a work-item's loops may be (ops.h clt_loop_per: llvmpipe ends them
@@ -156,6 +157,42 @@ __kernel void regression_loss(__global float *loss, int loss_off,
   abs_err[abs_off + r] = a;
 }
 
+/* One element of the binary cross-entropy of logit x against target t in
+ * [0, 1] (PyTorch's BCEWithLogitsLoss): max(x, 0) - x t + log(1 + e^-|x|),
+ * never exp of a large number; *g: its derivative sigmoid(x) - t, and
+ * *hit: 1 where the prediction (x > 0, a probability over 1/2) is the
+ * target's side of 1/2 (Keras's binary_accuracy). */
+static float sigmoid_xent_term(float x, float t, float *g, float *hit) {
+  float e = exp(-fabs(x)); /* in (0, 1] */
+  float p = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+  *g = p - t;
+  *hit = (x > 0.0f) == (t >= 0.5f) ? 1.0f : 0.0f;
+  return fmax(x, 0.0f) - x * t + log1p(e);
+}
+
+/* Per row: loss[r] = sum_c term(x, t), correct[r] = the elements whose
+ * prediction is right (the caller divides both by the element count);
+ * grad = (sigmoid(x) - t) * grad_scale. */
+__kernel void sigmoid_xent(__global float *loss, int loss_off,
+                           __global float *correct, int correct_off,
+                           __global float *grad, int grad_off,
+                           __global const float *x, int x_off,
+                           __global const float *t, int t_off, int rows,
+                           int cols, float grad_scale) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  float s = 0.0f, right = 0.0f;
+  for (int c = 0; c < cols; c++) {
+    int i = r * cols + c;
+    float g, hit;
+    s += sigmoid_xent_term(x[x_off + i], t[t_off + i], &g, &hit);
+    right += hit;
+    grad[grad_off + i] = g * grad_scale;
+  }
+  loss[loss_off + r] = s;
+  correct[correct_off + r] = right;
+}
+
 /* ---- a work-group per row: global rows * CLT_WG exactly (no group may
  * leave before the barriers), local CLT_WG ---- */
 
@@ -294,5 +331,29 @@ __kernel void regression_loss_group(__global float *loss, int loss_off,
   if (lid == 0) {
     loss[loss_off + r] = s;
     abs_err[abs_off + r] = a;
+  }
+}
+
+__kernel void sigmoid_xent_group(__global float *loss, int loss_off,
+                                 __global float *correct, int correct_off,
+                                 __global float *grad, int grad_off,
+                                 __global const float *x, int x_off,
+                                 __global const float *t, int t_off, int rows,
+                                 int cols, float grad_scale) {
+  __local float scratch[CLT_WG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  float s = 0.0f, right = 0.0f;
+  for (int c = lid; c < cols; c += CLT_WG) {
+    int i = r * cols + c;
+    float g, hit;
+    s += sigmoid_xent_term(x[x_off + i], t[t_off + i], &g, &hit);
+    right += hit;
+    grad[grad_off + i] = g * grad_scale;
+  }
+  s = group_sum(scratch, s);
+  right = group_sum(scratch, right);
+  if (lid == 0) {
+    loss[loss_off + r] = s;
+    correct[correct_off + r] = right;
   }
 }

@@ -830,13 +830,17 @@ typedef enum clt_loss_kind {
   /* a regression loss (mse, mae or huber): float targets, a loss and a
    * mean absolute error but no accuracy */
   CLT_LOSS_REGRESSION,
+  /* sigmoid_cross_entropy: float targets in [0, 1], one a label, each
+   * label present or not (multi-label, or binary with one output); the
+   * accuracy is per label */
+  CLT_LOSS_MULTILABEL,
   CLT_LOSS_MSE = CLT_LOSS_REGRESSION, /* its first name */
 } clt_loss_kind;
 
 /* Which loss the graph ends in (what clt_graph_set_batch's labels must be). */
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g);
 /* The loss layer's type as model files name it ("softmax_cross_entropy",
- * "mse", "mae", "huber"), or NULL without one. */
+ * "sigmoid_cross_entropy", "mse", "mae", "huber"), or NULL without one. */
 CLT_API const char *clt_graph_loss_name(const clt_graph *g);
 /* A one-line-per-node summary (name, type, output shape, parameters) into
  * buf, like Keras's model.summary(): a layer's count holds its parameters
@@ -1530,6 +1534,17 @@ CLT_API clt_status clt_evaluate_regression(clt_graph *g, const clt_dataset *ds,
                                            clt_regression_scores *per_output,
                                            clt_regression_scores *overall,
                                            clt_metrics *m);
+
+/* clt_evaluate of a multi-label model (sigmoid_cross_entropy) that also
+ * counts, per label k (clt_graph_output_size of them), where a probability
+ * of 0.5 or more (predicted present) meets a target of 0.5 or more
+ * (present): counts[4k] true positives, [4k+1] false positives, [4k+2]
+ * false negatives, [4k+3] true negatives; and *exact (may be NULL) the
+ * samples whose every label is right (scikit-learn's accuracy_score of
+ * multi-label data). */
+CLT_API clt_status clt_evaluate_multilabel(clt_graph *g, const clt_dataset *ds,
+                                           int64_t batch, int64_t *counts,
+                                           int64_t *exact, clt_metrics *m);
 
 /* Splits ds into *rest and *part: a random `fraction` of its samples
  * (at least one, chosen by seed, the same for the same seed), and the rest,

@@ -2,7 +2,8 @@
 # End-to-end checks of your own data through the command, as a user runs
 # it: CSV (a folder of train.csv and test.csv, --test-data, a held-out
 # split, bad rows), regression (mse, mae, huber; the mean absolute error,
-# eval's RMSE and R^2 against the model's outputs; outliers) from CSV,
+# eval's RMSE and R^2 against the model's outputs; outliers), multi-label
+# (sigmoid_cross_entropy) from CSV,
 # tabular float
 # values (--csv-values floats, kept by eval and --resume), predict on CSV
 # rows, and image
@@ -216,6 +217,78 @@ awk -v s="${robust[mse]}" -v a="${robust[mae]}" -v h="${robust[huber]}" \
   'BEGIN { exit !(s > 1 && a < s / 5 && h < s / 5) }' ||
   fail "outliers: test mae ${robust[mse]} (mse), ${robust[mae]} (mae), ${robust[huber]} (huber)"
 echo "ok: outliers: test mae ${robust[mse]} (mse), ${robust[mae]} (mae), ${robust[huber]} (huber)"
+
+# ---- multi-label (sigmoid_cross_entropy) from CSV -------------------------
+# Three labels, each present or not, from four features: eval's per-label
+# report against Python's counts on predict's probabilities.
+awk 'BEGIN { print "cat,dog,bird,a,b,c,d"; for (i = 0; i < 600; i++) {
+  a = ((i * 37) % 100) / 100; b = ((i * 91) % 100) / 100
+  c = ((i * 53) % 100) / 100; d = ((i * 17 + 5) % 100) / 100
+  printf "%d,%d,%d,%.2f,%.2f,%.2f,%.2f\n", (a > 0.5), (b + c > 1), (d < 0.3), a, b, c, d } }' \
+  >"$T/ml.csv"
+printf 'input shape=4\ndense name=h units=16 activation=relu\ndense name=out units=3\nsigmoid_cross_entropy\n' \
+  >"$T/ml.model"
+"$C" summary "$T/ml.model" >"$T/sum"
+must_say "summary: multi-label" "3 targets of 0 to 1 (sigmoid_cross_entropy" "$T/sum"
+"$C" train "$T/ml.model" --data "$T/ml.csv" --csv-values floats --epochs 40 \
+  --batch 20 --lr 0.01 --save "$T/ml.st" >"$T/out"
+grep -q '^final: test accuracy 0\.9[0-9]*, ' "$T/out" ||
+  fail "multi-label training: $(tail -2 "$T/out")"
+printf 'cat\ndog\nbird\n' >"$T/ml_names.txt"
+"$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" \
+  --labels "$T/ml_names.txt" >"$T/eval"
+must_say "eval: multi-label" "(per label)  exact match" "$T/eval"
+must_say "eval: a label's row" "  2 bird" "$T/eval"
+must_say "eval: the micro average" "micro avg" "$T/eval"
+"$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" --json \
+  >"$T/eval.json"
+python3 - "$C" "$T" <<'PY' || fail "multi-label scores"
+import json, subprocess, sys
+C, T = sys.argv[1], sys.argv[2]
+rows = [[float(v) for v in line.split(",")]
+        for line in open(T + "/ml.csv").read().split("\n")[1:] if line][-60:]
+with open(T + "/ml_values.csv", "w") as f:
+    for r in rows:
+        f.write(",".join("%.2f" % v for v in r[3:]) + "\n")
+pred = json.loads(subprocess.check_output(
+    [C, "predict", T + "/ml.model", "--weights", T + "/ml.st", "--json",
+     "--limit", "60", "--top", "3", T + "/ml_values.csv"]))["predictions"]
+assert len(pred) == 60
+ev = json.load(open(T + "/eval.json"))
+tp, fp, fn = [0] * 3, [0] * 3, [0] * 3
+right = exact = 0
+for r, p in zip(rows, pred):
+    prob = {t["class"]: t["probability"] for t in p["top"]}
+    all_right = True
+    for k in range(3):
+        said, is_ = prob[k] >= 0.5, r[k] >= 0.5
+        tp[k] += said and is_
+        fp[k] += said and not is_
+        fn[k] += is_ and not said
+        right += said == is_
+        all_right = all_right and said == is_
+    exact += all_right
+def near(a, b, what):
+    assert abs(a - b) <= 1e-6, (what, a, b)
+near(ev["accuracy"], right / 180.0, "accuracy")
+near(ev["exact_match"], exact / 60.0, "exact match")
+for k in range(3):
+    o = ev["per_label"][k]
+    assert o["support"] == tp[k] + fn[k], (k, o)
+    if tp[k] + fp[k]:
+        near(o["precision"], tp[k] / (tp[k] + fp[k]), "precision %d" % k)
+    near(o["recall"], tp[k] / (tp[k] + fn[k]), "recall %d" % k)
+    near(o["f1"], 2 * tp[k] / (2 * tp[k] + fp[k] + fn[k]), "f1 %d" % k)
+TP, FP, FN = sum(tp), sum(fp), sum(fn)
+near(ev["micro_avg"]["f1"], 2 * TP / (2 * TP + FP + FN), "micro f1")
+print("ok: multi-label eval: accuracy %.4f per label, exact match %.4f, "
+      "micro f1 %.4f, as counted on predict's probabilities"
+      % (ev["accuracy"], ev["exact_match"], ev["micro_avg"]["f1"]))
+PY
+sed '5s/^0,/2,/' "$T/ml.csv" >"$T/ml_bad.csv"
+expect_error "a multi-label target past 1" "sample 4's target 1 is 2" \
+  "targets are 0 (the label is absent) to 1 (present)" -- \
+  "$C" train "$T/ml.model" --data "$T/ml_bad.csv" --csv-values floats --quiet
 
 # ---- tabular floats from CSV (--csv-values floats) --------------------------
 # Features beyond 0..255, negative and in exponent form: read as floats, as

@@ -38,6 +38,13 @@ START_TEST(test_fd_mse_softmax) {
                   3, true);
 }
 END_TEST
+/* targets in [-1, 1] here (the math holds outside [0, 1] too) */
+START_TEST(test_fd_sigmoid_xent) {
+  check_gradients("input shape=6\ndense units=4 activation=tanh\n"
+                  "dense units=3\nsigmoid_cross_entropy\n",
+                  3, true);
+}
+END_TEST
 START_TEST(test_fd_mae) {
   check_gradients("input shape=6\ndense units=4 activation=tanh\n"
                   "dense units=3\nmae\n",
@@ -226,7 +233,8 @@ START_TEST(test_typed_builders_checked) {
                    CLT_ERR_FORMAT);
   const char *msg = clt_context_last_error(g_ctx);
   ck_assert_msg(strstr(msg, "(known: input, flatten, reshape, dense, conv2d") &&
-                    strstr(msg, "softmax_cross_entropy, mse, mae, huber)"),
+                    strstr(msg, "softmax_cross_entropy, sigmoid_cross_entropy, "
+                                "mse, mae, huber)"),
                 "%s", msg);
   clt_graph_destroy(g);
 }
@@ -669,6 +677,7 @@ static Suite *graph_suite(void) {
   tcase_add_test(fd, test_fd_image_input);
   tcase_add_test(fd, test_fd_mse_softmax);
   tcase_add_test(fd, test_fd_mse_reshape);
+  tcase_add_test(fd, test_fd_sigmoid_xent);
   tcase_add_test(fd, test_fd_mae);
   tcase_add_test(fd, test_fd_huber);
   tcase_add_test(fd, test_loss_gradient_in_place_or_copied);

@@ -195,6 +195,80 @@ END_TEST
 /* softmax_cross_entropy label_smoothing=E: the batch's loss is PyTorch's
  * CrossEntropyLoss(label_smoothing=E) of the model's probabilities, the
  * accuracy unchanged; bad values are refused. */
+/* sigmoid_cross_entropy: the graph's loss against PyTorch's
+ * BCEWithLogitsLoss (the mean over every element) and its accuracy
+ * against Keras's binary_accuracy, on the model's own probabilities (the
+ * sigmoid of its logits), soft and hard targets; targets outside [0, 1]
+ * refused by clt_fit and clt_evaluate, with the sample. */
+START_TEST(test_sigmoid_cross_entropy) {
+  enum { N = 7, IN = 4, K = 3 };
+  float x[N * IN], y[N * K];
+  clt_random_fill(x, N * IN, 31, -3.0f, 3.0f);
+  clt_random_fill(y, N * K, 37, 0.0f, 1.0f);
+  for (int i = 0; i < N * K; i += 2) y[i] = (float)(i % 4 == 0);
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=4\ndense units=3\n"
+                               "sigmoid_cross_entropy\n",
+                               &g));
+  ck_assert_int_eq(clt_graph_loss_kind(g), CLT_LOSS_MULTILABEL);
+  ck_assert_str_eq(clt_graph_loss_name(g), "sigmoid_cross_entropy");
+  ck_assert_ok(clt_graph_compile(g, N, 3));
+  ck_assert_ok(clt_graph_set_batch(g, x, y, N));
+  ck_assert_ok(clt_graph_forward(g, true));
+  float p[N * K];
+  int64_t outputs = 0;
+  ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+  ck_assert_int_eq(outputs, K);
+  ck_assert_ok(clt_graph_backward(g)); /* the gradient kept (predict) */
+  clt_metrics m;
+  ck_assert_ok(clt_graph_metrics(g, &m, true));
+  double want = 0.0, right = 0.0;
+  for (int i = 0; i < N * K; i++) {
+    ck_assert(p[i] > 0.0f && p[i] < 1.0f);
+    want -= (y[i] * log(p[i]) + (1.0 - y[i]) * log(1.0 - p[i])) / (N * K);
+    right += (p[i] > 0.5f) == (y[i] >= 0.5f);
+  }
+  ck_assert_msg(fabs(m.loss - want) < 1e-5 * fmax(1.0, want),
+                "loss %.8g, PyTorch's %.8g", m.loss, want);
+  ck_assert_double_eq_tol(m.accuracy, right / (N * K), 1e-6);
+  ck_assert(isnan(m.mae));
+  /* Without targets: the probabilities, no loss. */
+  float q[N * K];
+  ck_assert_ok(clt_graph_set_batch(g, x, NULL, N));
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_graph_predictions(g, q, &outputs));
+  for (int i = 0; i < N * K; i++) ck_assert_float_eq_tol(q[i], p[i], 1e-6f);
+  /* Targets outside [0, 1]. */
+  y[5] = 1.5f;
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = IN;
+  d.values_f32 = x;
+  d.targets = y;
+  d.target_size = K;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_int_eq(clt_evaluate(g, ds, N, &m), CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx),
+                       "sample 2's target 3 is 1.5; sigmoid_cross_entropy's "
+                       "targets are 0"),
+                "%s", clt_context_last_error(g_ctx));
+  int64_t counts[4 * K];
+  ck_assert_int_eq(clt_evaluate_multilabel(g, ds, N, counts, NULL, &m),
+                   CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "sample 2's target 3"),
+                "%s", clt_context_last_error(g_ctx));
+  clt_dataset_destroy(ds);
+  clt_graph_destroy(g);
+  /* No smoothing or weights there. */
+  ck_assert_int_eq(graph_from_text("input shape=3\nsigmoid_cross_entropy "
+                                   "label_smoothing=0.1\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+}
+END_TEST
+
 /* mse, mae and huber: the graph's training loss and mean absolute error
  * against PyTorch's formulas (MSELoss, L1Loss, HuberLoss: the mean over
  * every element) on the model's own outputs; huber's delta errors. */
@@ -734,6 +808,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_layer_shape_errors);
   tcase_add_test(beh, test_label_smoothing);
   tcase_add_test(beh, test_regression_losses);
+  tcase_add_test(beh, test_sigmoid_cross_entropy);
   tcase_add_test(beh, test_normalize);
   tcase_add_test(beh, test_summary_counts);
   tcase_add_test(beh, test_class_weights);

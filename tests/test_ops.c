@@ -589,6 +589,9 @@ START_TEST(loss_rows_by_groups) {
                                                   &e),
                         e, TOL, "groups %lldx%lld, regression loss %d",
                         (long long)rows, (long long)c, kind);
+      ck_assert_check(clt_check_sigmoid_xent(g_ctx, rows, c, 30.0f, &e), e,
+                      TOL, "groups %lldx%lld, sigmoid xent", (long long)rows,
+                      (long long)c);
     }
   /* Two rows whose largest logit is at columns 5 and 200 of 300 alike:
    * the first counts, in both kernels. */
@@ -625,6 +628,21 @@ START_TEST(loss_rows_by_groups) {
   for (int kind = 0; kind < 3; kind++)
     ck_assert_check(clt_check_regression_loss(g_ctx, kind, 0.4f, 2, 70000, &e),
                     e, TOL, "2x70000, regression loss %d", kind);
+  ck_assert_check(clt_check_sigmoid_xent(g_ctx, 2, 70000, 30.0f, &e), e, TOL,
+                  "2x70000, sigmoid xent");
+}
+END_TEST
+
+/* Sigmoid and binary cross-entropy: logits within 4 of 0, and of +-30. */
+START_TEST(sigmoid_xent_grid) {
+  int64_t rows, cols;
+  grid_at(_i, &rows, &cols);
+  double e;
+  for (int k = 0; k < 2; k++)
+    ck_assert_check(clt_check_sigmoid_xent(g_ctx, rows, cols, k ? 30.0f : 1.0f,
+                                           &e),
+                    e, TOL, "%lldx%lld, logits %s", (long long)rows,
+                    (long long)cols, k ? "+-30" : "within 4");
 }
 END_TEST
 
@@ -2122,6 +2140,7 @@ static Suite *ops_suite(void) {
   tcase_add_test(loss, softmax_xent_finite_differences);
   tcase_add_test(loss, softmax_xent_bad_labels);
   tcase_add_loop_test(loss, regression_loss_grid, 0, grid_count());
+  tcase_add_loop_test(loss, sigmoid_xent_grid, 0, grid_count());
   tcase_add_test(loss, loss_rows_by_groups);
   suite_add_tcase(s, loss);
 

@@ -21,8 +21,7 @@ CLT_API int64_t clt_graph_output_size(const clt_graph *g) {
 
 CLT_API clt_loss_kind clt_graph_loss_kind(const clt_graph *g) {
   if (g->loss_node < 0) return CLT_LOSS_NONE;
-  return clt_graph_float_targets(g) ? CLT_LOSS_REGRESSION
-                                    : CLT_LOSS_CLASSIFIER;
+  return g->nodes[g->loss_node].ops->loss_kind;
 }
 
 CLT_API const char *clt_graph_loss_name(const clt_graph *g) {
@@ -216,6 +215,43 @@ CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
   confusion_counts c = {clt_graph_output_size(g), confusion};
   memset(confusion, 0, (size_t)(c.classes * c.classes) * sizeof *confusion);
   return eval_outputs(g, ds, batch, count_confusion, &c, m);
+}
+
+typedef struct label_counts {
+  int64_t labels, *counts, exact;
+} label_counts;
+
+static void count_labels(void *user, const float *probs,
+                         const clt_host_batch *b) {
+  label_counts *c = user;
+  for (int64_t i = 0; i < b->n; i++) {
+    bool all = true;
+    for (int64_t k = 0; k < c->labels; k++) {
+      bool said = probs[i * c->labels + k] >= 0.5f;
+      bool is = b->targets[i * c->labels + k] >= 0.5f;
+      c->counts[4 * k + (said ? (is ? 0 : 1) : (is ? 2 : 3))]++;
+      all = all && said == is;
+    }
+    c->exact += all;
+  }
+}
+
+CLT_API clt_status clt_evaluate_multilabel(clt_graph *g, const clt_dataset *ds,
+                                           int64_t batch, int64_t *counts,
+                                           int64_t *exact, clt_metrics *m) {
+  if (clt_graph_loss_kind(g) != CLT_LOSS_MULTILABEL || !g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "label counts need a compiled multi-label model "
+                        "(sigmoid_cross_entropy)");
+  CLT_TRY(eval_fits(g, ds, true));
+  label_counts c = {clt_graph_output_size(g), counts, 0};
+  clt_err err = {0};
+  if (clt_dataset_check_unit_targets(ds, &err) != CLT_OK)
+    return clt_ctx_fail(g->ctx, err.status, "%s: %s", ds->source, err.msg);
+  memset(counts, 0, (size_t)(4 * c.labels) * sizeof *counts);
+  CLT_TRY(eval_outputs(g, ds, batch, count_labels, &c, m));
+  if (exact) *exact = c.exact;
+  return CLT_OK;
 }
 
 /* Per output: the samples, the sums of absolute and squared errors, and

@@ -153,6 +153,11 @@ clt_status clt_check_softmax_backward(clt_context *ctx, int64_t rows,
 clt_status clt_check_softmax_xent(clt_context *ctx, int64_t rows, int64_t cols,
                                   float logit_scale, float smoothing,
                                   bool weighted, double *max_err);
+/* Per-row loss, correct count and gradient of the fused sigmoid and binary
+ * cross-entropy, soft and hard targets; logit_scale > 1: every other row's
+ * logits near +-logit_scale. */
+clt_status clt_check_sigmoid_xent(clt_context *ctx, int64_t rows, int64_t cols,
+                                  float logit_scale, double *max_err);
 /* Per-row loss, absolute error and gradient of a regression loss (kind:
  * clt_regression_kind; delta: huber's). */
 clt_status clt_check_regression_loss(clt_context *ctx, int kind, float delta,

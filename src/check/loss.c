@@ -206,3 +206,48 @@ clt_status clt_check_regression_loss(clt_context *ctx, int kind, float delta,
   rows_args a = {.rows = rows, .cols = cols, .kind = kind, .delta = delta};
   return check_run(ctx, 110 + (uint64_t)kind, regression_body, &a, max_err);
 }
+
+static clt_status sigmoid_xent_body(check_set *s, const void *arg) {
+  const rows_args *a = arg;
+  int64_t rows = a->rows, cols = a->cols;
+  check_f32 *x, *t, *loss, *correct, *grad;
+  CLT_TRY(check_operand(s, rows * cols, -4.0f, 4.0f, &x));
+  CLT_TRY(check_operand(s, rows * cols, 0.0f, 1.0f, &t));
+  CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &loss));
+  CLT_TRY(check_operand(s, rows, -1.0f, 1.0f, &correct));
+  CLT_TRY(check_operand(s, rows * cols, -1.0f, 1.0f, &grad));
+  if (a->logit_scale > 1.0f) { /* every other row: logits near +-scale */
+    for (int64_t r = 1; r < rows; r += 2)
+      for (int64_t c = 0; c < cols; c++) {
+        float *v = &x->host[r * cols + c];
+        *v = (c % 2 ? a->logit_scale : -a->logit_scale) + *v;
+      }
+    CLT_TRY(check_upload(x));
+  }
+  for (int64_t i = 0; i < rows * cols; i += 3) t->host[i] = i % 2 ? 1.0f : 0.0f;
+  CLT_TRY(check_upload(t)); /* hard labels beside soft ones */
+  float grad_scale = 1.0f / (float)(rows * cols);
+  CLT_TRY(clt_sigmoid_xent_forward_backward(s->ctx, loss->t, correct->t,
+                                            grad->t, x->t, t->t, rows, cols,
+                                            grad_scale));
+  for (int64_t r = 0; r < rows; r++) {
+    double sum = 0.0, right = 0.0;
+    for (int64_t c = 0; c < cols; c++) {
+      double v = x->host[r * cols + c], y = t->host[r * cols + c];
+      /* -(y log p + (1 - y) log(1 - p)), p = sigmoid(v), written stably */
+      sum += fmax(v, 0.0) - v * y + log1p(exp(-fabs(v)));
+      right += (v > 0) == (y >= 0.5);
+      grad->host[r * cols + c] =
+          (float)((1.0 / (1.0 + exp(-v)) - y) * grad_scale);
+    }
+    loss->host[r] = (float)sum;
+    correct->host[r] = (float)right;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_sigmoid_xent(clt_context *ctx, int64_t rows, int64_t cols,
+                                  float logit_scale, double *max_err) {
+  rows_args a = {.rows = rows, .cols = cols, .logit_scale = logit_scale};
+  return check_run(ctx, 120, sigmoid_xent_body, &a, max_err);
+}

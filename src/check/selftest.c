@@ -236,6 +236,9 @@ static clt_status st_xent_weighted(clt_context *ctx, double *e) {
 static clt_status st_mse(clt_context *ctx, double *e) {
   return clt_check_regression_loss(ctx, CLT_REGRESSION_MSE, 0.0f, 7, 10, e);
 }
+static clt_status st_sigmoid_xent(clt_context *ctx, double *e) {
+  return clt_check_sigmoid_xent(ctx, 33, 10, 30.0f, e);
+}
 static clt_status st_mae(clt_context *ctx, double *e) {
   return clt_check_regression_loss(ctx, CLT_REGRESSION_MAE, 0.0f, 7, 10, e);
 }
@@ -561,6 +564,7 @@ const clt_selftest_case clt_selftest_cases[] = {
      1e-5, false},
     {"softmax xent 33x10, class weights, smoothing 0.1",
      st_xent_weighted, 1e-5, false},
+    {"sigmoid xent 33x10 logits +-30", st_sigmoid_xent, 1e-5, false},
     {"mse 7x10", st_mse, 1e-5, false},
     {"mae 7x10", st_mae, 1e-5, false},
     {"huber 7x10 delta 0.5", st_huber, 1e-5, false},

@@ -68,9 +68,10 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
       "eval", "MODEL --weights FILE --data DATA [options]",
       "  prints the loss, the accuracy, the confusion matrix and each\n"
       "  class's precision, recall and F1 with their macro and weighted\n"
-      "  averages (a regression model, mse, mae or huber: the loss, the\n"
-      "  mean absolute and root mean squared errors and R^2, per output\n"
-      "  too)\n",
+      "  averages (a multi-label model, sigmoid_cross_entropy: the\n"
+      "  accuracy per label, the exact match and each label's scores; a\n"
+      "  regression model, mse, mae or huber: the loss, the mean absolute\n"
+      "  and root mean squared errors and R^2, per output too)\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *pos[1];
   int npos = 0;
@@ -173,36 +174,48 @@ static void print_score(double v) {
   else printf("  %9.4f", v);
 }
 
+/* A table of scores, a row each (a class's or a label's precision,
+ * recall, F1 and support), then the averages' rows over all of them. */
+static void print_scores(const char *what, const class_score *rows,
+                         int64_t n, char **names, int n_names,
+                         const char *const *avg_names, double (*avg)[3],
+                         int n_avg, int64_t total) {
+  int name_w = 12;
+  for (int i = 0; names && i < n_names && i < n; i++)
+    if ((int)strlen(names[i]) + 4 > name_w) name_w = (int)strlen(names[i]) + 4;
+  printf("%-*s  %9s  %9s  %9s  %9s\n", name_w, what, "precision", "recall",
+         "f1-score", "support");
+  for (int64_t c = 0; c < n; c++) {
+    char name[160];
+    snprintf(name, sizeof name, "%3lld %s", (long long)c,
+             names && c < n_names ? names[c] : "");
+    printf("%-*s", name_w, name);
+    print_score(rows[c].precision);
+    print_score(rows[c].recall);
+    print_score(rows[c].f1);
+    printf("  %9lld\n", (long long)rows[c].support);
+  }
+  for (int k = 0; k < n_avg; k++) {
+    printf("%-*s", name_w, avg_names[k]);
+    for (int j = 0; j < 3; j++) print_score(avg[k][j]);
+    printf("  %9lld\n", (long long)total);
+  }
+}
+
 /* The per-class table under the matrix: precision, recall, F1, support,
  * then the macro and weighted averages. */
 static void print_report(const int64_t *cm, int64_t classes, char **labels,
                          int n_labels) {
-  int name_w = 12;
-  for (int i = 0; labels && i < n_labels && i < classes; i++)
-    if ((int)strlen(labels[i]) + 4 > name_w)
-      name_w = (int)strlen(labels[i]) + 4;
-  printf("%-*s  %9s  %9s  %9s  %9s\n", name_w, "class", "precision",
-         "recall", "f1-score", "support");
-  for (int64_t c = 0; c < classes; c++) {
-    class_score s = score_of(cm, classes, c);
-    char name[160];
-    snprintf(name, sizeof name, "%3lld %s", (long long)c,
-             labels && c < n_labels ? labels[c] : "");
-    printf("%-*s", name_w, name);
-    print_score(s.precision);
-    print_score(s.recall);
-    print_score(s.f1);
-    printf("  %9lld\n", (long long)s.support);
-  }
+  class_score *rows = malloc((size_t)classes * sizeof *rows);
+  if (!rows) return;
+  for (int64_t c = 0; c < classes; c++) rows[c] = score_of(cm, classes, c);
   double avg[2][3];
   int64_t total;
   score_averages(cm, classes, avg, &total);
   static const char *const names[] = {"macro avg", "weighted avg"};
-  for (int k = 0; k < 2; k++) {
-    printf("%-*s", name_w, names[k]);
-    for (int j = 0; j < 3; j++) print_score(avg[k][j]);
-    printf("  %9lld\n", (long long)total);
-  }
+  print_scores("class", rows, classes, labels, n_labels, names, avg, 2,
+               total);
+  free(rows);
 }
 
 static void json_scores(const double v[3]) {
@@ -236,6 +249,62 @@ static void print_regression(const clt_regression_scores *per_output,
   }
 }
 
+/* A label's scores from its counts (clt_evaluate_multilabel: true and
+ * false positives, false negatives, true negatives), as score_of gives a
+ * class's: support, the samples where the label is present. */
+static class_score label_score(const int64_t *c) {
+  class_score s = {NAN, NAN, NAN, c[0] + c[2], c[0] + c[1]};
+  if (s.predicted > 0) s.precision = (double)c[0] / (double)s.predicted;
+  if (s.support > 0) s.recall = (double)c[0] / (double)s.support;
+  if (s.predicted > 0 || s.support > 0)
+    s.f1 = 2.0 * (double)c[0] / (double)(s.predicted + s.support);
+  return s;
+}
+
+/* A multi-label model's report: each label's precision, recall, F1 and
+ * support, then the micro (every decision pooled), macro and weighted
+ * averages (scikit-learn's classification_report of multi-label data;
+ * an undefined score is 0 in the averages); avg[k][0..2] filled for
+ * --json. */
+static void multilabel_averages(const int64_t *counts, int64_t labels,
+                                double avg[3][3], int64_t *total) {
+  int64_t pooled[4] = {0};
+  double sum[2][3] = {{0}};
+  *total = 0;
+  for (int64_t k = 0; k < labels; k++) {
+    class_score s = label_score(counts + 4 * k);
+    double v[3] = {isnan(s.precision) ? 0 : s.precision,
+                   isnan(s.recall) ? 0 : s.recall, isnan(s.f1) ? 0 : s.f1};
+    for (int j = 0; j < 3; j++) {
+      sum[0][j] += v[j];
+      sum[1][j] += v[j] * (double)s.support;
+    }
+    for (int j = 0; j < 4; j++) pooled[j] += counts[4 * k + j];
+    *total += s.support;
+  }
+  class_score micro = label_score(pooled);
+  double m[3] = {micro.precision, micro.recall, micro.f1};
+  for (int j = 0; j < 3; j++) {
+    avg[0][j] = m[j];
+    avg[1][j] = labels > 0 ? sum[0][j] / (double)labels : NAN;
+    avg[2][j] = *total > 0 ? sum[1][j] / (double)*total : NAN;
+  }
+}
+
+static void print_multilabel(const int64_t *counts, int64_t labels,
+                             char **names, int n_names) {
+  class_score *rows = malloc((size_t)labels * sizeof *rows);
+  if (!rows) return;
+  for (int64_t k = 0; k < labels; k++) rows[k] = label_score(counts + 4 * k);
+  double avg[3][3];
+  int64_t total;
+  multilabel_averages(counts, labels, avg, &total);
+  static const char *const kinds[] = {"micro avg", "macro avg",
+                                      "weighted avg"};
+  print_scores("label", rows, labels, names, n_names, kinds, avg, 3, total);
+  free(rows);
+}
+
 static int fail(clt_context *ctx) {
   fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
   return 1;
@@ -254,7 +323,8 @@ static void json_regression(const clt_regression_scores *r) {
 static void print_json(const eval_args *a, const clt_dataset *ds,
                        const clt_metrics *m, const int64_t *cm,
                        const clt_regression_scores *per_output,
-                       const clt_regression_scores *overall, int64_t classes,
+                       const clt_regression_scores *overall,
+                       const int64_t *lc, int64_t exact, int64_t classes,
                        char **labels, int n_labels, int epoch) {
   printf("{\"model\": ");
   cli_json_string(stdout, a->model);
@@ -268,7 +338,35 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
   printf(", \"samples\": %lld, \"loss\": ", (long long)m->samples);
   cli_json_number(stdout, m->loss);
   printf(", \"accuracy\": ");
-  cli_json_number(stdout, cm ? m->accuracy : NAN);
+  cli_json_number(stdout, cm || lc ? m->accuracy : NAN);
+  if (lc) {
+    printf(", \"exact_match\": ");
+    cli_json_number(stdout, m->samples > 0 ? (double)exact / (double)m->samples
+                                           : NAN);
+    printf(", \"labels\": [");
+    for (int64_t k = 0; k < classes; k++) {
+      printf("%s", k ? ", " : "");
+      if (labels && k < n_labels) cli_json_string(stdout, labels[k]);
+      else printf("\"%lld\"", (long long)k);
+    }
+    printf("], \"per_label\": [");
+    for (int64_t k = 0; k < classes; k++) {
+      class_score s = label_score(lc + 4 * k);
+      printf("%s", k ? ", " : "");
+      json_scores((double[3]){s.precision, s.recall, s.f1});
+      printf(", \"support\": %lld}", (long long)s.support);
+    }
+    double avg[3][3];
+    int64_t total;
+    multilabel_averages(lc, classes, avg, &total);
+    printf("], \"micro_avg\": ");
+    json_scores(avg[0]);
+    printf("}, \"macro_avg\": ");
+    json_scores(avg[1]);
+    printf("}, \"weighted_avg\": ");
+    json_scores(avg[2]);
+    printf("}");
+  }
   if (per_output) {
     printf(", ");
     json_regression(overall);
@@ -327,7 +425,7 @@ int cli_eval(int argc, char **argv) {
   }
   clt_graph *g = NULL;
   clt_dataset *ds = NULL;
-  int64_t *cm = NULL;
+  int64_t *cm = NULL, *lc = NULL, exact = 0;
   clt_regression_scores *per_output = NULL, overall;
   clt_checkpoint_info info;
   rc = 1;
@@ -380,7 +478,15 @@ int cli_eval(int argc, char **argv) {
   }
   int64_t classes = clt_graph_output_size(g);
   clt_metrics m;
-  if (kind == CLT_LOSS_REGRESSION) {
+  if (kind == CLT_LOSS_MULTILABEL) {
+    lc = calloc((size_t)(4 * classes), sizeof *lc);
+    if (!lc ||
+        clt_evaluate_multilabel(g, ds, a.batch, lc, &exact, &m) != CLT_OK) {
+      if (lc) rc = fail(ctx);
+      else fprintf(stderr, "cltrain: out of memory\n");
+      goto done;
+    }
+  } else if (kind == CLT_LOSS_REGRESSION) {
     per_output = calloc((size_t)classes, sizeof *per_output);
     if (!per_output ||
         clt_evaluate_regression(g, ds, a.batch, per_output, &overall, &m) !=
@@ -402,8 +508,8 @@ int cli_eval(int argc, char **argv) {
     }
   }
   if (a.json) {
-    print_json(&a, ds, &m, cm, per_output, &overall, classes, labels,
-               n_labels, info.epoch);
+    print_json(&a, ds, &m, cm, per_output, &overall, lc, exact, classes,
+               labels, n_labels, info.epoch);
     rc = 0;
     goto done;
   }
@@ -412,6 +518,16 @@ int cli_eval(int argc, char **argv) {
          a.precision == CLT_PRECISION_MIXED ? "  precision: mixed" : "");
   printf("data: %lld %s samples: %s\n", (long long)m.samples,
          split_names[a.split], clt_dataset_source(ds));
+  if (lc) {
+    printf("loss %.4f  accuracy %.4f (per label)  exact match %.4f "
+           "(%lld/%lld samples with every label right)\n",
+           m.loss, m.accuracy,
+           m.samples > 0 ? (double)exact / (double)m.samples : NAN,
+           (long long)exact, (long long)m.samples);
+    print_multilabel(lc, classes, labels, n_labels);
+    rc = 0;
+    goto done;
+  }
   if (!cm) {
     printf("loss %.6g (%s, %lld output%s)\n", m.loss, clt_graph_loss_name(g),
            (long long)classes, CLI_PLURAL(classes));
@@ -428,6 +544,7 @@ int cli_eval(int argc, char **argv) {
   rc = 0;
 done:
   free(cm);
+  free(lc);
   free(per_output);
   clt_dataset_destroy(ds);
   clt_graph_destroy(g);

@@ -118,8 +118,9 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
            "in it),\n  a PGM (P2 or P5), a PNG or a JPEG%s; or each row of "
            "a FILE.csv\n  (or .tsv, .txt: the values only, no label). PNG "
            "and JPEG are made grey or\n  colour as the model's input asks; "
-           "sizes must match unless --resize. A\n  regression model (mse, mae, "
-           "huber) prints its outputs.\n",
+           "sizes must match unless --resize. A\n  multi-label model "
+           "(sigmoid_cross_entropy) gives each label's own\n  probability; "
+           "a regression model (mse, mae, huber) its outputs.\n",
            !clt_image_format_supported("png")    ? " (this build lacks libpng)"
            : !clt_image_format_supported("jpeg") ? " (this build lacks JPEG)"
                                                 : "");

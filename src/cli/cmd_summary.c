@@ -52,6 +52,12 @@ int cli_summary(int argc, char **argv) {
       printf("data: %lld values a sample, labels 0 to %lld (%lld classes)\n",
              (long long)in, (long long)out - 1, (long long)out);
       break;
+    case CLT_LOSS_MULTILABEL:
+      printf("data: %lld values a sample, %lld target%s of 0 to 1 (%s: "
+             "each label present or not)\n",
+             (long long)in, (long long)out, CLI_PLURAL(out),
+             clt_graph_loss_name(g));
+      break;
     case CLT_LOSS_REGRESSION:
       printf("data: %lld values a sample, %lld target%s (%s)\n",
              (long long)in, (long long)out, CLI_PLURAL(out),

@@ -870,7 +870,8 @@ int cli_train(int argc, char **argv) {
                      .plot = a.plot,
                      .title = a.model,
                      .hist = hist,
-                     .regression = dopt.targets > 0,
+                     .regression = clt_graph_loss_kind(g) ==
+                                   CLT_LOSS_REGRESSION,
                      .early_stop = a.early_stop > 0,
                      .out = out,
                      .plain_every = a.progress_seconds,
@@ -1142,7 +1143,8 @@ typedef struct bench_data {
   clt_tensor *x, *y;
   clt_tensor **xs, **ys; /* the batches: views of x and y */
   int64_t batch, size, batches;
-  int64_t targets; /* a regression's float targets a sample, all 0;
+  int64_t targets; /* float targets a sample (a regression's,
+                      sigmoid_cross_entropy's), all 0;
                       0: a classifier, ys its labels */
 } bench_data;
 
@@ -1186,7 +1188,8 @@ static clt_status bench_data_make(clt_context *ctx, clt_graph *g,
                         : 1;
   d->batch = batch;
   d->size = clt_graph_input_size(g);
-  d->targets = clt_graph_loss_kind(g) == CLT_LOSS_REGRESSION
+  clt_loss_kind kind = clt_graph_loss_kind(g);
+  d->targets = kind == CLT_LOSS_REGRESSION || kind == CLT_LOSS_MULTILABEL
                    ? clt_graph_output_size(g)
                    : 0;
   clt_dataset *ds = NULL;

@@ -67,6 +67,12 @@ clt_status clt_dataset_split_random(const clt_dataset *ds, double fraction,
                                     uint64_t seed, clt_dataset *rest,
                                     clt_dataset *part, clt_err *err);
 
+/* Every target of ds in [0, 1] (sigmoid_cross_entropy's: a label's
+ * probability), else CLT_ERR_FORMAT naming the first sample and target
+ * that is not. */
+clt_status clt_dataset_check_unit_targets(const clt_dataset *ds,
+                                          clt_err *err);
+
 /* Keeps the first limit samples (limit <= 0 or >= count: all). */
 void clt_dataset_truncate(clt_dataset *ds, int64_t limit);
 

@@ -122,7 +122,7 @@ CLT_API clt_status clt_data_options_from_graph(const clt_graph *g,
   o->targets = 0;
   if (g->loss_node >= 0) {
     const clt_graph_node *loss = &g->nodes[g->loss_node];
-    if (loss->ops->float_targets) o->targets = loss->size;
+    if (clt_graph_float_targets(g)) o->targets = loss->size;
     else if (loss->size <= INT32_MAX) o->num_classes = (int)loss->size;
   }
   return CLT_OK;

@@ -176,6 +176,20 @@ clt_status clt_dataset_split_random(const clt_dataset *ds, double fraction,
   return CLT_OK;
 }
 
+clt_status clt_dataset_check_unit_targets(const clt_dataset *ds,
+                                          clt_err *err) {
+  int64_t k = ds->target_size;
+  for (int64_t i = 0; ds->targets && i < ds->count * k; i++)
+    if (!(ds->targets[i] >= 0.0f && ds->targets[i] <= 1.0f))
+      return clt_err_set(err, CLT_ERR_FORMAT,
+                         "sample %lld's target %lld is %g; "
+                         "sigmoid_cross_entropy's targets are 0 (the label "
+                         "is absent) to 1 (present)",
+                         (long long)(i / k) + 1, (long long)(i % k) + 1,
+                         (double)ds->targets[i]);
+  return CLT_OK;
+}
+
 void clt_dataset_truncate(clt_dataset *ds, int64_t limit) {
   if (limit > 0 && limit < ds->count) ds->count = limit;
 }

@@ -261,14 +261,17 @@ struct clt_layer_ops {
   bool aliases_input;
   /* Can apply a ReLU that follows it (clt_graph_node.fused_relu). */
   bool fuses_relu;
-  /* A regression loss (mse, mae, huber): float targets, one an output,
-   * instead of class labels. */
-  bool float_targets;
+  /* A loss layer: what it is (clt_graph_loss_kind); CLT_LOSS_NONE (0)
+   * for the other layers. */
+  clt_loss_kind loss_kind;
 };
 
-/* Whether g ends in a regression loss (float targets). */
+/* Whether g's loss takes float targets, one an output (a regression, or
+ * sigmoid_cross_entropy's labels), instead of class labels. */
 static inline bool clt_graph_float_targets(const clt_graph *g) {
-  return g->loss_node >= 0 && g->nodes[g->loss_node].ops->float_targets;
+  if (g->loss_node < 0) return false;
+  clt_loss_kind k = g->nodes[g->loss_node].ops->loss_kind;
+  return k == CLT_LOSS_REGRESSION || k == CLT_LOSS_MULTILABEL;
 }
 
 /* Whether n's output and gradient are views of its first input's (a

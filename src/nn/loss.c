@@ -1,11 +1,13 @@
-/* Losses: softmax_cross_entropy (integer labels, fused and stable) and the
- * regression losses mse, mae and huber (float targets).
+/* Losses: softmax_cross_entropy (integer labels, fused and stable),
+ * sigmoid_cross_entropy (a target in [0, 1] per output: multi-label, fused
+ * and stable) and the regression losses mse, mae and huber (float
+ * targets).
  * Each computes the loss and its gradient in one kernel during the forward
  * pass, add the batch's loss (and correct count) to the graph's metrics on
  * the device, and hand the gradient back in the backward pass. A batch set
  * without labels (inference) gets the prediction instead: the softmax's
- * probabilities (a regression: the input as it is), no loss and no
- * metrics.
+ * probabilities (sigmoid_cross_entropy: the sigmoid's; a regression:
+ * the input as it is), no loss and no metrics.
  *
  * softmax_cross_entropy class_weights=W0,W1,...|balanced weighs each
  * training sample's loss and gradient by its label's weight (Keras's
@@ -273,6 +275,53 @@ static clt_status xent_predict(clt_graph *g, clt_graph_node *n, float *host) {
       n->size, 1.0f / grad_samples(g), s->smoothing);
 }
 
+/* sigmoid_cross_entropy: the sigmoid's probabilities of the batch into
+ * dinput. */
+static clt_status sigmoid_probabilities(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  CLT_TRY(clt_activation_forward(g->ctx, s->dinput, clt_graph_in(g, n, 0)->out,
+                                 g->batch * n->size, CLT_ACT_SIGMOID, 0.0f,
+                                 NULL));
+  s->probabilities = true;
+  return CLT_OK;
+}
+
+/* The fused kernel: each element's loss, right predictions and gradient
+ * (the mean over every element, as PyTorch's BCEWithLogitsLoss). */
+static clt_status sigmoid_xent_run(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  return clt_sigmoid_xent_forward_backward(
+      g->ctx, s->loss_rows, s->correct_rows, grad_target(g, n),
+      clt_graph_in(g, n, 0)->out, g->labels, g->batch, n->size,
+      1.0f / (grad_samples(g) * (float)n->size));
+}
+
+static clt_status sigmoid_xent_forward(clt_graph *g, clt_graph_node *n) {
+  loss_state *s = n->state;
+  s->probabilities = false;
+  if (!g->forward_labels) return sigmoid_probabilities(g, n);
+  CLT_TRY(sigmoid_xent_run(g, n));
+  /* the loss and the accuracy per label: the means over every element */
+  return add_metrics(g, s, 1.0f / (float)n->size);
+}
+
+/* Each label's probability, as xent_predict gives the softmax's (the
+ * gradient written again where the probabilities took its place). */
+static clt_status sigmoid_xent_predict(clt_graph *g, clt_graph_node *n,
+                                       float *host) {
+  loss_state *s = n->state;
+  bool restore = false;
+  if (!s->probabilities) {
+    restore = g->forward_labels && grad_target(g, n) == s->dinput;
+    CLT_TRY(sigmoid_probabilities(g, n));
+  }
+  clt_tensor p = clt_tensor_slice_1d(s->dinput, 0, g->batch * n->size);
+  CLT_TRY(clt_tensor_download(&p, host));
+  if (!restore) return CLT_OK;
+  s->probabilities = false;
+  return sigmoid_xent_run(g, n);
+}
+
 /* A regression: the raw output. */
 static clt_status regression_predict(clt_graph *g, clt_graph_node *n,
                                      float *host) {
@@ -292,6 +341,21 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .backward = loss_backward,
     .destroy = loss_destroy,
     .predict = xent_predict,
+    .loss_kind = CLT_LOSS_CLASSIFIER,
+};
+
+const clt_layer_ops clt_layer_sigmoid_xent = {
+    .type = "sigmoid_cross_entropy",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = loss_configure,
+    .reserve = loss_reserve,
+    .forward = sigmoid_xent_forward,
+    .backward = loss_backward,
+    .destroy = loss_destroy,
+    .predict = sigmoid_xent_predict,
+    .loss_kind = CLT_LOSS_MULTILABEL,
 };
 
 #define REGRESSION_LOSS(type_name, keys_list)                                  \
@@ -300,7 +364,7 @@ const clt_layer_ops clt_layer_softmax_xent = {
     .option_keys = keys_list, .configure = loss_configure,                     \
     .reserve = loss_reserve, .forward = regression_forward,                    \
     .backward = loss_backward, .destroy = loss_destroy,                        \
-    .predict = regression_predict, .float_targets = true,                      \
+    .predict = regression_predict, .loss_kind = CLT_LOSS_REGRESSION,           \
   }
 
 const clt_layer_ops clt_layer_mse = REGRESSION_LOSS("mse", keys);

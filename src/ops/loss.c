@@ -76,3 +76,17 @@ clt_status clt_regression_loss_forward_backward(
                     KT(abs_rows), KT(grad), KT(p), KT(t), KI(rows), KI(cols),
                     KF(grad_scale), KI(kind), KF(delta));
 }
+
+clt_status clt_sigmoid_xent_forward_backward(
+    clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
+    clt_tensor *grad, const clt_tensor *x, const clt_tensor *t, int64_t rows,
+    int64_t cols, float grad_scale) {
+  size_t global, local;
+  if (by_groups(ctx, rows, cols, &global, &local))
+    return CLT_RUN(ctx, CLT_K_sigmoid_xent_group, 1, &global, &local,
+                   KT(loss_rows), KT(correct_rows), KT(grad), KT(x), KT(t),
+                   KI(rows), KI(cols), KF(grad_scale));
+  return CLT_RUN_1D(ctx, CLT_K_sigmoid_xent, (size_t)rows, KT(loss_rows),
+                    KT(correct_rows), KT(grad), KT(x), KT(t), KI(rows),
+                    KI(cols), KF(grad_scale));
+}

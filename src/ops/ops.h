@@ -190,6 +190,16 @@ clt_status clt_softmax_xent_forward_backward(
     clt_tensor *grad, const clt_tensor *x, const clt_tensor *labels,
     const clt_tensor *class_weights, int64_t rows, int64_t cols,
     float grad_scale, float smoothing);
+/* Sigmoid and binary cross-entropy, fused (PyTorch's BCEWithLogitsLoss),
+ * of logits x against targets t in [0, 1], [rows, cols]: per row, the sum
+ * of the elements' losses into loss_rows and the count of elements whose
+ * prediction (x > 0) is the target's side of 1/2 into correct_rows;
+ * grad = (sigmoid(x) - t) * grad_scale. */
+clt_status clt_sigmoid_xent_forward_backward(
+    clt_context *ctx, clt_tensor *loss_rows, clt_tensor *correct_rows,
+    clt_tensor *grad, const clt_tensor *x, const clt_tensor *t, int64_t rows,
+    int64_t cols, float grad_scale);
+
 /* The regression losses of an element's difference d = p - t. */
 typedef enum clt_regression_kind {
   CLT_REGRESSION_MSE,   /* d^2 */

@@ -41,10 +41,12 @@
   X(softmax_rows_backward, "loss")                                             \
   X(softmax_xent, "loss")                                                      \
   X(regression_loss, "loss")                                                   \
+  X(sigmoid_xent, "loss")                                                      \
   X(softmax_rows_group, "loss")                                                \
   X(softmax_rows_backward_group, "loss")                                       \
   X(softmax_xent_group, "loss")                                                \
   X(regression_loss_group, "loss")                                             \
+  X(sigmoid_xent_group, "loss")                                                \
   X(sum_channels, "reduce")                                                    \
   X(sum_columns, "reduce")                                                     \
   X(sum_columns_relu, "reduce")                                                \

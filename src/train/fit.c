@@ -57,6 +57,10 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
                           "has %lld outputs",
                           which, (long long)ds->target_size,
                           (long long)outputs);
+    clt_err err = {0};
+    if (clt_graph_loss_kind(g) == CLT_LOSS_MULTILABEL &&
+        clt_dataset_check_unit_targets(ds, &err) != CLT_OK)
+      return clt_ctx_fail(g->ctx, err.status, "%s data: %s", which, err.msg);
     return CLT_OK;
   }
   if (!ds->labels)
@@ -72,9 +76,9 @@ static clt_status check_data(clt_graph *g, const clt_dataset *ds,
   return CLT_OK;
 }
 
-/* A regression (mse, mae, huber: float targets) has a loss but no
- * accuracy. */
-static bool is_regression(const clt_graph *g) {
+/* Float targets (a regression, sigmoid_cross_entropy's labels) instead of
+ * class labels. */
+static bool float_targets(const clt_graph *g) {
   return g->labels && g->labels->dtype == CLT_F32;
 }
 
@@ -95,7 +99,7 @@ static clt_status upload_batch(clt_graph *g, const clt_host_batch *b,
   clt_graph_node *in = &g->nodes[g->input_node];
   int64_t numel = b->n * in->size;
   clt_tensor x = clt_tensor_slice_1d(in->out, 0, numel);
-  bool targets = is_regression(g);
+  bool targets = float_targets(g);
   int64_t per = targets ? g->nodes[g->loss_node].size : 1;
   clt_tensor y = clt_tensor_slice_1d(g->labels, 0, b->n * per);
   CLT_TRY(clt_tensor_upload_async(
