@@ -1223,6 +1223,9 @@ CLT_API clt_status clt_dataset_open(clt_context *ctx, const char *spec,
  * (NULL when the data names none; owned by ds). */
 CLT_API int clt_dataset_num_classes(const clt_dataset *ds);
 CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int i);
+/* Target i's name (a regression's or a multi-label dataset's): its column
+ * in the CSV file's header line; NULL without one (owned by ds). */
+CLT_API const char *clt_dataset_target_name(const clt_dataset *ds, int i);
 /* A line saying where the data came from, for people: the file or folder,
  * its kind and size, "held out" or "from the cache" where so. Owned by
  * ds. */

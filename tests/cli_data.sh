@@ -130,8 +130,9 @@ echo "ok: mse trains through train (loss $first -> $last)"
 # model two epochs in (far from a perfect fit: R^2 well below 1).
 "$C" eval "$T/reg.model" --weights "$T/reg.st" --data "$T/reg.csv" >"$T/eval"
 grep -q '^mae [0-9.e-]*  rmse [0-9.e-]*  r2 [01]\.[0-9]*$' "$T/eval" &&
-  grep -q '^output  *mae  *mse  *rmse  *r2$' "$T/eval" ||
-  fail "regression eval: $(cat "$T/eval")"
+  grep -q '^output  *mae  *mse  *rmse  *r2$' "$T/eval" &&
+  grep -q '^1   y2  ' "$T/eval" ||
+  fail "regression eval (outputs named by the header line): $(cat "$T/eval")"
 "$C" train "$T/reg.model" --data "$T/reg.csv" --epochs 2 --batch 20 \
   --lr 0.05 --save "$T/reg.st" --log "$T/reg.log" >"$T/out"
 "$C" eval "$T/reg.model" --weights "$T/reg.st" --data "$T/reg.csv" --json \
@@ -234,11 +235,13 @@ must_say "summary: multi-label" "3 targets of 0 to 1 (sigmoid_cross_entropy" "$T
   --batch 20 --lr 0.01 --save "$T/ml.st" >"$T/out"
 grep -q '^final: test accuracy 0\.9[0-9]*, ' "$T/out" ||
   fail "multi-label training: $(tail -2 "$T/out")"
-printf 'cat\ndog\nbird\n' >"$T/ml_names.txt"
+printf 'CAT\nDOG\nBIRD\n' >"$T/ml_names.txt"
+"$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" >"$T/eval"
+must_say "eval: multi-label" "(per label)  exact match" "$T/eval"
+must_say "eval: a label's row, named by the header" "  2 bird" "$T/eval"
 "$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" \
   --labels "$T/ml_names.txt" >"$T/eval"
-must_say "eval: multi-label" "(per label)  exact match" "$T/eval"
-must_say "eval: a label's row" "  2 bird" "$T/eval"
+must_say "eval: --labels names them" "  2 BIRD" "$T/eval"
 must_say "eval: the micro average" "micro avg" "$T/eval"
 "$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" --json \
   >"$T/eval.json"

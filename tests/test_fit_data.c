@@ -274,11 +274,32 @@ START_TEST(test_mse_regression_through_fit) {
   o.label_column = "y1";
   clt_dataset *csv = NULL;
   ck_assert_ok(clt_dataset_load_csv(g_ctx, named, &o, &csv));
+  /* the targets' names: their columns in the header line, kept by a
+   * split and by the checkpoint */
+  ck_assert_str_eq(clt_dataset_target_name(csv, 0), "y1");
+  ck_assert_str_eq(clt_dataset_target_name(csv, 1), "y2");
+  ck_assert_ptr_null(clt_dataset_target_name(csv, 2));
+  ck_assert_ptr_null(clt_dataset_class_name(csv, 0));
+  clt_dataset *rest = NULL, *part = NULL;
+  ck_assert_ok(clt_dataset_split(g_ctx, csv, 0.5, 3, &rest, &part));
+  ck_assert_str_eq(clt_dataset_target_name(rest, 1), "y2");
+  ck_assert_str_eq(clt_dataset_target_name(part, 0), "y1");
+  clt_dataset_destroy(rest);
+  clt_dataset_destroy(part);
   fo.epochs = 1;
   ck_assert_ok(clt_fit(g, opt, csv, NULL, &fo, hist));
   ck_assert_ok(clt_checkpoint_read_info(g_ctx, fo.checkpoint_path, &info));
   ck_assert_str_eq(info.label_column, "y1");
   ck_assert_str_eq(info.input_values, "floats");
+  char **saved = NULL;
+  int n_saved = 0;
+  ck_assert_ok(clt_checkpoint_class_names(g_ctx, fo.checkpoint_path, &saved,
+                                          &n_saved));
+  ck_assert_int_eq(n_saved, 2);
+  ck_assert_str_eq(saved[1], "y2");
+  clt_class_names_free(saved, n_saved);
+  /* no header line: no names */
+  ck_assert_ptr_null(clt_dataset_target_name(ds, 0));
   clt_dataset_destroy(csv);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);

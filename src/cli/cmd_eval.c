@@ -233,16 +233,22 @@ static void json_scores(const double v[3]) {
  * vary). */
 static void print_regression(const clt_regression_scores *per_output,
                              const clt_regression_scores *all,
-                             int64_t outputs) {
+                             int64_t outputs, char **names, int n_names) {
   printf("mae %.6g  rmse %.6g  r2 ", all->mae, all->rmse);
   if (isnan(all->r2)) printf("- (the targets do not vary)\n");
   else printf("%.4f\n", all->r2);
   if (outputs < 2) return;
-  printf("%-8s  %12s  %12s  %12s  %9s\n", "output", "mae", "mse", "rmse",
-         "r2");
+  int name_w = 8;
+  for (int i = 0; names && i < n_names && i < outputs; i++)
+    if ((int)strlen(names[i]) + 4 > name_w) name_w = (int)strlen(names[i]) + 4;
+  printf("%-*s  %12s  %12s  %12s  %9s\n", name_w, "output", "mae", "mse",
+         "rmse", "r2");
   for (int64_t k = 0; k < outputs; k++) {
     const clt_regression_scores *r = &per_output[k];
-    printf("%-8lld  %12.6g  %12.6g  %12.6g", (long long)k, r->mae, r->mse,
+    char name[160];
+    snprintf(name, sizeof name, "%-3lld %s", (long long)k,
+             names && k < n_names ? names[k] : "");
+    printf("%-*s  %12.6g  %12.6g  %12.6g", name_w, name, r->mae, r->mse,
            r->rmse);
     print_score(r->r2);
     printf("\n");
@@ -373,6 +379,11 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
     printf(", \"per_output\": [");
     for (int64_t k = 0; k < classes; k++) {
       printf("%s{", k ? ", " : "");
+      if (labels && k < n_labels) {
+        printf("\"name\": ");
+        cli_json_string(stdout, labels[k]);
+        printf(", ");
+      }
       json_regression(&per_output[k]);
       printf("}");
     }
@@ -531,7 +542,7 @@ int cli_eval(int argc, char **argv) {
   if (!cm) {
     printf("loss %.6g (%s, %lld output%s)\n", m.loss, clt_graph_loss_name(g),
            (long long)classes, CLI_PLURAL(classes));
-    print_regression(per_output, &overall, classes);
+    print_regression(per_output, &overall, classes, labels, n_labels);
     rc = 0;
     goto done;
   }

@@ -250,7 +250,11 @@ static void print_sample(predict_args *a, const char *path, int64_t i,
     print_top(out, outputs, a->top, labels, n_labels, false);
     return;
   }
-  for (int64_t k = 0; k < outputs; k++) printf(" %.6g", (double)out[k]);
+  for (int64_t k = 0; k < outputs; k++) /* named: as the targets' columns */
+    if (labels && k < n_labels)
+      printf("%s %s %.6g", k ? "," : "", labels[k], (double)out[k]);
+    else
+      printf(" %.6g", (double)out[k]);
   printf("\n");
 }
 

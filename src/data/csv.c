@@ -756,6 +756,30 @@ done:
   return st;
 }
 
+/* The targets' names from the header line (a regression's, a multi-label
+ * model's): the fields where the targets are, kept where the line has a
+ * field a column and each is non-empty UTF-8 (else none are: the outputs
+ * then go by number). Out of memory: none either. */
+static void csv_target_names(csv_reader *r, char *line) {
+  int64_t n = csv_split(r, csv_after_hash(line)), k = r->heads;
+  if (k <= 0 || n != k + r->pixels || r->head_at < 0 || r->ds->target_names)
+    return;
+  for (int64_t i = 0; i < k; i++) {
+    const char *f = r->fields[r->head_at + i];
+    if (!*f || !clt_json_utf8_valid(f, strlen(f))) return;
+  }
+  char **names = calloc((size_t)k, sizeof *names);
+  bool ok = names != NULL;
+  for (int64_t i = 0; ok && i < k; i++)
+    ok = (names[i] = strdup(r->fields[r->head_at + i])) != NULL;
+  if (!ok) {
+    for (int64_t i = 0; names && i < k; i++) free(names[i]);
+    free(names);
+    return;
+  }
+  r->ds->target_names = names;
+}
+
 /* The first line held back (maybe a header, csv_reader.maybe_header),
  * now that the next row is in `line` (NULL: none): a header if that row's
  * label is a number, else a row of names read now. */
@@ -823,7 +847,10 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     if (header) {
       *had_header = true;
       first = false;
+      char *names = r->o->targets > 0 ? strdup(line) : NULL;
       if (r->label_name) st = csv_find_name(r, line);
+      if (st == CLT_OK && names) csv_target_names(r, names);
+      free(names);
       continue;
     }
     if (first && r->label_name) {

@@ -23,6 +23,9 @@ void clt_dataset_free(clt_dataset *ds) {
   if (ds->class_names)
     for (int i = 0; i < ds->num_classes; i++) free(ds->class_names[i]);
   free(ds->class_names);
+  if (ds->target_names)
+    for (int64_t i = 0; i < ds->target_size; i++) free(ds->target_names[i]);
+  free(ds->target_names);
   memset(ds, 0, sizeof *ds);
 }
 

@@ -26,6 +26,9 @@ typedef struct clt_dataset {
   int64_t target_size;
   int num_classes;   /* max label + 1, or the class names' count */
   char **class_names; /* num_classes names (malloc'd) or NULL */
+  /* target_size names of the targets' columns in a CSV header line
+   * (malloc'd), or NULL */
+  char **target_names;
   bool from_cache;   /* image folders: read from the packed cache */
   /* CSV: clt_data_options.label_column as read, "" for the first column
    * (recorded by checkpoints) */
@@ -75,6 +78,12 @@ clt_status clt_dataset_check_unit_targets(const clt_dataset *ds,
 
 /* Keeps the first limit samples (limit <= 0 or >= count: all). */
 void clt_dataset_truncate(clt_dataset *ds, int64_t limit);
+
+/* Copies src's target names into dst (none where src has none; dst's
+ * target_size is src's). */
+clt_status clt_dataset_copy_target_names(clt_dataset *dst,
+                                         const clt_dataset *src,
+                                         clt_err *err);
 
 /* Copies count names into ds->class_names (ds->num_classes = count). */
 clt_status clt_dataset_set_class_names(clt_dataset *ds,

@@ -165,6 +165,11 @@ CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int i) {
   return ds->class_names[i];
 }
 
+CLT_API const char *clt_dataset_target_name(const clt_dataset *ds, int i) {
+  if (!ds->target_names || i < 0 || i >= ds->target_size) return NULL;
+  return ds->target_names[i];
+}
+
 CLT_API const char *clt_dataset_source(const clt_dataset *ds) {
   return ds->source;
 }

@@ -8,6 +8,24 @@
 #include "common/rng.h"
 #include "data/dataset.h"
 
+clt_status clt_dataset_copy_target_names(clt_dataset *dst,
+                                         const clt_dataset *src,
+                                         clt_err *err) {
+  if (!src->target_names) return CLT_OK;
+  char **copy = calloc((size_t)src->target_size, sizeof *copy);
+  bool ok = copy != NULL;
+  for (int64_t i = 0; ok && i < src->target_size; i++)
+    ok = (copy[i] = strdup(src->target_names[i])) != NULL;
+  if (!ok) {
+    for (int64_t i = 0; copy && i < src->target_size; i++) free(copy[i]);
+    free(copy);
+    return clt_err_set(err, CLT_ERR_HOST_MEMORY, "%s: target names",
+                       src->source);
+  }
+  dst->target_names = copy;
+  return CLT_OK;
+}
+
 clt_status clt_dataset_set_class_names(clt_dataset *ds,
                                        const char *const *names, int count,
                                        clt_err *err) {
@@ -73,6 +91,7 @@ clt_status clt_dataset_split_tail(clt_dataset *ds, double fraction,
   if (ok && ds->class_names)
     ok = clt_dataset_set_class_names(held, (const char *const *)ds->class_names,
                                      ds->num_classes, err) == CLT_OK;
+  if (ok) ok = clt_dataset_copy_target_names(held, ds, err) == CLT_OK;
   if (!ok) {
     clt_dataset_free(held);
     return clt_err_set(err, CLT_ERR_HOST_MEMORY,
@@ -117,6 +136,7 @@ static bool alloc_like(const clt_dataset *src, int64_t n, clt_dataset *dst,
   if (ok && src->class_names)
     ok = clt_dataset_set_class_names(dst, (const char *const *)src->class_names,
                                      src->num_classes, err) == CLT_OK;
+  if (ok) ok = clt_dataset_copy_target_names(dst, src, err) == CLT_OK;
   return ok;
 }
 

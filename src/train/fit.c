@@ -635,11 +635,17 @@ static clt_status maybe_checkpoint(clt_graph *g, clt_optimizer *opt,
                        (fo->checkpoint_every > 0 &&
                         e % fo->checkpoint_every == 0);
   if (!due) return CLT_OK;
+  /* the outputs' names: the classes, or the targets' columns */
+  char **names = train->class_names ? train->class_names
+                                    : train->target_names;
+  int n_names = train->class_names    ? train->num_classes
+                : train->target_names ? (int)train->target_size
+                                      : 0;
   clt_checkpoint_train t = {e,
                             fo->seed,
                             history,
-                            train->class_names,
-                            train->class_names ? train->num_classes : 0,
+                            names,
+                            n_names,
                             train->fpixels ? "floats" : "bytes",
                             train->label_column};
   CLT_TRY(clt_checkpoint_write(g, opt, &t, fo->checkpoint_path));
