@@ -491,9 +491,8 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
     if (!po->quiet) {
       FILE *out = po->out;
       /* the second metric: the accuracy, or a regression's mean absolute
-       * error;
-       * a regression's figures to 4 significant digits (a loss of 2e-5
-       * is not 0.0000) */
+       * error; a regression's figures to 4 significant digits (a loss of
+       * 2e-5 is not 0.0000) */
       bool r = po->regression;
       const char *form = r ? "%s loss %.4g mae %.4g" : "%s loss %.4f acc %.4f";
       fprintf(out, "epoch %d/%d  ", s->epoch, p->epochs);
@@ -878,8 +877,8 @@ int cli_train(int argc, char **argv) {
                      .prof = a.profile ? &prof : NULL,
                      .learnt = a.quiet ? NULL : g};
   /* The header, unless a resumed run's log has one: the second metric
-   * is the accuracy, or a regression's mean absolute error (Keras's CSVLogger
-   * writes the model's metrics). */
+   * is the accuracy, or a regression's mean absolute error (Keras's
+   * CSVLogger writes the model's metrics). */
   if (log && ftell(log) == 0) {
     const char *m = po.regression ? "mae" : "acc";
     fprintf(log, "epoch,train_loss,train_%s,test_loss,test_%s,val_loss,val_%s,"
