@@ -319,8 +319,8 @@ START_TEST(test_regression_losses) {
   static const char *const bad[] = {"0", "-1", "nan", "inf", "x"};
   for (int i = 0; i < 5; i++) {
     char text[160];
-    snprintf(text, sizeof text, "input shape=3\ndense units=2\nhuber delta=%s\n",
-             bad[i]);
+    snprintf(text, sizeof text,
+             "input shape=3\ndense units=2\nhuber delta=%s\n", bad[i]);
     clt_graph *g = NULL;
     ck_assert_int_eq(graph_from_text(text, &g), CLT_ERR_FORMAT);
     ck_assert_msg(strstr(clt_context_last_error(g_ctx), "delta"), "%s",

@@ -1006,7 +1006,9 @@ CLT_API clt_status clt_graph_metrics(clt_graph *g, clt_metrics *m, bool reset) {
   m->samples = g->metric_samples;
   double count = g->metric_samples > 0 ? (double)g->metric_samples : 1.0;
   m->loss = sums[0] / count;
-  bool regression = clt_graph_loss_kind(g) == CLT_LOSS_REGRESSION;
+  bool regression =
+      g->loss_node >= 0 &&
+      g->nodes[g->loss_node].ops->loss_kind == CLT_LOSS_REGRESSION;
   m->accuracy = regression ? NAN : sums[1] / count;
   m->mae = regression ? sums[1] / count : NAN;
   if (reset) {
