@@ -1139,13 +1139,17 @@ typedef struct clt_dataset_desc {
   const uint8_t *pixels_u8;
   const float *values_f32;
   /* Exactly one of labels (count class indices in [0, num_classes)) and
-   * targets (count * target_size floats, for the mse loss). */
+   * targets (count * target_size floats: a regression loss's, or
+   * sigmoid_cross_entropy's 0 to 1 a label). */
   const int32_t *labels;
   int num_classes; /* 0: the largest label + 1 */
   const float *targets;
   int64_t target_size;
   /* num_classes names (saved in checkpoints), or NULL. */
   const char *const *class_names;
+  /* with targets: target_size names, the outputs' (saved in checkpoints
+   * as class_names, as a CSV header line's are), or NULL */
+  const char *const *target_names;
 } clt_dataset_desc;
 
 /* Copies the arrays of d (and the class names) into a new dataset: the

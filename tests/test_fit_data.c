@@ -298,8 +298,21 @@ START_TEST(test_mse_regression_through_fit) {
   ck_assert_int_eq(n_saved, 2);
   ck_assert_str_eq(saved[1], "y2");
   clt_class_names_free(saved, n_saved);
-  /* no header line: no names */
+  /* no header line: no names; from memory, the names given */
   ck_assert_ptr_null(clt_dataset_target_name(ds, 0));
+  const char *const target_names[] = {"up", NULL};
+  d.target_names = target_names;
+  clt_dataset *named_ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &named_ds));
+  ck_assert_str_eq(clt_dataset_target_name(named_ds, 0), "up");
+  ck_assert_str_eq(clt_dataset_target_name(named_ds, 1), "");
+  clt_dataset_destroy(named_ds);
+  d.targets = NULL; /* names without targets */
+  d.labels = (const int32_t[N]){0};
+  ck_assert_int_eq(clt_dataset_from_memory(g_ctx, &d, &named_ds),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx),
+                               "target names without targets"));
   clt_dataset_destroy(csv);
   clt_optimizer_destroy(opt);
   clt_graph_destroy(g);

@@ -26,6 +26,10 @@ static clt_status memory_check(clt_context *ctx, const clt_dataset_desc *d) {
                         "clt_dataset_from_memory: target_size is %lld, it "
                         "must be at least 1 with targets",
                         (long long)d->target_size);
+  if (d->target_names && !d->targets)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "clt_dataset_from_memory: target names without "
+                        "targets");
   if (d->num_classes < 0 || (d->class_names && d->num_classes < 1))
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "clt_dataset_from_memory: num_classes is %d (class "
@@ -61,15 +65,20 @@ static int memory_classes(const clt_dataset_desc *d) {
   return max + 1;
 }
 
-static bool memory_copy_names(const clt_dataset_desc *d, clt_dataset *ds) {
-  if (!d->class_names) return true;
-  ds->class_names = calloc((size_t)ds->num_classes, sizeof *ds->class_names);
-  if (!ds->class_names) return false;
-  for (int i = 0; i < ds->num_classes; i++) {
-    const char *name = d->class_names[i] ? d->class_names[i] : "";
-    if (!(ds->class_names[i] = strdup(name))) return false;
-  }
+/* n names (a NULL one: "") into a new array at *to; NULL none. */
+static bool memory_copy_list(const char *const *from, int64_t n,
+                             char ***to) {
+  if (!from) return true;
+  if (!(*to = calloc((size_t)n, sizeof **to))) return false;
+  for (int64_t i = 0; i < n; i++)
+    if (!((*to)[i] = strdup(from[i] ? from[i] : ""))) return false;
   return true;
+}
+
+static bool memory_copy_names(const clt_dataset_desc *d, clt_dataset *ds) {
+  return memory_copy_list(d->class_names, ds->num_classes, &ds->class_names) &&
+         memory_copy_list(d->target_names, ds->target_size,
+                          &ds->target_names);
 }
 
 CLT_API clt_status clt_dataset_from_memory(clt_context *ctx,
