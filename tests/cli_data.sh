@@ -288,6 +288,14 @@ print("ok: multi-label eval: accuracy %.4f per label, exact match %.4f, "
       "micro f1 %.4f, as counted on predict's probabilities"
       % (ev["accuracy"], ev["exact_match"], ev["micro_avg"]["f1"]))
 PY
+# predict: the labels said present (0.5 or more), named by the header
+printf '0.10,0.20,0.20,0.90\n0.90,0.80,0.70,0.10\n' >"$T/ml_rows.csv"
+"$C" predict "$T/ml.model" --weights "$T/ml.st" "$T/ml_rows.csv" >"$T/out"
+must_say "predict: no label present" \
+  "ml_rows.csv[0]:  no label at 0.5 or more (the likeliest: " "$T/out"
+grep -q 'ml_rows.csv\[1\]:  1\. .*  3\. ' "$T/out" &&
+  grep 'ml_rows.csv\[1\]' "$T/out" | grep -q 'cat' ||
+  fail "predict: the three labels present: $(cat "$T/out")"
 sed '5s/^0,/2,/' "$T/ml.csv" >"$T/ml_bad.csv"
 expect_error "a multi-label target past 1" "sample 4's target 1 is 2" \
   "targets are 0 (the label is absent) to 1 (present)" -- \

@@ -69,6 +69,9 @@ typedef struct predict_args {
   int csv_separator; /* cli_csv_separator_names' index */
   bool resize, json, csv_values_given;
   bool regression; /* a regression loss (mse, mae, huber): print outputs */
+  /* sigmoid_cross_entropy: the labels said present (a probability of 0.5
+   * or more), unless --top asks for the K likeliest */
+  bool multilabel, top_given;
   const char **inputs;
   int n_inputs;
   int printed; /* --json: predictions written so far */
@@ -87,8 +90,10 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
        "class names, one a line (e.g. samples/fashion_labels.txt);\n"
        "default: those saved in the checkpoint, if any",
        0, 0, 0, 0, 0},
-      {"top", CLI_INT, &a->top, "K", "classes shown per image (default 3)", 1,
-       INT_MAX, 0, 0, 0},
+      {"top", CLI_INT, &a->top, "K",
+       "classes shown per image (default 3; a multi-label\n"
+       "model: the labels at 0.5 or more)",
+       1, INT_MAX, 0, 0, &a->top_given},
       {"limit", CLI_INT, &a->limit, "N",
        "at most N images of an IDX file, rows of a CSV file\n"
        "(default 10)",
@@ -195,6 +200,25 @@ static void print_top(const float *probs, int64_t classes, long long top,
   free(used);
 }
 
+/* A multi-label model's labels said present (a probability of 0.5 or
+ * more), likeliest first; none: the likeliest, said to be under 0.5. */
+static void print_present(const float *probs, int64_t labels, char **names,
+                          int n_names) {
+  int64_t present = 0, best = 0;
+  for (int64_t k = 0; k < labels; k++) {
+    present += probs[k] >= 0.5f;
+    if (probs[k] > probs[best]) best = k;
+  }
+  if (present > 0) {
+    print_top(probs, labels, present, names, n_names, false);
+    return;
+  }
+  printf("  no label at 0.5 or more (the likeliest: ");
+  if (names && best < n_names) printf("%s", names[best]);
+  else printf("label %lld", (long long)best);
+  printf(" %.4f)\n", (double)probs[best]);
+}
+
 /* A PNG or JPEG made what the model takes: its channels (grey or colour,
  * as training made them), its size (resized only when asked). */
 static clt_status read_for_model(const char *path, clt_model *m, bool resize,
@@ -246,6 +270,10 @@ static void print_sample(predict_args *a, const char *path, int64_t i,
   }
   if (count > 1) printf("%s[%lld]:", path, (long long)i);
   else printf("%s:", path);
+  if (a->multilabel && !a->top_given) {
+    print_present(out, outputs, labels, n_labels);
+    return;
+  }
   if (!a->regression) {
     print_top(out, outputs, a->top, labels, n_labels, false);
     return;
@@ -381,6 +409,7 @@ int cli_predict(int argc, char **argv) {
     goto done;
   }
   a.regression = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_REGRESSION;
+  a.multilabel = clt_graph_loss_kind(clt_model_graph(m)) == CLT_LOSS_MULTILABEL;
   /* CSV rows are read as the checkpoint's data was, unless told; images
    * are pixels, which a model trained on other values may not expect. */
   clt_checkpoint_info trained = {0};
