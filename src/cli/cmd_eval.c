@@ -326,6 +326,38 @@ static void json_regression(const clt_regression_scores *r) {
   }
 }
 
+/* ", \"key\": [names]": the classes' or labels' names, a number where
+ * none is given. */
+static void json_names(const char *key, int64_t n, char **names,
+                       int n_names) {
+  printf(", \"%s\": [", key);
+  for (int64_t c = 0; c < n; c++) {
+    printf("%s", c ? ", " : "");
+    if (names && c < n_names) cli_json_string(stdout, names[c]);
+    else printf("\"%lld\"", (long long)c);
+  }
+  printf("]");
+}
+
+/* print_scores' table as JSON members: "key": each row's scores and
+ * support, then each average under its key. */
+static void json_score_rows(const char *key, const class_score *rows,
+                            int64_t n, const char *const *avg_keys,
+                            double (*avg)[3], int n_avg) {
+  printf(", \"%s\": [", key);
+  for (int64_t c = 0; c < n; c++) {
+    printf("%s", c ? ", " : "");
+    json_scores((double[3]){rows[c].precision, rows[c].recall, rows[c].f1});
+    printf(", \"support\": %lld}", (long long)rows[c].support);
+  }
+  printf("]");
+  for (int k = 0; k < n_avg; k++) {
+    printf(", \"%s\": ", avg_keys[k]);
+    json_scores(avg[k]);
+    printf("}");
+  }
+}
+
 static void print_json(const eval_args *a, const clt_dataset *ds,
                        const clt_metrics *m, const int64_t *cm,
                        const clt_regression_scores *per_output,
@@ -349,29 +381,17 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
     printf(", \"exact_match\": ");
     cli_json_number(stdout, m->samples > 0 ? (double)exact / (double)m->samples
                                            : NAN);
-    printf(", \"labels\": [");
-    for (int64_t k = 0; k < classes; k++) {
-      printf("%s", k ? ", " : "");
-      if (labels && k < n_labels) cli_json_string(stdout, labels[k]);
-      else printf("\"%lld\"", (long long)k);
-    }
-    printf("], \"per_label\": [");
-    for (int64_t k = 0; k < classes; k++) {
-      class_score s = label_score(lc + 4 * k);
-      printf("%s", k ? ", " : "");
-      json_scores((double[3]){s.precision, s.recall, s.f1});
-      printf(", \"support\": %lld}", (long long)s.support);
-    }
+    json_names("labels", classes, labels, n_labels);
+    class_score *rows = malloc((size_t)classes * sizeof *rows);
+    for (int64_t k = 0; rows && k < classes; k++)
+      rows[k] = label_score(lc + 4 * k);
     double avg[3][3];
     int64_t total;
     multilabel_averages(lc, classes, avg, &total);
-    printf("], \"micro_avg\": ");
-    json_scores(avg[0]);
-    printf("}, \"macro_avg\": ");
-    json_scores(avg[1]);
-    printf("}, \"weighted_avg\": ");
-    json_scores(avg[2]);
-    printf("}");
+    static const char *const keys[] = {"micro_avg", "macro_avg",
+                                       "weighted_avg"};
+    if (rows) json_score_rows("per_label", rows, classes, keys, avg, 3);
+    free(rows);
   }
   if (per_output) {
     printf(", ");
@@ -390,34 +410,24 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
     printf("]");
   }
   if (cm) {
-    printf(", \"classes\": [");
-    for (int64_t c = 0; c < classes; c++) {
-      printf("%s", c ? ", " : "");
-      if (labels && c < n_labels) cli_json_string(stdout, labels[c]);
-      else printf("\"%lld\"", (long long)c);
-    }
-    printf("], \"confusion\": [");
+    json_names("classes", classes, labels, n_labels);
+    printf(", \"confusion\": [");
     for (int64_t t = 0; t < classes; t++) {
       printf("%s[", t ? ", " : "");
       for (int64_t c = 0; c < classes; c++)
         printf("%s%lld", c ? ", " : "", (long long)cm[t * classes + c]);
       printf("]");
     }
-    printf("], \"per_class\": [");
-    for (int64_t c = 0; c < classes; c++) {
-      class_score s = score_of(cm, classes, c);
-      printf("%s", c ? ", " : "");
-      json_scores((double[3]){s.precision, s.recall, s.f1});
-      printf(", \"support\": %lld}", (long long)s.support);
-    }
+    printf("]");
+    class_score *rows = malloc((size_t)classes * sizeof *rows);
+    for (int64_t c = 0; rows && c < classes; c++)
+      rows[c] = score_of(cm, classes, c);
     double avg[2][3];
     int64_t total;
     score_averages(cm, classes, avg, &total);
-    printf("], \"macro_avg\": ");
-    json_scores(avg[0]);
-    printf("}, \"weighted_avg\": ");
-    json_scores(avg[1]);
-    printf("}");
+    static const char *const keys[] = {"macro_avg", "weighted_avg"};
+    if (rows) json_score_rows("per_class", rows, classes, keys, avg, 2);
+    free(rows);
   }
   printf("}\n");
 }
