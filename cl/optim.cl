@@ -99,3 +99,51 @@ CLIP_VARIANTS(adam_step,
               (p, p_off, g, g_off, m, m_off, v, v_off, norm_sq, norm_off, n,
                lr, beta1, beta2, eps, weight_decay, decoupled, bias1, bias2,
                max_norm, clip))
+
+/* torch.optim.RMSprop: the gradient's running mean square
+ * sq = alpha sq + (1 - alpha) d^2 (and, centered, its running mean
+ * avg = alpha avg + (1 - alpha) d, the variance sq - avg^2 taken instead),
+ * the step d / (sqrt(...) + eps), through a momentum buffer where
+ * momentum > 0. Where momentum is 0 the kernel never touches buf, and
+ * avg only when centered. The centered variance is at least 0 in exact
+ * arithmetic; its rounding could make it a hair below, so it is clamped
+ * where PyTorch would take the root of a negative number. */
+CLIP_BODY rmsprop_step_body(__global float *p, int p_off,
+                            __global const float *g, int g_off,
+                            __global float *sq, int sq_off,
+                            __global float *buf, int buf_off,
+                            __global float *avg, int avg_off,
+                            __global const float *norm_sq, int norm_off,
+                            int n, float lr, float alpha, float eps,
+                            float weight_decay, float momentum, int centered,
+                            float max_norm, int clip) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float w = p[p_off + i];
+  float d = g[g_off + i];
+  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
+  d += weight_decay * w;
+  float s = alpha * sq[sq_off + i] + (1.0f - alpha) * d * d;
+  sq[sq_off + i] = s;
+  if (centered) {
+    float a = alpha * avg[avg_off + i] + (1.0f - alpha) * d;
+    avg[avg_off + i] = a;
+    s = fmax(s - a * a, 0.0f);
+  }
+  float step = d / (sqrt(s) + eps);
+  if (momentum != 0.0f) {
+    step += momentum * buf[buf_off + i];
+    buf[buf_off + i] = step;
+  }
+  p[p_off + i] = w - lr * step;
+}
+CLIP_VARIANTS(rmsprop_step,
+              (__global float *p, int p_off, __global const float *g,
+               int g_off, __global float *sq, int sq_off, __global float *buf,
+               int buf_off, __global float *avg, int avg_off,
+               __global const float *norm_sq, int norm_off, int n, float lr,
+               float alpha, float eps, float weight_decay, float momentum,
+               int centered, float max_norm),
+              (p, p_off, g, g_off, sq, sq_off, buf, buf_off, avg, avg_off,
+               norm_sq, norm_off, n, lr, alpha, eps, weight_decay, momentum,
+               centered, max_norm, clip))

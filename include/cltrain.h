@@ -906,6 +906,7 @@ typedef enum clt_optimizer_kind {
   CLT_OPT_SGD,
   CLT_OPT_ADAM,
   CLT_OPT_ADAMW,
+  CLT_OPT_RMSPROP, /* torch.optim.RMSprop: alpha, eps, momentum, centered */
 } clt_optimizer_kind;
 
 typedef enum clt_schedule {
@@ -923,10 +924,11 @@ typedef enum clt_schedule {
 typedef struct clt_optimizer_options {
   clt_optimizer_kind kind;
   float lr;
-  float momentum, dampening; /* SGD */
+  float momentum, dampening; /* SGD; momentum also RMSprop's */
   bool nesterov;             /* SGD */
-  float weight_decay;        /* L2 for SGD and Adam, decoupled for AdamW */
-  float beta1, beta2, eps;   /* Adam, AdamW */
+  float weight_decay;        /* L2 for SGD, Adam and RMSprop, decoupled for
+                                AdamW */
+  float beta1, beta2, eps;   /* Adam, AdamW; eps also RMSprop's */
   float clip_norm;           /* clip by global gradient norm; 0: off */
   clt_schedule schedule;
   int step_epochs;           /* STEP: epochs between decays */
@@ -939,11 +941,17 @@ typedef struct clt_optimizer_options {
    * from lr / (warmup steps) to the schedule's rate, step by step when
    * clt_fit drives the optimizer (epoch by epoch otherwise). 0: none. */
   int warmup_epochs;
+  /* RMSprop: the mean square's smoothing constant (PyTorch's alpha,
+   * Keras's rho), in [0, 1); centered divides by the gradient's running
+   * variance instead of its mean square. */
+  float alpha;
+  bool centered;
 } clt_optimizer_options;
 
 /* PyTorch's defaults for kind: SGD lr 0.01; Adam lr 0.001, betas (0.9,
- * 0.999), eps 1e-8; AdamW likewise with weight decay 0.01; plateau
- * patience 10, gamma 0.1. */
+ * 0.999), eps 1e-8; AdamW likewise with weight decay 0.01; RMSprop alpha
+ * 0.99, eps 1e-8, and lr 0.001 (Keras's; PyTorch's 0.01 trains the
+ * Fashion-MNIST samples worse); plateau patience 10, gamma 0.1. */
 CLT_API void clt_optimizer_options_init(clt_optimizer_options *opts,
                                         clt_optimizer_kind kind);
 
@@ -1603,7 +1611,8 @@ typedef struct clt_checkpoint_info {
   uint64_t seed;      /* the graph's seed (initialisation, dropout) */
   uint64_t data_seed; /* the seed of shuffling and augmentation */
   char model_sha256[65]; /* "" when unknown */
-  char optimizer[16];    /* "sgd", "adam", "adamw"; "" without state */
+  char optimizer[16];    /* "sgd", "adam", "adamw", "rmsprop"; "" without
+                            state */
   char version[32];      /* cltrain version that wrote it */
   /* The training data's values: "bytes" (scaled to [0, 1]: IDX, images,
    * CSV read as bytes) or "floats" (used as they are: CSV read as floats,

@@ -35,6 +35,30 @@ A=("$T/tiny.model" --data fashion-mnist --train-limit 300 --test-limit 100
   --log "$T/r.csv" --plot "$T/r.svg"
 cmp "$T/straight.st" "$T/run.st" || fail "resumed checkpoint differs"
 echo "ok: 1 epoch + resume to 3 == 3 epochs straight (identical files)"
+# RMSprop with every buffer it keeps (the mean square, the momentum
+# buffer, the mean gradient): the same.
+R=(--optimizer rmsprop --centered --momentum 0.5 --alpha 0.9)
+"$C" train "${A[@]}" "${R[@]}" --epochs 2 --save "$T/rstraight.st"
+"$C" train "${A[@]}" "${R[@]}" --epochs 1 --save "$T/rrun.st"
+"$C" train "${A[@]}" "${R[@]}" --epochs 2 --resume "$T/rrun.st" \
+  --save "$T/rrun.st"
+cmp "$T/rstraight.st" "$T/rrun.st" || fail "rmsprop: resumed checkpoint differs"
+grep -aq '"optimizer":"rmsprop"' "$T/rrun.st" ||
+  fail "rmsprop: the checkpoint's metadata does not name it"
+grep -aq '__optim__.grad_avg' "$T/rrun.st" ||
+  fail "rmsprop: no mean gradient saved"
+echo "ok: rmsprop centered with momentum: 1 epoch + resume == 2 straight"
+expect_error "resume: rmsprop without --centered" "__optim__.grad_avg" \
+  "centered changed?" -- "$C" train "${A[@]}" --optimizer rmsprop \
+  --momentum 0.5 --epochs 3 --resume "$T/rrun.st"
+expect_error "adam with --momentum" "--momentum is for sgd and rmsprop" \
+  -- "$C" train "${A[@]}" --momentum 0.9
+expect_error "sgd with --alpha" "--alpha and --centered are for --optimizer rmsprop" \
+  -- "$C" train "${A[@]}" --optimizer sgd --alpha 0.9
+expect_error "rmsprop --alpha 1" "--alpha must be under 1" \
+  -- "$C" train "${A[@]}" --optimizer rmsprop --alpha 1
+expect_error "rmsprop --nesterov" "--nesterov is for --optimizer sgd" \
+  -- "$C" train "${A[@]}" --optimizer rmsprop --momentum 0.9 --nesterov
 # The same in mixed precision: the loss scaler's state (its scale, the
 # steps it has seen and skipped) is saved and restored, so the resumed run
 # skips no step a straight run would not.

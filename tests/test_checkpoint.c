@@ -85,7 +85,7 @@ static clt_optimizer_saved saved_of(clt_optimizer *o) {
 /* Moment m (1) or v (0) of the optimizer, over its trainable values. */
 static float *moment_of(clt_optimizer *o, int which) {
   clt_optimizer_saved os = saved_of(o);
-  clt_tensor *t = which ? os.m : os.v;
+  clt_tensor *t = which == 2 ? os.avg : which ? os.m : os.v;
   int64_t n = clt_graph_parameter_count(os.g);
   float *p = malloc((size_t)n * sizeof *p);
   clt_tensor s = clt_tensor_slice_1d(t, 0, n);
@@ -269,7 +269,7 @@ END_TEST
 /* ---- resume ------------------------------------------------------------- */
 
 typedef struct run_result {
-  float *params, *m, *v;
+  float *params, *m, *v, *avg;
   uint64_t dropout_calls;
   int64_t step;
   clt_epoch_stats hist[4];
@@ -279,11 +279,16 @@ static void free_result(run_result *r) {
   free(r->params);
   free(r->m);
   free(r->v);
+  free(r->avg);
 }
 
+static const char *const variant_kinds[] = {"adam", "sgd", "rmsprop"};
+
 static clt_optimizer_options options_for(int variant) {
+  static const clt_optimizer_kind kinds[] = {CLT_OPT_ADAM, CLT_OPT_SGD,
+                                             CLT_OPT_RMSPROP};
   clt_optimizer_options oo;
-  clt_optimizer_options_init(&oo, variant == 0 ? CLT_OPT_ADAM : CLT_OPT_SGD);
+  clt_optimizer_options_init(&oo, kinds[variant]);
   if (variant == 1) {
     oo.lr = 0.05f;
     oo.momentum = 0.9f;
@@ -291,6 +296,13 @@ static clt_optimizer_options options_for(int variant) {
     oo.schedule = CLT_SCHEDULE_STEP; /* the rate changes at the resume */
     oo.step_epochs = 2;
     oo.gamma = 0.5f;
+  }
+  if (variant == 2) { /* every buffer RMSprop keeps */
+    oo.momentum = 0.5f;
+    oo.centered = true;
+    oo.alpha = 0.9f;
+    oo.schedule = CLT_SCHEDULE_COSINE;
+    oo.total_epochs = 4;
   }
   return oo;
 }
@@ -321,7 +333,7 @@ static void run_epochs(int variant, int first, int last, const char *from,
     ck_assert_int_eq(info.epoch, first - 1);
     ck_assert_uint_eq(info.seed, 7);
     ck_assert_uint_eq(info.data_seed, 7);
-    ck_assert_str_eq(info.optimizer, variant == 0 ? "adam" : "sgd");
+    ck_assert_str_eq(info.optimizer, variant_kinds[variant]);
     fo.first_epoch = info.epoch + 1;
     fo.seed = info.data_seed;
   }
@@ -329,6 +341,7 @@ static void run_epochs(int variant, int first, int last, const char *from,
   r->params = params_of(g);
   r->v = moment_of(opt, 0);
   if (saved_of(opt).m) r->m = moment_of(opt, 1);
+  if (saved_of(opt).avg) r->avg = moment_of(opt, 2);
   r->step = saved_of(opt).step;
   for (int i = 0; i < g->n_nodes; i++)
     if (clt_node_saved_counter(&g->nodes[i]))
@@ -338,7 +351,9 @@ static void run_epochs(int variant, int first, int last, const char *from,
 }
 
 START_TEST(test_resume_equals_straight_run) {
-  int variant = _i; /* 0: Adam; 1: SGD, Nesterov, step schedule */
+  /* 0: Adam; 1: SGD, Nesterov, step schedule; 2: RMSprop, centered, with
+   * momentum, cosine schedule */
+  int variant = _i;
   clt_dataset *train = NULL, *test = NULL;
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 200, &train));
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", false, 64, &test));
@@ -373,8 +388,10 @@ START_TEST(test_resume_equals_straight_run) {
     clt_graph_destroy(g);
   }
   ck_assert_mem_eq(straight.v, resumed.v, (size_t)trainable * 4);
-  if (variant == 0)
+  if (variant != 1)
     ck_assert_mem_eq(straight.m, resumed.m, (size_t)trainable * 4);
+  if (variant == 2)
+    ck_assert_mem_eq(straight.avg, resumed.avg, (size_t)trainable * 4);
   for (int e = 0; e < 4; e++) {
     ck_assert_msg(straight.hist[e].train_loss == resumed.hist[e].train_loss &&
                       straight.hist[e].test_acc == resumed.hist[e].test_acc,
@@ -489,6 +506,28 @@ START_TEST(test_resume_refuses_another_model) {
                    CLT_ERR_INVALID_ARGUMENT);
   expect_message("adam");
   expect_message("sgd");
+
+  /* RMSprop centered, resumed without centering (or the other way): the
+   * mean gradient is state one side keeps and the other does not. */
+  clt_optimizer *rms = NULL, *plain = NULL;
+  clt_optimizer_options ro;
+  clt_optimizer_options_init(&ro, CLT_OPT_RMSPROP);
+  ro.centered = true;
+  ck_assert_ok(clt_optimizer_create(g, &ro, &rms));
+  ck_assert_ok(clt_checkpoint_save(g, rms, 1, NULL, path));
+  ro.centered = false;
+  ck_assert_ok(clt_optimizer_create(g, &ro, &plain));
+  ck_assert_int_eq(clt_checkpoint_resume(g, plain, path, NULL, NULL, 0),
+                   CLT_ERR_INVALID_ARGUMENT);
+  expect_message("__optim__.grad_avg");
+  expect_message("centered changed?");
+  ck_assert_ok(clt_checkpoint_save(g, plain, 1, NULL, path));
+  ck_assert_int_eq(clt_checkpoint_resume(g, rms, path, NULL, NULL, 0),
+                   CLT_ERR_FORMAT);
+  expect_message("missing tensor '__optim__.grad_avg'");
+  ck_assert_ok(clt_checkpoint_resume(g, plain, path, NULL, NULL, 0));
+  clt_optimizer_destroy(rms);
+  clt_optimizer_destroy(plain);
 
   /* A weights-only file cannot be resumed from. */
   const char *weights = tmp_path("a_weights.safetensors");
@@ -837,7 +876,7 @@ static Suite *checkpoint_suite(void) {
   suite_add_tcase(s, io);
   TCase *resume = tcase_create("resume");
   tcase_set_timeout(resume, 600);
-  tcase_add_loop_test(resume, test_resume_equals_straight_run, 0, 2);
+  tcase_add_loop_test(resume, test_resume_equals_straight_run, 0, 3);
   tcase_add_test(resume, test_resume_refuses_another_model);
   tcase_add_test(resume, test_save_every);
   suite_add_tcase(s, resume);

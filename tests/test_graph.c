@@ -661,6 +661,34 @@ START_TEST(test_schedules) {
   oo.nesterov = true; /* without momentum */
   ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
                    CLT_ERR_INVALID_ARGUMENT);
+  /* What belongs to another optimizer is refused, not ignored. */
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  oo.momentum = 0.9f;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g->ctx), "momentum"));
+  clt_optimizer_options_init(&oo, CLT_OPT_RMSPROP);
+  ck_assert_float_eq(oo.alpha, 0.99f);
+  ck_assert_float_eq(oo.lr, 0.001f);
+  oo.momentum = 0.9f;
+  oo.nesterov = true;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g->ctx), "Nesterov"));
+  oo.nesterov = false;
+  oo.alpha = 1.0f;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g->ctx), "alpha"));
+  oo.alpha = NAN;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
+  oo.alpha = 0.0f; /* the last gradient's square alone */
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_optimizer_destroy(opt);
+  oo.kind = (clt_optimizer_kind)7;
+  ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                   CLT_ERR_INVALID_ARGUMENT);
   clt_graph_destroy(g);
 }
 END_TEST

@@ -824,6 +824,45 @@ START_TEST(adam_variants_steps) {
 }
 END_TEST
 
+static const struct {
+  const char *name;
+  clt_rmsprop_params hp;
+} rmsprop_variants[] = {
+    {"rmsprop", {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f}},
+    {"rmsprop alpha eps", {.lr = 0.1f, .alpha = 0.5f, .eps = 1e-2f}},
+    {"rmsprop weight decay",
+     {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f}},
+    {"rmsprop momentum",
+     {.lr = 0.01f, .alpha = 0.9f, .eps = 1e-8f, .momentum = 0.9f}},
+    {"rmsprop centered",
+     {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f, .centered = true}},
+    {"rmsprop centered momentum clipped",
+     {.lr = 0.01f,
+      .alpha = 0.9f,
+      .eps = 1e-6f,
+      .weight_decay = 0.01f,
+      .momentum = 0.5f,
+      .centered = true,
+      .max_norm = 0.05f}},
+    {"rmsprop clip inactive",
+     {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f, .max_norm = 100.0f}},
+};
+
+START_TEST(rmsprop_variants_steps) {
+  static const int64_t full[] = {1, 7, 257, 1000}, tiny[] = {1, 5};
+  const int64_t *n = test_tiny() ? tiny : full;
+  int count = test_tiny() ? COUNT(tiny) : COUNT(full);
+  double e;
+  for (int k = 0; k < count; k++)
+    for (int steps = 1; steps <= 3; steps += 2)
+      ck_assert_check(clt_check_rmsprop_step(g_ctx, n[k],
+                                             &rmsprop_variants[_i].hp, steps,
+                                             &e),
+                      e, TOL, "%s n=%lld steps=%d", rmsprop_variants[_i].name,
+                      (long long)n[k], steps);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Convolution                                                               */
 
@@ -2154,6 +2193,8 @@ static Suite *ops_suite(void) {
   TCase *opt = tcase_create("optim");
   tcase_add_loop_test(opt, sgd_variants_steps, 0, COUNT(sgd_variants));
   tcase_add_loop_test(opt, adam_variants_steps, 0, COUNT(adam_variants));
+  tcase_add_loop_test(opt, rmsprop_variants_steps, 0,
+                      COUNT(rmsprop_variants));
   suite_add_tcase(s, opt);
 
   TCase *conv = tcase_create("conv");

@@ -200,6 +200,13 @@ clt_status clt_check_sgd_step(clt_context *ctx, int64_t n,
 clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
                                const clt_adam_params *hp, int steps,
                                double *max_err);
+/* `steps` steps of torch.optim.RMSprop from zero state; the op gets a
+ * momentum buffer only where hp->momentum > 0 and a mean gradient only
+ * where hp->centered; clipping as for SGD. Compares the parameters and
+ * every state buffer. */
+clt_status clt_check_rmsprop_step(clt_context *ctx, int64_t n,
+                                  const clt_rmsprop_params *hp, int steps,
+                                  double *max_err);
 
 /* ---- cl/conv.cl: check/conv.c ------------------------------------------- */
 /* The window checks (here and pooling's) take the geometry in w without

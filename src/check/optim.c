@@ -152,3 +152,84 @@ clt_status clt_check_adam_step(clt_context *ctx, int64_t n,
   adam_args a = {n, hp, steps};
   return check_run(ctx, 160, adam_body, &a, max_err);
 }
+
+typedef struct rmsprop_args {
+  int64_t n;
+  const clt_rmsprop_params *hp;
+  int steps;
+} rmsprop_args;
+
+/* torch.optim.RMSprop (maximize off), one step on the double state: w,
+ * sq (square_avg), buf (momentum_buffer), avg (grad_avg), all from zero
+ * but w. */
+static void rmsprop_reference(const clt_rmsprop_params *hp, const float *g,
+                              double clip, int64_t n, double *w, double *sq,
+                              double *buf, double *avg) {
+  double a = hp->alpha;
+  for (int64_t i = 0; i < n; i++) {
+    double d = g[i] * clip + (double)hp->weight_decay * w[i];
+    sq[i] = a * sq[i] + (1.0 - a) * d * d;
+    double var = sq[i];
+    if (hp->centered) {
+      avg[i] = a * avg[i] + (1.0 - a) * d;
+      var -= avg[i] * avg[i];
+    }
+    double step = d / (sqrt(var) + hp->eps);
+    if (hp->momentum != 0.0f) {
+      buf[i] = hp->momentum * buf[i] + step;
+      step = buf[i];
+    }
+    w[i] -= hp->lr * step;
+  }
+}
+
+static clt_status rmsprop_body(check_set *s, const void *arg) {
+  const rmsprop_args *a = arg;
+  const clt_rmsprop_params *hp = a->hp;
+  int64_t n = a->n;
+  bool momentum = hp->momentum != 0.0f;
+  double *w, *sq, *buf, *avg;
+  check_f32 *p, *g, *norm, *sqb, *bufb = NULL, *avgb = NULL;
+  CLT_TRY(check_doubles(s, n, &w));
+  CLT_TRY(check_doubles(s, n, &sq));
+  CLT_TRY(check_doubles(s, n, &buf));
+  CLT_TRY(check_doubles(s, n, &avg));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &p));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &g));
+  CLT_TRY(check_operand(s, 1, -1.0f, 1.0f, &norm));
+  CLT_TRY(check_operand(s, n, -1.0f, 1.0f, &sqb));
+  for (int64_t i = 0; i < n; i++) {
+    w[i] = p->host[i];
+    sqb->host[i] = 0.0f;
+  }
+  CLT_TRY(check_upload(sqb));
+  /* The state the step keeps, from zero as PyTorch's; where the step
+   * keeps none, no buffer is passed. */
+  check_f32 **kept[2] = {momentum ? &bufb : NULL, hp->centered ? &avgb : NULL};
+  for (int k = 0; k < 2; k++) {
+    if (!kept[k]) continue;
+    CLT_TRY(check_operand(s, n, -1.0f, 1.0f, kept[k]));
+    for (int64_t i = 0; i < n; i++) (*kept[k])->host[i] = 0.0f;
+    CLT_TRY(check_upload(*kept[k]));
+  }
+  for (int step = 1; step <= a->steps; step++) {
+    double clip;
+    CLT_TRY(next_gradient(s, g, norm, hp->max_norm, &clip));
+    CLT_TRY(clt_rmsprop_step(s->ctx, p->t, g->t, sqb->t,
+                             bufb ? bufb->t : NULL, avgb ? avgb->t : NULL,
+                             norm->t, hp));
+    rmsprop_reference(hp, g->host, clip, n, w, sq, buf, avg);
+  }
+  state_store(p, w);
+  state_store(sqb, sq);
+  if (bufb) state_store(bufb, buf);
+  if (avgb) state_store(avgb, avg);
+  return CLT_OK;
+}
+
+clt_status clt_check_rmsprop_step(clt_context *ctx, int64_t n,
+                                  const clt_rmsprop_params *hp, int steps,
+                                  double *max_err) {
+  rmsprop_args a = {n, hp, steps};
+  return check_run(ctx, 170, rmsprop_body, &a, max_err);
+}

@@ -305,6 +305,21 @@ static clt_status st_adamw_clip(clt_context *ctx, double *e) {
   return clt_check_adam_step(ctx, 100, &hp, 3, e);
 }
 
+static clt_status st_rmsprop(clt_context *ctx, double *e) {
+  clt_rmsprop_params hp = {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f};
+  return clt_check_rmsprop_step(ctx, 100, &hp, 3, e);
+}
+static clt_status st_rmsprop_centered(clt_context *ctx, double *e) {
+  clt_rmsprop_params hp = {.lr = 0.01f,
+                           .alpha = 0.9f,
+                           .eps = 1e-8f,
+                           .weight_decay = 0.1f,
+                           .momentum = 0.9f,
+                           .centered = true,
+                           .max_norm = 0.5f};
+  return clt_check_rmsprop_step(ctx, 100, &hp, 3, e);
+}
+
 /* A window with the same size, stride, padding and dilation along both
  * axes (the checks derive OH and OW). */
 static clt_window square(int64_t C, int64_t H, int64_t W, int64_t k,
@@ -581,6 +596,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"adam step 1", st_adam_step1, 1e-5, false},
     {"adam weight decay 3 steps", st_adam_step3, 1e-5, false},
     {"adamw clip 3 steps", st_adamw_clip, 1e-5, false},
+    {"rmsprop 3 steps", st_rmsprop, 1e-5, false},
+    {"rmsprop centered momentum clip 3 steps", st_rmsprop_centered, 1e-5,
+     false},
     {"im2col 2x3x9x7 k3s2p1", st_im2col, 0.0, false},
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0, false},
     {"col2im 2x3x9x7 k3s2p1 accumulate, fp16-rounded", st_col2im, 1e-5, false},

@@ -23,9 +23,9 @@ typedef struct train_args {
   long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
   clt_optimizer_options opt;
   bool quiet, no_shuffle, seed_given, hflip, resize, nesterov, json;
-  bool lr_given, wd_given, profile;
+  bool lr_given, wd_given, profile, alpha_given, centered;
   double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
-  double min_delta, loss_scale;
+  double min_delta, loss_scale, alpha;
   double progress_seconds; /* CLT_PROGRESS_SECONDS (print_plain_progress) */
   long long scale_growth;
   int optimizer, schedule, precision;
@@ -35,7 +35,8 @@ typedef struct train_args {
   int csv_separator;        /* cli_csv_separator_names' index */
 } train_args;
 
-static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
+static const char *const optimizer_names[] = {"sgd", "adam", "adamw",
+                                              "rmsprop", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine",
                                              "plateau", NULL};
 
@@ -67,17 +68,24 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
   {"batch", CLI_INT, &(a)->batch, "B", "batch size (default 32)", 1,           \
    INT_MAX, 0, 0, 0},                                                          \
   {"optimizer", CLI_CHOICE, &(a)->optimizer, "NAME",                           \
-   "sgd, adam (default) or adamw", 0, 0, 0, optimizer_names, 0},               \
+   "sgd, adam (default), adamw or rmsprop", 0, 0, 0, optimizer_names, 0},      \
   {"lr", CLI_DOUBLE, &(a)->lr, "X",                                            \
-   "learning rate (default: 0.01 sgd, 0.001 adam/adamw)", 0, 1e6, 1, 0,        \
-   &(a)->lr_given},                                                            \
-  {"momentum", CLI_DOUBLE, &(a)->momentum, "M", "SGD momentum (default 0)",    \
-   0, 1, 0, 0, 0},                                                             \
+   "learning rate (default: 0.01 sgd, 0.001 adam, adamw\n"                    \
+   "and rmsprop)", 0, 1e6, 1, 0, &(a)->lr_given},                              \
+  {"momentum", CLI_DOUBLE, &(a)->momentum, "M",                                \
+   "sgd and rmsprop momentum (default 0)", 0, 1, 0, 0, 0},                     \
   {"nesterov", CLI_FLAG, &(a)->nesterov, NULL, "SGD with Nesterov momentum",   \
    0, 0, 0, 0, 0},                                                             \
+  {"alpha", CLI_DOUBLE, &(a)->alpha, "A",                                      \
+   "rmsprop: the mean square's smoothing constant, PyTorch's\n"               \
+   "alpha, Keras's rho (default 0.99; 0 to under 1)", 0, 1, 0, 0,             \
+   &(a)->alpha_given},                                                         \
+  {"centered", CLI_FLAG, &(a)->centered, NULL,                                 \
+   "rmsprop: divide by the gradient's variance instead of\n"                  \
+   "its mean square", 0, 0, 0, 0, 0},                                         \
   {"weight-decay", CLI_DOUBLE, &(a)->weight_decay, "W",                        \
-   "L2 (sgd, adam) or decoupled (adamw; default 0.01)", 0, 1e6, 0, 0,          \
-   &(a)->wd_given},                                                            \
+   "L2 (sgd, adam, rmsprop) or decoupled (adamw; default\n"                   \
+   "0.01)", 0, 1e6, 0, 0, &(a)->wd_given},                                     \
   {"clip-norm", CLI_DOUBLE, &(a)->clip_norm, "X",                              \
    "clip gradients by global norm X (default 0: off)", 0, HUGE_VAL, 0, 0, 0},  \
   {"schedule", CLI_CHOICE, &(a)->schedule, "S",                                \
@@ -174,7 +182,19 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   int rc = cli_parse(&cmd, argc, argv, pos, &npos);
   if (rc >= 0) return rc;
   a->model = pos[0];
+  bool adam = a->optimizer == CLT_OPT_ADAM || a->optimizer == CLT_OPT_ADAMW;
+  bool rmsprop = a->optimizer == CLT_OPT_RMSPROP;
   const char *bad = !a->data ? "--data is required"
+                    : adam && a->momentum > 0
+                        ? "--momentum is for sgd and rmsprop; adam and adamw "
+                          "keep their own (beta1 0.9)"
+                    : a->nesterov && a->optimizer != CLT_OPT_SGD
+                        ? "--nesterov is for --optimizer sgd"
+                    : (a->alpha_given || a->centered) && !rmsprop
+                        ? "--alpha and --centered are for --optimizer rmsprop"
+                    : a->alpha_given && a->alpha >= 1.0
+                        ? "--alpha must be under 1 (the mean square would "
+                          "never move)"
                     : a->resume && a->init
                         ? "--resume and --init exclude each other (--resume "
                           "continues a run, --init starts a new one from its "
@@ -198,6 +218,8 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   if (a->wd_given) a->opt.weight_decay = (float)a->weight_decay;
   a->opt.momentum = (float)a->momentum;
   a->opt.nesterov = a->nesterov;
+  if (a->alpha_given) a->opt.alpha = (float)a->alpha;
+  a->opt.centered = a->centered;
   a->opt.clip_norm = (float)a->clip_norm;
   a->opt.schedule = (clt_schedule)a->schedule;
   a->opt.gamma = (float)a->gamma;

@@ -27,12 +27,13 @@ enum { ST_FORMAT, ST_EPOCH, ST_STEP, ST_SEED, ST_DATA_SEED, ST_OPT_KIND };
 #define HISTORY_COLS_7 7 /* before the mean absolute errors (2026-12-05) */
 #define HISTORY_COLS_OLD 5
 
-static const char *const kind_names[] = {"sgd", "adam", "adamw"};
+static const char *const kind_names[] = {"sgd", "adam", "adamw", "rmsprop"};
+#define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 static const char *const schedule_names[] = {"constant", "step", "cosine",
                                              "plateau"};
 
 static const char *kind_name(int kind) {
-  return kind >= 0 && kind < 3 ? kind_names[kind] : "none";
+  return kind >= 0 && kind < N_KINDS ? kind_names[kind] : "none";
 }
 
 /* Batch norm's batch counter is an integer in PyTorch (I64, shape []);
@@ -124,6 +125,8 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
     CLT_TRY(add_device_vector(w, g, "__optim__.m", os.m, n, err));
   if (os.v && n > 0)
     CLT_TRY(add_device_vector(w, g, "__optim__.v", os.v, n, err));
+  if (os.avg && n > 0)
+    CLT_TRY(add_device_vector(w, g, "__optim__.grad_avg", os.avg, n, err));
   for (int i = 0; i < g->n_nodes; i++) {
     uint64_t *counter = clt_node_saved_counter(&g->nodes[i]);
     if (!counter) continue;
@@ -206,14 +209,15 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
            "lr=%.7g momentum=%.7g dampening=%.7g nesterov=%d "
            "weight_decay=%.7g beta1=%.7g beta2=%.7g eps=%.7g clip_norm=%.7g "
            "schedule=%s step_epochs=%d gamma=%.7g total_epochs=%d "
-           "min_lr=%.7g patience=%d min_delta=%.7g warmup_epochs=%d",
+           "min_lr=%.7g patience=%d min_delta=%.7g warmup_epochs=%d "
+           "alpha=%.7g centered=%d",
            (double)o->lr, (double)o->momentum, (double)o->dampening,
            o->nesterov ? 1 : 0, (double)o->weight_decay, (double)o->beta1,
            (double)o->beta2, (double)o->eps, (double)o->clip_norm,
            (unsigned)o->schedule < 4 ? schedule_names[o->schedule] : "?",
            o->step_epochs, (double)o->gamma, o->total_epochs,
            (double)o->min_lr, o->patience, (double)o->min_delta,
-           o->warmup_epochs);
+           o->warmup_epochs, (double)o->alpha, o->centered ? 1 : 0);
   return clt_st_writer_set_metadata(w, "optimizer_options", buf, err);
 }
 
@@ -355,7 +359,7 @@ static void fill_info(const clt_st_file *f, const clt_st_tensor *state,
     info->seed = (uint64_t)read_i64(f, state, ST_SEED);
     info->data_seed = (uint64_t)read_i64(f, state, ST_DATA_SEED);
     int64_t kind = read_i64(f, state, ST_OPT_KIND);
-    if (kind >= 0 && kind < 3)
+    if (kind >= 0 && kind < N_KINDS)
       snprintf(info->optimizer, sizeof info->optimizer, "%s", kind_names[kind]);
     return;
   }
@@ -381,7 +385,8 @@ static clt_status find_state(clt_context *ctx, const clt_st_file *f,
                         f->source, format, CLT_CHECKPOINT_FORMAT);
   int64_t epoch = read_i64(f, t, ST_EPOCH), step = read_i64(f, t, ST_STEP);
   int64_t kind = read_i64(f, t, ST_OPT_KIND);
-  if (epoch < 0 || epoch > INT32_MAX || step < 0 || kind < -1 || kind > 2)
+  if (epoch < 0 || epoch > INT32_MAX || step < 0 || kind < -1 ||
+      kind >= N_KINDS)
     return clt_ctx_fail(ctx, CLT_ERR_FORMAT,
                         "%s: training state [epoch %" PRId64 ", step %" PRId64
                         ", optimizer %" PRId64 "] is out of range",
@@ -420,7 +425,7 @@ CLT_API clt_status clt_checkpoint_load_weights(clt_graph *g, const char *path) {
 /* What a resume will write, gathered and checked before anything is. */
 typedef struct resume_plan {
   float *params;
-  const clt_st_tensor *m, *v, *state, *history;
+  const clt_st_tensor *m, *v, *avg, *state, *history;
   const clt_st_tensor *scaler; /* a mixed-precision run's loss scaler */
 } resume_plan;
 
@@ -446,13 +451,13 @@ static clt_status check_moment(clt_graph *g, const clt_st_file *f,
   if (have && !in_file)
     return clt_ctx_fail(g->ctx, CLT_ERR_FORMAT,
                         "%s: missing tensor '%s': the optimizer here keeps "
-                        "that state, the one saved did not (SGD momentum "
-                        "changed?)",
+                        "that state, the one saved did not (momentum or "
+                        "centered changed?)",
                         f->source, name);
   if (!have && in_file)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "%s: holds optimizer state '%s' that the optimizer "
-                        "here does not keep (SGD momentum changed?)",
+                        "here does not keep (momentum or centered changed?)",
                         f->source, name);
   if (!have) return CLT_OK;
   return expect(g->ctx, f, name, CLT_ST_F32, 1, &n, out);
@@ -483,6 +488,7 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
   int64_t n = trainable_count(g);
   CLT_TRY(check_moment(g, f, "__optim__.m", os.m, n, &p->m));
   CLT_TRY(check_moment(g, f, "__optim__.v", os.v, n, &p->v));
+  CLT_TRY(check_moment(g, f, "__optim__.grad_avg", os.avg, n, &p->avg));
   for (int i = 0; i < g->n_nodes; i++) {
     if (!clt_node_saved_counter(&g->nodes[i])) continue;
     char name[NAME_LEN];
@@ -555,6 +561,7 @@ static clt_status apply_resume(clt_graph *g, clt_optimizer *opt,
   clt_optimizer_saved_state(opt, &os);
   if (p->m) CLT_TRY(upload_moment(g, f, p->m, os.m));
   if (p->v) CLT_TRY(upload_moment(g, f, p->v, os.v));
+  if (p->avg) CLT_TRY(upload_moment(g, f, p->avg, os.avg));
   for (int i = 0; i < g->n_nodes; i++) {
     uint64_t *counter = clt_node_saved_counter(&g->nodes[i]);
     if (!counter) continue;

@@ -266,6 +266,20 @@ clt_status clt_adam_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
                          const clt_tensor *norm_sq,
                          const clt_adam_params *hp);
 
+typedef struct clt_rmsprop_params {
+  float lr, alpha, eps, weight_decay, momentum, max_norm;
+  bool centered;
+} clt_rmsprop_params;
+
+/* torch.optim.RMSprop: sq, the running mean square; buf, the momentum
+ * buffer (NULL where hp->momentum is 0); avg, the running mean of the
+ * gradient (NULL unless hp->centered). */
+clt_status clt_rmsprop_step(clt_context *ctx, clt_tensor *p,
+                            const clt_tensor *g, clt_tensor *sq,
+                            clt_tensor *buf, clt_tensor *avg,
+                            const clt_tensor *norm_sq,
+                            const clt_rmsprop_params *hp);
+
 /* ---- convolution, pooling, normalisation, dropout, concatenation ---- */
 
 /* Geometry of a 2-D convolution or pooling window over NCHW data. */

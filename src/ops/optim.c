@@ -30,3 +30,20 @@ clt_status clt_adam_step(clt_context *ctx, clt_tensor *p, const clt_tensor *g,
                     KF(hp->beta2), KF(hp->eps), KF(hp->weight_decay),
                     KI(hp->decoupled), KF(bias1), KF(bias2), KF(hp->max_norm));
 }
+
+clt_status clt_rmsprop_step(clt_context *ctx, clt_tensor *p,
+                            const clt_tensor *g, clt_tensor *sq,
+                            clt_tensor *buf, clt_tensor *avg,
+                            const clt_tensor *norm_sq,
+                            const clt_rmsprop_params *hp) {
+  /* A buffer the kernel does not touch: sq stands in for it. */
+  float momentum = buf ? hp->momentum : 0.0f;
+  int centered = avg != NULL && hp->centered;
+  clt_kernel_id k =
+      hp->max_norm > 0.0f ? CLT_K_rmsprop_step_clip : CLT_K_rmsprop_step;
+  return CLT_RUN_1D(ctx, k, (size_t)p->numel, KT(p), KT(g), KT(sq),
+                    KT(buf ? buf : sq), KT(avg ? avg : sq), KT(norm_sq),
+                    KI(p->numel), KF(hp->lr), KF(hp->alpha), KF(hp->eps),
+                    KF(hp->weight_decay), KF(momentum), KI(centered),
+                    KF(hp->max_norm));
+}

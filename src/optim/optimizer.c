@@ -1,4 +1,5 @@
-/* Optimizers: SGD (momentum, Nesterov, weight decay), Adam, AdamW, with
+/* Optimizers: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop
+ * (momentum, centered), with
  * learning-rate schedules and clipping by global gradient norm. Every
  * trainable parameter lives in one buffer, so a step is one kernel (plus
  * one reduction when clipping). */
@@ -16,7 +17,9 @@ struct clt_optimizer {
   float lr;
   int64_t step;
   clt_tensor params, grads; /* the trainable prefix of the graph's buffers */
-  clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum */
+  clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum; RMSprop:
+                               v the mean square, m the momentum buffer */
+  clt_tensor *avg;          /* RMSprop centered: the mean gradient */
   clt_tensor *norm_sq;      /* [1]: the squared global norm when clipping */
   /* Markers of the last CLT_STEPS_IN_FLIGHT steps (see clt_optimizer_step). */
   cl_event in_flight[CLT_STEPS_IN_FLIGHT];
@@ -33,8 +36,8 @@ struct clt_optimizer {
 
 void clt_optimizer_saved_state(const clt_optimizer *o,
                                clt_optimizer_saved *out) {
-  *out = (clt_optimizer_saved){o->g, &o->opts, o->step, o->m, o->v,
-                               o->scaler};
+  *out = (clt_optimizer_saved){o->g,    &o->opts, o->step, o->m,
+                               o->v,    o->avg,   o->scaler};
 }
 
 void clt_optimizer_restore_step(clt_optimizer *o, int64_t step) {
@@ -46,6 +49,8 @@ CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
                                         clt_optimizer_kind kind) {
   *o = (clt_optimizer_options){0};
   o->kind = kind;
+  /* RMSprop: Keras's 0.001, not PyTorch's 0.01 (the Fashion-MNIST MLP,
+   * 3 epochs: test accuracy 0.83 at 0.01, 0.86 at 0.001, Adam's). */
   o->lr = kind == CLT_OPT_SGD ? 0.01f : 0.001f;
   o->beta1 = 0.9f;
   o->beta2 = 0.999f;
@@ -55,13 +60,24 @@ CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
   o->step_epochs = 1;
   o->gamma = 0.1f;
   o->patience = 10;
+  o->alpha = 0.99f;
 }
 
 static clt_status check_options(clt_context *ctx,
                                 const clt_optimizer_options *o) {
   const char *bad = NULL;
-  if (!(o->lr > 0.0f) || !isfinite(o->lr)) bad = "lr must be positive";
-  else if (o->momentum < 0.0f) bad = "momentum must be >= 0";
+  bool adam = o->kind == CLT_OPT_ADAM || o->kind == CLT_OPT_ADAMW;
+  if (o->kind < CLT_OPT_SGD || o->kind > CLT_OPT_RMSPROP)
+    bad = "unknown optimizer kind";
+  else if (!(o->lr > 0.0f) || !isfinite(o->lr)) bad = "lr must be positive";
+  else if (!(o->momentum >= 0.0f)) bad = "momentum must be >= 0";
+  else if (adam && o->momentum != 0.0f)
+    bad = "Adam and AdamW take no momentum (their beta1 is one)";
+  else if (o->kind != CLT_OPT_SGD && (o->nesterov || o->dampening != 0.0f))
+    bad = "Nesterov momentum and dampening are SGD's";
+  else if (o->kind == CLT_OPT_RMSPROP &&
+           !(o->alpha >= 0.0f && o->alpha < 1.0f))
+    bad = "RMSprop's alpha must be in [0, 1)";
   else if (o->nesterov && (o->momentum <= 0.0f || o->dampening != 0.0f))
     bad = "Nesterov momentum needs momentum > 0 and dampening 0";
   else if (o->weight_decay < 0.0f) bad = "weight decay must be >= 0";
@@ -113,9 +129,12 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   o->params = clt_tensor_slice_1d(g->params, 0, n > 0 ? n : 1);
   o->grads = clt_tensor_slice_1d(g->grads, 0, n > 0 ? n : 1);
   clt_status st = zeroed(g->ctx, 1, &o->norm_sq);
-  if (st == CLT_OK && (opts->kind != CLT_OPT_SGD || opts->momentum != 0.0f))
+  bool sgd = opts->kind == CLT_OPT_SGD, rms = opts->kind == CLT_OPT_RMSPROP;
+  if (st == CLT_OK && (!sgd || opts->momentum != 0.0f))
     st = zeroed(g->ctx, n, &o->v);
-  if (st == CLT_OK && opts->kind != CLT_OPT_SGD) st = zeroed(g->ctx, n, &o->m);
+  if (st == CLT_OK && !sgd && (!rms || opts->momentum != 0.0f))
+    st = zeroed(g->ctx, n, &o->m);
+  if (st == CLT_OK && rms && opts->centered) st = zeroed(g->ctx, n, &o->avg);
   if (st != CLT_OK) {
     clt_optimizer_destroy(o);
     return st;
@@ -130,6 +149,7 @@ CLT_API void clt_optimizer_destroy(clt_optimizer *o) {
     if (o->in_flight[i]) clReleaseEvent(o->in_flight[i]);
   clt_tensor_destroy(o->m);
   clt_tensor_destroy(o->v);
+  clt_tensor_destroy(o->avg);
   clt_tensor_destroy(o->norm_sq);
   free(o);
 }
@@ -228,6 +248,17 @@ static clt_status enqueue_update(clt_optimizer *o) {
                          .nesterov = p->nesterov,
                          .first = o->step == 1};
     return clt_sgd_step(ctx, &o->params, &o->grads, o->v, o->norm_sq, &hp);
+  }
+  if (p->kind == CLT_OPT_RMSPROP) {
+    clt_rmsprop_params hp = {.lr = o->lr,
+                             .alpha = p->alpha,
+                             .eps = p->eps,
+                             .weight_decay = p->weight_decay,
+                             .momentum = p->momentum,
+                             .max_norm = p->clip_norm,
+                             .centered = p->centered};
+    return clt_rmsprop_step(ctx, &o->params, &o->grads, o->v, o->m, o->avg,
+                            o->norm_sq, &hp);
   }
   clt_adam_params hp = {.lr = o->lr,
                         .beta1 = p->beta1,

@@ -11,8 +11,10 @@ typedef struct clt_optimizer_saved {
   const clt_graph *g;
   const clt_optimizer_options *opts;
   int64_t step;      /* updates done */
-  clt_tensor *m, *v; /* Adam's moments, or v = SGD's momentum; NULL where
-                        the optimizer keeps none */
+  clt_tensor *m, *v; /* Adam's moments, or v = SGD's momentum, or
+                        RMSprop's mean square (v) and momentum (m); NULL
+                        where the optimizer keeps none */
+  clt_tensor *avg;   /* RMSprop centered: the mean gradient, else NULL */
   clt_loss_scaler *scaler; /* attached (mixed precision), else NULL */
 } clt_optimizer_saved;
 

@@ -58,6 +58,8 @@
   X(sgd_step_clip, "optim")                                                    \
   X(adam_step, "optim")                                                        \
   X(adam_step_clip, "optim")                                                   \
+  X(rmsprop_step, "optim")                                                     \
+  X(rmsprop_step_clip, "optim")                                                \
   X(channel_slice_copy, "elementwise")                                         \
   X(im2col, "conv")                                                            \
   CLT_KERNEL_R16(X, col2im, "conv")                                            \
