@@ -820,6 +820,10 @@ CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
                                        const float *host, int64_t numel);
 /* Values per sample the input takes (C * H * W); 0 without an input. */
 CLT_API int64_t clt_graph_input_size(const clt_graph *g);
+/* The shape of one input sample into shape (room for CLT_MAX_DIMS): 3
+ * dimensions (C, H, W) for images, 1 for flat data; returns their count,
+ * 0 without an input. */
+CLT_API int clt_graph_input_shape(const clt_graph *g, int64_t *shape);
 /* Outputs per sample the loss reads (classes, or regression targets); 0
  * without a loss. */
 CLT_API int64_t clt_graph_output_size(const clt_graph *g);

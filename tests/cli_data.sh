@@ -235,6 +235,8 @@ must_say "summary: multi-label" "3 targets of 0 to 1 (sigmoid_cross_entropy" "$T
   --batch 20 --lr 0.01 --save "$T/ml.st" >"$T/out"
 grep -q '^final: test accuracy 0\.9[0-9]*, ' "$T/out" ||
   fail "multi-label training: $(tail -2 "$T/out")"
+grep -qE '^epoch 40/40  train .* [0-9]+ samples/s  lr ' "$T/out" ||
+  fail "flat data's epoch line counts samples/s: $(tail -2 "$T/out")"
 printf 'CAT\nDOG\nBIRD\n' >"$T/ml_names.txt"
 "$C" eval "$T/ml.model" --weights "$T/ml.st" --data "$T/ml.csv" >"$T/eval"
 must_say "eval: multi-label" "(per label)  exact match" "$T/eval"
@@ -262,6 +264,9 @@ tp, fp, fn = [0] * 3, [0] * 3, [0] * 3
 right = exact = 0
 for r, p in zip(rows, pred):
     prob = {t["class"]: t["probability"] for t in p["top"]}
+    # "present": the labels at 0.5 or more, likeliest first (the text's)
+    said = sorted((k for k in range(3) if prob[k] >= 0.5), key=lambda k: -prob[k])
+    assert [t["class"] for t in p["present"]] == said, p
     all_right = True
     for k in range(3):
         said, is_ = prob[k] >= 0.5, r[k] >= 0.5

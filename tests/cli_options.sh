@@ -344,6 +344,8 @@ CLT_PROGRESS_SECONDS=0.001 "$C" train "$T/tiny.model" --data fashion-mnist \
 grep -qE '^epoch 1/1 train [0-9]+/20 .* ETA .* loss [0-9.]+ acc [0-9.]+ [0-9]+ img/s$' \
   "$T/p.err" || fail "no plain progress lines off a terminal: $(cat "$T/p.err")"
 grep -q $'\r' "$T/p.err" && fail "progress off a terminal redraws with \\r"
+grep -qE '^epoch 1/1  train .* [0-9]+ images/s  lr ' "$T/p.out" ||
+  fail "an image model's epoch line counts images/s: $(cat "$T/p.out")"
 "$C" train "$T/tiny.model" --data fashion-mnist --train-limit 640 \
   --test-limit 100 --epochs 1 >"$T/p.out" 2>"$T/p.err" || fail "train: $(cat "$T/p.err")"
 grep -q 'ETA' "$T/p.err" && fail "progress lines in a short run by default"

@@ -15,6 +15,13 @@ CLT_API int64_t clt_graph_input_size(const clt_graph *g) {
   return g->input_node >= 0 ? g->nodes[g->input_node].size : 0;
 }
 
+CLT_API int clt_graph_input_shape(const clt_graph *g, int64_t *shape) {
+  if (g->input_node < 0) return 0;
+  const clt_graph_node *in = &g->nodes[g->input_node];
+  for (int i = 0; i < in->ndim; i++) shape[i] = in->shape[i];
+  return in->ndim;
+}
+
 CLT_API int64_t clt_graph_output_size(const clt_graph *g) {
   return g->loss_node >= 0 ? g->nodes[g->loss_node].size : 0;
 }

@@ -46,9 +46,7 @@ CLT_API void clt_model_destroy(clt_model *m) {
 }
 
 CLT_API int clt_model_input_shape(const clt_model *m, int64_t *shape) {
-  const clt_graph_node *in = &m->g->nodes[m->g->input_node];
-  for (int i = 0; i < in->ndim; i++) shape[i] = in->shape[i];
-  return in->ndim;
+  return clt_graph_input_shape(m->g, shape);
 }
 
 CLT_API int64_t clt_model_input_size(const clt_model *m) { return m->in_size; }

@@ -200,15 +200,21 @@ static void print_top(const float *probs, int64_t classes, long long top,
   free(used);
 }
 
-/* A multi-label model's labels said present (a probability of 0.5 or
- * more), likeliest first; none: the likeliest, said to be under 0.5. */
+/* How many of a multi-label model's labels are said present: a
+ * probability of 0.5 or more. */
+static int64_t count_present(const float *probs, int64_t labels) {
+  int64_t present = 0;
+  for (int64_t k = 0; k < labels; k++) present += probs[k] >= 0.5f;
+  return present;
+}
+
+/* A multi-label model's labels said present, likeliest first; none: the
+ * likeliest, said to be under 0.5. */
 static void print_present(const float *probs, int64_t labels, char **names,
                           int n_names) {
-  int64_t present = 0, best = 0;
-  for (int64_t k = 0; k < labels; k++) {
-    present += probs[k] >= 0.5f;
+  int64_t present = count_present(probs, labels), best = 0;
+  for (int64_t k = 0; k < labels; k++)
     if (probs[k] > probs[best]) best = k;
-  }
   if (present > 0) {
     print_top(probs, labels, present, names, n_names, false);
     return;
@@ -265,7 +271,14 @@ static void print_sample(predict_args *a, const char *path, int64_t i,
       }
     else
       print_top(out, outputs, a->top, labels, n_labels, true);
-    printf("]}");
+    printf("]");
+    if (a->multilabel) { /* the text's list: likeliest first, maybe none */
+      printf(", \"present\": [");
+      print_top(out, outputs, count_present(out, outputs), labels, n_labels,
+                true);
+      printf("]");
+    }
+    printf("}");
     return;
   }
   if (count > 1) printf("%s[%lld]:", path, (long long)i);

@@ -311,6 +311,8 @@ typedef struct progress_out {
   double phase_start;
   watchdog *dog; /* NULL unless on a terminal */
   bool regression; /* mse, mae, huber: a loss and a mae, no accuracy */
+  const char *unit; /* what the speed counts: "images" (a C x H x W input)
+                       or "samples" (flat data) */
   bool early_stop;  /* mark the best epochs */
   FILE *out;        /* the epoch lines: stdout, or stderr under --json */
   /* Off a terminal: seconds between progress lines, when the last was. */
@@ -394,9 +396,10 @@ static void format_progress_line(const progress_out *po,
              p->accuracy);
   snprintf(head, sizeof head, "epoch %d/%d %s ", p->epoch, p->epochs,
            p->phase == CLT_PHASE_TRAIN ? "train" : "test ");
-  snprintf(tail, sizeof tail, " %lld/%lld %s ETA %s %s %.0f img/s",
+  snprintf(tail, sizeof tail, " %lld/%lld %s ETA %s %s %.0f %s/s",
            (long long)p->batch, (long long)p->batches, spent, left, metrics,
-           p->images_per_sec);
+           p->images_per_sec,
+           strcmp(po->unit, "images") == 0 ? "img" : po->unit);
   int room = columns - 1 - (int)strlen(head) - (int)strlen(tail);
   int width = room - 2 < 30 ? room - 2 : 30; /* 2: the brackets */
   char bar[40] = "";
@@ -534,8 +537,8 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
        * leaves out */
       if (s->compile_seconds >= 0.05)
         fprintf(out, " (%.1f s of it compiling kernels)", s->compile_seconds);
-      fprintf(out, "  %.0f %s/s  lr %g", s->images_per_sec,
-              po->regression ? "samples" : "images", (double)s->lr);
+      fprintf(out, "  %.0f %s/s  lr %g", s->images_per_sec, po->unit,
+              (double)s->lr);
       if (s->loss_scale > 0)
         fprintf(out, "  loss scale %g (%lld skipped step%s)",
                 (double)s->loss_scale, (long long)s->skipped_steps,
@@ -885,6 +888,7 @@ int cli_train(int argc, char **argv) {
     hist[e].test_loss = hist[e].test_acc = hist[e].test_mae = NAN;
     hist[e].val_loss = hist[e].val_acc = hist[e].val_mae = NAN;
   }
+  int64_t in_shape[CLT_MAX_DIMS];
   progress_out po = {.tty = isatty(STDERR_FILENO) != 0,
                      .quiet = a.quiet,
                      .log = log,
@@ -893,6 +897,9 @@ int cli_train(int argc, char **argv) {
                      .hist = hist,
                      .regression = clt_graph_loss_kind(g) ==
                                    CLT_LOSS_REGRESSION,
+                     .unit = clt_graph_input_shape(g, in_shape) == 3
+                                 ? "images"
+                                 : "samples",
                      .early_stop = a.early_stop > 0,
                      .out = out,
                      .plain_every = a.progress_seconds,
