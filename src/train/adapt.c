@@ -14,9 +14,12 @@ static bool is_normalize(const clt_graph_node *n) {
   return !strcmp(n->ops->type, "normalize");
 }
 
-/* A loss with class_weights=balanced: weights and their count. */
+/* A loss with class_weights=balanced: its weights, then the count of
+ * samples they were learnt from (given weights have no count). */
 static bool is_balanced(const clt_graph_node *n) {
-  return !strcmp(n->ops->type, "softmax_cross_entropy") && n->n_params == 2;
+  return !strcmp(n->ops->type, "softmax_cross_entropy") &&
+         n->n_params > CLT_LOSS_WEIGHTS_COUNT &&
+         !strcmp(n->params[CLT_LOSS_WEIGHTS_COUNT].suffix, "count");
 }
 
 /* The count parameter of a layer that learns (0: not learnt yet). */
