@@ -503,14 +503,19 @@ START_TEST(csv_class_names) {
   ck_assert_msg(strstr(ds.source, "(CSV, 2 rows after a header line)"), "%s",
                 ds.source);
   clt_dataset_free(&ds);
-  /* one row of a name: a row */
-  csv_read_ok(&o, "dog,1,2,3,4\n", &ds);
-  ck_assert_int_eq(ds.count, 1);
-  ck_assert_str_eq(ds.class_names[0], "dog");
-  clt_dataset_free(&ds);
+  /* a file of one such line: its header, as pandas reads it (the name
+   * is no other row's label), so no data */
+  csv_expect_error_with(&o, "label,0,1,2,3\n", "bad.csv holds no data rows",
+                        "(only a header line)");
+  csv_expect_error_with(&o, "dog,1,2,3,4\n", "holds no data rows", NULL);
+  /* ... but a row where the classes are given (a test file of one row) */
   const char *given[] = {"dog", "cat", "bird"};
   o.class_names = given;
   o.n_class_names = 3;
+  csv_read_ok(&o, "bird,1,2,3,4\n", &ds);
+  ck_assert_int_eq(ds.count, 1);
+  ck_assert_int_eq(ds.labels[0], 2);
+  clt_dataset_free(&ds);
   csv_read_ok(&o, "cat,1,2,3,4\nbird,5,6,7,8\n", &ds);
   ck_assert_int_eq(ds.num_classes, 3);
   ck_assert_int_eq(ds.labels[0], 1);

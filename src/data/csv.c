@@ -782,11 +782,12 @@ static void csv_target_names(csv_reader *r, char *line) {
 
 /* The first line held back (maybe a header, csv_reader.maybe_header),
  * now that the next row is in `line` (NULL: none): a header if that row's
- * label is a number, else a row of names read now. */
+ * label is a number, else a row of names read now. The file's only line
+ * is a header, as pandas reads it: no data follow. */
 static clt_status csv_settle_first(csv_reader *r, char **pending,
                                    long pending_line, const char *line,
                                    bool *had_header) {
-  bool header = false;
+  bool header = true;
   if (line) {
     char *copy = csv_copy(r, line);
     if (!copy) return CLT_ERR_HOST_MEMORY;
@@ -865,7 +866,7 @@ static clt_status csv_lines(csv_reader *r, FILE *f, bool *had_header) {
     first = false;
     st = csv_row(r, line);
   }
-  if (st == CLT_OK && pending) /* a file of one row */
+  if (st == CLT_OK && pending) /* a file of one line: its header */
     st = csv_settle_first(r, &pending, pending_line, NULL, had_header);
   free(pending);
   if (st == CLT_OK && ferror(f))
@@ -917,7 +918,8 @@ clt_status clt_csv_read(const char *path, const clt_data_options *o,
   free(r.class_rows);
   free(r.class_line);
   if (st == CLT_OK && out->count == 0)
-    st = clt_err_set(err, CLT_ERR_FORMAT, "%s holds no data rows", path);
+    st = clt_err_set(err, CLT_ERR_FORMAT, "%s holds no data rows%s", path,
+                     header ? " (only a header line)" : "");
   if (st != CLT_OK) {
     clt_dataset_free(out);
     return st;
