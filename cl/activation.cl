@@ -1,12 +1,17 @@
 /* Activations, forward and backward. `kind`: 0 relu, 1 leaky relu (alpha),
- * 2 sigmoid, 3 tanh, 4 gelu (exact, with erf, as PyTorch's default). The
- * backward reads the forward's input x and output y, whichever it needs. */
+ * 2 sigmoid, 3 tanh, 4 gelu (exact, with erf, as PyTorch's default), 5 silu
+ * (swish: x sigmoid(x)), 6 elu (alpha), 7 softplus (log(1 + e^x), x itself
+ * past 20, as PyTorch's threshold). The backward reads the forward's input
+ * x and output y, whichever it needs. */
 
 #define ACT_RELU 0
 #define ACT_LEAKY 1
 #define ACT_SIGMOID 2
 #define ACT_TANH 3
 #define ACT_GELU 4
+#define ACT_SILU 5
+#define ACT_ELU 6
+#define ACT_SOFTPLUS 7
 
 static float act_forward(int kind, float x, float alpha) {
   switch (kind) {
@@ -14,6 +19,9 @@ static float act_forward(int kind, float x, float alpha) {
   case ACT_LEAKY: return x > 0.0f ? x : alpha * x;
   case ACT_SIGMOID: return 1.0f / (1.0f + exp(-x));
   case ACT_TANH: return tanh(x);
+  case ACT_SILU: return x / (1.0f + exp(-x));
+  case ACT_ELU: return x > 0.0f ? x : alpha * expm1(x);
+  case ACT_SOFTPLUS: return x > 20.0f ? x : log1p(exp(x));
   default: return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
   }
 }
@@ -24,6 +32,12 @@ static float act_derivative(int kind, float x, float y, float alpha) {
   case ACT_LEAKY: return x > 0.0f ? 1.0f : alpha;
   case ACT_SIGMOID: return y * (1.0f - y);
   case ACT_TANH: return 1.0f - y * y;
+  case ACT_SILU: {
+    float s = 1.0f / (1.0f + exp(-x));
+    return s * (1.0f + x * (1.0f - s));
+  }
+  case ACT_ELU: return x > 0.0f ? 1.0f : alpha * exp(x);
+  case ACT_SOFTPLUS: return x > 20.0f ? 1.0f : 1.0f / (1.0f + exp(-x));
   default: {
     float cdf = 0.5f * (1.0f + erf(x * 0.70710678118654752f));
     float pdf = 0.3989422804014327f * exp(-0.5f * x * x);
@@ -73,3 +87,6 @@ ACTIVATION_KERNELS(leaky_relu, ACT_LEAKY)
 ACTIVATION_KERNELS(sigmoid, ACT_SIGMOID)
 ACTIVATION_KERNELS(tanh, ACT_TANH)
 ACTIVATION_KERNELS(gelu, ACT_GELU)
+ACTIVATION_KERNELS(silu, ACT_SILU)
+ACTIVATION_KERNELS(elu, ACT_ELU)
+ACTIVATION_KERNELS(softplus, ACT_SOFTPLUS)

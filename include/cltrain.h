@@ -447,6 +447,9 @@ typedef enum clt_activation {
   CLT_ACT_SIGMOID = 2,
   CLT_ACT_TANH = 3,
   CLT_ACT_GELU = 4, /* exact (erf), as PyTorch's default */
+  CLT_ACT_SILU = 5, /* x sigmoid(x): PyTorch's SiLU, Keras's swish */
+  CLT_ACT_ELU = 6,  /* alpha (e^x - 1) below 0 (default alpha 1) */
+  CLT_ACT_SOFTPLUS = 7, /* log(1 + e^x); x itself past 20 (PyTorch's) */
 } clt_activation;
 
 typedef struct clt_profile_row {

@@ -26,6 +26,17 @@ START_TEST(test_fd_tanh) { check_gradients(MLP("tanh"), 1, false); }
 END_TEST
 START_TEST(test_fd_gelu) { check_gradients(MLP("gelu"), 7, false); }
 END_TEST
+START_TEST(test_fd_silu) { check_gradients(MLP("silu"), 5, false); }
+END_TEST
+START_TEST(test_fd_elu) { check_gradients(MLP("elu alpha=0.7"), 3, false); }
+END_TEST
+START_TEST(test_fd_softplus) {
+  /* dense's activation=: the layer after it, as Keras's */
+  check_gradients("input shape=6\ndense units=5 activation=softplus\n"
+                  "dense units=4 activation=swish\nsoftmax_cross_entropy\n",
+                  2, false);
+}
+END_TEST
 START_TEST(test_fd_image_input) {
   check_gradients("input shape=1x3x5\nflatten\ndense units=4 activation=tanh\n"
                   "dense units=10 bias=false\nsoftmax_cross_entropy\n",
@@ -197,7 +208,7 @@ START_TEST(test_model_file_errors) {
   expect_model_error("dense units=3\n", CLT_ERR_FORMAT, "input");
   expect_model_error("input shape=4\ndense units=3 input=nowhere\n",
                      CLT_ERR_FORMAT, "nowhere");
-  expect_model_error("input shape=4\ndense units=3 activation=swish\n",
+  expect_model_error("input shape=4\ndense units=3 activation=mish\n",
                      CLT_ERR_FORMAT, "activation");
   expect_model_error("input shape=4\nmse\ndense units=2\n", CLT_ERR_FORMAT,
                      "loss must be the last");
@@ -702,6 +713,9 @@ static Suite *graph_suite(void) {
   tcase_add_test(fd, test_fd_sigmoid);
   tcase_add_test(fd, test_fd_tanh);
   tcase_add_test(fd, test_fd_gelu);
+  tcase_add_test(fd, test_fd_silu);
+  tcase_add_test(fd, test_fd_elu);
+  tcase_add_test(fd, test_fd_softplus);
   tcase_add_test(fd, test_fd_image_input);
   tcase_add_test(fd, test_fd_mse_softmax);
   tcase_add_test(fd, test_fd_mse_reshape);

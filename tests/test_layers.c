@@ -332,6 +332,64 @@ START_TEST(test_regression_losses) {
 }
 END_TEST
 
+/* silu (and its Keras name swish), elu and softplus layers give PyTorch's
+ * SiLU, ELU(alpha) and Softplus on inputs past softplus's threshold too;
+ * elu's alpha is checked; the C builder takes the kinds. */
+START_TEST(test_more_activations) {
+  enum { N = 3, IN = 8 };
+  float x[N * IN], y[N * IN] = {0};
+  clt_random_fill(x, N * IN, 31, -3.0f, 3.0f);
+  x[0] = 24.0f;
+  x[1] = -24.0f;
+  x[2] = 0.0f;
+  static const char *const acts[] = {"silu", "swish", "elu", "elu alpha=0.5",
+                                     "softplus"};
+  for (int k = 0; k < 5; k++) {
+    char text[160];
+    snprintf(text, sizeof text, "input shape=%d\n%s\nmse\n", IN, acts[k]);
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(text, &g));
+    ck_assert_ok(clt_graph_compile(g, N, 3));
+    ck_assert_ok(clt_graph_set_batch(g, x, y, N));
+    ck_assert_ok(clt_graph_forward(g, false));
+    float p[N * IN];
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+    ck_assert_int_eq(outputs, IN);
+    for (int i = 0; i < N * IN; i++) {
+      double v = x[i];
+      double want = k < 2    ? v / (1.0 + exp(-v))
+                    : k == 2 ? (v > 0 ? v : expm1(v))
+                    : k == 3 ? (v > 0 ? v : 0.5 * expm1(v))
+                             : (v > 20 ? v : log1p(exp(v)));
+      ck_assert_msg(fabs(p[i] - want) <= 1e-6 * fmax(1.0, fabs(want)),
+                    "%s(%g) = %.9g, PyTorch's %.9g", acts[k], v, (double)p[i],
+                    want);
+    }
+    clt_graph_destroy(g);
+  }
+  clt_graph *g = NULL;
+  ck_assert_int_eq(graph_from_text("input shape=3\nelu alpha=nan\n", &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "alpha"));
+  ck_assert_int_eq(graph_from_text("input shape=3\nsilu alpha=1\n", &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_ptr_nonnull(
+      strstr(clt_context_last_error(g_ctx), "unknown option 'alpha'"));
+  /* the builder: each kind, and no more */
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  clt_node in, out;
+  int64_t shape[1] = {4};
+  ck_assert_ok(clt_graph_input(g, 1, shape, &in));
+  ck_assert_ok(clt_graph_activation(g, in, CLT_ACT_SILU, &out));
+  ck_assert_ok(clt_graph_activation(g, out, CLT_ACT_ELU, &out));
+  ck_assert_ok(clt_graph_activation(g, out, CLT_ACT_SOFTPLUS, &out));
+  ck_assert_int_eq(clt_graph_activation(g, out, (clt_activation)8, &out),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_label_smoothing) {
   enum { N = 5, IN = 4, K = 3 };
   static const double eps[] = {0.0, 0.25, 1.0};
@@ -807,6 +865,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_dropout_rate_and_seed);
   tcase_add_test(beh, test_layer_shape_errors);
   tcase_add_test(beh, test_label_smoothing);
+  tcase_add_test(beh, test_more_activations);
   tcase_add_test(beh, test_regression_losses);
   tcase_add_test(beh, test_sigmoid_cross_entropy);
   tcase_add_test(beh, test_normalize);

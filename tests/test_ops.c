@@ -286,6 +286,10 @@ static const struct {
     {CLT_ACT_SIGMOID, 0.0f, "sigmoid"},
     {CLT_ACT_TANH, 0.0f, "tanh"},
     {CLT_ACT_GELU, 0.0f, "gelu"},
+    {CLT_ACT_SILU, 0.0f, "silu"},
+    {CLT_ACT_ELU, 1.0f, "elu"},
+    {CLT_ACT_ELU, 0.3f, "elu 0.3"},
+    {CLT_ACT_SOFTPLUS, 0.0f, "softplus"},
 };
 
 START_TEST(activation_forward_lengths) {

@@ -1,4 +1,5 @@
-/* Checks of cl/activation.cl: relu, leaky relu, sigmoid, tanh, gelu. */
+/* Checks of cl/activation.cl: relu, leaky relu, sigmoid, tanh, gelu, silu,
+ * elu, softplus. */
 #include <math.h>
 
 #include "check/harness.h"
@@ -10,6 +11,9 @@ static double act_ref(clt_activation kind, double x, double alpha) {
   case CLT_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
   case CLT_ACT_TANH: return tanh(x);
   case CLT_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  case CLT_ACT_SILU: return x / (1.0 + exp(-x));
+  case CLT_ACT_ELU: return x > 0.0 ? x : alpha * expm1(x);
+  case CLT_ACT_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x));
   }
   return NAN;
 }
@@ -33,6 +37,12 @@ static double act_grad_ref(clt_activation kind, double x, double alpha) {
     double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
     return cdf + x * pdf;
   }
+  case CLT_ACT_SILU: {
+    double s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+  }
+  case CLT_ACT_ELU: return x > 0.0 ? 1.0 : alpha * exp(x);
+  case CLT_ACT_SOFTPLUS: return x > 20.0 ? 1.0 : 1.0 / (1.0 + exp(-x));
   }
   return NAN;
 }
@@ -44,10 +54,16 @@ typedef struct act_args {
   bool accumulate;
 } act_args;
 
-/* x uniform in [-4, 4] with one exact zero (the kink of relu). */
+/* x uniform in [-4, 4] with one exact zero (the kink of relu) and, where
+ * there is room, 25 and -25 (softplus is x itself past 20; the
+ * exponentials' far ends). */
 static clt_status act_input(check_set *s, int64_t n, check_f32 **x) {
   CLT_TRY(check_operand(s, n, -4.0f, 4.0f, x));
   (*x)->host[n / 2] = 0.0f;
+  if (n >= 5) {
+    (*x)->host[1] = 25.0f;
+    (*x)->host[n - 2] = -25.0f;
+  }
   return check_upload(*x);
 }
 

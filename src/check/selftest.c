@@ -213,6 +213,9 @@ ACT_CASES(leaky, CLT_ACT_LEAKY_RELU, 0.01f)
 ACT_CASES(sigmoid, CLT_ACT_SIGMOID, 0.0f)
 ACT_CASES(tanh, CLT_ACT_TANH, 0.0f)
 ACT_CASES(gelu, CLT_ACT_GELU, 0.0f)
+ACT_CASES(silu, CLT_ACT_SILU, 0.0f)
+ACT_CASES(elu, CLT_ACT_ELU, 1.0f)
+ACT_CASES(softplus, CLT_ACT_SOFTPLUS, 0.0f)
 #undef ACT_CASES
 
 static clt_status st_softmax_fwd(clt_context *ctx, double *e) {
@@ -571,6 +574,13 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"tanh backward 1000 accumulate, fp16-rounded", st_tanh_bwd, 1e-5, false},
     {"gelu forward 1000, fp16-saved", st_gelu_fwd, 1e-5, false},
     {"gelu backward 1000 accumulate, fp16-rounded", st_gelu_bwd, 1e-5, false},
+    {"silu forward 1000, fp16-saved", st_silu_fwd, 1e-5, false},
+    {"silu backward 1000 accumulate, fp16-rounded", st_silu_bwd, 1e-5, false},
+    {"elu forward 1000, fp16-saved", st_elu_fwd, 1e-5, false},
+    {"elu backward 1000 accumulate, fp16-rounded", st_elu_bwd, 1e-5, false},
+    {"softplus forward 1000, fp16-saved", st_softplus_fwd, 1e-5, false},
+    {"softplus backward 1000 accumulate, fp16-rounded", st_softplus_bwd, 1e-5,
+     false},
     {"softmax forward 7x10", st_softmax_fwd, 1e-5, false},
     {"softmax backward 7x10", st_softmax_bwd, 1e-5, false},
     {"softmax xent 33x10", st_xent, 1e-5, false},

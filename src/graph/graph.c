@@ -270,8 +270,11 @@ static clt_status check_option_names(clt_graph *g, clt_layer_args *a,
   return st == CLT_OK ? CLT_OK : clt_graph_err(g, &err);
 }
 
+/* Indexed by clt_activation, then the choices that are no kind. */
 static const char *const activation_names[] = {
-    "relu", "leaky_relu", "sigmoid", "tanh", "gelu", "none", "softmax", NULL};
+    "relu", "leaky_relu", "sigmoid", "tanh",  "gelu",    "silu",
+    "elu",  "softplus",   "none",    "swish", "softmax", NULL};
+#define ACT_NONE 8 /* activation_names' "none" */
 
 /* Adds one layer line; `activation=` on a layer adds an activation node
  * after it (Keras's Dense(128, activation='relu')). */
@@ -304,7 +307,7 @@ clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a, const char *name,
   n->index = g->n_nodes;
   CLT_TRY(name_node(g, n, a, name));
   CLT_TRY(resolve_inputs(g, n, a, inputs, n_inputs));
-  int act = 5; /* none */
+  int act = ACT_NONE;
   bool has_act = false;
   for (int i = 0; i < a->count; i++)
     if (!strcmp(a->args[i].key, "activation")) has_act = true;
@@ -327,7 +330,7 @@ clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a, const char *name,
   if (ops->min_inputs == 0) g->input_node = n->index;
   if (n->is_loss) g->loss_node = n->index;
   if (out) *out = n->index;
-  if (act == 5) return CLT_OK;
+  if (act == ACT_NONE) return CLT_OK;
   char act_name[CLT_NAME_MAX + 8];
   snprintf(act_name, sizeof act_name, "%s_%s", n->name, activation_names[act]);
   clt_node from = n->index;
@@ -372,7 +375,7 @@ CLT_API clt_status clt_graph_dense(clt_graph *g, clt_node in, int64_t units,
 
 CLT_API clt_status clt_graph_activation(clt_graph *g, clt_node in,
                                         clt_activation kind, clt_node *out) {
-  if ((int)kind < 0 || kind > CLT_ACT_GELU)
+  if ((int)kind < 0 || kind > CLT_ACT_SOFTPLUS)
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "graph: unknown activation %d", (int)kind);
   return add_typed(g, activation_names[kind], &in, 1, NULL, 0, out);

@@ -1,11 +1,13 @@
-/* Activation layers: relu, leaky_relu [alpha=0.01], sigmoid, tanh, gelu. */
+/* Activation layers: relu, leaky_relu [alpha=0.01], sigmoid, tanh, gelu,
+ * silu (swish), elu [alpha=1], softplus. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
 
 static const char *const keys[] = {"name", "input", "inputs", NULL};
-static const char *const leaky_keys[] = {"alpha", "name", "input", "inputs",
+static const char *const alpha_keys[] = {"alpha", "name", "input", "inputs",
                                          NULL};
 
 typedef struct act_state {
@@ -23,12 +25,19 @@ static clt_status act_configure(clt_graph *g, clt_graph_node *n,
             : !strcmp(t, "leaky_relu") ? CLT_ACT_LEAKY_RELU
             : !strcmp(t, "sigmoid")    ? CLT_ACT_SIGMOID
             : !strcmp(t, "tanh")       ? CLT_ACT_TANH
+            : !strcmp(t, "silu") || !strcmp(t, "swish") ? CLT_ACT_SILU
+            : !strcmp(t, "elu")        ? CLT_ACT_ELU
+            : !strcmp(t, "softplus")   ? CLT_ACT_SOFTPLUS
                                        : CLT_ACT_GELU;
-  if (s->kind == CLT_ACT_LEAKY_RELU) {
+  if (s->kind == CLT_ACT_LEAKY_RELU || s->kind == CLT_ACT_ELU) {
     clt_err err = {0};
-    double alpha = 0.01;
-    if (clt_args_get_float(a, "alpha", false, 0.01, &alpha, &err) != CLT_OK)
+    double fallback = s->kind == CLT_ACT_ELU ? 1.0 : 0.01, alpha = fallback;
+    if (clt_args_get_float(a, "alpha", false, fallback, &alpha, &err) !=
+        CLT_OK)
       return clt_graph_err(g, &err);
+    if (!isfinite(alpha))
+      return clt_node_fail(g, n, CLT_ERR_FORMAT, "alpha must be finite, not %g",
+                           alpha);
     s->alpha = (float)alpha;
   }
   clt_graph_node *in = clt_graph_in(g, n, 0);
@@ -70,7 +79,11 @@ static void act_destroy(clt_graph_node *n) { free(n->state); }
   };
 
 ACTIVATION_LAYER(clt_layer_relu, "relu", keys)
-ACTIVATION_LAYER(clt_layer_leaky_relu, "leaky_relu", leaky_keys)
+ACTIVATION_LAYER(clt_layer_leaky_relu, "leaky_relu", alpha_keys)
 ACTIVATION_LAYER(clt_layer_sigmoid, "sigmoid", keys)
 ACTIVATION_LAYER(clt_layer_tanh, "tanh", keys)
 ACTIVATION_LAYER(clt_layer_gelu, "gelu", keys)
+ACTIVATION_LAYER(clt_layer_silu, "silu", keys)
+ACTIVATION_LAYER(clt_layer_swish, "swish", keys) /* Keras's name of silu */
+ACTIVATION_LAYER(clt_layer_elu, "elu", alpha_keys)
+ACTIVATION_LAYER(clt_layer_softplus, "softplus", keys)

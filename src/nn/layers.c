@@ -5,7 +5,8 @@
 
 extern const clt_layer_ops clt_layer_input, clt_layer_flatten,
     clt_layer_reshape, clt_layer_dense, clt_layer_relu, clt_layer_leaky_relu,
-    clt_layer_sigmoid, clt_layer_tanh, clt_layer_gelu, clt_layer_softmax,
+    clt_layer_sigmoid, clt_layer_tanh, clt_layer_gelu, clt_layer_silu,
+    clt_layer_swish, clt_layer_elu, clt_layer_softplus, clt_layer_softmax,
     clt_layer_softmax_xent, clt_layer_sigmoid_xent, clt_layer_mse,
     clt_layer_mae, clt_layer_huber,
     clt_layer_conv2d, clt_layer_maxpool,
@@ -21,6 +22,8 @@ static const clt_layer_ops *const layers[] = {
     &clt_layer_dropout,   &clt_layer_add,       &clt_layer_concat,
     &clt_layer_normalize, &clt_layer_relu,      &clt_layer_leaky_relu,
     &clt_layer_sigmoid,   &clt_layer_tanh,      &clt_layer_gelu,
+    &clt_layer_silu,      &clt_layer_swish,     &clt_layer_elu,
+    &clt_layer_softplus,
     &clt_layer_softmax,   &clt_layer_softmax_xent,
     &clt_layer_sigmoid_xent, &clt_layer_mse, &clt_layer_mae, &clt_layer_huber,
 };

@@ -7,6 +7,9 @@ static clt_kernel_id forward_kernel(clt_activation kind) {
   case CLT_ACT_LEAKY_RELU: return CLT_K_activation_forward_leaky_relu;
   case CLT_ACT_SIGMOID: return CLT_K_activation_forward_sigmoid;
   case CLT_ACT_TANH: return CLT_K_activation_forward_tanh;
+  case CLT_ACT_SILU: return CLT_K_activation_forward_silu;
+  case CLT_ACT_ELU: return CLT_K_activation_forward_elu;
+  case CLT_ACT_SOFTPLUS: return CLT_K_activation_forward_softplus;
   default: return CLT_K_activation_forward_gelu;
   }
 }
@@ -17,6 +20,9 @@ static clt_kernel_id backward_kernel(clt_activation kind) {
   case CLT_ACT_LEAKY_RELU: return CLT_K_activation_backward_leaky_relu;
   case CLT_ACT_SIGMOID: return CLT_K_activation_backward_sigmoid;
   case CLT_ACT_TANH: return CLT_K_activation_backward_tanh;
+  case CLT_ACT_SILU: return CLT_K_activation_backward_silu;
+  case CLT_ACT_ELU: return CLT_K_activation_backward_elu;
+  case CLT_ACT_SOFTPLUS: return CLT_K_activation_backward_softplus;
   default: return CLT_K_activation_backward_gelu;
   }
 }

@@ -37,6 +37,12 @@
   CLT_KERNEL_R16(X, activation_backward_tanh, "activation")                    \
   CLT_KERNEL_R16(X, activation_forward_gelu, "activation")                     \
   CLT_KERNEL_R16(X, activation_backward_gelu, "activation")                    \
+  CLT_KERNEL_R16(X, activation_forward_silu, "activation")                     \
+  CLT_KERNEL_R16(X, activation_backward_silu, "activation")                    \
+  CLT_KERNEL_R16(X, activation_forward_elu, "activation")                      \
+  CLT_KERNEL_R16(X, activation_backward_elu, "activation")                     \
+  CLT_KERNEL_R16(X, activation_forward_softplus, "activation")                 \
+  CLT_KERNEL_R16(X, activation_backward_softplus, "activation")                \
   X(softmax_rows, "loss")                                                      \
   X(softmax_rows_backward, "loss")                                             \
   X(softmax_xent, "loss")                                                      \
