@@ -1568,6 +1568,19 @@ CLT_API clt_status clt_evaluate_multilabel(clt_graph *g, const clt_dataset *ds,
                                            int64_t batch, int64_t *counts,
                                            int64_t *exact, clt_metrics *m);
 
+/* The area under the ROC curve (scikit-learn's roc_auc_score) of each
+ * output of a classifier (its class against the rest, on the softmax's
+ * probabilities) or of a multi-label model (its label, present where the
+ * target is 0.5 or more, on its probability) over ds in batches of
+ * `batch`: auc[k] for each of the clt_graph_output_size outputs, the
+ * chance that a sample of class (label) k scores above one without it,
+ * ties counting half; NaN where no sample has it or every sample does.
+ * *micro (may be NULL): the same over every (sample, output) pair pooled.
+ * Keeps every sample's outputs on the host (samples x outputs floats). */
+CLT_API clt_status clt_evaluate_roc_auc(clt_graph *g, const clt_dataset *ds,
+                                        int64_t batch, double *auc,
+                                        double *micro, clt_metrics *m);
+
 /* Splits ds into *rest and *part: a random `fraction` of its samples
  * (at least one, chosen by seed, the same for the same seed), and the rest,
  * both in the original order (Keras's validation_split, but shuffled).

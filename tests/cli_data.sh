@@ -289,9 +289,24 @@ for k in range(3):
     near(o["f1"], 2 * tp[k] / (2 * tp[k] + fp[k] + fn[k]), "f1 %d" % k)
 TP, FP, FN = sum(tp), sum(fp), sum(fn)
 near(ev["micro_avg"]["f1"], 2 * TP / (2 * TP + FP + FN), "micro f1")
+# ROC AUC: each label's, and every (row, label) pooled, counted pair by pair
+def auc(pairs):
+    pos = [s for s, y in pairs if y]
+    neg = [s for s, y in pairs if not y]
+    won = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return won / (len(pos) * len(neg))
+probs = [{t["class"]: t["probability"] for t in p["top"]} for p in pred]
+each = [auc([(q[k], r[k] >= 0.5) for q, r in zip(probs, rows)]) for k in range(3)]
+for k in range(3):
+    near(ev["per_label"][k]["roc_auc"], each[k], "roc auc %d" % k)
+near(ev["macro_avg"]["roc_auc"], sum(each) / 3, "macro roc auc")
+near(ev["micro_avg"]["roc_auc"],
+     auc([(q[k], r[k] >= 0.5) for q, r in zip(probs, rows) for k in range(3)]),
+     "micro roc auc")
 print("ok: multi-label eval: accuracy %.4f per label, exact match %.4f, "
-      "micro f1 %.4f, as counted on predict's probabilities"
-      % (ev["accuracy"], ev["exact_match"], ev["micro_avg"]["f1"]))
+      "micro f1 %.4f, macro roc auc %.4f, as counted on predict's probabilities"
+      % (ev["accuracy"], ev["exact_match"], ev["micro_avg"]["f1"],
+         ev["macro_avg"]["roc_auc"]))
 PY
 # predict: the labels said present (0.5 or more), named by the header
 printf '0.10,0.20,0.20,0.90\n0.90,0.80,0.70,0.10\n' >"$T/ml_rows.csv"

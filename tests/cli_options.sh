@@ -319,6 +319,36 @@ for name, w in (("macro_avg", lambda s: 1), ("weighted_avg", lambda s: s)):
 print("ok: eval --json:", d["accuracy"], "macro F1", d["macro_avg"]["f1"],
       "classes never predicted:", sum(p["precision"] is None for p in d["per_class"]))
 EOF
+# Each class's ROC AUC (one against the rest), against the pairs counted
+# on predict's probabilities of the same 100 test images.
+"$C" predict "$T/tiny.model" --weights "$T/w.st" --top 10 --limit 100 --json \
+  /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz \
+  >"$T/pred100.json" 2>"$T/pred.err" || fail "predict --top 10: $(cat "$T/pred.err")"
+python3 - "$T/eval.json" "$T/pred100.json" <<'EOF' || fail "eval's ROC AUC"
+import gzip, json, sys
+d, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["predictions"]
+labels = gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz").read()[8:108]
+prob = [{t["class"]: t["probability"] for t in s["top"]} for s in p]
+assert len(prob) == 100 and all(len(q) == 10 for q in prob)
+def auc(scores, present):
+    pos = [s for s, y in zip(scores, present) if y]
+    neg = [s for s, y in zip(scores, present) if not y]
+    if not pos or not neg:
+        return None
+    won = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return won / (len(pos) * len(neg))
+got, sup = [], []
+for c in range(10):
+    want = auc([q[c] for q in prob], [y == c for y in labels])
+    have = d["per_class"][c]["roc_auc"]
+    assert (want is None) == (have is None) and (want is None or abs(want - have) < 1e-6), (c, want, have)
+    if want is not None:
+        got.append(want)
+        sup.append(labels.count(c))
+assert abs(d["macro_avg"]["roc_auc"] - sum(got) / len(got)) < 1e-6, d["macro_avg"]
+assert abs(d["weighted_avg"]["roc_auc"] - sum(a * s for a, s in zip(got, sup)) / sum(sup)) < 1e-6
+print("ok: eval's ROC AUC per class against predict's probabilities: macro %.4f" % d["macro_avg"]["roc_auc"])
+EOF
 
 python3 - "$T" <<'EOF'
 import gzip, sys

@@ -1322,11 +1322,125 @@ START_TEST(test_fit_adapts_normalize) {
 }
 END_TEST
 
+/* The pairs' count of an AUC: positives scoring above negatives, ties
+ * half; NaN without both. */
+static double pairwise_auc(const float *score, const bool *present, int n,
+                           int stride) {
+  double won = 0, pos = 0, neg = 0;
+  for (int i = 0; i < n; i++) {
+    pos += present[i * stride];
+    neg += !present[i * stride];
+    for (int j = 0; j < n; j++)
+      if (present[i * stride] && !present[j * stride])
+        won += score[i * stride] > score[j * stride]     ? 1.0
+               : score[i * stride] == score[j * stride] ? 0.5
+                                                        : 0.0;
+  }
+  return pos > 0 && neg > 0 ? won / (pos * neg) : NAN;
+}
+
+/* clt_evaluate_roc_auc against the pairs counted on the model's own
+ * outputs: a softmax over the inputs themselves (so the scores are
+ * chosen: ties, a class no sample has), and sigmoids with soft targets. */
+START_TEST(test_roc_auc) {
+  enum { N = 9, K = 3 };
+  static const float x[N * K] = {
+      2, 0, 1,  0.5f, 0.5f, 0,  0.5f, 0.5f, 0, /* two alike: a tie */
+      0, 3, 1,  1, 1, 1,  -1, 2, 0,  3, -2, 0,  0, 0, 0.25f,  1, -1, 2};
+  static const int32_t labels[N] = {0, 0, 1, 1, 0, 1, 0, 1, 0}; /* no 2 */
+  clt_dataset_desc d = {0};
+  d.count = N;
+  d.channels = d.height = 1;
+  d.width = K;
+  d.values_f32 = x;
+  d.labels = labels;
+  d.num_classes = K;
+  clt_dataset *ds = NULL;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  clt_graph *g = NULL;
+  clt_node in;
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){K}, &in));
+  ck_assert_ok(clt_graph_softmax_cross_entropy(g, in, NULL));
+  ck_assert_ok(clt_graph_compile(g, N, 1));
+  float p[N * K];
+  int64_t outputs = 0;
+  ck_assert_ok(clt_graph_set_batch(g, x, labels, N));
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+  bool present[N * K];
+  for (int i = 0; i < N * K; i++) present[i] = labels[i / K] == i % K;
+  double auc[K], micro = 0;
+  clt_metrics m;
+  ck_assert_ok(clt_evaluate_roc_auc(g, ds, 4, auc, &micro, &m)); /* 4+4+1 */
+  ck_assert_int_eq(m.samples, N);
+  for (int k = 0; k < 2; k++) {
+    double want = pairwise_auc(p + k, present + k, N, K);
+    ck_assert_msg(fabs(auc[k] - want) < 1e-12, "class %d: %.12g, pairs %.12g",
+                  k, auc[k], want);
+  }
+  ck_assert(auc[0] > 0 && auc[0] < 1); /* neither all right nor all wrong */
+  ck_assert(isnan(auc[2]));            /* no sample of class 2 */
+  ck_assert_double_eq_tol(micro, pairwise_auc(p, present, N * K, 1), 1e-12);
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+
+  /* Multi-label: present from a target of 0.5; a label every sample has
+   * gets NaN. */
+  float t[N * K];
+  for (int i = 0; i < N; i++) {
+    t[i * K] = i % 3 == 0 ? 0.5f : 0.49f;
+    t[i * K + 1] = (float)(labels[i]);
+    t[i * K + 2] = 1.0f;
+  }
+  d.labels = NULL;
+  d.num_classes = 0;
+  d.targets = t;
+  d.target_size = K;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){K}, &in));
+  ck_assert_ok(clt_graph_add(g, "sigmoid_cross_entropy", NULL, &in, 1, NULL,
+                             NULL));
+  ck_assert_ok(clt_graph_compile(g, N, 1));
+  ck_assert_ok(clt_graph_set_batch(g, x, t, N));
+  ck_assert_ok(clt_graph_forward(g, false));
+  ck_assert_ok(clt_graph_predictions(g, p, &outputs));
+  for (int i = 0; i < N * K; i++) present[i] = t[i] >= 0.5f;
+  ck_assert_ok(clt_evaluate_roc_auc(g, ds, 2, auc, NULL, &m));
+  for (int k = 0; k < 2; k++)
+    ck_assert_double_eq_tol(auc[k], pairwise_auc(p + k, present + k, N, K),
+                            1e-12);
+  ck_assert(isnan(auc[2]));
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+
+  /* A regression has none. */
+  float y[N];
+  for (int i = 0; i < N; i++) y[i] = (float)i;
+  d.targets = y;
+  d.target_size = 1;
+  ck_assert_ok(clt_dataset_from_memory(g_ctx, &d, &ds));
+  ck_assert_ok(clt_graph_create(g_ctx, &g));
+  ck_assert_ok(clt_graph_input(g, 1, (int64_t[]){K}, &in));
+  clt_node out;
+  ck_assert_ok(clt_graph_dense(g, in, 1, &out));
+  ck_assert_ok(clt_graph_mse(g, out, NULL));
+  ck_assert_ok(clt_graph_compile(g, N, 1));
+  ck_assert_int_eq(clt_evaluate_roc_auc(g, ds, 4, auc, NULL, &m),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(clt_context_last_error(g_ctx), "ROC AUC"));
+  clt_graph_destroy(g);
+  clt_dataset_destroy(ds);
+}
+END_TEST
+
 static Suite *fit_data_suite(void) {
   Suite *s = suite_create("fit_data");
   TCase *tc = tcase_create("fit_data");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_mse_regression_through_fit);
+  tcase_add_test(tc, test_roc_auc);
   tcase_add_test(tc, test_fit_adapts_normalize);
   tcase_add_test(tc, test_fit_bytes_equal_floats);
   tcase_add_test(tc, test_mismatched_data_is_refused);

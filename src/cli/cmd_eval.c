@@ -1,5 +1,6 @@
 /* cltrain eval: loss, accuracy, the confusion matrix and the per-class
- * scores of trained weights on a dataset; a regression's errors and R^2. */
+ * scores (ROC AUC among them) of trained weights on a dataset; a
+ * regression's errors and R^2. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -67,11 +68,12 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
   const cli_command cmd = {
       "eval", "MODEL --weights FILE --data DATA [options]",
       "  prints the loss, the accuracy, the confusion matrix and each\n"
-      "  class's precision, recall and F1 with their macro and weighted\n"
-      "  averages (a multi-label model, sigmoid_cross_entropy: the\n"
-      "  accuracy per label, the exact match and each label's scores; a\n"
-      "  regression model, mse, mae or huber: the loss, the mean absolute\n"
-      "  and root mean squared errors and R^2, per output too)\n",
+      "  class's precision, recall, F1 and ROC AUC (one class against the\n"
+      "  rest) with their macro and weighted averages (a multi-label\n"
+      "  model, sigmoid_cross_entropy: the accuracy per label, the exact\n"
+      "  match and each label's scores; a regression model, mse, mae or\n"
+      "  huber: the loss, the mean absolute and root mean squared errors\n"
+      "  and R^2, per output too)\n",
       options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
   const char *pos[1];
   int npos = 0;
@@ -127,10 +129,14 @@ static void print_confusion(const int64_t *cm, int64_t classes, char **labels,
 typedef struct class_score {
   double precision, recall, f1;
   int64_t support, predicted;
+  double auc; /* ROC AUC (clt_evaluate_roc_auc), NaN where undefined */
 } class_score;
 
+/* The scores' columns: precision, recall, F1, ROC AUC. */
+#define SCORES 4
+
 static class_score score_of(const int64_t *cm, int64_t classes, int64_t c) {
-  class_score s = {NAN, NAN, NAN, 0, 0};
+  class_score s = {NAN, NAN, NAN, 0, 0, NAN};
   for (int64_t i = 0; i < classes; i++) {
     s.support += cm[c * classes + i];
     s.predicted += cm[i * classes + c];
@@ -143,12 +149,30 @@ static class_score score_of(const int64_t *cm, int64_t classes, int64_t c) {
   return s;
 }
 
+/* The ROC AUC's macro and weighted (by support) averages over the rows
+ * where it is defined (scikit-learn refuses the others). */
+static void auc_averages(const class_score *rows, int64_t n, double *macro,
+                         double *weighted) {
+  double sum = 0, wsum = 0, count = 0, support = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (isnan(rows[k].auc)) continue;
+    sum += rows[k].auc;
+    wsum += rows[k].auc * (double)rows[k].support;
+    count += 1;
+    support += (double)rows[k].support;
+  }
+  *macro = count > 0 ? sum / count : NAN;
+  *weighted = support > 0 ? wsum / support : NAN;
+}
+
 /* The macro (each class alike) and weighted (by support) averages over
  * the classes that occur in the truth or the predictions, an undefined
  * score counted as 0, as scikit-learn does: avg[0] macro, avg[1]
- * weighted, each precision, recall, F1. */
+ * weighted, each precision, recall, F1 (and the ROC AUC's, as
+ * auc_averages). */
 static void score_averages(const int64_t *cm, int64_t classes,
-                           double avg[2][3], int64_t *total) {
+                           const class_score *rows, double avg[2][SCORES],
+                           int64_t *total) {
   double sum[2][3] = {{0}}, n = 0;
   *total = 0;
   for (int64_t c = 0; c < classes; c++) {
@@ -167,6 +191,7 @@ static void score_averages(const int64_t *cm, int64_t classes,
     avg[0][k] = n > 0 ? sum[0][k] / n : NAN;
     avg[1][k] = *total > 0 ? sum[1][k] / (double)*total : NAN;
   }
+  auc_averages(rows, classes, &avg[0][3], &avg[1][3]);
 }
 
 static void print_score(double v) {
@@ -175,16 +200,17 @@ static void print_score(double v) {
 }
 
 /* A table of scores, a row each (a class's or a label's precision,
- * recall, F1 and support), then the averages' rows over all of them. */
+ * recall, F1, support and ROC AUC), then the averages' rows over all of
+ * them. */
 static void print_scores(const char *what, const class_score *rows,
                          int64_t n, char **names, int n_names,
-                         const char *const *avg_names, double (*avg)[3],
+                         const char *const *avg_names, double (*avg)[SCORES],
                          int n_avg, int64_t total) {
   int name_w = 12;
   for (int i = 0; names && i < n_names && i < n; i++)
     if ((int)strlen(names[i]) + 4 > name_w) name_w = (int)strlen(names[i]) + 4;
-  printf("%-*s  %9s  %9s  %9s  %9s\n", name_w, what, "precision", "recall",
-         "f1-score", "support");
+  printf("%-*s  %9s  %9s  %9s  %9s  %9s\n", name_w, what, "precision",
+         "recall", "f1-score", "support", "roc auc");
   for (int64_t c = 0; c < n; c++) {
     char name[160];
     snprintf(name, sizeof name, "%3lld %s", (long long)c,
@@ -193,38 +219,54 @@ static void print_scores(const char *what, const class_score *rows,
     print_score(rows[c].precision);
     print_score(rows[c].recall);
     print_score(rows[c].f1);
-    printf("  %9lld\n", (long long)rows[c].support);
+    printf("  %9lld", (long long)rows[c].support);
+    print_score(rows[c].auc);
+    printf("\n");
   }
   for (int k = 0; k < n_avg; k++) {
     printf("%-*s", name_w, avg_names[k]);
     for (int j = 0; j < 3; j++) print_score(avg[k][j]);
-    printf("  %9lld\n", (long long)total);
+    printf("  %9lld", (long long)total);
+    print_score(avg[k][3]);
+    printf("\n");
   }
 }
 
-/* The per-class table under the matrix: precision, recall, F1, support,
- * then the macro and weighted averages. */
-static void print_report(const int64_t *cm, int64_t classes, char **labels,
-                         int n_labels) {
+/* A classifier's rows: each class's scores, its ROC AUC from auc. */
+static class_score *class_rows(const int64_t *cm, const double *auc,
+                               int64_t classes) {
   class_score *rows = malloc((size_t)classes * sizeof *rows);
+  for (int64_t c = 0; rows && c < classes; c++) {
+    rows[c] = score_of(cm, classes, c);
+    rows[c].auc = auc[c];
+  }
+  return rows;
+}
+
+/* The per-class table under the matrix: precision, recall, F1, support,
+ * ROC AUC, then the macro and weighted averages. */
+static void print_report(const int64_t *cm, const double *auc,
+                         int64_t classes, char **labels, int n_labels) {
+  class_score *rows = class_rows(cm, auc, classes);
   if (!rows) return;
-  for (int64_t c = 0; c < classes; c++) rows[c] = score_of(cm, classes, c);
-  double avg[2][3];
+  double avg[2][SCORES];
   int64_t total;
-  score_averages(cm, classes, avg, &total);
+  score_averages(cm, classes, rows, avg, &total);
   static const char *const names[] = {"macro avg", "weighted avg"};
   print_scores("class", rows, classes, labels, n_labels, names, avg, 2,
                total);
   free(rows);
 }
 
-static void json_scores(const double v[3]) {
+static void json_scores(const double v[SCORES]) {
   printf("{\"precision\": ");
   cli_json_number(stdout, v[0]);
   printf(", \"recall\": ");
   cli_json_number(stdout, v[1]);
   printf(", \"f1\": ");
   cli_json_number(stdout, v[2]);
+  printf(", \"roc_auc\": ");
+  cli_json_number(stdout, v[3]);
 }
 
 /* A regression's scores: one line over all outputs, then, with more than
@@ -259,7 +301,7 @@ static void print_regression(const clt_regression_scores *per_output,
  * false positives, false negatives, true negatives), as score_of gives a
  * class's: support, the samples where the label is present. */
 static class_score label_score(const int64_t *c) {
-  class_score s = {NAN, NAN, NAN, c[0] + c[2], c[0] + c[1]};
+  class_score s = {NAN, NAN, NAN, c[0] + c[2], c[0] + c[1], NAN};
   if (s.predicted > 0) s.precision = (double)c[0] / (double)s.predicted;
   if (s.support > 0) s.recall = (double)c[0] / (double)s.support;
   if (s.predicted > 0 || s.support > 0)
@@ -267,13 +309,27 @@ static class_score label_score(const int64_t *c) {
   return s;
 }
 
-/* A multi-label model's report: each label's precision, recall, F1 and
- * support, then the micro (every decision pooled), macro and weighted
- * averages (scikit-learn's classification_report of multi-label data;
- * an undefined score is 0 in the averages); avg[k][0..2] filled for
+/* A multi-label model's rows: each label's scores, its ROC AUC from
+ * auc. */
+static class_score *label_rows(const int64_t *counts, const double *auc,
+                               int64_t labels) {
+  class_score *rows = malloc((size_t)labels * sizeof *rows);
+  for (int64_t k = 0; rows && k < labels; k++) {
+    rows[k] = label_score(counts + 4 * k);
+    rows[k].auc = auc[k];
+  }
+  return rows;
+}
+
+/* A multi-label model's report: each label's precision, recall, F1,
+ * support and ROC AUC, then the micro (every decision pooled: micro_auc),
+ * macro and weighted averages (scikit-learn's classification_report of
+ * multi-label data; an undefined score is 0 in the averages, but for the
+ * ROC AUC's, over the labels where it is defined); avg[k] filled for
  * --json. */
-static void multilabel_averages(const int64_t *counts, int64_t labels,
-                                double avg[3][3], int64_t *total) {
+static void multilabel_averages(const int64_t *counts, const class_score *rows,
+                                int64_t labels, double micro_auc,
+                                double avg[3][SCORES], int64_t *total) {
   int64_t pooled[4] = {0};
   double sum[2][3] = {{0}};
   *total = 0;
@@ -295,16 +351,18 @@ static void multilabel_averages(const int64_t *counts, int64_t labels,
     avg[1][j] = labels > 0 ? sum[0][j] / (double)labels : NAN;
     avg[2][j] = *total > 0 ? sum[1][j] / (double)*total : NAN;
   }
+  avg[0][3] = micro_auc;
+  auc_averages(rows, labels, &avg[1][3], &avg[2][3]);
 }
 
-static void print_multilabel(const int64_t *counts, int64_t labels,
-                             char **names, int n_names) {
-  class_score *rows = malloc((size_t)labels * sizeof *rows);
+static void print_multilabel(const int64_t *counts, const double *auc,
+                             double micro_auc, int64_t labels, char **names,
+                             int n_names) {
+  class_score *rows = label_rows(counts, auc, labels);
   if (!rows) return;
-  for (int64_t k = 0; k < labels; k++) rows[k] = label_score(counts + 4 * k);
-  double avg[3][3];
+  double avg[3][SCORES];
   int64_t total;
-  multilabel_averages(counts, labels, avg, &total);
+  multilabel_averages(counts, rows, labels, micro_auc, avg, &total);
   static const char *const kinds[] = {"micro avg", "macro avg",
                                       "weighted avg"};
   print_scores("label", rows, labels, names, n_names, kinds, avg, 3, total);
@@ -343,11 +401,12 @@ static void json_names(const char *key, int64_t n, char **names,
  * support, then each average under its key. */
 static void json_score_rows(const char *key, const class_score *rows,
                             int64_t n, const char *const *avg_keys,
-                            double (*avg)[3], int n_avg) {
+                            double (*avg)[SCORES], int n_avg) {
   printf(", \"%s\": [", key);
   for (int64_t c = 0; c < n; c++) {
     printf("%s", c ? ", " : "");
-    json_scores((double[3]){rows[c].precision, rows[c].recall, rows[c].f1});
+    json_scores((double[SCORES]){rows[c].precision, rows[c].recall,
+                                 rows[c].f1, rows[c].auc});
     printf(", \"support\": %lld}", (long long)rows[c].support);
   }
   printf("]");
@@ -362,8 +421,9 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
                        const clt_metrics *m, const int64_t *cm,
                        const clt_regression_scores *per_output,
                        const clt_regression_scores *overall,
-                       const int64_t *lc, int64_t exact, int64_t classes,
-                       char **labels, int n_labels, int epoch) {
+                       const int64_t *lc, int64_t exact, const double *auc,
+                       double micro_auc, int64_t classes, char **labels,
+                       int n_labels, int epoch) {
   printf("{\"model\": ");
   cli_json_string(stdout, a->model);
   printf(", \"weights\": ");
@@ -382,15 +442,15 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
     cli_json_number(stdout, m->samples > 0 ? (double)exact / (double)m->samples
                                            : NAN);
     json_names("labels", classes, labels, n_labels);
-    class_score *rows = malloc((size_t)classes * sizeof *rows);
-    for (int64_t k = 0; rows && k < classes; k++)
-      rows[k] = label_score(lc + 4 * k);
-    double avg[3][3];
+    class_score *rows = label_rows(lc, auc, classes);
+    double avg[3][SCORES];
     int64_t total;
-    multilabel_averages(lc, classes, avg, &total);
     static const char *const keys[] = {"micro_avg", "macro_avg",
                                        "weighted_avg"};
-    if (rows) json_score_rows("per_label", rows, classes, keys, avg, 3);
+    if (rows) {
+      multilabel_averages(lc, rows, classes, micro_auc, avg, &total);
+      json_score_rows("per_label", rows, classes, keys, avg, 3);
+    }
     free(rows);
   }
   if (per_output) {
@@ -419,14 +479,14 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
       printf("]");
     }
     printf("]");
-    class_score *rows = malloc((size_t)classes * sizeof *rows);
-    for (int64_t c = 0; rows && c < classes; c++)
-      rows[c] = score_of(cm, classes, c);
-    double avg[2][3];
+    class_score *rows = class_rows(cm, auc, classes);
+    double avg[2][SCORES];
     int64_t total;
-    score_averages(cm, classes, avg, &total);
     static const char *const keys[] = {"macro_avg", "weighted_avg"};
-    if (rows) json_score_rows("per_class", rows, classes, keys, avg, 2);
+    if (rows) {
+      score_averages(cm, classes, rows, avg, &total);
+      json_score_rows("per_class", rows, classes, keys, avg, 2);
+    }
     free(rows);
   }
   printf("}\n");
@@ -447,6 +507,7 @@ int cli_eval(int argc, char **argv) {
   clt_graph *g = NULL;
   clt_dataset *ds = NULL;
   int64_t *cm = NULL, *lc = NULL, exact = 0;
+  double *auc = NULL, micro_auc = NAN;
   clt_regression_scores *per_output = NULL, overall;
   clt_checkpoint_info info;
   rc = 1;
@@ -501,9 +562,11 @@ int cli_eval(int argc, char **argv) {
   clt_metrics m;
   if (kind == CLT_LOSS_MULTILABEL) {
     lc = calloc((size_t)(4 * classes), sizeof *lc);
-    if (!lc ||
-        clt_evaluate_multilabel(g, ds, a.batch, lc, &exact, &m) != CLT_OK) {
-      if (lc) rc = fail(ctx);
+    auc = calloc((size_t)classes, sizeof *auc);
+    if (!lc || !auc ||
+        clt_evaluate_multilabel(g, ds, a.batch, lc, &exact, &m) != CLT_OK ||
+        clt_evaluate_roc_auc(g, ds, a.batch, auc, &micro_auc, &m) != CLT_OK) {
+      if (lc && auc) rc = fail(ctx);
       else fprintf(stderr, "cltrain: out of memory\n");
       goto done;
     }
@@ -522,15 +585,18 @@ int cli_eval(int argc, char **argv) {
                       "%lld\n",
               a.labels ? a.labels : a.weights, n_labels, (long long)classes);
     cm = calloc((size_t)(classes * classes), sizeof *cm);
-    if (!cm || clt_evaluate_confusion(g, ds, a.batch, cm, &m) != CLT_OK) {
-      if (cm) rc = fail(ctx);
+    auc = calloc((size_t)classes, sizeof *auc);
+    if (!cm || !auc ||
+        clt_evaluate_confusion(g, ds, a.batch, cm, &m) != CLT_OK ||
+        clt_evaluate_roc_auc(g, ds, a.batch, auc, &micro_auc, &m) != CLT_OK) {
+      if (cm && auc) rc = fail(ctx);
       else fprintf(stderr, "cltrain: out of memory\n");
       goto done;
     }
   }
   if (a.json) {
-    print_json(&a, ds, &m, cm, per_output, &overall, lc, exact, classes,
-               labels, n_labels, info.epoch);
+    print_json(&a, ds, &m, cm, per_output, &overall, lc, exact, auc,
+               micro_auc, classes, labels, n_labels, info.epoch);
     rc = 0;
     goto done;
   }
@@ -545,7 +611,7 @@ int cli_eval(int argc, char **argv) {
            m.loss, m.accuracy,
            m.samples > 0 ? (double)exact / (double)m.samples : NAN,
            (long long)exact, (long long)m.samples);
-    print_multilabel(lc, classes, labels, n_labels);
+    print_multilabel(lc, auc, micro_auc, classes, labels, n_labels);
     rc = 0;
     goto done;
   }
@@ -561,11 +627,12 @@ int cli_eval(int argc, char **argv) {
   printf("loss %.4f  accuracy %.4f (%lld/%lld)\n", m.loss, m.accuracy,
          (long long)correct, (long long)m.samples);
   print_confusion(cm, classes, labels, n_labels);
-  print_report(cm, classes, labels, n_labels);
+  print_report(cm, auc, classes, labels, n_labels);
   rc = 0;
 done:
   free(cm);
   free(lc);
+  free(auc);
   free(per_output);
   clt_dataset_destroy(ds);
   clt_graph_destroy(g);
