@@ -461,6 +461,31 @@ assert d["classes"] == ["Iris-setosa", "Iris-versicolor", "Iris-virginica"], d
 assert d["per_class"][1]["recall"] > 0.8 and d["per_class"][2]["recall"] > 0.8, d
 PY
 echo "ok: labels by name (accuracy $acc; eval, predict and --resume by name)"
+# --val-data: a validation file of two of the three classes, by name:
+# they map to the training data's classes (1 and 2), as test data's do.
+tail -n 30 "$T/iris_two.data" >"$T/iris_val.data"
+"$C" train "$T/iris.model" --data "$T/iris.data" --csv-values floats \
+  --label-column last --epochs 1 --batch 16 --lr 0.001 --init "$T/iris.st" \
+  --val-data "$T/iris_val.data" --json >"$T/val.json" 2>"$T/val.err" ||
+  fail "--val-data: $(cat "$T/val.err")"
+must_say "--val-data is the validation set" \
+  "validation data: $T/iris_val.data (CSV, 30 rows" "$T/val.err"
+grep -qE '^epoch 1/1  train .*  val loss [0-9.]+ acc 1\.0000  test ' "$T/val.err" ||
+  fail "--val-data: the epoch line: $(grep '^epoch' "$T/val.err")"
+python3 - "$T/val.json" <<'PY' || fail "--val-data: the result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["validation_samples"] == 30 and d["validation_accuracy"] == 1.0, d
+assert d["monitor"] == "validation", d
+PY
+printf '1.00,2.00,Iris-rose\n' >"$T/iris_bad.data"
+expect_error "--val-data: a class the training data lacks" "'Iris-rose'" \
+  -- "$C" train "$T/iris.model" --data "$T/iris.data" --csv-values floats \
+  --label-column last --epochs 1 --val-data "$T/iris_bad.data"
+expect_error "--val-data with --val-split" "exclude each other" \
+  -- "$C" train "$T/iris.model" --data "$T/iris.data" --val-split 0.1 \
+  --val-data "$T/iris_val.data"
+echo "ok: --val-data maps its class names to the training data's"
 
 # Imbalanced classes: one row in ten of class 1 (both features shifted by
 # 1.2, normal noise from a fixed generator); class_weights=balanced learns

@@ -17,7 +17,7 @@
 #include "cli/plot.h"
 
 typedef struct train_args {
-  const char *model, *data, *test_data, *device, *log_path;
+  const char *model, *data, *test_data, *val_data, *device, *log_path;
   const char *save, *resume, *init, *plot;
   long long epochs, batch, seed, train_limit, test_limit, save_every;
   long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
@@ -47,6 +47,10 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
    "train/<class>/<images> (and test/<class>/...)", 0, 0, 0, 0, 0},            \
   {"test-data", CLI_STRING, &(a)->test_data, "TEST",                           \
    "test data: a CSV file or a folder of class folders", 0, 0, 0, 0, 0},       \
+  {"val-data", CLI_STRING, &(a)->val_data, "VAL",                              \
+   "validation data, as TEST (a CSV file or a folder of class\n"               \
+   "folders): its loss drives --early-stop and --schedule\n"                   \
+   "plateau", 0, 0, 0, 0, 0},                                                  \
   {"val-split", CLI_DOUBLE, &(a)->val_split, "F",                              \
    "hold out a random fraction F of the training data (seeded\n"               \
    "by --seed) as the validation set: its loss drives\n"                       \
@@ -195,6 +199,9 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
                     : a->alpha_given && a->alpha >= 1.0
                         ? "--alpha must be under 1 (the mean square would "
                           "never move)"
+                    : a->val_data && a->val_split > 0
+                        ? "--val-data and --val-split exclude each other (one "
+                          "validation set)"
                     : a->resume && a->init
                         ? "--resume and --init exclude each other (--resume "
                           "continues a run, --init starts a new one from its "
@@ -802,6 +809,7 @@ int cli_train(int argc, char **argv) {
   clt_fp16_route fp16_route = CLT_FP16_SGEMM; /* --precision mixed */
   const char *fp16_why = "";
   clt_dataset *train = NULL, *test = NULL, *val = NULL;
+  const char **val_names = NULL; /* the training data's, for --val-data */
   char **resumed_names = NULL; /* --resume: the checkpoint's classes */
   int n_resumed_names = 0;
   clt_epoch_stats *hist = NULL;
@@ -847,6 +855,26 @@ int cli_train(int argc, char **argv) {
       CLT_OK) {
     fail(ctx, NULL);
     goto done;
+  }
+  if (a.val_data) {
+    /* Its class names map to the training data's classes, as the test
+     * data's do. */
+    int n = clt_dataset_num_classes(train);
+    val_names = n > 0 && clt_dataset_class_name(train, 0)
+                    ? calloc((size_t)n, sizeof *val_names)
+                    : NULL;
+    for (int c = 0; val_names && c < n; c++)
+      val_names[c] = clt_dataset_class_name(train, c);
+    clt_data_options vopt = dopt;
+    if (val_names) {
+      vopt.class_names = val_names;
+      vopt.n_class_names = n;
+    }
+    if (clt_dataset_open(ctx, NULL, a.val_data, &vopt, NULL, &val) !=
+        CLT_OK) {
+      fail(ctx, "--val-data");
+      goto done;
+    }
   }
   if (a.val_split > 0) {
     clt_dataset *rest = NULL;
@@ -1140,6 +1168,7 @@ done:
   clt_graph_destroy(g);
   clt_dataset_destroy(train);
   clt_dataset_destroy(val);
+  free(val_names);
   clt_dataset_destroy(test);
   clt_context_destroy(ctx);
   clt_class_names_free(resumed_names, n_resumed_names);
