@@ -156,7 +156,10 @@ grep -q "Ankle boot" "$T/eval.txt" || fail "no class names"
 acc=$(tail -1 "$T/s.csv" | cut -d, -f5)
 want=$(printf 'accuracy %.4f' "$acc")
 grep -q "$want" "$T/eval.txt" || fail "eval says $(grep accuracy "$T/eval.txt"), training said $acc"
-total=$(awk '/^ *[0-9]+ .*([0-9]\.[0-9]+|-)$/ {for (i = NF - 10; i < NF; i++) s += $i}
+# The matrix's rows (between its title and the per-class report): ten
+# counts before the recall.
+total=$(awk '/^confusion matrix/ {m = 1; next} /^class / {m = 0}
+  m && /^ *[0-9]+ .*([0-9]\.[0-9]+|-)$/ {for (i = NF - 10; i < NF; i++) s += $i}
   END {print s}' "$T/eval.txt")
 [ "$total" = 100 ] || fail "confusion matrix sums to $total"
 
