@@ -821,6 +821,31 @@ CLT_API clt_status clt_graph_get_param(clt_graph *g, const char *name,
                                        float *host, int64_t numel);
 CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
                                        const float *host, int64_t numel);
+/* Freezes layer `layer` (trainable false) or trains it again (true):
+ * Keras's layer.trainable, PyTorch's requires_grad_(False) on a module's
+ * parameters, for fine-tuning (clt_checkpoint_load_weights, then freeze
+ * what was learnt). A frozen layer's weights and bias keep their values:
+ * the optimizer does not update them (no weight decay either), gradient
+ * clipping's norm leaves them out, clt_graph_parameter_count and the
+ * summary count them as non-trainable. A frozen batchnorm's gamma and
+ * beta are fixed, but in training it still normalises by the batch and
+ * updates its running statistics, as PyTorch's does (Keras's also runs
+ * it in inference mode). Layers upstream of every trainable one run no
+ * backward at all; a frozen layer between trainable ones still passes
+ * the gradient through. Call it before clt_optimizer_create: on a
+ * compiled graph it keeps the values but compiles again (which layers
+ * need gradients, the buffers, the backward's plans), and an optimizer
+ * made before it refuses to step. CLT_ERR_INVALID_ARGUMENT for a name
+ * that is no layer, or a layer without weights (the message lists the
+ * layers that have some). layer NULL: every layer that has weights (to
+ * train only a few: freeze all, then train those). */
+CLT_API clt_status clt_graph_set_trainable(clt_graph *g, const char *layer,
+                                           bool trainable);
+/* The frozen layers' names, in model order, into names (room for cap;
+ * names may be NULL to count them); returns how many are frozen. The
+ * names live as long as g. */
+CLT_API int clt_graph_frozen_layers(const clt_graph *g, const char **names,
+                                    int cap);
 /* Values per sample the input takes (C * H * W); 0 without an input. */
 CLT_API int64_t clt_graph_input_size(const clt_graph *g);
 /* The shape of one input sample into shape (room for CLT_MAX_DIMS): 3
@@ -1612,18 +1637,23 @@ CLT_API clt_status clt_evaluate(clt_graph *g, const clt_dataset *ds,
  *   __train__.state           I64 [6]: format version (1), epochs done,
  *                             optimizer steps, seed, data seed, optimizer
  *                             kind (-1: none)
- *   __train__.history         F64 [epochs, 7]: epoch, train loss, train
+ *   __train__.history         F64 [epochs, 10]: epoch, train loss, train
  *                             accuracy, test loss, test accuracy,
- *                             validation loss, validation accuracy (NaN
- *                             where unknown; files of [epochs, 5] from
- *                             before validation are read too)
+ *                             validation loss, validation accuracy, and
+ *                             a regression's train, test and validation
+ *                             mean absolute errors (NaN where unknown;
+ *                             files of [epochs, 5] and [epochs, 7] from
+ *                             before validation and the mae are read too)
  * (the training state only when an optimizer was given) and __metadata__
  * holds "format": "pt", "cltrain_version", "class_names" (a JSON array of
  * strings, when the training data named its classes),
  * "model_sha256" (of the model file, when the graph came from one),
  * "input_values" ("bytes" or "floats", when saved by clt_fit),
  * "label_column" (when clt_fit's training data was a CSV file whose label
- * was not in the first column: clt_data_options.label_column), "optimizer", "optimizer_options", "epoch", "step", "seed". */
+ * was not in the first column: clt_data_options.label_column),
+ * "frozen_layers" (a JSON array of the layers frozen by
+ * clt_graph_set_trainable, when some were), "optimizer",
+ * "optimizer_options", "epoch", "step", "seed". */
 
 typedef struct clt_checkpoint_info {
   int epoch;          /* epochs done when it was saved */
@@ -1690,6 +1720,13 @@ CLT_API clt_status clt_checkpoint_class_names(clt_context *ctx,
                                               const char *path, char ***names,
                                               int *count);
 CLT_API void clt_class_names_free(char **names, int count);
+/* The layers that were frozen (clt_graph_set_trainable) in the graph a
+ * checkpoint was saved from (metadata "frozen_layers"), in model order;
+ * *names NULL and *count 0 when none was. clt_checkpoint_resume needs the
+ * same layers frozen. Free with clt_class_names_free. Errors go to ctx. */
+CLT_API clt_status clt_checkpoint_frozen_layers(clt_context *ctx,
+                                                const char *path,
+                                                char ***names, int *count);
 
 /* ------------------------------------------------------------------------ */
 /* Inference                                                                 */

@@ -59,6 +59,48 @@ expect_error "rmsprop --alpha 1" "--alpha must be under 1" \
   -- "$C" train "${A[@]}" --optimizer rmsprop --alpha 1
 expect_error "rmsprop --nesterov" "--nesterov is for --optimizer sgd" \
   -- "$C" train "${A[@]}" --optimizer rmsprop --momentum 0.9 --nesterov
+# Fine-tuning: --init, then --train-only the head. The frozen layers
+# keep their values; the checkpoint names them, and --resume goes on with
+# them unless told otherwise (the same bytes as the run straight).
+F=("${A[@]}" --init "$T/straight.st" --train-only fc2)
+"$C" train "${F[@]}" --epochs 2 --save "$T/ft.st"
+"$C" train "${F[@]}" --epochs 1 --save "$T/ft1.st"
+"$C" train "${A[@]}" --epochs 2 --resume "$T/ft1.st" --save "$T/ft1.st"
+cmp "$T/ft.st" "$T/ft1.st" || fail "fine-tuning: resumed checkpoint differs"
+python3 - "$T/straight.st" "$T/ft.st" <<'PYEOF' || fail "fine-tuning: see above"
+import json, struct, sys
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return h, {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+               for k, v in h.items() if k != "__metadata__"}
+(_, before), (head, after) = load(sys.argv[1]), load(sys.argv[2])
+frozen = json.loads(head["__metadata__"]["frozen_layers"])
+assert frozen == ["fc1", "bn1"], frozen
+for name in ("fc1.weight", "fc1.bias", "bn1.weight", "bn1.bias"):
+    assert before[name] == after[name], name + " changed"
+for name in ("fc2.weight", "fc2.bias", "bn1.running_mean"):
+    assert before[name] != after[name], name + " did not change"
+PYEOF
+out=$("$C" train "$T/tiny.model" --data fashion-mnist --train-limit 100 \
+  --test-limit 50 --init "$T/straight.st" --freeze fc1 --epochs 1 2>&1)
+echo "$out" | grep -qE '^fc1 .* 12560  frozen$' ||
+  fail "fine-tuning: the summary does not mark fc1 frozen: $out"
+echo "$out" | grep -qF "total parameters: 12795 (202 trainable, 12593 non-trainable)" ||
+  fail "fine-tuning: the summary's counts: $out"
+echo "ok: --init + --train-only fc2: fc1 and bn1 unchanged, resumed == straight"
+expect_error "resume: other frozen layers" \
+  "trained with fc1, bn1 frozen, resuming with fc2 frozen" \
+  -- "$C" train "${A[@]}" --epochs 3 --resume "$T/ft.st" --freeze fc2
+expect_error "--freeze: unknown layer" "no layer has that name" \
+  "fc1, bn1, fc2" -- "$C" train "${A[@]}" --freeze fc3
+expect_error "--freeze: no weights" "a relu layer has no weights" \
+  -- "$C" train "${A[@]}" --freeze relu1
+expect_error "--freeze: everything" "nothing is left to train" \
+  -- "$C" train "${A[@]}" --freeze fc1,bn1,fc2
+expect_error "--freeze with --train-only" "exclude each other" \
+  -- "$C" train "${A[@]}" --freeze fc1 --train-only fc2
 # The same in mixed precision: the loss scaler's state (its scale, the
 # steps it has seen and skipped) is saved and restored, so the resumed run
 # skips no step a straight run would not.

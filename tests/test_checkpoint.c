@@ -282,11 +282,20 @@ static void free_result(run_result *r) {
   free(r->avg);
 }
 
-static const char *const variant_kinds[] = {"adam", "sgd", "rmsprop"};
+static const char *const variant_kinds[] = {"adam", "sgd", "rmsprop",
+                                            "adam"};
+
+/* Variant 3 trains with the batch norm and the first dense layer frozen
+ * (one frozen layer between trainable ones), set after compiling. */
+static void freeze_for(int variant, clt_graph *g) {
+  if (variant != 3) return;
+  ck_assert_ok(clt_graph_set_trainable(g, "bn1", false));
+  ck_assert_ok(clt_graph_set_trainable(g, "fc1", false));
+}
 
 static clt_optimizer_options options_for(int variant) {
   static const clt_optimizer_kind kinds[] = {CLT_OPT_ADAM, CLT_OPT_SGD,
-                                             CLT_OPT_RMSPROP};
+                                             CLT_OPT_RMSPROP, CLT_OPT_ADAM};
   clt_optimizer_options oo;
   clt_optimizer_options_init(&oo, kinds[variant]);
   if (variant == 1) {
@@ -316,6 +325,7 @@ static void run_epochs(int variant, int first, int last, const char *from,
   clt_graph *g = graph_from_file("fit.model", FIT_MODEL);
   /* A different seed at compile: the checkpoint's must win. */
   ck_assert_ok(clt_graph_compile(g, 32, first > 1 ? 777 : 7));
+  freeze_for(variant, g);
   clt_optimizer_options oo = options_for(variant);
   clt_optimizer *opt = NULL;
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
@@ -352,7 +362,7 @@ static void run_epochs(int variant, int first, int last, const char *from,
 
 START_TEST(test_resume_equals_straight_run) {
   /* 0: Adam; 1: SGD, Nesterov, step schedule; 2: RMSprop, centered, with
-   * momentum, cosine schedule */
+   * momentum, cosine schedule; 3: Adam with bn1 and fc1 frozen */
   int variant = _i;
   clt_dataset *train = NULL, *test = NULL;
   ck_assert_ok(clt_dataset_load(g_ctx, "fashion-mnist", true, 200, &train));
@@ -384,6 +394,7 @@ START_TEST(test_resume_equals_straight_run) {
   {
     clt_graph *g = graph_from_file("fit.model", FIT_MODEL);
     ck_assert_ok(clt_graph_compile(g, 1, 1));
+    freeze_for(variant, g);
     trainable = clt_graph_parameter_count(g);
     clt_graph_destroy(g);
   }
@@ -543,6 +554,69 @@ START_TEST(test_resume_refuses_another_model) {
   clt_optimizer_destroy(hopt);
   clt_graph_destroy(g);
   clt_graph_destroy(h);
+}
+END_TEST
+
+/* The frozen layers are saved with the checkpoint; resuming needs the
+ * same ones (the optimizer's state covers the trainable parameters), and
+ * an optimizer made before a change is refused. The weights load into a
+ * graph frozen otherwise (fine-tuning). */
+START_TEST(test_resume_keeps_frozen_layers) {
+  clt_graph *g = graph_from_file("fit.model", FIT_MODEL);
+  ck_assert_ok(clt_graph_set_trainable(g, "conv1", false));
+  ck_assert_ok(clt_graph_set_trainable(g, "fc1", false));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  const char *path = tmp_path("frozen.safetensors");
+  ck_assert_ok(clt_checkpoint_save(g, opt, 1, NULL, path));
+  char **names = NULL;
+  int n = 0;
+  ck_assert_ok(clt_checkpoint_frozen_layers(g_ctx, path, &names, &n));
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(names[0], "conv1");
+  ck_assert_str_eq(names[1], "fc1");
+  clt_class_names_free(names, n);
+
+  clt_graph *h = graph_from_file("fit.model", FIT_MODEL);
+  ck_assert_ok(clt_graph_compile(h, 4, 1));
+  clt_optimizer *hopt = NULL;
+  ck_assert_ok(clt_optimizer_create(h, &oo, &hopt));
+  ck_assert_int_eq(clt_checkpoint_resume(h, hopt, path, NULL, NULL, 0),
+                   CLT_ERR_INVALID_ARGUMENT);
+  expect_message("trained with conv1, fc1 frozen, resuming with no layer "
+                 "frozen");
+  ck_assert_ok(clt_checkpoint_load_weights(h, path)); /* --init */
+  ck_assert_ok(clt_graph_set_trainable(h, "conv1", false));
+  ck_assert_int_eq(clt_checkpoint_resume(h, hopt, path, NULL, NULL, 0),
+                   CLT_ERR_INVALID_ARGUMENT);
+  expect_message("conv1 frozen");
+  ck_assert_ok(clt_graph_set_trainable(h, "fc1", false));
+  /* the same layers now, but the optimizer was made before */
+  ck_assert_int_eq(clt_checkpoint_resume(h, hopt, path, NULL, NULL, 0),
+                   CLT_ERR_INVALID_ARGUMENT);
+  expect_message("make the optimizer again");
+  ck_assert_int_eq(clt_checkpoint_save(h, hopt, 1, NULL, path),
+                   CLT_ERR_INVALID_ARGUMENT);
+  clt_optimizer_destroy(hopt);
+  ck_assert_ok(clt_optimizer_create(h, &oo, &hopt));
+  ck_assert_ok(clt_checkpoint_resume(h, hopt, path, NULL, NULL, 0));
+
+  /* A file from an unfrozen graph names none. */
+  const char *plain = tmp_path("unfrozen.safetensors");
+  clt_graph *u = graph_from_file("fit.model", FIT_MODEL);
+  ck_assert_ok(clt_graph_compile(u, 4, 1));
+  ck_assert_ok(clt_checkpoint_save(u, NULL, 1, NULL, plain));
+  ck_assert_ok(clt_checkpoint_frozen_layers(g_ctx, plain, &names, &n));
+  ck_assert_int_eq(n, 0);
+  ck_assert_ptr_null(names);
+  clt_optimizer_destroy(opt);
+  clt_optimizer_destroy(hopt);
+  clt_graph_destroy(g);
+  clt_graph_destroy(h);
+  clt_graph_destroy(u);
 }
 END_TEST
 
@@ -876,7 +950,8 @@ static Suite *checkpoint_suite(void) {
   suite_add_tcase(s, io);
   TCase *resume = tcase_create("resume");
   tcase_set_timeout(resume, 600);
-  tcase_add_loop_test(resume, test_resume_equals_straight_run, 0, 3);
+  tcase_add_loop_test(resume, test_resume_equals_straight_run, 0, 4);
+  tcase_add_test(resume, test_resume_keeps_frozen_layers);
   tcase_add_test(resume, test_resume_refuses_another_model);
   tcase_add_test(resume, test_save_every);
   suite_add_tcase(s, resume);

@@ -704,6 +704,248 @@ START_TEST(test_schedules) {
 }
 END_TEST
 
+/* ---- freezing layers (clt_graph_set_trainable) ---------------------------- */
+
+/* A conv net with a batch norm, a conv in the middle and a dense head:
+ * freezing any of them leaves trainable layers on both sides. */
+#define FREEZE_MODEL                                                           \
+  "input shape=2x7x7\n"                                                        \
+  "conv2d name=c1 filters=3 kernel=3 activation=relu\n"                        \
+  "batchnorm name=bn\n"                                                        \
+  "conv2d name=c2 filters=4 kernel=3 padding=1\n"                              \
+  "relu name=r2\n"                                                             \
+  "flatten name=flat\n"                                                        \
+  "dense name=fc units=5\n"                                                    \
+  "softmax_cross_entropy\n"
+
+static const char *const freeze_params[] = {
+    "c1.weight", "c1.bias", "bn.weight", "bn.bias", "bn.running_mean",
+    "bn.running_var", "c2.weight", "c2.bias", "fc.weight", "fc.bias"};
+#define N_FREEZE_PARAMS 10
+
+static int64_t numel_of(clt_graph *g, const char *name) {
+  clt_param_info info;
+  for (int i = 0; i < clt_graph_param_tensors(g); i++) {
+    ck_assert_ok(clt_graph_param_info(g, i, &info));
+    if (!strcmp(info.name, name)) return info.numel;
+  }
+  ck_abort_msg("no tensor %s", name);
+  return 0;
+}
+
+/* Every tensor of g, by name, into one malloc'd buffer (in the order of
+ * freeze_params; offsets into it in at[], the total in at[N]). */
+static float *params_by_name(clt_graph *g, int64_t *at) {
+  int64_t total = 0;
+  for (int i = 0; i < N_FREEZE_PARAMS; i++) {
+    at[i] = total;
+    total += numel_of(g, freeze_params[i]);
+  }
+  at[N_FREEZE_PARAMS] = total;
+  float *v = malloc((size_t)total * sizeof(float));
+  for (int i = 0; i < N_FREEZE_PARAMS; i++)
+    ck_assert_ok(clt_graph_get_param(g, freeze_params[i], v + at[i],
+                                     at[i + 1] - at[i]));
+  return v;
+}
+
+/* A parameter's gradient, downloaded (by node and index). */
+static float *grad_of(clt_graph *g, const char *node, int k) {
+  clt_param *p = &node_named(g, node)->params[k];
+  float *v = malloc((size_t)p->numel * sizeof(float));
+  ck_assert_ok(clt_tensor_download(&p->grad, v));
+  return v;
+}
+
+static void expect_close(const float *a, const float *b, int64_t n,
+                         const char *what) {
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabsf(a[i] - b[i]) <= 1e-5f * fmaxf(1.0f, fabsf(a[i])),
+                  "%s[%lld]: %g against %g", what, (long long)i, a[i], b[i]);
+}
+
+/* Freezing keeps every value where a compiled graph moves them, takes the
+ * frozen weights out of the trainable count, skips the backward of
+ * layers with nothing trainable upstream, and leaves the other gradients
+ * as the unfrozen graph's. */
+START_TEST(test_freeze_gradients) {
+  clt_graph *a = NULL, *b = NULL;
+  ck_assert_ok(graph_from_text(FREEZE_MODEL, &a));
+  ck_assert_ok(graph_from_text(FREEZE_MODEL, &b));
+  ck_assert_ok(clt_graph_compile(a, 3, 9));
+  ck_assert_ok(clt_graph_compile(b, 3, 9));
+  int64_t at[N_FREEZE_PARAMS + 1], at2[N_FREEZE_PARAMS + 1];
+  float *before = params_by_name(b, at);
+  int64_t all = clt_graph_parameter_count(a);
+  /* the one in the middle, after compiling: the values move */
+  ck_assert_ok(clt_graph_set_trainable(b, "c2", false));
+  int64_t c2 = 4 * 3 * 3 * 3 + 4;
+  ck_assert_int_eq(clt_graph_parameter_count(b), all - c2);
+  float *after = params_by_name(b, at2);
+  ck_assert_mem_eq(before, after, (size_t)at[N_FREEZE_PARAMS] * 4);
+  const char *names[4] = {NULL};
+  ck_assert_int_eq(clt_graph_frozen_layers(b, names, 4), 1);
+  ck_assert_str_eq(names[0], "c2");
+  clt_param_info info;
+  for (int i = 0; i < clt_graph_param_tensors(b); i++) {
+    ck_assert_ok(clt_graph_param_info(b, i, &info));
+    if (!strncmp(info.name, "c2.", 3)) ck_assert(!info.trainable);
+    if (!strncmp(info.name, "fc.", 3)) ck_assert(info.trainable);
+  }
+  char summary[2048];
+  clt_graph_summary(b, summary, sizeof summary);
+  ck_assert_msg(strstr(summary, "frozen") && strstr(summary, "non-trainable"),
+                "%s", summary);
+
+  random_batch(a, 3, 21, false);
+  random_batch(b, 3, 21, false);
+  ck_assert_ok(clt_graph_forward(a, true));
+  ck_assert_ok(clt_graph_backward(a));
+  ck_assert_ok(clt_graph_forward(b, true));
+  ck_assert_ok(clt_graph_backward(b));
+  /* The gradient passes through the frozen c2 to c1 and bn. */
+  const char *trained[][2] = {{"c1", "0"}, {"c1", "1"}, {"bn", "0"},
+                              {"bn", "1"}, {"fc", "0"}, {"fc", "1"}};
+  for (int i = 0; i < 6; i++) {
+    int k = trained[i][1][0] - '0';
+    float *ga = grad_of(a, trained[i][0], k), *gb = grad_of(b, trained[i][0], k);
+    expect_close(ga, gb, node_named(a, trained[i][0])->params[k].numel,
+                 trained[i][0]);
+    free(ga);
+    free(gb);
+  }
+
+  /* Freezing what lies below c2 instead: c1 and bn run no backward.
+   * (The forward moved bn's running statistics: the values from here.) */
+  free(before);
+  before = params_by_name(b, at);
+  ck_assert_ok(clt_graph_set_trainable(b, "c2", true));
+  ck_assert_int_eq(clt_graph_parameter_count(b), all);
+  ck_assert_ok(clt_graph_set_trainable(b, "c1", false));
+  ck_assert_ok(clt_graph_set_trainable(b, "bn", false));
+  ck_assert(!node_named(b, "c1")->needs_grad);
+  ck_assert(!node_named(b, "bn")->needs_grad);
+  ck_assert(node_named(b, "c2")->needs_grad);
+  ck_assert_int_eq(clt_graph_frozen_layers(b, names, 4), 2);
+  ck_assert_str_eq(names[0], "c1");
+  ck_assert_str_eq(names[1], "bn");
+  float *again = params_by_name(b, at2);
+  ck_assert_mem_eq(before, again, (size_t)at[N_FREEZE_PARAMS] * 4);
+  random_batch(b, 3, 21, false);
+  ck_assert_ok(clt_graph_forward(b, true));
+  ck_assert_ok(clt_graph_backward(b));
+  for (int k = 0; k < 2; k++) {
+    float *ga = grad_of(a, "c2", k), *gb = grad_of(b, "c2", k);
+    expect_close(ga, gb, node_named(a, "c2")->params[k].numel, "c2");
+    free(ga);
+    free(gb);
+  }
+  free(before);
+  free(after);
+  free(again);
+  clt_graph_destroy(a);
+  clt_graph_destroy(b);
+}
+END_TEST
+
+/* Steps leave frozen weights as they are, in fp32 and mixed precision,
+ * with weight decay and clipping; the batch norm's running statistics
+ * still move. An optimizer made before a change refuses to step; with
+ * every layer frozen a step changes nothing. */
+START_TEST(test_freeze_training) {
+  for (int mixed = 0; mixed < 2; mixed++) {
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(FREEZE_MODEL, &g));
+    ck_assert_ok(clt_graph_set_trainable(g, "bn", false)); /* before */
+    if (mixed) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    ck_assert_ok(clt_graph_compile(g, 5, 3));
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_ADAMW);
+    oo.weight_decay = 0.1f;
+    oo.clip_norm = 0.5f;
+    clt_optimizer *stale = NULL, *opt = NULL;
+    ck_assert_ok(clt_optimizer_create(g, &oo, &stale));
+    ck_assert_ok(clt_graph_set_trainable(g, "c2", false)); /* after */
+    int64_t at[N_FREEZE_PARAMS + 1];
+    float *start = params_by_name(g, at);
+    random_batch(g, 5, 4, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_int_eq(clt_optimizer_step(stale), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clt_context_last_error(g_ctx), "make the optimizer "
+                                                        "again"),
+                  "%s", clt_context_last_error(g_ctx));
+    clt_optimizer_destroy(stale);
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    for (int s = 0; s < 3; s++) {
+      random_batch(g, 5, 4 + (uint64_t)s, false);
+      ck_assert_ok(clt_graph_forward(g, true));
+      ck_assert_ok(clt_graph_backward(g));
+      ck_assert_ok(clt_optimizer_step(opt));
+    }
+    float *end = params_by_name(g, at);
+    for (int i = 0; i < N_FREEZE_PARAMS; i++) {
+      const char *n = freeze_params[i];
+      int64_t len = at[i + 1] - at[i];
+      bool same = !memcmp(start + at[i], end + at[i], (size_t)len * 4);
+      bool frozen = !strcmp(n, "bn.weight") || !strcmp(n, "bn.bias") ||
+                    !strncmp(n, "c2.", 3);
+      ck_assert_msg(same == frozen, "%s %s (mixed %d)", n,
+                    same ? "unchanged" : "changed", mixed);
+    }
+    clt_optimizer_destroy(opt);
+
+    /* Every layer frozen: nothing to update. */
+    ck_assert_ok(clt_graph_set_trainable(g, NULL, false));
+    ck_assert_int_eq(clt_graph_parameter_count(g), 0);
+    ck_assert_int_eq(clt_graph_frozen_layers(g, NULL, 0), 4);
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    free(start);
+    start = params_by_name(g, at);
+    random_batch(g, 5, 8, false);
+    ck_assert_ok(clt_graph_forward(g, false)); /* statistics stay */
+    ck_assert_ok(clt_optimizer_step(opt));
+    free(end);
+    end = params_by_name(g, at);
+    ck_assert_mem_eq(start, end, (size_t)at[N_FREEZE_PARAMS] * 4);
+    clt_optimizer_destroy(opt);
+    free(start);
+    free(end);
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
+START_TEST(test_freeze_errors) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(FREEZE_MODEL, &g));
+  ck_assert_int_eq(clt_graph_set_trainable(g, "c3", false),
+                   CLT_ERR_INVALID_ARGUMENT);
+  const char *msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(strstr(msg, "'c3'") && strstr(msg, "c1, bn, c2, fc"), "%s",
+                msg);
+  ck_assert_int_eq(clt_graph_set_trainable(g, "flat", false),
+                   CLT_ERR_INVALID_ARGUMENT);
+  msg = clt_context_last_error(g_ctx);
+  ck_assert_msg(strstr(msg, "flatten layer has no weights"), "%s", msg);
+  ck_assert_int_eq(clt_graph_frozen_layers(g, NULL, 0), 0);
+  /* Frozen before compiling: the weights are the same as unfrozen. */
+  clt_graph *h = NULL;
+  ck_assert_ok(graph_from_text(FREEZE_MODEL, &h));
+  ck_assert_ok(clt_graph_set_trainable(h, "fc", false));
+  ck_assert_ok(clt_graph_set_trainable(h, "fc", false)); /* no change */
+  ck_assert_ok(clt_graph_compile(g, 2, 5));
+  ck_assert_ok(clt_graph_compile(h, 2, 5));
+  int64_t at[N_FREEZE_PARAMS + 1];
+  float *a = params_by_name(g, at), *b = params_by_name(h, at);
+  ck_assert_mem_eq(a, b, (size_t)at[N_FREEZE_PARAMS] * 4);
+  free(a);
+  free(b);
+  clt_graph_destroy(g);
+  clt_graph_destroy(h);
+}
+END_TEST
+
 static Suite *graph_suite(void) {
   Suite *s = suite_create("graph");
   TCase *fd = tcase_create("finite differences");
@@ -741,6 +983,11 @@ static Suite *graph_suite(void) {
   tcase_add_test(train, test_nan_stops_training);
   tcase_add_test(train, test_schedules);
   suite_add_tcase(s, train);
+  TCase *freeze = tcase_create("freezing");
+  tcase_add_test(freeze, test_freeze_gradients);
+  tcase_add_test(freeze, test_freeze_training);
+  tcase_add_test(freeze, test_freeze_errors);
+  suite_add_tcase(s, freeze);
   return s;
 }
 

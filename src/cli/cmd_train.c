@@ -19,6 +19,7 @@
 typedef struct train_args {
   const char *model, *data, *test_data, *val_data, *device, *log_path;
   const char *save, *resume, *init, *plot;
+  const char *freeze, *train_only; /* layer names, comma-separated */
   long long epochs, batch, seed, train_limit, test_limit, save_every;
   long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
   clt_optimizer_options opt;
@@ -150,6 +151,12 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
    "and data): --epochs is the total to reach", 0, 0, 0, 0, 0},                \
   {"init", CLI_STRING, &(a)->init, "FILE",                                     \
    "start from a checkpoint's weights only (fine-tuning)", 0, 0, 0, 0, 0},     \
+  {"freeze", CLI_STRING, &(a)->freeze, "LAYERS",                              \
+   "freeze these layers (names, comma-separated): their\n"                     \
+   "weights keep their values (fine-tuning after --init);\n"                   \
+   "with --resume, the default is the checkpoint's", 0, 0, 0, 0, 0},           \
+  {"train-only", CLI_STRING, &(a)->train_only, "LAYERS",                       \
+   "freeze every layer with weights but these", 0, 0, 0, 0, 0},               \
   {"plot", CLI_STRING, &(a)->plot, "FILE.svg",                                 \
    "chart of loss and accuracy per epoch, updated each epoch", 0, 0, 0, 0, 0}, \
   {"json", CLI_FLAG, &(a)->json, NULL,                                         \
@@ -206,6 +213,9 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
                         ? "--resume and --init exclude each other (--resume "
                           "continues a run, --init starts a new one from its "
                           "weights)"
+                    : a->freeze && a->train_only
+                        ? "--freeze and --train-only exclude each other "
+                          "(--train-only LAYERS freezes every other layer)"
                     : (a->loss_scale > 0 || a->scale_growth > 0) &&
                             a->precision != CLT_PRECISION_MIXED
                         ? "--loss-scale and --scale-growth need --precision "
@@ -646,6 +656,67 @@ static int fail(clt_context *ctx, const char *what) {
   return 1;
 }
 
+/* Each name of a comma-separated list (spaces around names ignored),
+ * trained or frozen. */
+static clt_status set_layers(clt_context *ctx, clt_graph *g, const char *list,
+                             const char *option, bool trainable) {
+  char name[256];
+  const char *p = list;
+  for (;;) {
+    while (*p == ' ') p++;
+    size_t len = strcspn(p, ",");
+    while (len > 0 && p[len - 1] == ' ') len--;
+    if (len == 0 || len >= sizeof name) {
+      fprintf(stderr, "cltrain train: %s '%s': %s\n", option, list,
+              len == 0 ? "an empty layer name (names are separated by commas)"
+                       : "a layer name too long");
+      return CLT_ERR_INVALID_ARGUMENT;
+    }
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (clt_graph_set_trainable(g, name, trainable) != CLT_OK) {
+      fprintf(stderr, "cltrain train: %s: %s\n", option,
+              clt_context_last_error(ctx));
+      return CLT_ERR_INVALID_ARGUMENT;
+    }
+    p += strcspn(p, ",");
+    if (!*p) return CLT_OK;
+    p++;
+  }
+}
+
+/* --freeze, --train-only, or with --resume the checkpoint's frozen layers;
+ * a run with nothing left to train is refused. */
+static clt_status freeze_layers(clt_context *ctx, clt_graph *g,
+                                const train_args *a) {
+  clt_status st = CLT_OK;
+  if (a->freeze) {
+    st = set_layers(ctx, g, a->freeze, "--freeze", false);
+  } else if (a->train_only) {
+    st = clt_graph_set_trainable(g, NULL, false);
+    if (st == CLT_OK)
+      st = set_layers(ctx, g, a->train_only, "--train-only", true);
+  } else if (a->resume) {
+    char **names = NULL;
+    int n = 0;
+    st = clt_checkpoint_frozen_layers(ctx, a->resume, &names, &n);
+    for (int i = 0; st == CLT_OK && i < n; i++)
+      st = clt_graph_set_trainable(g, names[i], false);
+    clt_class_names_free(names, n);
+    if (st != CLT_OK) fail(ctx, a->resume);
+    return st;
+  }
+  if (st != CLT_OK) return st;
+  if (clt_graph_frozen_layers(g, NULL, 0) > 0 &&
+      clt_graph_parameter_count(g) == 0) {
+    fprintf(stderr, "cltrain train: %s: every layer with weights is frozen; "
+                    "nothing is left to train\n",
+            a->freeze ? "--freeze" : "--train-only");
+    return CLT_ERR_INVALID_ARGUMENT;
+  }
+  return CLT_OK;
+}
+
 /* An epoch's losses and accuracies as JSON members (accuracies null for
  * a regression, which has its mean absolute errors instead; the ones not
  * measured null). */
@@ -886,6 +957,9 @@ int cli_train(int argc, char **argv) {
     clt_dataset_destroy(train);
     train = rest;
   }
+  /* Frozen layers before compiling (clt_graph_set_trainable would compile
+   * again after): --resume goes on with the checkpoint's unless told. */
+  if (freeze_layers(ctx, g, &a) != CLT_OK) goto done;
   /* Mixed precision before compiling: the memory plan keeps outputs in
    * fp16 then. */
   if (clt_graph_set_precision(g, (clt_precision)a.precision) != CLT_OK ||

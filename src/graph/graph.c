@@ -99,7 +99,8 @@ clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
     p->shape[i] = shape[i];
     p->numel *= shape[i];
   }
-  p->trainable = true;
+  p->learnable = true;
+  p->trainable = !n->frozen;
   return p;
 }
 
@@ -438,8 +439,9 @@ CLT_API int64_t clt_graph_parameter_count(const clt_graph *g) {
   return total;
 }
 
-/* Each layer's parameters, trained or not (Keras's "Param #"), and the
- * totals: the trainable count alone when every parameter is trained. */
+/* Each layer's parameters, trained or not (Keras's "Param #"; "frozen"
+ * after a layer clt_graph_set_trainable froze), and the totals: the
+ * trainable count alone when every parameter is trained. */
 CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
   if (!buf || buflen == 0) return;
   size_t w = 0;
@@ -453,9 +455,9 @@ CLT_API void clt_graph_summary(const clt_graph *g, char *buf, size_t buflen) {
     all += np;
     if (w < buflen)
       w += (size_t)snprintf(
-          buf + w, buflen - w, "%-24s %-22s %-18s %10lld\n", n->name,
+          buf + w, buflen - w, "%-24s %-22s %-18s %10lld%s\n", n->name,
           n->ops->type, clt_shape_str(n->ndim, n->shape, shape, sizeof shape),
-          (long long)np);
+          (long long)np, n->frozen ? "  frozen" : "");
   }
   int64_t trainable = clt_graph_parameter_count(g);
   if (w >= buflen) return;
@@ -567,9 +569,10 @@ CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale) {
 
 CLT_API float clt_graph_loss_scale(const clt_graph *g) { return g->loss_scale; }
 
-/* Trainable parameters first, then the rest (running statistics), so the
- * optimizer updates one contiguous prefix. */
-static clt_status plan_params(clt_graph *g) {
+/* Trainable parameters first, then the rest (running statistics, frozen
+ * layers' weights), so the optimizer updates one contiguous prefix;
+ * returns the total. */
+static int64_t assign_offsets(clt_graph *g) {
   int64_t total = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < g->n_nodes; i++)
@@ -579,17 +582,28 @@ static clt_status plan_params(clt_graph *g) {
         p->offset = total;
         total += p->numel;
       }
-  if (g->params && total == g->param_count)
-    return bind_param_values(g); /* kept */
-  int64_t len = total > 0 ? total : 1;
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->params));
-  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->grads));
-  g->param_count = total;
+  return total;
+}
+
+static void bind_grads(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_params; k++) {
       clt_param *p = &g->nodes[i].params[k];
       p->grad = clt_tensor_slice_1d(g->grads, p->offset, p->numel);
     }
+}
+
+static clt_status plan_params(clt_graph *g) {
+  int64_t total = assign_offsets(g);
+  if (g->params && total == g->param_count) { /* kept */
+    bind_grads(g);
+    return bind_param_values(g);
+  }
+  int64_t len = total > 0 ? total : 1;
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->params));
+  CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &len, &g->grads));
+  g->param_count = total;
+  bind_grads(g);
   CLT_TRY(bind_param_values(g));
   float *host = calloc((size_t)len, sizeof(float));
   if (!host) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
@@ -599,6 +613,129 @@ static clt_status plan_params(clt_graph *g) {
   if (st == CLT_OK) st = clt_tensor_fill(g->grads, 0.0);
   g->initialised = st == CLT_OK;
   return st;
+}
+
+/* ---- freezing layers ------------------------------------------------------ */
+
+static bool has_weights(const clt_graph_node *n) {
+  for (int k = 0; k < n->n_params; k++)
+    if (n->params[k].learnable) return true;
+  return false;
+}
+
+/* "fc1, fc2, ...": the layers that have weights, for messages. */
+static void weight_layer_names(const clt_graph *g, char *buf, size_t len) {
+  size_t w = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < g->n_nodes && w < len; i++) {
+    if (!has_weights(&g->nodes[i])) continue;
+    int c = snprintf(buf + w, len - w, "%s%s", w ? ", " : "",
+                     g->nodes[i].name);
+    if (c < 0) break;
+    w += (size_t)c;
+  }
+  if (w >= len && len > 4) snprintf(buf + len - 4, 4, "...");
+}
+
+/* After a change of which parameters are trained: the values (and the
+ * gradients, zeroed) move to their new places in the buffers. */
+static clt_status move_params(clt_graph *g, const float *old,
+                              const int64_t *old_offset) {
+  size_t len = (size_t)(g->param_count > 0 ? g->param_count : 1);
+  float *moved = calloc(len, sizeof(float));
+  if (!moved) return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
+  assign_offsets(g);
+  int j = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_params; k++, j++) {
+      const clt_param *p = &g->nodes[i].params[k];
+      memcpy(moved + p->offset, old + old_offset[j],
+             (size_t)p->numel * sizeof(float));
+    }
+  clt_status st = clt_tensor_upload(g->params, moved);
+  free(moved);
+  bind_grads(g);
+  if (st == CLT_OK) st = clt_tensor_fill(g->grads, 0.0);
+  if (st == CLT_OK) st = bind_param_values(g);
+  clt_graph_params_written(g);
+  return st;
+}
+
+CLT_API clt_status clt_graph_set_trainable(clt_graph *g, const char *layer,
+                                           bool trainable) {
+  char names[256];
+  int only = -1; /* the one layer named, or -1: every layer with weights */
+  if (layer) {
+    only = find_node(g, layer);
+    if (only < 0) {
+      weight_layer_names(g, names, sizeof names);
+      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "%s layer '%s': no layer has that name (the layers "
+                          "with weights: %s)",
+                          trainable ? "train" : "freeze", layer,
+                          names[0] ? names : "none");
+    }
+    if (!has_weights(&g->nodes[only])) {
+      weight_layer_names(g, names, sizeof names);
+      return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "%s layer '%s': a %s layer has no weights to train "
+                          "or freeze (the layers with weights: %s)",
+                          trainable ? "train" : "freeze", layer,
+                          g->nodes[only].ops->type,
+                          names[0] ? names : "none");
+    }
+  }
+  bool change = false;
+  for (int i = 0; i < g->n_nodes; i++)
+    if ((only < 0 || i == only) && has_weights(&g->nodes[i]) &&
+        g->nodes[i].frozen == trainable)
+      change = true;
+  if (!change) return CLT_OK;
+  /* The values as they are placed now, to move them. */
+  int n_tensors = clt_graph_param_tensors(g), j = 0;
+  float *old = NULL;
+  int64_t *old_offset = NULL;
+  clt_status st = CLT_OK;
+  if (g->params) {
+    old = malloc((size_t)(g->param_count > 0 ? g->param_count : 1) *
+                 sizeof(float));
+    old_offset = malloc((size_t)(n_tensors > 0 ? n_tensors : 1) *
+                        sizeof *old_offset);
+    if (!old || !old_offset)
+      st = clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "parameters");
+    if (st == CLT_OK) st = clt_tensor_download(g->params, old);
+    for (int a = 0; st == CLT_OK && a < g->n_nodes; a++)
+      for (int k = 0; k < g->nodes[a].n_params; k++)
+        old_offset[j++] = g->nodes[a].params[k].offset;
+  }
+  if (st == CLT_OK) {
+    for (int i = 0; i < g->n_nodes; i++) {
+      clt_graph_node *n = &g->nodes[i];
+      if ((only >= 0 && i != only) || !has_weights(n)) continue;
+      n->frozen = !trainable;
+      for (int k = 0; k < n->n_params; k++)
+        if (n->params[k].learnable) n->params[k].trainable = trainable;
+    }
+    g->trainable_version++;
+    if (g->params) st = move_params(g, old, old_offset);
+  }
+  free(old);
+  free(old_offset);
+  CLT_TRY(st);
+  /* Which layers need gradients, the buffers and the backward's plans
+   * change with it. */
+  return g->compiled ? clt_graph_compile(g, g->max_batch, g->seed) : CLT_OK;
+}
+
+CLT_API int clt_graph_frozen_layers(const clt_graph *g, const char **names,
+                                    int cap) {
+  int count = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (!g->nodes[i].frozen) continue;
+    if (names && count < cap) names[count] = g->nodes[i].name;
+    count++;
+  }
+  return count;
 }
 
 /* A reshape's output and gradient: views of its input's, once those are

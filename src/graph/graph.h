@@ -65,6 +65,8 @@ typedef struct clt_param {
   int64_t numel;
   int64_t offset;  /* into the graph's parameter (and gradient) tensors */
   bool trainable;  /* false: not updated by the optimizer, no gradient */
+  bool learnable;  /* a weight (trainable unless its layer is frozen by
+                      clt_graph_set_trainable), not a running statistic */
   /* Initialisation: */
   enum {
     CLT_INIT_ZERO,
@@ -90,6 +92,8 @@ struct clt_graph_node {
   clt_param params[CLT_MAX_PARAMS];
   int n_params;
   bool is_loss;
+  bool frozen;       /* clt_graph_set_trainable(false): its weights are
+                        not trained (not learnable then) */
   bool needs_grad;   /* some parameter lies upstream: gradients flow here */
   bool grad_written; /* during backward: grad holds a value already */
   clt_tensor *out;   /* [max_batch, size] (a view of the input's for
@@ -157,6 +161,10 @@ struct clt_graph {
   clt_tensor *params;   /* every parameter, one buffer */
   clt_tensor *grads;    /* their gradients, same layout */
   int64_t param_count;  /* elements in params */
+  /* Counts the changes of which parameters are trained
+   * (clt_graph_set_trainable), which move them in params: an optimizer
+   * made before one refuses to step. */
+  uint64_t trainable_version;
   /* Mixed precision (clt_graph_set_precision): the trainable parameters
    * rounded to fp16 before each forward, which the layers' parameter
    * values view (the optimizer and checkpoints use params, the master). */

@@ -197,6 +197,20 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
   if (t->label_column && t->label_column[0])
     CLT_TRY(clt_st_writer_set_metadata(w, "label_column", t->label_column,
                                        err));
+  int n_frozen = clt_graph_frozen_layers(g, NULL, 0);
+  if (n_frozen > 0) {
+    const char **frozen = malloc((size_t)n_frozen * sizeof *frozen);
+    if (!frozen)
+      return clt_err_set(err, CLT_ERR_HOST_MEMORY, "checkpoint metadata");
+    clt_graph_frozen_layers(g, frozen, n_frozen);
+    char *json = NULL;
+    clt_status st = clt_class_names_encode(frozen, n_frozen, &json, err);
+    free(frozen);
+    if (st == CLT_OK)
+      st = clt_st_writer_set_metadata(w, CLT_FROZEN_LAYERS_KEY, json, err);
+    free(json);
+    CLT_TRY(st);
+  }
   if (!opt) return CLT_OK;
   clt_optimizer_saved os;
   clt_optimizer_saved_state(opt, &os);
@@ -231,6 +245,7 @@ clt_status clt_checkpoint_write(clt_graph *g, const clt_optimizer *opt,
     return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                         "checkpoint save: needs a path, epoch >= 0 and the "
                         "graph's own optimizer");
+  if (opt) CLT_TRY(clt_optimizer_check_layout(opt, "checkpoint save"));
   float *host = NULL;
   CLT_TRY(download_params(g, &host));
   clt_err err = {0};
@@ -463,6 +478,54 @@ static clt_status check_moment(clt_graph *g, const clt_st_file *f,
   return expect(g->ctx, f, name, CLT_ST_F32, 1, &n, out);
 }
 
+/* "a, b" (or "no layer"): the names for a message. */
+static void join_names(const char *const *names, int n, char *buf,
+                       size_t len) {
+  size_t w = 0;
+  snprintf(buf, len, "no layer");
+  for (int i = 0; i < n && w < len; i++) {
+    int c = snprintf(buf + w, len - w, "%s%s", i ? ", " : "", names[i]);
+    if (c < 0) break;
+    w += (size_t)c;
+  }
+}
+
+/* The layers frozen when the file was saved are the ones frozen now: the
+ * optimizer's state covers the trainable parameters only. */
+static clt_status check_frozen(clt_graph *g, const clt_st_file *f) {
+  char **saved = NULL;
+  int n_saved = 0;
+  const char *json = clt_st_metadata(f, CLT_FROZEN_LAYERS_KEY);
+  clt_err err = {0};
+  if (json && clt_names_decode(json, f->source, CLT_FROZEN_LAYERS_KEY, &saved,
+                               &n_saved, &err) != CLT_OK)
+    return fail_err(g->ctx, &err);
+  int n_now = clt_graph_frozen_layers(g, NULL, 0);
+  const char **now = calloc((size_t)(n_now > 0 ? n_now : 1), sizeof *now);
+  if (!now) {
+    clt_class_names_free(saved, n_saved);
+    return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "resume");
+  }
+  clt_graph_frozen_layers(g, now, n_now);
+  bool same = n_now == n_saved;
+  for (int i = 0; same && i < n_now; i++)
+    same = strcmp(now[i], saved[i]) == 0;
+  clt_status st = CLT_OK;
+  if (!same) {
+    char was[512], is[512];
+    join_names((const char *const *)saved, n_saved, was, sizeof was);
+    join_names(now, n_now, is, sizeof is);
+    st = clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "%s: trained with %s frozen, resuming with %s frozen: "
+                      "freeze the same layers (--freeze, "
+                      "clt_graph_set_trainable)",
+                      f->source, was, is);
+  }
+  free(now);
+  clt_class_names_free(saved, n_saved);
+  return st;
+}
+
 static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
                               const clt_st_file *f, resume_plan *p) {
   CLT_TRY(check_model_hash(g, f));
@@ -483,6 +546,8 @@ static clt_status plan_resume(clt_graph *g, clt_optimizer *opt,
                         "use the same optimizer",
                         f->source, kind_name((int)kind),
                         kind_name(os.opts->kind));
+  CLT_TRY(check_frozen(g, f));
+  CLT_TRY(clt_optimizer_check_layout(opt, "checkpoint resume"));
   CLT_TRY(download_params(g, &p->params));
   CLT_TRY(read_params(g, f, p->params));
   int64_t n = trainable_count(g);

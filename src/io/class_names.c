@@ -50,8 +50,9 @@ static bool names_push(char ***names, int *count, int *cap, char *name) {
   return true;
 }
 
-clt_status clt_class_names_decode(const char *json, const char *source,
-                                  char ***names, int *count, clt_err *err) {
+clt_status clt_names_decode(const char *json, const char *source,
+                            const char *key, char ***names, int *count,
+                            clt_err *err) {
   *names = NULL;
   *count = 0;
   clt_json_reader r;
@@ -71,17 +72,24 @@ clt_status clt_class_names_decode(const char *json, const char *source,
   if (!ok) {
     clt_class_names_free(list, n);
     return clt_err_set(err, CLT_ERR_FORMAT,
-                       "%s: metadata '%s' is not a JSON array of class names",
-                       source, CLT_CLASS_NAMES_KEY);
+                       "%s: metadata '%s' is not a JSON array of names",
+                       source, key);
   }
   *names = list;
   *count = n;
   return CLT_OK;
 }
 
-CLT_API clt_status clt_checkpoint_class_names(clt_context *ctx,
-                                              const char *path, char ***names,
-                                              int *count) {
+clt_status clt_class_names_decode(const char *json, const char *source,
+                                  char ***names, int *count, clt_err *err) {
+  return clt_names_decode(json, source, CLT_CLASS_NAMES_KEY, names, count,
+                          err);
+}
+
+/* The names in metadata entry `key` of the checkpoint at path. */
+static clt_status checkpoint_names(clt_context *ctx, const char *path,
+                                   const char *key, char ***names,
+                                   int *count) {
   *names = NULL;
   *count = 0;
   clt_err err = {0};
@@ -89,10 +97,22 @@ CLT_API clt_status clt_checkpoint_class_names(clt_context *ctx,
   if (!path || clt_st_read_file(path, &f, &err) != CLT_OK)
     return clt_ctx_fail(ctx, path ? err.status : CLT_ERR_INVALID_ARGUMENT, "%s",
                         path ? err.msg : "checkpoint: no path");
-  const char *json = clt_st_metadata(&f, CLT_CLASS_NAMES_KEY);
+  const char *json = clt_st_metadata(&f, key);
   clt_status st = CLT_OK;
-  if (json) st = clt_class_names_decode(json, path, names, count, &err);
+  if (json) st = clt_names_decode(json, path, key, names, count, &err);
   clt_st_file_free(&f);
   if (st != CLT_OK) return clt_ctx_fail(ctx, st, "%s", err.msg);
   return CLT_OK;
+}
+
+CLT_API clt_status clt_checkpoint_class_names(clt_context *ctx,
+                                              const char *path, char ***names,
+                                              int *count) {
+  return checkpoint_names(ctx, path, CLT_CLASS_NAMES_KEY, names, count);
+}
+
+CLT_API clt_status clt_checkpoint_frozen_layers(clt_context *ctx,
+                                                const char *path,
+                                                char ***names, int *count) {
+  return checkpoint_names(ctx, path, CLT_FROZEN_LAYERS_KEY, names, count);
 }

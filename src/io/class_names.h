@@ -8,6 +8,9 @@
 #include "common/error.h"
 
 #define CLT_CLASS_NAMES_KEY "class_names"
+/* The layers frozen when the checkpoint was saved (clt_graph_set_trainable),
+ * as the same JSON array of names; absent when none was. */
+#define CLT_FROZEN_LAYERS_KEY "frozen_layers"
 
 /* Encodes count names as a JSON array into *out (malloc'd, the caller
  * frees it). CLT_ERR_INVALID_ARGUMENT names a name that is not UTF-8. */
@@ -16,6 +19,9 @@ clt_status clt_class_names_encode(const char *const *names, int count,
 
 /* Decodes a JSON array of strings (source names the file for messages).
  * On success the caller owns *names (free with clt_class_names_free). */
+clt_status clt_names_decode(const char *json, const char *source,
+                            const char *key, char ***names, int *count,
+                            clt_err *err);
 clt_status clt_class_names_decode(const char *json, const char *source,
                                   char ***names, int *count, clt_err *err);
 

@@ -85,6 +85,7 @@ static clt_status bn_configure(clt_graph *g, clt_graph_node *n,
   clt_param *rv = clt_node_add_param(n, "running_var", 1, &s->C);
   clt_param *nt = clt_node_add_param(n, "num_batches_tracked", 1, &one);
   rm->trainable = rv->trainable = nt->trainable = false;
+  rm->learnable = rv->learnable = nt->learnable = false;
   rm->init = CLT_INIT_ZERO;
   rv->init = CLT_INIT_ONE;
   nt->init = CLT_INIT_ZERO;

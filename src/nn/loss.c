@@ -98,12 +98,12 @@ static void xent_weight_params(clt_graph_node *n, loss_state *s,
                                int64_t classes) {
   int64_t one = 1;
   clt_param *w = clt_node_add_param(n, "class_weights", 1, &classes);
-  w->trainable = false;
+  w->trainable = w->learnable = false;
   w->init = s->weights ? CLT_INIT_VALUES : CLT_INIT_ONE;
   w->values = s->weights;
   if (s->weights) return;
   clt_param *count = clt_node_add_param(n, "count", 1, &one);
-  count->trainable = false;
+  count->trainable = count->learnable = false;
   count->init = CLT_INIT_ZERO;
 }
 

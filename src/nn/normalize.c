@@ -42,6 +42,7 @@ static clt_status norm_configure(clt_graph *g, clt_graph_node *n,
   clt_param *var = clt_node_add_param(n, "var", 1, &stats);
   clt_param *count = clt_node_add_param(n, "count", 1, &one);
   mean->trainable = var->trainable = count->trainable = false;
+  mean->learnable = var->learnable = count->learnable = false;
   mean->init = CLT_INIT_ZERO;
   var->init = CLT_INIT_ONE;
   count->init = CLT_INIT_ZERO;

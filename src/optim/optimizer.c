@@ -17,6 +17,8 @@ struct clt_optimizer {
   float lr;
   int64_t step;
   clt_tensor params, grads; /* the trainable prefix of the graph's buffers */
+  int64_t n;                /* its length (0: nothing is trained) */
+  uint64_t trainable_version; /* the graph's when made (graph.h) */
   clt_tensor *m, *v;        /* Adam moments, or v = SGD momentum; RMSprop:
                                v the mean square, m the momentum buffer */
   clt_tensor *avg;          /* RMSprop centered: the mean gradient */
@@ -125,6 +127,8 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   o->plateau_scale = 1.0f;
   o->plateau_best = INFINITY;
   int64_t n = clt_graph_parameter_count(g);
+  o->n = n;
+  o->trainable_version = g->trainable_version;
   /* Trainable parameters come first in the graph's buffer. */
   o->params = clt_tensor_slice_1d(g->params, 0, n > 0 ? n : 1);
   o->grads = clt_tensor_slice_1d(g->grads, 0, n > 0 ? n : 1);
@@ -280,8 +284,19 @@ CLT_API void clt_optimizer_set_loss_scaler(clt_optimizer *o,
 
 static clt_status step(clt_optimizer *o);
 
+clt_status clt_optimizer_check_layout(const clt_optimizer *o,
+                                      const char *what) {
+  if (o->trainable_version == o->g->trainable_version) return CLT_OK;
+  return clt_ctx_fail(o->g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                      "%s: which layers are trained changed after the "
+                      "optimizer was made (clt_graph_set_trainable): make "
+                      "the optimizer again",
+                      what);
+}
+
 CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
   CLT_TRY(clt_graph_need_backward(o->g, "optimizer step"));
+  CLT_TRY(clt_optimizer_check_layout(o, "optimizer step"));
   clt_profile_scope(o->g->ctx, "optimizer", NULL);
   clt_status st = step(o);
   clt_profile_scope(o->g->ctx, NULL, NULL);
@@ -290,6 +305,11 @@ CLT_API clt_status clt_optimizer_step(clt_optimizer *o) {
 
 /* clt_optimizer_step: the loss scaler's check, then the update. */
 static clt_status step(clt_optimizer *o) {
+  if (o->n == 0) { /* every layer frozen: nothing to update */
+    o->step++;
+    o->epoch_step++;
+    return CLT_OK;
+  }
   if (o->scaler) {
     /* GradScaler's step and update: unscale, skip on overflow. */
     bool skip = false;

@@ -22,6 +22,10 @@ void clt_optimizer_saved_state(const clt_optimizer *o,
                                clt_optimizer_saved *out);
 /* Sets the count of updates done (a resumed run). */
 void clt_optimizer_restore_step(clt_optimizer *o, int64_t step);
+/* CLT_ERR_INVALID_ARGUMENT (what: the caller) when clt_graph_set_trainable
+ * changed the graph's trainable parameters after o was made. */
+clt_status clt_optimizer_check_layout(const clt_optimizer *o,
+                                      const char *what);
 
 /* Steps in an epoch, so that warm-up rises step by step (clt_fit). */
 void clt_optimizer_set_steps_per_epoch(clt_optimizer *o, int64_t steps);
