@@ -316,6 +316,20 @@ must_say "predict: no label present" \
 grep -q 'ml_rows.csv\[1\]:  1\. .*  3\. ' "$T/out" &&
   grep 'ml_rows.csv\[1\]' "$T/out" | grep -q 'cat' ||
   fail "predict: the three labels present: $(cat "$T/out")"
+# predict --output: the labels present (none; all three) and each one's
+# probability, as the text said them.
+"$C" predict "$T/ml.model" --weights "$T/ml.st" "$T/ml_rows.csv" \
+  --output "$T/ml_pred.csv" >"$T/out"
+must_say "predict --output" "wrote 2 predictions to $T/ml_pred.csv" "$T/out"
+python3 - "$T/ml_pred.csv" <<'PY' || fail "predict --output of a multi-label model"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0][:3] == ["file", "index", "present"] and len(rows[0]) == 6, rows[0]
+assert rows[1][1:3] == ["0", ""], rows[1]
+assert sorted(rows[2][2].split(";")) == sorted(rows[0][3:]), rows[2]
+assert all(float(p) < 0.5 for p in rows[1][3:]), rows[1]
+assert all(float(p) >= 0.5 for p in rows[2][3:]), rows[2]
+PY
 sed '5s/^0,/2,/' "$T/ml.csv" >"$T/ml_bad.csv"
 expect_error "a multi-label target past 1" "sample 4's target 1 is 2" \
   "targets are 0 (the label is absent) to 1 (present)" -- \
@@ -617,6 +631,41 @@ right = sum(p["top"][0]["class"] == y for p, y in zip(preds, labels))
 assert right >= 54, right
 print("predict: %d of 60 rows in their label's class" % right)
 PY
+# predict --output: every row (5,000 here: past the 4,096 read at a
+# time), each class's probability and the likeliest, as --json gives them;
+# class names with a comma and quotes are quoted as CSV wants.
+python3 - "$T/rows.csv" "$T/many.csv" <<'PY'
+import sys
+rows = open(sys.argv[1]).read().split()
+open(sys.argv[2], "w").write("\n".join(rows[i % len(rows)] for i in range(5000)) + "\n")
+PY
+printf 'top, row\nsay "middle"\nbottom\n' >"$T/odd_labels.txt"
+"$C" predict "$T/tiny.model" --weights "$T/csv.st" --labels "$T/odd_labels.txt" \
+  --output "$T/pred.csv" "$T/many.csv" >"$T/out" || fail "predict --output"
+must_say "predict --output" "wrote 5000 predictions to $T/pred.csv" "$T/out"
+python3 - "$T/pred.csv" "$T/pred.json" "$T/many.csv" <<'PY' || fail "predict --output"
+import csv, json, sys
+rows = list(csv.reader(open(sys.argv[1])))
+names = ["top, row", 'say "middle"', "bottom"]
+assert rows[0] == ["file", "index", "predicted"] + names, rows[0]
+assert len(rows) == 5001, len(rows)
+preds = json.load(open(sys.argv[2]))["predictions"]
+for i, r in enumerate(rows[1:]):
+    assert r[0] == sys.argv[3] and int(r[1]) == i, r
+    p = [float(v) for v in r[3:]]
+    assert abs(sum(p) - 1) < 1e-5, r
+    assert r[2] == names[max(range(3), key=lambda k: p[k])], r
+    top = preds[i % 60]["top"][0]
+    assert r[2] == names[top["class"]], (r, top)
+    assert abs(p[top["class"]] - top["probability"]) <= 1e-6, (r, top)
+print("predict --output: 5000 rows, as --json's")
+PY
+expect_error "predict --output with --json" "exclude each other" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/csv.st" --json \
+  --output "$T/x.csv" "$T/rows.csv"
+expect_error "predict --output into a missing folder" "$T/no/x.csv" \
+  -- "$C" predict "$T/tiny.model" --weights "$T/csv.st" \
+  --output "$T/no/x.csv" "$T/rows.csv"
 echo "ok: predict on CSV rows (regression outputs, classes)"
 
 # ---- image folders ---------------------------------------------------------

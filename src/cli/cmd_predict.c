@@ -1,10 +1,14 @@
-/* cltrain predict: classify image files with a trained model. */
+/* cltrain predict: classify image files (or CSV rows) with a trained
+ * model; print the likeliest classes, or write every prediction to a CSV
+ * file (--output). */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -63,7 +67,9 @@ char **cli_labels_read(const char *path, int *count) {
 
 typedef struct predict_args {
   const char *model, *weights, *labels, *device;
+  const char *output; /* --output FILE.csv */
   long long top, limit;
+  bool limit_given;
   int precision;  /* clt_precision */
   int csv_values; /* clt_csv_values: --csv-values, then what is used */
   int csv_separator; /* cli_csv_separator_names' index */
@@ -75,7 +81,119 @@ typedef struct predict_args {
   const char **inputs;
   int n_inputs;
   int printed; /* --json: predictions written so far */
+  struct csv_out *out; /* --output: the rows so far */
 } predict_args;
+
+/* --output's file, made in memory and written at the end atomically (no
+ * half file after an error). */
+typedef struct csv_out {
+  char *buf;
+  size_t len, cap;
+  bool failed; /* out of memory */
+  int64_t rows;
+} csv_out;
+
+static void out_printf(csv_out *o, const char *fmt, ...) {
+  if (o->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf ? o->buf + o->len : NULL,
+                      o->buf ? o->cap - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      o->failed = true;
+      return;
+    }
+    if (o->buf && o->len + (size_t)n < o->cap) {
+      o->len += (size_t)n;
+      return;
+    }
+    size_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap <= o->len + (size_t)n) cap *= 2;
+    char *grown = realloc(o->buf, cap);
+    if (!grown) {
+      o->failed = true;
+      return;
+    }
+    o->buf = grown;
+    o->cap = cap;
+  }
+}
+
+/* A field as RFC 4180 (and pandas) read it: in double quotes, doubled
+ * inside, where it holds a comma, a quote or a line break. */
+static void out_field(csv_out *o, const char *text) {
+  if (!strpbrk(text, ",\"\r\n")) {
+    out_printf(o, "%s", text);
+    return;
+  }
+  out_printf(o, "\"");
+  for (const char *c = text; *c; c++)
+    out_printf(o, *c == '"' ? "\"\"" : "%c", *c);
+  out_printf(o, "\"");
+}
+
+/* Output k's name: a label, or its number. */
+static void out_name(csv_out *o, int64_t k, char **labels, int n_labels) {
+  if (labels && k < n_labels) out_field(o, labels[k]);
+  else out_printf(o, "%lld", (long long)k);
+}
+
+/* The header: file, index, then the predicted class (a classifier), the
+ * labels present (multi-label), and one column an output. */
+static void out_header(const predict_args *a, int64_t outputs, char **labels,
+                       int n_labels) {
+  out_printf(a->out, "file,index%s",
+             a->regression   ? ""
+             : a->multilabel ? ",present"
+                             : ",predicted");
+  for (int64_t k = 0; k < outputs; k++) {
+    out_printf(a->out, ",");
+    out_name(a->out, k, labels, n_labels);
+  }
+  out_printf(a->out, "\n");
+}
+
+static void out_row(const predict_args *a, const char *path, int64_t i,
+                    const float *out, int64_t outputs, char **labels,
+                    int n_labels) {
+  csv_out *o = a->out;
+  out_field(o, path);
+  out_printf(o, ",%lld", (long long)i);
+  if (a->multilabel) { /* "cat;dog": the labels at 0.5 or more */
+    out_printf(o, ",");
+    char name[32];
+    bool any = false, quote = false;
+    for (int64_t k = 0; k < outputs; k++)
+      if (out[k] >= 0.5f && labels && k < n_labels &&
+          strpbrk(labels[k], ",\"\r\n"))
+        quote = true;
+    if (quote) out_printf(o, "\"");
+    for (int64_t k = 0; k < outputs; k++) {
+      if (!(out[k] >= 0.5f)) continue;
+      const char *n = labels && k < n_labels ? labels[k] : NULL;
+      if (!n) {
+        snprintf(name, sizeof name, "%lld", (long long)k);
+        n = name;
+      }
+      out_printf(o, "%s", any ? ";" : "");
+      for (const char *c = n; *c; c++)
+        out_printf(o, quote && *c == '"' ? "\"\"" : "%c", *c);
+      any = true;
+    }
+    if (quote) out_printf(o, "\"");
+  } else if (!a->regression) {
+    int64_t best = 0;
+    for (int64_t k = 1; k < outputs; k++)
+      if (out[k] > out[best]) best = k;
+    out_printf(o, ",");
+    out_name(o, best, labels, n_labels);
+  }
+  for (int64_t k = 0; k < outputs; k++) out_printf(o, ",%.9g", (double)out[k]);
+  out_printf(o, "\n");
+  o->rows++;
+}
 
 static int parse_predict_args(int argc, char **argv, predict_args *a) {
   memset(a, 0, sizeof *a);
@@ -96,8 +214,13 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
        1, INT_MAX, 0, 0, &a->top_given},
       {"limit", CLI_INT, &a->limit, "N",
        "at most N images of an IDX file, rows of a CSV file\n"
-       "(default 10)",
-       1, (double)LLONG_MAX, 0, 0, 0},
+       "(default 10; with --output, all)",
+       1, (double)LLONG_MAX, 0, 0, &a->limit_given},
+      {"output", CLI_STRING, &a->output, "FILE.csv",
+       "write every prediction to FILE.csv instead: a row a\n"
+       "sample (file, index, the predicted class, each class's\n"
+       "probability; a regression's outputs), written atomically",
+       0, 0, 0, 0, 0},
       {"resize", CLI_FLAG, &a->resize, NULL,
        "resize (bilinear) PNG/JPEG images to the model's input", 0, 0, 0, 0,
        0},
@@ -143,7 +266,16 @@ static int parse_predict_args(int argc, char **argv, predict_args *a) {
       fprintf(stderr, "cltrain predict: --weights FILE is required (see "
                       "cltrain predict --help)\n");
       rc = 2;
+    } else if (a->output && a->json) {
+      fprintf(stderr, "cltrain predict: --output and --json exclude each "
+                      "other (--output writes the predictions as CSV)\n");
+      rc = 2;
+    } else if (a->output && a->top_given) {
+      fprintf(stderr, "cltrain predict: --top is for the printed list; "
+                      "--output writes every class's probability\n");
+      rc = 2;
     }
+    if (a->output && !a->limit_given) a->limit = LLONG_MAX;
   }
   free(pos);
   return rc;
@@ -259,6 +391,10 @@ static clt_status read_for_model(const char *path, clt_model *m, bool resize,
 static void print_sample(predict_args *a, const char *path, int64_t i,
                          int64_t count, const float *out, int64_t outputs,
                          char **labels, int n_labels) {
+  if (a->out) {
+    out_row(a, path, i, out, outputs, labels, n_labels);
+    return;
+  }
   if (a->json) {
     printf("%s{\"file\": ", a->printed++ ? ",\n  " : "\n  ");
     cli_json_string(stdout, path);
@@ -302,12 +438,15 @@ static void print_sample(predict_args *a, const char *path, int64_t i,
 /* "(12 more images in f; --limit N shows more)", to stderr under --json. */
 static void print_more(const predict_args *a, const char *path, int64_t more,
                        const char *what) {
-  if (more <= 0) return;
+  if (more <= 0 || (a->out && a->limit_given)) return;
   fprintf(a->json ? stderr : stdout, "%s%lld more %s in %s; --limit N shows "
                                      "more%s\n",
           a->json ? "cltrain: " : "(", (long long)more, what, path,
           a->json ? "" : ")");
 }
+
+/* CSV rows read and predicted at a time. */
+#define PREDICT_CHUNK 4096
 
 /* Rows of values: .csv, .tsv, or numpy's savetxt's .txt. */
 static bool is_csv(const char *path) {
@@ -335,19 +474,24 @@ static int predict_csv(clt_context *ctx, clt_model *m, predict_args *a,
   int64_t count = clt_dataset_count(ds);
   int64_t n = count < a->limit ? count : a->limit;
   int64_t in = clt_model_input_size(m), outputs = clt_model_output_size(m);
-  x = malloc((size_t)(n * in) * sizeof *x);
-  out = malloc((size_t)(n * outputs) * sizeof *out);
+  /* A chunk of rows at a time: a whole file's values need not fit. */
+  int64_t chunk = n < PREDICT_CHUNK ? n : PREDICT_CHUNK;
+  x = malloc((size_t)(chunk * in) * sizeof *x);
+  out = malloc((size_t)(chunk * outputs) * sizeof *out);
   if (!x || !out) {
     fprintf(stderr, "cltrain: %s: out of memory for %lld rows\n", path,
-            (long long)n);
+            (long long)chunk);
     goto done;
   }
-  if (clt_dataset_samples(ds, 0, n, x, NULL) != CLT_OK ||
-      clt_model_predict(m, x, n, out) != CLT_OK)
-    goto fail;
-  for (int64_t i = 0; i < n; i++)
-    print_sample(a, path, i, count, out + i * outputs, outputs, labels,
-                 n_labels);
+  for (int64_t first = 0; first < n; first += chunk) {
+    int64_t k = n - first < chunk ? n - first : chunk;
+    if (clt_dataset_samples(ds, first, k, x, NULL) != CLT_OK ||
+        clt_model_predict(m, x, k, out) != CLT_OK)
+      goto fail;
+    for (int64_t i = 0; i < k; i++)
+      print_sample(a, path, first + i, count, out + i * outputs, outputs,
+                   labels, n_labels);
+  }
   print_more(a, path, count - n, "rows");
   rc = 0;
   goto done;
@@ -392,6 +536,20 @@ done:
   free(probs);
   clt_image_set_free(&s);
   return rc;
+}
+
+/* Whether --output's folder takes a new file, asked before the work (the
+ * write itself comes after every prediction); prints why not. */
+static bool output_writable(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  if (access(dir, W_OK | X_OK) == 0) return true;
+  fprintf(stderr, "cltrain: %s: cannot write into %s: %s\n", path, dir,
+          strerror(errno));
+  return false;
 }
 
 int cli_predict(int argc, char **argv) {
@@ -456,9 +614,37 @@ int cli_predict(int argc, char **argv) {
     printf(", \"precision\": \"%s\", \"predictions\": [",
            cli_precision_names[a.precision]);
   }
+  csv_out out = {0};
+  if (a.output && !output_writable(a.output)) {
+    rc = 1;
+    goto done;
+  }
+  if (a.output) {
+    a.out = &out;
+    out_header(&a, clt_model_output_size(m), labels, n_labels);
+  }
   for (int i = 0; i < a.n_inputs; i++)
     if (predict_file(ctx, m, &a, a.inputs[i], labels, n_labels) != 0) rc = 1;
   if (a.json) printf("%s]}\n", a.printed ? "\n" : "");
+  if (a.output && rc == 0) {
+    char msg[512];
+    if (out.failed) {
+      fprintf(stderr, "cltrain: %s: out of memory for the predictions\n",
+              a.output);
+      rc = 1;
+    } else if (clt_file_write_atomic(a.output, out.buf, out.len, msg,
+                                     sizeof msg) != CLT_OK) {
+      fprintf(stderr, "cltrain: %s\n", msg);
+      rc = 1;
+    } else {
+      printf("wrote %lld prediction%s to %s\n", (long long)out.rows,
+             out.rows == 1 ? "" : "s", a.output);
+    }
+  } else if (a.output) {
+    fprintf(stderr, "cltrain: %s not written (an input failed)\n",
+            a.output);
+  }
+  free(out.buf);
 done:
   clt_model_destroy(m);
   clt_context_destroy(ctx);
