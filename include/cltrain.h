@@ -951,6 +951,15 @@ typedef enum clt_schedule {
    * lower than the best so far by more than min_delta; never below
    * min_lr. */
   CLT_SCHEDULE_PLATEAU,
+  /* PyTorch's OneCycleLR (Smith's one-cycle policy), step by step over
+   * total_epochs epochs when clt_fit drives the optimizer (epoch by epoch
+   * otherwise): the rate rises from lr / div_factor to lr over the first
+   * pct_start of the steps, then falls to lr / (div_factor *
+   * final_div_factor), both along a cosine; with cycle_momentum the
+   * momentum (SGD's and RMSprop's, given one even at 0 as PyTorch does)
+   * or Adam's beta1 goes the other way, max_momentum -> base_momentum ->
+   * max_momentum. No warm-up of its own (warmup_epochs 0). */
+  CLT_SCHEDULE_ONECYCLE,
 } clt_schedule;
 
 typedef struct clt_optimizer_options {
@@ -978,6 +987,12 @@ typedef struct clt_optimizer_options {
    * variance instead of its mean square. */
   float alpha;
   bool centered;
+  /* ONECYCLE (PyTorch's defaults: 0.3, 25, 1e4, true, 0.85, 0.95). */
+  float pct_start;        /* the fraction of the steps spent rising */
+  float div_factor;       /* the first rate: lr / div_factor */
+  float final_div_factor; /* the last: lr / (div_factor * final_div_factor) */
+  bool cycle_momentum;
+  float base_momentum, max_momentum;
 } clt_optimizer_options;
 
 /* PyTorch's defaults for kind: SGD lr 0.01; Adam lr 0.001, betas (0.9,
@@ -1000,6 +1015,10 @@ CLT_API clt_status clt_optimizer_step(clt_optimizer *opt);
 /* Sets the epoch (0-based) the schedule reads; returns the new rate. */
 CLT_API float clt_optimizer_set_epoch(clt_optimizer *opt, int epoch);
 CLT_API float clt_optimizer_lr(const clt_optimizer *opt);
+/* The momentum of the last step (SGD's and RMSprop's; Adam's and AdamW's
+ * beta1): the options', or where a ONECYCLE schedule cycles it, the
+ * cycle's. */
+CLT_API float clt_optimizer_momentum(const clt_optimizer *opt);
 /* Tells a PLATEAU schedule the monitored loss of the epoch just ended (as
  * PyTorch's ReduceLROnPlateau.step(loss)); returns true when the rate was
  * reduced (from the next clt_optimizer_set_epoch on). A NaN is ignored.

@@ -48,6 +48,8 @@ grep -aq '"optimizer":"rmsprop"' "$T/rrun.st" ||
 grep -aq '__optim__.grad_avg' "$T/rrun.st" ||
   fail "rmsprop: no mean gradient saved"
 echo "ok: rmsprop centered with momentum: 1 epoch + resume == 2 straight"
+expect_error "--pct-start without onecycle" "--pct-start is for --schedule onecycle" \
+  -- "$C" train "${A[@]}" --pct-start 0.2
 expect_error "resume: rmsprop without --centered" "__optim__.grad_avg" \
   "centered changed?" -- "$C" train "${A[@]}" --optimizer rmsprop \
   --momentum 0.5 --epochs 3 --resume "$T/rrun.st"

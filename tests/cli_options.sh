@@ -58,7 +58,7 @@ expect_exit 2 "one dash" "did you mean '--epochs'?" -- \
   "$C" train none.model --data x -epochs 3
 expect_exit 2 "mistyped command" "did you mean 'train'?" -- "$C" trian
 expect_exit 2 "mistyped bench" "did you mean 'train'?" -- "$C" bench trian
-expect_exit 2 "mistyped choice" "--schedule must be constant, step, cosine or plateau" \
+expect_exit 2 "mistyped choice" "--schedule must be constant, step, cosine, plateau or onecycle" \
   "did you mean 'plateau'?" -- "$C" train none.model --data x --schedule platau
 expect_exit 2 "ambiguous prefix" "is ambiguous" "--epochs" "--early-stop" -- \
   "$C" train none.model --data x --e 3

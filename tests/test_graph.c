@@ -7,6 +7,7 @@
 
 #include "graph_helpers.h"
 #include "ops/ops.h"
+#include "optim/optimizer.h"
 
 #define MLP(act)                                                               \
   "input shape=7\n"                                                            \
@@ -704,6 +705,114 @@ START_TEST(test_schedules) {
 }
 END_TEST
 
+/* PyTorch's OneCycleLR, written from its documentation: the rate and the
+ * momentum at step k of total. */
+static void onecycle_ref(double k, double total, double max_lr, double *lr,
+                         double *mom) {
+  double first = max_lr / 25.0, last = first / 1e4;
+  double up = 0.3 * total - 1.0, end = total - 1.0;
+  double t = k <= up ? k / up : (k - up) / (end - up);
+  double a = k <= up ? first : max_lr, b = k <= up ? max_lr : last;
+  double ma = k <= up ? 0.95 : 0.85, mb = k <= up ? 0.85 : 0.95;
+  *lr = b + (a - b) / 2.0 * (1.0 + cos(M_PI * t));
+  *mom = mb + (ma - mb) / 2.0 * (1.0 + cos(M_PI * t));
+}
+
+/* The one-cycle schedule step by step: each step's rate and beta1 as
+ * PyTorch's, and Adam's update with that beta1 against a host Adam on the
+ * same gradients; the schedule's options checked. */
+START_TEST(test_onecycle) {
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text(MLP("relu"), &g));
+  ck_assert_ok(clt_graph_compile(g, 4, 1));
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  ck_assert_float_eq(oo.pct_start, 0.3f);
+  oo.lr = 0.05f;
+  oo.schedule = CLT_SCHEDULE_ONECYCLE;
+  oo.total_epochs = 2;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  const int per_epoch = 7, total = 2 * per_epoch;
+  clt_optimizer_set_steps_per_epoch(opt, per_epoch);
+  int64_t n = clt_graph_parameter_count(g);
+  double *m = calloc((size_t)n, sizeof *m), *v = calloc((size_t)n, sizeof *v);
+  float *p = malloc((size_t)n * sizeof *p), *gr = malloc((size_t)n * sizeof *gr);
+  float *after = malloc((size_t)n * sizeof *after);
+  clt_tensor pre = clt_tensor_slice_1d(g->params, 0, n);
+  clt_tensor gpre = clt_tensor_slice_1d(g->grads, 0, n);
+  double b2_power = 1.0;
+  for (int e = 0; e < 2; e++) {
+    double lr0, mom0;
+    onecycle_ref(e * per_epoch, total, 0.05, &lr0, &mom0);
+    ck_assert_float_eq_tol(clt_optimizer_set_epoch(opt, e), lr0, 1e-7);
+    for (int s = 0; s < per_epoch; s++) {
+      int k = e * per_epoch + s;
+      double lr, mom;
+      onecycle_ref(k, total, 0.05, &lr, &mom);
+      random_batch(g, 4, 100 + (uint64_t)k, false);
+      ck_assert_ok(clt_graph_forward(g, true));
+      ck_assert_ok(clt_graph_backward(g));
+      ck_assert_ok(clt_tensor_download(&pre, p));
+      ck_assert_ok(clt_tensor_download(&gpre, gr));
+      ck_assert_ok(clt_optimizer_step(opt));
+      ck_assert_msg(fabs(clt_optimizer_lr(opt) - lr) <= 1e-6 * lr,
+                    "step %d: rate %g, PyTorch's %g", k,
+                    (double)clt_optimizer_lr(opt), lr);
+      ck_assert_msg(fabs(clt_optimizer_momentum(opt) - mom) <= 1e-6,
+                    "step %d: beta1 %g, PyTorch's %g", k,
+                    (double)clt_optimizer_momentum(opt), mom);
+      ck_assert_ok(clt_tensor_download(&pre, after));
+      /* torch.optim.Adam with this step's beta1 (bias correction with it
+       * too, as PyTorch computes 1 - beta1^step from the current one). */
+      b2_power *= 0.999;
+      double bias1 = 1.0 - pow(mom, k + 1), bias2 = 1.0 - b2_power;
+      for (int64_t i = 0; i < n; i++) {
+        m[i] = mom * m[i] + (1.0 - mom) * gr[i];
+        v[i] = 0.999 * v[i] + 0.001 * (double)gr[i] * gr[i];
+        double want = p[i] - lr * (m[i] / bias1) /
+                                 (sqrt(v[i] / bias2) + 1e-8);
+        ck_assert_msg(fabs(after[i] - want) <= 2e-6 * fmax(1.0, fabs(want)),
+                      "step %d, parameter %lld: %.9g, host Adam %.9g", k,
+                      (long long)i, (double)after[i], want);
+      }
+    }
+  }
+  clt_optimizer_destroy(opt);
+  /* SGD without momentum gets the cycled one (PyTorch's default), unless
+   * cycle_momentum is off. */
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.schedule = CLT_SCHEDULE_ONECYCLE;
+  oo.total_epochs = 10; /* by epochs: the rise ends at epoch 2 */
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_float_eq_tol(clt_optimizer_momentum(opt), 0.95f, 1e-7f);
+  ck_assert_float_eq_tol(clt_optimizer_lr(opt), 0.01f / 25.0f, 1e-9f);
+  clt_optimizer_destroy(opt);
+  oo.cycle_momentum = false;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  ck_assert_float_eq(clt_optimizer_momentum(opt), 0.0f);
+  clt_optimizer_destroy(opt);
+  const char *bad[] = {"warmup", "pct_start", "total"};
+  for (int b = 0; b < 3; b++) {
+    clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+    oo.schedule = CLT_SCHEDULE_ONECYCLE;
+    oo.total_epochs = b == 2 ? 0 : 3;
+    oo.warmup_epochs = b == 0;
+    if (b == 1) oo.pct_start = 1.0f;
+    ck_assert_int_eq(clt_optimizer_create(g, &oo, &opt),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clt_context_last_error(g->ctx), bad[b]), "%s",
+                  clt_context_last_error(g->ctx));
+  }
+  free(m);
+  free(v);
+  free(p);
+  free(gr);
+  free(after);
+  clt_graph_destroy(g);
+}
+END_TEST
+
 /* ---- freezing layers (clt_graph_set_trainable) ---------------------------- */
 
 /* A conv net with a batch norm, a conv in the middle and a dense head:
@@ -982,6 +1091,7 @@ static Suite *graph_suite(void) {
   tcase_add_test(train, test_fit_rejects_bad_data);
   tcase_add_test(train, test_nan_stops_training);
   tcase_add_test(train, test_schedules);
+  tcase_add_test(train, test_onecycle);
   suite_add_tcase(s, train);
   TCase *freeze = tcase_create("freezing");
   tcase_add_test(freeze, test_freeze_gradients);

@@ -24,9 +24,9 @@ typedef struct train_args {
   long long pad_crop, early_stop, patience, warmup_epochs, step_epochs;
   clt_optimizer_options opt;
   bool quiet, no_shuffle, seed_given, hflip, resize, nesterov, json;
-  bool lr_given, wd_given, profile, alpha_given, centered;
+  bool lr_given, wd_given, profile, alpha_given, centered, pct_start_given;
   double holdout, val_split, lr, momentum, weight_decay, clip_norm, gamma;
-  double min_delta, loss_scale, alpha;
+  double min_delta, loss_scale, alpha, pct_start;
   double progress_seconds; /* CLT_PROGRESS_SECONDS (print_plain_progress) */
   long long scale_growth;
   int optimizer, schedule, precision;
@@ -39,7 +39,7 @@ typedef struct train_args {
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw",
                                               "rmsprop", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine",
-                                             "plateau", NULL};
+                                             "plateau", "onecycle", NULL};
 
 #define TRAIN_OPTIONS(a)                                                       \
   {"data", CLI_STRING, &(a)->data, "DATA",                                     \
@@ -94,9 +94,15 @@ static const char *const schedule_names[] = {"constant", "step", "cosine",
   {"clip-norm", CLI_DOUBLE, &(a)->clip_norm, "X",                              \
    "clip gradients by global norm X (default 0: off)", 0, HUGE_VAL, 0, 0, 0},  \
   {"schedule", CLI_CHOICE, &(a)->schedule, "S",                                \
-   "constant (default), step, cosine or plateau (multiply\n"                   \
+   "constant (default), step, cosine, plateau (multiply\n"                    \
    "the rate by --gamma after --patience epochs without a\n"                   \
-   "better validation, else test, loss)", 0, 0, 0, schedule_names, 0},         \
+   "better validation, else test, loss) or onecycle\n"                         \
+   "(PyTorch's OneCycleLR: up to --lr and down, step by\n"                      \
+   "step, the momentum or beta1 the other way)", 0, 0, 0,                      \
+   schedule_names, 0},                                                         \
+  {"pct-start", CLI_DOUBLE, &(a)->pct_start, "P",                              \
+   "onecycle: the fraction of the steps spent rising\n"                        \
+   "(default 0.3)", 0, 1, 1, 0, &(a)->pct_start_given},                        \
   {"step-epochs", CLI_INT, &(a)->step_epochs, "N",                             \
    "step schedule: epochs between decays (default 1)", 1, INT_MAX, 0, 0, 0},   \
   {"gamma", CLI_DOUBLE, &(a)->gamma, "G",                                      \
@@ -213,6 +219,14 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
                         ? "--resume and --init exclude each other (--resume "
                           "continues a run, --init starts a new one from its "
                           "weights)"
+                    : a->pct_start_given &&
+                            a->schedule != CLT_SCHEDULE_ONECYCLE
+                        ? "--pct-start is for --schedule onecycle"
+                    : a->warmup_epochs > 0 &&
+                            a->schedule == CLT_SCHEDULE_ONECYCLE
+                        ? "--warmup-epochs and --schedule onecycle exclude "
+                          "each other (onecycle warms up itself: "
+                          "--pct-start)"
                     : a->freeze && a->train_only
                         ? "--freeze and --train-only exclude each other "
                           "(--train-only LAYERS freezes every other layer)"
@@ -245,6 +259,7 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
   a->opt.min_delta = (float)a->min_delta;
   a->opt.warmup_epochs = (int)a->warmup_epochs;
   a->opt.total_epochs = (int)a->epochs;
+  if (a->pct_start_given) a->opt.pct_start = (float)a->pct_start;
   a->progress_seconds = 60.0;
   const char *every = getenv("CLT_PROGRESS_SECONDS");
   if (every && *every) {

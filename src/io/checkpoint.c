@@ -30,7 +30,8 @@ enum { ST_FORMAT, ST_EPOCH, ST_STEP, ST_SEED, ST_DATA_SEED, ST_OPT_KIND };
 static const char *const kind_names[] = {"sgd", "adam", "adamw", "rmsprop"};
 #define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 static const char *const schedule_names[] = {"constant", "step", "cosine",
-                                             "plateau"};
+                                             "plateau", "onecycle"};
+#define N_SCHEDULES ((int)(sizeof schedule_names / sizeof schedule_names[0]))
 
 static const char *kind_name(int kind) {
   return kind >= 0 && kind < N_KINDS ? kind_names[kind] : "none";
@@ -172,7 +173,7 @@ static clt_status add_train_state(clt_st_writer *w, clt_graph *g,
 static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
                                const clt_optimizer *opt,
                                const clt_checkpoint_train *t, clt_err *err) {
-  char buf[512];
+  char buf[1024];
   CLT_TRY(clt_st_writer_set_metadata(w, "format", "pt", err));
   CLT_TRY(clt_st_writer_set_metadata(w, "cltrain_version", CLT_VERSION_STRING,
                                      err));
@@ -224,14 +225,20 @@ static clt_status add_metadata(clt_st_writer *w, const clt_graph *g,
            "weight_decay=%.7g beta1=%.7g beta2=%.7g eps=%.7g clip_norm=%.7g "
            "schedule=%s step_epochs=%d gamma=%.7g total_epochs=%d "
            "min_lr=%.7g patience=%d min_delta=%.7g warmup_epochs=%d "
-           "alpha=%.7g centered=%d",
+           "alpha=%.7g centered=%d pct_start=%.7g div_factor=%.7g "
+           "final_div_factor=%.7g cycle_momentum=%d base_momentum=%.7g "
+           "max_momentum=%.7g",
            (double)o->lr, (double)o->momentum, (double)o->dampening,
            o->nesterov ? 1 : 0, (double)o->weight_decay, (double)o->beta1,
            (double)o->beta2, (double)o->eps, (double)o->clip_norm,
-           (unsigned)o->schedule < 4 ? schedule_names[o->schedule] : "?",
+           (unsigned)o->schedule < N_SCHEDULES ? schedule_names[o->schedule]
+                                               : "?",
            o->step_epochs, (double)o->gamma, o->total_epochs,
            (double)o->min_lr, o->patience, (double)o->min_delta,
-           o->warmup_epochs, (double)o->alpha, o->centered ? 1 : 0);
+           o->warmup_epochs, (double)o->alpha, o->centered ? 1 : 0,
+           (double)o->pct_start, (double)o->div_factor,
+           (double)o->final_div_factor, o->cycle_momentum ? 1 : 0,
+           (double)o->base_momentum, (double)o->max_momentum);
   return clt_st_writer_set_metadata(w, "optimizer_options", buf, err);
 }
 

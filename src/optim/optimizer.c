@@ -34,6 +34,9 @@ struct clt_optimizer {
   double plateau_best;
   int plateau_wait;
   clt_loss_scaler *scaler; /* NULL: no loss scaling */
+  /* The momentum (SGD, RMSprop) or beta1 (Adam) of the coming step: the
+   * options', or the one-cycle schedule's. */
+  float momentum;
 };
 
 void clt_optimizer_saved_state(const clt_optimizer *o,
@@ -63,6 +66,12 @@ CLT_API void clt_optimizer_options_init(clt_optimizer_options *o,
   o->gamma = 0.1f;
   o->patience = 10;
   o->alpha = 0.99f;
+  o->pct_start = 0.3f;
+  o->div_factor = 25.0f;
+  o->final_div_factor = 1e4f;
+  o->cycle_momentum = true;
+  o->base_momentum = 0.85f;
+  o->max_momentum = 0.95f;
 }
 
 static clt_status check_options(clt_context *ctx,
@@ -95,7 +104,20 @@ static clt_status check_options(clt_context *ctx,
   else if (o->schedule == CLT_SCHEDULE_PLATEAU &&
            (o->patience < 1 || !(o->gamma > 0.0f && o->gamma < 1.0f)))
     bad = "plateau schedule needs patience >= 1 and gamma in (0, 1)";
-  else if (o->schedule > CLT_SCHEDULE_PLATEAU || o->schedule < 0)
+  else if (o->schedule == CLT_SCHEDULE_ONECYCLE &&
+           (o->total_epochs < 1 ||
+            !(o->pct_start > 0.0f && o->pct_start < 1.0f) ||
+            !(o->div_factor > 0.0f) || !(o->final_div_factor > 0.0f)))
+    bad = "onecycle schedule needs total_epochs >= 1, pct_start in (0, 1) "
+          "and div factors > 0";
+  else if (o->schedule == CLT_SCHEDULE_ONECYCLE && o->cycle_momentum &&
+           !(o->base_momentum >= 0.0f && o->base_momentum <= o->max_momentum &&
+             o->max_momentum < 1.0f))
+    bad = "onecycle momentum needs 0 <= base_momentum <= max_momentum < 1";
+  else if (o->schedule == CLT_SCHEDULE_ONECYCLE && o->warmup_epochs > 0)
+    bad = "the onecycle schedule warms up itself (pct_start): no "
+          "warmup_epochs";
+  else if (o->schedule > CLT_SCHEDULE_ONECYCLE || o->schedule < 0)
     bad = "unknown schedule";
   else if (o->warmup_epochs < 0) bad = "warmup_epochs must be >= 0";
   else if (!(o->min_delta >= 0.0f)) bad = "min_delta must be >= 0";
@@ -109,6 +131,39 @@ static clt_status zeroed(clt_context *ctx, int64_t n, clt_tensor **out) {
   int64_t len = n > 0 ? n : 1;
   CLT_TRY(clt_tensor_create(ctx, CLT_F32, 1, &len, out));
   return clt_tensor_fill(*out, 0.0);
+}
+
+static bool cycles_momentum(const clt_optimizer_options *p) {
+  return p->schedule == CLT_SCHEDULE_ONECYCLE && p->cycle_momentum;
+}
+
+/* From start (pct 0) to end (pct 1) along half a cosine. */
+static double anneal_cos(double start, double end, double pct) {
+  return end + (start - end) / 2.0 * (1.0 + cos(M_PI * pct));
+}
+
+/* The one-cycle schedule at step k (0-based; an epoch when no steps per
+ * epoch are known), as PyTorch's OneCycleLR computes it: the rate, and
+ * the momentum where cycled. */
+static void onecycle_at(clt_optimizer *o, double k) {
+  const clt_optimizer_options *p = &o->opts;
+  double total = (double)p->total_epochs *
+                 (double)(o->steps_per_epoch > 0 ? o->steps_per_epoch : 1);
+  double first = p->lr / p->div_factor, last = first / p->final_div_factor;
+  double up_end = p->pct_start * total - 1.0, end = total - 1.0;
+  double lr, mom;
+  if (k <= up_end) {
+    double pct = up_end > 0.0 ? k / up_end : 1.0;
+    lr = anneal_cos(first, p->lr, pct);
+    mom = anneal_cos(p->max_momentum, p->base_momentum, pct);
+  } else {
+    double pct = end > up_end ? (k - up_end) / (end - up_end) : 1.0;
+    if (pct > 1.0) pct = 1.0; /* past the steps planned: the last rate */
+    lr = anneal_cos(p->lr, last, pct);
+    mom = anneal_cos(p->base_momentum, p->max_momentum, pct);
+  }
+  o->lr = (float)lr;
+  if (p->cycle_momentum) o->momentum = (float)mom;
 }
 
 CLT_API clt_status clt_optimizer_create(clt_graph *g,
@@ -126,6 +181,8 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   o->lr = o->epoch_lr = opts->lr;
   o->plateau_scale = 1.0f;
   o->plateau_best = INFINITY;
+  bool adam_kind = opts->kind == CLT_OPT_ADAM || opts->kind == CLT_OPT_ADAMW;
+  o->momentum = adam_kind ? opts->beta1 : opts->momentum;
   int64_t n = clt_graph_parameter_count(g);
   o->n = n;
   o->trainable_version = g->trainable_version;
@@ -134,10 +191,11 @@ CLT_API clt_status clt_optimizer_create(clt_graph *g,
   o->grads = clt_tensor_slice_1d(g->grads, 0, n > 0 ? n : 1);
   clt_status st = zeroed(g->ctx, 1, &o->norm_sq);
   bool sgd = opts->kind == CLT_OPT_SGD, rms = opts->kind == CLT_OPT_RMSPROP;
-  if (st == CLT_OK && (!sgd || opts->momentum != 0.0f))
-    st = zeroed(g->ctx, n, &o->v);
-  if (st == CLT_OK && !sgd && (!rms || opts->momentum != 0.0f))
-    st = zeroed(g->ctx, n, &o->m);
+  /* A cycled momentum is never 0: SGD and RMSprop keep its buffer. */
+  bool moving = opts->momentum != 0.0f || cycles_momentum(opts);
+  if (st == CLT_OK && (!sgd || moving)) st = zeroed(g->ctx, n, &o->v);
+  if (st == CLT_OK && !sgd && (!rms || moving)) st = zeroed(g->ctx, n, &o->m);
+  if (opts->schedule == CLT_SCHEDULE_ONECYCLE) onecycle_at(o, 0.0);
   if (st == CLT_OK && rms && opts->centered) st = zeroed(g->ctx, n, &o->avg);
   if (st != CLT_OK) {
     clt_optimizer_destroy(o);
@@ -187,9 +245,18 @@ CLT_API float clt_optimizer_set_epoch(clt_optimizer *o, int epoch) {
     o->epoch_lr = fmaxf(p->lr * o->plateau_scale, p->min_lr);
     break;
   case CLT_SCHEDULE_CONSTANT: o->epoch_lr = p->lr; break;
+  case CLT_SCHEDULE_ONECYCLE: break;
   }
   o->epoch = epoch;
   o->epoch_step = 0;
+  if (p->schedule == CLT_SCHEDULE_ONECYCLE) {
+    /* the rate of the epoch's first step */
+    onecycle_at(o, (double)epoch * (double)(o->steps_per_epoch > 0
+                                               ? o->steps_per_epoch
+                                               : 1));
+    o->epoch_lr = o->lr;
+    return o->lr;
+  }
   o->lr = o->epoch_lr * warmup_factor(o);
   return o->lr;
 }
@@ -214,6 +281,10 @@ void clt_optimizer_set_steps_per_epoch(clt_optimizer *o, int64_t steps) {
 }
 
 CLT_API float clt_optimizer_lr(const clt_optimizer *o) { return o->lr; }
+
+CLT_API float clt_optimizer_momentum(const clt_optimizer *o) {
+  return o->momentum;
+}
 
 /* Lets the host run at most CLT_STEPS_IN_FLIGHT steps ahead of the device:
  * waits for the end of the step that many steps back (the device still has
@@ -245,7 +316,7 @@ static clt_status enqueue_update(clt_optimizer *o) {
   }
   if (p->kind == CLT_OPT_SGD) {
     clt_sgd_params hp = {.lr = o->lr,
-                         .momentum = p->momentum,
+                         .momentum = o->momentum,
                          .dampening = p->dampening,
                          .weight_decay = p->weight_decay,
                          .max_norm = p->clip_norm,
@@ -258,14 +329,14 @@ static clt_status enqueue_update(clt_optimizer *o) {
                              .alpha = p->alpha,
                              .eps = p->eps,
                              .weight_decay = p->weight_decay,
-                             .momentum = p->momentum,
+                             .momentum = o->momentum,
                              .max_norm = p->clip_norm,
                              .centered = p->centered};
     return clt_rmsprop_step(ctx, &o->params, &o->grads, o->v, o->m, o->avg,
                             o->norm_sq, &hp);
   }
   clt_adam_params hp = {.lr = o->lr,
-                        .beta1 = p->beta1,
+                        .beta1 = o->momentum,
                         .beta2 = p->beta2,
                         .eps = p->eps,
                         .weight_decay = p->weight_decay,
@@ -323,6 +394,8 @@ static clt_status step(clt_optimizer *o) {
   o->step++;
   if (o->opts.warmup_epochs > 0 && o->steps_per_epoch > 0)
     o->lr = o->epoch_lr * warmup_factor(o);
+  if (o->opts.schedule == CLT_SCHEDULE_ONECYCLE && o->steps_per_epoch > 0)
+    onecycle_at(o, (double)(o->epoch * o->steps_per_epoch + o->epoch_step));
   o->epoch_step++;
   clt_status st = enqueue_update(o);
   clt_graph_params_written(o->g);
