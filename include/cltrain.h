@@ -1612,6 +1612,16 @@ CLT_API clt_status clt_evaluate_multilabel(clt_graph *g, const clt_dataset *ds,
                                            int64_t batch, int64_t *counts,
                                            int64_t *exact, clt_metrics *m);
 
+/* clt_evaluate of a classifier that also counts in *hits the samples
+ * whose class is among the k likeliest (Keras's
+ * SparseTopKCategoricalAccuracy, torchmetrics' Accuracy(top_k=k)): fewer
+ * than k classes score strictly above it, so ties at the edge count in,
+ * as TensorFlow's in_top_k; a NaN score is a miss. k from 1 to
+ * clt_graph_output_size, else CLT_ERR_INVALID_ARGUMENT. */
+CLT_API clt_status clt_evaluate_top_k(clt_graph *g, const clt_dataset *ds,
+                                      int64_t batch, int k, int64_t *hits,
+                                      clt_metrics *m);
+
 /* The area under the ROC curve (scikit-learn's roc_auc_score) of each
  * output of a classifier (its class against the rest, on the softmax's
  * probabilities) or of a multi-label model (its label, present where the

@@ -289,7 +289,7 @@ EOF
 echo "ok: train --profile (device time $([ $timed = yes ] && echo measured || echo unknown))"
 
 "$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
-  --test-limit 100 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"
+  --test-limit 100 --top-k 3 --json >"$T/eval.json" 2>"$T/eval.err" || fail "eval --json: $(cat "$T/eval.err")"
 python3 - "$T/eval.json" <<'EOF' || fail "eval --json output"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -348,7 +348,21 @@ for c in range(10):
 assert abs(d["macro_avg"]["roc_auc"] - sum(got) / len(got)) < 1e-6, d["macro_avg"]
 assert abs(d["weighted_avg"]["roc_auc"] - sum(a * s for a, s in zip(got, sup)) / sum(sup)) < 1e-6
 print("ok: eval's ROC AUC per class against predict's probabilities: macro %.4f" % d["macro_avg"]["roc_auc"])
+# --top-k 3: the label among the 3 likeliest (fewer than 3 classes above it)
+hits = sum(sum(q[c] > q[y] for c in range(10)) < 3 for q, y in zip(prob, labels))
+assert d["top_k"] == 3 and abs(d["top_k_accuracy"] - hits / 100) < 1e-9, (d["top_k_accuracy"], hits)
+top1 = sum(sum(q[c] > q[y] for c in range(10)) < 1 for q, y in zip(prob, labels))
+assert abs(d["accuracy"] - top1 / 100) < 1e-9, (d["accuracy"], top1)
+print("ok: eval --top-k 3: %.2f against %.2f top-1, as counted on predict's probabilities"
+      % (d["top_k_accuracy"], d["accuracy"]))
 EOF
+"$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
+  --test-limit 100 --top-k 2 >"$T/eval.out" || fail "eval --top-k 2"
+grep -Eq '^top-2 accuracy [01]\.[0-9]{4} \([0-9]+/100\)$' "$T/eval.out" ||
+  fail "eval --top-k 2: $(cat "$T/eval.out")"
+expect_error "eval --top-k past the classes" "k is 11; the model has 10 classes" \
+  -- "$C" eval "$T/tiny.model" --weights "$T/w.st" --data fashion-mnist \
+  --test-limit 10 --top-k 11
 
 python3 - "$T" <<'EOF'
 import gzip, sys

@@ -1382,6 +1382,27 @@ START_TEST(test_roc_auc) {
   ck_assert(auc[0] > 0 && auc[0] < 1); /* neither all right nor all wrong */
   ck_assert(isnan(auc[2]));            /* no sample of class 2 */
   ck_assert_double_eq_tol(micro, pairwise_auc(p, present, N * K, 1), 1e-12);
+  /* Top-k: the label with fewer than k classes strictly above it, so the
+   * rows tied at the top (rows 1 and 2, and row 4, all three alike) are
+   * top-1 hits though argmax may pick another class. */
+  for (int k = 1; k <= K; k++) {
+    int64_t hits = -1, want = 0;
+    ck_assert_ok(clt_evaluate_top_k(g, ds, 4, k, &hits, &m));
+    for (int i = 0; i < N; i++) {
+      int above = 0;
+      for (int c = 0; c < K; c++) above += p[i * K + c] > p[i * K + labels[i]];
+      want += above < k;
+    }
+    ck_assert_int_eq(hits, want);
+    if (k == K) ck_assert_int_eq(hits, N);
+  }
+  int64_t hits1 = 0;
+  ck_assert_ok(clt_evaluate_top_k(g, ds, 4, 1, &hits1, &m));
+  ck_assert_int_ge(hits1, 3); /* rows 1, 2 (label 0 tied top) and 4 */
+  ck_assert_int_eq(clt_evaluate_top_k(g, ds, 4, 0, &hits1, &m),
+                   CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(clt_evaluate_top_k(g, ds, 4, K + 1, &hits1, &m),
+                   CLT_ERR_INVALID_ARGUMENT);
   clt_graph_destroy(g);
   clt_dataset_destroy(ds);
 

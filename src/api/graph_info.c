@@ -224,6 +224,45 @@ CLT_API clt_status clt_evaluate_confusion(clt_graph *g, const clt_dataset *ds,
   return eval_outputs(g, ds, batch, count_confusion, &c, m);
 }
 
+/* Top-k hits: a sample's class among the k likeliest (fewer than k
+ * classes score strictly above it; ties at the edge count in, as
+ * TensorFlow's in_top_k). */
+typedef struct top_k_hits {
+  int64_t classes, k, hits;
+} top_k_hits;
+
+static void count_top_k(void *user, const float *probs,
+                        const clt_host_batch *b) {
+  top_k_hits *t = user;
+  for (int64_t i = 0; i < b->n; i++) {
+    const float *p = probs + i * t->classes;
+    int64_t truth = b->labels[i], above = 0;
+    if (truth < 0 || truth >= t->classes || isnan(p[truth])) continue;
+    for (int64_t c = 0; c < t->classes; c++) above += p[c] > p[truth];
+    t->hits += above < t->k;
+  }
+}
+
+CLT_API clt_status clt_evaluate_top_k(clt_graph *g, const clt_dataset *ds,
+                                      int64_t batch, int k, int64_t *hits,
+                                      clt_metrics *m) {
+  if (clt_graph_loss_kind(g) != CLT_LOSS_CLASSIFIER || !g->compiled)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "top-k accuracy needs a compiled classifier "
+                        "(softmax_cross_entropy)");
+  int64_t classes = clt_graph_output_size(g);
+  if (k < 1 || k > classes)
+    return clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "top-k accuracy: k is %d; the model has %lld "
+                        "classes (k from 1 to %lld)",
+                        k, (long long)classes, (long long)classes);
+  CLT_TRY(eval_fits(g, ds, false));
+  top_k_hits t = {classes, k, 0};
+  CLT_TRY(eval_outputs(g, ds, batch, count_top_k, &t, m));
+  *hits = t.hits;
+  return CLT_OK;
+}
+
 /* ROC AUC: every sample's score for each output, and whether the output's
  * class or label is the sample's (a label: a target of 0.5 or more). */
 typedef struct roc_scores {

@@ -12,7 +12,7 @@
 
 typedef struct eval_args {
   const char *model, *weights, *data, *test_data, *device, *labels;
-  long long batch, limit;
+  long long batch, limit, top_k; /* top_k 0: not asked */
   double holdout;
   int split;     /* 0 test, 1 train */
   int precision; /* clt_precision */
@@ -52,6 +52,9 @@ static int parse_eval_args(int argc, char **argv, eval_args *a) {
        split_names, 0},
       {"batch", CLI_INT, &a->batch, "B", "batch size (default 100)", 1,
        INT_MAX, 0, 0, 0},
+      {"top-k", CLI_INT, &a->top_k, "K",
+       "a classifier: also the top-K accuracy (the class among\n"
+       "the K likeliest)", 1, INT_MAX, 0, 0, 0},
       {"test-limit", CLI_INT, &a->limit, "N", "the first N samples only", 1,
        (double)LLONG_MAX, 0, 0, 0},
       {"labels", CLI_STRING, &a->labels, "FILE", "class names, one a line", 0,
@@ -422,8 +425,8 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
                        const clt_regression_scores *per_output,
                        const clt_regression_scores *overall,
                        const int64_t *lc, int64_t exact, const double *auc,
-                       double micro_auc, int64_t classes, char **labels,
-                       int n_labels, int epoch) {
+                       double micro_auc, int64_t top_hits, int64_t classes,
+                       char **labels, int n_labels, int epoch) {
   printf("{\"model\": ");
   cli_json_string(stdout, a->model);
   printf(", \"weights\": ");
@@ -437,6 +440,12 @@ static void print_json(const eval_args *a, const clt_dataset *ds,
   cli_json_number(stdout, m->loss);
   printf(", \"accuracy\": ");
   cli_json_number(stdout, cm || lc ? m->accuracy : NAN);
+  if (top_hits >= 0) {
+    printf(", \"top_k\": %lld, \"top_k_accuracy\": ", a->top_k);
+    cli_json_number(stdout, m->samples > 0 ? (double)top_hits /
+                                                 (double)m->samples
+                                           : NAN);
+  }
   if (lc) {
     printf(", \"exact_match\": ");
     cli_json_number(stdout, m->samples > 0 ? (double)exact / (double)m->samples
@@ -560,6 +569,14 @@ int cli_eval(int argc, char **argv) {
   }
   int64_t classes = clt_graph_output_size(g);
   clt_metrics m;
+  int64_t top_hits = -1; /* --top-k's count */
+  if (a.top_k > 0 && kind != CLT_LOSS_CLASSIFIER) {
+    fprintf(stderr, "cltrain eval: --top-k is for a classifier "
+                    "(softmax_cross_entropy); this model's loss is %s\n",
+            clt_graph_loss_name(g));
+    rc = 2;
+    goto done;
+  }
   if (kind == CLT_LOSS_MULTILABEL) {
     lc = calloc((size_t)(4 * classes), sizeof *lc);
     auc = calloc((size_t)classes, sizeof *auc);
@@ -588,7 +605,9 @@ int cli_eval(int argc, char **argv) {
     auc = calloc((size_t)classes, sizeof *auc);
     if (!cm || !auc ||
         clt_evaluate_confusion(g, ds, a.batch, cm, &m) != CLT_OK ||
-        clt_evaluate_roc_auc(g, ds, a.batch, auc, &micro_auc, &m) != CLT_OK) {
+        clt_evaluate_roc_auc(g, ds, a.batch, auc, &micro_auc, &m) != CLT_OK ||
+        (a.top_k > 0 && clt_evaluate_top_k(g, ds, a.batch, (int)a.top_k,
+                                           &top_hits, &m) != CLT_OK)) {
       if (cm && auc) rc = fail(ctx);
       else fprintf(stderr, "cltrain: out of memory\n");
       goto done;
@@ -596,7 +615,7 @@ int cli_eval(int argc, char **argv) {
   }
   if (a.json) {
     print_json(&a, ds, &m, cm, per_output, &overall, lc, exact, auc,
-               micro_auc, classes, labels, n_labels, info.epoch);
+               micro_auc, top_hits, classes, labels, n_labels, info.epoch);
     rc = 0;
     goto done;
   }
@@ -626,6 +645,10 @@ int cli_eval(int argc, char **argv) {
   for (int64_t c = 0; c < classes; c++) correct += cm[c * classes + c];
   printf("loss %.4f  accuracy %.4f (%lld/%lld)\n", m.loss, m.accuracy,
          (long long)correct, (long long)m.samples);
+  if (top_hits >= 0)
+    printf("top-%lld accuracy %.4f (%lld/%lld)\n", a.top_k,
+           m.samples > 0 ? (double)top_hits / (double)m.samples : NAN,
+           (long long)top_hits, (long long)m.samples);
   print_confusion(cm, classes, labels, n_labels);
   print_report(cm, auc, classes, labels, n_labels);
   rc = 0;
