@@ -115,6 +115,17 @@ clt_context *cli_open_context(const char *device, bool profiling);
  * long run does not end by losing its result; prints why not, naming opt. */
 bool cli_check_output_path(const char *opt, const char *path);
 
+/* A growable text buffer (an SVG chart, predict's CSV): cli_put appends
+ * printf-style; a failed allocation sticks in `failed` and later puts do
+ * nothing. Free s. */
+typedef struct cli_text {
+  char *s;
+  size_t len, cap;
+  bool failed;
+} cli_text;
+void cli_put(cli_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 double cli_now(void);
 
 /* A line on a terminal that says a long call is alive: its thread takes

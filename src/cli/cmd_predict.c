@@ -3,12 +3,10 @@
  * file (--output). */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -87,72 +85,48 @@ typedef struct predict_args {
 /* --output's file, made in memory and written at the end atomically (no
  * half file after an error). */
 typedef struct csv_out {
-  char *buf;
-  size_t len, cap;
-  bool failed; /* out of memory */
+  cli_text text;
   int64_t rows;
 } csv_out;
 
-static void out_printf(csv_out *o, const char *fmt, ...) {
-  if (o->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->buf ? o->buf + o->len : NULL,
-                      o->buf ? o->cap - o->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      o->failed = true;
-      return;
-    }
-    if (o->buf && o->len + (size_t)n < o->cap) {
-      o->len += (size_t)n;
-      return;
-    }
-    size_t cap = o->cap ? o->cap : 1 << 16;
-    while (cap <= o->len + (size_t)n) cap *= 2;
-    char *grown = realloc(o->buf, cap);
-    if (!grown) {
-      o->failed = true;
-      return;
-    }
-    o->buf = grown;
-    o->cap = cap;
-  }
+/* text with each double quote doubled (inside a quoted field). */
+static void put_doubling_quotes(csv_out *o, const char *text) {
+  for (const char *c = text; *c; c++)
+    if (*c == '"') cli_put(&o->text, "\"\"");
+    else cli_put(&o->text, "%c", *c);
 }
 
 /* A field as RFC 4180 (and pandas) read it: in double quotes, doubled
  * inside, where it holds a comma, a quote or a line break. */
 static void out_field(csv_out *o, const char *text) {
   if (!strpbrk(text, ",\"\r\n")) {
-    out_printf(o, "%s", text);
+    cli_put(&o->text, "%s", text);
     return;
   }
-  out_printf(o, "\"");
-  for (const char *c = text; *c; c++)
-    out_printf(o, *c == '"' ? "\"\"" : "%c", *c);
-  out_printf(o, "\"");
+  cli_put(&o->text, "\"");
+  put_doubling_quotes(o, text);
+  cli_put(&o->text, "\"");
 }
 
 /* Output k's name: a label, or its number. */
 static void out_name(csv_out *o, int64_t k, char **labels, int n_labels) {
   if (labels && k < n_labels) out_field(o, labels[k]);
-  else out_printf(o, "%lld", (long long)k);
+  else cli_put(&o->text, "%lld", (long long)k);
 }
 
 /* The header: file, index, then the predicted class (a classifier), the
  * labels present (multi-label), and one column an output. */
 static void out_header(const predict_args *a, int64_t outputs, char **labels,
                        int n_labels) {
-  out_printf(a->out, "file,index%s",
-             a->regression   ? ""
-             : a->multilabel ? ",present"
-                             : ",predicted");
+  cli_put(&a->out->text, "file,index%s",
+          a->regression   ? ""
+          : a->multilabel ? ",present"
+                          : ",predicted");
   for (int64_t k = 0; k < outputs; k++) {
-    out_printf(a->out, ",");
+    cli_put(&a->out->text, ",");
     out_name(a->out, k, labels, n_labels);
   }
-  out_printf(a->out, "\n");
+  cli_put(&a->out->text, "\n");
 }
 
 static void out_row(const predict_args *a, const char *path, int64_t i,
@@ -160,16 +134,16 @@ static void out_row(const predict_args *a, const char *path, int64_t i,
                     int n_labels) {
   csv_out *o = a->out;
   out_field(o, path);
-  out_printf(o, ",%lld", (long long)i);
+  cli_put(&o->text, ",%lld", (long long)i);
   if (a->multilabel) { /* "cat;dog": the labels at 0.5 or more */
-    out_printf(o, ",");
+    cli_put(&o->text, ",");
     char name[32];
     bool any = false, quote = false;
     for (int64_t k = 0; k < outputs; k++)
       if (out[k] >= 0.5f && labels && k < n_labels &&
           strpbrk(labels[k], ",\"\r\n"))
         quote = true;
-    if (quote) out_printf(o, "\"");
+    if (quote) cli_put(&o->text, "\"");
     for (int64_t k = 0; k < outputs; k++) {
       if (!(out[k] >= 0.5f)) continue;
       const char *n = labels && k < n_labels ? labels[k] : NULL;
@@ -177,21 +151,22 @@ static void out_row(const predict_args *a, const char *path, int64_t i,
         snprintf(name, sizeof name, "%lld", (long long)k);
         n = name;
       }
-      out_printf(o, "%s", any ? ";" : "");
-      for (const char *c = n; *c; c++)
-        out_printf(o, quote && *c == '"' ? "\"\"" : "%c", *c);
+      cli_put(&o->text, "%s", any ? ";" : "");
+      if (quote) put_doubling_quotes(o, n);
+      else cli_put(&o->text, "%s", n);
       any = true;
     }
-    if (quote) out_printf(o, "\"");
+    if (quote) cli_put(&o->text, "\"");
   } else if (!a->regression) {
     int64_t best = 0;
     for (int64_t k = 1; k < outputs; k++)
       if (out[k] > out[best]) best = k;
-    out_printf(o, ",");
+    cli_put(&o->text, ",");
     out_name(o, best, labels, n_labels);
   }
-  for (int64_t k = 0; k < outputs; k++) out_printf(o, ",%.9g", (double)out[k]);
-  out_printf(o, "\n");
+  for (int64_t k = 0; k < outputs; k++)
+    cli_put(&o->text, ",%.9g", (double)out[k]);
+  cli_put(&o->text, "\n");
   o->rows++;
 }
 
@@ -538,20 +513,6 @@ done:
   return rc;
 }
 
-/* Whether --output's folder takes a new file, asked before the work (the
- * write itself comes after every prediction); prints why not. */
-static bool output_writable(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char dir[4096];
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == path) snprintf(dir, sizeof dir, "/");
-  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  if (access(dir, W_OK | X_OK) == 0) return true;
-  fprintf(stderr, "cltrain: %s: cannot write into %s: %s\n", path, dir,
-          strerror(errno));
-  return false;
-}
-
 int cli_predict(int argc, char **argv) {
   predict_args a;
   int rc = parse_predict_args(argc, argv, &a);
@@ -615,7 +576,9 @@ int cli_predict(int argc, char **argv) {
            cli_precision_names[a.precision]);
   }
   csv_out out = {0};
-  if (a.output && !output_writable(a.output)) {
+  /* The folder, asked before the work (the file is written after every
+   * prediction). */
+  if (a.output && !cli_check_output_path("--output", a.output)) {
     rc = 1;
     goto done;
   }
@@ -628,12 +591,12 @@ int cli_predict(int argc, char **argv) {
   if (a.json) printf("%s]}\n", a.printed ? "\n" : "");
   if (a.output && rc == 0) {
     char msg[512];
-    if (out.failed) {
+    if (out.text.failed) {
       fprintf(stderr, "cltrain: %s: out of memory for the predictions\n",
               a.output);
       rc = 1;
-    } else if (clt_file_write_atomic(a.output, out.buf, out.len, msg,
-                                     sizeof msg) != CLT_OK) {
+    } else if (clt_file_write_atomic(a.output, out.text.s, out.text.len,
+                                     msg, sizeof msg) != CLT_OK) {
       fprintf(stderr, "cltrain: %s\n", msg);
       rc = 1;
     } else {
@@ -644,7 +607,7 @@ int cli_predict(int argc, char **argv) {
     fprintf(stderr, "cltrain: %s not written (an input failed)\n",
             a.output);
   }
-  free(out.buf);
+  free(out.text.s);
 done:
   clt_model_destroy(m);
   clt_context_destroy(ctx);

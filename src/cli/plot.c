@@ -24,52 +24,17 @@
 static const char *const TRAIN_COLOR = "#1f77b4";
 static const char *const TEST_COLOR = "#ff7f0e";
 
-/* A growable text buffer; a failed allocation sticks in `failed`. */
-typedef struct sbuf {
-  char *s;
-  size_t len, cap;
-  int failed;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = 1;
-      return;
-    }
-    if ((size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap + (size_t)n + 1) * 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-      b->failed = 1;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
-  }
-}
-
-static void put_escaped(sbuf *b, const char *text) {
+static void put_escaped(cli_text *b, const char *text) {
   for (const char *p = text; *p; p++) {
     switch (*p) {
-    case '&': put(b, "&amp;"); break;
-    case '<': put(b, "&lt;"); break;
-    case '>': put(b, "&gt;"); break;
-    case '"': put(b, "&quot;"); break;
-    case '\'': put(b, "&apos;"); break;
+    case '&': cli_put(b, "&amp;"); break;
+    case '<': cli_put(b, "&lt;"); break;
+    case '>': cli_put(b, "&gt;"); break;
+    case '"': cli_put(b, "&quot;"); break;
+    case '\'': cli_put(b, "&apos;"); break;
     default:
       /* Control characters are not allowed in XML 1.0. */
-      if ((unsigned char)*p >= 0x20 || *p == '\t') put(b, "%c", *p);
+      if ((unsigned char)*p >= 0x20 || *p == '\t') cli_put(b, "%c", *p);
     }
   }
 }
@@ -119,87 +84,87 @@ static double py(const panel *p, double y) {
   return p->y0 + PANEL_H - (y - p->y.lo) / (p->y.hi - p->y.lo) * PANEL_H;
 }
 
-static void draw_axes(sbuf *b, const panel *p, const char *ylabel) {
-  put(b, "<g class=\"axes\" font-size=\"12\" fill=\"#333\">\n");
+static void draw_axes(cli_text *b, const panel *p, const char *ylabel) {
+  cli_put(b, "<g class=\"axes\" font-size=\"12\" fill=\"#333\">\n");
   int ny = (int)llround((p->y.hi - p->y.lo) / p->y.step);
   for (int i = 0; i <= ny; i++) {
     double v = p->y.lo + i * p->y.step;
     double y = py(p, v);
-    put(b,
+    cli_put(b,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"#e5e5e5\"/>\n",
         p->x0, y, p->x0 + PANEL_W, y);
-    put(b,
+    cli_put(b,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"#333\"/>\n",
         p->x0 - 5, y, p->x0, y);
-    put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+    cli_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
         p->x0 - 8, y + 4, fabs(v) < 1e-12 ? 0.0 : v);
   }
   int nx = (int)llround((p->x.hi - p->x.lo) / p->x.step);
   for (int i = 0; i <= nx; i++) {
     double v = p->x.lo + i * p->x.step;
     double x = px(p, v);
-    put(b,
+    cli_put(b,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"#333\"/>\n",
         x, p->y0 + PANEL_H, x, p->y0 + PANEL_H + 5);
-    put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+    cli_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
         x, p->y0 + PANEL_H + 19, v);
   }
-  put(b,
+  cli_put(b,
       "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" "
       "stroke=\"#333\"/>\n",
       p->x0, p->y0, PANEL_W, PANEL_H);
-  put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">epoch</text>\n",
+  cli_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">epoch</text>\n",
       p->x0 + PANEL_W / 2.0, p->y0 + PANEL_H + 38);
-  put(b,
+  cli_put(b,
       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
       "font-size=\"14\" font-weight=\"bold\">%s</text>\n",
       p->x0 + PANEL_W / 2.0, p->y0 - 10, ylabel);
-  put(b, "</g>\n");
+  cli_put(b, "</g>\n");
 }
 
 /* A polyline per run of finite values, and a dot on each. */
-static void draw_series(sbuf *b, const panel *p, const double *x,
+static void draw_series(cli_text *b, const panel *p, const double *x,
                         const double *y, int n, const char *color,
                         const char *name) {
-  put(b, "<g class=\"series\" data-name=\"%s\">\n", name);
+  cli_put(b, "<g class=\"series\" data-name=\"%s\">\n", name);
   for (int i = 0; i < n;) {
     if (!isfinite(y[i])) {
       i++;
       continue;
     }
-    put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+    cli_put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
         color);
     for (; i < n && isfinite(y[i]); i++)
-      put(b, "%.1f,%.1f ", px(p, x[i]), py(p, y[i]));
-    put(b, "\"/>\n");
+      cli_put(b, "%.1f,%.1f ", px(p, x[i]), py(p, y[i]));
+    cli_put(b, "\"/>\n");
   }
   for (int i = 0; i < n; i++)
     if (isfinite(y[i]))
-      put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+      cli_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
           px(p, x[i]), py(p, y[i]), color);
-  put(b, "</g>\n");
+  cli_put(b, "</g>\n");
 }
 
 /* One row under both panels, centred: which colour is which run. (It
  * once sat right of the accuracy panel, outside the canvas.) */
-static void draw_legend(sbuf *b) {
+static void draw_legend(cli_text *b) {
   const char *names[2] = {"train", "test"};
   const char *colors[2] = {TRAIN_COLOR, TEST_COLOR};
   const double entry = 90.0, y = HEIGHT - 16;
   double x = WIDTH / 2.0 - entry;
-  put(b, "<g class=\"legend\" font-size=\"12\">\n");
+  cli_put(b, "<g class=\"legend\" font-size=\"12\">\n");
   for (int i = 0; i < 2; i++, x += entry) {
-    put(b,
+    cli_put(b,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
         "stroke-width=\"2\"/>\n",
         x, y, x + 22, y, colors[i]);
-    put(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 28, y + 4,
+    cli_put(b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 28, y + 4,
         names[i]);
   }
-  put(b, "</g>\n");
+  cli_put(b, "</g>\n");
 }
 
 clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
@@ -235,8 +200,8 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   panel loss = {LEFT, TOP, x, y_axis(trl, tel, n)};
   panel acc = {LEFT + PANEL_W + GAP, TOP, x, y_axis(tra, tea, n)};
 
-  sbuf b = {0};
-  put(&b,
+  cli_text b = {0};
+  cli_put(&b,
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n"
@@ -244,11 +209,11 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
       "<title>",
       WIDTH, HEIGHT, WIDTH, HEIGHT);
   put_escaped(&b, title ? title : "training history");
-  put(&b, "</title>\n<text x=\"%d\" y=\"24\" text-anchor=\"middle\" "
+  cli_put(&b, "</title>\n<text x=\"%d\" y=\"24\" text-anchor=\"middle\" "
           "font-size=\"16\">",
       WIDTH / 2);
   put_escaped(&b, title ? title : "training history");
-  put(&b, "</text>\n");
+  cli_put(&b, "</text>\n");
   draw_axes(&b, &loss, "loss");
   draw_series(&b, &loss, ep, trl, n, TRAIN_COLOR, "train loss");
   draw_series(&b, &loss, ep, tel, n, TEST_COLOR, "test loss");
@@ -258,7 +223,7 @@ clt_status clt_plot_history_render(const clt_epoch_stats *h, int n,
   draw_series(&b, &acc, ep, tea, n, TEST_COLOR,
               mae ? "test mae" : "test accuracy");
   draw_legend(&b);
-  put(&b, "</svg>\n");
+  cli_put(&b, "</svg>\n");
   free(v);
   if (b.failed) {
     free(b.s);
