@@ -692,7 +692,8 @@ CLT_API clt_status clt_graph_set_trainable(clt_graph *g, const char *layer,
       change = true;
   if (!change) return CLT_OK;
   /* The values as they are placed now, to move them. */
-  int n_tensors = clt_graph_param_tensors(g), j = 0;
+  int n_tensors = 0, j = 0;
+  for (int i = 0; i < g->n_nodes; i++) n_tensors += g->nodes[i].n_params;
   float *old = NULL;
   int64_t *old_offset = NULL;
   clt_status st = CLT_OK;
