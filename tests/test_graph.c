@@ -1002,6 +1002,15 @@ START_TEST(test_freeze_training) {
       ck_assert_msg(same == frozen, "%s %s (mixed %d)", n,
                     same ? "unchanged" : "changed", mixed);
     }
+    if (mixed) { /* a frozen weight is read as fp16 too, as a trained one */
+      clt_param *w = &node_named(g, "c2")->params[0];
+      float *seen = malloc((size_t)w->numel * sizeof *seen);
+      ck_assert_ok(clt_tensor_download(&w->value, seen));
+      for (int64_t i = 0; i < w->numel; i++)
+        ck_assert_msg(is_half_value(seen[i]), "c2.weight[%lld] %a", (long long)i,
+                      (double)seen[i]);
+      free(seen);
+    }
     clt_optimizer_destroy(opt);
 
     /* Every layer frozen: nothing to update. */

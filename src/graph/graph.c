@@ -504,11 +504,21 @@ static clt_status init_params(clt_graph *g, float *host) {
   return clt_tensor_upload(g->params, host);
 }
 
+/* The weights' values, trained or frozen (the prefix of params before the
+ * running statistics and class weights). */
+static int64_t learnable_count(const clt_graph *g) {
+  int64_t total = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_params; k++)
+      if (g->nodes[i].params[k].learnable) total += g->nodes[i].params[k].numel;
+  return total;
+}
+
 /* Where the layers read their parameters: the master copy, or under mixed
- * precision (trainable ones only) its fp16-rounded copy, which
+ * precision (weights only, frozen ones too) its fp16-rounded copy, which
  * clt_graph_forward refreshes; running statistics stay in the master. */
 static clt_status bind_param_values(clt_graph *g) {
-  int64_t n = clt_graph_parameter_count(g);
+  int64_t n = learnable_count(g);
   bool mixed = g->precision == CLT_PRECISION_MIXED && n > 0;
   if (mixed && (!g->work_params || g->work_params->numel != n)) {
     clt_tensor_destroy(g->work_params);
@@ -521,7 +531,7 @@ static clt_status bind_param_values(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_params; k++) {
       clt_param *p = &g->nodes[i].params[k];
-      p->value = clt_tensor_slice_1d(mixed && p->trainable ? g->work_params
+      p->value = clt_tensor_slice_1d(mixed && p->learnable ? g->work_params
                                                            : g->params,
                                      p->offset, p->numel);
     }
@@ -569,16 +579,18 @@ CLT_API void clt_graph_set_loss_scale(clt_graph *g, float scale) {
 
 CLT_API float clt_graph_loss_scale(const clt_graph *g) { return g->loss_scale; }
 
-/* Trainable parameters first, then the rest (running statistics, frozen
- * layers' weights), so the optimizer updates one contiguous prefix;
- * returns the total. */
+/* Trainable parameters first, so the optimizer updates one contiguous
+ * prefix, then frozen layers' weights (mixed precision's fp16 copy covers
+ * both), then the rest (running statistics, class weights); returns the
+ * total. */
 static int64_t assign_offsets(clt_graph *g) {
   int64_t total = 0;
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < 3; pass++)
     for (int i = 0; i < g->n_nodes; i++)
       for (int k = 0; k < g->nodes[i].n_params; k++) {
         clt_param *p = &g->nodes[i].params[k];
-        if (p->trainable != (pass == 0)) continue;
+        int kind = p->trainable ? 0 : p->learnable ? 1 : 2;
+        if (kind != pass) continue;
         p->offset = total;
         total += p->numel;
       }

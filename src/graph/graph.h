@@ -165,9 +165,10 @@ struct clt_graph {
    * (clt_graph_set_trainable), which move them in params: an optimizer
    * made before one refuses to step. */
   uint64_t trainable_version;
-  /* Mixed precision (clt_graph_set_precision): the trainable parameters
-   * rounded to fp16 before each forward, which the layers' parameter
-   * values view (the optimizer and checkpoints use params, the master). */
+  /* Mixed precision (clt_graph_set_precision): the weights (trained or
+   * frozen) rounded to fp16 before each forward, which the layers'
+   * parameter values view (the optimizer and checkpoints use params, the
+   * master). */
   clt_precision precision;
   clt_precision planned_precision; /* the one the last compile planned for */
   clt_tensor *work_params;
