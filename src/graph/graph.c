@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "common/words.h"
 #include "graph/graph.h"
 #include "runtime/plan_store.h"
 
@@ -637,16 +638,15 @@ static bool has_weights(const clt_graph_node *n) {
 
 /* "fc1, fc2, ...": the layers that have weights, for messages. */
 static void weight_layer_names(const clt_graph *g, char *buf, size_t len) {
-  size_t w = 0;
   buf[0] = '\0';
-  for (int i = 0; i < g->n_nodes && w < len; i++) {
-    if (!has_weights(&g->nodes[i])) continue;
-    int c = snprintf(buf + w, len - w, "%s%s", w ? ", " : "",
-                     g->nodes[i].name);
-    if (c < 0) break;
-    w += (size_t)c;
-  }
-  if (w >= len && len > 4) snprintf(buf + len - 4, 4, "...");
+  const char **names = calloc((size_t)g->n_nodes + 1, sizeof *names);
+  if (!names) return;
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (has_weights(&g->nodes[i])) names[n++] = g->nodes[i].name;
+  clt_join_words(names, ", ", buf, len);
+  free(names);
+  if (strlen(buf) + 1 >= len && len > 4) snprintf(buf + len - 4, 4, "...");
 }
 
 /* After a change of which parameters are trained: the values (and the

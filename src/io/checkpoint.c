@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/words.h"
 #include "io/class_names.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
@@ -485,16 +486,13 @@ static clt_status check_moment(clt_graph *g, const clt_st_file *f,
   return expect(g->ctx, f, name, CLT_ST_F32, 1, &n, out);
 }
 
-/* "a, b" (or "no layer"): the names for a message. */
-static void join_names(const char *const *names, int n, char *buf,
-                       size_t len) {
-  size_t w = 0;
-  snprintf(buf, len, "no layer");
-  for (int i = 0; i < n && w < len; i++) {
-    int c = snprintf(buf + w, len - w, "%s%s", i ? ", " : "", names[i]);
-    if (c < 0) break;
-    w += (size_t)c;
-  }
+/* "a, b" (or "no layer"): a NULL-terminated list of names for a
+ * message. */
+static void names_for_message(const char *const *names, char *buf,
+                              size_t len) {
+  buf[0] = '\0';
+  if (names[0]) clt_join_words(names, ", ", buf, len);
+  else snprintf(buf, len, "no layer");
 }
 
 /* The layers frozen when the file was saved are the ones frozen now: the
@@ -507,21 +505,26 @@ static clt_status check_frozen(clt_graph *g, const clt_st_file *f) {
   if (json && clt_names_decode(json, f->source, CLT_FROZEN_LAYERS_KEY, &saved,
                                &n_saved, &err) != CLT_OK)
     return fail_err(g->ctx, &err);
+  /* Both lists NULL-terminated, for the message. */
   int n_now = clt_graph_frozen_layers(g, NULL, 0);
-  const char **now = calloc((size_t)(n_now > 0 ? n_now : 1), sizeof *now);
-  if (!now) {
+  const char **now = calloc((size_t)n_now + 1, sizeof *now);
+  const char **then = calloc((size_t)n_saved + 1, sizeof *then);
+  if (!now || !then) {
+    free(now);
+    free(then);
     clt_class_names_free(saved, n_saved);
     return clt_ctx_fail(g->ctx, CLT_ERR_HOST_MEMORY, "resume");
   }
   clt_graph_frozen_layers(g, now, n_now);
+  for (int i = 0; i < n_saved; i++) then[i] = saved[i];
   bool same = n_now == n_saved;
   for (int i = 0; same && i < n_now; i++)
-    same = strcmp(now[i], saved[i]) == 0;
+    same = strcmp(now[i], then[i]) == 0;
   clt_status st = CLT_OK;
   if (!same) {
     char was[512], is[512];
-    join_names((const char *const *)saved, n_saved, was, sizeof was);
-    join_names(now, n_now, is, sizeof is);
+    names_for_message(then, was, sizeof was);
+    names_for_message(now, is, sizeof is);
     st = clt_ctx_fail(g->ctx, CLT_ERR_INVALID_ARGUMENT,
                       "%s: trained with %s frozen, resuming with %s frozen: "
                       "freeze the same layers (--freeze, "
@@ -529,6 +532,7 @@ static clt_status check_frozen(clt_graph *g, const clt_st_file *f) {
                       f->source, was, is);
   }
   free(now);
+  free(then);
   clt_class_names_free(saved, n_saved);
   return st;
 }
