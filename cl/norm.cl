@@ -598,3 +598,236 @@ __kernel void bn_backward_combine(__global float *dgamma, int dgamma_off,
   dgamma[dgamma_off + c] = tg;
   dbeta[dbeta_off + c] = tb;
 }
+
+/* Layer normalisation (nn/layernorm.c) as torch.nn.LayerNorm over a
+ * sample's every value: sample n's D values x[n, 0..D) normalised by
+ * their own mean and biased variance, then scaled and shifted element by
+ * element, y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var +
+ * eps). One group of CLT_WG items per sample; two passes for the
+ * statistics, as bn_moments. The mean and rstd are kept for the backward.
+ * Two layouts, chosen by measurement (nn/layernorm.c): each item taking
+ * the values lid, lid + CLT_WG, ... (runs16 0: neighbouring items read
+ * neighbouring memory on a GPU), or runs of 16 values with vload16, lid,
+ * lid + CLT_WG, ... and then the tail (runs16 1: one vector on a CPU
+ * device, where POCL leaves the first layout's strided loops scalar). The
+ * layouts' sums differ in order, so their last bits may. */
+#define LN_LOOP(D, lid, runs16, BODY16, BODY1)                                \
+  do {                                                                        \
+    if (runs16)                                                               \
+      BN_RUNS(D, lid, CLT_WG, BODY16, BODY1);                                 \
+    else                                                                      \
+      for (int i_ = (lid); i_ < (D); i_ += CLT_WG) BODY1(i_);                 \
+  } while (0)
+
+static inline __attribute__((always_inline)) void
+ln_forward_body(__local float *scratch, __global float *y, int y_off,
+                __global float *mean, int mean_off, __global float *rstd,
+                int rstd_off, __global const float *x, int x_off,
+                __global const float *gamma, int gamma_off,
+                __global const float *beta, int beta_off, int D, float eps,
+                const int runs16) {
+  int n = get_group_id(0), lid = get_local_id(0);
+  __global const float *row = x + x_off + n * D;
+  __global const float *gm = gamma + gamma_off, *bt = beta + beta_off;
+  __global float *out = y + y_off + n * D;
+  float16 s16 = 0.0f;
+  float s = 0.0f;
+#define ADD16(at) s16 += vload16(0, row + (at))
+#define ADD1(at) s += row[at]
+  LN_LOOP(D, lid, runs16, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  float mu = group_sum(scratch, s + sum16(s16)) / (float)D;
+  float16 q16 = 0.0f;
+  float q = 0.0f;
+#define ADD16(at)                                                             \
+  {                                                                           \
+    float16 d = vload16(0, row + (at)) - mu;                                  \
+    q16 += d * d;                                                             \
+  }
+#define ADD1(at)                                                              \
+  {                                                                           \
+    float d = row[at] - mu;                                                   \
+    q += d * d;                                                               \
+  }
+  LN_LOOP(D, lid, runs16, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  float r = rsqrt(group_sum(scratch, q + sum16(q16)) / (float)D + eps);
+#define PUT16(at)                                                             \
+  vstore16((vload16(0, row + (at)) - mu) * r * vload16(0, gm + (at)) +        \
+               vload16(0, bt + (at)),                                         \
+           0, out + (at))
+#define PUT1(at) out[at] = (row[at] - mu) * r * gm[at] + bt[at]
+  LN_LOOP(D, lid, runs16, PUT16, PUT1);
+#undef PUT16
+#undef PUT1
+  if (lid == 0) {
+    mean[mean_off + n] = mu;
+    rstd[rstd_off + n] = r;
+  }
+}
+
+#define LN_FORWARD_PARAMS                                                     \
+  (__global float *y, int y_off, __global float *mean, int mean_off,          \
+   __global float *rstd, int rstd_off, __global const float *x, int x_off,    \
+   __global const float *gamma, int gamma_off, __global const float *beta,    \
+   int beta_off, int D, float eps)
+#define LN_FORWARD_ARGS                                                       \
+  (scratch, y, y_off, mean, mean_off, rstd, rstd_off, x, x_off, gamma,        \
+   gamma_off, beta, beta_off, D, eps, runs16)
+__kernel void ln_forward LN_FORWARD_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 0;
+  ln_forward_body LN_FORWARD_ARGS;
+}
+__kernel void ln_forward16 LN_FORWARD_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 1;
+  ln_forward_body LN_FORWARD_ARGS;
+}
+
+/* Sample n's input gradient: with g = dy * gamma and xhat = (x - mean) *
+ * rstd, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), written or
+ * (accumulate) added. One group per sample, in ln_forward's layouts. */
+static inline __attribute__((always_inline)) void
+ln_backward_data_body(__local float *scratch, __global float *dx, int dx_off,
+                      __global const float *dy, int dy_off,
+                      __global const float *x, int x_off,
+                      __global const float *mean, int mean_off,
+                      __global const float *rstd, int rstd_off,
+                      __global const float *gamma, int gamma_off, int D,
+                      int accumulate, const int runs16) {
+  int n = get_group_id(0), lid = get_local_id(0);
+  __global const float *xr = x + x_off + n * D, *gr = dy + dy_off + n * D;
+  __global const float *gm = gamma + gamma_off;
+  __global float *out = dx + dx_off + n * D;
+  float mu = mean[mean_off + n], r = rstd[rstd_off + n];
+  float16 sg16 = 0.0f, sgx16 = 0.0f;
+  float sg = 0.0f, sgx = 0.0f;
+#define ADD16(at)                                                             \
+  {                                                                           \
+    float16 g = vload16(0, gr + (at)) * vload16(0, gm + (at));                \
+    sg16 += g;                                                                \
+    sgx16 += g * ((vload16(0, xr + (at)) - mu) * r);                          \
+  }
+#define ADD1(at)                                                              \
+  {                                                                           \
+    float g = gr[at] * gm[at];                                                \
+    sg += g;                                                                  \
+    sgx += g * ((xr[at] - mu) * r);                                           \
+  }
+  LN_LOOP(D, lid, runs16, ADD16, ADD1);
+#undef ADD16
+#undef ADD1
+  float a = group_sum(scratch, sg + sum16(sg16)) / (float)D;
+  float b = group_sum(scratch, sgx + sum16(sgx16)) / (float)D;
+#define PUT16(at)                                                             \
+  {                                                                           \
+    float16 g = vload16(0, gr + (at)) * vload16(0, gm + (at));                \
+    float16 v = r * (g - a - (vload16(0, xr + (at)) - mu) * r * b);           \
+    if (accumulate) v += vload16(0, out + (at));                              \
+    vstore16(v, 0, out + (at));                                               \
+  }
+#define PUT1(at)                                                              \
+  {                                                                           \
+    float g = gr[at] * gm[at];                                                \
+    float v = r * (g - a - (xr[at] - mu) * r * b);                            \
+    out[at] = accumulate ? out[at] + v : v;                                   \
+  }
+  LN_LOOP(D, lid, runs16, PUT16, PUT1);
+#undef PUT16
+#undef PUT1
+}
+
+#define LN_BACKWARD_PARAMS                                                    \
+  (__global float *dx, int dx_off, __global const float *dy, int dy_off,      \
+   __global const float *x, int x_off, __global const float *mean,            \
+   int mean_off, __global const float *rstd, int rstd_off,                    \
+   __global const float *gamma, int gamma_off, int D, int accumulate)
+#define LN_BACKWARD_ARGS                                                      \
+  (scratch, dx, dx_off, dy, dy_off, x, x_off, mean, mean_off, rstd, rstd_off, \
+   gamma, gamma_off, D, accumulate, runs16)
+__kernel void ln_backward_data LN_BACKWARD_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 0;
+  ln_backward_data_body LN_BACKWARD_ARGS;
+}
+__kernel void ln_backward_data16 LN_BACKWARD_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 1;
+  ln_backward_data_body LN_BACKWARD_ARGS;
+}
+
+/* Item i: dgamma[i] and dbeta[i], the sums over samples n0..n1 of dy *
+ * xhat and of dy at element i, written or (accumulate) added: the
+ * launches that cut the batch into parts where the device's loops are
+ * capped add into the first's. */
+__kernel void ln_backward_params(__global float *dgamma, int dgamma_off,
+                                 __global float *dbeta, int dbeta_off,
+                                 __global const float *dy, int dy_off,
+                                 __global const float *x, int x_off,
+                                 __global const float *mean, int mean_off,
+                                 __global const float *rstd, int rstd_off,
+                                 int D, int n0, int n1, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= D) return;
+  float sg = 0.0f, sb = 0.0f;
+  for (int n = n0; n < n1; n++) {
+    float g = dy[dy_off + n * D + i];
+    sb += g;
+    sg += g * ((x[x_off + n * D + i] - mean[mean_off + n]) *
+               rstd[rstd_off + n]);
+  }
+  if (accumulate) {
+    sg += dgamma[dgamma_off + i];
+    sb += dbeta[dbeta_off + i];
+  }
+  dgamma[dgamma_off + i] = sg;
+  dbeta[dbeta_off + i] = sb;
+}
+
+/* The same in runs of 16: item j the values 16 j .. 16 j + 15 (those
+ * below D where the last run is short). */
+__kernel void ln_backward_params16(__global float *dgamma, int dgamma_off,
+                                   __global float *dbeta, int dbeta_off,
+                                   __global const float *dy, int dy_off,
+                                   __global const float *x, int x_off,
+                                   __global const float *mean, int mean_off,
+                                   __global const float *rstd, int rstd_off,
+                                   int D, int n0, int n1, int accumulate) {
+  int at = get_global_id(0) * 16;
+  if (at >= D) return;
+  __global float *dg = dgamma + dgamma_off + at, *db = dbeta + dbeta_off + at;
+  if (at + 16 <= D) {
+    float16 sg = 0.0f, sb = 0.0f;
+    for (int n = n0; n < n1; n++) {
+      float16 g = vload16(0, dy + dy_off + n * D + at);
+      sb += g;
+      sg += g * ((vload16(0, x + x_off + n * D + at) - mean[mean_off + n]) *
+                 rstd[rstd_off + n]);
+    }
+    if (accumulate) {
+      sg += vload16(0, dg);
+      sb += vload16(0, db);
+    }
+    vstore16(sg, 0, dg);
+    vstore16(sb, 0, db);
+    return;
+  }
+  for (int e = 0; e < D - at; e++) {
+    float sg = 0.0f, sb = 0.0f;
+    for (int n = n0; n < n1; n++) {
+      float g = dy[dy_off + n * D + at + e];
+      sb += g;
+      sg += g * ((x[x_off + n * D + at + e] - mean[mean_off + n]) *
+                 rstd[rstd_off + n]);
+    }
+    if (accumulate) {
+      sg += dg[e];
+      sb += db[e];
+    }
+    dg[e] = sg;
+    db[e] = sb;
+  }
+}

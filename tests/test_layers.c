@@ -93,6 +93,27 @@ START_TEST(test_fd_batchnorm_1d) {
 }
 END_TEST
 
+/* Layer normalisation over a flat sample and over a whole [C, H, W]
+ * one, and one reading two consumers' gradients (accumulated into). */
+START_TEST(test_fd_layernorm) {
+  check_gradients("input shape=6\ndense units=5\nlayernorm\n"
+                  "tanh\ndense units=3\nsoftmax_cross_entropy\n",
+                  4, false);
+  check_gradients("input shape=6\ndense units=7\nlayernorm name=ln eps=0.1\n"
+                  "dense name=a units=3 input=ln\n"
+                  "dense name=b units=3 input=ln\nadd inputs=a,b\nmse\n",
+                  3, true);
+  const char *conv = "input shape=3x5x5\n"
+                     "conv2d filters=4 kernel=3\nlayernorm\nrelu\n"
+                     "global_avgpool\ndense units=3\n"
+                     "softmax_cross_entropy\n";
+  check_conv_gradients(conv, 3);
+  /* both layouts, forced (36 values: two runs of 16 and a tail) */
+  check_gradients_named(conv, 3, false, 0, "per element");
+  check_gradients_named(conv, 3, false, 0, "runs of 16");
+}
+END_TEST
+
 START_TEST(test_fd_residual_and_concat) {
   check_conv_gradients("input shape=2x5x5\n"
                        "conv2d name=c1 filters=3 kernel=3 padding=1\n"
@@ -857,6 +878,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(fd, test_fd_conv_same_rect);
   tcase_add_test(fd, test_fd_batchnorm_2d);
   tcase_add_test(fd, test_fd_batchnorm_1d);
+  tcase_add_test(fd, test_fd_layernorm);
   tcase_add_test(fd, test_fd_residual_and_concat);
   tcase_add_test(fd, test_fd_class_weights);
   suite_add_tcase(s, fd);

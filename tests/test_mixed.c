@@ -203,6 +203,18 @@ START_TEST(mixed_conv_pool_norm) {
 }
 END_TEST
 
+/* Layer normalisation over a convolution's whole output and over a
+ * dense layer's features (its sums in f32 on fp16 inputs). */
+START_TEST(mixed_layernorm) {
+  compare_mixed("input shape=3x6x5\n"
+                "conv2d filters=4 kernel=3 padding=1\n"
+                "layernorm\nrelu\n"
+                "flatten\ndense units=9\nlayernorm eps=0.01\ngelu\n"
+                "dense units=4\nsoftmax_cross_entropy\n",
+                5, false);
+}
+END_TEST
+
 START_TEST(mixed_residual_concat_softmax_mse) {
   compare_mixed("input shape=2x5x5\n"
                 "conv2d name=c1 filters=3 kernel=3 padding=1\n"
@@ -464,6 +476,7 @@ static Suite *mixed_suite(void) {
   tcase_add_test(tc, device_rounding_matches_the_host);
   tcase_add_test(tc, mixed_dense_activations);
   tcase_add_test(tc, mixed_conv_pool_norm);
+  tcase_add_test(tc, mixed_layernorm);
   tcase_add_test(tc, mixed_residual_concat_softmax_mse);
   tcase_add_test(tc, optimizer_scaler_skips_overflow);
   tcase_add_test(tc, precision_switches_back);

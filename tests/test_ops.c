@@ -1757,6 +1757,85 @@ START_TEST(pool_adjoint) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Layer normalisation                                                       */
+
+/* Samples x values: one value (variance 0: y is beta), fewer values than
+ * a group's items, more (several per item, a tail), a large sample. */
+static const int64_t full_ln_shapes[][2] = {{1, 1},  {3, 1},   {7, 3},
+                                            {1, 33}, {33, 7},  {5, 127},
+                                            {3, 300}, {2, 4099}};
+static const int64_t tiny_ln_shapes[][2] = {{1, 1}, {3, 7}, {2, 37}};
+
+static const int64_t *ln_shape(int i) {
+  return test_tiny() ? tiny_ln_shapes[i] : full_ln_shapes[i];
+}
+static int ln_shape_count(void) {
+  return test_tiny() ? COUNT(tiny_ln_shapes) : COUNT(full_ln_shapes);
+}
+
+START_TEST(ln_shapes) {
+  const int64_t *sh = ln_shape(_i);
+  int64_t N = sh[0], D = sh[1];
+  double e;
+  /* Both layouts: a value per item, and runs of 16 (only a tail where D
+   * is under 16; whole runs and a tail where it is 33, 127, 300, 4099). */
+  for (int r16 = 0; r16 < 2; r16++) {
+    ck_assert_check(clt_check_ln_forward(g_ctx, N, D, 1e-5f, r16, &e), e, TOL,
+                    "layernorm %lldx%lld runs16=%d", (long long)N,
+                    (long long)D, r16);
+    ck_assert_check(clt_check_ln_forward(g_ctx, N, D, 0.1f, r16, &e), e, TOL,
+                    "layernorm %lldx%lld eps 0.1 runs16=%d", (long long)N,
+                    (long long)D, r16);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(
+          clt_check_ln_backward(g_ctx, N, D, 1e-5f, acc, r16, 0, &e), e, TOL,
+          "layernorm backward %lldx%lld accumulate=%d runs16=%d",
+          (long long)N, (long long)D, acc, r16);
+    /* The parameter sums cut into parts of the batch (a loop limit of 3:
+     * parts of 2 a value per item, the last one shorter where N is odd;
+     * parts of 1 in runs of 16). */
+    if (N > 1)
+      ck_assert_check(
+          clt_check_ln_backward(g_ctx, N, D, 1e-5f, true, r16, 3, &e), e, TOL,
+          "layernorm backward %lldx%lld in parts runs16=%d", (long long)N,
+          (long long)D, r16);
+  }
+}
+END_TEST
+
+/* A sample too long for a work-group's loops under the device's cap is
+ * refused with the limit named, not run to wrong numbers, in both
+ * layouts (runs of 16 walk 16 times as many values). */
+START_TEST(ln_under_loop_cap) {
+  int64_t cap;
+  ck_assert_ok(clt_device_loop_cap(g_ctx, &cap));
+  int64_t saved = g_ctx->loop_cap;
+  double e;
+  int64_t wg = (int64_t)g_ctx->work_group;
+  for (int r16 = 0; r16 < 2; r16++) {
+    /* 3 (D / wg + 2) + 64 iterations (D / 16 / wg + 3 a pass in runs)
+     * against a budget of 200 */
+    int64_t too_long = (r16 ? 16 : 1) * 60 * wg;
+    int64_t fits = (r16 ? 16 : 1) * 38 * wg;
+    g_ctx->loop_cap = 400;
+    clt_status st = clt_check_ln_forward(g_ctx, 2, too_long, 1e-5f, r16, &e);
+    clt_status st2 = clt_check_ln_backward(g_ctx, 2, too_long, 1e-5f, false,
+                                           r16, 0, &e);
+    const char *msg = clt_context_last_error(g_ctx);
+    bool named = strstr(msg, "after 400 iterations") != NULL;
+    clt_status ok =
+        clt_check_ln_backward(g_ctx, 2, fits, 1e-5f, false, r16, 0, &e);
+    g_ctx->loop_cap = saved;
+    ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st2, CLT_ERR_UNSUPPORTED);
+    ck_assert_msg(named, "message: %s", msg);
+    ck_assert_check(ok, e, TOL, "layernorm backward 2x%lld, cap 400 runs16=%d",
+                    (long long)fits, r16);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Batch normalisation                                                       */
 
 static const int64_t full_bn_shapes[][3] = {
@@ -2234,6 +2313,11 @@ static Suite *ops_suite(void) {
   tcase_add_test(norm, bn_update_running_shapes);
   tcase_add_loop_test(norm, bn_backward_finite_differences, 0, 2);
   suite_add_tcase(s, norm);
+
+  TCase *ln = tcase_create("layernorm");
+  tcase_add_loop_test(ln, ln_shapes, 0, ln_shape_count());
+  tcase_add_test(ln, ln_under_loop_cap);
+  suite_add_tcase(s, ln);
 
   TCase *misc = tcase_create("dropout and concat");
   tcase_add_test(misc, dropout_lengths);

@@ -370,6 +370,18 @@ clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
                                        bool planes, int round16,
                                        double *max_err);
 
+/* Layer normalisation of x [N, D] as torch.nn.LayerNorm over each
+ * sample's D values (clt_ln_forward): y, the means and the rstds against
+ * a reference in double; inputs carry a per-sample offset (up to +-4).
+ * clt_check_ln_backward: dgamma, dbeta and dx (+)= from the forward's own
+ * statistics; runs16: the layout (clt_ln_forward); loop_limit, where not 0, is set on the context for the
+ * check (and restored) to cut the parameter sums into parts. */
+clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
+                                float eps, bool runs16, double *max_err);
+clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
+                                 float eps, bool accumulate, bool runs16,
+                                 int64_t loop_limit, double *max_err);
+
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */
 /* Dropout of n elements with rate p: each mask element is 0 or
  * 1 / (1 - p), y = x * mask; the kept count is within 5 standard

@@ -391,3 +391,127 @@ clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
   return check_run_rounded(ctx, 290, bn_train_backward_body, &t, round16,
                            max_err);
 }
+
+/* ---- layer normalisation ------------------------------------------------ */
+
+typedef struct ln_args {
+  int64_t N, D;
+  float eps;
+  bool accumulate, runs16;
+} ln_args;
+
+/* x [N, D] uniform in [-1, 1] plus its sample's offset (bn_offset's). */
+static clt_status ln_input(check_set *s, const ln_args *a, check_f32 **x) {
+  CLT_TRY(check_operand(s, a->N * a->D, -1.0f, 1.0f, x));
+  for (int64_t i = 0; i < a->N * a->D; i++)
+    (*x)->host[i] += bn_offset(i / a->D);
+  return check_upload(*x);
+}
+
+/* Sample n's mean and 1 / sqrt(biased variance + eps), in double. */
+static void ln_stats_ref(const float *x, const ln_args *a, int64_t n,
+                         double *mean, double *rstd) {
+  const float *row = x + n * a->D;
+  double sum = 0.0, sq = 0.0;
+  for (int64_t i = 0; i < a->D; i++) sum += row[i];
+  *mean = sum / (double)a->D;
+  for (int64_t i = 0; i < a->D; i++) sq += (row[i] - *mean) * (row[i] - *mean);
+  *rstd = 1.0 / sqrt(sq / (double)a->D + (double)a->eps);
+}
+
+static clt_status ln_forward_body(check_set *s, const void *arg) {
+  const ln_args *a = arg;
+  int64_t N = a->N, D = a->D;
+  check_f32 *x, *gamma, *beta, *y, *mean, *rstd;
+  CLT_TRY(ln_input(s, a, &x));
+  CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &gamma));
+  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &beta));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &y));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &mean));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &rstd));
+  CLT_TRY(clt_ln_forward(s->ctx, y->t, mean->t, rstd->t, x->t, gamma->t,
+                         beta->t, N, D, a->eps, a->runs16));
+  for (int64_t n = 0; n < N; n++) {
+    double m, r;
+    ln_stats_ref(x->host, a, n, &m, &r);
+    mean->host[n] = (float)m;
+    rstd->host[n] = (float)r;
+    for (int64_t i = 0; i < D; i++)
+      y->host[n * D + i] = (float)((x->host[n * D + i] - m) * r *
+                                       gamma->host[i] +
+                                   beta->host[i]);
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
+                                float eps, bool runs16, double *max_err) {
+  ln_args a = {.N = N, .D = D, .eps = eps, .runs16 = runs16};
+  return check_run(ctx, 260, ln_forward_body, &a, max_err);
+}
+
+static clt_status ln_backward_body(check_set *s, const void *arg) {
+  const ln_args *a = arg;
+  int64_t N = a->N, D = a->D;
+  check_f32 *x, *gamma, *beta, *y, *mean, *rstd, *dy, *dx, *dgamma, *dbeta;
+  CLT_TRY(ln_input(s, a, &x));
+  CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &gamma));
+  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &beta));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &y));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &mean));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &rstd));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dx));
+  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dgamma));
+  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dbeta));
+  CLT_TRY(clt_ln_forward(s->ctx, y->t, mean->t, rstd->t, x->t, gamma->t,
+                         beta->t, N, D, a->eps, a->runs16));
+  CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
+                          mean->t, rstd->t, gamma->t, N, D, a->accumulate,
+                          a->runs16));
+  for (int64_t i = 0; i < D; i++) dgamma->host[i] = dbeta->host[i] = 0.0f;
+  double *dg, *db;
+  CLT_TRY(check_doubles(s, D, &dg));
+  CLT_TRY(check_doubles(s, D, &db));
+  for (int64_t n = 0; n < N; n++) {
+    double m, r, sg = 0.0, sgx = 0.0;
+    ln_stats_ref(x->host, a, n, &m, &r);
+    mean->host[n] = (float)m;
+    rstd->host[n] = (float)r;
+    const float *xr = x->host + n * D, *gr = dy->host + n * D;
+    for (int64_t i = 0; i < D; i++) {
+      double xhat = (xr[i] - m) * r, g = gr[i] * (double)gamma->host[i];
+      y->host[n * D + i] =
+          (float)(xhat * gamma->host[i] + beta->host[i]);
+      dg[i] += gr[i] * xhat;
+      db[i] += gr[i];
+      sg += g;
+      sgx += g * xhat;
+    }
+    sg /= (double)D;
+    sgx /= (double)D;
+    for (int64_t i = 0; i < D; i++) {
+      double xhat = (xr[i] - m) * r, g = gr[i] * (double)gamma->host[i];
+      double v = r * (g - sg - xhat * sgx);
+      float *o = &dx->host[n * D + i];
+      *o = (float)(a->accumulate ? *o + v : v);
+    }
+  }
+  for (int64_t i = 0; i < D; i++) {
+    dgamma->host[i] = (float)dg[i];
+    dbeta->host[i] = (float)db[i];
+  }
+  return CLT_OK;
+}
+
+clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
+                                 float eps, bool accumulate, bool runs16,
+                                 int64_t loop_limit, double *max_err) {
+  ln_args a = {.N = N, .D = D, .eps = eps, .accumulate = accumulate,
+               .runs16 = runs16};
+  int64_t saved = ctx->loop_limit;
+  if (loop_limit > 0) ctx->loop_limit = loop_limit;
+  clt_status st = check_run(ctx, 270, ln_backward_body, &a, max_err);
+  ctx->loop_limit = saved;
+  return st;
+}

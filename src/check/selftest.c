@@ -487,6 +487,18 @@ static clt_status st_bn_train_bwd(clt_context *ctx, double *e) {
   return clt_check_bn_train_backward(ctx, 33, 10, 7, 1e-5f, true, true, true,
                                      1, e);
 }
+static clt_status st_ln_fwd(clt_context *ctx, double *e) {
+  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, false, e);
+}
+static clt_status st_ln_bwd(clt_context *ctx, double *e) {
+  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, true, false, 9, e);
+}
+static clt_status st_ln_fwd16(clt_context *ctx, double *e) {
+  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, true, e);
+}
+static clt_status st_ln_bwd16(clt_context *ctx, double *e) {
+  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, true, true, 9, e);
+}
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
 }
@@ -676,6 +688,12 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"batchnorm training backward 33x10x7 + fused relu accumulate in one "
      "kernel, an item per plane, fp16-rounded",
      st_bn_train_bwd, 1e-5, false},
+    {"layernorm forward 7x301", st_ln_fwd, 1e-5, false},
+    {"layernorm backward 33x49 accumulate, sums in 5 parts",
+     st_ln_bwd, 1e-5, false},
+    {"layernorm forward 7x301 in runs of 16", st_ln_fwd16, 1e-5, false},
+    {"layernorm backward 33x49 accumulate in runs of 16, sums in 33 parts",
+     st_ln_bwd16, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},
     {"mul 257 accumulate", st_mul_acc, 1e-6, false},

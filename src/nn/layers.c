@@ -11,7 +11,8 @@ extern const clt_layer_ops clt_layer_input, clt_layer_flatten,
     clt_layer_mae, clt_layer_huber,
     clt_layer_conv2d, clt_layer_maxpool,
     clt_layer_avgpool, clt_layer_global_avgpool, clt_layer_batchnorm,
-    clt_layer_dropout, clt_layer_add, clt_layer_concat, clt_layer_normalize;
+    clt_layer_dropout, clt_layer_add, clt_layer_concat, clt_layer_normalize,
+    clt_layer_layernorm;
 
 /* In the order error messages list them: structure, then activations,
  * then losses. */
@@ -19,6 +20,7 @@ static const clt_layer_ops *const layers[] = {
     &clt_layer_input,     &clt_layer_flatten,   &clt_layer_reshape,
     &clt_layer_dense,     &clt_layer_conv2d,    &clt_layer_maxpool,
     &clt_layer_avgpool,   &clt_layer_global_avgpool, &clt_layer_batchnorm,
+    &clt_layer_layernorm,
     &clt_layer_dropout,   &clt_layer_add,       &clt_layer_concat,
     &clt_layer_normalize, &clt_layer_relu,      &clt_layer_leaky_relu,
     &clt_layer_sigmoid,   &clt_layer_tanh,      &clt_layer_gelu,

@@ -282,3 +282,66 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
                  KI(C), KI(HW), KF(eps), KI(relu), KI(accumulate), KI(planes),
                  KR(round, dx));
 }
+
+/* Layer normalisation's one-group-per-sample kernels: each item walks
+ * D / CLT_WG values three times (two sums and the writes; in runs of 16,
+ * its runs and its share of the tail) and the group sums;
+ * CLT_ERR_UNSUPPORTED where that passes the device's budget. */
+static clt_status ln_fits(clt_context *ctx, const char *what, int64_t D,
+                          bool runs16) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  int64_t wg = (int64_t)ctx->work_group;
+  int64_t per = runs16 ? (D / 16 + wg - 1) / wg + 1 : (D + wg - 1) / wg;
+  int64_t loops = 3 * (per + 2) + 64;
+  if (cap == 0 || loops <= clt_loop_budget(cap)) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "%s over %lld values a sample: %s ends a work-item's "
+                      "loops after %lld iterations, fewer than it needs",
+                      what, (long long)D, ctx->info.name, (long long)cap);
+}
+
+clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
+                          clt_tensor *rstd, const clt_tensor *x,
+                          const clt_tensor *gamma, const clt_tensor *beta,
+                          int64_t N, int64_t D, float eps, bool runs16) {
+  CLT_TRY(ln_fits(ctx, "layernorm", D, runs16));
+  if (N == 0) return CLT_OK;
+  size_t local = ctx->work_group, global = local * (size_t)N;
+  return CLT_RUN(ctx, runs16 ? CLT_K_ln_forward16 : CLT_K_ln_forward, 1,
+                 &global, &local, KT(y), KT(mean), KT(rstd), KT(x), KT(gamma),
+                 KT(beta), KI(D), KF(eps));
+}
+
+/* (a clt_loop_cost: ln_backward_params's loop over per samples, or
+ * ln_backward_params16's, whose last item loops over them for each of up
+ * to 15 values) */
+static int64_t ln_param_loops(int64_t per, const void *arg) {
+  bool runs16 = *(const bool *)arg;
+  return runs16 ? 15 * (per + 1) + 1 : per + 1;
+}
+
+clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
+                           clt_tensor *dgamma, clt_tensor *dbeta,
+                           const clt_tensor *dy, const clt_tensor *x,
+                           const clt_tensor *mean, const clt_tensor *rstd,
+                           const clt_tensor *gamma, int64_t N, int64_t D,
+                           bool accumulate, bool runs16) {
+  CLT_TRY(ln_fits(ctx, "layernorm backward", D, runs16));
+  if (N == 0) return CLT_OK;
+  int64_t per = clt_loop_per(ctx, N, ln_param_loops, &runs16);
+  size_t items = (size_t)(runs16 ? (D + 15) / 16 : D);
+  for (int64_t n0 = 0; n0 < N; n0 += per) {
+    int64_t n1 = n0 + per < N ? n0 + per : N;
+    CLT_TRY(CLT_RUN_1D(
+        ctx, runs16 ? CLT_K_ln_backward_params16 : CLT_K_ln_backward_params,
+        items, KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(rstd),
+        KI(D), KI(n0), KI(n1), KI(n0 > 0)));
+  }
+  if (!dx) return CLT_OK;
+  size_t local = ctx->work_group, global = local * (size_t)N;
+  return CLT_RUN(ctx,
+                 runs16 ? CLT_K_ln_backward_data16 : CLT_K_ln_backward_data, 1,
+                 &global, &local, KT(dx), KT(dy), KT(x), KT(mean), KT(rstd),
+                 KT(gamma), KI(D), KI(accumulate));
+}

@@ -538,6 +538,28 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
                                  bool accumulate, bool planes,
                                  const clt_round16 *round);
 
+/* Layer normalisation (cl/norm.cl ln_*), torch.nn.LayerNorm over each
+ * of N samples' D values: y = (x - mean) * rstd * gamma + beta with the
+ * sample's mean and rstd = 1 / sqrt(biased variance + eps), both kept
+ * (N floats each) for the backward. clt_ln_backward: dgamma and dbeta
+ * (written, [D]) and, where dx, dx written or (accumulate) added; the
+ * parameter sums run in parts of the batch where the device's loops are
+ * capped (clt_loop_per). Both refuse (CLT_ERR_UNSUPPORTED) a sample whose
+ * values a work-group's loops cannot walk within the device's budget
+ * (clt_device_loop_cap). runs16: the layout of runs of 16 values with
+ * vector loads (cl/norm.cl), else a value per item; the same numbers to
+ * float rounding. */
+clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
+                          clt_tensor *rstd, const clt_tensor *x,
+                          const clt_tensor *gamma, const clt_tensor *beta,
+                          int64_t N, int64_t D, float eps, bool runs16);
+clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
+                           clt_tensor *dgamma, clt_tensor *dbeta,
+                           const clt_tensor *dy, const clt_tensor *x,
+                           const clt_tensor *mean, const clt_tensor *rstd,
+                           const clt_tensor *gamma, int64_t N, int64_t D,
+                           bool accumulate, bool runs16);
+
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *mask, const clt_tensor *x,

@@ -109,6 +109,12 @@
   X(bn_stats_combine, "norm")                                                  \
   X(bn_backward_part, "norm")                                                  \
   X(bn_backward_combine, "norm")                                               \
+  X(ln_forward, "norm")                                                        \
+  X(ln_forward16, "norm")                                                      \
+  X(ln_backward_data, "norm")                                                  \
+  X(ln_backward_data16, "norm")                                                \
+  X(ln_backward_params, "norm")                                                \
+  X(ln_backward_params16, "norm")                                              \
   X(dropout_forward, "dropout")                                                \
   X(mul_f32, "dropout")                                                        \
   X(gemm_rows_4x32, "gemm")                                                    \

@@ -1,0 +1,181 @@
+/* layernorm [eps=1e-5]: torch.nn.LayerNorm over each sample's every value
+ * (normalized_shape the input's shape: [F] for flat data, as Keras's
+ * LayerNormalization on its last axis; [C, H, W] for an image), in
+ * training and evaluation alike: the sample's own mean and biased
+ * variance, then a scale and a shift per value, PyTorch's weight (ones)
+ * and bias (zeros), of the input's shape. The mean and 1 / sqrt(var +
+ * eps) of each sample are kept from the forward for the backward. The
+ * kernels' layout (a value per work-item, or runs of 16) is measured at
+ * compile, forward and backward apart. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+static const char *const keys[] = {"eps", "name", "input", "inputs", NULL};
+
+enum { LN_WEIGHT, LN_BIAS };
+
+typedef struct ln_state {
+  float eps;
+  clt_tensor *stats; /* [2, max_batch]: means, then rstds; graph-owned */
+  bool fwd16, bwd16; /* the layouts chosen: runs of 16 */
+} ln_state;
+
+static clt_status ln_configure(clt_graph *g, clt_graph_node *n,
+                               clt_layer_args *a) {
+  clt_err err = {0};
+  double eps = 1e-5;
+  if (clt_args_get_float(a, "eps", false, 1e-5, &eps, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  if (!(eps > 0.0))
+    return clt_node_fail(g, n, CLT_ERR_FORMAT, "eps must be positive, got %g",
+                         eps);
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  ln_state *s = calloc(1, sizeof *s);
+  if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
+  n->state = s;
+  s->eps = (float)eps;
+  n->ndim = in->ndim;
+  memcpy(n->shape, in->shape, sizeof n->shape);
+  clt_param *w = clt_node_add_param(n, "weight", in->ndim, in->shape);
+  clt_param *b = clt_node_add_param(n, "bias", in->ndim, in->shape);
+  if (!w || !b) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "parameters");
+  w->init = CLT_INIT_ONE;
+  b->init = CLT_INIT_ZERO;
+  return CLT_OK;
+}
+
+static clt_status ln_reserve(clt_graph *g, clt_graph_node *n) {
+  ln_state *s = n->state;
+  return clt_graph_workspace(g, n, CLT_F32, 2 * g->max_batch, CLT_LIVE_SAVED,
+                             &s->stats);
+}
+
+/* The means and rstds of the batch's samples: views of the workspace. */
+static void ln_stats(clt_graph *g, ln_state *s, clt_tensor *mean,
+                     clt_tensor *rstd) {
+  *mean = clt_tensor_slice_1d(s->stats, 0, g->max_batch);
+  *rstd = clt_tensor_slice_1d(s->stats, g->max_batch, g->max_batch);
+}
+
+typedef struct ln_work {
+  clt_graph *g;
+  clt_graph_node *n;
+  bool backward;
+} ln_work;
+
+static clt_status ln_run(clt_graph *g, clt_graph_node *n, int64_t batch,
+                         bool runs16) {
+  ln_state *s = n->state;
+  clt_param *p = n->params;
+  clt_tensor mean, rstd;
+  ln_stats(g, s, &mean, &rstd);
+  return clt_ln_forward(g->ctx, n->out, &mean, &rstd,
+                        clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
+                        &p[LN_BIAS].value, batch, n->size, s->eps, runs16);
+}
+
+static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
+                                  int64_t batch, clt_tensor *dx, bool acc,
+                                  bool runs16) {
+  ln_state *s = n->state;
+  clt_param *p = n->params;
+  clt_tensor mean, rstd;
+  ln_stats(g, s, &mean, &rstd);
+  return clt_ln_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
+                         n->grad, clt_graph_in(g, n, 0)->out, &mean, &rstd,
+                         &p[LN_WEIGHT].value, batch, n->size, acc, runs16);
+}
+
+/* Way `way` (1: runs of 16) of the forward, or of the backward (the input
+ * gradient written, not added), at the compiled batch. */
+static clt_status run_ln_way(void *user, int way) {
+  ln_work *w = user;
+  if (!w->backward) return ln_run(w->g, w->n, w->g->max_batch, way == 1);
+  return ln_run_backward(w->g, w->n, w->g->max_batch,
+                         clt_graph_in(w->g, w->n, 0)->grad, false, way == 1);
+}
+
+/* Picks the layouts (issue 8's kernels laid out for the device): the
+ * forward on fixed inputs, then the backward on its statistics and fixed
+ * output gradients. */
+static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
+  ln_state *s = n->state;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch, count = b * n->size;
+  char key[160], shape[64];
+  snprintf(key, sizeof key, "layernorm %lld values, batch %lld",
+           (long long)n->size, (long long)b);
+  snprintf(shape, sizeof shape, "layernorm %lldx%lld", (long long)b,
+           (long long)n->size);
+  clt_tensor mean, rstd;
+  ln_stats(g, s, &mean, &rstd);
+  clt_tensor out = clt_tensor_slice_1d(n->out, 0, count);
+  ln_work w = {g, n, false};
+  clt_graph_ways ways = {
+      .what = "layout",
+      .shape = shape,
+      .m = b,
+      .n = n->size,
+      .k = 1,
+      .key = key,
+      .names = {"per element", "runs of 16"},
+      .work = {.count = 2, .run = run_ln_way, .user = &w, .check_count = 3}};
+  ways.work.checks[0] = &out;
+  ways.work.checks[1] = &mean;
+  ways.work.checks[2] = &rstd;
+  bool measuring = clt_graph_plans_measure(g);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->fwd16 = chosen == 1;
+  s->bwd16 = false;
+  if (!n->grad) return CLT_OK;
+  if (measuring) {
+    CLT_TRY(ln_run(g, n, b, s->fwd16)); /* the statistics of the inputs */
+    CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  }
+  w.backward = true;
+  clt_tensor dx;
+  int c = 0;
+  if (in->grad) {
+    dx = clt_tensor_slice_1d(in->grad, 0, count);
+    ways.work.checks[c++] = &dx;
+  }
+  ways.work.checks[c++] = &n->params[LN_WEIGHT].grad;
+  ways.work.checks[c++] = &n->params[LN_BIAS].grad;
+  ways.work.check_count = c;
+  ways.what = "backward layout";
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->bwd16 = chosen == 1;
+  return CLT_OK;
+}
+
+static clt_status ln_forward(clt_graph *g, clt_graph_node *n) {
+  ln_state *s = n->state;
+  return ln_run(g, n, g->batch, s->fwd16);
+}
+
+static clt_status ln_backward(clt_graph *g, clt_graph_node *n) {
+  ln_state *s = n->state;
+  bool acc = false;
+  clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
+  return ln_run_backward(g, n, g->batch, dx, acc, s->bwd16);
+}
+
+static void ln_destroy(clt_graph_node *n) { free(n->state); }
+
+const clt_layer_ops clt_layer_layernorm = {
+    .type = "layernorm",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = ln_configure,
+    .reserve = ln_reserve,
+    .compile = ln_compile,
+    .forward = ln_forward,
+    .backward = ln_backward,
+    .destroy = ln_destroy,
+};
