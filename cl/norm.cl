@@ -117,7 +117,8 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
 
 /* The forward's value of x in channel c, a fused ReLU's select after it
  * (relu && !(v > 0) gives 0, as the ReLU layer's select: NaN too); relu:
- * a ReLU fused after the layer (nn/batchnorm.c). */
+ * a ReLU fused after the layer (nn/batchnorm.c; layer normalisation's
+ * kernels below use it too). */
 #define BN_APPLY(xv) (((xv) - mu) * k + be)
 #define BN_RELU(v) (relu && !((v) > 0.0f) ? 0.0f : (v))
 
@@ -261,13 +262,13 @@ ROUND16_GROUP_VARIANTS(
      gamma_off, beta, beta_off, rmean, rmean_off, rvar, rvar_off, tracked,
      tracked_off, N, C, HW, eps, momentum, relu, planes, ROUND16_ARGS))
 #undef BN_APPLY
-#undef BN_RELU
 #undef BN_APPLY_PARAMS
 #undef BN_APPLY_ARGS
 #undef BN_APPLY_FACTORS
 
 /* dy through a fused ReLU whose output is o: dy where o > 0, else 0 (as
- * the ReLU layer's backward: dy times 1 or 0). */
+ * the ReLU layer's backward: dy times 1 or 0); layer normalisation's
+ * kernels below use them too. */
 #define BN_MASK16(g, o)                                                       \
   ((g) * select((float16)0.0f, (float16)1.0f, (o) > 0.0f))
 #define BN_MASK1(g, o) ((g) * ((o) > 0.0f ? 1.0f : 0.0f))
@@ -455,8 +456,6 @@ ROUND16_BODY bn_train_backward_body(
 #undef APPLY1
   }
 }
-#undef BN_MASK16
-#undef BN_MASK1
 ROUND16_GROUP_VARIANTS(
     bn_train_backward,
     (__global float *dx, int dx_off, __global float *dgamma, int dgamma_off,
@@ -610,7 +609,10 @@ __kernel void bn_backward_combine(__global float *dgamma, int dgamma_off,
  * neighbouring memory on a GPU), or runs of 16 values with vload16, lid,
  * lid + CLT_WG, ... and then the tail (runs16 1: one vector on a CPU
  * device, where POCL leaves the first layout's strided loops scalar). The
- * layouts' sums differ in order, so their last bits may. */
+ * layouts' sums differ in order, so their last bits may. relu: a ReLU
+ * after the layer done by it (nn/layernorm.c's fused_relu): the forward
+ * writes max(y, 0) (BN_RELU), the backward takes dy through it from the
+ * output it wrote (BN_MASK16, BN_MASK1), as the ReLU layer would. */
 #define LN_LOOP(D, lid, runs16, BODY16, BODY1)                                \
   do {                                                                        \
     if (runs16)                                                               \
@@ -625,7 +627,7 @@ ln_forward_body(__local float *scratch, __global float *y, int y_off,
                 int rstd_off, __global const float *x, int x_off,
                 __global const float *gamma, int gamma_off,
                 __global const float *beta, int beta_off, int D, float eps,
-                const int runs16) {
+                int relu, const int runs16) {
   int n = get_group_id(0), lid = get_local_id(0);
   __global const float *row = x + x_off + n * D;
   __global const float *gm = gamma + gamma_off, *bt = beta + beta_off;
@@ -655,10 +657,13 @@ ln_forward_body(__local float *scratch, __global float *y, int y_off,
 #undef ADD1
   float r = rsqrt(group_sum(scratch, q + sum16(q16)) / (float)D + eps);
 #define PUT16(at)                                                             \
-  vstore16((vload16(0, row + (at)) - mu) * r * vload16(0, gm + (at)) +        \
-               vload16(0, bt + (at)),                                         \
-           0, out + (at))
-#define PUT1(at) out[at] = (row[at] - mu) * r * gm[at] + bt[at]
+  {                                                                           \
+    float16 v = (vload16(0, row + (at)) - mu) * r * vload16(0, gm + (at)) +   \
+                vload16(0, bt + (at));                                        \
+    if (relu) v = select((float16)0.0f, v, v > 0.0f);                         \
+    vstore16(v, 0, out + (at));                                               \
+  }
+#define PUT1(at) out[at] = BN_RELU((row[at] - mu) * r * gm[at] + bt[at])
   LN_LOOP(D, lid, runs16, PUT16, PUT1);
 #undef PUT16
 #undef PUT1
@@ -672,10 +677,10 @@ ln_forward_body(__local float *scratch, __global float *y, int y_off,
   (__global float *y, int y_off, __global float *mean, int mean_off,          \
    __global float *rstd, int rstd_off, __global const float *x, int x_off,    \
    __global const float *gamma, int gamma_off, __global const float *beta,    \
-   int beta_off, int D, float eps)
+   int beta_off, int D, float eps, int relu)
 #define LN_FORWARD_ARGS                                                       \
   (scratch, y, y_off, mean, mean_off, rstd, rstd_off, x, x_off, gamma,        \
-   gamma_off, beta, beta_off, D, eps, runs16)
+   gamma_off, beta, beta_off, D, eps, relu, runs16)
 __kernel void ln_forward LN_FORWARD_PARAMS {
   __local float scratch[CLT_WG];
   const int runs16 = 0;
@@ -687,6 +692,13 @@ __kernel void ln_forward16 LN_FORWARD_PARAMS {
   ln_forward_body LN_FORWARD_ARGS;
 }
 
+/* dy at value `at` of the sample (gr, its output yr), through the fused
+ * ReLU where relu. */
+#define LN_DY16(at)                                                           \
+  (relu ? BN_MASK16(vload16(0, gr + (at)), vload16(0, yr + (at)))             \
+        : vload16(0, gr + (at)))
+#define LN_DY1(at) (relu ? BN_MASK1(gr[at], yr[at]) : gr[at])
+
 /* Sample n's input gradient: with g = dy * gamma and xhat = (x - mean) *
  * rstd, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), written or
  * (accumulate) added. One group per sample, in ln_forward's layouts. */
@@ -696,10 +708,12 @@ ln_backward_data_body(__local float *scratch, __global float *dx, int dx_off,
                       __global const float *x, int x_off,
                       __global const float *mean, int mean_off,
                       __global const float *rstd, int rstd_off,
-                      __global const float *gamma, int gamma_off, int D,
+                      __global const float *gamma, int gamma_off,
+                      __global const float *y, int y_off, int D, int relu,
                       int accumulate, const int runs16) {
   int n = get_group_id(0), lid = get_local_id(0);
   __global const float *xr = x + x_off + n * D, *gr = dy + dy_off + n * D;
+  __global const float *yr = y + y_off + n * D;
   __global const float *gm = gamma + gamma_off;
   __global float *out = dx + dx_off + n * D;
   float mu = mean[mean_off + n], r = rstd[rstd_off + n];
@@ -707,13 +721,13 @@ ln_backward_data_body(__local float *scratch, __global float *dx, int dx_off,
   float sg = 0.0f, sgx = 0.0f;
 #define ADD16(at)                                                             \
   {                                                                           \
-    float16 g = vload16(0, gr + (at)) * vload16(0, gm + (at));                \
+    float16 g = LN_DY16(at) * vload16(0, gm + (at));                          \
     sg16 += g;                                                                \
     sgx16 += g * ((vload16(0, xr + (at)) - mu) * r);                          \
   }
 #define ADD1(at)                                                              \
   {                                                                           \
-    float g = gr[at] * gm[at];                                                \
+    float g = LN_DY1(at) * gm[at];                                            \
     sg += g;                                                                  \
     sgx += g * ((xr[at] - mu) * r);                                           \
   }
@@ -724,14 +738,14 @@ ln_backward_data_body(__local float *scratch, __global float *dx, int dx_off,
   float b = group_sum(scratch, sgx + sum16(sgx16)) / (float)D;
 #define PUT16(at)                                                             \
   {                                                                           \
-    float16 g = vload16(0, gr + (at)) * vload16(0, gm + (at));                \
+    float16 g = LN_DY16(at) * vload16(0, gm + (at));                          \
     float16 v = r * (g - a - (vload16(0, xr + (at)) - mu) * r * b);           \
     if (accumulate) v += vload16(0, out + (at));                              \
     vstore16(v, 0, out + (at));                                               \
   }
 #define PUT1(at)                                                              \
   {                                                                           \
-    float g = gr[at] * gm[at];                                                \
+    float g = LN_DY1(at) * gm[at];                                            \
     float v = r * (g - a - (xr[at] - mu) * r * b);                            \
     out[at] = accumulate ? out[at] + v : v;                                   \
   }
@@ -744,10 +758,11 @@ ln_backward_data_body(__local float *scratch, __global float *dx, int dx_off,
   (__global float *dx, int dx_off, __global const float *dy, int dy_off,      \
    __global const float *x, int x_off, __global const float *mean,            \
    int mean_off, __global const float *rstd, int rstd_off,                    \
-   __global const float *gamma, int gamma_off, int D, int accumulate)
+   __global const float *gamma, int gamma_off, __global const float *y,       \
+   int y_off, int D, int relu, int accumulate)
 #define LN_BACKWARD_ARGS                                                      \
   (scratch, dx, dx_off, dy, dy_off, x, x_off, mean, mean_off, rstd, rstd_off, \
-   gamma, gamma_off, D, accumulate, runs16)
+   gamma, gamma_off, y, y_off, D, relu, accumulate, runs16)
 __kernel void ln_backward_data LN_BACKWARD_PARAMS {
   __local float scratch[CLT_WG];
   const int runs16 = 0;
@@ -769,12 +784,14 @@ __kernel void ln_backward_params(__global float *dgamma, int dgamma_off,
                                  __global const float *x, int x_off,
                                  __global const float *mean, int mean_off,
                                  __global const float *rstd, int rstd_off,
-                                 int D, int n0, int n1, int accumulate) {
+                                 __global const float *y, int y_off, int D,
+                                 int relu, int n0, int n1, int accumulate) {
   int i = get_global_id(0);
   if (i >= D) return;
   float sg = 0.0f, sb = 0.0f;
   for (int n = n0; n < n1; n++) {
-    float g = dy[dy_off + n * D + i];
+    __global const float *gr = dy + dy_off + n * D, *yr = y + y_off + n * D;
+    float g = LN_DY1(i);
     sb += g;
     sg += g * ((x[x_off + n * D + i] - mean[mean_off + n]) *
                rstd[rstd_off + n]);
@@ -795,14 +812,16 @@ __kernel void ln_backward_params16(__global float *dgamma, int dgamma_off,
                                    __global const float *x, int x_off,
                                    __global const float *mean, int mean_off,
                                    __global const float *rstd, int rstd_off,
-                                   int D, int n0, int n1, int accumulate) {
+                                   __global const float *y, int y_off, int D,
+                                   int relu, int n0, int n1, int accumulate) {
   int at = get_global_id(0) * 16;
   if (at >= D) return;
   __global float *dg = dgamma + dgamma_off + at, *db = dbeta + dbeta_off + at;
   if (at + 16 <= D) {
     float16 sg = 0.0f, sb = 0.0f;
     for (int n = n0; n < n1; n++) {
-      float16 g = vload16(0, dy + dy_off + n * D + at);
+      __global const float *gr = dy + dy_off + n * D, *yr = y + y_off + n * D;
+      float16 g = LN_DY16(at);
       sb += g;
       sg += g * ((vload16(0, x + x_off + n * D + at) - mean[mean_off + n]) *
                  rstd[rstd_off + n]);
@@ -818,7 +837,8 @@ __kernel void ln_backward_params16(__global float *dgamma, int dgamma_off,
   for (int e = 0; e < D - at; e++) {
     float sg = 0.0f, sb = 0.0f;
     for (int n = n0; n < n1; n++) {
-      float g = dy[dy_off + n * D + at + e];
+      __global const float *gr = dy + dy_off + n * D, *yr = y + y_off + n * D;
+      float g = LN_DY1(at + e);
       sb += g;
       sg += g * ((x[x_off + n * D + at + e] - mean[mean_off + n]) *
                  rstd[rstd_off + n]);

@@ -42,6 +42,14 @@ grep -q "^total trainable parameters: 225034$" "$T/summary" ||
   fail "summary's total: $(cat "$T/summary")"
 grep -q "^data: 784 values a sample, labels 0 to 9 (10 classes)$" \
   "$T/summary" || fail "summary's data line: $(cat "$T/summary")"
+# Every sample model loads; the separable one's depthwise layers count
+# KH KW weights a filter.
+for m in "$(dirname "$0")"/../samples/*.model; do
+  "$C" summary "$m" >"$T/summary" || fail "summary $m: $(cat "$T/summary")"
+done
+"$C" summary "$(dirname "$0")/../samples/fashion_separable.model" >"$T/summary"
+grep -q "^dw2  *depthwise_conv2d  *\[64, 14, 14\]  *576$" "$T/summary" ||
+  fail "summary's dw2 line: $(cat "$T/summary")"
 printf 'input shape=3\nnormalize\ndense units=2\nbatchnorm\nmse\n' \
   >"$T/stats.model"
 "$C" summary "$T/stats.model" >"$T/summary"

@@ -5,18 +5,7 @@
 # Usage: pytorch_interop.sh CLTRAIN MODEL SCRIPT
 set -euo pipefail
 cltrain=$1 model=$2 script=$3
-py=""
-for candidate in python3 /usr/bin/python3; do
-  if command -v "$candidate" >/dev/null &&
-     "$candidate" -c 'import torch, numpy' 2>/dev/null; then
-    py=$candidate
-    break
-  fi
-done
-if [ -z "$py" ]; then
-  echo "SKIP: no python3 with torch and numpy (Debian: apt-get install python3-torch)"
-  exit 77
-fi
+source "$(dirname "$0")/torch_python.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # fp32, and mixed precision (whose checkpoints hold the f32 master weights

@@ -3,12 +3,14 @@
 
 Layers checked against PyTorch end to end: a model with layer
 normalisation (over a conv layer's whole [C, H, W] output, PyTorch's
-nn.LayerNorm([C, H, W]), and over a dense layer's features, with another
-eps) starts from random weights written here (the LayerNorm scales and
-shifts random too, not ones and zeros), trains one SGD step on 24 CSV
-rows in cltrain, and the same step is taken in PyTorch: every weight after
-it, and predict's probabilities from the trained checkpoint, must agree
-within float rounding."""
+nn.LayerNorm([C, H, W]), its ReLU fused into it, and over a dense layer's
+features, with another eps) and a depthwise convolution (Conv2d with
+groups = channels, a multiplier of 2, stride 2) starts from random
+weights written here (the LayerNorm scales and shifts random too, not
+ones and zeros), trains one SGD step on 24 CSV rows in cltrain, and the
+same step is taken in PyTorch: every weight after it, and predict's
+probabilities from the trained checkpoint, must agree within float
+rounding."""
 import csv
 import json
 import os
@@ -28,6 +30,8 @@ MODEL = """input shape=2x4x4
 conv2d name=conv filters=3 kernel=3 padding=1
 layernorm name=ln1
 relu
+depthwise_conv2d name=dw kernel=3 multiplier=2 stride=2 padding=1
+tanh
 flatten
 dense name=fc1 units=8
 layernorm name=ln2 eps=0.001
@@ -42,12 +46,14 @@ class Net(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(2, 3, 3, padding=1)
         self.ln1 = nn.LayerNorm([3, 4, 4])
-        self.fc1 = nn.Linear(48, 8)
+        self.dw = nn.Conv2d(3, 6, 3, stride=2, padding=1, groups=3)
+        self.fc1 = nn.Linear(24, 8)
         self.ln2 = nn.LayerNorm(8, eps=0.001)
         self.fc2 = nn.Linear(8, 3)
 
     def forward(self, x):
         x = torch.relu(self.ln1(self.conv(x)))
+        x = torch.tanh(self.dw(x))
         x = torch.tanh(self.ln2(self.fc1(x.flatten(1))))
         return self.fc2(x)
 
@@ -148,4 +154,5 @@ assert ours_p.shape == p.shape, (ours_p.shape, p.shape)
 d = np.abs(ours_p - p).max()
 print("predict: probabilities differ by at most %.2g" % d)
 assert d < 1e-5, d
-print("layernorm: one SGD step and the predictions as PyTorch's")
+print("layernorm, depthwise_conv2d: one SGD step and the predictions as "
+      "PyTorch's")

@@ -5,18 +5,7 @@
 # Usage: pytorch_layers.sh CLTRAIN SCRIPT
 set -euo pipefail
 cltrain=$1 script=$2
-py=""
-for candidate in python3 /usr/bin/python3; do
-  if command -v "$candidate" >/dev/null &&
-     "$candidate" -c 'import torch, numpy' 2>/dev/null; then
-    py=$candidate
-    break
-  fi
-done
-if [ -z "$py" ]; then
-  echo "SKIP: no python3 with torch and numpy (Debian: apt-get install python3-torch)"
-  exit 77
-fi
+source "$(dirname "$0")/torch_python.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$py" "$script" "$cltrain" "$dir"

@@ -93,6 +93,31 @@ START_TEST(test_fd_batchnorm_1d) {
 }
 END_TEST
 
+/* Depthwise convolutions: a multiplier of 2 with stride 2 and padding,
+ * a dilated one, and a separable block (depthwise, then 1x1) feeding a
+ * residual sum, so that the input gradient is added into. */
+START_TEST(test_fd_depthwise) {
+  const char *model = "input shape=3x7x6\n"
+                      "depthwise_conv2d kernel=3 multiplier=2 stride=2 "
+                      "padding=1\ntanh\n"
+                      "depthwise_conv2d kernel=3 dilation=2 padding=same "
+                      "bias=false init=he\n"
+                      "global_avgpool\ndense units=3\n"
+                      "softmax_cross_entropy\n";
+  /* both layouts, forced */
+  check_gradients_named(model, 2, false, 0, "per element");
+  check_gradients_named(model, 2, false, 0, "per row");
+  check_conv_gradients("input shape=2x5x5\n"
+                       "conv2d name=c1 filters=3 kernel=3 padding=1\n"
+                       "tanh name=t1\n"
+                       "depthwise_conv2d name=d kernel=3 padding=1\n"
+                       "conv2d name=p filters=3 kernel=1\n"
+                       "add inputs=p,t1\nflatten\ndense units=3\n"
+                       "softmax_cross_entropy\n",
+                       3);
+}
+END_TEST
+
 /* Layer normalisation over a flat sample and over a whole [C, H, W]
  * one, and one reading two consumers' gradients (accumulated into). */
 START_TEST(test_fd_layernorm) {
@@ -867,6 +892,97 @@ START_TEST(test_layer_shape_errors) {
 }
 END_TEST
 
+/* layernorm and depthwise_conv2d lines: their parameters as PyTorch's,
+ * their errors, and conv2d's groups= pointing to depthwise_conv2d. */
+START_TEST(test_norm_and_depthwise_lines) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=3x6x5\n"
+                               "depthwise_conv2d name=dw kernel=3x1 "
+                               "multiplier=2 padding=1\n"
+                               "layernorm name=ln\nflatten\ndense units=2\n"
+                               "mse\n",
+                               &g));
+  clt_graph_node *dw = node_named(g, "dw"), *ln = node_named(g, "ln");
+  ck_assert_int_eq(dw->n_params, 2);
+  ck_assert_int_eq(dw->params[0].ndim, 4);
+  int64_t want_w[4] = {6, 1, 3, 1};
+  for (int d = 0; d < 4; d++)
+    ck_assert_int_eq(dw->params[0].shape[d], want_w[d]);
+  ck_assert_int_eq(dw->params[1].numel, 6);
+  ck_assert_int_eq(dw->shape[0], 6);
+  ck_assert_int_eq(dw->shape[1], 6);
+  ck_assert_int_eq(dw->shape[2], 7);
+  ck_assert_int_eq(ln->n_params, 2);
+  ck_assert_int_eq(ln->params[0].ndim, 3);
+  ck_assert_int_eq(ln->params[0].numel, 6 * 6 * 7);
+  ck_assert_int_eq(ln->params[1].numel, 6 * 6 * 7);
+  clt_graph_destroy(g);
+  g = NULL;
+  static const struct {
+    const char *model;
+    clt_status status;
+    const char *says;
+  } bad[] = {
+      {"input shape=12\ndepthwise_conv2d kernel=3\n", CLT_ERR_SHAPE,
+       "expects [channels, height, width]"},
+      {"input shape=2x5x5\ndepthwise_conv2d kernel=3 multiplier=0\n",
+       CLT_ERR_FORMAT, "multiplier"},
+      {"input shape=2x2x2\ndepthwise_conv2d kernel=3\n", CLT_ERR_SHAPE,
+       "does not fit"},
+      {"input shape=4x8x8\nconv2d filters=8 kernel=3 groups=4\n",
+       CLT_ERR_FORMAT, "write 'depthwise_conv2d kernel=3 multiplier=2'"},
+      {"input shape=4x8x8\nconv2d filters=8 kernel=3 groups=2\n",
+       CLT_ERR_FORMAT, "only 1 is supported"},
+      {"input shape=4\nlayernorm eps=0\n", CLT_ERR_FORMAT,
+       "eps must be positive"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(graph_from_text(bad[i].model, &g), bad[i].status);
+    ck_assert_msg(strstr(clt_context_last_error(g_ctx), bad[i].says),
+                  "%s: %s", bad[i].model, clt_context_last_error(g_ctx));
+  }
+  ck_assert_ok(graph_from_text("input shape=4x8x8\nconv2d filters=8 "
+                               "kernel=3 groups=1\nflatten\nmse\n",
+                               &g));
+  clt_graph_destroy(g);
+}
+END_TEST
+
+/* Layer normalisation does not depend on the batch: each sample's output
+ * alone equals its row in a batch of three, in training and evaluation
+ * forwards alike (no running statistics). */
+START_TEST(test_layernorm_batch_independent) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text("input shape=2x3x3\n"
+                               "conv2d filters=3 kernel=3 padding=1\n"
+                               "layernorm name=ln\ntanh\nflatten\n"
+                               "dense units=4\nsoftmax_cross_entropy\n",
+                               &g));
+  ck_assert_ok(clt_graph_compile(g, 3, 5));
+  clt_graph_node *ln = node_named(g, "ln");
+  float x[3 * 18];
+  clt_random_fill(x, 3 * 18, 9, -2.0f, 3.0f);
+  for (int i = 0; i < 18; i++) x[18 + i] *= 10.0f; /* another scale */
+  int32_t y[3] = {0, 1, 2};
+  float all[3 * 27], one[27];
+  for (int training = 0; training < 2; training++) {
+    ck_assert_ok(clt_graph_set_batch(g, x, y, 3));
+    ck_assert_ok(clt_graph_forward(g, training));
+    clt_tensor out = clt_tensor_slice_1d(ln->out, 0, 3 * 27);
+    ck_assert_ok(clt_tensor_download(&out, all));
+    for (int n = 0; n < 3; n++) {
+      ck_assert_ok(clt_graph_set_batch(g, x + 18 * n, y + n, 1));
+      ck_assert_ok(clt_graph_forward(g, training));
+      clt_tensor o1 = clt_tensor_slice_1d(ln->out, 0, 27);
+      ck_assert_ok(clt_tensor_download(&o1, one));
+      for (int i = 0; i < 27; i++)
+        ck_assert_float_eq_tol(one[i], all[27 * n + i], 1e-6f);
+    }
+  }
+  clt_graph_destroy(g);
+}
+END_TEST
+
 static Suite *layers_suite(void) {
   Suite *s = suite_create("layers");
   TCase *fd = tcase_create("finite differences");
@@ -879,6 +995,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(fd, test_fd_batchnorm_2d);
   tcase_add_test(fd, test_fd_batchnorm_1d);
   tcase_add_test(fd, test_fd_layernorm);
+  tcase_add_test(fd, test_fd_depthwise);
   tcase_add_test(fd, test_fd_residual_and_concat);
   tcase_add_test(fd, test_fd_class_weights);
   suite_add_tcase(s, fd);
@@ -886,6 +1003,8 @@ static Suite *layers_suite(void) {
   tcase_add_test(beh, test_batchnorm_running_stats);
   tcase_add_test(beh, test_dropout_rate_and_seed);
   tcase_add_test(beh, test_layer_shape_errors);
+  tcase_add_test(beh, test_norm_and_depthwise_lines);
+  tcase_add_test(beh, test_layernorm_batch_independent);
   tcase_add_test(beh, test_label_smoothing);
   tcase_add_test(beh, test_more_activations);
   tcase_add_test(beh, test_regression_losses);

@@ -323,6 +323,59 @@ START_TEST(test_relu_fusion_trains_the_same) {
 }
 END_TEST
 
+/* Layer normalisation doing the ReLU after it: the pair's bits, in fp32
+ * and mixed precision, in both layouts (forced by name; plans off). */
+#define LN_FUSABLE                                                             \
+  "input shape=3x6x6\n"                                                        \
+  "conv2d name=c1 filters=4 kernel=3\n"                                        \
+  "layernorm name=n1\n"                                                        \
+  "relu name=r1\n"                                                             \
+  "flatten\n"                                                                  \
+  "dense units=9\n"                                                            \
+  "layernorm name=n2 eps=0.01\n"                                               \
+  "relu name=r2\n"                                                             \
+  "dense units=6\n"                                                            \
+  "softmax_cross_entropy\n"
+
+static void train_ln_fusion(bool fuse, const char *way,
+                            clt_precision precision, run_record *r) {
+  clt_plan_mode saved = g_ctx->plan_option;
+  g_ctx->plan_option = CLT_PLAN_OFF;
+  test_setenv("CLT_FUSE", fuse ? "1" : "0");
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(LN_FUSABLE, &g));
+  g->test_way_name = way;
+  ck_assert_ok(clt_graph_set_precision(g, precision));
+  ck_assert_ok(clt_graph_compile(g, 16, 7));
+  test_setenv("CLT_FUSE", NULL);
+  g_ctx->plan_option = saved;
+  check_no_overlap(g);
+  ck_assert(node_named(g, "n1")->fused_relu == fuse);
+  ck_assert(node_named(g, "n2")->fused_relu == fuse);
+  ck_assert(node_named(g, "r1")->fused_away == fuse);
+  ck_assert(node_named(g, "r2")->fused_away == fuse);
+  train_graph(g, false, 6, r);
+}
+
+START_TEST(test_layernorm_relu_fusion) {
+  static run_record a, b;
+  static const char *const ways[] = {"per element", "runs of 16"};
+  for (int w = 0; w < 2; w++)
+    for (int mixed = 0; mixed < 2; mixed++) {
+      clt_precision p = mixed ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32;
+      train_ln_fusion(true, ways[w], p, &a);
+      train_ln_fusion(false, ways[w], p, &b);
+      ck_assert_mem_eq(a.losses, b.losses, sizeof a.losses);
+      ck_assert_mem_eq(a.predictions, b.predictions, sizeof a.predictions);
+      ck_assert_int_eq(a.param_count, b.param_count);
+      ck_assert_mem_eq(a.params, b.params,
+                       (size_t)a.param_count * sizeof(float));
+      free(a.params);
+      free(b.params);
+    }
+}
+END_TEST
+
 /* Mixed precision's rounding in the layers' own kernels
  * (clt_graph_out_round, clt_graph_grad_round): every layer type that
  * takes it, a three-input sum, a gradient with two writers (t3's output
@@ -491,6 +544,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_fd_residual_shared);
   tcase_add_test(tc, test_recompile_and_evaluate);
   tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 7);
+  tcase_add_test(tc, test_layernorm_relu_fusion);
   tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 10);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);

@@ -215,6 +215,17 @@ START_TEST(mixed_layernorm) {
 }
 END_TEST
 
+/* A separable block: depthwise (a multiplier of 2, stride 2), then 1x1. */
+START_TEST(mixed_depthwise) {
+  compare_mixed("input shape=3x9x7\n"
+                "depthwise_conv2d kernel=3 multiplier=2 stride=2 padding=1\n"
+                "relu\nconv2d filters=4 kernel=1\n"
+                "depthwise_conv2d kernel=3 padding=same dilation=1\n"
+                "flatten\ndense units=4\nsoftmax_cross_entropy\n",
+                3, false);
+}
+END_TEST
+
 START_TEST(mixed_residual_concat_softmax_mse) {
   compare_mixed("input shape=2x5x5\n"
                 "conv2d name=c1 filters=3 kernel=3 padding=1\n"
@@ -477,6 +488,7 @@ static Suite *mixed_suite(void) {
   tcase_add_test(tc, mixed_dense_activations);
   tcase_add_test(tc, mixed_conv_pool_norm);
   tcase_add_test(tc, mixed_layernorm);
+  tcase_add_test(tc, mixed_depthwise);
   tcase_add_test(tc, mixed_residual_concat_softmax_mse);
   tcase_add_test(tc, optimizer_scaler_skips_overflow);
   tcase_add_test(tc, precision_switches_back);

@@ -1757,6 +1757,66 @@ START_TEST(pool_adjoint) {
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Depthwise convolution                                                     */
+
+/* C, H, W, kernel, stride, padding, dilation, multiplier: one channel,
+ * odd sizes, strides that skip taps, padding past the kernel's reach,
+ * dilation, a rectangle made of rows of 1, multipliers of 1 to 3. */
+static const int64_t full_dw_cases[][8] = {
+    {1, 1, 1, 1, 1, 0, 1, 1},  {3, 7, 5, 3, 1, 1, 1, 1},
+    {2, 9, 12, 3, 2, 1, 1, 3}, {5, 11, 7, 3, 1, 2, 2, 1},
+    {4, 8, 8, 5, 3, 2, 1, 2},  {7, 13, 1, 1, 2, 0, 1, 1},
+    {33, 6, 6, 3, 1, 1, 1, 1}, {3, 28, 28, 3, 1, 0, 1, 2}};
+static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
+                                           {2, 5, 4, 3, 2, 1, 1, 2},
+                                           {3, 5, 5, 3, 1, 2, 2, 1}};
+
+static const int64_t *dw_case(int i) {
+  return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];
+}
+static int dw_case_count(void) {
+  return test_tiny() ? COUNT(tiny_dw_cases) : COUNT(full_dw_cases);
+}
+
+START_TEST(dw_shapes) {
+  const int64_t *c = dw_case(_i);
+  clt_window w = {.C = c[0], .H = c[1], .W = c[2], .KH = c[3], .KW = c[3],
+                  .stride_h = c[4], .stride_w = c[4], .pad_h = c[5],
+                  .pad_w = c[5], .dil_h = c[6], .dil_w = c[6]};
+  if (_i == 5) w.KW = 1, w.pad_w = 0; /* a column: W 1 */
+  int64_t M = c[7];
+  double e;
+  /* both layouts: a work-item per value, and per row (where it fits) */
+  for (int rows = 0; rows < 2; rows++) {
+    if (rows && !clt_dw_rows_fit(g_ctx, M, &w)) continue;
+    for (int N = 1; N <= 3; N += 2)
+      for (int bias = 0; bias < 2; bias++) {
+        ck_assert_check(clt_check_dw_forward(g_ctx, N, M, &w, bias, rows, &e),
+                        e, TOL, "depthwise case %d N=%d bias=%d rows=%d", _i,
+                        N, bias, rows);
+        for (int acc = 0; acc < 2; acc++)
+          ck_assert_check(clt_check_dw_backward(g_ctx, N, M, &w, bias, acc,
+                                                rows, 0, &e),
+                          e, TOL,
+                          "depthwise backward case %d N=%d bias=%d "
+                          "accumulate=%d rows=%d",
+                          _i, N, bias, acc, rows);
+      }
+  }
+  /* the weight sums cut into parts of the batch (a sample each) */
+  ck_assert_check(
+      clt_check_dw_backward(g_ctx, 3, M, &w, true, false, false, 2, &e), e,
+      TOL, "depthwise backward case %d in parts", _i);
+  /* rows past the loop limit are refused, not run to wrong numbers */
+  int64_t saved = g_ctx->loop_limit;
+  g_ctx->loop_limit = 4;
+  clt_status st = clt_check_dw_forward(g_ctx, 1, M, &w, true, true, &e);
+  g_ctx->loop_limit = saved;
+  ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Layer normalisation                                                       */
 
 /* Samples x values: one value (variance 0: y is beta), fewer values than
@@ -1778,28 +1838,32 @@ START_TEST(ln_shapes) {
   int64_t N = sh[0], D = sh[1];
   double e;
   /* Both layouts: a value per item, and runs of 16 (only a tail where D
-   * is under 16; whole runs and a tail where it is 33, 127, 300, 4099). */
-  for (int r16 = 0; r16 < 2; r16++) {
-    ck_assert_check(clt_check_ln_forward(g_ctx, N, D, 1e-5f, r16, &e), e, TOL,
-                    "layernorm %lldx%lld runs16=%d", (long long)N,
-                    (long long)D, r16);
-    ck_assert_check(clt_check_ln_forward(g_ctx, N, D, 0.1f, r16, &e), e, TOL,
-                    "layernorm %lldx%lld eps 0.1 runs16=%d", (long long)N,
-                    (long long)D, r16);
-    for (int acc = 0; acc < 2; acc++)
+   * is under 16; whole runs and a tail where it is 33, 127, 300, 4099);
+   * with and without the fused ReLU. */
+  for (int r16 = 0; r16 < 2; r16++)
+    for (int relu = 0; relu < 2; relu++) {
       ck_assert_check(
-          clt_check_ln_backward(g_ctx, N, D, 1e-5f, acc, r16, 0, &e), e, TOL,
-          "layernorm backward %lldx%lld accumulate=%d runs16=%d",
-          (long long)N, (long long)D, acc, r16);
-    /* The parameter sums cut into parts of the batch (a loop limit of 3:
-     * parts of 2 a value per item, the last one shorter where N is odd;
-     * parts of 1 in runs of 16). */
-    if (N > 1)
-      ck_assert_check(
-          clt_check_ln_backward(g_ctx, N, D, 1e-5f, true, r16, 3, &e), e, TOL,
-          "layernorm backward %lldx%lld in parts runs16=%d", (long long)N,
-          (long long)D, r16);
-  }
+          clt_check_ln_forward(g_ctx, N, D, 1e-5f, relu, r16, &e), e, TOL,
+          "layernorm %lldx%lld relu=%d runs16=%d", (long long)N, (long long)D,
+          relu, r16);
+      ck_assert_check(clt_check_ln_forward(g_ctx, N, D, 0.1f, relu, r16, &e),
+                      e, TOL, "layernorm %lldx%lld eps 0.1 relu=%d runs16=%d",
+                      (long long)N, (long long)D, relu, r16);
+      for (int acc = 0; acc < 2; acc++)
+        ck_assert_check(
+            clt_check_ln_backward(g_ctx, N, D, 1e-5f, relu, acc, r16, 0, &e),
+            e, TOL,
+            "layernorm backward %lldx%lld relu=%d accumulate=%d runs16=%d",
+            (long long)N, (long long)D, relu, acc, r16);
+      /* The parameter sums cut into parts of the batch (a loop limit of
+       * 3: parts of 2 a value per item, the last one shorter where N is
+       * odd; parts of 1 in runs of 16). */
+      if (N > 1)
+        ck_assert_check(
+            clt_check_ln_backward(g_ctx, N, D, 1e-5f, relu, true, r16, 3, &e),
+            e, TOL, "layernorm backward %lldx%lld in parts relu=%d runs16=%d",
+            (long long)N, (long long)D, relu, r16);
+    }
 }
 END_TEST
 
@@ -1818,13 +1882,14 @@ START_TEST(ln_under_loop_cap) {
     int64_t too_long = (r16 ? 16 : 1) * 60 * wg;
     int64_t fits = (r16 ? 16 : 1) * 38 * wg;
     g_ctx->loop_cap = 400;
-    clt_status st = clt_check_ln_forward(g_ctx, 2, too_long, 1e-5f, r16, &e);
+    clt_status st =
+        clt_check_ln_forward(g_ctx, 2, too_long, 1e-5f, false, r16, &e);
     clt_status st2 = clt_check_ln_backward(g_ctx, 2, too_long, 1e-5f, false,
-                                           r16, 0, &e);
+                                           false, r16, 0, &e);
     const char *msg = clt_context_last_error(g_ctx);
     bool named = strstr(msg, "after 400 iterations") != NULL;
-    clt_status ok =
-        clt_check_ln_backward(g_ctx, 2, fits, 1e-5f, false, r16, 0, &e);
+    clt_status ok = clt_check_ln_backward(g_ctx, 2, fits, 1e-5f, true, false,
+                                          r16, 0, &e);
     g_ctx->loop_cap = saved;
     ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
     ck_assert_int_eq(st2, CLT_ERR_UNSUPPORTED);
@@ -2313,6 +2378,10 @@ static Suite *ops_suite(void) {
   tcase_add_test(norm, bn_update_running_shapes);
   tcase_add_loop_test(norm, bn_backward_finite_differences, 0, 2);
   suite_add_tcase(s, norm);
+
+  TCase *dw = tcase_create("depthwise");
+  tcase_add_loop_test(dw, dw_shapes, 0, dw_case_count());
+  suite_add_tcase(s, dw);
 
   TCase *ln = tcase_create("layernorm");
   tcase_add_loop_test(ln, ln_shapes, 0, ln_shape_count());

@@ -373,13 +373,32 @@ clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
 /* Layer normalisation of x [N, D] as torch.nn.LayerNorm over each
  * sample's D values (clt_ln_forward): y, the means and the rstds against
  * a reference in double; inputs carry a per-sample offset (up to +-4).
- * clt_check_ln_backward: dgamma, dbeta and dx (+)= from the forward's own
- * statistics; runs16: the layout (clt_ln_forward); loop_limit, where not 0, is set on the context for the
- * check (and restored) to cut the parameter sums into parts. */
+ * relu: the fused ReLU (y = max(y, 0); backward, dy through a ReLU whose
+ * output is an operand of its own). clt_check_ln_backward: dgamma, dbeta
+ * and dx (+)= from the forward's own statistics. runs16: the layout
+ * (clt_ln_forward); loop_limit, where not 0, is set on the context for
+ * the check (and restored) to cut the parameter sums into parts. */
 clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
-                                float eps, bool runs16, double *max_err);
+                                float eps, bool relu, bool runs16,
+                                double *max_err);
 clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
-                                 float eps, bool accumulate, bool runs16,
+                                 float eps, bool relu, bool accumulate,
+                                 bool runs16, int64_t loop_limit,
+                                 double *max_err);
+
+/* ---- cl/depthwise.cl: check/depthwise.c --------------------------------- */
+/* The depthwise convolution of x [N, C, H, W] by w [C M, KH, KW] (+ bias
+ * per output channel), as torch.nn.functional.conv2d(groups=C)
+ * (clt_dw_forward); its backward (clt_dw_backward): dx (+)=, dw and,
+ * where bias, db, from dy. rows: the layout of a work-item per row
+ * (clt_dw_forward). loop_limit, where not 0, is set on the context for
+ * the check (and restored) to cut the weight sums into parts. */
+clt_status clt_check_dw_forward(clt_context *ctx, int64_t N, int64_t M,
+                                const clt_window *w, bool bias, bool rows,
+                                double *max_err);
+clt_status clt_check_dw_backward(clt_context *ctx, int64_t N, int64_t M,
+                                 const clt_window *w, bool bias,
+                                 bool accumulate, bool rows,
                                  int64_t loop_limit, double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */

@@ -397,7 +397,7 @@ clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
 typedef struct ln_args {
   int64_t N, D;
   float eps;
-  bool accumulate, runs16;
+  bool relu, accumulate, runs16;
 } ln_args;
 
 /* x [N, D] uniform in [-1, 1] plus its sample's offset (bn_offset's). */
@@ -419,80 +419,90 @@ static void ln_stats_ref(const float *x, const ln_args *a, int64_t n,
   *rstd = 1.0 / sqrt(sq / (double)a->D + (double)a->eps);
 }
 
-static clt_status ln_forward_body(check_set *s, const void *arg) {
-  const ln_args *a = arg;
-  int64_t N = a->N, D = a->D;
+/* The forward's operands, run on the device, and y, the means and rstds
+ * of the reference into their host copies. */
+typedef struct ln_forward_ops {
   check_f32 *x, *gamma, *beta, *y, *mean, *rstd;
-  CLT_TRY(ln_input(s, a, &x));
-  CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &gamma));
-  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &beta));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &y));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &mean));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &rstd));
-  CLT_TRY(clt_ln_forward(s->ctx, y->t, mean->t, rstd->t, x->t, gamma->t,
-                         beta->t, N, D, a->eps, a->runs16));
+} ln_forward_ops;
+
+static clt_status ln_forward_run(check_set *s, const ln_args *a,
+                                 ln_forward_ops *f) {
+  int64_t N = a->N, D = a->D;
+  CLT_TRY(ln_input(s, a, &f->x));
+  CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &f->gamma));
+  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &f->beta));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &f->y));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->mean));
+  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->rstd));
+  CLT_TRY(clt_ln_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
+                         f->gamma->t, f->beta->t, N, D, a->eps, a->relu,
+                         a->runs16));
   for (int64_t n = 0; n < N; n++) {
     double m, r;
-    ln_stats_ref(x->host, a, n, &m, &r);
-    mean->host[n] = (float)m;
-    rstd->host[n] = (float)r;
-    for (int64_t i = 0; i < D; i++)
-      y->host[n * D + i] = (float)((x->host[n * D + i] - m) * r *
-                                       gamma->host[i] +
-                                   beta->host[i]);
+    ln_stats_ref(f->x->host, a, n, &m, &r);
+    f->mean->host[n] = (float)m;
+    f->rstd->host[n] = (float)r;
+    for (int64_t i = 0; i < D; i++) {
+      double v = (f->x->host[n * D + i] - m) * r * f->gamma->host[i] +
+                 f->beta->host[i];
+      f->y->host[n * D + i] = (float)(a->relu && !(v > 0.0) ? 0.0 : v);
+    }
   }
   return CLT_OK;
 }
 
+static clt_status ln_forward_body(check_set *s, const void *arg) {
+  ln_forward_ops f;
+  return ln_forward_run(s, arg, &f);
+}
+
 clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
-                                float eps, bool runs16, double *max_err) {
-  ln_args a = {.N = N, .D = D, .eps = eps, .runs16 = runs16};
+                                float eps, bool relu, bool runs16,
+                                double *max_err) {
+  ln_args a = {.N = N, .D = D, .eps = eps, .relu = relu, .runs16 = runs16};
   return check_run(ctx, 260, ln_forward_body, &a, max_err);
 }
 
+/* The backward from the forward's statistics; where relu, through a
+ * ReLU whose output is an operand of its own (out: half of it <= 0), as
+ * clt_check_bn_train_backward's. */
 static clt_status ln_backward_body(check_set *s, const void *arg) {
   const ln_args *a = arg;
   int64_t N = a->N, D = a->D;
-  check_f32 *x, *gamma, *beta, *y, *mean, *rstd, *dy, *dx, *dgamma, *dbeta;
-  CLT_TRY(ln_input(s, a, &x));
-  CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &gamma));
-  CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &beta));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &y));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &mean));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &rstd));
+  ln_forward_ops f;
+  check_f32 *out, *dy, *dx, *dgamma, *dbeta;
+  CLT_TRY(ln_forward_run(s, a, &f));
+  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &out));
   CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dx));
   CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dgamma));
   CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dbeta));
-  CLT_TRY(clt_ln_forward(s->ctx, y->t, mean->t, rstd->t, x->t, gamma->t,
-                         beta->t, N, D, a->eps, a->runs16));
-  CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t, x->t,
-                          mean->t, rstd->t, gamma->t, N, D, a->accumulate,
-                          a->runs16));
-  for (int64_t i = 0; i < D; i++) dgamma->host[i] = dbeta->host[i] = 0.0f;
-  double *dg, *db;
+  CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
+                          f.x->t, out->t, f.mean->t, f.rstd->t, f.gamma->t,
+                          N, D, a->relu, a->accumulate, a->runs16));
+  double *dg, *db, *gv;
   CLT_TRY(check_doubles(s, D, &dg));
   CLT_TRY(check_doubles(s, D, &db));
+  CLT_TRY(check_doubles(s, D, &gv));
+  const float *gm = f.gamma->host;
   for (int64_t n = 0; n < N; n++) {
     double m, r, sg = 0.0, sgx = 0.0;
-    ln_stats_ref(x->host, a, n, &m, &r);
-    mean->host[n] = (float)m;
-    rstd->host[n] = (float)r;
-    const float *xr = x->host + n * D, *gr = dy->host + n * D;
+    ln_stats_ref(f.x->host, a, n, &m, &r);
+    const float *xr = f.x->host + n * D;
     for (int64_t i = 0; i < D; i++) {
-      double xhat = (xr[i] - m) * r, g = gr[i] * (double)gamma->host[i];
-      y->host[n * D + i] =
-          (float)(xhat * gamma->host[i] + beta->host[i]);
-      dg[i] += gr[i] * xhat;
-      db[i] += gr[i];
-      sg += g;
-      sgx += g * xhat;
+      double xhat = (xr[i] - m) * r, d = dy->host[n * D + i];
+      if (a->relu && !(out->host[n * D + i] > 0.0f)) d = 0.0;
+      gv[i] = d * gm[i];
+      dg[i] += d * xhat;
+      db[i] += d;
+      sg += gv[i];
+      sgx += gv[i] * xhat;
     }
     sg /= (double)D;
     sgx /= (double)D;
     for (int64_t i = 0; i < D; i++) {
-      double xhat = (xr[i] - m) * r, g = gr[i] * (double)gamma->host[i];
-      double v = r * (g - sg - xhat * sgx);
+      double xhat = (xr[i] - m) * r;
+      double v = r * (gv[i] - sg - xhat * sgx);
       float *o = &dx->host[n * D + i];
       *o = (float)(a->accumulate ? *o + v : v);
     }
@@ -505,10 +515,11 @@ static clt_status ln_backward_body(check_set *s, const void *arg) {
 }
 
 clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
-                                 float eps, bool accumulate, bool runs16,
-                                 int64_t loop_limit, double *max_err) {
-  ln_args a = {.N = N, .D = D, .eps = eps, .accumulate = accumulate,
-               .runs16 = runs16};
+                                 float eps, bool relu, bool accumulate,
+                                 bool runs16, int64_t loop_limit,
+                                 double *max_err) {
+  ln_args a = {.N = N, .D = D, .eps = eps, .relu = relu,
+               .accumulate = accumulate, .runs16 = runs16};
   int64_t saved = ctx->loop_limit;
   if (loop_limit > 0) ctx->loop_limit = loop_limit;
   clt_status st = check_run(ctx, 270, ln_backward_body, &a, max_err);

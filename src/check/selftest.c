@@ -356,6 +356,22 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(1, 11, 13, 3, 1, 0, 1);
   return clt_check_conv_direct_wgrad(ctx, 3, 4, &w, true, true, e);
 }
+static clt_status st_dw_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 12, 3, 2, 1, 1);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, false, e);
+}
+static clt_status st_dw_bwd(clt_context *ctx, double *e) {
+  clt_window w = square(5, 11, 7, 3, 1, 2, 2);
+  return clt_check_dw_backward(ctx, 3, 1, &w, true, true, false, 40, e);
+}
+static clt_status st_dw_fwd_rows(clt_context *ctx, double *e) {
+  clt_window w = square(3, 9, 12, 3, 2, 1, 1);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, e);
+}
+static clt_status st_dw_bwd_rows(clt_context *ctx, double *e) {
+  clt_window w = square(2, 11, 7, 3, 2, 2, 2);
+  return clt_check_dw_backward(ctx, 3, 3, &w, true, true, true, 0, e);
+}
 /* The tiled direct convolution (stride 1), each op in another block
  * width, on windows that cut a tile of filters and a block of columns. */
 static clt_status st_tiled_fwd(clt_context *ctx, double *e) {
@@ -488,16 +504,16 @@ static clt_status st_bn_train_bwd(clt_context *ctx, double *e) {
                                      1, e);
 }
 static clt_status st_ln_fwd(clt_context *ctx, double *e) {
-  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, false, e);
+  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, false, false, e);
 }
 static clt_status st_ln_bwd(clt_context *ctx, double *e) {
-  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, true, false, 9, e);
+  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, false, true, false, 9, e);
 }
 static clt_status st_ln_fwd16(clt_context *ctx, double *e) {
-  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, true, e);
+  return clt_check_ln_forward(ctx, 7, 301, 1e-5f, true, true, e);
 }
 static clt_status st_ln_bwd16(clt_context *ctx, double *e) {
-  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, true, true, 9, e);
+  return clt_check_ln_backward(ctx, 33, 49, 1e-5f, true, true, true, 9, e);
 }
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
@@ -625,6 +641,13 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"im2col 1x11x9 k5 dil2 p4", st_im2col_dil, 0.0, false},
     {"col2im 2x3x9x7 k3s2p1 accumulate, fp16-rounded", st_col2im, 1e-5, false},
     {"col2im 1x11x9 k5 dil2 p4", st_col2im_dil, 1e-5, false},
+    {"depthwise conv 2x3x9x12 k3s2p1 x2 + bias", st_dw_fwd, 1e-5, false},
+    {"depthwise conv backward 3x5x11x7 k3p2d2 + bias accumulate, in parts",
+     st_dw_bwd, 1e-5, false},
+    {"depthwise conv 2x3x9x12 k3s2p1 x2 + bias in rows", st_dw_fwd_rows,
+     1e-5, false},
+    {"depthwise conv backward 3x2x11x7 k3s2p2d2 x3 + bias accumulate in rows",
+     st_dw_bwd_rows, 1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",
@@ -691,8 +714,10 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"layernorm forward 7x301", st_ln_fwd, 1e-5, false},
     {"layernorm backward 33x49 accumulate, sums in 5 parts",
      st_ln_bwd, 1e-5, false},
-    {"layernorm forward 7x301 in runs of 16", st_ln_fwd16, 1e-5, false},
-    {"layernorm backward 33x49 accumulate in runs of 16, sums in 33 parts",
+    {"layernorm forward 7x301 + fused relu in runs of 16", st_ln_fwd16, 1e-5,
+     false},
+    {"layernorm backward 33x49 + fused relu accumulate in runs of 16, sums "
+     "in 33 parts",
      st_ln_bwd16, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},

@@ -133,6 +133,65 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
   return CLT_OK;
 }
 
+/* padding=N, HxW, same or valid into w (its window and dilation read). */
+static clt_status get_padding(clt_graph *g, clt_graph_node *n,
+                              clt_layer_args *a, clt_window *w) {
+  clt_err err = {0};
+  const char *p = "0";
+  if (clt_args_get_string(a, "padding", false, "0", &p, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  if (!strcmp(p, "valid")) {
+    w->pad_h = w->pad_w = 0;
+    return CLT_OK;
+  }
+  if (!strcmp(p, "same")) {
+    int64_t eh = w->dil_h * (w->KH - 1), ew = w->dil_w * (w->KW - 1);
+    if (w->stride_h != 1 || w->stride_w != 1 || eh % 2 || ew % 2)
+      return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                           "padding=same needs stride 1 and an odd kernel "
+                           "(as PyTorch); give the padding as a number");
+    w->pad_h = eh / 2;
+    w->pad_w = ew / 2;
+    return CLT_OK;
+  }
+  return clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w);
+}
+
+clt_status clt_layer_get_conv_window(clt_graph *g, clt_graph_node *n,
+                                     clt_layer_args *a, clt_window *w) {
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (in->ndim != 3) {
+    char s[96];
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "expects [channels, height, width], but '%s' gives %s",
+                         in->name,
+                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
+  }
+  memset(w, 0, sizeof *w);
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, &w->stride_h,
+                             &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, &w->dil_h,
+                             &w->dil_w));
+  CLT_TRY(get_padding(g, n, a, w));
+  w->C = in->shape[0];
+  w->H = in->shape[1];
+  w->W = in->shape[2];
+  w->OH = clt_window_out(w->H, w->KH, w->pad_h, w->stride_h, w->dil_h);
+  w->OW = clt_window_out(w->W, w->KW, w->pad_w, w->stride_w, w->dil_w);
+  if (w->OH < 1 || w->OW < 1) {
+    char s1[96];
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "a %lldx%lld kernel (dilation %lld) with padding "
+                         "%lld does not fit the input %s from '%s'",
+                         (long long)w->KH, (long long)w->KW,
+                         (long long)w->dil_h, (long long)w->pad_h,
+                         clt_shape_str(in->ndim, in->shape, s1, sizeof s1),
+                         in->name);
+  }
+  return CLT_OK;
+}
+
 static int find_node(const clt_graph *g, const char *name) {
   for (int i = 0; i < g->n_nodes; i++)
     if (strcmp(g->nodes[i].name, name) == 0) return i;

@@ -434,6 +434,14 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
 
+/* A convolution's window from its line (conv2d, depthwise_conv2d):
+ * kernel=K|KHxKW (required), stride=1, dilation=1, padding=N|HxW|same|
+ * valid (same: stride 1 and an odd span, as PyTorch), over n's input
+ * [C, H, W], the output size by PyTorch's formula; CLT_ERR_SHAPE naming
+ * the node for another input shape or a window that does not fit. */
+clt_status clt_layer_get_conv_window(clt_graph *g, clt_graph_node *n,
+                                     clt_layer_args *a, clt_window *w);
+
 /* The one-dimensional launches' work-group size (ctx->launch_1d), as a
  * plan of its own (plan.c): measured on the device, stored, recorded as
  * the product CLT_PLAN_LAUNCH_PRODUCT; the default where measuring is off. */

@@ -1,5 +1,6 @@
 /* conv2d filters=N kernel=K[xK] [stride=S] [padding=P|same|valid]
- *        [dilation=D] [bias=true] [init=glorot|he] [activation=...]
+ *        [dilation=D] [bias=true] [init=glorot|he] [groups=1]
+ *        [activation=...]
  * NCHW, weight [filters, C, KH, KW] and bias [filters] as PyTorch's Conv2d.
  * Every product covers the whole batch in one CLBlast GEMM: im2col lays the
  * batch side by side, col [C*KH*KW, batch*OH*OW], so
@@ -72,8 +73,8 @@
 #include "ops/gemm_tuning.h"
 
 static const char *const keys[] = {
-    "filters", "kernel", "stride", "padding", "dilation", "bias",
-    "init",    "activation", "name", "input", "inputs", NULL};
+    "filters", "kernel", "stride", "padding", "dilation", "bias", "init",
+    "groups",  "activation", "name", "input", "inputs", NULL};
 static const char *const inits[] = {"glorot", "he", NULL};
 
 typedef struct conv_state {
@@ -376,41 +377,9 @@ static clt_status backward_implicit(clt_graph *g, const conv_state *s,
 }
 
 /* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
-static clt_status get_padding(clt_graph *g, clt_graph_node *n,
-                              clt_layer_args *a,
-                              clt_window *w) {
-  clt_err err = {0};
-  const char *p = "0";
-  if (clt_args_get_string(a, "padding", false, "0", &p, &err) != CLT_OK)
-    return clt_graph_err(g, &err);
-  if (!strcmp(p, "valid")) {
-    w->pad_h = w->pad_w = 0;
-    return CLT_OK;
-  }
-  if (!strcmp(p, "same")) {
-    int64_t eh = w->dil_h * (w->KH - 1), ew = w->dil_w * (w->KW - 1);
-    if (w->stride_h != 1 || w->stride_w != 1 || eh % 2 || ew % 2)
-      return clt_node_fail(g, n, CLT_ERR_FORMAT,
-                           "padding=same needs stride 1 and an odd kernel "
-                           "(as PyTorch); give the padding as a number");
-    w->pad_h = eh / 2;
-    w->pad_w = ew / 2;
-    return CLT_OK;
-  }
-  return clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w);
-}
-
 static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
                                  clt_layer_args *a) {
   clt_err err = {0};
-  clt_graph_node *in = clt_graph_in(g, n, 0);
-  if (in->ndim != 3) {
-    char s[96];
-    return clt_node_fail(g, n, CLT_ERR_SHAPE,
-                         "expects [channels, height, width], but '%s' gives %s",
-                         in->name,
-                         clt_shape_str(in->ndim, in->shape, s, sizeof s));
-  }
   conv_state *s = calloc(1, sizeof *s);
   if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
   n->state = s;
@@ -422,25 +391,25 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
       clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
-  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, &w->stride_h, &w->stride_w));
-  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, &w->dil_h, &w->dil_w));
-  CLT_TRY(get_padding(g, n, a, w));
-  w->C = in->shape[0];
-  w->H = in->shape[1];
-  w->W = in->shape[2];
-  w->OH = clt_window_out(w->H, w->KH, w->pad_h, w->stride_h, w->dil_h);
-  w->OW = clt_window_out(w->W, w->KW, w->pad_w, w->stride_w, w->dil_w);
-  if (w->OH < 1 || w->OW < 1) {
-    char s1[96];
-    return clt_node_fail(g, n, CLT_ERR_SHAPE,
-                         "a %lldx%lld kernel (dilation %lld) with padding "
-                         "%lld does not fit the input %s from '%s'",
-                         (long long)w->KH, (long long)w->KW,
-                         (long long)w->dil_h, (long long)w->pad_h,
-                         clt_shape_str(in->ndim, in->shape, s1, sizeof s1),
-                         in->name);
-  }
+  CLT_TRY(clt_layer_get_conv_window(g, n, a, w));
+  /* groups=: PyTorch's 1 only; its depthwise case is a layer of its own */
+  int64_t groups = 1;
+  if (clt_args_get_int(a, "groups", false, 1, 1, &groups, &err) != CLT_OK)
+    return clt_graph_err(g, &err);
+  if (groups != 1 && groups == w->C && s->filters % w->C == 0)
+    return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                         "groups=%lld (one group a channel) is a depthwise "
+                         "convolution: write 'depthwise_conv2d kernel=%lld "
+                         "multiplier=%lld' (followed by a 1x1 conv2d for a "
+                         "separable one)",
+                         (long long)groups, (long long)w->KH,
+                         (long long)(s->filters / w->C));
+  if (groups != 1)
+    return clt_node_fail(g, n, CLT_ERR_FORMAT,
+                         "groups=%lld: only 1 is supported (and depthwise "
+                         "convolutions, groups equal to the %lld input "
+                         "channels, as depthwise_conv2d)",
+                         (long long)groups, (long long)w->C);
   n->ndim = 3;
   n->shape[0] = s->filters;
   n->shape[1] = w->OH;

@@ -6,7 +6,9 @@
  * and bias (zeros), of the input's shape. The mean and 1 / sqrt(var +
  * eps) of each sample are kept from the forward for the backward. The
  * kernels' layout (a value per work-item, or runs of 16) is measured at
- * compile, forward and backward apart. */
+ * compile, forward and backward apart. A ReLU after it that nothing else
+ * reads is done by its kernels (fused_relu): max(y, 0) on the way out,
+ * and the gradient through it from the output in the backward. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,8 @@ static clt_status ln_run(clt_graph *g, clt_graph_node *n, int64_t batch,
   ln_stats(g, s, &mean, &rstd);
   return clt_ln_forward(g->ctx, n->out, &mean, &rstd,
                         clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
-                        &p[LN_BIAS].value, batch, n->size, s->eps, runs16);
+                        &p[LN_BIAS].value, batch, n->size, s->eps,
+                        n->fused_relu, runs16);
 }
 
 static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
@@ -85,8 +88,9 @@ static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
   clt_tensor mean, rstd;
   ln_stats(g, s, &mean, &rstd);
   return clt_ln_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
-                         n->grad, clt_graph_in(g, n, 0)->out, &mean, &rstd,
-                         &p[LN_WEIGHT].value, batch, n->size, acc, runs16);
+                         n->grad, clt_graph_in(g, n, 0)->out, n->out, &mean,
+                         &rstd, &p[LN_WEIGHT].value, batch, n->size,
+                         n->fused_relu, acc, runs16);
 }
 
 /* Way `way` (1: runs of 16) of the forward, or of the backward (the input
@@ -106,8 +110,8 @@ static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch, count = b * n->size;
   char key[160], shape[64];
-  snprintf(key, sizeof key, "layernorm %lld values, batch %lld",
-           (long long)n->size, (long long)b);
+  snprintf(key, sizeof key, "layernorm %lld values, batch %lld, relu %d",
+           (long long)n->size, (long long)b, n->fused_relu ? 1 : 0);
   snprintf(shape, sizeof shape, "layernorm %lldx%lld", (long long)b,
            (long long)n->size);
   clt_tensor mean, rstd;
@@ -178,4 +182,5 @@ const clt_layer_ops clt_layer_layernorm = {
     .forward = ln_forward,
     .backward = ln_backward,
     .destroy = ln_destroy,
+    .fuses_relu = true,
 };

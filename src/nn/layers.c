@@ -12,13 +12,14 @@ extern const clt_layer_ops clt_layer_input, clt_layer_flatten,
     clt_layer_conv2d, clt_layer_maxpool,
     clt_layer_avgpool, clt_layer_global_avgpool, clt_layer_batchnorm,
     clt_layer_dropout, clt_layer_add, clt_layer_concat, clt_layer_normalize,
-    clt_layer_layernorm;
+    clt_layer_layernorm, clt_layer_depthwise_conv2d;
 
 /* In the order error messages list them: structure, then activations,
  * then losses. */
 static const clt_layer_ops *const layers[] = {
     &clt_layer_input,     &clt_layer_flatten,   &clt_layer_reshape,
-    &clt_layer_dense,     &clt_layer_conv2d,    &clt_layer_maxpool,
+    &clt_layer_dense,     &clt_layer_conv2d,    &clt_layer_depthwise_conv2d,
+    &clt_layer_maxpool,
     &clt_layer_avgpool,   &clt_layer_global_avgpool, &clt_layer_batchnorm,
     &clt_layer_layernorm,
     &clt_layer_dropout,   &clt_layer_add,       &clt_layer_concat,

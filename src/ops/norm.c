@@ -304,13 +304,14 @@ static clt_status ln_fits(clt_context *ctx, const char *what, int64_t D,
 clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                           clt_tensor *rstd, const clt_tensor *x,
                           const clt_tensor *gamma, const clt_tensor *beta,
-                          int64_t N, int64_t D, float eps, bool runs16) {
+                          int64_t N, int64_t D, float eps, bool relu,
+                          bool runs16) {
   CLT_TRY(ln_fits(ctx, "layernorm", D, runs16));
   if (N == 0) return CLT_OK;
   size_t local = ctx->work_group, global = local * (size_t)N;
   return CLT_RUN(ctx, runs16 ? CLT_K_ln_forward16 : CLT_K_ln_forward, 1,
                  &global, &local, KT(y), KT(mean), KT(rstd), KT(x), KT(gamma),
-                 KT(beta), KI(D), KF(eps));
+                 KT(beta), KI(D), KF(eps), KI(relu));
 }
 
 /* (a clt_loop_cost: ln_backward_params's loop over per samples, or
@@ -324,9 +325,11 @@ static int64_t ln_param_loops(int64_t per, const void *arg) {
 clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,
-                           const clt_tensor *mean, const clt_tensor *rstd,
-                           const clt_tensor *gamma, int64_t N, int64_t D,
-                           bool accumulate, bool runs16) {
+                           const clt_tensor *y, const clt_tensor *mean,
+                           const clt_tensor *rstd, const clt_tensor *gamma,
+                           int64_t N, int64_t D, bool relu, bool accumulate,
+                           bool runs16) {
+  const clt_tensor *out = relu ? y : dy; /* not read without relu */
   CLT_TRY(ln_fits(ctx, "layernorm backward", D, runs16));
   if (N == 0) return CLT_OK;
   int64_t per = clt_loop_per(ctx, N, ln_param_loops, &runs16);
@@ -336,12 +339,12 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
     CLT_TRY(CLT_RUN_1D(
         ctx, runs16 ? CLT_K_ln_backward_params16 : CLT_K_ln_backward_params,
         items, KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(rstd),
-        KI(D), KI(n0), KI(n1), KI(n0 > 0)));
+        KT(out), KI(D), KI(relu), KI(n0), KI(n1), KI(n0 > 0)));
   }
   if (!dx) return CLT_OK;
   size_t local = ctx->work_group, global = local * (size_t)N;
   return CLT_RUN(ctx,
                  runs16 ? CLT_K_ln_backward_data16 : CLT_K_ln_backward_data, 1,
                  &global, &local, KT(dx), KT(dy), KT(x), KT(mean), KT(rstd),
-                 KT(gamma), KI(D), KI(accumulate));
+                 KT(gamma), KT(out), KI(D), KI(relu), KI(accumulate));
 }

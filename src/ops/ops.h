@@ -548,17 +548,44 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
  * values a work-group's loops cannot walk within the device's budget
  * (clt_device_loop_cap). runs16: the layout of runs of 16 values with
  * vector loads (cl/norm.cl), else a value per item; the same numbers to
- * float rounding. */
+ * float rounding. relu: a ReLU fused after it, y = max(y, 0) forward, and
+ * backward dy taken as 0 where the forward's output y is not > 0 (y is
+ * read only where relu). */
 clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                           clt_tensor *rstd, const clt_tensor *x,
                           const clt_tensor *gamma, const clt_tensor *beta,
-                          int64_t N, int64_t D, float eps, bool runs16);
+                          int64_t N, int64_t D, float eps, bool relu,
+                          bool runs16);
 clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
                            clt_tensor *dgamma, clt_tensor *dbeta,
                            const clt_tensor *dy, const clt_tensor *x,
-                           const clt_tensor *mean, const clt_tensor *rstd,
-                           const clt_tensor *gamma, int64_t N, int64_t D,
-                           bool accumulate, bool runs16);
+                           const clt_tensor *y, const clt_tensor *mean,
+                           const clt_tensor *rstd, const clt_tensor *gamma,
+                           int64_t N, int64_t D, bool relu, bool accumulate,
+                           bool runs16);
+
+/* Depthwise convolution (cl/depthwise.cl), PyTorch's Conv2d with groups
+ * = win->C: x [N, C, H, W], w [C M, KH, KW], y [N, C M, OH, OW], output
+ * channel o from input channel o / M; bias [C M] or NULL. The backward
+ * writes dw and, where not NULL, db (the sums of dy per channel) and dx
+ * (or adds into it where accumulate). Only the window's sizes, strides,
+ * padding and dilations are read from win. Two layouts, measured by the
+ * layer: a work-item per value (the weight sums a group per weight, in
+ * parts of the batch where the device's loops are capped), or (rows) a
+ * work-item per row or plane, for CPU devices, whose weight gradient
+ * sums each plane into work (clt_dw_work_floats) and then those in order;
+ * rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
+bool clt_dw_rows_fit(const clt_context *ctx, int64_t M, const clt_window *w);
+int64_t clt_dw_work_floats(int64_t N, int64_t M, const clt_window *w);
+clt_status clt_dw_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                          const clt_tensor *w, const clt_tensor *bias,
+                          int64_t N, int64_t M, const clt_window *win,
+                          bool rows);
+clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
+                           clt_tensor *db, const clt_tensor *dy,
+                           const clt_tensor *x, const clt_tensor *w,
+                           int64_t N, int64_t M, const clt_window *win,
+                           bool accumulate, bool rows, clt_tensor *work);
 
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,

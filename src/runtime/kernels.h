@@ -109,6 +109,13 @@
   X(bn_stats_combine, "norm")                                                  \
   X(bn_backward_part, "norm")                                                  \
   X(bn_backward_combine, "norm")                                               \
+  X(dw_forward, "depthwise")                                                   \
+  X(dw_backward_data, "depthwise")                                             \
+  X(dw_backward_weights, "depthwise")                                          \
+  X(dw_forward_rows, "depthwise")                                              \
+  X(dw_backward_data_rows, "depthwise")                                        \
+  X(dw_weights_rows, "depthwise")                                              \
+  X(dw_weights_combine, "depthwise")                                           \
   X(ln_forward, "norm")                                                        \
   X(ln_forward16, "norm")                                                      \
   X(ln_backward_data, "norm")                                                  \

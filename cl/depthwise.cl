@@ -1,0 +1,219 @@
+/* Depthwise convolution (nn/depthwise_conv2d.c), as PyTorch's Conv2d with
+ * groups = in_channels (Keras's DepthwiseConv2D): x [N, C, H, W], w [C M,
+ * KH, KW] (PyTorch's [C M, 1, KH, KW]), y [N, C M, OH, OW]; output channel
+ * o reads input channel o / M alone. Each output takes KH KW taps, so the
+ * products are too small for GEMMs: the kernels compute them directly,
+ * a work-item per value written (neighbouring items on neighbouring
+ * columns: coalesced on a GPU, vectorised across items on a CPU). */
+
+/* Item i: y[i] = bias[o] (0 without) + the window's taps of channel o / M
+ * times w[o]. */
+__kernel void dw_forward(__global float *y, int y_off,
+                         __global const float *x, int x_off,
+                         __global const float *w, int w_off,
+                         __global const float *bias, int bias_off,
+                         int has_bias, int total, int C, int M, int H, int W,
+                         int OH, int OW, int KH, int KW, int sh, int sw,
+                         int ph, int pw, int dil_h, int dil_w) {
+  int i = get_global_id(0);
+  if (i >= total) return;
+  int ox = i % OW, t = i / OW;
+  int oy = t % OH;
+  t /= OH;
+  int F = C * M, o = t % F, n = t / F;
+  __global const float *plane = x + x_off + (n * C + o / M) * H * W;
+  __global const float *taps = w + w_off + o * KH * KW;
+  float acc = has_bias ? bias[bias_off + o] : 0.0f;
+  for (int ky = 0; ky < KH; ky++) {
+    int iy = oy * sh - ph + ky * dil_h;
+    if (iy < 0 || iy >= H) continue;
+    for (int kx = 0; kx < KW; kx++) {
+      int ix = ox * sw - pw + kx * dil_w;
+      if (ix >= 0 && ix < W) acc += plane[iy * W + ix] * taps[ky * KW + kx];
+    }
+  }
+  y[y_off + i] = acc;
+}
+
+/* Item i, an input value (n, c, iy, ix): dx[i] = the sum over channel c's
+ * M outputs and the taps that read it of dy times the tap's weight,
+ * written or (accumulate) added. */
+__kernel void dw_backward_data(__global float *dx, int dx_off,
+                               __global const float *dy, int dy_off,
+                               __global const float *w, int w_off,
+                               int accumulate, int total, int C, int M, int H,
+                               int W, int OH, int OW, int KH, int KW, int sh,
+                               int sw, int ph, int pw, int dil_h, int dil_w) {
+  int i = get_global_id(0);
+  if (i >= total) return;
+  int ix = i % W, t = i / W;
+  int iy = t % H;
+  t /= H;
+  int c = t % C, n = t / C;
+  float acc = 0.0f;
+  for (int m = 0; m < M; m++) {
+    int o = c * M + m;
+    __global const float *g = dy + dy_off + (n * C * M + o) * OH * OW;
+    __global const float *taps = w + w_off + o * KH * KW;
+    for (int ky = 0; ky < KH; ky++) {
+      int sy = iy + ph - ky * dil_h;
+      if (sy < 0 || sy % sh) continue;
+      int oy = sy / sh;
+      if (oy >= OH) continue;
+      for (int kx = 0; kx < KW; kx++) {
+        int sx = ix + pw - kx * dil_w;
+        if (sx < 0 || sx % sw) continue;
+        int ox = sx / sw;
+        if (ox < OW) acc += g[oy * OW + ox] * taps[ky * KW + kx];
+      }
+    }
+  }
+  dx[dx_off + i] = accumulate ? dx[dx_off + i] + acc : acc;
+}
+
+/* Group j, a weight (o, ky, kx): dwt[j] = the sum over samples n0..n1 and
+ * the output positions of dy times the input value the tap read there,
+ * written or (accumulate) added (the launches that cut the batch into
+ * parts where the device's loops are capped add into the first's). The
+ * group's CLT_WG items take the positions lid, lid + CLT_WG, ... */
+__kernel void dw_backward_weights(__global float *dwt, int dwt_off,
+                                  __global const float *dy, int dy_off,
+                                  __global const float *x, int x_off,
+                                  int accumulate, int n0, int n1, int C,
+                                  int M, int H, int W, int OH, int OW,
+                                  int KH, int KW, int sh, int sw, int ph,
+                                  int pw, int dil_h, int dil_w) {
+  __local float scratch[CLT_WG];
+  int j = get_group_id(0), lid = get_local_id(0);
+  int kx = j % KW, t = j / KW;
+  int ky = t % KH, o = t / KH;
+  int c = o / M, P = OH * OW;
+  float s = 0.0f;
+  for (int q = lid; q < (n1 - n0) * P; q += CLT_WG) {
+    int n = n0 + q / P, r = q % P;
+    int iy = (r / OW) * sh - ph + ky * dil_h;
+    int ix = (r % OW) * sw - pw + kx * dil_w;
+    if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+      s += dy[dy_off + (n * C * M + o) * P + r] *
+           x[x_off + ((n * C + c) * H + iy) * W + ix];
+  }
+  s = group_sum(scratch, s);
+  if (lid == 0) dwt[dwt_off + j] = accumulate ? dwt[dwt_off + j] + s : s;
+}
+
+/* The same in rows, shaped for CPU devices (the element kernels' index
+ * work and bounds tests per value left POCL's loops scalar): a work-item
+ * per row of the output (forward), of dx (data gradient), or per (sample,
+ * output channel) plane (the weight gradient's partial sums), its taps
+ * outer and the columns inner, over the columns where the tap reads
+ * inside the row (DW_COLS), so the inner loops carry no tests. */
+
+/* The output columns lo..hi-1 whose tap kx reads inside a row of W. */
+#define DW_COLS(kx, lo, hi)                                                   \
+  int off_ = (kx) * dil_w - pw;                                               \
+  int lo = off_ < 0 ? (-off_ + sw - 1) / sw : 0;                              \
+  int hi = W - 1 - off_ < 0 ? 0 : (W - 1 - off_) / sw + 1;                    \
+  if (hi > OW) hi = OW
+
+/* Item r, an output row (n, o, oy): y's row = bias + each tap's weight
+ * times the input row it reads. */
+__kernel void dw_forward_rows(__global float *y, int y_off,
+                              __global const float *x, int x_off,
+                              __global const float *w, int w_off,
+                              __global const float *bias, int bias_off,
+                              int has_bias, int rows, int C, int M, int H,
+                              int W, int OH, int OW, int KH, int KW, int sh,
+                              int sw, int ph, int pw, int dil_h, int dil_w) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  int oy = r % OH, t = r / OH;
+  int F = C * M, o = t % F, n = t / F;
+  __global const float *plane = x + x_off + (n * C + o / M) * H * W;
+  __global const float *taps = w + w_off + o * KH * KW;
+  __global float *out = y + y_off + r * OW;
+  float b = has_bias ? bias[bias_off + o] : 0.0f;
+  for (int ox = 0; ox < OW; ox++) out[ox] = b;
+  for (int ky = 0; ky < KH; ky++) {
+    int iy = oy * sh - ph + ky * dil_h;
+    if (iy < 0 || iy >= H) continue;
+    __global const float *row = plane + iy * W;
+    for (int kx = 0; kx < KW; kx++) {
+      float wv = taps[ky * KW + kx];
+      DW_COLS(kx, lo, hi);
+      for (int ox = lo; ox < hi; ox++) out[ox] += wv * row[ox * sw + off_];
+    }
+  }
+}
+
+/* Item r, a row of dx (n, c, iy): the sum over channel c's M outputs and
+ * the taps whose rows read it of dy's row times the weight, scattered to
+ * the columns each output column read; written or (accumulate) added. */
+__kernel void dw_backward_data_rows(__global float *dx, int dx_off,
+                                    __global const float *dy, int dy_off,
+                                    __global const float *w, int w_off,
+                                    int accumulate, int rows, int C, int M,
+                                    int H, int W, int OH, int OW, int KH,
+                                    int KW, int sh, int sw, int ph, int pw,
+                                    int dil_h, int dil_w) {
+  int r = get_global_id(0);
+  if (r >= rows) return;
+  int iy = r % H, t = r / H;
+  int c = t % C, n = t / C;
+  __global float *out = dx + dx_off + r * W;
+  if (!accumulate)
+    for (int ix = 0; ix < W; ix++) out[ix] = 0.0f;
+  for (int m = 0; m < M; m++) {
+    int o = c * M + m;
+    __global const float *g = dy + dy_off + (n * C * M + o) * OH * OW;
+    __global const float *taps = w + w_off + o * KH * KW;
+    for (int ky = 0; ky < KH; ky++) {
+      int sy = iy + ph - ky * dil_h;
+      if (sy < 0 || sy % sh || sy / sh >= OH) continue;
+      __global const float *grow = g + (sy / sh) * OW;
+      for (int kx = 0; kx < KW; kx++) {
+        float wv = taps[ky * KW + kx];
+        DW_COLS(kx, lo, hi);
+        for (int ox = lo; ox < hi; ox++) out[ox * sw + off_] += wv * grow[ox];
+      }
+    }
+  }
+}
+
+/* Item p, a plane (n, o): part[p, tap] = the sum over the plane of dy
+ * times the input value the tap read, for each of its KH KW taps. */
+__kernel void dw_weights_rows(__global float *part, int part_off,
+                              __global const float *dy, int dy_off,
+                              __global const float *x, int x_off, int planes,
+                              int C, int M, int H, int W, int OH, int OW,
+                              int KH, int KW, int sh, int sw, int ph, int pw,
+                              int dil_h, int dil_w) {
+  int p = get_global_id(0);
+  if (p >= planes) return;
+  int F = C * M, o = p % F, n = p / F;
+  __global const float *plane = x + x_off + (n * C + o / M) * H * W;
+  __global const float *g = dy + dy_off + p * OH * OW;
+  for (int ky = 0; ky < KH; ky++)
+    for (int kx = 0; kx < KW; kx++) {
+      DW_COLS(kx, lo, hi);
+      float s = 0.0f;
+      for (int oy = 0; oy < OH; oy++) {
+        int iy = oy * sh - ph + ky * dil_h;
+        if (iy < 0 || iy >= H) continue;
+        __global const float *row = plane + iy * W, *grow = g + oy * OW;
+        for (int ox = lo; ox < hi; ox++) s += grow[ox] * row[ox * sw + off_];
+      }
+      part[part_off + p * KH * KW + ky * KW + kx] = s;
+    }
+}
+
+/* Item j, a weight (o, tap): dwt[j] = the sum of the N planes' partial
+ * sums of it, in order of the samples. */
+__kernel void dw_weights_combine(__global float *dwt, int dwt_off,
+                                 __global const float *part, int part_off,
+                                 int N, int F, int KK) {
+  int j = get_global_id(0);
+  if (j >= F * KK) return;
+  float s = 0.0f;
+  for (int n = 0; n < N; n++) s += part[part_off + n * F * KK + j];
+  dwt[dwt_off + j] = s;
+}

@@ -1,0 +1,190 @@
+/* depthwise_conv2d kernel=K[xK] [multiplier=1] [stride=S]
+ *                  [padding=P|same|valid] [dilation=D] [bias=true]
+ *                  [init=glorot|he] [activation=...]
+ * Keras's DepthwiseConv2D (depth_multiplier), PyTorch's Conv2d with
+ * groups = in_channels and out_channels = multiplier * in_channels:
+ * every input channel c convolved on its own by `multiplier` filters,
+ * output channel c * multiplier + m. NCHW; weight [C M, 1, KH, KW] and
+ * bias [C M] as PyTorch's. A 1x1 conv2d after it makes the separable
+ * convolution of MobileNet and Xception. The products are too small for
+ * GEMMs (KH KW taps an output): the kernels compute them directly
+ * (ops/depthwise.c), a work-item per value or per row, the layout
+ * measured at compile, forward and backward apart. Glorot and He take the
+ * window's own fans: KH KW inputs an output, multiplier KH KW outputs an
+ * input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+static const char *const keys[] = {
+    "kernel", "multiplier", "stride", "padding", "dilation", "bias", "init",
+    "activation", "name", "input", "inputs", NULL};
+static const char *const inits[] = {"glorot", "he", NULL};
+
+typedef struct dw_state {
+  clt_window w;
+  int64_t M;
+  bool bias;
+  bool fwd_rows, bwd_rows; /* the layouts chosen */
+  clt_tensor *work; /* the rows' weight gradient partial sums (graph's) */
+} dw_state;
+
+static clt_status dw_configure(clt_graph *g, clt_graph_node *n,
+                               clt_layer_args *a) {
+  clt_err err = {0};
+  dw_state *s = calloc(1, sizeof *s);
+  if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
+  n->state = s;
+  int init = 0;
+  if (clt_args_get_int(a, "multiplier", false, 1, 1, &s->M, &err) !=
+          CLT_OK ||
+      clt_args_get_bool(a, "bias", true, &s->bias, &err) != CLT_OK ||
+      clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
+          CLT_OK)
+    return clt_graph_err(g, &err);
+  clt_window *w = &s->w;
+  CLT_TRY(clt_layer_get_conv_window(g, n, a, w));
+  int64_t F = w->C * s->M;
+  n->ndim = 3;
+  n->shape[0] = F;
+  n->shape[1] = w->OH;
+  n->shape[2] = w->OW;
+  int64_t wshape[4] = {F, 1, w->KH, w->KW};
+  clt_param *p = clt_node_add_param(n, "weight", 4, wshape);
+  if (!p) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "parameters");
+  p->init = CLT_INIT_UNIFORM;
+  p->bound = clt_init_bound(init, w->KH * w->KW, s->M * w->KH * w->KW);
+  if (s->bias && !clt_node_add_param(n, "bias", 1, &F))
+    return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "parameters");
+  return CLT_OK;
+}
+
+static clt_status dw_reserve(clt_graph *g, clt_graph_node *n) {
+  dw_state *s = n->state;
+  return clt_graph_workspace(g, n, CLT_F32,
+                             clt_dw_work_floats(g->max_batch, s->M, &s->w),
+                             CLT_LIVE_BACKWARD, &s->work);
+}
+
+static clt_status dw_run(clt_graph *g, clt_graph_node *n, int64_t batch,
+                         bool rows) {
+  dw_state *s = n->state;
+  return clt_dw_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
+                        &n->params[0].value,
+                        s->bias ? &n->params[1].value : NULL, batch, s->M,
+                        &s->w, rows);
+}
+
+static clt_status dw_run_backward(clt_graph *g, clt_graph_node *n,
+                                  int64_t batch, clt_tensor *dx, bool acc,
+                                  bool rows) {
+  dw_state *s = n->state;
+  return clt_dw_backward(g->ctx, dx, &n->params[0].grad,
+                         s->bias ? &n->params[1].grad : NULL, n->grad,
+                         clt_graph_in(g, n, 0)->out, &n->params[0].value,
+                         batch, s->M, &s->w, acc, rows, s->work);
+}
+
+typedef struct dw_work {
+  clt_graph *g;
+  clt_graph_node *n;
+  bool backward;
+} dw_work;
+
+/* Way `way` (1: per row) of the forward, or of the backward (the input
+ * gradient written, not added), at the compiled batch. */
+static clt_status run_dw_way(void *user, int way) {
+  dw_work *w = user;
+  if (!w->backward) return dw_run(w->g, w->n, w->g->max_batch, way == 1);
+  return dw_run_backward(w->g, w->n, w->g->max_batch,
+                         clt_graph_in(w->g, w->n, 0)->grad, false, way == 1);
+}
+
+/* Picks the layouts (issue 8's kernels laid out for the device): the
+ * forward on fixed inputs, then the backward on fixed output gradients;
+ * rows only where their loops fit the device's limit. */
+static clt_status dw_compile(clt_graph *g, clt_graph_node *n) {
+  dw_state *s = n->state;
+  const clt_window *w = &s->w;
+  clt_graph_node *in = clt_graph_in(g, n, 0);
+  int64_t b = g->max_batch;
+  char key[200], shape[96];
+  snprintf(key, sizeof key,
+           "depthwise %lldx%lldx%lld k%lldx%lld s%lldx%lld p%lldx%lld "
+           "d%lldx%lld x%lld bias %d, batch %lld",
+           (long long)w->C, (long long)w->H, (long long)w->W,
+           (long long)w->KH, (long long)w->KW, (long long)w->stride_h,
+           (long long)w->stride_w, (long long)w->pad_h, (long long)w->pad_w,
+           (long long)w->dil_h, (long long)w->dil_w, (long long)s->M,
+           s->bias ? 1 : 0, (long long)b);
+  snprintf(shape, sizeof shape, "depthwise %lldx%lldx%lld k%lld",
+           (long long)(b * w->C * s->M), (long long)w->OH, (long long)w->OW,
+           (long long)w->KH);
+  bool skip[2] = {false, !clt_dw_rows_fit(g->ctx, s->M, w)};
+  clt_tensor out = clt_tensor_slice_1d(n->out, 0, b * n->size);
+  dw_work dw = {g, n, false};
+  clt_graph_ways ways = {
+      .what = "layout",
+      .shape = shape,
+      .m = w->C * s->M,
+      .n = b * w->OH * w->OW,
+      .k = w->KH * w->KW,
+      .key = key,
+      .flops = 2.0 * (double)(b * n->size) * (double)(w->KH * w->KW),
+      .names = {"per element", "per row"},
+      .work = {.count = 2, .skip = skip, .run = run_dw_way, .user = &dw,
+               .check_count = 1}};
+  ways.work.checks[0] = &out;
+  bool measuring = clt_graph_plans_measure(g);
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, in->out));
+  int chosen = 0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->fwd_rows = chosen == 1 && !skip[1];
+  s->bwd_rows = false;
+  if (!n->grad) return CLT_OK;
+  if (measuring) CLT_TRY(clt_graph_plan_fill(g, n->grad));
+  dw.backward = true;
+  clt_tensor dx;
+  int c = 0;
+  if (in->grad) {
+    dx = clt_tensor_slice_1d(in->grad, 0, b * in->size);
+    ways.work.checks[c++] = &dx;
+  }
+  ways.work.checks[c++] = &n->params[0].grad;
+  if (s->bias) ways.work.checks[c++] = &n->params[1].grad;
+  ways.work.check_count = c;
+  ways.what = "backward layout";
+  ways.flops *= in->grad ? 2.0 : 1.0;
+  CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
+  s->bwd_rows = chosen == 1 && !skip[1];
+  return CLT_OK;
+}
+
+static clt_status dw_forward(clt_graph *g, clt_graph_node *n) {
+  dw_state *s = n->state;
+  return dw_run(g, n, g->batch, s->fwd_rows);
+}
+
+static clt_status dw_backward(clt_graph *g, clt_graph_node *n) {
+  dw_state *s = n->state;
+  bool acc = false;
+  clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
+  return dw_run_backward(g, n, g->batch, dx, acc, s->bwd_rows);
+}
+
+static void dw_destroy(clt_graph_node *n) { free(n->state); }
+
+const clt_layer_ops clt_layer_depthwise_conv2d = {
+    .type = "depthwise_conv2d",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .option_keys = keys,
+    .configure = dw_configure,
+    .reserve = dw_reserve,
+    .compile = dw_compile,
+    .forward = dw_forward,
+    .backward = dw_backward,
+    .destroy = dw_destroy,
+};

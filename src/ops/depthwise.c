@@ -1,0 +1,128 @@
+/* Depthwise convolution (cl/depthwise.cl). */
+#include "ops/ops.h"
+
+/* The window's fields as the kernels take them, after their own. */
+#define DW_WINDOW(w)                                                          \
+  KI((w)->H), KI((w)->W), KI((w)->OH), KI((w)->OW), KI((w)->KH),              \
+      KI((w)->KW), KI((w)->stride_h), KI((w)->stride_w), KI((w)->pad_h),      \
+      KI((w)->pad_w), KI((w)->dil_h), KI((w)->dil_w)
+
+/* The rows kernels' loops (every iteration of every loop, as llvmpipe
+ * counts them): the forward's row, the data gradient's, the weight
+ * gradient's plane; the largest. */
+static int64_t rows_loops(int64_t M, const clt_window *w) {
+  int64_t kk = w->KH * w->KW;
+  int64_t fwd = w->OW + kk * (w->OW + 2) + w->KH;
+  int64_t bwd = w->W + M * (kk * (w->OW + 2) + w->KH);
+  int64_t wgt = kk * (w->OH * (w->OW + 2) + 1);
+  int64_t most = fwd > bwd ? fwd : bwd;
+  return wgt > most ? wgt : most;
+}
+
+bool clt_dw_rows_fit(const clt_context *ctx, int64_t M, const clt_window *w) {
+  return rows_loops(M, w) <= ctx->loop_limit;
+}
+
+int64_t clt_dw_work_floats(int64_t N, int64_t M, const clt_window *w) {
+  return N * w->C * M * w->KH * w->KW;
+}
+
+/* CLT_ERR_UNSUPPORTED where the rows kernels' loops pass the limit. */
+static clt_status rows_check(clt_context *ctx, int64_t M,
+                             const clt_window *w) {
+  if (clt_dw_rows_fit(ctx, M, w)) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "depthwise convolution in rows: %lldx%lld images with "
+                      "a %lldx%lld window take %lld loop iterations a "
+                      "work-item, more than %lld (the kernels of a "
+                      "work-item per value run it)",
+                      (long long)w->H, (long long)w->W, (long long)w->KH,
+                      (long long)w->KW, (long long)rows_loops(M, w),
+                      (long long)ctx->loop_limit);
+}
+
+clt_status clt_dw_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
+                          const clt_tensor *w, const clt_tensor *bias,
+                          int64_t N, int64_t M, const clt_window *win,
+                          bool rows) {
+  int64_t total = N * win->C * M * win->OH * win->OW;
+  if (total == 0) return CLT_OK;
+  if (rows) {
+    CLT_TRY(rows_check(ctx, M, win));
+    int64_t n_rows = N * win->C * M * win->OH;
+    return CLT_RUN_1D(ctx, CLT_K_dw_forward_rows, (size_t)n_rows, KT(y),
+                      KT(x), KT(w), KT(bias ? bias : w), KI(bias != NULL),
+                      KI(n_rows), KI(win->C), KI(M), DW_WINDOW(win));
+  }
+  /* w stands in for the bias where there is none (not read) */
+  return CLT_RUN_1D(ctx, CLT_K_dw_forward, (size_t)total, KT(y), KT(x), KT(w),
+                    KT(bias ? bias : w), KI(bias != NULL), KI(total),
+                    KI(win->C), KI(M), DW_WINDOW(win));
+}
+
+/* (a clt_loop_cost: dw_backward_weights's loop over per samples' output
+ * positions, CLT_WG items sharing them, and the group sum) */
+typedef struct dw_loops {
+  int64_t positions, items;
+} dw_loops;
+static int64_t dw_weight_loops(int64_t per, const void *arg) {
+  const dw_loops *l = arg;
+  return (per * l->positions + l->items - 1) / l->items + 64;
+}
+
+/* The rows way of the backward (clt_dw_backward's, past db). */
+static clt_status backward_rows(clt_context *ctx, clt_tensor *dx,
+                                clt_tensor *dw, const clt_tensor *dy,
+                                const clt_tensor *x, const clt_tensor *w,
+                                int64_t N, int64_t M, const clt_window *win,
+                                bool accumulate, clt_tensor *work) {
+  CLT_TRY(rows_check(ctx, M, win));
+  int64_t F = win->C * M, kk = win->KH * win->KW;
+  int64_t need = clt_dw_work_floats(N, M, win);
+  if (!work || clt_tensor_numel(work) < need)
+    return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                        "depthwise convolution in rows: the weight "
+                        "gradient needs a workspace of %lld floats, given "
+                        "%lld",
+                        (long long)need,
+                        (long long)(work ? clt_tensor_numel(work) : 0));
+  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_rows, (size_t)(N * F), KT(work),
+                     KT(dy), KT(x), KI(N * F), KI(win->C), KI(M),
+                     DW_WINDOW(win)));
+  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_combine, (size_t)(F * kk), KT(dw),
+                     KT(work), KI(N), KI(F), KI(kk)));
+  if (!dx) return CLT_OK;
+  int64_t n_rows = N * win->C * win->H;
+  return CLT_RUN_1D(ctx, CLT_K_dw_backward_data_rows, (size_t)n_rows, KT(dx),
+                    KT(dy), KT(w), KI(accumulate), KI(n_rows), KI(win->C),
+                    KI(M), DW_WINDOW(win));
+}
+
+clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
+                           clt_tensor *db, const clt_tensor *dy,
+                           const clt_tensor *x, const clt_tensor *w,
+                           int64_t N, int64_t M, const clt_window *win,
+                           bool accumulate, bool rows, clt_tensor *work) {
+  int64_t F = win->C * M;
+  if (N == 0) return CLT_OK;
+  if (db)
+    CLT_TRY(clt_sum_channels_forward(ctx, db, dy, N, F, win->OH * win->OW,
+                                     false));
+  if (rows)
+    return backward_rows(ctx, dx, dw, dy, x, w, N, M, win, accumulate, work);
+  dw_loops loops = {win->OH * win->OW, (int64_t)ctx->work_group};
+  int64_t per = clt_loop_per(ctx, N, dw_weight_loops, &loops);
+  size_t local = ctx->work_group;
+  size_t global = local * (size_t)(F * win->KH * win->KW);
+  for (int64_t n0 = 0; n0 < N; n0 += per) {
+    int64_t n1 = n0 + per < N ? n0 + per : N;
+    CLT_TRY(CLT_RUN(ctx, CLT_K_dw_backward_weights, 1, &global, &local,
+                    KT(dw), KT(dy), KT(x), KI(n0 > 0), KI(n0), KI(n1),
+                    KI(win->C), KI(M), DW_WINDOW(win)));
+  }
+  if (!dx) return CLT_OK;
+  int64_t total = N * win->C * win->H * win->W;
+  return CLT_RUN_1D(ctx, CLT_K_dw_backward_data, (size_t)total, KT(dx),
+                    KT(dy), KT(w), KI(accumulate), KI(total), KI(win->C),
+                    KI(M), DW_WINDOW(win));
+}
