@@ -345,6 +345,7 @@ static void train_ln_fusion(bool fuse, const char *way,
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(LN_FUSABLE, &g));
   g->test_way_name = way;
+  g->save_f16_option = fuse ? 1 : 0; /* as train_fusion: both kinds */
   ck_assert_ok(clt_graph_set_precision(g, precision));
   ck_assert_ok(clt_graph_compile(g, 16, 7));
   test_setenv("CLT_FUSE", NULL);

@@ -45,6 +45,11 @@
 #          torch.no_grad()), then the CNN and the ResNet at 64 with
 #          --profile-by layer, then both ResNets at 256 in mixed
 #          precision next to --infer --amp (autocast)
+#   layers (not in the default list; about a minute) the layers of
+#          2026-12-05 on the GPU: test_ops' depthwise and layernorm cases,
+#          then tune of the separable sample (the depthwise layouts chosen:
+#          a work-item per value or per row) and bench train of it at 64 and
+#          256 next to torch_train.py --model separable (Conv2d groups=C)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
@@ -261,6 +266,17 @@ part_infer() {
   done
 }
 
+part_layers() {
+  CK_RUN_CASE=depthwise CLT_DEVICE=nvidia run test_ops
+  CK_RUN_CASE=layernorm CLT_DEVICE=nvidia run test_ops
+  run cltrain tune samples/fashion_separable.model --batch 64 "${dev[@]}"
+  local b
+  for b in 64 256; do
+    run "${torch[@]}" --model separable --batch "$b" --steps 50
+    run cltrain bench train samples/fashion_separable.model --batch "$b" --steps 50 --profile "${dev[@]}"
+  done
+}
+
 # The fp16 GEMM's tile configurations and 3xTF32's on their own (issue
 # 11's and issue 8's GEMM targets): selftest (every configuration against the host; the rewritten
 # wgmma programs' PTX and verbose build logs kept by CLT_PTX_DUMP, their
@@ -385,7 +401,7 @@ part_probe() {
 status=0
 for p in "${parts[@]}"; do
   if ! declare -F "part_$p" >/dev/null; then
-    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train infer mixed mpi ab probe wgmma pack accuracy threads)" >&2
+    echo "gpu_session.sh: no part '$p' (check gemm clbtune plans train infer layers mixed mpi ab probe wgmma pack accuracy threads)" >&2
     exit 2
   fi
   echo "=== $p ($(date -u +%H:%M:%S))"

@@ -13,6 +13,10 @@ Trains the same three models as the cltrain samples, on the CPU or (with
        with a strided 1x1 projection), global average pooling, Linear(32,10)
   resnet_wide: samples/fashion_resnet_wide.model: the same with 64 and
        128 channels
+  separable: samples/fashion_separable.model: a 32-channel stem, then two
+       depthwise separable blocks (Conv2d(groups=C) 3x3, then 1x1, each
+       with batch norm and ReLU; a max pooling between), global average
+       pooling, Linear(128,10)
 
 with Adam (lr 1e-3) and cross-entropy. --amp trains in mixed precision
 instead (torch.autocast to fp16 and a GradScaler, the counterpart of
@@ -101,6 +105,21 @@ def build_model(name):
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
             nn.Linear(b, 10),
+        )
+    if name == "separable":
+        def bn_relu(c):
+            return [nn.BatchNorm2d(c), nn.ReLU()]
+
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1, bias=False), *bn_relu(32),
+            nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False), *bn_relu(32),
+            nn.Conv2d(32, 64, 1, bias=False), *bn_relu(64),
+            nn.MaxPool2d(2),  # 28 -> 14
+            nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), *bn_relu(64),
+            nn.Conv2d(64, 128, 1, bias=False), *bn_relu(128),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(128, 10),
         )
     if name == "mlp":
         return nn.Sequential(
@@ -315,7 +334,7 @@ def non_negative_int(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide"],
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide", "separable"],
                    default="mlp")
     p.add_argument("--amp", action="store_true",
                    help="mixed precision: autocast to fp16 and a GradScaler (CUDA)")

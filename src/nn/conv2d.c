@@ -376,7 +376,6 @@ static clt_status backward_implicit(clt_graph *g, const conv_state *s,
                                  b, f, &s->w, io->acc, io->round);
 }
 
-/* padding=N, HxW, "valid" (0) or "same" (stride 1, odd kernels). */
 static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
                                  clt_layer_args *a) {
   clt_err err = {0};
