@@ -656,10 +656,11 @@ CLT_API void clt_graph_destroy(clt_graph *g);
  * reads (n_inputs 0 means the last node added). The output shape is
  * inferred now; a shape that does not fit is CLT_ERR_SHAPE naming the node
  * and both shapes. Layer types: input, flatten, reshape, dense, conv2d,
- * maxpool, avgpool, global_avgpool, batchnorm, layernorm, dropout, add,
- * concat, normalize, relu, leaky_relu, sigmoid, tanh, gelu, silu (swish),
- * elu, softplus, softmax, softmax_cross_entropy, sigmoid_cross_entropy,
- * mse, mae, huber (README "Model files" gives their options). */
+ * depthwise_conv2d, maxpool, avgpool, global_avgpool, global_maxpool,
+ * batchnorm, layernorm, dropout, add, concat, normalize, relu, leaky_relu,
+ * sigmoid, tanh, gelu, silu (swish), elu, softplus, softmax,
+ * softmax_cross_entropy, sigmoid_cross_entropy, mse, mae, huber (README
+ * "Model files" gives their options). */
 CLT_API clt_status clt_graph_add(clt_graph *g, const char *type,
                                  const char *name, const clt_node *inputs,
                                  int n_inputs, const char *options,

@@ -5,7 +5,8 @@ Layers checked against PyTorch end to end: a model with layer
 normalisation (over a conv layer's whole [C, H, W] output, PyTorch's
 nn.LayerNorm([C, H, W]), its ReLU fused into it, and over a dense layer's
 features, with another eps) and a depthwise convolution (Conv2d with
-groups = channels, a multiplier of 2, stride 2) starts from random
+groups = channels, a multiplier of 2, stride 2) and a global max pooling
+(torch.amax over each plane) starts from random
 weights written here (the LayerNorm scales and shifts random too, not
 ones and zeros), trains one SGD step on 24 CSV rows in cltrain, and the
 same step is taken in PyTorch: every weight after it, and predict's
@@ -32,7 +33,7 @@ layernorm name=ln1
 relu
 depthwise_conv2d name=dw kernel=3 multiplier=2 stride=2 padding=1
 tanh
-flatten
+global_maxpool
 dense name=fc1 units=8
 layernorm name=ln2 eps=0.001
 tanh
@@ -47,14 +48,14 @@ class Net(nn.Module):
         self.conv = nn.Conv2d(2, 3, 3, padding=1)
         self.ln1 = nn.LayerNorm([3, 4, 4])
         self.dw = nn.Conv2d(3, 6, 3, stride=2, padding=1, groups=3)
-        self.fc1 = nn.Linear(24, 8)
+        self.fc1 = nn.Linear(6, 8)
         self.ln2 = nn.LayerNorm(8, eps=0.001)
         self.fc2 = nn.Linear(8, 3)
 
     def forward(self, x):
         x = torch.relu(self.ln1(self.conv(x)))
-        x = torch.tanh(self.dw(x))
-        x = torch.tanh(self.ln2(self.fc1(x.flatten(1))))
+        x = torch.amax(torch.tanh(self.dw(x)), dim=(2, 3))
+        x = torch.tanh(self.ln2(self.fc1(x)))
         return self.fc2(x)
 
 
@@ -154,5 +155,5 @@ assert ours_p.shape == p.shape, (ours_p.shape, p.shape)
 d = np.abs(ours_p - p).max()
 print("predict: probabilities differ by at most %.2g" % d)
 assert d < 1e-5, d
-print("layernorm, depthwise_conv2d: one SGD step and the predictions as "
-      "PyTorch's")
+print("layernorm, depthwise_conv2d, global_maxpool: one SGD step and the "
+      "predictions as PyTorch's")

@@ -139,6 +139,19 @@ START_TEST(test_fd_layernorm) {
 }
 END_TEST
 
+/* Global max pooling (the window the whole plane), in every max pooling
+ * layout. */
+START_TEST(test_fd_global_maxpool) {
+  const char *model = "input shape=2x5x6\n"
+                      "conv2d filters=3 kernel=3 padding=1\n"
+                      "global_maxpool\ndense units=3\n"
+                      "softmax_cross_entropy\n";
+  check_conv_gradients(model, 3);
+  check_gradients_named(model, 3, false, 0, "per row");
+  check_gradients_named(model, 3, false, 0, "per element");
+}
+END_TEST
+
 START_TEST(test_fd_residual_and_concat) {
   check_conv_gradients("input shape=2x5x5\n"
                        "conv2d name=c1 filters=3 kernel=3 padding=1\n"
@@ -996,6 +1009,7 @@ static Suite *layers_suite(void) {
   tcase_add_test(fd, test_fd_batchnorm_1d);
   tcase_add_test(fd, test_fd_layernorm);
   tcase_add_test(fd, test_fd_depthwise);
+  tcase_add_test(fd, test_fd_global_maxpool);
   tcase_add_test(fd, test_fd_residual_and_concat);
   tcase_add_test(fd, test_fd_class_weights);
   suite_add_tcase(s, fd);

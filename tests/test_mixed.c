@@ -215,13 +215,14 @@ START_TEST(mixed_layernorm) {
 }
 END_TEST
 
-/* A separable block: depthwise (a multiplier of 2, stride 2), then 1x1. */
+/* A separable block: depthwise (a multiplier of 2, stride 2), then 1x1;
+ * a global max pooling. */
 START_TEST(mixed_depthwise) {
   compare_mixed("input shape=3x9x7\n"
                 "depthwise_conv2d kernel=3 multiplier=2 stride=2 padding=1\n"
                 "relu\nconv2d filters=4 kernel=1\n"
                 "depthwise_conv2d kernel=3 padding=same dilation=1\n"
-                "flatten\ndense units=4\nsoftmax_cross_entropy\n",
+                "global_maxpool\ndense units=4\nsoftmax_cross_entropy\n",
                 3, false);
 }
 END_TEST

@@ -1,5 +1,7 @@
 /* maxpool / avgpool kernel=K[xK] [stride=S (default K)] [padding=P], and
- * global_avgpool (output [channels], as Keras's GlobalAveragePooling2D). */
+ * global_avgpool and global_maxpool (output [channels], as Keras's
+ * GlobalAveragePooling2D and GlobalMaxPooling2D): the window the whole
+ * plane. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,8 @@ static clt_status pool_input(clt_graph *g, clt_graph_node *n, pool_state **s) {
   (*s)->w.H = in->shape[1];
   (*s)->w.W = in->shape[2];
   (*s)->w.dil_h = (*s)->w.dil_w = 1;
-  (*s)->is_max = !strcmp(n->ops->type, "maxpool");
+  (*s)->is_max = !strcmp(n->ops->type, "maxpool") ||
+                 !strcmp(n->ops->type, "global_maxpool");
   return CLT_OK;
 }
 
@@ -214,4 +217,6 @@ static void pool_destroy(clt_graph_node *n) { free(n->state); }
 POOL_LAYER(clt_layer_maxpool, "maxpool", keys, pool_configure)
 POOL_LAYER(clt_layer_avgpool, "avgpool", keys, pool_configure)
 POOL_LAYER(clt_layer_global_avgpool, "global_avgpool", global_keys,
+           global_configure)
+POOL_LAYER(clt_layer_global_maxpool, "global_maxpool", global_keys,
            global_configure)
