@@ -948,6 +948,23 @@ START_TEST(test_norm_and_depthwise_lines) {
        CLT_ERR_FORMAT, "only 1 is supported"},
       {"input shape=4\nlayernorm eps=0\n", CLT_ERR_FORMAT,
        "eps must be positive"},
+      /* sizes past a tensor's 2^31 elements, or whose products overflow
+       * (they crashed at compile) */
+      {"input shape=3x8x8\ndepthwise_conv2d kernel=3 "
+       "multiplier=9223372036854775807\n",
+       CLT_ERR_SHAPE, "multiplier=9223372036854775807: more than 2^31 - 1"},
+      {"input shape=3x8x8\ndepthwise_conv2d kernel=3 "
+       "multiplier=1000000000\n",
+       CLT_ERR_SHAPE, "[3000000000, 6, 6] holds more than 2^31 values"},
+      {"input shape=3x8x8\nconv2d filters=9223372036854775807 kernel=3\n",
+       CLT_ERR_SHAPE, "filters=9223372036854775807: more than 2^31 - 1"},
+      {"input shape=3x3x3\nconv2d filters=100000000 kernel=3\n",
+       CLT_ERR_SHAPE,
+       "its parameter 'weight' [100000000, 3, 3, 3] holds more than 2^31"},
+      {"input shape=4\ndense units=4611686018427387904\n", CLT_ERR_SHAPE,
+       "units=4611686018427387904: more than 2^31 - 1"},
+      {"input shape=400000\ndense units=100000\n", CLT_ERR_SHAPE,
+       "its parameter 'weight' [100000, 400000] holds more than 2^31"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_int_eq(graph_from_text(bad[i].model, &g), bad[i].status);

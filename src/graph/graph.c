@@ -133,6 +133,14 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
   return CLT_OK;
 }
 
+clt_status clt_layer_check_count(clt_graph *g, clt_graph_node *n,
+                                 const char *key, int64_t value) {
+  if (value <= INT32_MAX) return CLT_OK;
+  return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                       "%s=%lld: more than 2^31 - 1, what a tensor holds",
+                       key, (long long)value);
+}
+
 /* padding=N, HxW, same or valid into w (its window and dilation read). */
 static clt_status get_padding(clt_graph *g, clt_graph_node *n,
                               clt_layer_args *a, clt_window *w) {
@@ -331,6 +339,41 @@ static clt_status check_option_names(clt_graph *g, clt_layer_args *a,
   return st == CLT_OK ? CLT_OK : clt_graph_err(g, &err);
 }
 
+/* The product of shape[0..ndim) into *out, false where a dimension is
+ * not positive or the product passes what a tensor holds (2^31 elements:
+ * the kernels index with int; tensor.c refuses more). */
+static bool elements_fit(int ndim, const int64_t *shape, int64_t *out) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 1 || n > INT32_MAX / shape[i]) return false;
+    n *= shape[i];
+  }
+  *out = n;
+  return true;
+}
+
+/* n's output size (n->size, per sample) and its parameters' counts, each
+ * within what a tensor holds: a line with absurd sizes (filters or a
+ * multiplier of 10^18) is an error naming the layer here, where the
+ * products would otherwise overflow into a crash at compile. */
+static clt_status check_layer_sizes(clt_graph *g, clt_graph_node *n) {
+  char s[96];
+  if (!elements_fit(n->ndim, n->shape, &n->size))
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "its output %s holds more than 2^31 values a sample",
+                         clt_shape_str(n->ndim, n->shape, s, sizeof s));
+  for (int k = 0; k < n->n_params; k++) {
+    clt_param *p = &n->params[k];
+    if (!elements_fit(p->ndim, p->shape, &p->numel))
+      return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                           "its parameter '%s' %s holds more than 2^31 "
+                           "values",
+                           p->suffix,
+                           clt_shape_str(p->ndim, p->shape, s, sizeof s));
+  }
+  return CLT_OK;
+}
+
 /* Indexed by clt_activation, then the choices that are no kind. */
 static const char *const activation_names[] = {
     "relu", "leaky_relu", "sigmoid", "tanh",  "gelu",    "silu",
@@ -385,8 +428,11 @@ clt_status clt_graph_add_args(clt_graph *g, clt_layer_args *a, const char *name,
     if (ops->destroy) ops->destroy(n);
     return st;
   }
-  n->size = 1;
-  for (int i = 0; i < n->ndim; i++) n->size *= n->shape[i];
+  st = check_layer_sizes(g, n);
+  if (st != CLT_OK) {
+    if (ops->destroy) ops->destroy(n);
+    return st;
+  }
   g->n_nodes++;
   if (ops->min_inputs == 0) g->input_node = n->index;
   if (n->is_loss) g->loss_node = n->index;

@@ -434,6 +434,12 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
                               bool required, int64_t def, int64_t *h,
                               int64_t *w);
 
+/* CLT_ERR_SHAPE naming n where a count option (units, filters,
+ * multiplier) passes 2^31 - 1, what a tensor's dimension holds: the sizes
+ * made from it would overflow before the graph could refuse them. */
+clt_status clt_layer_check_count(clt_graph *g, clt_graph_node *n,
+                                 const char *key, int64_t value);
+
 /* A convolution's window from its line (conv2d, depthwise_conv2d):
  * kernel=K|KHxKW (required), stride=1, dilation=1, padding=N|HxW|same|
  * valid (same: stride 1 and an odd span, as PyTorch), over n's input

@@ -390,6 +390,7 @@ static clt_status conv_configure(clt_graph *g, clt_graph_node *n,
       clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
+  CLT_TRY(clt_layer_check_count(g, n, "filters", s->filters));
   CLT_TRY(clt_layer_get_conv_window(g, n, a, w));
   /* groups=: PyTorch's 1 only; its depthwise case is a layer of its own */
   int64_t groups = 1;

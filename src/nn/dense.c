@@ -73,6 +73,7 @@ static clt_status dense_configure(clt_graph *g, clt_graph_node *n,
       clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
+  CLT_TRY(clt_layer_check_count(g, n, "units", units));
   clt_graph_node *in = clt_graph_in(g, n, 0);
   if (in->ndim != 1) {
     char s[96];

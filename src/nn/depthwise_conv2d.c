@@ -44,6 +44,7 @@ static clt_status dw_configure(clt_graph *g, clt_graph_node *n,
       clt_args_get_choice(a, "init", inits, "glorot", &init, &err) !=
           CLT_OK)
     return clt_graph_err(g, &err);
+  CLT_TRY(clt_layer_check_count(g, n, "multiplier", s->M));
   clt_window *w = &s->w;
   CLT_TRY(clt_layer_get_conv_window(g, n, a, w));
   int64_t F = w->C * s->M;
