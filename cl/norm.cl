@@ -774,20 +774,20 @@ __kernel void ln_backward_data16 LN_BACKWARD_PARAMS {
   ln_backward_data_body LN_BACKWARD_ARGS;
 }
 
-/* Item i: dgamma[i] and dbeta[i], the sums over samples n0..n1 of dy *
- * xhat and of dy at element i, written or (accumulate) added: the
- * launches that cut the batch into parts where the device's loops are
- * capped add into the first's. */
-__kernel void ln_backward_params(__global float *dgamma, int dgamma_off,
-                                 __global float *dbeta, int dbeta_off,
-                                 __global const float *dy, int dy_off,
-                                 __global const float *x, int x_off,
-                                 __global const float *mean, int mean_off,
-                                 __global const float *rstd, int rstd_off,
-                                 __global const float *y, int y_off, int D,
-                                 int relu, int n0, int n1, int accumulate) {
-  int i = get_global_id(0);
-  if (i >= D) return;
+/* Value i's dgamma and dbeta: the sums over samples n0..n1 of dy * xhat
+ * and of dy at element i, written or (accumulate) added: the launches
+ * that cut the batch into parts where the device's loops are capped add
+ * into the first's. ln_backward_params' item, and ln_backward_params16's
+ * values past the last whole run. */
+#define LN_PARAM_PARAMS                                                       \
+  __global float *dgamma, int dgamma_off, __global float *dbeta,              \
+      int dbeta_off, __global const float *dy, int dy_off,                    \
+      __global const float *x, int x_off, __global const float *mean,         \
+      int mean_off, __global const float *rstd, int rstd_off,                 \
+      __global const float *y, int y_off, int D, int relu, int n0, int n1,    \
+      int accumulate
+static inline __attribute__((always_inline)) void
+ln_param_sums(LN_PARAM_PARAMS, int i) {
   float sg = 0.0f, sb = 0.0f;
   for (int n = n0; n < n1; n++) {
     __global const float *gr = dy + dy_off + n * D, *yr = y + y_off + n * D;
@@ -803,17 +803,19 @@ __kernel void ln_backward_params(__global float *dgamma, int dgamma_off,
   dgamma[dgamma_off + i] = sg;
   dbeta[dbeta_off + i] = sb;
 }
+#define LN_PARAM_ARGS                                                         \
+  dgamma, dgamma_off, dbeta, dbeta_off, dy, dy_off, x, x_off, mean, mean_off, \
+      rstd, rstd_off, y, y_off, D, relu, n0, n1, accumulate
+
+/* Item i: value i's sums (ln_param_sums). */
+__kernel void ln_backward_params(LN_PARAM_PARAMS) {
+  int i = get_global_id(0);
+  if (i < D) ln_param_sums(LN_PARAM_ARGS, i);
+}
 
 /* The same in runs of 16: item j the values 16 j .. 16 j + 15 (those
  * below D where the last run is short). */
-__kernel void ln_backward_params16(__global float *dgamma, int dgamma_off,
-                                   __global float *dbeta, int dbeta_off,
-                                   __global const float *dy, int dy_off,
-                                   __global const float *x, int x_off,
-                                   __global const float *mean, int mean_off,
-                                   __global const float *rstd, int rstd_off,
-                                   __global const float *y, int y_off, int D,
-                                   int relu, int n0, int n1, int accumulate) {
+__kernel void ln_backward_params16(LN_PARAM_PARAMS) {
   int at = get_global_id(0) * 16;
   if (at >= D) return;
   __global float *dg = dgamma + dgamma_off + at, *db = dbeta + dbeta_off + at;
@@ -834,20 +836,5 @@ __kernel void ln_backward_params16(__global float *dgamma, int dgamma_off,
     vstore16(sb, 0, db);
     return;
   }
-  for (int e = 0; e < D - at; e++) {
-    float sg = 0.0f, sb = 0.0f;
-    for (int n = n0; n < n1; n++) {
-      __global const float *gr = dy + dy_off + n * D, *yr = y + y_off + n * D;
-      float g = LN_DY1(at + e);
-      sb += g;
-      sg += g * ((x[x_off + n * D + at + e] - mean[mean_off + n]) *
-                 rstd[rstd_off + n]);
-    }
-    if (accumulate) {
-      sg += dg[e];
-      sb += db[e];
-    }
-    dg[e] = sg;
-    db[e] = sb;
-  }
+  for (int e = 0; e < D - at; e++) ln_param_sums(LN_PARAM_ARGS, at + e);
 }
