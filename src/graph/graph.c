@@ -88,6 +88,19 @@ void clt_param_name(const clt_graph_node *n, const clt_param *p, char *buf,
   snprintf(buf, len, "%s.%s", n->name, p->suffix);
 }
 
+/* The product of shape[0..ndim) into *out, false where a dimension is
+ * not positive or the product passes what a tensor holds (2^31 elements:
+ * the kernels index with int; tensor.c refuses more). */
+static bool elements_fit(int ndim, const int64_t *shape, int64_t *out) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 1 || n > INT32_MAX / shape[i]) return false;
+    n *= shape[i];
+  }
+  *out = n;
+  return true;
+}
+
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
                               const int64_t *shape) {
   if (n->n_params == CLT_MAX_PARAMS) return NULL;
@@ -95,11 +108,9 @@ clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
   memset(p, 0, sizeof *p);
   snprintf(p->suffix, sizeof p->suffix, "%s", suffix);
   p->ndim = ndim;
-  p->numel = 1;
-  for (int i = 0; i < ndim; i++) {
-    p->shape[i] = shape[i];
-    p->numel *= shape[i];
-  }
+  for (int i = 0; i < ndim; i++) p->shape[i] = shape[i];
+  /* -1 where the count passes a tensor's: check_layer_sizes refuses it */
+  if (!elements_fit(ndim, shape, &p->numel)) p->numel = -1;
   p->learnable = true;
   p->trainable = !n->frozen;
   return p;
@@ -339,19 +350,6 @@ static clt_status check_option_names(clt_graph *g, clt_layer_args *a,
   return st == CLT_OK ? CLT_OK : clt_graph_err(g, &err);
 }
 
-/* The product of shape[0..ndim) into *out, false where a dimension is
- * not positive or the product passes what a tensor holds (2^31 elements:
- * the kernels index with int; tensor.c refuses more). */
-static bool elements_fit(int ndim, const int64_t *shape, int64_t *out) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 1 || n > INT32_MAX / shape[i]) return false;
-    n *= shape[i];
-  }
-  *out = n;
-  return true;
-}
-
 /* n's output size (n->size, per sample) and its parameters' counts, each
  * within what a tensor holds: a line with absurd sizes (filters or a
  * multiplier of 10^18) is an error naming the layer here, where the
@@ -363,8 +361,8 @@ static clt_status check_layer_sizes(clt_graph *g, clt_graph_node *n) {
                          "its output %s holds more than 2^31 values a sample",
                          clt_shape_str(n->ndim, n->shape, s, sizeof s));
   for (int k = 0; k < n->n_params; k++) {
-    clt_param *p = &n->params[k];
-    if (!elements_fit(p->ndim, p->shape, &p->numel))
+    const clt_param *p = &n->params[k];
+    if (p->numel < 0)
       return clt_node_fail(g, n, CLT_ERR_SHAPE,
                            "its parameter '%s' %s holds more than 2^31 "
                            "values",

@@ -62,7 +62,8 @@ typedef struct clt_param {
   char suffix[24]; /* "weight", "bias", ...: saved as "<node>.<suffix>" */
   int ndim;
   int64_t shape[CLT_MAX_DIMS];
-  int64_t numel;
+  int64_t numel;   /* -1 from clt_node_add_param where it passes a
+                      tensor's 2^31 elements: the layer line is refused */
   int64_t offset;  /* into the graph's parameter (and gradient) tensors */
   bool trainable;  /* false: not updated by the optimizer, no gradient */
   bool learnable;  /* a weight (trainable unless its layer is frozen by
