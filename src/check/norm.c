@@ -420,9 +420,11 @@ static void ln_stats_ref(const float *x, const ln_args *a, int64_t n,
 }
 
 /* The forward's operands, run on the device, and y, the means and rstds
- * of the reference into their host copies. */
+ * of the reference into their host copies; the statistics in double too
+ * (m, r), for the backward's reference. */
 typedef struct ln_forward_ops {
   check_f32 *x, *gamma, *beta, *y, *mean, *rstd;
+  double *m, *r;
 } ln_forward_ops;
 
 static clt_status ln_forward_run(check_set *s, const ln_args *a,
@@ -434,12 +436,14 @@ static clt_status ln_forward_run(check_set *s, const ln_args *a,
   CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &f->y));
   CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->mean));
   CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->rstd));
+  CLT_TRY(check_doubles(s, 2 * N, &f->m)); /* the harness's scratch is */
+  f->r = f->m + N;                          /* scarce: one for both */
   CLT_TRY(clt_ln_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
                          f->gamma->t, f->beta->t, N, D, a->eps, a->relu,
                          a->runs16));
   for (int64_t n = 0; n < N; n++) {
-    double m, r;
-    ln_stats_ref(f->x->host, a, n, &m, &r);
+    ln_stats_ref(f->x->host, a, n, &f->m[n], &f->r[n]);
+    double m = f->m[n], r = f->r[n];
     f->mean->host[n] = (float)m;
     f->rstd->host[n] = (float)r;
     for (int64_t i = 0; i < D; i++) {
@@ -486,8 +490,7 @@ static clt_status ln_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_doubles(s, D, &gv));
   const float *gm = f.gamma->host;
   for (int64_t n = 0; n < N; n++) {
-    double m, r, sg = 0.0, sgx = 0.0;
-    ln_stats_ref(f.x->host, a, n, &m, &r);
+    double m = f.m[n], r = f.r[n], sg = 0.0, sgx = 0.0;
     const float *xr = f.x->host + n * D;
     for (int64_t i = 0; i < D; i++) {
       double xhat = (xr[i] - m) * r, d = dy->host[n * D + i];
