@@ -965,6 +965,28 @@ START_TEST(test_norm_and_depthwise_lines) {
        "units=4611686018427387904: more than 2^31 - 1"},
       {"input shape=400000\ndense units=100000\n", CLT_ERR_SHAPE,
        "its parameter 'weight' [100000, 400000] holds more than 2^31"},
+      /* windows whose products overflowed in the layer's own configure
+       * (the init's fans: UBSan) or whose padded input passes the
+       * kernels' int indices */
+      {"input shape=1000x28x28\nconv2d filters=1000 kernel=2000000000 "
+       "padding=1000000000\n",
+       CLT_ERR_SHAPE, "kernel=2000000000x2000000000: more than 2^31 - 1 taps"},
+      {"input shape=1000x28x28\ndepthwise_conv2d multiplier=1000 "
+       "kernel=2000000000 padding=1000000000\n",
+       CLT_ERR_SHAPE, "kernel=2000000000x2000000000: more than 2^31 - 1 taps"},
+      {"input shape=1x28x28\nconv2d filters=1 kernel=3 "
+       "padding=2147483647 stride=2147483647\n",
+       CLT_ERR_SHAPE,
+       "padding=2147483647x2147483647: the padded input "
+       "(4294967322x4294967322) is more than 2^31 - 1 values a side"},
+      {"input shape=1x28x28\nconv2d filters=1 kernel=3x2147483647 "
+       "dilation=1073741824 padding=same\n",
+       CLT_ERR_SHAPE, "the padded input (2147483676x2305843007066210332)"},
+      {"input shape=1x28x28\nmaxpool kernel=65536\n",
+       CLT_ERR_SHAPE, "more than 2^31 - 1 taps"},
+      {"input shape=1x28x28\nmaxpool kernel=2147483646x1 "
+       "padding=1073741823x0\n",
+       CLT_ERR_SHAPE, "the padded input (2147483674x28)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_int_eq(graph_from_text(bad[i].model, &g), bad[i].status);
@@ -975,6 +997,41 @@ START_TEST(test_norm_and_depthwise_lines) {
                                "kernel=3 groups=1\nflatten\nmse\n",
                                &g));
   clt_graph_destroy(g);
+  g = NULL;
+  /* padding takes 0, alone (the documented default, written out) or on one
+   * axis (a 3x1 kernel padded 1x0, as PyTorch's padding=(1, 0)) */
+  ck_assert_ok(graph_from_text("input shape=2x8x6\nconv2d name=c "
+                               "filters=3 kernel=3x1 padding=1x0\n"
+                               "depthwise_conv2d name=d kernel=1x3 "
+                               "padding=0x1\nmaxpool name=p kernel=2 "
+                               "padding=0\navgpool name=q kernel=3x1 "
+                               "stride=1 padding=1x0\nflatten\nmse\n",
+                               &g));
+  static const struct {
+    const char *name;
+    int64_t shape[3];
+  } want[] = {{"c", {3, 8, 6}}, {"d", {3, 8, 6}}, {"p", {3, 4, 3}},
+              {"q", {3, 4, 3}}};
+  for (int i = 0; i < 4; i++)
+    for (int d = 0; d < 3; d++)
+      ck_assert_int_eq(node_named(g, want[i].name)->shape[d],
+                       want[i].shape[d]);
+  clt_graph_destroy(g);
+  g = NULL;
+  ck_assert_int_eq(graph_from_text("input shape=1x8x8\nconv2d filters=1 "
+                                   "kernel=3 padding=1x-1\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx),
+                       "option 'padding' expects 1 to 2 whole numbers (0 or "
+                       "more) joined by 'x' (like 1x0), got '1x-1'"),
+                "%s", clt_context_last_error(g_ctx));
+  ck_assert_int_eq(graph_from_text("input shape=1x8x8\nconv2d filters=1 "
+                                   "kernel=3 stride=0\n",
+                                   &g),
+                   CLT_ERR_FORMAT);
+  ck_assert_msg(strstr(clt_context_last_error(g_ctx), "(a dimension is 0)"),
+                "%s", clt_context_last_error(g_ctx));
 }
 END_TEST
 

@@ -126,8 +126,8 @@ double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out) {
 }
 
 clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
-                              const char *key, bool required, int64_t def,
-                              int64_t *h, int64_t *w) {
+                              const char *key, bool required, int64_t min,
+                              int64_t def, int64_t *h, int64_t *w) {
   clt_err err = {0};
   int64_t dims[2] = {def, def};
   int nd = 0;
@@ -135,7 +135,8 @@ clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
   for (int i = 0; i < a->count; i++)
     if (!strcmp(a->args[i].key, key)) present = true;
   if (present || required) {
-    if (clt_args_get_dims(a, key, true, 2, dims, &nd, &err) != CLT_OK)
+    if (clt_args_get_dims_min(a, key, true, 2, min, dims, &nd, &err) !=
+        CLT_OK)
       return clt_graph_err(g, &err);
     if (nd == 1) dims[1] = dims[0];
   }
@@ -150,6 +151,24 @@ clt_status clt_layer_check_count(clt_graph *g, clt_graph_node *n,
   return clt_node_fail(g, n, CLT_ERR_SHAPE,
                        "%s=%lld: more than 2^31 - 1, what a tensor holds",
                        key, (long long)value);
+}
+
+clt_status clt_layer_check_window(clt_graph *g, clt_graph_node *n,
+                                  const clt_window *w) {
+  /* each value is at most 2^31 - 1 (clt_args_get_dims), so these sums and
+   * products cannot overflow */
+  if (w->H + 2 * w->pad_h > INT32_MAX || w->W + 2 * w->pad_w > INT32_MAX)
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "padding=%lldx%lld: the padded input (%lldx%lld) "
+                         "is more than 2^31 - 1 values a side",
+                         (long long)w->pad_h, (long long)w->pad_w,
+                         (long long)(w->H + 2 * w->pad_h),
+                         (long long)(w->W + 2 * w->pad_w));
+  if (w->KH * w->KW > INT32_MAX)
+    return clt_node_fail(g, n, CLT_ERR_SHAPE,
+                         "kernel=%lldx%lld: more than 2^31 - 1 taps",
+                         (long long)w->KH, (long long)w->KW);
+  return CLT_OK;
 }
 
 /* padding=N, HxW, same or valid into w (its window and dilation read). */
@@ -173,7 +192,8 @@ static clt_status get_padding(clt_graph *g, clt_graph_node *n,
     w->pad_w = ew / 2;
     return CLT_OK;
   }
-  return clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w);
+  return clt_layer_get_pair(g, a, "padding", false, 0, 0, &w->pad_h,
+                            &w->pad_w);
 }
 
 clt_status clt_layer_get_conv_window(clt_graph *g, clt_graph_node *n,
@@ -187,15 +207,17 @@ clt_status clt_layer_get_conv_window(clt_graph *g, clt_graph_node *n,
                          clt_shape_str(in->ndim, in->shape, s, sizeof s));
   }
   memset(w, 0, sizeof *w);
-  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, &w->stride_h,
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 1, 0, &w->KH,
+                             &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, 1, &w->stride_h,
                              &w->stride_w));
-  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, &w->dil_h,
+  CLT_TRY(clt_layer_get_pair(g, a, "dilation", false, 1, 1, &w->dil_h,
                              &w->dil_w));
   CLT_TRY(get_padding(g, n, a, w));
   w->C = in->shape[0];
   w->H = in->shape[1];
   w->W = in->shape[2];
+  CLT_TRY(clt_layer_check_window(g, n, w));
   w->OH = clt_window_out(w->H, w->KH, w->pad_h, w->stride_h, w->dil_h);
   w->OW = clt_window_out(w->W, w->KW, w->pad_w, w->stride_w, w->dil_w);
   if (w->OH < 1 || w->OW < 1) {

@@ -428,18 +428,26 @@ const char *clt_shape_str(int ndim, const int64_t *shape, char *buf,
 /* Reports a clt_err (from the option getters) onto the context. */
 clt_status clt_graph_err(clt_graph *g, clt_err *err);
 
-/* Reads option key as "3" or "3x5" into (h, w); def for both when the
- * option is absent and not required. */
+/* Reads option key as "3" or "3x5" into (h, w), each at least min (0 or
+ * 1: padding takes 0, sizes not); def for both when the option is absent
+ * and not required. */
 clt_status clt_layer_get_pair(clt_graph *g, clt_layer_args *a,
-                              const char *key,
-                              bool required, int64_t def, int64_t *h,
-                              int64_t *w);
+                              const char *key, bool required, int64_t min,
+                              int64_t def, int64_t *h, int64_t *w);
 
 /* CLT_ERR_SHAPE naming n where a count option (units, filters,
  * multiplier) passes 2^31 - 1, what a tensor's dimension holds: the sizes
  * made from it would overflow before the graph could refuse them. */
 clt_status clt_layer_check_count(clt_graph *g, clt_graph_node *n,
                                  const char *key, int64_t value);
+
+/* CLT_ERR_SHAPE naming n where w's padded input passes 2^31 - 1 values a
+ * side (the kernels index it with int) or its kernel 2^31 - 1 taps (the
+ * weight's fans, C KH KW, would overflow): w's sizes, kernel, stride,
+ * dilation and padding each at most 2^31 - 1, as clt_args_get_dims
+ * gives them. */
+clt_status clt_layer_check_window(clt_graph *g, clt_graph_node *n,
+                                  const clt_window *w);
 
 /* A convolution's window from its line (conv2d, depthwise_conv2d):
  * kernel=K|KHxKW (required), stride=1, dilation=1, padding=N|HxW|same|

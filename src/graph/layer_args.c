@@ -294,8 +294,8 @@ clt_status clt_args_get_bool(clt_layer_args *a, const char *key, bool default_va
 /* Parses "AxBxC" into dims (when not NULL). Returns the number of
  * dimensions, or -1 with *why set to a short reason ("" when the syntax
  * itself is wrong). */
-static int parse_dims(const char *s, int max_dims, int64_t *dims,
-                      const char **why) {
+static int parse_dims(const char *s, int max_dims, int64_t min,
+                      int64_t *dims, const char **why) {
   int n = 0;
   *why = "";
   for (;;) {
@@ -308,7 +308,7 @@ static int parse_dims(const char *s, int max_dims, int64_t *dims,
         return -1;
       }
     }
-    if (v == 0) {
+    if (v < min) {
       *why = " (a dimension is 0)";
       return -1;
     }
@@ -326,7 +326,14 @@ static int parse_dims(const char *s, int max_dims, int64_t *dims,
 
 clt_status clt_args_get_dims(clt_layer_args *a, const char *key, bool required, int max_dims,
                               int64_t *dims, int *ndim, clt_err *err) {
-  if (!a || !key || !dims || !ndim || max_dims < 1)
+  return clt_args_get_dims_min(a, key, required, max_dims, 1, dims, ndim,
+                               err);
+}
+
+clt_status clt_args_get_dims_min(clt_layer_args *a, const char *key,
+                                 bool required, int max_dims, int64_t min,
+                                 int64_t *dims, int *ndim, clt_err *err) {
+  if (!a || !key || !dims || !ndim || max_dims < 1 || min < 0 || min > 1)
     return bad_arguments(err, "clt_args_get_dims");
   clt_layer_arg *o = take_option(a, key);
   if (!o) {
@@ -338,7 +345,7 @@ clt_status clt_args_get_dims(clt_layer_args *a, const char *key, bool required, 
   if (o->kind == CLT_ARG_DIMS) {
     bool ok = o->ndim >= 1 && o->ndim <= max_dims;
     for (int i = 0; ok && i < o->ndim; i++)
-      ok = o->dims[i] >= 1 && o->dims[i] <= CLT_ARGS_MAX_DIM;
+      ok = o->dims[i] >= min && o->dims[i] <= CLT_ARGS_MAX_DIM;
     if (ok) {
       memcpy(dims, o->dims, (size_t)o->ndim * sizeof *dims);
       *ndim = o->ndim;
@@ -350,18 +357,23 @@ clt_status clt_args_get_dims(clt_layer_args *a, const char *key, bool required, 
                        key, max_dims, o->ndim);
   }
   /* Validate first so that dims is untouched on failure. */
-  int n = parse_dims(o->value, max_dims, NULL, &why);
+  int n = parse_dims(o->value, max_dims, min, NULL, &why);
   if (n > 0) {
-    parse_dims(o->value, max_dims, dims, &why);
+    parse_dims(o->value, max_dims, min, dims, &why);
     *ndim = n;
     return CLT_OK;
   }
   char what[128];
+  const char *sort = min ? "positive integer" : "whole number (0 or more)";
   if (max_dims == 1)
-    snprintf(what, sizeof what, "a positive integer");
-  else
+    snprintf(what, sizeof what, "a %s", sort);
+  else if (min)
     snprintf(what, sizeof what,
              "1 to %d positive integers joined by 'x' (like 1x28x28)",
+             max_dims);
+  else
+    snprintf(what, sizeof what,
+             "1 to %d whole numbers (0 or more) joined by 'x' (like 1x0)",
              max_dims);
   char qbuf[CLT_QUOTE_BUF];
   return layer_error(a, err, CLT_ERR_FORMAT,

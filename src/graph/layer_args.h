@@ -94,6 +94,11 @@ clt_status clt_args_get_dims(clt_layer_args *a, const char *key,
                              bool required, int max_dims, int64_t *dims,
                              int *ndim, clt_err *err);
 
+/* The same, each value at least min (0 or 1): padding=1x0 takes 0. */
+clt_status clt_args_get_dims_min(clt_layer_args *a, const char *key,
+                                 bool required, int max_dims, int64_t min,
+                                 int64_t *dims, int *ndim, clt_err *err);
+
 /* A comma-separated list "a,b,c" of non-empty items. On success the caller
  * owns *items (count malloc'd strings in a malloc'd array) and frees it
  * with clt_args_list_free. A missing option is not an error: *items is

@@ -46,11 +46,12 @@ static clt_status pool_configure(clt_graph *g, clt_graph_node *n,
   pool_state *s;
   CLT_TRY(pool_input(g, n, &s));
   clt_window *w = &s->w;
-  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 0, &w->KH, &w->KW));
-  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 0, &w->stride_h, &w->stride_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "kernel", true, 1, 0, &w->KH, &w->KW));
+  CLT_TRY(clt_layer_get_pair(g, a, "stride", false, 1, 0, &w->stride_h, &w->stride_w));
   if (w->stride_h == 0) w->stride_h = w->KH;
   if (w->stride_w == 0) w->stride_w = w->KW;
-  CLT_TRY(clt_layer_get_pair(g, a, "padding", false, 0, &w->pad_h, &w->pad_w));
+  CLT_TRY(clt_layer_get_pair(g, a, "padding", false, 0, 0, &w->pad_h, &w->pad_w));
+  CLT_TRY(clt_layer_check_window(g, n, w));
   if (2 * w->pad_h > w->KH || 2 * w->pad_w > w->KW)
     return clt_node_fail(g, n, CLT_ERR_FORMAT,
                          "padding must be at most half the kernel (as "
