@@ -104,19 +104,36 @@ __kernel void dw_backward_weights(__global float *dwt, int dwt_off,
 /* The same in rows, shaped for CPU devices (the element kernels' index
  * work and bounds tests per value left POCL's loops scalar): a work-item
  * per row of the output (forward), of dx (data gradient), or per (sample,
- * output channel) plane (the weight gradient's partial sums), its taps
- * outer and the columns inner, over the columns where the tap reads
- * inside the row (DW_COLS), so the inner loops carry no tests. */
+ * output channel) plane (the weight gradient's partial sums), the row
+ * taken four columns at a time in float4s (POCL does not vectorise
+ * scalar loops over floats: it may not reorder their sums), the taps
+ * inside, each read of a row one vload4 where the four values lie inside
+ * it and a gather of what lies inside (0 outside) at its ends. */
 
-/* The output columns lo..hi-1 whose tap kx reads inside a row of W. */
-#define DW_COLS(kx, lo, hi)                                                   \
-  int off_ = (kx) * dil_w - pw;                                               \
-  int lo = off_ < 0 ? (-off_ + sw - 1) / sw : 0;                              \
-  int hi = W - 1 - off_ < 0 ? 0 : (W - 1 - off_) / sw + 1;                    \
-  if (hi > OW) hi = OW
+/* row[i], row[i + s], row[i + 2 s], row[i + 3 s], each 0 outside 0..n-1. */
+inline float4 dw_load4(__global const float *row, int n, int i, int s) {
+  if (s == 1 && i >= 0 && i + 4 <= n) return vload4(0, row + i);
+  float4 v = (float4)(0.0f);
+  if (i >= 0 && i < n) v.s0 = row[i];
+  if (i + s >= 0 && i + s < n) v.s1 = row[i + s];
+  if (i + 2 * s >= 0 && i + 2 * s < n) v.s2 = row[i + 2 * s];
+  if (i + 3 * s >= 0 && i + 3 * s < n) v.s3 = row[i + 3 * s];
+  return v;
+}
+
+/* v's first n - i values (at most 4) into row[i...]. */
+inline void dw_store4(__global float *row, int n, int i, float4 v) {
+  if (i + 4 <= n) {
+    vstore4(v, 0, row + i);
+    return;
+  }
+  row[i] = v.s0;
+  if (i + 1 < n) row[i + 1] = v.s1;
+  if (i + 2 < n) row[i + 2] = v.s2;
+}
 
 /* Item r, an output row (n, o, oy): y's row = bias + each tap's weight
- * times the input row it reads. */
+ * times the input values it reads. */
 __kernel void dw_forward_rows(__global float *y, int y_off,
                               __global const float *x, int x_off,
                               __global const float *w, int w_off,
@@ -132,22 +149,25 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
   __global const float *taps = w + w_off + o * KH * KW;
   __global float *out = y + y_off + r * OW;
   float b = has_bias ? bias[bias_off + o] : 0.0f;
-  for (int ox = 0; ox < OW; ox++) out[ox] = b;
-  for (int ky = 0; ky < KH; ky++) {
-    int iy = oy * sh - ph + ky * dil_h;
-    if (iy < 0 || iy >= H) continue;
-    __global const float *row = plane + iy * W;
-    for (int kx = 0; kx < KW; kx++) {
-      float wv = taps[ky * KW + kx];
-      DW_COLS(kx, lo, hi);
-      for (int ox = lo; ox < hi; ox++) out[ox] += wv * row[ox * sw + off_];
+  for (int ox = 0; ox < OW; ox += 4) {
+    float4 acc = (float4)(b);
+    for (int ky = 0; ky < KH; ky++) {
+      int iy = oy * sh - ph + ky * dil_h;
+      if (iy < 0 || iy >= H) continue;
+      __global const float *row = plane + iy * W;
+      for (int kx = 0; kx < KW; kx++)
+        acc += taps[ky * KW + kx] *
+               dw_load4(row, W, ox * sw - pw + kx * dil_w, sw);
     }
+    dw_store4(out, OW, ox, acc);
   }
 }
 
 /* Item r, a row of dx (n, c, iy): the sum over channel c's M outputs and
- * the taps whose rows read it of dy's row times the weight, scattered to
- * the columns each output column read; written or (accumulate) added. */
+ * the taps whose rows read it of dy's row times the weight; written or
+ * (accumulate) added. Stride 1: gathered four columns at a time (each
+ * column's tap kx read dy's column ix + pw - kx dil_w); other strides:
+ * dy's row scattered to the columns each output column read. */
 __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
                                     __global const float *dy, int dy_off,
                                     __global const float *w, int w_off,
@@ -160,27 +180,52 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
   int iy = r % H, t = r / H;
   int c = t % C, n = t / C;
   __global float *out = dx + dx_off + r * W;
+  __global const float *g0 = dy + dy_off + (n * C + c) * M * OH * OW;
+  __global const float *w0 = w + w_off + c * M * KH * KW;
+  if (sw == 1) {
+    for (int ix = 0; ix < W; ix += 4) {
+      float4 acc = accumulate ? dw_load4(out, W, ix, 1) : (float4)(0.0f);
+      for (int m = 0; m < M; m++) {
+        __global const float *g = g0 + m * OH * OW;
+        __global const float *taps = w0 + m * KH * KW;
+        for (int ky = 0; ky < KH; ky++) {
+          int sy = iy + ph - ky * dil_h;
+          if (sy < 0 || sy % sh || sy / sh >= OH) continue;
+          __global const float *grow = g + (sy / sh) * OW;
+          for (int kx = 0; kx < KW; kx++)
+            acc += taps[ky * KW + kx] *
+                   dw_load4(grow, OW, ix + pw - kx * dil_w, 1);
+        }
+      }
+      dw_store4(out, W, ix, acc);
+    }
+    return;
+  }
   if (!accumulate)
     for (int ix = 0; ix < W; ix++) out[ix] = 0.0f;
   for (int m = 0; m < M; m++) {
-    int o = c * M + m;
-    __global const float *g = dy + dy_off + (n * C * M + o) * OH * OW;
-    __global const float *taps = w + w_off + o * KH * KW;
+    __global const float *g = g0 + m * OH * OW;
+    __global const float *taps = w0 + m * KH * KW;
     for (int ky = 0; ky < KH; ky++) {
       int sy = iy + ph - ky * dil_h;
       if (sy < 0 || sy % sh || sy / sh >= OH) continue;
       __global const float *grow = g + (sy / sh) * OW;
       for (int kx = 0; kx < KW; kx++) {
         float wv = taps[ky * KW + kx];
-        DW_COLS(kx, lo, hi);
-        for (int ox = lo; ox < hi; ox++) out[ox * sw + off_] += wv * grow[ox];
+        /* the output columns lo..hi-1 whose tap kx reads inside the row */
+        int off = kx * dil_w - pw;
+        int lo = off < 0 ? (-off + sw - 1) / sw : 0;
+        int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+        if (hi > OW) hi = OW;
+        for (int ox = lo; ox < hi; ox++) out[ox * sw + off] += wv * grow[ox];
       }
     }
   }
 }
 
 /* Item p, a plane (n, o): part[p, tap] = the sum over the plane of dy
- * times the input value the tap read, for each of its KH KW taps. */
+ * times the input value the tap read, for each of its KH KW taps (four
+ * columns at a time, the four partial sums added at the end). */
 __kernel void dw_weights_rows(__global float *part, int part_off,
                               __global const float *dy, int dy_off,
                               __global const float *x, int x_off, int planes,
@@ -194,15 +239,17 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
   __global const float *g = dy + dy_off + p * OH * OW;
   for (int ky = 0; ky < KH; ky++)
     for (int kx = 0; kx < KW; kx++) {
-      DW_COLS(kx, lo, hi);
-      float s = 0.0f;
+      float4 s = (float4)(0.0f);
       for (int oy = 0; oy < OH; oy++) {
         int iy = oy * sh - ph + ky * dil_h;
         if (iy < 0 || iy >= H) continue;
         __global const float *row = plane + iy * W, *grow = g + oy * OW;
-        for (int ox = lo; ox < hi; ox++) s += grow[ox] * row[ox * sw + off_];
+        for (int ox = 0; ox < OW; ox += 4)
+          s += dw_load4(grow, OW, ox, 1) *
+               dw_load4(row, W, ox * sw - pw + kx * dil_w, sw);
       }
-      part[part_off + p * KH * KW + ky * KW + kx] = s;
+      part[part_off + p * KH * KW + ky * KW + kx] = (s.s0 + s.s1) +
+                                                    (s.s2 + s.s3);
     }
 }
 

@@ -1809,7 +1809,7 @@ START_TEST(dw_shapes) {
       TOL, "depthwise backward case %d in parts", _i);
   /* rows past the loop limit are refused, not run to wrong numbers */
   int64_t saved = g_ctx->loop_limit;
-  g_ctx->loop_limit = 4;
+  g_ctx->loop_limit = 2;
   clt_status st = clt_check_dw_forward(g_ctx, 1, M, &w, true, true, &e);
   g_ctx->loop_limit = saved;
   ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);

@@ -372,6 +372,12 @@ static clt_status st_dw_bwd_rows(clt_context *ctx, double *e) {
   clt_window w = square(2, 11, 7, 3, 2, 2, 2);
   return clt_check_dw_backward(ctx, 3, 3, &w, true, true, true, 0, e);
 }
+/* stride 1: the rows' data gradient gathered four columns at a time (13
+ * and 6 columns: one and two past the last whole four) */
+static clt_status st_dw_bwd_rows_s1(clt_context *ctx, double *e) {
+  clt_window w = square(2, 13, 6, 3, 1, 1, 1);
+  return clt_check_dw_backward(ctx, 2, 2, &w, false, true, true, 0, e);
+}
 /* The tiled direct convolution (stride 1), each op in another block
  * width, on windows that cut a tile of filters and a block of columns. */
 static clt_status st_tiled_fwd(clt_context *ctx, double *e) {
@@ -648,6 +654,8 @@ const clt_selftest_case clt_selftest_cases[] = {
      1e-5, false},
     {"depthwise conv backward 3x2x11x7 k3s2p2d2 x3 + bias accumulate in rows",
      st_dw_bwd_rows, 1e-5, false},
+    {"depthwise conv backward 2x2x13x6 k3p1 x2 accumulate in rows",
+     st_dw_bwd_rows_s1, 1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",

@@ -8,13 +8,16 @@
       KI((w)->pad_w), KI((w)->dil_h), KI((w)->dil_w)
 
 /* The rows kernels' loops (every iteration of every loop, as llvmpipe
- * counts them): the forward's row, the data gradient's, the weight
+ * counts them): the forward's row, the data gradient's (stride 1: four
+ * columns at a time; else scattered column by column), the weight
  * gradient's plane; the largest. */
 static int64_t rows_loops(int64_t M, const clt_window *w) {
-  int64_t kk = w->KH * w->KW;
-  int64_t fwd = w->OW + kk * (w->OW + 2) + w->KH;
-  int64_t bwd = w->W + M * (kk * (w->OW + 2) + w->KH);
-  int64_t wgt = kk * (w->OH * (w->OW + 2) + 1);
+  int64_t kk = w->KH * w->KW, fours = (w->OW + 3) / 4;
+  int64_t fwd = fours * (1 + w->KH * (w->KW + 1));
+  int64_t bwd = w->stride_w == 1
+                    ? (w->W + 3) / 4 * (1 + M * w->KH * (w->KW + 1))
+                    : w->W + M * (kk * (w->OW + 2) + w->KH);
+  int64_t wgt = kk * (w->OH * (fours + 1) + 1);
   int64_t most = fwd > bwd ? fwd : bwd;
   return wgt > most ? wgt : most;
 }
