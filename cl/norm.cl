@@ -838,3 +838,104 @@ __kernel void ln_backward_params16(LN_PARAM_PARAMS) {
   }
   for (int e = 0; e < D - at; e++) ln_param_sums(LN_PARAM_ARGS, at + e);
 }
+
+/* Layer normalisation over each pixel's channels (layernorm over=channels:
+ * Keras's LayerNormalization on an image, ConvNeXt's channels-first
+ * LayerNorm): x [N, C, P] with P = H W, pixel (n, p)'s C values x[n, c,
+ * p] normalised by their own mean and biased variance, then scaled and
+ * shifted by channel, y = (x - mean) * rstd * gamma[c] + beta[c]. Item i
+ * = n P + p a pixel, its channels P apart (neighbouring items on
+ * neighbouring pixels: coalesced on a GPU, vectorised across items on a
+ * CPU); two passes for the statistics, kept (N P each) for the backward;
+ * relu as ln_forward's. */
+__kernel void lnc_forward(__global float *y, int y_off, __global float *mean,
+                          int mean_off, __global float *rstd, int rstd_off,
+                          __global const float *x, int x_off,
+                          __global const float *gamma, int gamma_off,
+                          __global const float *beta, int beta_off, int NP,
+                          int C, int P, float eps, int relu) {
+  int i = get_global_id(0);
+  if (i >= NP) return;
+  int at = (i / P) * C * P + i % P;
+  __global const float *v = x + x_off + at;
+  __global float *out = y + y_off + at;
+  float s = 0.0f;
+  for (int c = 0; c < C; c++) s += v[c * P];
+  float mu = s / (float)C, q = 0.0f;
+  for (int c = 0; c < C; c++) {
+    float d = v[c * P] - mu;
+    q += d * d;
+  }
+  float r = rsqrt(q / (float)C + eps);
+  for (int c = 0; c < C; c++)
+    out[c * P] = BN_RELU((v[c * P] - mu) * r * gamma[gamma_off + c] +
+                         beta[beta_off + c]);
+  mean[mean_off + i] = mu;
+  rstd[rstd_off + i] = r;
+}
+
+/* Pixel i's input gradient: with g = dy * gamma[c] and xhat = (x - mean)
+ * * rstd over its channels, dx = rstd * (g - mean(g) - xhat * mean(g *
+ * xhat)), written or (accumulate) added; dy through the fused ReLU as
+ * ln_backward_data's. */
+__kernel void lnc_backward_data(__global float *dx, int dx_off,
+                                __global const float *dy, int dy_off,
+                                __global const float *x, int x_off,
+                                __global const float *mean, int mean_off,
+                                __global const float *rstd, int rstd_off,
+                                __global const float *gamma, int gamma_off,
+                                __global const float *y, int y_off, int NP,
+                                int C, int P, int relu, int accumulate) {
+  int i = get_global_id(0);
+  if (i >= NP) return;
+  int at = (i / P) * C * P + i % P;
+  __global const float *xr = x + x_off + at, *gr = dy + dy_off + at;
+  __global const float *yr = y + y_off + at, *gm = gamma + gamma_off;
+  __global float *out = dx + dx_off + at;
+  float mu = mean[mean_off + i], r = rstd[rstd_off + i];
+  float sg = 0.0f, sgx = 0.0f;
+  for (int c = 0; c < C; c++) {
+    float g = LN_DY1(c * P) * gm[c];
+    sg += g;
+    sgx += g * ((xr[c * P] - mu) * r);
+  }
+  float a = sg / (float)C, b = sgx / (float)C;
+  for (int c = 0; c < C; c++) {
+    float g = LN_DY1(c * P) * gm[c];
+    float v = r * (g - a - (xr[c * P] - mu) * r * b);
+    out[c * P] = accumulate ? out[c * P] + v : v;
+  }
+}
+
+/* Group c, a channel: dgamma[c] and dbeta[c], the sums over samples
+ * n0..n1 and their pixels of dy * xhat and of dy (through the fused ReLU
+ * where relu), written or (accumulate) added: the launches that cut the
+ * batch into parts where the device's loops are capped add into the
+ * first's. The group's CLT_WG items take the pixels lid, lid + CLT_WG, ...
+ * of the part. */
+__kernel void lnc_backward_params(__global float *dgamma, int dgamma_off,
+                                  __global float *dbeta, int dbeta_off,
+                                  __global const float *dy, int dy_off,
+                                  __global const float *x, int x_off,
+                                  __global const float *mean, int mean_off,
+                                  __global const float *rstd, int rstd_off,
+                                  __global const float *y, int y_off, int C,
+                                  int P, int relu, int n0, int n1,
+                                  int accumulate) {
+  __local float scratch[CLT_WG];
+  int c = get_group_id(0), lid = get_local_id(0);
+  float sg = 0.0f, sb = 0.0f;
+  for (int q = n0 * P + lid; q < n1 * P; q += CLT_WG) {
+    int at = ((q / P) * C + c) * P + q % P;
+    float g = relu ? BN_MASK1(dy[dy_off + at], y[y_off + at])
+                   : dy[dy_off + at];
+    sb += g;
+    sg += g * ((x[x_off + at] - mean[mean_off + q]) * rstd[rstd_off + q]);
+  }
+  sg = group_sum(scratch, sg);
+  sb = group_sum(scratch, sb);
+  if (lid == 0) {
+    dgamma[dgamma_off + c] = accumulate ? dgamma[dgamma_off + c] + sg : sg;
+    dbeta[dbeta_off + c] = accumulate ? dbeta[dbeta_off + c] + sb : sb;
+  }
+}

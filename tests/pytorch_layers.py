@@ -4,8 +4,10 @@
 Layers checked against PyTorch end to end: a model with layer
 normalisation (over a conv layer's whole [C, H, W] output, PyTorch's
 nn.LayerNorm([C, H, W]), its ReLU fused into it, and over a dense layer's
-features, with another eps) and a depthwise convolution (Conv2d with
-groups = channels, a multiplier of 2, stride 2) and a global max pooling
+features, with another eps, and over each pixel's channels, PyTorch's
+nn.LayerNorm(C) on the image permuted to channels-last) and a depthwise
+convolution (Conv2d with groups = channels, a multiplier of 2, stride 2)
+and a global max pooling
 (torch.amax over each plane) starts from random
 weights written here (the LayerNorm scales and shifts random too, not
 ones and zeros), trains one SGD step on 24 CSV rows in cltrain, and the
@@ -32,6 +34,7 @@ conv2d name=conv filters=3 kernel=3 padding=1
 layernorm name=ln1
 relu
 depthwise_conv2d name=dw kernel=3 multiplier=2 stride=2 padding=1
+layernorm name=ln3 over=channels eps=0.01
 tanh
 global_maxpool
 dense name=fc1 units=8
@@ -48,13 +51,15 @@ class Net(nn.Module):
         self.conv = nn.Conv2d(2, 3, 3, padding=1)
         self.ln1 = nn.LayerNorm([3, 4, 4])
         self.dw = nn.Conv2d(3, 6, 3, stride=2, padding=1, groups=3)
+        self.ln3 = nn.LayerNorm(6, eps=0.01)
         self.fc1 = nn.Linear(6, 8)
         self.ln2 = nn.LayerNorm(8, eps=0.001)
         self.fc2 = nn.Linear(8, 3)
 
     def forward(self, x):
         x = torch.relu(self.ln1(self.conv(x)))
-        x = torch.amax(torch.tanh(self.dw(x)), dim=(2, 3))
+        x = self.ln3(self.dw(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        x = torch.amax(torch.tanh(x), dim=(2, 3))
         x = torch.tanh(self.ln2(self.fc1(x)))
         return self.fc2(x)
 
@@ -89,7 +94,7 @@ def load_safetensors(path):
 
 net = Net()
 with torch.no_grad():
-    for ln in (net.ln1, net.ln2):
+    for ln in (net.ln1, net.ln2, net.ln3):
         ln.weight.uniform_(0.5, 1.5)
         ln.bias.uniform_(-0.5, 0.5)
 init = {k: v.clone() for k, v in net.state_dict().items()}

@@ -136,6 +136,17 @@ START_TEST(test_fd_layernorm) {
   /* both layouts, forced (36 values: two runs of 16 and a tail) */
   check_gradients_named(conv, 3, false, 0, "per element");
   check_gradients_named(conv, 3, false, 0, "runs of 16");
+  /* over each pixel's channels: its ReLU fused, its input read by a
+   * residual sum too (its gradient added into), odd planes */
+  check_conv_gradients("input shape=3x5x4\n"
+                       "conv2d name=c filters=4 kernel=3 padding=1\n"
+                       "layernorm name=ln over=channels\nrelu name=r\n"
+                       "add inputs=c,r\nglobal_avgpool\ndense units=3\n"
+                       "softmax_cross_entropy\n",
+                       3);
+  check_gradients("input shape=2x3x3\nlayernorm over=channels eps=0.01\n"
+                  "tanh\nflatten\ndense units=2\nmse\n",
+                  2, true);
 }
 END_TEST
 
@@ -931,6 +942,20 @@ START_TEST(test_norm_and_depthwise_lines) {
   ck_assert_int_eq(ln->params[1].numel, 6 * 6 * 7);
   clt_graph_destroy(g);
   g = NULL;
+  /* over=channels: a scale and a shift a channel, PyTorch's
+   * LayerNorm(C)'s [C] */
+  ck_assert_ok(graph_from_text("input shape=5x3x2\n"
+                               "layernorm name=ln over=channels\nflatten\n"
+                               "mse\n",
+                               &g));
+  ln = node_named(g, "ln");
+  ck_assert_int_eq(ln->ndim, 3);
+  for (int p = 0; p < 2; p++) {
+    ck_assert_int_eq(ln->params[p].ndim, 1);
+    ck_assert_int_eq(ln->params[p].shape[0], 5);
+  }
+  clt_graph_destroy(g);
+  g = NULL;
   static const struct {
     const char *model;
     clt_status status;
@@ -948,6 +973,11 @@ START_TEST(test_norm_and_depthwise_lines) {
        CLT_ERR_FORMAT, "only 1 is supported"},
       {"input shape=4\nlayernorm eps=0\n", CLT_ERR_FORMAT,
        "eps must be positive"},
+      {"input shape=4\nlayernorm over=channels\n", CLT_ERR_SHAPE,
+       "over=channels normalises each pixel of an image over its channels: "
+       "it expects [channels, height, width], but 'input1' gives [4]"},
+      {"input shape=4x2x2\nlayernorm over=pixels\n", CLT_ERR_FORMAT,
+       "over"},
       /* sizes past a tensor's 2^31 elements, or whose products overflow
        * (they crashed at compile) */
       {"input shape=3x8x8\ndepthwise_conv2d kernel=3 "

@@ -324,7 +324,8 @@ START_TEST(test_relu_fusion_trains_the_same) {
 END_TEST
 
 /* Layer normalisation doing the ReLU after it: the pair's bits, in fp32
- * and mixed precision, in both layouts (forced by name; plans off). */
+ * and mixed precision, in both layouts (forced by name; plans off), and
+ * over each pixel's channels (n3, one layout). */
 #define LN_FUSABLE                                                             \
   "input shape=3x6x6\n"                                                        \
   "conv2d name=c1 filters=4 kernel=3\n"                                        \
@@ -334,6 +335,11 @@ END_TEST
   "dense units=9\n"                                                            \
   "layernorm name=n2 eps=0.01\n"                                               \
   "relu name=r2\n"                                                             \
+  "reshape shape=1x3x3\n"                                                      \
+  "conv2d filters=3 kernel=1\n"                                                \
+  "layernorm name=n3 over=channels\n"                                          \
+  "relu name=r3\n"                                                             \
+  "flatten\n"                                                                  \
   "dense units=6\n"                                                            \
   "softmax_cross_entropy\n"
 
@@ -355,6 +361,8 @@ static void train_ln_fusion(bool fuse, const char *way,
   ck_assert(node_named(g, "n2")->fused_relu == fuse);
   ck_assert(node_named(g, "r1")->fused_away == fuse);
   ck_assert(node_named(g, "r2")->fused_away == fuse);
+  ck_assert(node_named(g, "n3")->fused_relu == fuse);
+  ck_assert(node_named(g, "r3")->fused_away == fuse);
   train_graph(g, false, 6, r);
 }
 

@@ -203,12 +203,14 @@ START_TEST(mixed_conv_pool_norm) {
 }
 END_TEST
 
-/* Layer normalisation over a convolution's whole output and over a
- * dense layer's features (its sums in f32 on fp16 inputs). */
+/* Layer normalisation over a convolution's whole output, over each of
+ * its pixels' channels and over a dense layer's features (its sums in f32
+ * on fp16 inputs). */
 START_TEST(mixed_layernorm) {
   compare_mixed("input shape=3x6x5\n"
                 "conv2d filters=4 kernel=3 padding=1\n"
                 "layernorm\nrelu\n"
+                "layernorm over=channels\ntanh\n"
                 "flatten\ndense units=9\nlayernorm eps=0.01\ngelu\n"
                 "dense units=4\nsoftmax_cross_entropy\n",
                 5, false);

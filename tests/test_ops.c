@@ -1867,6 +1867,77 @@ START_TEST(ln_shapes) {
 }
 END_TEST
 
+/* Layer normalisation over each pixel's channels, x [N, C, P]: one
+ * channel (variance 0), one pixel, odd sizes, many channels, many pixels
+ * (more than a group's items for the parameter sums; 8 channels there:
+ * among 2,000 pixels of 3 values some have so small a variance that the
+ * float mean's rounding, times rstd, passes the tolerance, as it would in
+ * any float implementation). */
+static const int64_t full_lnc_shapes[][3] = {
+    {1, 1, 1}, {3, 1, 5},  {2, 5, 1},   {3, 7, 13},
+    {2, 33, 49}, {5, 64, 3}, {1, 300, 7}, {2, 8, 1000}};
+static const int64_t tiny_lnc_shapes[][3] = {{1, 1, 1}, {2, 3, 5}, {3, 5, 2}};
+
+static const int64_t *lnc_shape(int i) {
+  return test_tiny() ? tiny_lnc_shapes[i] : full_lnc_shapes[i];
+}
+static int lnc_shape_count(void) {
+  return test_tiny() ? COUNT(tiny_lnc_shapes) : COUNT(full_lnc_shapes);
+}
+
+START_TEST(lnc_shapes) {
+  const int64_t *sh = lnc_shape(_i);
+  int64_t N = sh[0], C = sh[1], P = sh[2];
+  double e;
+  for (int relu = 0; relu < 2; relu++) {
+    ck_assert_check(clt_check_lnc_forward(g_ctx, N, C, P, 1e-5f, relu, &e), e,
+                    TOL, "layernorm over channels %lldx%lldx%lld relu=%d",
+                    (long long)N, (long long)C, (long long)P, relu);
+    ck_assert_check(clt_check_lnc_forward(g_ctx, N, C, P, 0.1f, relu, &e), e,
+                    TOL,
+                    "layernorm over channels %lldx%lldx%lld eps 0.1 relu=%d",
+                    (long long)N, (long long)C, (long long)P, relu);
+    for (int acc = 0; acc < 2; acc++)
+      ck_assert_check(
+          clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu, acc, 0, &e), e,
+          TOL,
+          "layernorm over channels backward %lldx%lldx%lld relu=%d "
+          "accumulate=%d",
+          (long long)N, (long long)C, (long long)P, relu, acc);
+    /* the parameter sums cut into parts of the batch (a sample each) */
+    if (N > 1)
+      ck_assert_check(
+          clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu, true, 3, &e), e,
+          TOL,
+          "layernorm over channels backward %lldx%lldx%lld in parts relu=%d",
+          (long long)N, (long long)C, (long long)P, relu);
+  }
+}
+END_TEST
+
+/* Too many channels a pixel for a work-item's loops under the device's
+ * cap: refused with the limit named, forward and backward; fewer run. */
+START_TEST(lnc_under_loop_cap) {
+  int64_t saved = g_ctx->loop_cap;
+  double e;
+  /* 3 C + 8 iterations against a budget of 200 */
+  g_ctx->loop_cap = 400;
+  clt_status st = clt_check_lnc_forward(g_ctx, 2, 70, 3, 1e-5f, false, &e);
+  clt_status st2 =
+      clt_check_lnc_backward(g_ctx, 2, 70, 3, 1e-5f, false, false, 0, &e);
+  const char *msg = clt_context_last_error(g_ctx);
+  bool named = strstr(msg, "70 channels a pixel") &&
+               strstr(msg, "after 400 iterations");
+  clt_status ok =
+      clt_check_lnc_backward(g_ctx, 2, 64, 3, 1e-5f, true, false, 0, &e);
+  g_ctx->loop_cap = saved;
+  ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(st2, CLT_ERR_UNSUPPORTED);
+  ck_assert_msg(named, "message: %s", msg);
+  ck_assert_check(ok, e, TOL, "layernorm over channels 2x64x3, cap 400");
+}
+END_TEST
+
 /* A sample too long for a work-group's loops under the device's cap is
  * refused with the limit named, not run to wrong numbers, in both
  * layouts (runs of 16 walk 16 times as many values). */
@@ -2386,6 +2457,8 @@ static Suite *ops_suite(void) {
   TCase *ln = tcase_create("layernorm");
   tcase_add_loop_test(ln, ln_shapes, 0, ln_shape_count());
   tcase_add_test(ln, ln_under_loop_cap);
+  tcase_add_loop_test(ln, lnc_shapes, 0, lnc_shape_count());
+  tcase_add_test(ln, lnc_under_loop_cap);
   suite_add_tcase(s, ln);
 
   TCase *misc = tcase_create("dropout and concat");

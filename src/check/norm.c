@@ -394,28 +394,46 @@ clt_status clt_check_bn_train_backward(clt_context *ctx, int64_t N,
 
 /* ---- layer normalisation ------------------------------------------------ */
 
+/* Over each sample's D values (P 0: clt_ln_*), or over each pixel's D
+ * channels of x [N, D, P] (P >= 1: clt_lnc_*). Either way G groups of D
+ * values are normalised, the group g's value j at at(a, g, j) with the
+ * parameters' j-th scale and shift. */
 typedef struct ln_args {
-  int64_t N, D;
+  int64_t N, D, P;
   float eps;
   bool relu, accumulate, runs16;
 } ln_args;
 
-/* x [N, D] uniform in [-1, 1] plus its sample's offset (bn_offset's). */
+static int64_t ln_groups(const ln_args *a) {
+  return a->P ? a->N * a->P : a->N;
+}
+static int64_t ln_values(const ln_args *a) {
+  return a->N * a->D * (a->P ? a->P : 1);
+}
+static int64_t ln_at(const ln_args *a, int64_t g, int64_t j) {
+  if (!a->P) return g * a->D + j;
+  return (g / a->P) * a->D * a->P + j * a->P + g % a->P;
+}
+
+/* x uniform in [-1, 1] plus its sample's offset (bn_offset's). */
 static clt_status ln_input(check_set *s, const ln_args *a, check_f32 **x) {
-  CLT_TRY(check_operand(s, a->N * a->D, -1.0f, 1.0f, x));
-  for (int64_t i = 0; i < a->N * a->D; i++)
-    (*x)->host[i] += bn_offset(i / a->D);
+  int64_t per = ln_values(a) / a->N;
+  CLT_TRY(check_operand(s, ln_values(a), -1.0f, 1.0f, x));
+  for (int64_t i = 0; i < ln_values(a); i++)
+    (*x)->host[i] += bn_offset(i / per);
   return check_upload(*x);
 }
 
-/* Sample n's mean and 1 / sqrt(biased variance + eps), in double. */
-static void ln_stats_ref(const float *x, const ln_args *a, int64_t n,
+/* Group g's mean and 1 / sqrt(biased variance + eps), in double. */
+static void ln_stats_ref(const float *x, const ln_args *a, int64_t g,
                          double *mean, double *rstd) {
-  const float *row = x + n * a->D;
   double sum = 0.0, sq = 0.0;
-  for (int64_t i = 0; i < a->D; i++) sum += row[i];
+  for (int64_t j = 0; j < a->D; j++) sum += x[ln_at(a, g, j)];
   *mean = sum / (double)a->D;
-  for (int64_t i = 0; i < a->D; i++) sq += (row[i] - *mean) * (row[i] - *mean);
+  for (int64_t j = 0; j < a->D; j++) {
+    double d = x[ln_at(a, g, j)] - *mean;
+    sq += d * d;
+  }
   *rstd = 1.0 / sqrt(sq / (double)a->D + (double)a->eps);
 }
 
@@ -429,27 +447,33 @@ typedef struct ln_forward_ops {
 
 static clt_status ln_forward_run(check_set *s, const ln_args *a,
                                  ln_forward_ops *f) {
-  int64_t N = a->N, D = a->D;
+  int64_t D = a->D, G = ln_groups(a);
   CLT_TRY(ln_input(s, a, &f->x));
   CLT_TRY(check_operand(s, D, 0.5f, 2.0f, &f->gamma));
   CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &f->beta));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &f->y));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->mean));
-  CLT_TRY(check_operand(s, N, -1.0f, 1.0f, &f->rstd));
-  CLT_TRY(check_doubles(s, 2 * N, &f->m)); /* the harness's scratch is */
-  f->r = f->m + N;                          /* scarce: one for both */
-  CLT_TRY(clt_ln_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
-                         f->gamma->t, f->beta->t, N, D, a->eps, a->relu,
-                         a->runs16));
-  for (int64_t n = 0; n < N; n++) {
-    ln_stats_ref(f->x->host, a, n, &f->m[n], &f->r[n]);
-    double m = f->m[n], r = f->r[n];
-    f->mean->host[n] = (float)m;
-    f->rstd->host[n] = (float)r;
-    for (int64_t i = 0; i < D; i++) {
-      double v = (f->x->host[n * D + i] - m) * r * f->gamma->host[i] +
-                 f->beta->host[i];
-      f->y->host[n * D + i] = (float)(a->relu && !(v > 0.0) ? 0.0 : v);
+  CLT_TRY(check_operand(s, ln_values(a), -1.0f, 1.0f, &f->y));
+  CLT_TRY(check_operand(s, G, -1.0f, 1.0f, &f->mean));
+  CLT_TRY(check_operand(s, G, -1.0f, 1.0f, &f->rstd));
+  CLT_TRY(check_doubles(s, 2 * G, &f->m)); /* the harness's scratch is */
+  f->r = f->m + G;                          /* scarce: one for both */
+  if (a->P)
+    CLT_TRY(clt_lnc_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
+                            f->gamma->t, f->beta->t, a->N, D, a->P, a->eps,
+                            a->relu));
+  else
+    CLT_TRY(clt_ln_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
+                           f->gamma->t, f->beta->t, a->N, D, a->eps, a->relu,
+                           a->runs16));
+  for (int64_t g = 0; g < G; g++) {
+    ln_stats_ref(f->x->host, a, g, &f->m[g], &f->r[g]);
+    double m = f->m[g], r = f->r[g];
+    f->mean->host[g] = (float)m;
+    f->rstd->host[g] = (float)r;
+    for (int64_t j = 0; j < D; j++) {
+      int64_t i = ln_at(a, g, j);
+      double v = (f->x->host[i] - m) * r * f->gamma->host[j] +
+                 f->beta->host[j];
+      f->y->host[i] = (float)(a->relu && !(v > 0.0) ? 0.0 : v);
     }
   }
   return CLT_OK;
@@ -467,54 +491,78 @@ clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
   return check_run(ctx, 260, ln_forward_body, &a, max_err);
 }
 
+clt_status clt_check_lnc_forward(clt_context *ctx, int64_t N, int64_t C,
+                                 int64_t P, float eps, bool relu,
+                                 double *max_err) {
+  ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu};
+  return check_run(ctx, 265, ln_forward_body, &a, max_err);
+}
+
 /* The backward from the forward's statistics; where relu, through a
  * ReLU whose output is an operand of its own (out: half of it <= 0), as
  * clt_check_bn_train_backward's. */
 static clt_status ln_backward_body(check_set *s, const void *arg) {
   const ln_args *a = arg;
-  int64_t N = a->N, D = a->D;
+  int64_t D = a->D, G = ln_groups(a), V = ln_values(a);
   ln_forward_ops f;
   check_f32 *out, *dy, *dx, *dgamma, *dbeta;
   CLT_TRY(ln_forward_run(s, a, &f));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &out));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dy));
-  CLT_TRY(check_operand(s, N * D, -1.0f, 1.0f, &dx));
+  CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &out));
+  CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &dy));
+  CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &dx));
   CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dgamma));
   CLT_TRY(check_operand(s, D, -1.0f, 1.0f, &dbeta));
-  CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
-                          f.x->t, out->t, f.mean->t, f.rstd->t, f.gamma->t,
-                          N, D, a->relu, a->accumulate, a->runs16));
+  if (a->P)
+    CLT_TRY(clt_lnc_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
+                             f.x->t, out->t, f.mean->t, f.rstd->t,
+                             f.gamma->t, a->N, D, a->P, a->relu,
+                             a->accumulate));
+  else
+    CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
+                            f.x->t, out->t, f.mean->t, f.rstd->t, f.gamma->t,
+                            a->N, D, a->relu, a->accumulate, a->runs16));
   double *dg, *db, *gv;
   CLT_TRY(check_doubles(s, D, &dg));
   CLT_TRY(check_doubles(s, D, &db));
   CLT_TRY(check_doubles(s, D, &gv));
   const float *gm = f.gamma->host;
-  for (int64_t n = 0; n < N; n++) {
-    double m = f.m[n], r = f.r[n], sg = 0.0, sgx = 0.0;
-    const float *xr = f.x->host + n * D;
-    for (int64_t i = 0; i < D; i++) {
-      double xhat = (xr[i] - m) * r, d = dy->host[n * D + i];
-      if (a->relu && !(out->host[n * D + i] > 0.0f)) d = 0.0;
-      gv[i] = d * gm[i];
-      dg[i] += d * xhat;
-      db[i] += d;
-      sg += gv[i];
-      sgx += gv[i] * xhat;
+  for (int64_t g = 0; g < G; g++) {
+    double m = f.m[g], r = f.r[g], sg = 0.0, sgx = 0.0;
+    for (int64_t j = 0; j < D; j++) {
+      int64_t i = ln_at(a, g, j);
+      double xhat = (f.x->host[i] - m) * r, d = dy->host[i];
+      if (a->relu && !(out->host[i] > 0.0f)) d = 0.0;
+      gv[j] = d * gm[j];
+      dg[j] += d * xhat;
+      db[j] += d;
+      sg += gv[j];
+      sgx += gv[j] * xhat;
     }
     sg /= (double)D;
     sgx /= (double)D;
-    for (int64_t i = 0; i < D; i++) {
-      double xhat = (xr[i] - m) * r;
-      double v = r * (gv[i] - sg - xhat * sgx);
-      float *o = &dx->host[n * D + i];
+    for (int64_t j = 0; j < D; j++) {
+      int64_t i = ln_at(a, g, j);
+      double xhat = (f.x->host[i] - m) * r;
+      double v = r * (gv[j] - sg - xhat * sgx);
+      float *o = &dx->host[i];
       *o = (float)(a->accumulate ? *o + v : v);
     }
   }
-  for (int64_t i = 0; i < D; i++) {
-    dgamma->host[i] = (float)dg[i];
-    dbeta->host[i] = (float)db[i];
+  for (int64_t j = 0; j < D; j++) {
+    dgamma->host[j] = (float)dg[j];
+    dbeta->host[j] = (float)db[j];
   }
   return CLT_OK;
+}
+
+static clt_status ln_backward_limited(clt_context *ctx, const ln_args *a,
+                                      int64_t loop_limit, int seed,
+                                      double *max_err) {
+  int64_t saved = ctx->loop_limit;
+  if (loop_limit > 0) ctx->loop_limit = loop_limit;
+  clt_status st = check_run(ctx, seed, ln_backward_body, a, max_err);
+  ctx->loop_limit = saved;
+  return st;
 }
 
 clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
@@ -523,9 +571,14 @@ clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
                                  double *max_err) {
   ln_args a = {.N = N, .D = D, .eps = eps, .relu = relu,
                .accumulate = accumulate, .runs16 = runs16};
-  int64_t saved = ctx->loop_limit;
-  if (loop_limit > 0) ctx->loop_limit = loop_limit;
-  clt_status st = check_run(ctx, 270, ln_backward_body, &a, max_err);
-  ctx->loop_limit = saved;
-  return st;
+  return ln_backward_limited(ctx, &a, loop_limit, 270, max_err);
+}
+
+clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
+                                  int64_t P, float eps, bool relu,
+                                  bool accumulate, int64_t loop_limit,
+                                  double *max_err) {
+  ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu,
+               .accumulate = accumulate};
+  return ln_backward_limited(ctx, &a, loop_limit, 275, max_err);
 }

@@ -8,20 +8,34 @@
  * kernels' layout (a value per work-item, or runs of 16) is measured at
  * compile, forward and backward apart. A ReLU after it that nothing else
  * reads is done by its kernels (fused_relu): max(y, 0) on the way out,
- * and the gradient through it from the output in the backward. */
+ * and the gradient through it from the output in the backward.
+ *
+ * over=channels: each pixel of an image [C, H, W] normalised over its C
+ * channels instead, with a scale and shift per channel ([C]): Keras's
+ * LayerNormalization() on a channels-last image, ConvNeXt's
+ * channels-first LayerNorm, torch.nn.LayerNorm(C) on the input permuted
+ * to [H, W, C]. Its kernels (clt_lnc_*) take a pixel per work-item (one
+ * layout: neighbouring items on neighbouring pixels); the statistics kept
+ * are a pixel's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
 
-static const char *const keys[] = {"eps", "name", "input", "inputs", NULL};
+static const char *const keys[] = {"eps", "over", "name", "input", "inputs",
+                                   NULL};
+static const char *const overs[] = {"all", "channels", NULL};
 
 enum { LN_WEIGHT, LN_BIAS };
 
 typedef struct ln_state {
   float eps;
-  clt_tensor *stats; /* [2, max_batch]: means, then rstds; graph-owned */
+  /* over=channels: channels and pixels a sample (0 0 over all values) */
+  int64_t C, P;
+  /* [2, max_batch * groups]: means, then rstds, of the samples (or of
+   * their pixels, over=channels); graph-owned */
+  clt_tensor *stats;
   bool fwd16, bwd16; /* the layouts chosen: runs of 16 */
 } ln_state;
 
@@ -29,37 +43,61 @@ static clt_status ln_configure(clt_graph *g, clt_graph_node *n,
                                clt_layer_args *a) {
   clt_err err = {0};
   double eps = 1e-5;
-  if (clt_args_get_float(a, "eps", false, 1e-5, &eps, &err) != CLT_OK)
+  int over = 0;
+  if (clt_args_get_float(a, "eps", false, 1e-5, &eps, &err) != CLT_OK ||
+      clt_args_get_choice(a, "over", overs, "all", &over, &err) != CLT_OK)
     return clt_graph_err(g, &err);
   if (!(eps > 0.0))
     return clt_node_fail(g, n, CLT_ERR_FORMAT, "eps must be positive, got %g",
                          eps);
   clt_graph_node *in = clt_graph_in(g, n, 0);
+  if (over == 1 && in->ndim != 3) {
+    char sh[96];
+    return clt_node_fail(
+        g, n, CLT_ERR_SHAPE,
+        "over=channels normalises each pixel of an image over its channels: "
+        "it expects [channels, height, width], but '%s' gives %s (flat "
+        "data: over=all, the default, is Keras's LayerNormalization())",
+        in->name, clt_shape_str(in->ndim, in->shape, sh, sizeof sh));
+  }
   ln_state *s = calloc(1, sizeof *s);
   if (!s) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "state");
   n->state = s;
   s->eps = (float)eps;
+  if (over == 1) {
+    s->C = in->shape[0];
+    s->P = in->shape[1] * in->shape[2];
+  }
   n->ndim = in->ndim;
   memcpy(n->shape, in->shape, sizeof n->shape);
-  clt_param *w = clt_node_add_param(n, "weight", in->ndim, in->shape);
-  clt_param *b = clt_node_add_param(n, "bias", in->ndim, in->shape);
+  /* over all: a scale and shift a value, of the input's shape; over
+   * channels: a channel */
+  int pdim = s->P ? 1 : in->ndim;
+  clt_param *w = clt_node_add_param(n, "weight", pdim, in->shape);
+  clt_param *b = clt_node_add_param(n, "bias", pdim, in->shape);
   if (!w || !b) return clt_node_fail(g, n, CLT_ERR_HOST_MEMORY, "parameters");
   w->init = CLT_INIT_ONE;
   b->init = CLT_INIT_ZERO;
   return CLT_OK;
 }
 
+/* The groups of values normalised apart in a sample: 1, or its pixels
+ * (over=channels). */
+static int64_t ln_groups(const ln_state *s) { return s->P ? s->P : 1; }
+
 static clt_status ln_reserve(clt_graph *g, clt_graph_node *n) {
   ln_state *s = n->state;
-  return clt_graph_workspace(g, n, CLT_F32, 2 * g->max_batch, CLT_LIVE_SAVED,
-                             &s->stats);
+  return clt_graph_workspace(g, n, CLT_F32, 2 * g->max_batch * ln_groups(s),
+                             CLT_LIVE_SAVED, &s->stats);
 }
 
-/* The means and rstds of the batch's samples: views of the workspace. */
+/* The means and rstds of the batch's samples (or pixels): views of the
+ * workspace. */
 static void ln_stats(clt_graph *g, ln_state *s, clt_tensor *mean,
                      clt_tensor *rstd) {
-  *mean = clt_tensor_slice_1d(s->stats, 0, g->max_batch);
-  *rstd = clt_tensor_slice_1d(s->stats, g->max_batch, g->max_batch);
+  int64_t count = g->max_batch * ln_groups(s);
+  *mean = clt_tensor_slice_1d(s->stats, 0, count);
+  *rstd = clt_tensor_slice_1d(s->stats, count, count);
 }
 
 typedef struct ln_work {
@@ -74,6 +112,11 @@ static clt_status ln_run(clt_graph *g, clt_graph_node *n, int64_t batch,
   clt_param *p = n->params;
   clt_tensor mean, rstd;
   ln_stats(g, s, &mean, &rstd);
+  if (s->P)
+    return clt_lnc_forward(g->ctx, n->out, &mean, &rstd,
+                           clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
+                           &p[LN_BIAS].value, batch, s->C, s->P, s->eps,
+                           n->fused_relu);
   return clt_ln_forward(g->ctx, n->out, &mean, &rstd,
                         clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
                         &p[LN_BIAS].value, batch, n->size, s->eps,
@@ -87,6 +130,11 @@ static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
   clt_param *p = n->params;
   clt_tensor mean, rstd;
   ln_stats(g, s, &mean, &rstd);
+  if (s->P)
+    return clt_lnc_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
+                            n->grad, clt_graph_in(g, n, 0)->out, n->out,
+                            &mean, &rstd, &p[LN_WEIGHT].value, batch, s->C,
+                            s->P, n->fused_relu, acc);
   return clt_ln_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
                          n->grad, clt_graph_in(g, n, 0)->out, n->out, &mean,
                          &rstd, &p[LN_WEIGHT].value, batch, n->size,
@@ -107,6 +155,7 @@ static clt_status run_ln_way(void *user, int way) {
  * output gradients. */
 static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
   ln_state *s = n->state;
+  if (s->P) return CLT_OK; /* over channels: one layout */
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch, count = b * n->size;
   char key[160], shape[64];

@@ -348,3 +348,61 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
                  &global, &local, KT(dx), KT(dy), KT(x), KT(mean), KT(rstd),
                  KT(gamma), KT(out), KI(D), KI(relu), KI(accumulate));
 }
+
+/* lnc_forward's and lnc_backward_data's three loops over a pixel's
+ * channels; CLT_ERR_UNSUPPORTED where they pass the device's budget. */
+static clt_status lnc_fits(clt_context *ctx, const char *what, int64_t C) {
+  int64_t cap;
+  CLT_TRY(clt_device_loop_cap(ctx, &cap));
+  if (cap == 0 || 3 * C + 8 <= clt_loop_budget(cap)) return CLT_OK;
+  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
+                      "%s over %lld channels a pixel: %s ends a work-item's "
+                      "loops after %lld iterations, fewer than it needs",
+                      what, (long long)C, ctx->info.name, (long long)cap);
+}
+
+clt_status clt_lnc_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
+                           clt_tensor *rstd, const clt_tensor *x,
+                           const clt_tensor *gamma, const clt_tensor *beta,
+                           int64_t N, int64_t C, int64_t P, float eps,
+                           bool relu) {
+  CLT_TRY(lnc_fits(ctx, "layernorm over channels", C));
+  if (N * P == 0) return CLT_OK;
+  return CLT_RUN_1D(ctx, CLT_K_lnc_forward, (size_t)(N * P), KT(y), KT(mean),
+                    KT(rstd), KT(x), KT(gamma), KT(beta), KI(N * P), KI(C),
+                    KI(P), KF(eps), KI(relu));
+}
+
+/* (a clt_loop_cost: lnc_backward_params's loop over per samples' pixels,
+ * CLT_WG items sharing them, and the two group sums) */
+static int64_t lnc_param_loops(int64_t per, const void *arg) {
+  const int64_t *pixels_items = arg;
+  return (per * pixels_items[0] + pixels_items[1] - 1) / pixels_items[1] +
+         128;
+}
+
+clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
+                            clt_tensor *dgamma, clt_tensor *dbeta,
+                            const clt_tensor *dy, const clt_tensor *x,
+                            const clt_tensor *y, const clt_tensor *mean,
+                            const clt_tensor *rstd, const clt_tensor *gamma,
+                            int64_t N, int64_t C, int64_t P, bool relu,
+                            bool accumulate) {
+  const clt_tensor *out = relu ? y : dy; /* not read without relu */
+  CLT_TRY(lnc_fits(ctx, "layernorm over channels backward", C));
+  if (N * P == 0) return CLT_OK;
+  int64_t pixels_items[2] = {P, (int64_t)ctx->work_group};
+  int64_t per = clt_loop_per(ctx, N, lnc_param_loops, pixels_items);
+  size_t local = ctx->work_group, global = local * (size_t)C;
+  for (int64_t n0 = 0; n0 < N; n0 += per) {
+    int64_t n1 = n0 + per < N ? n0 + per : N;
+    CLT_TRY(CLT_RUN(ctx, CLT_K_lnc_backward_params, 1, &global, &local,
+                    KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(rstd),
+                    KT(out), KI(C), KI(P), KI(relu), KI(n0), KI(n1),
+                    KI(n0 > 0)));
+  }
+  if (!dx) return CLT_OK;
+  return CLT_RUN_1D(ctx, CLT_K_lnc_backward_data, (size_t)(N * P), KT(dx),
+                    KT(dy), KT(x), KT(mean), KT(rstd), KT(gamma), KT(out),
+                    KI(N * P), KI(C), KI(P), KI(relu), KI(accumulate));
+}

@@ -122,6 +122,9 @@
   X(ln_backward_data16, "norm")                                                \
   X(ln_backward_params, "norm")                                                \
   X(ln_backward_params16, "norm")                                              \
+  X(lnc_forward, "norm")                                                       \
+  X(lnc_backward_data, "norm")                                                 \
+  X(lnc_backward_params, "norm")                                               \
   X(dropout_forward, "dropout")                                                \
   X(mul_f32, "dropout")                                                        \
   X(gemm_rows_4x32, "gemm")                                                    \
