@@ -318,6 +318,22 @@ START_TEST(activation_backward_lengths) {
 }
 END_TEST
 
+/* gelu's erf is our own (cl/activation.cl normal_cdf: two polynomials,
+ * erfc's tail from exp): within 1e-6 of double over [-4, 4], +-25 and a
+ * ramp over [-10, 10] (a few float roundings: 1.2e-7 seen on POCL),
+ * tighter than the other activations' tolerance, so that a coefficient
+ * a digit off fails it. */
+START_TEST(gelu_accuracy) {
+  double e;
+  ck_assert_check(
+      clt_check_activation_forward(g_ctx, CLT_ACT_GELU, 4000, 0.0f, 0, &e),
+      e, 1e-6, "gelu forward");
+  ck_assert_check(clt_check_activation_backward(g_ctx, CLT_ACT_GELU, 4000,
+                                                0.0f, false, 0, &e),
+                  e, 1e-6, "gelu backward");
+}
+END_TEST
+
 /* A host array on the device as a fresh 1-D tensor. */
 static clt_tensor *upload_new(const float *host, int64_t n) {
   clt_tensor *t;
@@ -2388,6 +2404,7 @@ static Suite *ops_suite(void) {
   tcase_add_loop_test(act, activation_backward_lengths, 0, COUNT(activations));
   tcase_add_loop_test(act, activation_backward_finite_differences, 0,
                       COUNT(activations));
+  tcase_add_test(act, gelu_accuracy);
   suite_add_tcase(s, act);
 
   TCase *loss = tcase_create("loss");

@@ -56,7 +56,9 @@ typedef struct act_args {
 
 /* x uniform in [-4, 4] with one exact zero (the kink of relu) and, where
  * there is room, 25 and -25 (softplus is x itself past 20; the
- * exponentials' far ends). */
+ * exponentials' far ends) and, from 1000 values on, the last 300 a ramp
+ * from -10 to 10 (gelu's erf in each of its ranges and at their ends:
+ * cl/activation.cl normal_cdf). */
 static clt_status act_input(check_set *s, int64_t n, check_f32 **x) {
   CLT_TRY(check_operand(s, n, -4.0f, 4.0f, x));
   (*x)->host[n / 2] = 0.0f;
@@ -64,6 +66,9 @@ static clt_status act_input(check_set *s, int64_t n, check_f32 **x) {
     (*x)->host[1] = 25.0f;
     (*x)->host[n - 2] = -25.0f;
   }
+  if (n >= 1000)
+    for (int i = 0; i < 300; i++)
+      (*x)->host[n - 300 + i] = -10.0f + 20.0f * (float)i / 299.0f;
   return check_upload(*x);
 }
 
