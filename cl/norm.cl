@@ -843,99 +843,202 @@ __kernel void ln_backward_params16(LN_PARAM_PARAMS) {
  * Keras's LayerNormalization on an image, ConvNeXt's channels-first
  * LayerNorm): x [N, C, P] with P = H W, pixel (n, p)'s C values x[n, c,
  * p] normalised by their own mean and biased variance, then scaled and
- * shifted by channel, y = (x - mean) * rstd * gamma[c] + beta[c]. Item i
- * = n P + p a pixel, its channels P apart (neighbouring items on
- * neighbouring pixels: coalesced on a GPU, vectorised across items on a
- * CPU); two passes for the statistics, kept (N P each) for the backward;
- * relu as ln_forward's. */
-__kernel void lnc_forward(__global float *y, int y_off, __global float *mean,
-                          int mean_off, __global float *rstd, int rstd_off,
-                          __global const float *x, int x_off,
-                          __global const float *gamma, int gamma_off,
-                          __global const float *beta, int beta_off, int NP,
-                          int C, int P, float eps, int relu) {
-  int i = get_global_id(0);
-  if (i >= NP) return;
-  int at = (i / P) * C * P + i % P;
-  __global const float *v = x + x_off + at;
-  __global float *out = y + y_off + at;
-  float s = 0.0f;
-  for (int c = 0; c < C; c++) s += v[c * P];
-  float mu = s / (float)C, q = 0.0f;
-  for (int c = 0; c < C; c++) {
-    float d = v[c * P] - mu;
-    q += d * d;
+ * shifted by channel, y = (x - mean) * rstd * gamma[c] + beta[c]; two
+ * passes for the statistics, kept (N P each, at n P + p) for the
+ * backward; relu as ln_forward's. Two layouts, chosen by measurement
+ * (nn/layernorm.c): an item a pixel, its channels P apart (neighbouring
+ * items on neighbouring pixels: coalesced on a GPU), or (the kernels
+ * named ...16) an item a run of 16 neighbouring pixels of a sample in
+ * float16s (one vector on a CPU device), the pixels past a sample's last
+ * whole run one by one. Each pixel's operations are the same in both.
+ *
+ * LNC_FORWARD_PIXELS(T, LOAD, STORE, at, st): the forward of the T
+ * (float or float16) of pixels at `at` in x and y, their statistics at
+ * `st`. */
+#define LNC_FORWARD_PIXELS(T, LOAD, STORE, at, st)                            \
+  {                                                                           \
+    __global const float *v = x + x_off + (at);                               \
+    __global float *out = y + y_off + (at);                                   \
+    T s = 0.0f;                                                               \
+    for (int c = 0; c < C; c++) s += LOAD(v + c * P);                         \
+    T mu = s / (float)C, q = 0.0f;                                            \
+    for (int c = 0; c < C; c++) {                                             \
+      T d = LOAD(v + c * P) - mu;                                             \
+      q += d * d;                                                             \
+    }                                                                         \
+    T r = rsqrt(q / (float)C + eps);                                          \
+    for (int c = 0; c < C; c++) {                                             \
+      T o = (LOAD(v + c * P) - mu) * r * gamma[gamma_off + c] +               \
+            beta[beta_off + c];                                               \
+      if (relu) o = select((T)0.0f, o, o > 0.0f);                             \
+      STORE(o, out + c * P);                                                  \
+    }                                                                         \
+    STORE(mu, mean + mean_off + (st));                                        \
+    STORE(r, rstd + rstd_off + (st));                                         \
   }
-  float r = rsqrt(q / (float)C + eps);
-  for (int c = 0; c < C; c++)
-    out[c * P] = BN_RELU((v[c * P] - mu) * r * gamma[gamma_off + c] +
-                         beta[beta_off + c]);
-  mean[mean_off + i] = mu;
-  rstd[rstd_off + i] = r;
+#define LNC_LOAD1(p) (*(p))
+#define LNC_STORE1(v, p) (*(p) = (v))
+#define LNC_LOAD16(p) vload16(0, p)
+#define LNC_STORE16(v, p) vstore16(v, 0, p)
+
+#define LNC_FORWARD_PARAMS                                                    \
+  (__global float *y, int y_off, __global float *mean, int mean_off,          \
+   __global float *rstd, int rstd_off, __global const float *x, int x_off,    \
+   __global const float *gamma, int gamma_off, __global const float *beta,    \
+   int beta_off, int N, int C, int P, float eps, int relu)
+
+/* Item i = n P + p, a pixel. */
+__kernel void lnc_forward LNC_FORWARD_PARAMS {
+  int i = get_global_id(0);
+  if (i >= N * P) return;
+  LNC_FORWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, (i / P) * C * P + i % P,
+                     i);
 }
 
-/* Pixel i's input gradient: with g = dy * gamma[c] and xhat = (x - mean)
- * * rstd over its channels, dx = rstd * (g - mean(g) - xhat * mean(g *
- * xhat)), written or (accumulate) added; dy through the fused ReLU as
- * ln_backward_data's. */
-__kernel void lnc_backward_data(__global float *dx, int dx_off,
-                                __global const float *dy, int dy_off,
-                                __global const float *x, int x_off,
-                                __global const float *mean, int mean_off,
-                                __global const float *rstd, int rstd_off,
-                                __global const float *gamma, int gamma_off,
-                                __global const float *y, int y_off, int NP,
-                                int C, int P, int relu, int accumulate) {
+/* Item j, run j % R of sample j / R, R = ceil(P / 16). */
+__kernel void lnc_forward16 LNC_FORWARD_PARAMS {
+  int R = (P + 15) / 16, j = get_global_id(0);
+  if (j >= N * R) return;
+  int n = j / R, p0 = j % R * 16;
+  if (p0 + 16 <= P) {
+    LNC_FORWARD_PIXELS(float16, LNC_LOAD16, LNC_STORE16, n * C * P + p0,
+                       n * P + p0);
+    return;
+  }
+  for (int p = p0; p < P; p++)
+    LNC_FORWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, n * C * P + p, n * P + p);
+}
+
+/* The input gradient of the T of pixels at `at` (statistics at `st`):
+ * with g = dy * gamma[c] and xhat = (x - mean) * rstd over a pixel's
+ * channels, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), written or
+ * (accumulate) added; dy through the fused ReLU (its output y > 0) where
+ * relu (times 1 or 0, as BN_MASK1: an infinite dy stays visible). */
+#define LNC_BACKWARD_PIXELS(T, LOAD, STORE, at, st)                           \
+  {                                                                           \
+    __global const float *xr = x + x_off + (at), *gr = dy + dy_off + (at);    \
+    __global const float *yr = y + y_off + (at);                              \
+    __global float *out = dx + dx_off + (at);                                 \
+    T mu = LOAD(mean + mean_off + (st)), r = LOAD(rstd + rstd_off + (st));    \
+    T sg = 0.0f, sgx = 0.0f;                                                  \
+    for (int c = 0; c < C; c++) {                                             \
+      T g = LOAD(gr + c * P);                                                 \
+      if (relu) g *= select((T)0.0f, (T)1.0f, LOAD(yr + c * P) > 0.0f);      \
+      g *= gamma[gamma_off + c];                                              \
+      sg += g;                                                                \
+      sgx += g * ((LOAD(xr + c * P) - mu) * r);                               \
+    }                                                                         \
+    T a = sg / (float)C, b = sgx / (float)C;                                  \
+    for (int c = 0; c < C; c++) {                                             \
+      T g = LOAD(gr + c * P);                                                 \
+      if (relu) g *= select((T)0.0f, (T)1.0f, LOAD(yr + c * P) > 0.0f);      \
+      g *= gamma[gamma_off + c];                                              \
+      T v = r * (g - a - (LOAD(xr + c * P) - mu) * r * b);                    \
+      if (accumulate) v += LOAD(out + c * P);                                 \
+      STORE(v, out + c * P);                                                  \
+    }                                                                         \
+  }
+
+#define LNC_BACKWARD_PARAMS                                                   \
+  (__global float *dx, int dx_off, __global const float *dy, int dy_off,      \
+   __global const float *x, int x_off, __global const float *mean,            \
+   int mean_off, __global const float *rstd, int rstd_off,                    \
+   __global const float *gamma, int gamma_off, __global const float *y,       \
+   int y_off, int N, int C, int P, int relu, int accumulate)
+
+/* Item i = n P + p, a pixel. */
+__kernel void lnc_backward_data LNC_BACKWARD_PARAMS {
   int i = get_global_id(0);
-  if (i >= NP) return;
-  int at = (i / P) * C * P + i % P;
-  __global const float *xr = x + x_off + at, *gr = dy + dy_off + at;
-  __global const float *yr = y + y_off + at, *gm = gamma + gamma_off;
-  __global float *out = dx + dx_off + at;
-  float mu = mean[mean_off + i], r = rstd[rstd_off + i];
-  float sg = 0.0f, sgx = 0.0f;
-  for (int c = 0; c < C; c++) {
-    float g = LN_DY1(c * P) * gm[c];
-    sg += g;
-    sgx += g * ((xr[c * P] - mu) * r);
+  if (i >= N * P) return;
+  LNC_BACKWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, (i / P) * C * P + i % P,
+                      i);
+}
+
+/* Item j, run j % R of sample j / R, R = ceil(P / 16). */
+__kernel void lnc_backward_data16 LNC_BACKWARD_PARAMS {
+  int R = (P + 15) / 16, j = get_global_id(0);
+  if (j >= N * R) return;
+  int n = j / R, p0 = j % R * 16;
+  if (p0 + 16 <= P) {
+    LNC_BACKWARD_PIXELS(float16, LNC_LOAD16, LNC_STORE16, n * C * P + p0,
+                        n * P + p0);
+    return;
   }
-  float a = sg / (float)C, b = sgx / (float)C;
-  for (int c = 0; c < C; c++) {
-    float g = LN_DY1(c * P) * gm[c];
-    float v = r * (g - a - (xr[c * P] - mu) * r * b);
-    out[c * P] = accumulate ? out[c * P] + v : v;
-  }
+  for (int p = p0; p < P; p++)
+    LNC_BACKWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, n * C * P + p,
+                        n * P + p);
 }
 
 /* Group c, a channel: dgamma[c] and dbeta[c], the sums over samples
  * n0..n1 and their pixels of dy * xhat and of dy (through the fused ReLU
  * where relu), written or (accumulate) added: the launches that cut the
  * batch into parts where the device's loops are capped add into the
- * first's. The group's CLT_WG items take the pixels lid, lid + CLT_WG, ...
- * of the part. */
-__kernel void lnc_backward_params(__global float *dgamma, int dgamma_off,
-                                  __global float *dbeta, int dbeta_off,
-                                  __global const float *dy, int dy_off,
-                                  __global const float *x, int x_off,
-                                  __global const float *mean, int mean_off,
-                                  __global const float *rstd, int rstd_off,
-                                  __global const float *y, int y_off, int C,
-                                  int P, int relu, int n0, int n1,
-                                  int accumulate) {
-  __local float scratch[CLT_WG];
-  int c = get_group_id(0), lid = get_local_id(0);
-  float sg = 0.0f, sb = 0.0f;
-  for (int q = n0 * P + lid; q < n1 * P; q += CLT_WG) {
-    int at = ((q / P) * C + c) * P + q % P;
-    float g = relu ? BN_MASK1(dy[dy_off + at], y[y_off + at])
-                   : dy[dy_off + at];
-    sb += g;
-    sg += g * ((x[x_off + at] - mean[mean_off + q]) * rstd[rstd_off + q]);
+ * first's. The group's CLT_WG items take the part's pixels lid, lid +
+ * CLT_WG, ... (runs16 0), or its runs of 16 pixels (each sample's last,
+ * where short, pixel by pixel) lid, lid + CLT_WG, ... (runs16 1). */
+#define LNC_PARAM_SUMS(T, LOAD, at, st)                                       \
+  {                                                                           \
+    T g = LOAD(dy + dy_off + (at));                                           \
+    if (relu) g *= select((T)0.0f, (T)1.0f, LOAD(y + y_off + (at)) > 0.0f);  \
+    T xhat = (LOAD(x + x_off + (at)) - LOAD(mean + mean_off + (st))) *        \
+             LOAD(rstd + rstd_off + (st));                                    \
+    sb_##T += g;                                                              \
+    sg_##T += g * xhat;                                                       \
   }
-  sg = group_sum(scratch, sg);
-  sb = group_sum(scratch, sb);
+
+static inline __attribute__((always_inline)) void
+lnc_backward_params_body(__global float *dgamma, int dgamma_off,
+                         __global float *dbeta, int dbeta_off,
+                         __global const float *dy, int dy_off,
+                         __global const float *x, int x_off,
+                         __global const float *mean, int mean_off,
+                         __global const float *rstd, int rstd_off,
+                         __global const float *y, int y_off, int C, int P,
+                         int relu, int n0, int n1, int accumulate,
+                         __local float *scratch, const int runs16) {
+  int c = get_group_id(0), lid = get_local_id(0);
+  float sg_float = 0.0f, sb_float = 0.0f;
+  float16 sg_float16 = 0.0f, sb_float16 = 0.0f;
+  if (runs16) {
+    int R = (P + 15) / 16;
+    for (int u = n0 * R + lid; u < n1 * R; u += CLT_WG) {
+      int n = u / R, p0 = u % R * 16;
+      if (p0 + 16 <= P)
+        LNC_PARAM_SUMS(float16, LNC_LOAD16, (n * C + c) * P + p0, n * P + p0)
+      else
+        for (int p = p0; p < P; p++)
+          LNC_PARAM_SUMS(float, LNC_LOAD1, (n * C + c) * P + p, n * P + p)
+    }
+  } else {
+    for (int q = n0 * P + lid; q < n1 * P; q += CLT_WG)
+      LNC_PARAM_SUMS(float, LNC_LOAD1, ((q / P) * C + c) * P + q % P, q)
+  }
+  float sg = group_sum(scratch, sg_float + sum16(sg_float16));
+  float sb = group_sum(scratch, sb_float + sum16(sb_float16));
   if (lid == 0) {
     dgamma[dgamma_off + c] = accumulate ? dgamma[dgamma_off + c] + sg : sg;
     dbeta[dbeta_off + c] = accumulate ? dbeta[dbeta_off + c] + sb : sb;
   }
+}
+
+#define LNC_PARAMS_PARAMS                                                     \
+  (__global float *dgamma, int dgamma_off, __global float *dbeta,             \
+   int dbeta_off, __global const float *dy, int dy_off,                       \
+   __global const float *x, int x_off, __global const float *mean,            \
+   int mean_off, __global const float *rstd, int rstd_off,                    \
+   __global const float *y, int y_off, int C, int P, int relu, int n0,        \
+   int n1, int accumulate)
+#define LNC_PARAMS_ARGS                                                       \
+  (dgamma, dgamma_off, dbeta, dbeta_off, dy, dy_off, x, x_off, mean,          \
+   mean_off, rstd, rstd_off, y, y_off, C, P, relu, n0, n1, accumulate,        \
+   scratch, runs16)
+__kernel void lnc_backward_params LNC_PARAMS_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 0;
+  lnc_backward_params_body LNC_PARAMS_ARGS;
+}
+__kernel void lnc_backward_params16 LNC_PARAMS_PARAMS {
+  __local float scratch[CLT_WG];
+  const int runs16 = 1;
+  lnc_backward_params_body LNC_PARAMS_ARGS;
 }

@@ -138,12 +138,15 @@ START_TEST(test_fd_layernorm) {
   check_gradients_named(conv, 3, false, 0, "runs of 16");
   /* over each pixel's channels: its ReLU fused, its input read by a
    * residual sum too (its gradient added into), odd planes */
-  check_conv_gradients("input shape=3x5x4\n"
-                       "conv2d name=c filters=4 kernel=3 padding=1\n"
-                       "layernorm name=ln over=channels\nrelu name=r\n"
-                       "add inputs=c,r\nglobal_avgpool\ndense units=3\n"
-                       "softmax_cross_entropy\n",
-                       3);
+  const char *channels = "input shape=3x5x4\n"
+                         "conv2d name=c filters=4 kernel=3 padding=1\n"
+                         "layernorm name=ln over=channels\nrelu name=r\n"
+                         "add inputs=c,r\nglobal_avgpool\ndense units=3\n"
+                         "softmax_cross_entropy\n";
+  check_conv_gradients(channels, 3);
+  /* both layouts, forced (20 pixels: a run of 16 and 4 one by one) */
+  check_gradients_named(channels, 3, false, 0, "per pixel");
+  check_gradients_named(channels, 3, false, 0, "runs of 16");
   check_gradients("input shape=2x3x3\nlayernorm over=channels eps=0.01\n"
                   "tanh\nflatten\ndense units=2\nmse\n",
                   2, true);

@@ -1905,29 +1905,35 @@ START_TEST(lnc_shapes) {
   const int64_t *sh = lnc_shape(_i);
   int64_t N = sh[0], C = sh[1], P = sh[2];
   double e;
-  for (int relu = 0; relu < 2; relu++) {
-    ck_assert_check(clt_check_lnc_forward(g_ctx, N, C, P, 1e-5f, relu, &e), e,
-                    TOL, "layernorm over channels %lldx%lldx%lld relu=%d",
-                    (long long)N, (long long)C, (long long)P, relu);
-    ck_assert_check(clt_check_lnc_forward(g_ctx, N, C, P, 0.1f, relu, &e), e,
-                    TOL,
-                    "layernorm over channels %lldx%lldx%lld eps 0.1 relu=%d",
-                    (long long)N, (long long)C, (long long)P, relu);
-    for (int acc = 0; acc < 2; acc++)
+  /* both layouts: a pixel per item, and runs of 16 (only pixels one by one
+   * where P is under 16; runs and those where it is 49 or 1000) */
+  for (int r16 = 0; r16 < 2; r16++)
+    for (int relu = 0; relu < 2; relu++) {
       ck_assert_check(
-          clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu, acc, 0, &e), e,
-          TOL,
-          "layernorm over channels backward %lldx%lldx%lld relu=%d "
-          "accumulate=%d",
-          (long long)N, (long long)C, (long long)P, relu, acc);
-    /* the parameter sums cut into parts of the batch (a sample each) */
-    if (N > 1)
+          clt_check_lnc_forward(g_ctx, N, C, P, 1e-5f, relu, r16, &e), e, TOL,
+          "layernorm over channels %lldx%lldx%lld relu=%d runs16=%d",
+          (long long)N, (long long)C, (long long)P, relu, r16);
       ck_assert_check(
-          clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu, true, 3, &e), e,
-          TOL,
-          "layernorm over channels backward %lldx%lldx%lld in parts relu=%d",
-          (long long)N, (long long)C, (long long)P, relu);
-  }
+          clt_check_lnc_forward(g_ctx, N, C, P, 0.1f, relu, r16, &e), e, TOL,
+          "layernorm over channels %lldx%lldx%lld eps 0.1 relu=%d runs16=%d",
+          (long long)N, (long long)C, (long long)P, relu, r16);
+      for (int acc = 0; acc < 2; acc++)
+        ck_assert_check(clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu,
+                                               acc, r16, 0, &e),
+                        e, TOL,
+                        "layernorm over channels backward %lldx%lldx%lld "
+                        "relu=%d accumulate=%d runs16=%d",
+                        (long long)N, (long long)C, (long long)P, relu, acc,
+                        r16);
+      /* the parameter sums cut into parts of the batch (a sample each) */
+      if (N > 1)
+        ck_assert_check(clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu,
+                                               true, r16, 3, &e),
+                        e, TOL,
+                        "layernorm over channels backward %lldx%lldx%lld in "
+                        "parts relu=%d runs16=%d",
+                        (long long)N, (long long)C, (long long)P, relu, r16);
+    }
 }
 END_TEST
 
@@ -1936,21 +1942,29 @@ END_TEST
 START_TEST(lnc_under_loop_cap) {
   int64_t saved = g_ctx->loop_cap;
   double e;
-  /* 3 C + 8 iterations against a budget of 200 */
-  g_ctx->loop_cap = 400;
-  clt_status st = clt_check_lnc_forward(g_ctx, 2, 70, 3, 1e-5f, false, &e);
-  clt_status st2 =
-      clt_check_lnc_backward(g_ctx, 2, 70, 3, 1e-5f, false, false, 0, &e);
-  const char *msg = clt_context_last_error(g_ctx);
-  bool named = strstr(msg, "70 channels a pixel") &&
-               strstr(msg, "after 400 iterations");
-  clt_status ok =
-      clt_check_lnc_backward(g_ctx, 2, 64, 3, 1e-5f, true, false, 0, &e);
-  g_ctx->loop_cap = saved;
-  ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
-  ck_assert_int_eq(st2, CLT_ERR_UNSUPPORTED);
-  ck_assert_msg(named, "message: %s", msg);
-  ck_assert_check(ok, e, TOL, "layernorm over channels 2x64x3, cap 400");
+  for (int r16 = 0; r16 < 2; r16++) {
+    /* 3 C + 1 iterations and 8 against a budget of 200, the first 15
+     * times in runs of 16 (the pixels past a sample's last run) */
+    int64_t too_many = r16 ? 5 : 70, fits = r16 ? 3 : 60;
+    g_ctx->loop_cap = 400;
+    clt_status st =
+        clt_check_lnc_forward(g_ctx, 2, too_many, 3, 1e-5f, false, r16, &e);
+    clt_status st2 = clt_check_lnc_backward(g_ctx, 2, too_many, 3, 1e-5f,
+                                            false, false, r16, 0, &e);
+    const char *msg = clt_context_last_error(g_ctx);
+    char want[64];
+    snprintf(want, sizeof want, "%lld channels a pixel", (long long)too_many);
+    bool named = strstr(msg, want) && strstr(msg, "after 400 iterations");
+    clt_status ok = clt_check_lnc_backward(g_ctx, 2, fits, 3, 1e-5f, true,
+                                           false, r16, 0, &e);
+    g_ctx->loop_cap = saved;
+    ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st2, CLT_ERR_UNSUPPORTED);
+    ck_assert_msg(named, "message: %s", msg);
+    ck_assert_check(ok, e, TOL,
+                    "layernorm over channels 2x%lldx3, cap 400 runs16=%d",
+                    (long long)fits, r16);
+  }
 }
 END_TEST
 

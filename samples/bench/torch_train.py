@@ -17,6 +17,11 @@ Trains the same three models as the cltrain samples, on the CPU or (with
        depthwise separable blocks (Conv2d(groups=C) 3x3, then 1x1, each
        with batch norm and ReLU; a max pooling between), global average
        pooling, Linear(128,10)
+  convnext: samples/fashion_convnext.model: a 2x2 stride-2 stem, then a
+       ConvNeXt block at 32 and at 64 channels (Conv2d(groups=C) 7x7,
+       LayerNorm over channels, 1x1 to 4x with GELU, 1x1 back, residual),
+       a normalised 2x2 stride-2 convolution between, global average
+       pooling, LayerNorm, Linear(64,10)
 
 with Adam (lr 1e-3) and cross-entropy. --amp trains in mixed precision
 instead (torch.autocast to fp16 and a GradScaler, the counterpart of
@@ -92,7 +97,41 @@ class BasicBlock(nn.Module):
         return torch.relu(y + (self.proj(x) if self.proj is not None else x))
 
 
+class ChannelsNorm(nn.Module):
+    """LayerNorm over each pixel's channels of [N, C, H, W] (cltrain's
+    layernorm over=channels, Keras's LayerNormalization on an image)."""
+
+    def __init__(self, c, eps=1e-6):
+        super().__init__()
+        self.norm = nn.LayerNorm(c, eps=eps)
+
+    def forward(self, x):
+        return self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(c, c, 7, padding=3, groups=c), ChannelsNorm(c),
+            nn.Conv2d(c, 4 * c, 1), nn.GELU(), nn.Conv2d(4 * c, c, 1))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
 def build_model(name):
+    if name == "convnext":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 2, stride=2), ChannelsNorm(32),  # 14x14
+            ConvNeXtBlock(32),
+            ChannelsNorm(32), nn.Conv2d(32, 64, 2, stride=2),  # 7x7
+            ConvNeXtBlock(64),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.LayerNorm(64, eps=1e-6),
+            nn.Linear(64, 10),
+        )
     if name in ("resnet", "resnet_wide"):
         a, b = (16, 32) if name == "resnet" else (64, 128)
         return nn.Sequential(
@@ -334,7 +373,8 @@ def non_negative_int(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide", "separable"],
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide",
+                                       "separable", "convnext"],
                    default="mlp")
     p.add_argument("--amp", action="store_true",
                    help="mixed precision: autocast to fp16 and a GradScaler (CUDA)")

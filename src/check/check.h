@@ -386,14 +386,15 @@ clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
                                  bool runs16, int64_t loop_limit,
                                  double *max_err);
 /* The same over each pixel's C channels of x [N, C, P] (clt_lnc_forward,
- * clt_lnc_backward: layernorm over=channels), gamma and beta [C]. */
+ * clt_lnc_backward: layernorm over=channels), gamma and beta [C]; runs16
+ * their layout of runs of 16 pixels. */
 clt_status clt_check_lnc_forward(clt_context *ctx, int64_t N, int64_t C,
-                                 int64_t P, float eps, bool relu,
+                                 int64_t P, float eps, bool relu, bool runs16,
                                  double *max_err);
 clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
                                   int64_t P, float eps, bool relu,
-                                  bool accumulate, int64_t loop_limit,
-                                  double *max_err);
+                                  bool accumulate, bool runs16,
+                                  int64_t loop_limit, double *max_err);
 
 /* ---- cl/depthwise.cl: check/depthwise.c --------------------------------- */
 /* The depthwise convolution of x [N, C, H, W] by w [C M, KH, KW] (+ bias

@@ -459,7 +459,7 @@ static clt_status ln_forward_run(check_set *s, const ln_args *a,
   if (a->P)
     CLT_TRY(clt_lnc_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
                             f->gamma->t, f->beta->t, a->N, D, a->P, a->eps,
-                            a->relu));
+                            a->relu, a->runs16));
   else
     CLT_TRY(clt_ln_forward(s->ctx, f->y->t, f->mean->t, f->rstd->t, f->x->t,
                            f->gamma->t, f->beta->t, a->N, D, a->eps, a->relu,
@@ -492,9 +492,10 @@ clt_status clt_check_ln_forward(clt_context *ctx, int64_t N, int64_t D,
 }
 
 clt_status clt_check_lnc_forward(clt_context *ctx, int64_t N, int64_t C,
-                                 int64_t P, float eps, bool relu,
+                                 int64_t P, float eps, bool relu, bool runs16,
                                  double *max_err) {
-  ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu};
+  ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu,
+               .runs16 = runs16};
   return check_run(ctx, 265, ln_forward_body, &a, max_err);
 }
 
@@ -516,7 +517,7 @@ static clt_status ln_backward_body(check_set *s, const void *arg) {
     CLT_TRY(clt_lnc_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
                              f.x->t, out->t, f.mean->t, f.rstd->t,
                              f.gamma->t, a->N, D, a->P, a->relu,
-                             a->accumulate));
+                             a->accumulate, a->runs16));
   else
     CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
                             f.x->t, out->t, f.mean->t, f.rstd->t, f.gamma->t,
@@ -576,9 +577,9 @@ clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
 
 clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
                                   int64_t P, float eps, bool relu,
-                                  bool accumulate, int64_t loop_limit,
-                                  double *max_err) {
+                                  bool accumulate, bool runs16,
+                                  int64_t loop_limit, double *max_err) {
   ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu,
-               .accumulate = accumulate};
+               .accumulate = accumulate, .runs16 = runs16};
   return ln_backward_limited(ctx, &a, loop_limit, 275, max_err);
 }

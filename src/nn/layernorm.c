@@ -14,9 +14,9 @@
  * channels instead, with a scale and shift per channel ([C]): Keras's
  * LayerNormalization() on a channels-last image, ConvNeXt's
  * channels-first LayerNorm, torch.nn.LayerNorm(C) on the input permuted
- * to [H, W, C]. Its kernels (clt_lnc_*) take a pixel per work-item (one
- * layout: neighbouring items on neighbouring pixels); the statistics kept
- * are a pixel's. */
+ * to [H, W, C]. Its kernels (clt_lnc_*) take a pixel per work-item or
+ * runs of 16 pixels, measured as the other form's layouts; the statistics
+ * kept are a pixel's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +116,7 @@ static clt_status ln_run(clt_graph *g, clt_graph_node *n, int64_t batch,
     return clt_lnc_forward(g->ctx, n->out, &mean, &rstd,
                            clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
                            &p[LN_BIAS].value, batch, s->C, s->P, s->eps,
-                           n->fused_relu);
+                           n->fused_relu, runs16);
   return clt_ln_forward(g->ctx, n->out, &mean, &rstd,
                         clt_graph_in(g, n, 0)->out, &p[LN_WEIGHT].value,
                         &p[LN_BIAS].value, batch, n->size, s->eps,
@@ -134,7 +134,7 @@ static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
     return clt_lnc_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
                             n->grad, clt_graph_in(g, n, 0)->out, n->out,
                             &mean, &rstd, &p[LN_WEIGHT].value, batch, s->C,
-                            s->P, n->fused_relu, acc);
+                            s->P, n->fused_relu, acc, runs16);
   return clt_ln_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
                          n->grad, clt_graph_in(g, n, 0)->out, n->out, &mean,
                          &rstd, &p[LN_WEIGHT].value, batch, n->size,
@@ -155,14 +155,23 @@ static clt_status run_ln_way(void *user, int way) {
  * output gradients. */
 static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
   ln_state *s = n->state;
-  if (s->P) return CLT_OK; /* over channels: one layout */
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch, count = b * n->size;
   char key[160], shape[64];
-  snprintf(key, sizeof key, "layernorm %lld values, batch %lld, relu %d",
-           (long long)n->size, (long long)b, n->fused_relu ? 1 : 0);
-  snprintf(shape, sizeof shape, "layernorm %lldx%lld", (long long)b,
-           (long long)n->size);
+  if (s->P) {
+    snprintf(key, sizeof key,
+             "layernorm over %lld channels of %lld pixels, batch %lld, "
+             "relu %d",
+             (long long)s->C, (long long)s->P, (long long)b,
+             n->fused_relu ? 1 : 0);
+    snprintf(shape, sizeof shape, "layernorm over channels %lldx%lldx%lld",
+             (long long)b, (long long)s->C, (long long)s->P);
+  } else {
+    snprintf(key, sizeof key, "layernorm %lld values, batch %lld, relu %d",
+             (long long)n->size, (long long)b, n->fused_relu ? 1 : 0);
+    snprintf(shape, sizeof shape, "layernorm %lldx%lld", (long long)b,
+             (long long)n->size);
+  }
   clt_tensor mean, rstd;
   ln_stats(g, s, &mean, &rstd);
   clt_tensor out = clt_tensor_slice_1d(n->out, 0, count);
@@ -174,7 +183,7 @@ static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
       .n = n->size,
       .k = 1,
       .key = key,
-      .names = {"per element", "runs of 16"},
+      .names = {s->P ? "per pixel" : "per element", "runs of 16"},
       .work = {.count = 2, .run = run_ln_way, .user = &w, .check_count = 3}};
   ways.work.checks[0] = &out;
   ways.work.checks[1] = &mean;

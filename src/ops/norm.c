@@ -350,11 +350,14 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
 }
 
 /* lnc_forward's and lnc_backward_data's three loops over a pixel's
- * channels; CLT_ERR_UNSUPPORTED where they pass the device's budget. */
-static clt_status lnc_fits(clt_context *ctx, const char *what, int64_t C) {
+ * channels (runs16: up to 15 pixels of them at a sample's end);
+ * CLT_ERR_UNSUPPORTED where they pass the device's budget. */
+static clt_status lnc_fits(clt_context *ctx, const char *what, int64_t C,
+                           bool runs16) {
   int64_t cap;
   CLT_TRY(clt_device_loop_cap(ctx, &cap));
-  if (cap == 0 || 3 * C + 8 <= clt_loop_budget(cap)) return CLT_OK;
+  int64_t loops = (runs16 ? 15 : 1) * (3 * C + 1) + 8;
+  if (cap == 0 || loops <= clt_loop_budget(cap)) return CLT_OK;
   return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                       "%s over %lld channels a pixel: %s ends a work-item's "
                       "loops after %lld iterations, fewer than it needs",
@@ -365,20 +368,26 @@ clt_status clt_lnc_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                            clt_tensor *rstd, const clt_tensor *x,
                            const clt_tensor *gamma, const clt_tensor *beta,
                            int64_t N, int64_t C, int64_t P, float eps,
-                           bool relu) {
-  CLT_TRY(lnc_fits(ctx, "layernorm over channels", C));
+                           bool relu, bool runs16) {
+  CLT_TRY(lnc_fits(ctx, "layernorm over channels", C, runs16));
   if (N * P == 0) return CLT_OK;
-  return CLT_RUN_1D(ctx, CLT_K_lnc_forward, (size_t)(N * P), KT(y), KT(mean),
-                    KT(rstd), KT(x), KT(gamma), KT(beta), KI(N * P), KI(C),
-                    KI(P), KF(eps), KI(relu));
+  size_t items = (size_t)(runs16 ? N * ((P + 15) / 16) : N * P);
+  return CLT_RUN_1D(ctx, runs16 ? CLT_K_lnc_forward16 : CLT_K_lnc_forward,
+                    items, KT(y), KT(mean), KT(rstd), KT(x), KT(gamma),
+                    KT(beta), KI(N), KI(C), KI(P), KF(eps), KI(relu));
 }
 
 /* (a clt_loop_cost: lnc_backward_params's loop over per samples' pixels,
- * CLT_WG items sharing them, and the two group sums) */
+ * or their runs of 16 (each up to 15 pixels one by one), CLT_WG items
+ * sharing them, and the two group sums) */
+typedef struct lnc_loops {
+  int64_t P, items;
+  bool runs16;
+} lnc_loops;
 static int64_t lnc_param_loops(int64_t per, const void *arg) {
-  const int64_t *pixels_items = arg;
-  return (per * pixels_items[0] + pixels_items[1] - 1) / pixels_items[1] +
-         128;
+  const lnc_loops *l = arg;
+  int64_t units = per * (l->runs16 ? (l->P + 15) / 16 : l->P);
+  return (units + l->items - 1) / l->items * (l->runs16 ? 16 : 1) + 128;
 }
 
 clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
@@ -387,22 +396,25 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
                             const clt_tensor *y, const clt_tensor *mean,
                             const clt_tensor *rstd, const clt_tensor *gamma,
                             int64_t N, int64_t C, int64_t P, bool relu,
-                            bool accumulate) {
+                            bool accumulate, bool runs16) {
   const clt_tensor *out = relu ? y : dy; /* not read without relu */
-  CLT_TRY(lnc_fits(ctx, "layernorm over channels backward", C));
+  CLT_TRY(lnc_fits(ctx, "layernorm over channels backward", C, runs16));
   if (N * P == 0) return CLT_OK;
-  int64_t pixels_items[2] = {P, (int64_t)ctx->work_group};
-  int64_t per = clt_loop_per(ctx, N, lnc_param_loops, pixels_items);
+  lnc_loops loops = {P, (int64_t)ctx->work_group, runs16};
+  int64_t per = clt_loop_per(ctx, N, lnc_param_loops, &loops);
   size_t local = ctx->work_group, global = local * (size_t)C;
   for (int64_t n0 = 0; n0 < N; n0 += per) {
     int64_t n1 = n0 + per < N ? n0 + per : N;
-    CLT_TRY(CLT_RUN(ctx, CLT_K_lnc_backward_params, 1, &global, &local,
-                    KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(rstd),
-                    KT(out), KI(C), KI(P), KI(relu), KI(n0), KI(n1),
-                    KI(n0 > 0)));
+    CLT_TRY(CLT_RUN(
+        ctx, runs16 ? CLT_K_lnc_backward_params16 : CLT_K_lnc_backward_params,
+        1, &global, &local, KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean),
+        KT(rstd), KT(out), KI(C), KI(P), KI(relu), KI(n0), KI(n1),
+        KI(n0 > 0)));
   }
   if (!dx) return CLT_OK;
-  return CLT_RUN_1D(ctx, CLT_K_lnc_backward_data, (size_t)(N * P), KT(dx),
-                    KT(dy), KT(x), KT(mean), KT(rstd), KT(gamma), KT(out),
-                    KI(N * P), KI(C), KI(P), KI(relu), KI(accumulate));
+  size_t items = (size_t)(runs16 ? N * ((P + 15) / 16) : N * P);
+  return CLT_RUN_1D(
+      ctx, runs16 ? CLT_K_lnc_backward_data16 : CLT_K_lnc_backward_data,
+      items, KT(dx), KT(dy), KT(x), KT(mean), KT(rstd), KT(gamma), KT(out),
+      KI(N), KI(C), KI(P), KI(relu), KI(accumulate));
 }

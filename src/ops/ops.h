@@ -570,19 +570,21 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
  * gamma[c] + beta[c]; relu and accumulate as clt_ln_forward's and
  * clt_ln_backward's; the parameter sums ([C], written) in parts of the
  * batch where the device's loops are capped. CLT_ERR_UNSUPPORTED where a
- * pixel's C channels pass the device's loop budget. */
+ * pixel's C channels pass the device's loop budget. runs16: the layout of
+ * runs of 16 pixels in vectors (cl/norm.cl), else a pixel per item; the
+ * same numbers to float rounding. */
 clt_status clt_lnc_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                            clt_tensor *rstd, const clt_tensor *x,
                            const clt_tensor *gamma, const clt_tensor *beta,
                            int64_t N, int64_t C, int64_t P, float eps,
-                           bool relu);
+                           bool relu, bool runs16);
 clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
                             clt_tensor *dgamma, clt_tensor *dbeta,
                             const clt_tensor *dy, const clt_tensor *x,
                             const clt_tensor *y, const clt_tensor *mean,
                             const clt_tensor *rstd, const clt_tensor *gamma,
                             int64_t N, int64_t C, int64_t P, bool relu,
-                            bool accumulate);
+                            bool accumulate, bool runs16);
 
 /* Depthwise convolution (cl/depthwise.cl), PyTorch's Conv2d with groups
  * = win->C: x [N, C, H, W], w [C M, KH, KW], y [N, C M, OH, OW], output

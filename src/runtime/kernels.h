@@ -125,6 +125,9 @@
   X(lnc_forward, "norm")                                                       \
   X(lnc_backward_data, "norm")                                                 \
   X(lnc_backward_params, "norm")                                               \
+  X(lnc_forward16, "norm")                                                     \
+  X(lnc_backward_data16, "norm")                                               \
+  X(lnc_backward_params16, "norm")                                             \
   X(dropout_forward, "dropout")                                                \
   X(mul_f32, "dropout")                                                        \
   X(gemm_rows_4x32, "gemm")                                                    \
