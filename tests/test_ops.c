@@ -1777,12 +1777,14 @@ END_TEST
 
 /* C, H, W, kernel, stride, padding, dilation, multiplier: one channel,
  * odd sizes, strides that skip taps, padding past the kernel's reach,
- * dilation, a rectangle made of rows of 1, multipliers of 1 to 3. */
+ * dilation, a rectangle made of rows of 1, multipliers of 1 to 3, a 7x7
+ * window reaching past every edge of a 14x9 plane (ConvNeXt's). */
 static const int64_t full_dw_cases[][8] = {
     {1, 1, 1, 1, 1, 0, 1, 1},  {3, 7, 5, 3, 1, 1, 1, 1},
     {2, 9, 12, 3, 2, 1, 1, 3}, {5, 11, 7, 3, 1, 2, 2, 1},
     {4, 8, 8, 5, 3, 2, 1, 2},  {7, 13, 1, 1, 2, 0, 1, 1},
-    {33, 6, 6, 3, 1, 1, 1, 1}, {3, 28, 28, 3, 1, 0, 1, 2}};
+    {33, 6, 6, 3, 1, 1, 1, 1}, {3, 28, 28, 3, 1, 0, 1, 2},
+    {2, 14, 9, 7, 1, 3, 1, 1}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
                                            {3, 5, 5, 3, 1, 2, 2, 1}};
