@@ -887,27 +887,32 @@ __kernel void ln_backward_params16(LN_PARAM_PARAMS) {
    __global const float *gamma, int gamma_off, __global const float *beta,    \
    int beta_off, int N, int C, int P, float eps, int relu)
 
-/* Item i = n P + p, a pixel. */
-__kernel void lnc_forward LNC_FORWARD_PARAMS {
-  int i = get_global_id(0);
-  if (i >= N * P) return;
-  LNC_FORWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, (i / P) * C * P + i % P,
-                     i);
-}
-
-/* Item j, run j % R of sample j / R, R = ceil(P / 16). */
-__kernel void lnc_forward16 LNC_FORWARD_PARAMS {
-  int R = (P + 15) / 16, j = get_global_id(0);
-  if (j >= N * R) return;
-  int n = j / R, p0 = j % R * 16;
-  if (p0 + 16 <= P) {
-    LNC_FORWARD_PIXELS(float16, LNC_LOAD16, LNC_STORE16, n * C * P + p0,
-                       n * P + p0);
-    return;
+/* A kernel's body in the two layouts, PIXELS(T, LOAD, STORE, at, st) the
+ * work on T's pixels: item i = n P + p a pixel (LNC_PIXEL_ITEM), or item
+ * j run j % R of sample j / R, R = ceil(P / 16) (LNC_RUN_ITEM). */
+#define LNC_PIXEL_ITEM(PIXELS)                                                \
+  {                                                                           \
+    int i = get_global_id(0);                                                 \
+    if (i >= N * P) return;                                                   \
+    PIXELS(float, LNC_LOAD1, LNC_STORE1, (i / P) * C * P + i % P, i);         \
   }
-  for (int p = p0; p < P; p++)
-    LNC_FORWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, n * C * P + p, n * P + p);
-}
+#define LNC_RUN_ITEM(PIXELS)                                                  \
+  {                                                                           \
+    int R = (P + 15) / 16, j = get_global_id(0);                              \
+    if (j >= N * R) return;                                                   \
+    int n = j / R, p0 = j % R * 16;                                           \
+    if (p0 + 16 <= P) {                                                       \
+      PIXELS(float16, LNC_LOAD16, LNC_STORE16, n * C * P + p0, n * P + p0);   \
+      return;                                                                 \
+    }                                                                         \
+    for (int p = p0; p < P; p++)                                              \
+      PIXELS(float, LNC_LOAD1, LNC_STORE1, n * C * P + p, n * P + p);         \
+  }
+
+__kernel void lnc_forward LNC_FORWARD_PARAMS
+LNC_PIXEL_ITEM(LNC_FORWARD_PIXELS)
+__kernel void lnc_forward16 LNC_FORWARD_PARAMS
+LNC_RUN_ITEM(LNC_FORWARD_PIXELS)
 
 /* The input gradient of the T of pixels at `at` (statistics at `st`):
  * with g = dy * gamma[c] and xhat = (x - mean) * rstd over a pixel's
@@ -946,28 +951,10 @@ __kernel void lnc_forward16 LNC_FORWARD_PARAMS {
    __global const float *gamma, int gamma_off, __global const float *y,       \
    int y_off, int N, int C, int P, int relu, int accumulate)
 
-/* Item i = n P + p, a pixel. */
-__kernel void lnc_backward_data LNC_BACKWARD_PARAMS {
-  int i = get_global_id(0);
-  if (i >= N * P) return;
-  LNC_BACKWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, (i / P) * C * P + i % P,
-                      i);
-}
-
-/* Item j, run j % R of sample j / R, R = ceil(P / 16). */
-__kernel void lnc_backward_data16 LNC_BACKWARD_PARAMS {
-  int R = (P + 15) / 16, j = get_global_id(0);
-  if (j >= N * R) return;
-  int n = j / R, p0 = j % R * 16;
-  if (p0 + 16 <= P) {
-    LNC_BACKWARD_PIXELS(float16, LNC_LOAD16, LNC_STORE16, n * C * P + p0,
-                        n * P + p0);
-    return;
-  }
-  for (int p = p0; p < P; p++)
-    LNC_BACKWARD_PIXELS(float, LNC_LOAD1, LNC_STORE1, n * C * P + p,
-                        n * P + p);
-}
+__kernel void lnc_backward_data LNC_BACKWARD_PARAMS
+LNC_PIXEL_ITEM(LNC_BACKWARD_PIXELS)
+__kernel void lnc_backward_data16 LNC_BACKWARD_PARAMS
+LNC_RUN_ITEM(LNC_BACKWARD_PIXELS)
 
 /* Group c, a channel: dgamma[c] and dbeta[c], the sums over samples
  * n0..n1 and their pixels of dy * xhat and of dy (through the fused ReLU
