@@ -49,7 +49,11 @@
 #          2026-12-05 on the GPU: test_ops' depthwise and layernorm cases,
 #          then tune of the separable sample (the depthwise layouts chosen:
 #          a work-item per value or per row) and bench train of it at 64 and
-#          256 next to torch_train.py --model separable (Conv2d groups=C)
+#          256 next to torch_train.py --model separable (Conv2d groups=C);
+#          then the same for the ConvNeXt sample of 2026-12-06 (7x7
+#          depthwise, layernorm over=channels, gelu with our own erf)
+#          next to torch_train.py --model convnext, and test_ops'
+#          activation cases (gelu_accuracy: our erf within 1e-6)
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
@@ -269,11 +273,14 @@ part_infer() {
 part_layers() {
   CK_RUN_CASE=depthwise CLT_DEVICE=nvidia run test_ops
   CK_RUN_CASE=layernorm CLT_DEVICE=nvidia run test_ops
-  run cltrain tune samples/fashion_separable.model --batch 64 "${dev[@]}"
-  local b
-  for b in 64 256; do
-    run "${torch[@]}" --model separable --batch "$b" --steps 50
-    run cltrain bench train samples/fashion_separable.model --batch "$b" --steps 50 --profile "${dev[@]}"
+  CK_RUN_CASE=activation CLT_DEVICE=nvidia run test_ops
+  local b m
+  for m in separable convnext; do
+    run cltrain tune "samples/fashion_$m.model" --batch 64 "${dev[@]}"
+    for b in 64 256; do
+      run "${torch[@]}" --model "$m" --batch "$b" --steps 50
+      run cltrain bench train "samples/fashion_$m.model" --batch "$b" --steps 50 --profile "${dev[@]}"
+    done
   done
 }
 
