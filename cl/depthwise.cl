@@ -111,7 +111,8 @@ __kernel void dw_backward_weights(__global float *dwt, int dwt_off,
  * it and a gather of what lies inside (0 outside) at its ends. */
 
 /* row[i], row[i + s], row[i + 2 s], row[i + 3 s], each 0 outside 0..n-1. */
-inline float4 dw_load4(__global const float *row, int n, int i, int s) {
+static inline float4 dw_load4(__global const float *row, int n, int i,
+                              int s) {
   if (s == 1 && i >= 0 && i + 4 <= n) return vload4(0, row + i);
   float4 v = (float4)(0.0f);
   if (i >= 0 && i < n) v.s0 = row[i];
@@ -122,7 +123,8 @@ inline float4 dw_load4(__global const float *row, int n, int i, int s) {
 }
 
 /* v's first n - i values (at most 4) into row[i...]. */
-inline void dw_store4(__global float *row, int n, int i, float4 v) {
+static inline void dw_store4(__global float *row, int n, int i,
+                             float4 v) {
   if (i + 4 <= n) {
     vstore4(v, 0, row + i);
     return;
