@@ -283,22 +283,28 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
                  KR(round, dx));
 }
 
-/* Layer normalisation's one-group-per-sample kernels: each item walks
- * D / CLT_WG values three times (two sums and the writes; in runs of 16,
- * its runs and its share of the tail) and the group sums;
- * CLT_ERR_UNSUPPORTED where that passes the device's budget. */
-static clt_status ln_fits(clt_context *ctx, const char *what, int64_t D,
-                          bool runs16) {
+/* CLT_ERR_UNSUPPORTED, naming `what` over `count` `unit` and the cap,
+ * where a work-item's `loops` iterations pass the device's budget. */
+static clt_status loops_fit(clt_context *ctx, int64_t loops, const char *what,
+                            int64_t count, const char *unit) {
   int64_t cap;
   CLT_TRY(clt_device_loop_cap(ctx, &cap));
-  int64_t wg = (int64_t)ctx->work_group;
-  int64_t per = runs16 ? (D / 16 + wg - 1) / wg + 1 : (D + wg - 1) / wg;
-  int64_t loops = 3 * (per + 2) + 64;
   if (cap == 0 || loops <= clt_loop_budget(cap)) return CLT_OK;
   return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
-                      "%s over %lld values a sample: %s ends a work-item's "
-                      "loops after %lld iterations, fewer than it needs",
-                      what, (long long)D, ctx->info.name, (long long)cap);
+                      "%s over %lld %s: %s ends a work-item's loops after "
+                      "%lld iterations, fewer than it needs",
+                      what, (long long)count, unit, ctx->info.name,
+                      (long long)cap);
+}
+
+/* Layer normalisation's one-group-per-sample kernels: each item walks
+ * D / CLT_WG values three times (two sums and the writes; in runs of 16,
+ * its runs and its share of the tail) and the group sums. */
+static clt_status ln_fits(clt_context *ctx, const char *what, int64_t D,
+                          bool runs16) {
+  int64_t wg = (int64_t)ctx->work_group;
+  int64_t per = runs16 ? (D / 16 + wg - 1) / wg + 1 : (D + wg - 1) / wg;
+  return loops_fit(ctx, 3 * (per + 2) + 64, what, D, "values a sample");
 }
 
 clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
@@ -350,18 +356,11 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
 }
 
 /* lnc_forward's and lnc_backward_data's three loops over a pixel's
- * channels (runs16: up to 15 pixels of them at a sample's end);
- * CLT_ERR_UNSUPPORTED where they pass the device's budget. */
+ * channels (runs16: up to 15 pixels of them at a sample's end). */
 static clt_status lnc_fits(clt_context *ctx, const char *what, int64_t C,
                            bool runs16) {
-  int64_t cap;
-  CLT_TRY(clt_device_loop_cap(ctx, &cap));
-  int64_t loops = (runs16 ? 15 : 1) * (3 * C + 1) + 8;
-  if (cap == 0 || loops <= clt_loop_budget(cap)) return CLT_OK;
-  return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
-                      "%s over %lld channels a pixel: %s ends a work-item's "
-                      "loops after %lld iterations, fewer than it needs",
-                      what, (long long)C, ctx->info.name, (long long)cap);
+  return loops_fit(ctx, (runs16 ? 15 : 1) * (3 * C + 1) + 8, what, C,
+                   "channels a pixel");
 }
 
 clt_status clt_lnc_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
