@@ -165,6 +165,15 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
   }
 }
 
+/* The row of dy's plane g whose taps of row ky read input row iy (stride
+ * sh, padding ph, dilation dil_h), or 0 where none does. */
+static inline __global const float *dw_dy_row(__global const float *g,
+                                              int iy, int ky, int sh, int ph,
+                                              int dil_h, int OH, int OW) {
+  int sy = iy + ph - ky * dil_h;
+  return sy < 0 || sy % sh || sy / sh >= OH ? 0 : g + (sy / sh) * OW;
+}
+
 /* Item r, a row of dx (n, c, iy): the sum over channel c's M outputs and
  * the taps whose rows read it of dy's row times the weight; written or
  * (accumulate) added. Stride 1: gathered four columns at a time (each
@@ -191,9 +200,9 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
         __global const float *g = g0 + m * OH * OW;
         __global const float *taps = w0 + m * KH * KW;
         for (int ky = 0; ky < KH; ky++) {
-          int sy = iy + ph - ky * dil_h;
-          if (sy < 0 || sy % sh || sy / sh >= OH) continue;
-          __global const float *grow = g + (sy / sh) * OW;
+          __global const float *grow =
+              dw_dy_row(g, iy, ky, sh, ph, dil_h, OH, OW);
+          if (!grow) continue;
           for (int kx = 0; kx < KW; kx++)
             acc += taps[ky * KW + kx] *
                    dw_load4(grow, OW, ix + pw - kx * dil_w, 1);
@@ -209,9 +218,8 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
     __global const float *g = g0 + m * OH * OW;
     __global const float *taps = w0 + m * KH * KW;
     for (int ky = 0; ky < KH; ky++) {
-      int sy = iy + ph - ky * dil_h;
-      if (sy < 0 || sy % sh || sy / sh >= OH) continue;
-      __global const float *grow = g + (sy / sh) * OW;
+      __global const float *grow = dw_dy_row(g, iy, ky, sh, ph, dil_h, OH, OW);
+      if (!grow) continue;
       for (int kx = 0; kx < KW; kx++) {
         float wv = taps[ky * KW + kx];
         /* the output columns lo..hi-1 whose tap kx reads inside the row */
