@@ -151,6 +151,30 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
   __global const float *taps = w + w_off + o * KH * KW;
   __global float *out = y + y_off + r * OW;
   float b = has_bias ? bias[bias_off + o] : 0.0f;
+  if (sw == 1 && dil_w == 1) {
+    for (int ox = 0; ox < OW; ox += 4) {
+      /* a sum per tap of the four (independent chains of additions) */
+      float4 s0 = (float4)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+      for (int ky = 0; ky < KH; ky++) {
+        int iy = oy * sh - ph + ky * dil_h;
+        if (iy < 0 || iy >= H) continue;
+        __global const float *row = plane + iy * W;
+        __global const float *tk = taps + ky * KW;
+        /* taps kb..kb+3 read the row from ox - pw + kb: a, then c */
+        float4 a = dw_load4(row, W, ox - pw, 1);
+        for (int kb = 0; kb < KW; kb += 4) {
+          float4 c = dw_load4(row, W, ox - pw + kb + 4, 1);
+          s0 += tk[kb] * a;
+          if (kb + 1 < KW) s1 += tk[kb + 1] * (float4)(a.s123, c.s0);
+          if (kb + 2 < KW) s2 += tk[kb + 2] * (float4)(a.s23, c.s01);
+          if (kb + 3 < KW) s3 += tk[kb + 3] * (float4)(a.s3, c.s012);
+          a = c;
+        }
+      }
+      dw_store4(out, OW, ox, (b + s0 + s1) + (s2 + s3));
+    }
+    return;
+  }
   for (int ox = 0; ox < OW; ox += 4) {
     float4 acc = (float4)(b);
     for (int ky = 0; ky < KH; ky++) {
@@ -195,7 +219,10 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
   __global const float *w0 = w + w_off + c * M * KH * KW;
   if (sw == 1) {
     for (int ix = 0; ix < W; ix += 4) {
-      float4 acc = accumulate ? dw_load4(out, W, ix, 1) : (float4)(0.0f);
+      /* a sum per tap of four (independent chains of additions); s0
+       * starts from dx where it accumulates */
+      float4 s0 = accumulate ? dw_load4(out, W, ix, 1) : (float4)(0.0f);
+      float4 s1 = (float4)(0.0f), s2 = s1, s3 = s1;
       for (int m = 0; m < M; m++) {
         __global const float *g = g0 + m * OH * OW;
         __global const float *taps = w0 + m * KH * KW;
@@ -203,12 +230,26 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
           __global const float *grow =
               dw_dy_row(g, iy, ky, sh, ph, dil_h, OH, OW);
           if (!grow) continue;
+          __global const float *tk = taps + ky * KW;
+          if (dil_w == 1) {
+            /* taps kb+3..kb read dy's row from ix + pw - kb - 3: a, then
+             * c; the next four's c is this a */
+            float4 c = dw_load4(grow, OW, ix + pw + 1, 1);
+            for (int kb = 0; kb < KW; kb += 4) {
+              float4 a = dw_load4(grow, OW, ix + pw - kb - 3, 1);
+              s0 += tk[kb] * (float4)(a.s3, c.s012);
+              if (kb + 1 < KW) s1 += tk[kb + 1] * (float4)(a.s23, c.s01);
+              if (kb + 2 < KW) s2 += tk[kb + 2] * (float4)(a.s123, c.s0);
+              if (kb + 3 < KW) s3 += tk[kb + 3] * a;
+              c = a;
+            }
+            continue;
+          }
           for (int kx = 0; kx < KW; kx++)
-            acc += taps[ky * KW + kx] *
-                   dw_load4(grow, OW, ix + pw - kx * dil_w, 1);
+            s0 += tk[kx] * dw_load4(grow, OW, ix + pw - kx * dil_w, 1);
         }
       }
-      dw_store4(out, W, ix, acc);
+      dw_store4(out, W, ix, (s0 + s1) + (s2 + s3));
     }
     return;
   }
@@ -247,6 +288,36 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
   int F = C * M, o = p % F, n = p / F;
   __global const float *plane = x + x_off + (n * C + o / M) * H * W;
   __global const float *g = dy + dy_off + p * OH * OW;
+  __global float *out = part + part_off + p * KH * KW;
+  if (sw == 1 && dil_w == 1) {
+    /* four taps kb..kb+3 at a time: each four columns of dy's row times
+     * the input row's eight from ox - pw + kb, shifted by the tap */
+    for (int ky = 0; ky < KH; ky++)
+      for (int kb = 0; kb < KW; kb += 4) {
+        float4 s0 = (float4)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+        for (int oy = 0; oy < OH; oy++) {
+          int iy = oy * sh - ph + ky * dil_h;
+          if (iy < 0 || iy >= H) continue;
+          __global const float *row = plane + iy * W, *grow = g + oy * OW;
+          float4 a = dw_load4(row, W, kb - pw, 1);
+          for (int ox = 0; ox < OW; ox += 4) {
+            float4 d = dw_load4(grow, OW, ox, 1);
+            float4 c = dw_load4(row, W, ox + 4 + kb - pw, 1);
+            s0 += d * a;
+            s1 += d * (float4)(a.s123, c.s0);
+            s2 += d * (float4)(a.s23, c.s01);
+            s3 += d * (float4)(a.s3, c.s012);
+            a = c;
+          }
+        }
+        __global float *o4 = out + ky * KW + kb;
+        o4[0] = (s0.s0 + s0.s1) + (s0.s2 + s0.s3);
+        if (kb + 1 < KW) o4[1] = (s1.s0 + s1.s1) + (s1.s2 + s1.s3);
+        if (kb + 2 < KW) o4[2] = (s2.s0 + s2.s1) + (s2.s2 + s2.s3);
+        if (kb + 3 < KW) o4[3] = (s3.s0 + s3.s1) + (s3.s2 + s3.s3);
+      }
+    return;
+  }
   for (int ky = 0; ky < KH; ky++)
     for (int kx = 0; kx < KW; kx++) {
       float4 s = (float4)(0.0f);
@@ -258,8 +329,7 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
           s += dw_load4(grow, OW, ox, 1) *
                dw_load4(row, W, ox * sw - pw + kx * dil_w, sw);
       }
-      part[part_off + p * KH * KW + ky * KW + kx] = (s.s0 + s.s1) +
-                                                    (s.s2 + s.s3);
+      out[ky * KW + kx] = (s.s0 + s.s1) + (s.s2 + s.s3);
     }
 }
 

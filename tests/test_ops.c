@@ -1778,16 +1778,21 @@ END_TEST
 /* C, H, W, kernel, stride, padding, dilation, multiplier: one channel,
  * odd sizes, strides that skip taps, padding past the kernel's reach,
  * dilation, a rectangle made of rows of 1, multipliers of 1 to 3, a 7x7
- * window reaching past every edge of a 14x9 plane (ConvNeXt's). */
+ * window reaching past every edge of a 14x9 plane (ConvNeXt's); the rows'
+ * four taps a pass (stride and dilation 1 along the row) with whole fours
+ * of taps (4, 8: padding past the reach) and, in the last, a 3x5 window
+ * of stride 2 and dilation 2 down the columns only (set in dw_shapes). */
 static const int64_t full_dw_cases[][8] = {
-    {1, 1, 1, 1, 1, 0, 1, 1},  {3, 7, 5, 3, 1, 1, 1, 1},
-    {2, 9, 12, 3, 2, 1, 1, 3}, {5, 11, 7, 3, 1, 2, 2, 1},
-    {4, 8, 8, 5, 3, 2, 1, 2},  {7, 13, 1, 1, 2, 0, 1, 1},
-    {33, 6, 6, 3, 1, 1, 1, 1}, {3, 28, 28, 3, 1, 0, 1, 2},
-    {2, 14, 9, 7, 1, 3, 1, 1}};
+    {1, 1, 1, 1, 1, 0, 1, 1},   {3, 7, 5, 3, 1, 1, 1, 1},
+    {2, 9, 12, 3, 2, 1, 1, 3},  {5, 11, 7, 3, 1, 2, 2, 1},
+    {4, 8, 8, 5, 3, 2, 1, 2},   {7, 13, 1, 1, 2, 0, 1, 1},
+    {33, 6, 6, 3, 1, 1, 1, 1},  {3, 28, 28, 3, 1, 0, 1, 2},
+    {2, 14, 9, 7, 1, 3, 1, 1},  {2, 6, 11, 4, 1, 2, 1, 1},
+    {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
-                                           {3, 5, 5, 3, 1, 2, 2, 1}};
+                                           {3, 5, 5, 3, 1, 2, 2, 1},
+                                           {2, 5, 6, 7, 1, 3, 1, 1}};
 
 static const int64_t *dw_case(int i) {
   return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];
@@ -1801,7 +1806,9 @@ START_TEST(dw_shapes) {
   clt_window w = {.C = c[0], .H = c[1], .W = c[2], .KH = c[3], .KW = c[3],
                   .stride_h = c[4], .stride_w = c[4], .pad_h = c[5],
                   .pad_w = c[5], .dil_h = c[6], .dil_w = c[6]};
-  if (_i == 5) w.KW = 1, w.pad_w = 0; /* a column: W 1 */
+  if (!test_tiny() && _i == 5) w.KW = 1, w.pad_w = 0; /* a column: W 1 */
+  if (!test_tiny() && _i == 11) /* down the columns: 3 taps, stride 2 */
+    w.KH = 3, w.stride_h = 2, w.dil_h = 2, w.pad_h = 1;
   int64_t M = c[7];
   double e;
   /* both layouts: a work-item per value, and per row (where it fits) */

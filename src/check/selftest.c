@@ -378,6 +378,16 @@ static clt_status st_dw_bwd_rows_s1(clt_context *ctx, double *e) {
   clt_window w = square(2, 13, 6, 3, 1, 1, 1);
   return clt_check_dw_backward(ctx, 2, 2, &w, false, true, true, 0, e);
 }
+/* stride 1, a 7x7 window: the rows taking four taps a pass from two
+ * loads of the row (a second, partial four; padding past both edges) */
+static clt_status st_dw_fwd_rows_k7(clt_context *ctx, double *e) {
+  clt_window w = square(2, 10, 9, 7, 1, 3, 1);
+  return clt_check_dw_forward(ctx, 2, 1, &w, true, true, e);
+}
+static clt_status st_dw_bwd_rows_k7(clt_context *ctx, double *e) {
+  clt_window w = square(2, 9, 10, 7, 1, 3, 1);
+  return clt_check_dw_backward(ctx, 2, 2, &w, true, true, true, 0, e);
+}
 /* The tiled direct convolution (stride 1), each op in another block
  * width, on windows that cut a tile of filters and a block of columns. */
 static clt_status st_tiled_fwd(clt_context *ctx, double *e) {
@@ -671,6 +681,10 @@ const clt_selftest_case clt_selftest_cases[] = {
      st_dw_bwd_rows, 1e-5, false},
     {"depthwise conv backward 2x2x13x6 k3p1 x2 accumulate in rows",
      st_dw_bwd_rows_s1, 1e-5, false},
+    {"depthwise conv 2x2x10x9 k7p3 + bias in rows", st_dw_fwd_rows_k7, 1e-5,
+     false},
+    {"depthwise conv backward 2x2x9x10 k7p3 x2 + bias accumulate in rows",
+     st_dw_bwd_rows_k7, 1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",

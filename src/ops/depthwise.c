@@ -10,14 +10,17 @@
 /* The rows kernels' loops (every iteration of every loop, as llvmpipe
  * counts them): the forward's row, the data gradient's (stride 1: four
  * columns at a time; else scattered column by column), the weight
- * gradient's plane; the largest. */
+ * gradient's plane; the largest. Where the row's stride and dilation are
+ * 1, each loop over a row's taps takes them four at a time. */
 static int64_t rows_loops(int64_t M, const clt_window *w) {
   int64_t kk = w->KH * w->KW, fours = (w->OW + 3) / 4;
-  int64_t fwd = fours * (1 + w->KH * (w->KW + 1));
+  bool by_four = w->stride_w == 1 && w->dil_w == 1;
+  int64_t kx = by_four ? (w->KW + 3) / 4 : w->KW; /* a row's tap loop */
+  int64_t fwd = fours * (1 + w->KH * (kx + 1));
   int64_t bwd = w->stride_w == 1
-                    ? (w->W + 3) / 4 * (1 + M * w->KH * (w->KW + 1))
+                    ? (w->W + 3) / 4 * (1 + M * w->KH * (kx + 1))
                     : w->W + M * (kk * (w->OW + 2) + w->KH);
-  int64_t wgt = kk * (w->OH * (fours + 1) + 1);
+  int64_t wgt = w->KH * kx * (w->OH * (fours + 1) + 1);
   int64_t most = fwd > bwd ? fwd : bwd;
   return wgt > most ? wgt : most;
 }
