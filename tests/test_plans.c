@@ -443,6 +443,101 @@ START_TEST(conv_tiled_layouts_agree) {
 }
 END_TEST
 
+/* 1x1 convolutions for the pointwise way: c2 with a fused ReLU over
+ * another convolution (its data gradient written); without a bias, its
+ * input also read by a residual sum (the data gradient added to the
+ * sum's); dilated, one image (dW without per-image partials), over a
+ * first 1x1 layer with no data gradient. */
+static const layout_case pointwise_cases[] = {
+    {"input shape=5x7x9\n"
+     "conv2d name=c1 filters=6 kernel=3 padding=1\n"
+     "conv2d name=c2 filters=11 kernel=1 activation=relu\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     3},
+    {"input shape=4x6x5\n"
+     "conv2d name=c1 filters=8 kernel=3 padding=1\n"
+     "conv2d name=c2 filters=8 kernel=1 bias=false\n"
+     "add inputs=c1,c2\n"
+     "flatten\ndense units=3\nsoftmax_cross_entropy\n",
+     5},
+    {"input shape=3x5x5\n"
+     "conv2d name=c1 filters=4 kernel=1\n"
+     "conv2d name=c2 filters=7 kernel=1 dilation=2\n"
+     "flatten\ndense units=2\nsoftmax_cross_entropy\n",
+     1},
+};
+
+/* The pointwise way (both of c2's layouts) against the swaps: with the
+ * products' measured plans (on POCL our own kernels) and with each on
+ * its last candidate (CLBlast's column-major form); in fp32 and, its dx
+ * rounded after the product, in mixed precision. */
+START_TEST(conv_pointwise_layouts_agree) {
+  const layout_case *c = &pointwise_cases[_i];
+  float *y1, *g1, *y2, *g2;
+  int64_t ny, ng;
+  for (int mixed = 0; mixed < 2; mixed++) {
+    g_layout_mixed = mixed;
+    double tol = mixed ? 2e-3 : 1e-5;
+    layout_step(c, 1, false, &y1, &g1, &ny, &ng);
+    for (int last = 0; last < 2; last++) {
+      layout_step_named(c, 0, last, "pointwise", &y2, &g2, &ny, &ng);
+      expect_within(y1, y2, ny, tol, last ? "y (last plans)" : "y");
+      expect_within(g1, g2, ng, tol,
+                    last ? "gradient (last plans)" : "gradient");
+      free(y2);
+      free(g2);
+    }
+    free(y1);
+    free(g1);
+  }
+  g_layout_mixed = false;
+}
+END_TEST
+
+/* Under mixed precision, c2's data gradient (c1's, which nothing else
+ * writes) in way `way` leaves fp16 values only (the graph rounds it in
+ * the op that writes it, clt_graph_grad_round). */
+static void expect_dx_halves(const layout_case *c, const char *way) {
+  clt_graph *g = NULL;
+  ck_assert_ok(graph_from_text(c->model, &g));
+  ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  g->test_way_name = way;
+  ck_assert_ok(clt_graph_compile(g, c->batch, 5));
+  random_batch(g, c->batch, 17, false);
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  clt_graph_node *c1 = NULL;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, "c1")) c1 = &g->nodes[i];
+  ck_assert_ptr_nonnull(c1);
+  ck_assert_ptr_nonnull(c1->grad);
+  int64_t n = c->batch * c1->size;
+  float *dx = malloc((size_t)n * sizeof(float)),
+        *back = malloc((size_t)n * sizeof(float));
+  uint16_t *half = malloc((size_t)n * sizeof(uint16_t));
+  clt_tensor t = clt_tensor_slice_1d(c1->grad, 0, n);
+  ck_assert_ok(clt_tensor_download(&t, dx));
+  clt_f32_to_f16(dx, half, n);
+  clt_f16_to_f32(half, back, n);
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_msg(dx[i] == back[i], "%s: dx[%lld] = %.9g, not an fp16 value",
+                  way, (long long)i, dx[i]);
+    nonzero += dx[i] != 0.0f;
+  }
+  ck_assert_int_gt(nonzero, 0);
+  free(dx);
+  free(back);
+  free(half);
+  clt_graph_destroy(g);
+}
+
+START_TEST(conv_pointwise_rounds_dx) {
+  expect_dx_halves(&pointwise_cases[0], "gemm + swap");
+  expect_dx_halves(&pointwise_cases[0], "pointwise");
+}
+END_TEST
+
 START_TEST(conv_layouts_agree) {
   const layout_case *c = &layout_cases[_i];
   float *y1, *g1, *y2, *g2, *y3, *g3, *y4, *g4;
@@ -1529,6 +1624,9 @@ static Suite *plans_suite(void) {
   tcase_add_test(run, plan_for_smaller_batch_leaves_misfits);
   tcase_add_loop_test(run, conv_layouts_agree, 0, COUNT(layout_cases));
   tcase_add_loop_test(run, conv_tiled_layouts_agree, 0, COUNT(tiled_cases));
+  tcase_add_loop_test(run, conv_pointwise_layouts_agree, 0,
+                      COUNT(pointwise_cases));
+  tcase_add_test(run, conv_pointwise_rounds_dx);
   tcase_add_loop_test(run, conv_implicit_fp16_agrees, 0, COUNT(layout_cases));
   suite_add_tcase(s, run);
   TCase *cache = tcase_create("cache");

@@ -63,13 +63,23 @@
  * dW from x and dy both padded into col (partial sums over chunks of rows
  * in work), then dx as the forward's kernel over dy padded into col with
  * the weights flipped (stride 1 makes the data gradient a convolution),
- * added where dx accumulates: no unfold, no GEMM, no swap. */
+ * added where dx accumulates: no unfold, no GEMM, no swap.
+ * A 1x1 window of stride 1 without padding (a pointwise convolution:
+ * MobileNet's, ConvNeXt's) is also offered the pointwise way, where col_b
+ * is image b of x itself: forward y[b] = W x[b], backward dW = sum over b
+ * of dy[b] x[b]^T and dx[b] = W^T dy[b] (written or added), each one
+ * strided-batched GEMM on x, y, dy and dx as they lie in NCHW (no unfold,
+ * no fold, no swap), by the kernel of our own that the product's plan
+ * chose where it runs one image's shape, else by CLBlast. Where ConvNeXt's
+ * 1x1 convolutions ran on POCL as an unfold, a GEMM and a swap, the
+ * copies took a fifth of the step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
 #include "ops/conv_implicit.h"
+#include "ops/gemm_blocked.h"
 #include "ops/gemm_tuning.h"
 
 static const char *const keys[] = {
@@ -125,7 +135,15 @@ typedef struct conv_state {
 /* run_way's ways; WAY_IMPLICIT + c: the implicit GEMMs in tile
  * configuration c. */
 enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
-       WAY_DIRECT_ELEMS, WAY_TILED16, WAY_TILED8, WAY_IMPLICIT };
+       WAY_DIRECT_ELEMS, WAY_TILED16, WAY_TILED8, WAY_POINTWISE,
+       WAY_IMPLICIT };
+
+/* A 1x1 window of stride 1 without padding: col is x itself, image by
+ * image (the pointwise way's ground). */
+static bool pointwise(const clt_window *w) {
+  return w->KH == 1 && w->KW == 1 && w->stride_h == 1 && w->stride_w == 1 &&
+         w->pad_h == 0 && w->pad_w == 0;
+}
 
 /* The tiled ways' blocks of output columns. */
 static int tiled_columns(int way) { return way == WAY_TILED16 ? 16 : 8; }
@@ -228,6 +246,20 @@ static clt_status forward_swap(clt_graph *g, const conv_state *s,
                               io->round);
 }
 
+/* The bias (and the fused ReLU) over y in NCHW, after a product that
+ * wrote it. */
+static clt_status bias_nchw(clt_graph *g, const conv_state *s,
+                            const conv_io *io) {
+  int64_t ohw = s->w.OH * s->w.OW, f = s->filters;
+  if (io->bias)
+    return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
+                                     ohw, io->relu, io->round);
+  return io->relu ? clt_activation_forward(g->ctx, io->y, io->y,
+                                           io->batch * f * ohw, CLT_ACT_RELU,
+                                           0.0f, io->round)
+                  : CLT_OK;
+}
+
 /* y[b] = W col_b for every b as one strided-batched GEMM, then the bias
  * (and the fused ReLU). */
 static clt_status forward_nchw(clt_graph *g, const conv_state *s,
@@ -238,13 +270,39 @@ static clt_status forward_nchw(clt_graph *g, const conv_state *s,
                       ohw, ckk, 1.0f, io->weight, ckk, 0, io->col,
                       io->batch * ohw, ohw, 0.0f, io->y, ohw, f * ohw,
                       io->batch));
-  if (io->bias)
-    return clt_bias_channels_forward(g->ctx, io->y, io->bias, io->batch, f,
-                                     ohw, io->relu, io->round);
-  return io->relu ? clt_activation_forward(g->ctx, io->y, io->y,
-                                           io->batch * f * ohw, CLT_ACT_RELU,
-                                           0.0f, io->round)
-                  : CLT_OK;
+  return bias_nchw(g, s, io);
+}
+
+/* C_b = op(A_b) op(B_b) + beta C_b for every image b, as
+ * clt_gemm_ld's strided batch: by the kernel of our own that `plan` (the
+ * product's over the whole batch) chose, where it chose one and it runs
+ * one image's shape, else by CLBlast in the plan's form. */
+static clt_status per_image(clt_graph *g, const clt_gemm_plan *plan,
+                            clt_transpose ta, clt_transpose tb, int64_t m,
+                            int64_t n, int64_t k, const clt_tensor *a,
+                            int64_t lda, int64_t sa, const clt_tensor *b,
+                            int64_t ldb, int64_t sb, float beta,
+                            clt_tensor *c, int64_t ldc, int64_t sc,
+                            int64_t batch) {
+  if (plan->blocked > 0 && plan->mma == 0 &&
+      clt_gemm_blocked_fits(plan->blocked - 1, ta, tb, m, n, k))
+    return clt_gemm_blocked_ld(g->ctx, plan->blocked - 1, ta, tb, m, n, k,
+                               1.0f, a, lda, sa, b, ldb, sb, beta, c, ldc,
+                               sc, batch);
+  return clt_gemm_ld(g->ctx, plan->colmajor, ta, tb, m, n, k, 1.0f, a, lda,
+                     sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+
+/* The pointwise forward (a 1x1 window, pointwise()): y[b] = W x[b] for
+ * every b, x and y as they lie in NCHW (no unfold, no swap), then the
+ * bias (and the fused ReLU). */
+static clt_status forward_pointwise(clt_graph *g, const conv_state *s,
+                                    const conv_io *io) {
+  int64_t p = s->w.OH * s->w.OW, c = s->w.C, f = s->filters;
+  CLT_TRY(per_image(g, &s->plan_fwd, CLT_NO_TRANS, CLT_NO_TRANS, f, p, c,
+                    io->weight, c, 0, io->x, p, c * p, 0.0f, io->y, p, f * p,
+                    io->batch));
+  return bias_nchw(g, s, io);
 }
 
 /* dy' = swap(dy) (through the fused ReLU), db its row sums, then dW and
@@ -308,6 +366,32 @@ static clt_status backward_nchw(clt_graph *g, const conv_state *s,
   if (b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
   return dcol_nchw(g, s, io);
+}
+
+/* The pointwise backward (pointwise()): dy through the fused ReLU (in
+ * place), db from dy in NCHW; dW = the sum over b of dy[b] x[b]^T
+ * (per-image partials summed in order, as NCHW direct's); dx[b] = W^T
+ * dy[b], written or added, in NCHW: no unfold, no fold, no swap. Mixed
+ * precision's rounding of dx (io->round) follows the product. */
+static clt_status backward_pointwise(clt_graph *g, const conv_state *s,
+                                     const conv_io *io) {
+  int64_t p = s->w.OH * s->w.OW, c = s->w.C, f = s->filters, b = io->batch;
+  CLT_TRY(dy_in_nchw(g, s, io));
+  clt_tensor *partials = b > 1 ? io->work : io->dw;
+  CLT_TRY(per_image(g, &s->plan_dw, CLT_NO_TRANS, CLT_TRANS, f, c, p, io->dy,
+                    p, f * p, io->x, p, c * p, 0.0f, partials, c, f * c, b));
+  if (b > 1)
+    CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * c, b, 1.0f, 0.0f));
+  if (!io->dx) return CLT_OK;
+  CLT_TRY(per_image(g, &s->plan_dcol, CLT_TRANS, CLT_NO_TRANS, c, p, f,
+                    io->weight, c, 0, io->dy, p, f * p, io->acc ? 1.0f : 0.0f,
+                    io->dx, p, c * p, b));
+  if (!io->round || io->round->mode == 0) return CLT_OK;
+  clt_tensor dx = clt_tensor_slice_1d(io->dx, 0, b * c * p);
+  if (io->round->mode == 2)
+    return clt_round_save_f16(g->ctx, &dx, (clt_tensor *)io->round->copy,
+                              b * c * p);
+  return clt_round_f16(g->ctx, &dx, &dx, b * c * p);
 }
 
 /* The direct way's backward: dy through the fused ReLU (in place where dx
@@ -467,9 +551,11 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
                                      io.batch, s->filters, &dwin, io.relu,
                                      io.round);
+    if (way == WAY_POINTWISE) return forward_pointwise(g, s, &io);
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &s->w));
     return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
   }
+  if (way == WAY_POINTWISE) return backward_pointwise(g, s, &io);
   clt_window w = s->w;
   w.rows = way == WAY_ROWS;
   /* col holds the forward's unfold only where it is kept and the forward
@@ -588,7 +674,7 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   static const char *const names[] = {
       "gemm + swap",    "nchw direct",       "nchw direct c^T",
       "rows",           "direct",            "direct per element",
-      "tiled 16",       "tiled 8",
+      "tiled 16",       "tiled 8",           "pointwise",
       "implicit 64x64", "implicit 16x64",    "implicit 128x128",
       "implicit fp16 64x64", "implicit fp16 128x64",
       "implicit fp16 128x128"};
@@ -605,6 +691,7 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   for (int way = WAY_TILED16; way <= WAY_TILED8; way++)
     if (tiled_offered(g, s, io, backward, tiled_columns(way)))
       l.ids[count++] = way;
+  if (pointwise(w) && nchw_fits) l.ids[count++] = WAY_POINTWISE;
   int implicit_first = count;
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
   int group[CLT_MEASURE_MAX_WAYS] = {0};
@@ -888,6 +975,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   }
   int64_t need = s->bwd_way >= WAY_IMPLICIT
                      ? implicit_work[s->bwd_way - WAY_IMPLICIT]
+                 : s->bwd_way == WAY_POINTWISE ? nchw_work
                  : s->bwd_way >= WAY_TILED16
                      ? tiled_work[s->bwd_way - WAY_TILED16]
                  : s->bwd_way >= WAY_DIRECT ? direct_work
@@ -955,7 +1043,8 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   }
   /* Every way's last kernel is ours but NCHW direct's without a bias or
    * a ReLU, where the GEMM writes y. */
-  bool gemm_last = (s->fwd_way == WAY_NCHW || s->fwd_way == WAY_NCHW_CT) &&
+  bool gemm_last = (s->fwd_way == WAY_NCHW || s->fwd_way == WAY_NCHW_CT ||
+                    s->fwd_way == WAY_POINTWISE) &&
                    !io.bias && !io.relu;
   if (!gemm_last) io.round = clt_graph_out_round(g, bn ? bn : n);
   return run_way(g, s, &io, false, s->fwd_way);
