@@ -14,6 +14,30 @@
 #define ACT_ELU 6
 #define ACT_SOFTPLUS 7
 
+/* e^a for -81 <= a <= 0, normal_cdf's exp(-z^2) (POCL's exp took 40% of
+ * gelu's kernels' time; this with n rounded by rint() was no faster, with
+ * the addition below the kernels are 20% faster): a = n ln 2 + r, n an
+ * integer (rounded by adding 1.5 2^23, which leaves n in the sum's low
+ * bits), r = a - n ln 2 in two parts (n ln2_hi exact: ln2_hi has 16
+ * significant bits, |n| <= 117), |r| <= ln 2 / 2; e^r by its Taylor
+ * polynomial of degree 7 (relative error 5e-9 there), times 2^n by adding
+ * n to its exponent bits (the result stays normal). Relative error 9.9e-8
+ * at most over [-81, 0] (numpy's float32 exp: 2.1e-7). */
+static float exp_neg(float a) {
+  float shifted = a * 1.44269504088896341f + 12582912.0f;
+  float n = shifted - 12582912.0f;
+  float r = (a - n * 0.693145751953125f) - n * 1.42860682030941723e-06f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return as_float(as_uint(p) + (as_uint(shifted) << 23));
+}
+
 /* The standard normal distribution's CDF, Phi(x) = (1 + erf(x / sqrt 2))
  * / 2, for gelu, and e = exp(-x^2 / 2) (its density but for the factor)
  * where density: POCL's erf is a scalar call 14 times as slow as exp (a
@@ -26,7 +50,8 @@
  * PyTorch's 0.5 x (1 + erf) loses there). */
 static float normal_cdf(float x, float *density) {
   float z = fabs(x) * 0.70710678118654752f;
-  float e = exp(-z * z);
+  float zc = fmin(z, 9.0f); /* e^-81 = 6.6e-36; past it 0 */
+  float e = z < 9.0f ? exp_neg(-zc * zc) : 0.0f;
   if (density) *density = e;
   if (z < 0.921875f) {
     float t = z * z;
