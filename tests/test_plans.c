@@ -340,10 +340,7 @@ static void layout_step_named(const layout_case *c, int way, bool last,
   ck_assert_ok(clt_graph_compile(g, c->batch + (last ? 3 : 0), 5));
   random_batch(g, c->batch, 17, false);
   ck_assert_ok(clt_graph_forward(g, true));
-  clt_graph_node *c2 = NULL;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!strcmp(g->nodes[i].name, "c2")) c2 = &g->nodes[i];
-  ck_assert_ptr_nonnull(c2);
+  clt_graph_node *c2 = node_named(g, "c2");
   *ny = c->batch * c2->size;
   *ng = g->param_count;
   *y = malloc((size_t)*ny * sizeof(float));
@@ -506,10 +503,7 @@ static void expect_dx_halves(const layout_case *c, const char *way) {
   random_batch(g, c->batch, 17, false);
   ck_assert_ok(clt_graph_forward(g, true));
   ck_assert_ok(clt_graph_backward(g));
-  clt_graph_node *c1 = NULL;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!strcmp(g->nodes[i].name, "c1")) c1 = &g->nodes[i];
-  ck_assert_ptr_nonnull(c1);
+  clt_graph_node *c1 = node_named(g, "c1");
   ck_assert_ptr_nonnull(c1->grad);
   int64_t n = c->batch * c1->size;
   float *dx = malloc((size_t)n * sizeof(float)),

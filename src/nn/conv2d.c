@@ -260,48 +260,56 @@ static clt_status bias_nchw(clt_graph *g, const conv_state *s,
                   : CLT_OK;
 }
 
-/* y[b] = W col_b for every b as one strided-batched GEMM, then the bias
- * (and the fused ReLU). */
-static clt_status forward_nchw(clt_graph *g, const conv_state *s,
-                               const conv_io *io) {
+/* A per-image way's products, each C_b = op(A_b) op(B_b) + beta C_b for
+ * every image b as one strided batch (clt_gemm_ld's): NCHW direct's
+ * (`chosen` NULL) by CLBlast in the form measured (io->colmajor); the
+ * pointwise way's by the kernel of our own that `chosen` (the product's
+ * plan over the whole batch) names where it runs one image's shape, else
+ * by CLBlast in the plan's form. */
+static clt_status per_image(clt_graph *g, const conv_io *io,
+                            const clt_gemm_plan *chosen, clt_transpose ta,
+                            clt_transpose tb, int64_t m, int64_t n,
+                            int64_t k, const clt_tensor *a, int64_t lda,
+                            int64_t sa, const clt_tensor *b, int64_t ldb,
+                            int64_t sb, float beta, clt_tensor *c,
+                            int64_t ldc, int64_t sc) {
+  clt_gemm_plan plan = {CLT_GEMM_ONE, 1, 0,
+                        chosen ? chosen->colmajor : io->colmajor, 0};
+  if (chosen && chosen->blocked > 0 && chosen->mma == 0 &&
+      clt_gemm_blocked_fits(chosen->blocked - 1, ta, tb, m, n, k))
+    plan.blocked = chosen->blocked;
+  return clt_gemm_plan_call(g->ctx, &plan, ta, tb, m, n, k, 1.0f, a, lda, sa,
+                            b, ldb, sb, beta, c, ldc, sc, io->batch);
+}
+
+/* Image b's block of the unfold as the per-image ways read it: NCHW
+ * direct's col_b, col's columns b OH OW .. (b + 1) OH OW, or the pointwise
+ * way's x[b] itself (a 1x1 window's unfold, pointwise()); its leading
+ * dimension and the stride from one image's to the next. */
+typedef struct image_cols {
+  const clt_tensor *t;
+  int64_t ld, stride;
+} image_cols;
+
+static image_cols cols_of(const conv_state *s, const conv_io *io,
+                          bool pointwise_way) {
+  int64_t ohw = s->w.OH * s->w.OW;
+  if (pointwise_way) return (image_cols){io->x, ohw, s->w.C * ohw};
+  return (image_cols){io->col, io->batch * ohw, ohw};
+}
+
+/* NCHW direct's and the pointwise way's forward: y[b] = W col_b for every
+ * b as one strided-batched GEMM, straight into NCHW, then the bias (and
+ * the fused ReLU). */
+static clt_status forward_per_image(clt_graph *g, const conv_state *s,
+                                    const conv_io *io, bool pointwise_way) {
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
-  CLT_TRY(clt_gemm_ld(g->ctx, io->colmajor, CLT_NO_TRANS, CLT_NO_TRANS, f,
-                      ohw, ckk, 1.0f, io->weight, ckk, 0, io->col,
-                      io->batch * ohw, ohw, 0.0f, io->y, ohw, f * ohw,
-                      io->batch));
-  return bias_nchw(g, s, io);
-}
-
-/* C_b = op(A_b) op(B_b) + beta C_b for every image b, as
- * clt_gemm_ld's strided batch: by the kernel of our own that `plan` (the
- * product's over the whole batch) chose, where it chose one and it runs
- * one image's shape, else by CLBlast in the plan's form. */
-static clt_status per_image(clt_graph *g, const clt_gemm_plan *plan,
-                            clt_transpose ta, clt_transpose tb, int64_t m,
-                            int64_t n, int64_t k, const clt_tensor *a,
-                            int64_t lda, int64_t sa, const clt_tensor *b,
-                            int64_t ldb, int64_t sb, float beta,
-                            clt_tensor *c, int64_t ldc, int64_t sc,
-                            int64_t batch) {
-  if (plan->blocked > 0 && plan->mma == 0 &&
-      clt_gemm_blocked_fits(plan->blocked - 1, ta, tb, m, n, k))
-    return clt_gemm_blocked_ld(g->ctx, plan->blocked - 1, ta, tb, m, n, k,
-                               1.0f, a, lda, sa, b, ldb, sb, beta, c, ldc,
-                               sc, batch);
-  return clt_gemm_ld(g->ctx, plan->colmajor, ta, tb, m, n, k, 1.0f, a, lda,
-                     sa, b, ldb, sb, beta, c, ldc, sc, batch);
-}
-
-/* The pointwise forward (a 1x1 window, pointwise()): y[b] = W x[b] for
- * every b, x and y as they lie in NCHW (no unfold, no swap), then the
- * bias (and the fused ReLU). */
-static clt_status forward_pointwise(clt_graph *g, const conv_state *s,
-                                    const conv_io *io) {
-  int64_t p = s->w.OH * s->w.OW, c = s->w.C, f = s->filters;
-  CLT_TRY(per_image(g, &s->plan_fwd, CLT_NO_TRANS, CLT_NO_TRANS, f, p, c,
-                    io->weight, c, 0, io->x, p, c * p, 0.0f, io->y, p, f * p,
-                    io->batch));
+  image_cols col = cols_of(s, io, pointwise_way);
+  CLT_TRY(per_image(g, io, pointwise_way ? &s->plan_fwd : NULL,
+                    CLT_NO_TRANS, CLT_NO_TRANS, f, ohw, ckk, io->weight, ckk,
+                    0, col.t, col.ld, col.stride, 0.0f, io->y, ohw,
+                    f * ohw));
   return bias_nchw(g, s, io);
 }
 
@@ -332,9 +340,9 @@ static clt_status dcol_nchw(clt_graph *g, const conv_state *s,
   if (!io->dcol) return CLT_OK;
   int64_t ohw = s->w.OH * s->w.OW, ckk = s->w.C * s->w.KH * s->w.KW;
   int64_t f = s->filters;
-  return clt_gemm_ld(g->ctx, io->colmajor, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
-                     f, 1.0f, io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f,
-                     io->dcol, io->batch * ohw, ohw, io->batch);
+  return per_image(g, io, NULL, CLT_TRANS, CLT_NO_TRANS, ckk, ohw, f,
+                   io->weight, ckk, 0, io->dy, ohw, f * ohw, 0.0f, io->dcol,
+                   io->batch * ohw, ohw);
 }
 
 /* dy through the fused ReLU (in place) and db from dy in NCHW: the
@@ -350,48 +358,36 @@ static clt_status dy_in_nchw(clt_graph *g, const conv_state *s,
   return clt_sum_channels_forward(g->ctx, io->db, io->dy, b, f, ohw, false);
 }
 
-/* dy through the fused ReLU (in place), db from dy in NCHW; dW = sum over
- * b of dy[b] col_b^T (one batched GEMM of per-image partials, summed in
- * order); dcol_b = W^T dy[b]. */
-static clt_status backward_nchw(clt_graph *g, const conv_state *s,
-                                const conv_io *io) {
+/* NCHW direct's and the pointwise way's backward: dy through the fused
+ * ReLU (in place), db from dy in NCHW; dW = sum over b of dy[b] col_b^T
+ * (one batched GEMM of per-image partials, summed in order); then NCHW
+ * direct's dcol_b = W^T dy[b], or the pointwise way's dx[b] = W^T dy[b]
+ * straight into dx, written or added (no fold), mixed precision's
+ * rounding of dx (io->round) after the product. */
+static clt_status backward_per_image(clt_graph *g, const conv_state *s,
+                                     const conv_io *io, bool pointwise_way) {
   const clt_window *w = &s->w;
   int64_t ohw = w->OH * w->OW, ckk = w->C * w->KH * w->KW, f = s->filters;
   int64_t b = io->batch;
   CLT_TRY(dy_in_nchw(g, s, io));
+  image_cols col = cols_of(s, io, pointwise_way);
   clt_tensor *partials = b > 1 ? io->work : io->dw;
-  CLT_TRY(clt_gemm_ld(g->ctx, io->colmajor, CLT_NO_TRANS, CLT_TRANS, f, ckk,
-                      ohw, 1.0f, io->dy, ohw, f * ohw, io->col, b * ohw, ohw,
-                      0.0f, partials, ckk, f * ckk, b));
+  CLT_TRY(per_image(g, io, pointwise_way ? &s->plan_dw : NULL, CLT_NO_TRANS,
+                    CLT_TRANS, f, ckk, ohw, io->dy, ohw, f * ohw, col.t,
+                    col.ld, col.stride, 0.0f, partials, ckk, f * ckk));
   if (b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
-  return dcol_nchw(g, s, io);
-}
-
-/* The pointwise backward (pointwise()): dy through the fused ReLU (in
- * place), db from dy in NCHW; dW = the sum over b of dy[b] x[b]^T
- * (per-image partials summed in order, as NCHW direct's); dx[b] = W^T
- * dy[b], written or added, in NCHW: no unfold, no fold, no swap. Mixed
- * precision's rounding of dx (io->round) follows the product. */
-static clt_status backward_pointwise(clt_graph *g, const conv_state *s,
-                                     const conv_io *io) {
-  int64_t p = s->w.OH * s->w.OW, c = s->w.C, f = s->filters, b = io->batch;
-  CLT_TRY(dy_in_nchw(g, s, io));
-  clt_tensor *partials = b > 1 ? io->work : io->dw;
-  CLT_TRY(per_image(g, &s->plan_dw, CLT_NO_TRANS, CLT_TRANS, f, c, p, io->dy,
-                    p, f * p, io->x, p, c * p, 0.0f, partials, c, f * c, b));
-  if (b > 1)
-    CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * c, b, 1.0f, 0.0f));
+  if (!pointwise_way) return dcol_nchw(g, s, io);
   if (!io->dx) return CLT_OK;
-  CLT_TRY(per_image(g, &s->plan_dcol, CLT_TRANS, CLT_NO_TRANS, c, p, f,
-                    io->weight, c, 0, io->dy, p, f * p, io->acc ? 1.0f : 0.0f,
-                    io->dx, p, c * p, b));
+  CLT_TRY(per_image(g, io, &s->plan_dcol, CLT_TRANS, CLT_NO_TRANS, ckk, ohw,
+                    f, io->weight, ckk, 0, io->dy, ohw, f * ohw,
+                    io->acc ? 1.0f : 0.0f, io->dx, ohw, ckk * ohw));
   if (!io->round || io->round->mode == 0) return CLT_OK;
-  clt_tensor dx = clt_tensor_slice_1d(io->dx, 0, b * c * p);
+  int64_t n = b * ckk * ohw;
+  clt_tensor dx = clt_tensor_slice_1d(io->dx, 0, n);
   if (io->round->mode == 2)
-    return clt_round_save_f16(g->ctx, &dx, (clt_tensor *)io->round->copy,
-                              b * c * p);
-  return clt_round_f16(g->ctx, &dx, &dx, b * c * p);
+    return clt_round_save_f16(g->ctx, &dx, (clt_tensor *)io->round->copy, n);
+  return clt_round_f16(g->ctx, &dx, &dx, n);
 }
 
 /* The direct way's backward: dy through the fused ReLU (in place where dx
@@ -551,11 +547,12 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
       return clt_conv_direct_forward(g->ctx, io.y, io.x, io.weight, io.bias,
                                      io.batch, s->filters, &dwin, io.relu,
                                      io.round);
-    if (way == WAY_POINTWISE) return forward_pointwise(g, s, &io);
+    if (way == WAY_POINTWISE) return forward_per_image(g, s, &io, true);
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &s->w));
-    return way ? forward_nchw(g, s, &io) : forward_swap(g, s, &io);
+    return way ? forward_per_image(g, s, &io, false)
+               : forward_swap(g, s, &io);
   }
-  if (way == WAY_POINTWISE) return backward_pointwise(g, s, &io);
+  if (way == WAY_POINTWISE) return backward_per_image(g, s, &io, true);
   clt_window w = s->w;
   w.rows = way == WAY_ROWS;
   /* col holds the forward's unfold only where it is kept and the forward
@@ -572,7 +569,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   else if (way == WAY_SWAP)
     CLT_TRY(backward_swap(g, s, &io));
   else
-    CLT_TRY(backward_nchw(g, s, &io));
+    CLT_TRY(backward_per_image(g, s, &io, false));
   if (!io.dx) return CLT_OK;
   w.per_element = s->col2im_elems;
   return clt_col2im_backward(g->ctx, io.dx, io.dcol, io.batch, &w, io.acc,

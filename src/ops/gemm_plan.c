@@ -162,15 +162,14 @@ static int64_t ld_b(const clt_gemm_product *p) {
   return p->tb == CLT_TRANS ? p->k : p->n;
 }
 
-/* One GEMM call of a plan: CLBlast's SGEMM, our own fp32 kernel or the
- * fp16 route's kernel. */
-static clt_status plan_gemm(clt_context *ctx, const clt_gemm_plan *plan,
-                            clt_transpose ta, clt_transpose tb, int64_t m,
-                            int64_t n, int64_t k, float alpha,
-                            const clt_tensor *a, int64_t lda, int64_t stride_a,
-                            const clt_tensor *b, int64_t ldb, int64_t stride_b,
-                            float beta, clt_tensor *c, int64_t ldc,
-                            int64_t stride_c, int64_t batch) {
+clt_status clt_gemm_plan_call(clt_context *ctx, const clt_gemm_plan *plan,
+                              clt_transpose ta, clt_transpose tb, int64_t m,
+                              int64_t n, int64_t k, float alpha,
+                              const clt_tensor *a, int64_t lda,
+                              int64_t stride_a, const clt_tensor *b,
+                              int64_t ldb, int64_t stride_b, float beta,
+                              clt_tensor *c, int64_t ldc, int64_t stride_c,
+                              int64_t batch) {
   if (plan->mma > 0)
     return clt_gemm_mma_ld(ctx, plan->mma - 1, ta, tb, m, n, k, alpha, a, lda,
                            stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
@@ -196,8 +195,9 @@ static clt_status run_split_n(clt_context *ctx, const clt_gemm_product *p,
   int64_t splits = plan->splits, nb = p->n / splits;
   /* Column j of op(B) starts at j in a stored [k, n], at j*ldb in [n, k]. */
   int64_t step_b = p->tb == CLT_TRANS ? nb * ld_b(p) : nb;
-  return plan_gemm(ctx, plan, p->ta, p->tb, p->m, nb, p->k, alpha, a, ld_a(p),
-                   0, b, ld_b(p), step_b, beta, c, p->n, nb, splits);
+  return clt_gemm_plan_call(ctx, plan, p->ta, p->tb, p->m, nb, p->k, alpha,
+                            a, ld_a(p), 0, b, ld_b(p), step_b, beta, c, p->n,
+                            nb, splits);
 }
 
 static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
@@ -212,14 +212,15 @@ static clt_status run_split_k(clt_context *ctx, const clt_gemm_product *p,
    * stored [k, m]; of op(B), row kk of [k, n] or column kk of [n, k]. */
   int64_t step_a = p->ta == CLT_TRANS ? chunk * ld_a(p) : chunk;
   int64_t step_b = p->tb == CLT_TRANS ? chunk : chunk * ld_b(p);
-  CLT_TRY(plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, chunk, 1.0f, a,
-                    ld_a(p), step_a, b, ld_b(p), step_b, 0.0f, ws, p->n, mn,
-                    full));
+  CLT_TRY(clt_gemm_plan_call(ctx, plan, p->ta, p->tb, p->m, p->n, chunk, 1.0f,
+                             a, ld_a(p), step_a, b, ld_b(p), step_b, 0.0f, ws,
+                             p->n, mn, full));
   if (rest > 0) {
     clt_tensor al = tail_of(a, full * step_a), bl = tail_of(b, full * step_b);
     clt_tensor wl = tail_of(ws, full * mn);
-    CLT_TRY(plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, rest, 1.0f, &al,
-                      ld_a(p), 0, &bl, ld_b(p), 0, 0.0f, &wl, p->n, 0, 1));
+    CLT_TRY(clt_gemm_plan_call(ctx, plan, p->ta, p->tb, p->m, p->n, rest,
+                               1.0f, &al, ld_a(p), 0, &bl, ld_b(p), 0, 0.0f,
+                               &wl, p->n, 0, 1));
   }
   return clt_sum_slices(ctx, c, ws, mn, full + (rest > 0), alpha, beta);
 }
@@ -250,8 +251,9 @@ clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
   int64_t s = plan->splits;
   switch (plan->method) {
   case CLT_GEMM_ONE:
-    return plan_gemm(ctx, plan, p->ta, p->tb, p->m, p->n, p->k, alpha, a,
-                     ld_a(p), 0, b, ld_b(p), 0, beta, c, p->n, 0, 1);
+    return clt_gemm_plan_call(ctx, plan, p->ta, p->tb, p->m, p->n, p->k,
+                              alpha, a, ld_a(p), 0, b, ld_b(p), 0, beta, c,
+                              p->n, 0, 1);
   case CLT_GEMM_SPLIT_N:
     if (s < 1 || p->n % s != 0) break;
     return run_split_n(ctx, p, plan, alpha, a, b, beta, c);

@@ -127,6 +127,20 @@ clt_status clt_gemm_plan_run(clt_context *ctx, const clt_gemm_product *p,
                              const clt_tensor *a, const clt_tensor *b,
                              float beta, clt_tensor *c, clt_tensor *workspace);
 
+/* One call of the plan's kernel, whatever the plan's method: C =
+ * alpha op(A) op(B) + beta C with explicit leading dimensions and strided
+ * batches as clt_gemm_ld, by CLBlast's SGEMM (in the plan's form), our
+ * own fp32 kernel or the fp16 route's kernel. The caller sees that the
+ * kernel runs the shape (clt_gemm_blocked_fits). */
+clt_status clt_gemm_plan_call(clt_context *ctx, const clt_gemm_plan *plan,
+                              clt_transpose ta, clt_transpose tb, int64_t m,
+                              int64_t n, int64_t k, float alpha,
+                              const clt_tensor *a, int64_t lda,
+                              int64_t stride_a, const clt_tensor *b,
+                              int64_t ldb, int64_t stride_b, float beta,
+                              clt_tensor *c, int64_t ldc, int64_t stride_c,
+                              int64_t batch);
+
 /* Whether the plan's kernel can add a bias (and a ReLU) to C in its own
  * launch: one GEMM by our own dot kernels (clt_gemm_blocked_takes_bias). */
 bool clt_gemm_plan_takes_bias(const clt_gemm_plan *plan);
