@@ -357,13 +357,20 @@ enum { FOLD_N = 19 };
  * its last f32 bit can round to the next fp16 value). fg's probabilities
  * into probs where it is not NULL. Under mixed precision fg's layers'
  * outputs are fp16 values, the folded ones too. */
-static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
+typedef struct fold_layers {
+  const char *names[3];
+  int64_t sizes[3];
+} fold_layers;
+static const fold_layers fold_model_layers = {{"r1", "bn2", "sum"},
+                                              {5 * 49, 6 * 16, 6 * 16}};
+
+static void assert_layers_agree(clt_graph *fg, clt_graph *g, const float *x,
                                 bool training, const char *when,
-                                float *probs) {
+                                float *probs, const fold_layers *fl) {
   int32_t labels[FOLD_N];
   for (int i = 0; i < FOLD_N; i++) labels[i] = i % 5;
-  static const char *const layers[] = {"r1", "bn2", "sum"};
-  static const int64_t sizes[] = {5 * 49, 6 * 16, 6 * 16};
+  const char *const *layers = fl->names;
+  const int64_t *sizes = fl->sizes;
   float *out[2][3];
   float got[2][FOLD_N * 5];
   clt_graph *gs[2] = {fg, g};
@@ -391,6 +398,13 @@ static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
   snprintf(what, sizeof what, "probabilities (%s)", when);
   assert_within(got[0], got[1], FOLD_N * 5, tol, what);
   if (probs) memcpy(probs, got[0], sizeof got[0]);
+}
+
+/* assert_layers_agree through FOLD_MODEL's r1, bn2 and sum */
+static void assert_graphs_agree(clt_graph *fg, clt_graph *g, const float *x,
+                                bool training, const char *when,
+                                float *probs) {
+  assert_layers_agree(fg, g, x, training, when, probs, &fold_model_layers);
 }
 
 /* Two runs' probabilities (FOLD_N x 5) differ somewhere: what came
@@ -496,6 +510,89 @@ START_TEST(test_batchnorm_folded_for_evaluation) {
 }
 END_TEST
 
+/* Depthwise convolutions (MobileNet's blocks): one with a multiplier
+ * and a bias whose batchnorm has a ReLU (folded, the ReLU with it), one
+ * of stride 2 without a bias (folded), one whose output a residual add
+ * reads too (not folded). */
+#define DW_FOLD_MODEL                                                          \
+  "input shape=3x9x11\n"                                                       \
+  "depthwise_conv2d name=d1 kernel=3 padding=1 multiplier=2\n"                 \
+  "batchnorm name=bn1\n"                                                       \
+  "relu name=r1\n"                                                             \
+  "depthwise_conv2d name=d2 kernel=3 stride=2 bias=false\n"                    \
+  "batchnorm name=bn2\n"                                                       \
+  "depthwise_conv2d name=d3 kernel=3 padding=1\n"                              \
+  "batchnorm name=bn3\n"                                                       \
+  "add name=sum inputs=bn3,d3\n"                                               \
+  "flatten\n"                                                                  \
+  "dense name=fc units=5\n"                                                    \
+  "softmax_cross_entropy\n"
+
+/* The batch norms after depthwise convolutions fold into them as into a
+ * conv2d (test_batchnorm_folded_for_evaluation): the evaluation of the
+ * forward-only graph gives the training graph's through each layer,
+ * after a training forward moved the running statistics and after other
+ * weights were loaded, in fp32 and in mixed precision. */
+START_TEST(test_batchnorm_folded_into_depthwise) {
+  const char *fuse = getenv("CLT_FUSE");
+  if (fuse && !strcmp(fuse, "0")) return; /* nothing is folded */
+  const char *model_path = write_text("dwfold.model", DW_FOLD_MODEL);
+  const char *weights = tmp_path("dwfold.safetensors");
+  const char *moved = tmp_path("dwfold_moved.safetensors");
+  static const fold_layers layers = {{"r1", "bn2", "sum"},
+                                     {6 * 99, 6 * 20, 6 * 20}};
+  for (int mixed = 0; mixed < 2; mixed++) {
+    clt_graph *g = trained(model_path, weights);
+    clt_model *m = NULL;
+    ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+    clt_graph *fg = clt_model_graph(m);
+    if (mixed) {
+      ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+      ck_assert_ok(clt_graph_set_precision(fg, CLT_PRECISION_MIXED));
+    }
+    ck_assert_int_eq(node_named(fg, "d1")->bn_fold,
+                     node_named(fg, "bn1")->index);
+    ck_assert_int_eq(node_named(fg, "d2")->bn_fold,
+                     node_named(fg, "bn2")->index);
+    ck_assert_int_eq(node_named(fg, "d3")->bn_fold, -1);
+    ck_assert(!node_named(fg, "bn3")->bn_folded);
+    ck_assert(node_named(fg, "bn1")->fused_relu);
+    ck_assert_int_eq(node_named(g, "d1")->bn_fold, -1);
+
+    float *x = malloc(FOLD_N * 297 * sizeof *x);
+    clt_random_fill(x, FOLD_N * 297, 19, -1.0f, 1.0f);
+    float first[FOLD_N * 5], again[FOLD_N * 5];
+    assert_layers_agree(fg, g, x, false, "first", first, &layers);
+    assert_layers_agree(fg, g, x, true, "first", NULL, &layers);
+    assert_layers_agree(fg, g, x, false, "after a training forward", again,
+                        &layers);
+    assert_moved(first, again, "the running statistics");
+
+    /* Other weights: a step of SGD on g, loaded into fg. */
+    clt_optimizer_options oo;
+    clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+    oo.lr = 0.5f;
+    clt_optimizer *opt = NULL;
+    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+    int32_t labels[FOLD_N];
+    for (int i = 0; i < FOLD_N; i++) labels[i] = i % 3;
+    ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+    ck_assert_ok(clt_checkpoint_save(g, opt, 2, NULL, moved));
+    clt_optimizer_destroy(opt);
+    ck_assert_ok(clt_checkpoint_load_weights(fg, moved));
+    assert_layers_agree(fg, g, x, false, "after loading other weights", first,
+                        &layers);
+    assert_moved(again, first, "the loaded weights");
+    free(x);
+    clt_model_destroy(m);
+    clt_graph_destroy(g);
+  }
+}
+END_TEST
+
 /* A graph (training and evaluating, as fit does) in fp32 and in mixed
  * precision, in the layout the plans choose and in the tiled way: its
  * evaluation after an optimizer step runs on the new weights (the
@@ -577,6 +674,7 @@ static Suite *infer_suite(void) {
   tcase_add_test(tc, test_batch_without_labels);
   tcase_add_test(tc, test_predictions_keep_gradients);
   tcase_add_test(tc, test_batchnorm_folded_for_evaluation);
+  tcase_add_test(tc, test_batchnorm_folded_into_depthwise);
   tcase_add_test(tc, test_evaluation_after_step);
   suite_add_tcase(s, tc);
   return s;

@@ -1661,7 +1661,9 @@ END_TEST
 /* Global pooling over a large plane walks more values in one work-item
  * than llvmpipe runs (ops.h clt_device_loop_cap): refused there with the
  * reason, computed right where there is no limit; and with a limit of 600
- * forced on every stack, a 16 x 16 window refused, 8 x 8 computed. */
+ * forced on every stack, a 16 x 16 window refused, 8 x 8 computed. The
+ * global average's backward writes a 200 x 200 plane in parts (its
+ * work-items stay within ctx->loop_limit) on every stack. */
 static clt_window global_window(int64_t side) {
   clt_window w = {.C = 2, .H = side, .W = side, .KH = side, .KW = side,
                   .OH = 1, .OW = 1, .stride_h = side, .stride_w = side,
@@ -1780,19 +1782,24 @@ END_TEST
  * dilation, a rectangle made of rows of 1, multipliers of 1 to 3, a 7x7
  * window reaching past every edge of a 14x9 plane (ConvNeXt's); the rows'
  * four taps a pass (stride and dilation 1 along the row) with whole fours
- * of taps (4, 8: padding past the reach) and, in the last, a 3x5 window
- * of stride 2 and dilation 2 down the columns only (set in dw_shapes). */
+ * of taps (4, 8: padding past the reach) and, in the twelfth, a 3x5
+ * window of stride 2 and dilation 2 down the columns only (set in
+ * dw_shapes); MobileNet's 3x3 with padding 1 on rows wide enough for
+ * loads wholly inside them between the edges' (the rows kernels' 3x3
+ * path), 11 rows (an item's 4, the last 3). */
 static const int64_t full_dw_cases[][8] = {
     {1, 1, 1, 1, 1, 0, 1, 1},   {3, 7, 5, 3, 1, 1, 1, 1},
     {2, 9, 12, 3, 2, 1, 1, 3},  {5, 11, 7, 3, 1, 2, 2, 1},
     {4, 8, 8, 5, 3, 2, 1, 2},   {7, 13, 1, 1, 2, 0, 1, 1},
     {33, 6, 6, 3, 1, 1, 1, 1},  {3, 28, 28, 3, 1, 0, 1, 2},
     {2, 14, 9, 7, 1, 3, 1, 1},  {2, 6, 11, 4, 1, 2, 1, 1},
-    {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1}};
+    {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1},
+    {2, 11, 21, 3, 1, 1, 1, 1}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
                                            {3, 5, 5, 3, 1, 2, 2, 1},
-                                           {2, 5, 6, 7, 1, 3, 1, 1}};
+                                           {2, 5, 6, 7, 1, 3, 1, 1},
+                                           {1, 6, 13, 3, 1, 1, 1, 1}};
 
 static const int64_t *dw_case(int i) {
   return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];
@@ -1811,31 +1818,49 @@ START_TEST(dw_shapes) {
     w.KH = 3, w.stride_h = 2, w.dil_h = 2, w.pad_h = 1;
   int64_t M = c[7];
   double e;
-  /* both layouts: a work-item per value, and per row (where it fits) */
-  for (int rows = 0; rows < 2; rows++) {
+  /* the loop limit at which the rows kernels just fit (an item a row,
+   * where several would pass it) */
+  clt_window wo = w; /* with its output's size, as the ops see it */
+  wo.OH = clt_window_out(w.H, w.KH, w.pad_h, w.stride_h, w.dil_h);
+  wo.OW = clt_window_out(w.W, w.KW, w.pad_w, w.stride_w, w.dil_w);
+  int64_t saved = g_ctx->loop_limit, lo = 0, hi = saved;
+  while (hi - lo > 1) {
+    g_ctx->loop_limit = (lo + hi) / 2;
+    if (clt_dw_rows_fit(g_ctx, M, &wo))
+      hi = g_ctx->loop_limit;
+    else
+      lo = g_ctx->loop_limit;
+  }
+  g_ctx->loop_limit = saved;
+  /* both layouts: a work-item per value, and per rows (where they fit),
+   * those at the limit too; the forward at batch 3 through a ReLU */
+  for (int rows = 0; rows < 3; rows++) {
     if (rows && !clt_dw_rows_fit(g_ctx, M, &w)) continue;
+    g_ctx->loop_limit = rows == 2 ? hi : saved;
     for (int N = 1; N <= 3; N += 2)
       for (int bias = 0; bias < 2; bias++) {
-        ck_assert_check(clt_check_dw_forward(g_ctx, N, M, &w, bias, rows, &e),
-                        e, TOL, "depthwise case %d N=%d bias=%d rows=%d", _i,
-                        N, bias, rows);
+        ck_assert_check(clt_check_dw_forward(g_ctx, N, M, &w, bias, N == 3,
+                                             rows > 0, &e),
+                        e, TOL, "depthwise case %d N=%d bias=%d relu=%d rows=%d",
+                        _i, N, bias, N == 3, rows);
         for (int acc = 0; acc < 2; acc++)
           ck_assert_check(clt_check_dw_backward(g_ctx, N, M, &w, bias, acc,
-                                                rows, 0, &e),
+                                                rows > 0, 0, &e),
                           e, TOL,
                           "depthwise backward case %d N=%d bias=%d "
                           "accumulate=%d rows=%d",
                           _i, N, bias, acc, rows);
       }
+    g_ctx->loop_limit = saved;
   }
   /* the weight sums cut into parts of the batch (a sample each) */
   ck_assert_check(
       clt_check_dw_backward(g_ctx, 3, M, &w, true, false, false, 2, &e), e,
       TOL, "depthwise backward case %d in parts", _i);
   /* rows past the loop limit are refused, not run to wrong numbers */
-  int64_t saved = g_ctx->loop_limit;
   g_ctx->loop_limit = 2;
-  clt_status st = clt_check_dw_forward(g_ctx, 1, M, &w, true, true, &e);
+  clt_status st =
+      clt_check_dw_forward(g_ctx, 1, M, &w, true, false, true, &e);
   g_ctx->loop_limit = saved;
   ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
 }

@@ -6,7 +6,7 @@
 typedef struct dw_args {
   int64_t N, M;
   const clt_window *w;
-  bool bias, accumulate, rows;
+  bool bias, relu, accumulate, rows;
 } dw_args;
 
 /* Visits every tap (n, o, oh, ow, kh, kw) that reads inside x: `yi` its
@@ -48,19 +48,22 @@ static clt_status dw_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
   CLT_TRY(check_doubles(s, ny, &ref));
   CLT_TRY(clt_dw_forward(s->ctx, y->t, x->t, wt->t, a->bias ? b->t : NULL,
-                         a->N, a->M, &w, a->rows));
+                         a->N, a->M, &w, a->rows, a->relu));
   FOR_DW_TAPS(&w, a->N, a->M, yi, xi, wi,
               { ref[yi] += (double)wt->host[wi] * x->host[xi]; });
   int64_t ohw = w.OH * w.OW;
-  for (int64_t i = 0; i < ny; i++)
-    y->host[i] = (float)(ref[i] + (a->bias ? b->host[i / ohw % F] : 0.0));
+  for (int64_t i = 0; i < ny; i++) {
+    float v = (float)(ref[i] + (a->bias ? b->host[i / ohw % F] : 0.0));
+    y->host[i] = a->relu && !(v > 0.0f) ? 0.0f : v;
+  }
   return CLT_OK;
 }
 
 clt_status clt_check_dw_forward(clt_context *ctx, int64_t N, int64_t M,
-                                const clt_window *w, bool bias, bool rows,
-                                double *max_err) {
-  dw_args a = {.N = N, .M = M, .w = w, .bias = bias, .rows = rows};
+                                const clt_window *w, bool bias, bool relu,
+                                bool rows, double *max_err) {
+  dw_args a = {.N = N, .M = M, .w = w, .bias = bias, .relu = relu,
+               .rows = rows};
   return check_run(ctx, 280, dw_forward_body, &a, max_err);
 }
 

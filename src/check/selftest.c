@@ -358,7 +358,7 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
 }
 static clt_status st_dw_fwd(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 12, 3, 2, 1, 1);
-  return clt_check_dw_forward(ctx, 2, 2, &w, true, false, e);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, false, false, e);
 }
 static clt_status st_dw_bwd(clt_context *ctx, double *e) {
   clt_window w = square(5, 11, 7, 3, 1, 2, 2);
@@ -366,7 +366,7 @@ static clt_status st_dw_bwd(clt_context *ctx, double *e) {
 }
 static clt_status st_dw_fwd_rows(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 12, 3, 2, 1, 1);
-  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, e);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, true, e);
 }
 static clt_status st_dw_bwd_rows(clt_context *ctx, double *e) {
   clt_window w = square(2, 11, 7, 3, 2, 2, 2);
@@ -382,7 +382,18 @@ static clt_status st_dw_bwd_rows_s1(clt_context *ctx, double *e) {
  * loads of the row (a second, partial four; padding past both edges) */
 static clt_status st_dw_fwd_rows_k7(clt_context *ctx, double *e) {
   clt_window w = square(2, 10, 9, 7, 1, 3, 1);
-  return clt_check_dw_forward(ctx, 2, 1, &w, true, true, e);
+  return clt_check_dw_forward(ctx, 2, 1, &w, true, false, true, e);
+}
+/* MobileNet's 3x3 of stride 1 with padding 1 on rows of 13: the rows'
+ * unrolled 3x3 path, its loads inside the row between the edges' (7 rows:
+ * an item's 4, then 3) */
+static clt_status st_dw_fwd_rows_k3(clt_context *ctx, double *e) {
+  clt_window w = square(2, 7, 13, 3, 1, 1, 1);
+  return clt_check_dw_forward(ctx, 2, 1, &w, false, true, true, e);
+}
+static clt_status st_dw_bwd_rows_k3(clt_context *ctx, double *e) {
+  clt_window w = square(2, 7, 13, 3, 1, 1, 1);
+  return clt_check_dw_backward(ctx, 2, 1, &w, true, true, true, 0, e);
 }
 static clt_status st_dw_bwd_rows_k7(clt_context *ctx, double *e) {
   clt_window w = square(2, 9, 10, 7, 1, 3, 1);
@@ -675,8 +686,8 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"depthwise conv 2x3x9x12 k3s2p1 x2 + bias", st_dw_fwd, 1e-5, false},
     {"depthwise conv backward 3x5x11x7 k3p2d2 + bias accumulate, in parts",
      st_dw_bwd, 1e-5, false},
-    {"depthwise conv 2x3x9x12 k3s2p1 x2 + bias in rows", st_dw_fwd_rows,
-     1e-5, false},
+    {"depthwise conv 2x3x9x12 k3s2p1 x2 + bias + relu in rows",
+     st_dw_fwd_rows, 1e-5, false},
     {"depthwise conv backward 3x2x11x7 k3s2p2d2 x3 + bias accumulate in rows",
      st_dw_bwd_rows, 1e-5, false},
     {"depthwise conv backward 2x2x13x6 k3p1 x2 accumulate in rows",
@@ -685,6 +696,10 @@ const clt_selftest_case clt_selftest_cases[] = {
      false},
     {"depthwise conv backward 2x2x9x10 k7p3 x2 + bias accumulate in rows",
      st_dw_bwd_rows_k7, 1e-5, false},
+    {"depthwise conv 2x2x7x13 k3p1 + relu in rows", st_dw_fwd_rows_k3, 1e-5,
+     false},
+    {"depthwise conv backward 2x2x7x13 k3p1 + bias accumulate in rows",
+     st_dw_bwd_rows_k3, 1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",

@@ -974,12 +974,13 @@ static clt_status fuse_relus(clt_graph *g) {
 }
 
 /* clt_graph_node.bn_fold: in a graph compiled for forward passes only,
- * with fusion on, each batchnorm whose input is a conv2d (not the input,
- * applying no ReLU of its own) that nothing else reads; in fp32 and in
- * mixed precision (there the folded weights are rounded to fp16, as the
- * parameters they replace: conv2d.c). After fuse_relus, so that a ReLU
- * after the batchnorm is the batchnorm's (fused_relu) and goes with it
- * into the conv2d. */
+ * with fusion on, each batchnorm whose input is a conv2d or a
+ * depthwise_conv2d (not the input, applying no ReLU of its own) that
+ * nothing else reads; in fp32 and in mixed precision (there the folded
+ * weights are rounded to fp16, as the parameters they replace: conv2d.c,
+ * depthwise_conv2d.c). After fuse_relus, so that a ReLU after the
+ * batchnorm is the batchnorm's (fused_relu) and goes with it into the
+ * convolution. */
 static void fold_batchnorms(clt_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     g->nodes[i].bn_fold = -1;
@@ -991,8 +992,9 @@ static void fold_batchnorms(clt_graph *g) {
     if (strcmp(bn->ops->type, "batchnorm") != 0 || bn->n_inputs != 1)
       continue;
     clt_graph_node *c = clt_graph_in(g, bn, 0);
-    if (strcmp(c->ops->type, "conv2d") != 0 || c->index == g->input_node ||
-        c->fused_relu)
+    if ((strcmp(c->ops->type, "conv2d") != 0 &&
+         strcmp(c->ops->type, "depthwise_conv2d") != 0) ||
+        c->index == g->input_node || c->fused_relu)
       continue;
     int readers = 0;
     for (int j = 0; j < g->n_nodes; j++)

@@ -119,14 +119,16 @@ struct clt_graph_node {
    * and one buffer less. */
   bool fused_relu, fused_away;
   /* Batch-norm folding (clt_graph_compile, forward-only graphs, fp32 or
-   * mixed, unless CLT_FUSE=0): a batchnorm whose input is a conv2d that
-   * nothing else reads is folded into it for evaluation (bn_folded on the
-   * batchnorm; bn_fold, its index, on the conv2d, else -1). An evaluation
-   * forward then runs the conv2d with its weights and bias scaled by the
-   * running statistics (clt_batchnorm_fold; under mixed precision rounded
-   * to fp16 after), writing the batchnorm's output (with the batchnorm's
-   * fused ReLU and, mixed, its rounding), and skips the batchnorm: one
-   * pass over the activations fewer. A training forward runs both. */
+   * mixed, unless CLT_FUSE=0): a batchnorm whose input is a conv2d or a
+   * depthwise_conv2d that nothing else reads is folded into it for
+   * evaluation (bn_folded on the batchnorm; bn_fold, its index, on the
+   * convolution, else -1). An evaluation forward then runs the
+   * convolution with its weights and bias scaled by the running
+   * statistics (clt_batchnorm_fold; under mixed precision rounded to fp16
+   * after), writing the batchnorm's output (with the batchnorm's fused
+   * ReLU and, mixed, its rounding: conv2d's kernels round it, the graph
+   * after depthwise_conv2d's), and skips the batchnorm: one pass over the
+   * activations fewer. A training forward runs both. */
   int bn_fold;
   bool bn_folded;
   /* Mixed precision's rounding done by the layers' own kernels

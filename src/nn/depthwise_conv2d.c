@@ -29,7 +29,20 @@ typedef struct dw_state {
   bool bias;
   bool fwd_rows, bwd_rows; /* the layouts chosen */
   clt_tensor *work; /* the rows' weight gradient partial sums (graph's) */
+  /* With a batchnorm folded in (clt_graph_node.bn_fold): the weights and
+   * bias it folds into, made again where the parameters were written
+   * since fold_version (clt_graph.params_version; 0: never made), as
+   * conv2d's. */
+  clt_tensor *fold_w, *fold_b;
+  uint64_t fold_version;
 } dw_state;
+
+static void release_fold(dw_state *s) {
+  clt_tensor_destroy(s->fold_w);
+  clt_tensor_destroy(s->fold_b);
+  s->fold_w = s->fold_b = NULL;
+  s->fold_version = 0;
+}
 
 static clt_status dw_configure(clt_graph *g, clt_graph_node *n,
                                clt_layer_args *a) {
@@ -75,7 +88,32 @@ static clt_status dw_run(clt_graph *g, clt_graph_node *n, int64_t batch,
   return clt_dw_forward(g->ctx, n->out, clt_graph_in(g, n, 0)->out,
                         &n->params[0].value,
                         s->bias ? &n->params[1].value : NULL, batch, s->M,
-                        &s->w, rows);
+                        &s->w, rows, false);
+}
+
+/* Evaluation with the batchnorm bn folded in: the folded weights and bias
+ * (made again where the parameters changed; under mixed precision fp16
+ * values, as the parameters they stand for), then the forward by them
+ * into bn's output, with bn's ReLU. Under mixed precision the graph
+ * rounds bn's output after (this layer's own output is not made). */
+static clt_status dw_run_folded(clt_graph *g, clt_graph_node *n,
+                                clt_graph_node *bn) {
+  dw_state *s = n->state;
+  if (s->fold_version != g->params_version) {
+    s->fold_version = 0;
+    CLT_TRY(clt_batchnorm_fold(g, bn, &n->params[0].value,
+                               s->bias ? &n->params[1].value : NULL,
+                               s->w.C * s->M, s->fold_w, s->fold_b));
+    if (g->precision == CLT_PRECISION_MIXED) {
+      CLT_TRY(clt_round_f16(g->ctx, s->fold_w, s->fold_w, s->fold_w->numel));
+      CLT_TRY(clt_round_f16(g->ctx, s->fold_b, s->fold_b, s->fold_b->numel));
+    }
+    s->fold_version = g->params_version;
+  }
+  n->out_rounded = true;
+  return clt_dw_forward(g->ctx, bn->out, clt_graph_in(g, n, 0)->out,
+                        s->fold_w, s->fold_b, g->batch, s->M, &s->w,
+                        s->fwd_rows, bn->fused_relu);
 }
 
 static clt_status dw_run_backward(clt_graph *g, clt_graph_node *n,
@@ -109,6 +147,12 @@ static clt_status run_dw_way(void *user, int way) {
 static clt_status dw_compile(clt_graph *g, clt_graph_node *n) {
   dw_state *s = n->state;
   const clt_window *w = &s->w;
+  release_fold(s);
+  if (n->bn_fold >= 0) {
+    int64_t nw = n->params[0].value.numel, F = w->C * s->M;
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &nw, &s->fold_w));
+    CLT_TRY(clt_tensor_create(g->ctx, CLT_F32, 1, &F, &s->fold_b));
+  }
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch;
   char key[200], shape[96];
@@ -165,6 +209,8 @@ static clt_status dw_compile(clt_graph *g, clt_graph_node *n) {
 
 static clt_status dw_forward(clt_graph *g, clt_graph_node *n) {
   dw_state *s = n->state;
+  if (n->bn_fold >= 0 && !g->training)
+    return dw_run_folded(g, n, &g->nodes[n->bn_fold]);
   return dw_run(g, n, g->batch, s->fwd_rows);
 }
 
@@ -175,7 +221,10 @@ static clt_status dw_backward(clt_graph *g, clt_graph_node *n) {
   return dw_run_backward(g, n, g->batch, dx, acc, s->bwd_rows);
 }
 
-static void dw_destroy(clt_graph_node *n) { free(n->state); }
+static void dw_destroy(clt_graph_node *n) {
+  if (n->state) release_fold(n->state);
+  free(n->state);
+}
 
 const clt_layer_ops clt_layer_depthwise_conv2d = {
     .type = "depthwise_conv2d",

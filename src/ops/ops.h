@@ -588,13 +588,15 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
 
 /* Depthwise convolution (cl/depthwise.cl), PyTorch's Conv2d with groups
  * = win->C: x [N, C, H, W], w [C M, KH, KW], y [N, C M, OH, OW], output
- * channel o from input channel o / M; bias [C M] or NULL. The backward
- * writes dw and, where not NULL, db (the sums of dy per channel) and dx
- * (or adds into it where accumulate). Only the window's sizes, strides,
- * padding and dilations are read from win. Two layouts, measured by the
- * layer: a work-item per value (the weight sums a group per weight, in
- * parts of the batch where the device's loops are capped), or (rows) a
- * work-item per row or plane, for CPU devices, whose weight gradient
+ * channel o from input channel o / M; bias [C M] or NULL; relu: the
+ * forward's output 0 where not above 0 (a batchnorm's ReLU where the
+ * batchnorm is folded in for evaluation). The backward writes dw and,
+ * where not NULL, db (the sums of dy per channel) and dx (or adds into
+ * it where accumulate). Only the window's sizes, strides, padding and
+ * dilations are read from win. Two layouts, measured by the layer: a
+ * work-item per value (the weight sums a group per weight, in parts of
+ * the batch where the device's loops are capped), or (rows) a work-item
+ * per few rows or a plane, for CPU devices, whose weight gradient
  * sums each plane into work (clt_dw_work_floats) and then those in order;
  * rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
 bool clt_dw_rows_fit(const clt_context *ctx, int64_t M, const clt_window *w);
@@ -602,7 +604,7 @@ int64_t clt_dw_work_floats(int64_t N, int64_t M, const clt_window *w);
 clt_status clt_dw_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *w, const clt_tensor *bias,
                           int64_t N, int64_t M, const clt_window *win,
-                          bool rows);
+                          bool rows, bool relu);
 clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
                            clt_tensor *db, const clt_tensor *dy,
                            const clt_tensor *x, const clt_tensor *w,
