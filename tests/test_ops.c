@@ -1692,6 +1692,10 @@ START_TEST(pool_window_under_loop_cap) {
     else
       ck_assert_int_eq(st[1], CLT_ERR_UNSUPPORTED);
   }
+  for (int acc = 0; acc < 2; acc++)
+    ck_assert_check(clt_check_avgpool_backward(g_ctx, &big, acc, acc + 1, &e),
+                    e, TOL_EXACT,
+                    "global avgpool backward 200x200 accumulate=%d", acc);
   int64_t saved = g_ctx->loop_cap;
   g_ctx->loop_cap = 600;
   clt_window w16 = global_window(16), w8 = global_window(8);

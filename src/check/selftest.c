@@ -478,6 +478,15 @@ static clt_status st_avgpool_bwd(clt_context *ctx, double *e) {
   clt_window w = square(6, 9, 7, 3, 2, 1, 1);
   return clt_check_avgpool_backward(ctx, &w, true, 1, e);
 }
+/* Global: a window over a whole 7x7 plane (runs of 16 and a tail). */
+static clt_status st_avgpool_global_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 7, 7, 7, 7, 0, 1);
+  return clt_check_avgpool_forward(ctx, &w, 1, e);
+}
+static clt_status st_avgpool_global_bwd(clt_context *ctx, double *e) {
+  clt_window w = square(6, 7, 7, 7, 7, 0, 1);
+  return clt_check_avgpool_backward(ctx, &w, true, 2, e);
+}
 static clt_status st_bn_stats(clt_context *ctx, double *e) {
   return clt_check_bn_stats(ctx, 7, 3, 49, 1, e);
 }
@@ -736,6 +745,10 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"avgpool forward 6x9x7 k3s2p1, fp16-rounded", st_avgpool_fwd, 1e-6, false},
     {"avgpool backward 6x9x7 k3s2p1 accumulate, fp16-rounded", st_avgpool_bwd,
      1e-6, false},
+    {"avgpool global forward 6x7x7, fp16-rounded", st_avgpool_global_fwd,
+     1e-6, false},
+    {"avgpool global backward 6x7x7 accumulate, fp16-saved",
+     st_avgpool_global_bwd, 1e-6, false},
     {"batchnorm stats 7x3x49", st_bn_stats, 1e-5, false},
     {"batchnorm stats 7x3x49 split in 3", st_bn_stats_split, 1e-5, false},
     {"batchnorm backward 33x10x7 split in 8 accumulate", st_bn_bwd_split, 1e-5,

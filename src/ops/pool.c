@@ -121,10 +121,20 @@ clt_status clt_maxpool_backward(clt_context *ctx, clt_tensor *dx,
                     POOL_ARGS(w), KI(accumulate), KR(round, dx));
 }
 
+/* A window over the whole plane without padding: global pooling. */
+static bool global_window(const clt_window *w) {
+  return w->KH == w->H && w->KW == w->W && w->OH == 1 && w->OW == 1 &&
+         w->pad_h == 0 && w->pad_w == 0;
+}
+
 clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
                                const clt_tensor *x, const clt_window *w,
                                const clt_round16 *round) {
   CLT_TRY(window_fits(ctx, "avgpool", w));
+  if (global_window(w))
+    return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_global_forward, round),
+                      (size_t)w->C, KT(y), KT(x), KI(w->C), KI(w->H * w->W),
+                      KR(round, y));
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_forward, round),
                     (size_t)(w->C * w->OH * w->OW), KT(y), KT(x), POOL_ARGS(w),
                     KR(round, y));
@@ -133,11 +143,14 @@ clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
 clt_status clt_avgpool_backward(clt_context *ctx, clt_tensor *dx,
                                 const clt_tensor *dy, const clt_window *w,
                                 bool accumulate, const clt_round16 *round) {
-  if (w->KH == w->H && w->KW == w->W && w->OH == 1 && w->OW == 1 &&
-      w->pad_h == 0 && w->pad_w == 0)
+  if (global_window(w)) {
+    int64_t hw = w->H * w->W;
+    int64_t per = clt_loop_per(ctx, hw, clt_loop_cost_twice, NULL);
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_global_backward, round),
-                      (size_t)(w->C * w->H * w->W), KT(dx), KT(dy), KI(w->C),
-                      KI(w->H * w->W), KI(accumulate), KR(round, dx));
+                      (size_t)(w->C * clt_loop_parts(hw, per)), KT(dx),
+                      KT(dy), KI(w->C), KI(hw), KI(per), KI(accumulate),
+                      KR(round, dx));
+  }
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_backward, round),
                     (size_t)(w->C * w->H * w->W), KT(dx), KT(dy), POOL_ARGS(w),
                     KI(accumulate), KR(round, dx));

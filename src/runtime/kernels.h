@@ -93,6 +93,7 @@
   CLT_KERNEL_R16(X, maxpool_backward_elems, "pool")                            \
   CLT_KERNEL_R16(X, maxpool_backward_scatter_elems, "pool")                    \
   CLT_KERNEL_R16(X, avgpool_forward, "pool")                                   \
+  CLT_KERNEL_R16(X, avgpool_global_forward, "pool")                            \
   CLT_KERNEL_R16(X, avgpool_backward, "pool")                                  \
   CLT_KERNEL_R16(X, avgpool_global_backward, "pool")                           \
   X(bn_stats, "norm")                                                          \
