@@ -53,7 +53,11 @@
 #          then the same for the ConvNeXt sample of 2026-12-06 (7x7
 #          depthwise, layernorm over=channels, gelu with our own erf)
 #          next to torch_train.py --model convnext, and test_ops'
-#          activation cases (gelu_accuracy: our erf within 1e-6)
+#          activation cases (gelu_accuracy: our erf within 1e-6); and
+#          (2026-12-06) test_ops' pool cases and test_infer's (global
+#          pooling's own kernels; batch norms folded into depthwise
+#          layers), bench infer of the separable sample at 64 and 256
+#          next to torch_train.py --infer
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
@@ -274,7 +278,15 @@ part_layers() {
   CK_RUN_CASE=depthwise CLT_DEVICE=nvidia run test_ops
   CK_RUN_CASE=layernorm CLT_DEVICE=nvidia run test_ops
   CK_RUN_CASE=activation CLT_DEVICE=nvidia run test_ops
+  CK_RUN_CASE=pool CLT_DEVICE=nvidia run test_ops
+  CK_RUN_CASE="inference API" CLT_DEVICE=nvidia run test_infer
   local b m
+  # inference with the batch norms folded into the depthwise layers
+  # (2026-12-06), next to PyTorch's model.eval() under no_grad
+  for b in 64 256; do
+    run "${torch[@]}" --model separable --infer --batch "$b" --steps 50
+    run cltrain bench infer samples/fashion_separable.model --batch "$b" --steps 50 --profile "${dev[@]}"
+  done
   for m in separable convnext; do
     run cltrain tune "samples/fashion_$m.model" --batch 64 "${dev[@]}"
     for b in 64 256; do
