@@ -169,10 +169,10 @@ static inline float4 dw_forward_four(__global const float *plane,
 
 /* Item r, rows y0..y1-1 of an output plane (n, o): R rows of it (the
  * plane's last item fewer), each = bias + each tap's weight times the
- * input values it reads (relu: then 0 where not above 0). Several rows an item: on POCL 5-13% less time
- * than an item a row (fewer work-groups, the index divisions paid once);
- * the loads wholly inside the row without their tests, and 3x3 windows
- * unrolled: together 1.2-1.8x faster. */
+ * input values it reads (relu: then 0 where not above 0). Several rows an
+ * item: on POCL 5-13% less time than an item a row (fewer work-groups,
+ * the index divisions paid once); the loads wholly inside the row without
+ * their tests, and 3x3 windows unrolled: together 1.2-1.8x faster. */
 __kernel void dw_forward_rows(__global float *y, int y_off,
                               __global const float *x, int x_off,
                               __global const float *w, int w_off,

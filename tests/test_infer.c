@@ -416,6 +416,26 @@ static void assert_moved(const float *before, const float *after,
   ck_assert_msg(differ, "%s: the probabilities did not move", what);
 }
 
+/* Other weights: a step of SGD on g (on x, FOLD_N samples), saved to
+ * path and loaded into fg. */
+static void step_and_load(clt_graph *g, clt_graph *fg, const float *x,
+                          const char *path) {
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_SGD);
+  oo.lr = 0.5f;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  int32_t labels[FOLD_N];
+  for (int i = 0; i < FOLD_N; i++) labels[i] = i % 3;
+  ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
+  ck_assert_ok(clt_graph_forward(g, true));
+  ck_assert_ok(clt_graph_backward(g));
+  ck_assert_ok(clt_optimizer_step(opt));
+  ck_assert_ok(clt_checkpoint_save(g, opt, 2, NULL, path));
+  clt_optimizer_destroy(opt);
+  ck_assert_ok(clt_checkpoint_load_weights(fg, path));
+}
+
 /* The forward layout c1 took in fg's last compile. */
 static const char *c1_forward_layout(const clt_graph *fg) {
   static clt_plan_info info;
@@ -485,21 +505,7 @@ START_TEST(test_batchnorm_folded_for_evaluation) {
     assert_graphs_agree(fg, g, x, false, "once more", first);
     ck_assert_mem_eq(first, again, sizeof first);
 
-    /* Other weights: a step of SGD on g, loaded into fg. */
-    clt_optimizer_options oo;
-    clt_optimizer_options_init(&oo, CLT_OPT_SGD);
-    oo.lr = 0.5f;
-    clt_optimizer *opt = NULL;
-    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
-    int32_t labels[FOLD_N];
-    for (int i = 0; i < FOLD_N; i++) labels[i] = i % 3;
-    ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
-    ck_assert_ok(clt_graph_forward(g, true));
-    ck_assert_ok(clt_graph_backward(g));
-    ck_assert_ok(clt_optimizer_step(opt));
-    ck_assert_ok(clt_checkpoint_save(g, opt, 2, NULL, moved));
-    clt_optimizer_destroy(opt);
-    ck_assert_ok(clt_checkpoint_load_weights(fg, moved));
+    step_and_load(g, fg, x, moved);
     assert_graphs_agree(fg, g, x, false, "after loading other weights",
                         again);
     assert_moved(first, again, "the loaded weights");
@@ -568,21 +574,7 @@ START_TEST(test_batchnorm_folded_into_depthwise) {
                         &layers);
     assert_moved(first, again, "the running statistics");
 
-    /* Other weights: a step of SGD on g, loaded into fg. */
-    clt_optimizer_options oo;
-    clt_optimizer_options_init(&oo, CLT_OPT_SGD);
-    oo.lr = 0.5f;
-    clt_optimizer *opt = NULL;
-    ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
-    int32_t labels[FOLD_N];
-    for (int i = 0; i < FOLD_N; i++) labels[i] = i % 3;
-    ck_assert_ok(clt_graph_set_batch(g, x, labels, FOLD_N));
-    ck_assert_ok(clt_graph_forward(g, true));
-    ck_assert_ok(clt_graph_backward(g));
-    ck_assert_ok(clt_optimizer_step(opt));
-    ck_assert_ok(clt_checkpoint_save(g, opt, 2, NULL, moved));
-    clt_optimizer_destroy(opt);
-    ck_assert_ok(clt_checkpoint_load_weights(fg, moved));
+    step_and_load(g, fg, x, moved);
     assert_layers_agree(fg, g, x, false, "after loading other weights", first,
                         &layers);
     assert_moved(again, first, "the loaded weights");

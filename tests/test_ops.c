@@ -1845,8 +1845,9 @@ START_TEST(dw_shapes) {
       for (int bias = 0; bias < 2; bias++) {
         ck_assert_check(clt_check_dw_forward(g_ctx, N, M, &w, bias, N == 3,
                                              rows > 0, &e),
-                        e, TOL, "depthwise case %d N=%d bias=%d relu=%d rows=%d",
-                        _i, N, bias, N == 3, rows);
+                        e, TOL,
+                        "depthwise case %d N=%d bias=%d relu=%d rows=%d", _i,
+                        N, bias, N == 3, rows);
         for (int acc = 0; acc < 2; acc++)
           ck_assert_check(clt_check_dw_backward(g_ctx, N, M, &w, bias, acc,
                                                 rows > 0, 0, &e),
