@@ -165,12 +165,12 @@ START_TEST(test_shape_errors) {
 END_TEST
 
 /* An op's refusal while a layer runs names the layer and the pass:
- * llvmpipe refuses a global average pooling over a large plane (its loop
+ * llvmpipe refuses a global max pooling over a large plane (its loop
  * cap, forced small here). */
 START_TEST(test_op_error_names_layer) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text("input shape=1x40x40\n"
-                               "global_avgpool name=gap\n"
+                               "global_maxpool name=gmp\n"
                                "dense units=3\nsoftmax_cross_entropy\n",
                                &g));
   ck_assert_ok(clt_graph_compile(g, 2, 1));
@@ -185,7 +185,7 @@ START_TEST(test_op_error_names_layer) {
   const char *msg = clt_context_last_error(g_ctx);
   ck_assert_msg(st == CLT_ERR_UNSUPPORTED, "status %s (%s)",
                 clt_status_string(st), msg);
-  ck_assert_msg(strncmp(msg, "layer 'gap' (global_avgpool) forward: ", 38) == 0,
+  ck_assert_msg(strncmp(msg, "layer 'gmp' (global_maxpool) forward: ", 38) == 0,
                 "message '%s'", msg);
   ck_assert_msg(strstr(msg, "40x40"), "message '%s' lacks the window", msg);
   /* the same graph runs again once the device takes it */

@@ -1162,7 +1162,7 @@ clt_tensor *clt_graph_loss_grad(clt_graph *g, clt_graph_node *n) {
 
 /* An op's error in a layer's pass names the layer and the pass (as
  * clt_node_fail's messages do), unless it names a layer already: "layer
- * 'gap' (global_avgpool) forward: avgpool: a window of ...". */
+ * 'gmp' (global_maxpool) forward: maxpool: a window of ...". */
 static clt_status in_layer(clt_graph *g, const clt_graph_node *n,
                            const char *pass, clt_status st) {
   if (st == CLT_OK) return st;

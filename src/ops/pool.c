@@ -18,16 +18,20 @@ static clt_status loops_fit(clt_context *ctx, int64_t loops, bool *fit) {
   return CLT_OK;
 }
 
-/* A work-item walks a whole window (KH rows of KW, each row its loop's
- * exit test): where the device ends a work-item's loops early
- * (llvmpipe gave a 260 x 260 average pooling's mean from the first
- * 65,535 values) a window past the budget is refused, not computed
- * wrong. Nothing pools that much but a global pooling over a large
- * plane. */
+/* A work-item walks a whole window (`loops` iterations: by default KH
+ * rows of KW, each row its loop's exit test): where the device ends a
+ * work-item's loops early (llvmpipe gave a 260 x 260 average pooling's
+ * mean from the first 65,535 values) a window past the budget is
+ * refused, not computed wrong. Nothing pools that much but a global
+ * pooling over a large plane (global average pooling's kernel sums runs
+ * of 16: planes 16 times larger fit). */
+static int64_t window_loops(const clt_window *w) {
+  return w->KH * (w->KW + 2) + 64;
+}
 static clt_status window_fits(clt_context *ctx, const char *op,
-                              const clt_window *w) {
+                              const clt_window *w, int64_t loops) {
   bool fit;
-  CLT_TRY(loops_fit(ctx, w->KH * (w->KW + 2) + 64, &fit));
+  CLT_TRY(loops_fit(ctx, loops, &fit));
   if (fit) return CLT_OK;
   return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                       "%s: a window of %lldx%lld values is more than %s "
@@ -53,7 +57,7 @@ bool clt_maxpool_vectors_fit(const clt_window *w) {
 clt_status clt_maxpool_forward(clt_context *ctx, clt_tensor *y,
                                clt_tensor *argmax, const clt_tensor *x,
                                const clt_window *w, const clt_round16 *round) {
-  CLT_TRY(window_fits(ctx, "maxpool", w));
+  CLT_TRY(window_fits(ctx, "maxpool", w, window_loops(w)));
   /* an output row: its runs of 16 windows and the edge windows, each a
    * window's rows, and a store loop a run */
   bool fit = true;
@@ -130,11 +134,14 @@ static bool global_window(const clt_window *w) {
 clt_status clt_avgpool_forward(clt_context *ctx, clt_tensor *y,
                                const clt_tensor *x, const clt_window *w,
                                const clt_round16 *round) {
-  CLT_TRY(window_fits(ctx, "avgpool", w));
-  if (global_window(w))
+  int64_t hw = w->H * w->W;
+  if (global_window(w)) { /* its runs of 16, its tail */
+    CLT_TRY(window_fits(ctx, "avgpool", w, hw / 16 + hw % 16 + 64));
     return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_global_forward, round),
-                      (size_t)w->C, KT(y), KT(x), KI(w->C), KI(w->H * w->W),
+                      (size_t)w->C, KT(y), KT(x), KI(w->C), KI(hw),
                       KR(round, y));
+  }
+  CLT_TRY(window_fits(ctx, "avgpool", w, window_loops(w)));
   return CLT_RUN_1D(ctx, KR_ID(CLT_K_avgpool_forward, round),
                     (size_t)(w->C * w->OH * w->OW), KT(y), KT(x), POOL_ARGS(w),
                     KR(round, y));
