@@ -48,7 +48,7 @@
 #   layers (not in the default list; about a minute) the layers of
 #          2026-12-05 on the GPU: test_ops' depthwise and layernorm cases,
 #          then tune of the separable sample (the depthwise layouts chosen:
-#          a work-item per value or per row) and bench train of it at 64 and
+#          a work-item per value or per 4 rows) and bench train of it at 64 and
 #          256 next to torch_train.py --model separable (Conv2d groups=C);
 #          then the same for the ConvNeXt sample of 2026-12-06 (7x7
 #          depthwise, layernorm over=channels, gelu with our own erf)
