@@ -416,6 +416,22 @@ static void assert_moved(const float *before, const float *after,
   ck_assert_msg(differ, "%s: the probabilities did not move", what);
 }
 
+/* A trained graph (trained()) and, in *m, its weights loaded as a model
+ * (a forward-only graph, batch norms folded); under mixed precision both
+ * set to it (each compiled again for the same batch: the weights stay). */
+static clt_graph *trained_and_loaded(const char *model_path,
+                                     const char *weights, bool mixed,
+                                     clt_model **m) {
+  clt_graph *g = trained(model_path, weights);
+  ck_assert_ok(clt_model_load(g_ctx, model_path, weights, m));
+  if (mixed) {
+    ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+    ck_assert_ok(
+        clt_graph_set_precision(clt_model_graph(*m), CLT_PRECISION_MIXED));
+  }
+  return g;
+}
+
 /* Other weights: a step of SGD on g (on x, FOLD_N samples), saved to
  * path and loaded into fg. */
 static void step_and_load(clt_graph *g, clt_graph *fg, const float *x,
@@ -469,15 +485,9 @@ START_TEST(test_batchnorm_folded_for_evaluation) {
   const char *moved = tmp_path("fold_moved.safetensors");
   for (int c = 0; c < 4; c++) {
     bool tiled = c & 1, mixed = c & 2;
-    clt_graph *g = trained(model_path, weights);
     clt_model *m = NULL;
-    ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+    clt_graph *g = trained_and_loaded(model_path, weights, mixed, &m);
     clt_graph *fg = clt_model_graph(m);
-    if (mixed) {
-      /* each compiled again for the same batch: the weights stay */
-      ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
-      ck_assert_ok(clt_graph_set_precision(fg, CLT_PRECISION_MIXED));
-    }
     if (tiled) {
       fg->test_way_name = "tiled 8";
       ck_assert_ok(clt_graph_compile(fg, fg->max_batch, fg->seed));
@@ -548,14 +558,9 @@ START_TEST(test_batchnorm_folded_into_depthwise) {
   static const fold_layers layers = {{"r1", "bn2", "sum"},
                                      {6 * 99, 6 * 20, 6 * 20}};
   for (int mixed = 0; mixed < 2; mixed++) {
-    clt_graph *g = trained(model_path, weights);
     clt_model *m = NULL;
-    ck_assert_ok(clt_model_load(g_ctx, model_path, weights, &m));
+    clt_graph *g = trained_and_loaded(model_path, weights, mixed, &m);
     clt_graph *fg = clt_model_graph(m);
-    if (mixed) {
-      ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
-      ck_assert_ok(clt_graph_set_precision(fg, CLT_PRECISION_MIXED));
-    }
     ck_assert_int_eq(node_named(fg, "d1")->bn_fold,
                      node_named(fg, "bn1")->index);
     ck_assert_int_eq(node_named(fg, "d2")->bn_fold,

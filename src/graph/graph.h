@@ -348,11 +348,14 @@ const clt_round16 *clt_graph_grad_round(clt_graph *g, clt_graph_node *n,
  * w's elements split evenly) and b_out = the bias (b, or 0 where NULL)
  * carried through bn's running statistics, gamma and beta, so that the
  * convolution by w_out plus b_out gives what bn's evaluation forward
- * gives of the convolution by w plus b (to rounding). */
+ * gives of the convolution by w plus b (to rounding); under mixed
+ * precision both rounded to fp16 (as the parameters they stand for).
+ * Made only where the parameters were written since *version
+ * (clt_graph.params_version when last made; 0: never), which it sets. */
 clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
                               const clt_tensor *w, const clt_tensor *b,
                               int64_t filters, clt_tensor *w_out,
-                              clt_tensor *b_out);
+                              clt_tensor *b_out, uint64_t *version);
 
 /* A normalize layer's parameters, in n->params' order (nn/normalize.c
  * makes them, train/adapt.c fills them). */

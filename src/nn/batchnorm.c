@@ -95,18 +95,29 @@ static clt_status bn_configure(clt_graph *g, clt_graph_node *n,
 clt_status clt_batchnorm_fold(clt_graph *g, clt_graph_node *bn,
                               const clt_tensor *w, const clt_tensor *b,
                               int64_t filters, clt_tensor *w_out,
-                              clt_tensor *b_out) {
+                              clt_tensor *b_out, uint64_t *version) {
   bn_state *s = bn->state;
   clt_param *p = bn->params;
+  if (*version == g->params_version) return CLT_OK; /* made already */
   if (filters != s->C || w->numel % filters != 0)
     return clt_node_fail(g, bn, CLT_ERR_INTERNAL,
                          "folding %lld filters of %lld weights into %lld "
                          "channels",
                          (long long)filters, (long long)w->numel,
                          (long long)s->C);
-  return clt_bn_fold(g->ctx, w_out, b_out, w, b, &p[BN_RMEAN].value,
-                     &p[BN_RVAR].value, &p[BN_WEIGHT].value,
-                     &p[BN_BIAS].value, filters, w->numel / filters, s->eps);
+  *version = 0;
+  CLT_TRY(clt_bn_fold(g->ctx, w_out, b_out, w, b, &p[BN_RMEAN].value,
+                      &p[BN_RVAR].value, &p[BN_WEIGHT].value,
+                      &p[BN_BIAS].value, filters, w->numel / filters,
+                      s->eps));
+  /* Mixed precision: fp16 values, as the parameters they stand for
+   * (folded from those fp16 values and the f32 running statistics). */
+  if (g->precision == CLT_PRECISION_MIXED) {
+    CLT_TRY(clt_round_f16(g->ctx, w_out, w_out, w_out->numel));
+    CLT_TRY(clt_round_f16(g->ctx, b_out, b_out, b_out->numel));
+  }
+  *version = g->params_version;
+  return CLT_OK;
 }
 
 static void bn_release(bn_state *s) {

@@ -1007,20 +1007,8 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   if (n->bn_fold >= 0 && !g->training) {
     /* evaluation with the batchnorm folded in: its output, its ReLU */
     bn = &g->nodes[n->bn_fold];
-    if (s->fold_version != g->params_version) {
-      s->fold_version = 0;
-      CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
-                                 s->fold_w, s->fold_b));
-      /* Mixed precision: fp16 values, as the parameters they stand for
-       * (folded from those fp16 values and the f32 running statistics). */
-      if (g->precision == CLT_PRECISION_MIXED) {
-        CLT_TRY(clt_round_f16(g->ctx, s->fold_w, s->fold_w,
-                              s->fold_w->numel));
-        CLT_TRY(clt_round_f16(g->ctx, s->fold_b, s->fold_b,
-                              s->fold_b->numel));
-      }
-      s->fold_version = g->params_version;
-    }
+    CLT_TRY(clt_batchnorm_fold(g, bn, io.weight, io.bias, s->filters,
+                               s->fold_w, s->fold_b, &s->fold_version));
     io.weight = s->fold_w;
     io.bias = s->fold_b;
     io.y = bn->out;

@@ -99,17 +99,10 @@ static clt_status dw_run(clt_graph *g, clt_graph_node *n, int64_t batch,
 static clt_status dw_run_folded(clt_graph *g, clt_graph_node *n,
                                 clt_graph_node *bn) {
   dw_state *s = n->state;
-  if (s->fold_version != g->params_version) {
-    s->fold_version = 0;
-    CLT_TRY(clt_batchnorm_fold(g, bn, &n->params[0].value,
-                               s->bias ? &n->params[1].value : NULL,
-                               s->w.C * s->M, s->fold_w, s->fold_b));
-    if (g->precision == CLT_PRECISION_MIXED) {
-      CLT_TRY(clt_round_f16(g->ctx, s->fold_w, s->fold_w, s->fold_w->numel));
-      CLT_TRY(clt_round_f16(g->ctx, s->fold_b, s->fold_b, s->fold_b->numel));
-    }
-    s->fold_version = g->params_version;
-  }
+  CLT_TRY(clt_batchnorm_fold(g, bn, &n->params[0].value,
+                             s->bias ? &n->params[1].value : NULL,
+                             s->w.C * s->M, s->fold_w, s->fold_b,
+                             &s->fold_version));
   n->out_rounded = true;
   return clt_dw_forward(g->ctx, bn->out, clt_graph_in(g, n, 0)->out,
                         s->fold_w, s->fold_b, g->batch, s->M, &s->w,
