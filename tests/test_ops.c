@@ -1800,7 +1800,10 @@ END_TEST
  * window of stride 2 and dilation 2 down the columns only (set in
  * dw_shapes); MobileNet's 3x3 with padding 1 on rows wide enough for
  * loads wholly inside them between the edges' (the rows kernels' 3x3
- * path), 11 rows (an item's 4, the last 3). */
+ * path), 11 rows (an item's 4, the last 3); and the 3x3 forward's eight
+ * at a time (padding 0 or 1, rows of 10 or more): 16 columns (its last
+ * eight reading past the row), 10 columns without padding (one eight)
+ * and with it (two, overlapping). */
 static const int64_t full_dw_cases[][8] = {
     {1, 1, 1, 1, 1, 0, 1, 1},   {3, 7, 5, 3, 1, 1, 1, 1},
     {2, 9, 12, 3, 2, 1, 1, 3},  {5, 11, 7, 3, 1, 2, 2, 1},
@@ -1808,12 +1811,14 @@ static const int64_t full_dw_cases[][8] = {
     {33, 6, 6, 3, 1, 1, 1, 1},  {3, 28, 28, 3, 1, 0, 1, 2},
     {2, 14, 9, 7, 1, 3, 1, 1},  {2, 6, 11, 4, 1, 2, 1, 1},
     {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1},
-    {2, 11, 21, 3, 1, 1, 1, 1}};
+    {2, 11, 21, 3, 1, 1, 1, 1}, {2, 5, 16, 3, 1, 1, 1, 1},
+    {3, 4, 10, 3, 1, 0, 1, 1},  {1, 3, 10, 3, 1, 1, 1, 2}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
                                            {3, 5, 5, 3, 1, 2, 2, 1},
                                            {2, 5, 6, 7, 1, 3, 1, 1},
-                                           {1, 6, 13, 3, 1, 1, 1, 1}};
+                                           {1, 6, 13, 3, 1, 1, 1, 1},
+                                           {1, 3, 16, 3, 1, 1, 1, 1}};
 
 static const int64_t *dw_case(int i) {
   return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];
