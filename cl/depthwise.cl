@@ -212,6 +212,74 @@ static inline float8 dw_forward_eight3(__global const float *plane,
   return (s0 + s1) + s2;
 }
 
+/* Windows of up to 8 columns whose row has stride and dilation 1, eight
+ * outputs at a time from an item's input rows copied into private memory
+ * between zeros (buf: rows from iy0, `stride` values apart, a row's
+ * column ix at pw + ix), so that no load tests its bounds. */
+#define DW_BUF 1024
+/* Input rows iy0..iy0+rows-1 (those inside the plane) into buf, each
+ * `stride` values (a multiple of 8) of zeros but for the row at pw. */
+static inline void dw_buffer_rows(float *buf, __global const float *plane,
+                                  int iy0, int rows, int stride, int H, int W,
+                                  int pw) {
+  for (int r = 0; r < rows; r++) {
+    int iy = iy0 + r;
+    if (iy < 0 || iy >= H) continue; /* never read */
+    float *row = buf + r * stride;
+    __global const float *src = plane + iy * W;
+    for (int s = 0; s < stride; s += 8) vstore8((float8)(0.0f), 0, row + s);
+    int s = 0;
+    for (; s + 8 <= W; s += 8) vstore8(vload8(0, src + s), 0, row + pw + s);
+    for (; s < W; s++) row[pw + s] = src[s];
+  }
+}
+/* A stride for rows of n values: n + 8 or more, a multiple of 8. */
+#define DW_STRIDE(n) (((n) + 15) / 8 * 8)
+/* Where an eight starts in a row of n: at ix, or n - 8 for the row's last
+ * (0 in rows shorter than 8). */
+#define DW_AT(ix, n) max(0, min((ix), (n) - 8))
+/* p[0..7], in rows shorter than 8 only p[0..n-1] read, 0 for the rest. */
+static inline float8 dw_load8(__global const float *p, int n) {
+  if (n >= 8) return vload8(0, p);
+  float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < n; i++) v[i] = p[i];
+  return vload8(0, v);
+}
+/* v into p[0..7], or p[0..n-1] only where n < 8. */
+static inline void dw_store8(__global float *p, int n, float8 v) {
+  if (n >= 8) {
+    vstore8(v, 0, p);
+    return;
+  }
+  float t[8];
+  vstore8(v, 0, t);
+  for (int i = 0; i < n; i++) p[i] = t[i];
+}
+/* Outputs at..at+7 of output row oy from buf: the sums of
+ * dw_forward_four in the same order. */
+static inline float8 dw_forward_eight_buf(const float *buf, int stride,
+                                          int iy0, __global const float *taps,
+                                          int oy, int at, int H, int KH,
+                                          int KW, int sh, int ph, int dil_h) {
+  float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  for (int ky = 0; ky < KH; ky++) {
+    int iy = oy * sh - ph + ky * dil_h;
+    if (iy < 0 || iy >= H) continue;
+    const float *row = buf + (iy - iy0) * stride + at;
+    __global const float *tk = taps + ky * KW;
+    float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
+    s0 += tk[0] * v.s01234567;
+    if (KW > 1) s1 += tk[1] * v.s12345678;
+    if (KW > 2) s2 += tk[2] * v.s23456789;
+    if (KW > 3) s3 += tk[3] * v.s3456789a;
+    if (KW > 4) s0 += tk[4] * v.s456789ab;
+    if (KW > 5) s1 += tk[5] * v.s56789abc;
+    if (KW > 6) s2 += tk[6] * v.s6789abcd;
+    if (KW > 7) s3 += tk[7] * v.s789abcde;
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
 /* Item r, rows y0..y1-1 of an output plane (n, o): R rows of it (the
  * plane's last item fewer), each = bias + each tap's weight times the
  * input values it reads (relu: then 0 where not above 0). Several rows an
@@ -241,6 +309,29 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
    * written a second time (the same values) where OW is not a multiple
    * of 8 */
   bool eights = fours && k3 && pw <= 1 && W >= 10;
+  /* other windows of up to 8 columns: from buffered rows (the reads of
+   * the row's last eight reach W + 2 pw + 7 at most) */
+  int stride = DW_STRIDE(W + 2 * pw), iy0 = y0 * sh - ph;
+  int rows_in = (y1 - 1 - y0) * sh + (KH - 1) * dil_h + 1;
+  if (!eights && fours && KW <= 8 && rows_in * stride <= DW_BUF) {
+    float buf[DW_BUF];
+    dw_buffer_rows(buf, plane, iy0, rows_in, stride, H, W, pw);
+    for (int oy = y0; oy < y1; oy++) {
+      __global float *out = y + y_off + (t * OH + oy) * OW;
+      for (int ox = 0; ox < OW; ox += 8) {
+        int at = DW_AT(ox, OW);
+        float8 v = KH == 7 && KW == 7
+                       ? dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
+                                              H, 7, 7, sh, ph, dil_h)
+                       : dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
+                                              H, KH, KW, sh, ph, dil_h);
+        v = b + v;
+        if (relu) v = select((float8)(0.0f), v, v > 0.0f);
+        dw_store8(out + at, OW, v);
+      }
+    }
+    return;
+  }
   for (int oy = y0; oy < y1; oy++) {
     __global float *out = y + y_off + (t * OH + oy) * OW;
     for (int ox = 0; eights && ox < OW; ox += 8) {
@@ -358,6 +449,37 @@ static inline float8 dw_data_eight3(__global const float *g0,
   return (s0 + s1) + s2;
 }
 
+/* Columns at..at+7 of dx's row iy of channel c for windows of up to 8
+ * columns, stride 1 down the columns, from dy's rows sy0.. of the M
+ * planes buffered in buf (dw_buffer_rows, `rows` a plane, dy's column s
+ * at s + KW - 1 - pw): tap kx reads dy's columns from at + pw - kx, the
+ * values from KW - 1 - kx on. */
+static inline float8 dw_data_eight_buf(const float *buf, int stride, int rows,
+                                       int sy0, __global const float *w0,
+                                       int iy, int at, int M, int OH, int KH,
+                                       int KW, int ph, int dil_h) {
+  float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  for (int m = 0; m < M; m++) {
+    __global const float *taps = w0 + m * KH * KW;
+    for (int ky = 0; ky < KH; ky++) {
+      int sy = iy + ph - ky * dil_h;
+      if (sy < 0 || sy >= OH) continue;
+      const float *row = buf + (m * rows + sy - sy0) * stride + at;
+      __global const float *tk = taps + ky * KW + KW - 1;
+      float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
+      s0 += tk[0] * v.s01234567;
+      if (KW > 1) s1 += tk[-1] * v.s12345678;
+      if (KW > 2) s2 += tk[-2] * v.s23456789;
+      if (KW > 3) s3 += tk[-3] * v.s3456789a;
+      if (KW > 4) s0 += tk[-4] * v.s456789ab;
+      if (KW > 5) s1 += tk[-5] * v.s56789abc;
+      if (KW > 6) s2 += tk[-6] * v.s6789abcd;
+      if (KW > 7) s3 += tk[-7] * v.s789abcde;
+    }
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
 /* Item r, rows iy0..iy1-1 of dx's plane (n, c): R rows (the plane's last
  * item fewer), each the sum over channel c's M outputs and the taps whose
  * rows read it of dy's row times the weight; written or (accumulate)
@@ -381,19 +503,38 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
    * dy's row from ix + pw - reach + 5 to ix + pw + 4 */
   bool k3 = KH == 3 && KW == 3 && sh == 1 && dil_h == 1 && dil_w == 1;
   int reach = dil_w == 1 ? (KW + 3) / 4 * 4 + 4 : 0;
-  /* eight at a time where padding 1 keeps OW = W: written, the row's
-   * last eight last (some of them a second time, the same values); added,
-   * the columns past the last whole eight four at a time */
+  /* eight at a time where padding 1 keeps OW = W, the row's last eight
+   * last: some of them written a second time (the same values), or where
+   * added, 0 added to those the eight before took */
   bool eights = sw == 1 && k3 && pw == 1 && W >= 10;
+  /* other windows of up to 8 columns whose padding lies within their
+   * reach, stride 1 down the columns: eight at a time as well, from dy's
+   * rows buffered (the reads of a row's last eight reach W + 7 at most) */
+  int stride = DW_STRIDE(W), sy0 = iy0 + ph - (KH - 1) * dil_h;
+  int rows_in = iy1 - 1 - iy0 + (KH - 1) * dil_h + 1;
+  bool buffered = !eights && sw == 1 && sh == 1 && dil_w == 1 && KW <= 8 &&
+                  pw <= KW - 1 && M * rows_in * stride <= DW_BUF;
+  float buf[DW_BUF];
+  for (int m = 0; buffered && m < M; m++)
+    dw_buffer_rows(buf + m * rows_in * stride, g0 + m * OH * OW, sy0, rows_in,
+                   stride, OH, OW, KW - 1 - pw);
+  int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
   for (int iy = iy0; iy < iy1; iy++) {
     __global float *out = dx + dx_off + (t * H + iy) * W;
     if (sw == 1) {
       int ix = 0;
-      for (; eights && (accumulate ? ix + 8 <= W : ix < W); ix += 8) {
-        int at = min(ix, W - 8);
-        float8 v = dw_data_eight3(g0, w0, iy, at, M, OH, OW, ph);
-        if (accumulate) v += vload8(0, out + at);
-        vstore8(v, 0, out + at);
+      for (; (eights || buffered) && ix < W; ix += 8) {
+        int at = DW_AT(ix, W);
+        float8 v =
+            eights ? dw_data_eight3(g0, w0, iy, at, M, OH, OW, ph)
+            : KH == 7 && KW == 7
+                ? dw_data_eight_buf(buf, stride, rows_in, sy0, w0, iy, at, M,
+                                    OH, 7, 7, ph, dil_h)
+                : dw_data_eight_buf(buf, stride, rows_in, sy0, w0, iy, at, M,
+                                    OH, KH, KW, ph, dil_h);
+        if (accumulate)
+          v = dw_load8(out + at, W) + select(v, (float8)(0.0f), lane < ix - at);
+        dw_store8(out + at, W, v);
       }
       for (; ix < W; ix += 4) {
         float4 v;
@@ -436,6 +577,11 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
     }
   }
 }
+
+/* The sum of a float8's values. */
+#define DW_LANES(v)                                                           \
+  ((((v).s0 + (v).s1) + ((v).s2 + (v).s3)) +                                  \
+   (((v).s4 + (v).s5) + ((v).s6 + (v).s7)))
 
 /* Item p, a plane (n, o): part[p, tap] = the sum over the plane of dy
  * times the input value the tap read, for each of its KH KW taps (four
@@ -484,9 +630,6 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
 #undef DW_WEIGHT_ROW
       }
     }
-#define DW_LANES(v)                                                           \
-  (((v).s0 + (v).s1) + ((v).s2 + (v).s3)) +                                   \
-      (((v).s4 + (v).s5) + ((v).s6 + (v).s7))
     out[0] = DW_LANES(s00);
     out[1] = DW_LANES(s01);
     out[2] = DW_LANES(s02);
@@ -496,7 +639,54 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
     out[6] = DW_LANES(s20);
     out[7] = DW_LANES(s21);
     out[8] = DW_LANES(s22);
-#undef DW_LANES
+    return;
+  }
+  int stride = DW_STRIDE(W + 2 * pw);
+  bool short_rows = OW < 8;
+  if (sw == 1 && dil_w == 1 && KW <= 8 && H * stride <= DW_BUF &&
+      (!short_rows || OH * 8 <= DW_BUF / 4)) {
+    /* other windows of up to 8 columns: eight columns at a time from the
+     * plane's rows buffered (dw_buffer_rows), a sweep of the plane for
+     * each row of taps; dy's rows too where shorter than 8 (read as
+     * eights, 0 past their end) */
+    float buf[DW_BUF], gbuf[DW_BUF / 4];
+    dw_buffer_rows(buf, plane, 0, H, stride, H, W, pw);
+    if (short_rows) dw_buffer_rows(gbuf, g, 0, OH, 8, OH, OW, 0);
+    int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int ky = 0; ky < KH; ky++) {
+      float8 t0 = (float8)(0.0f), t1 = t0, t2 = t0, t3 = t0, t4 = t0,
+             t5 = t0, t6 = t0, t7 = t0;
+      for (int oy = 0; oy < OH; oy++) {
+        int iy = oy * sh - ph + ky * dil_h;
+        if (iy < 0 || iy >= H) continue;
+        const float *row = buf + iy * stride;
+        __global const float *grow = g + oy * OW;
+        for (int ox = 0; ox < OW; ox += 8) {
+          int at = DW_AT(ox, OW);
+          float8 d = short_rows ? vload8(0, gbuf + oy * 8)
+                                : select(vload8(0, grow + at), (float8)(0.0f),
+                                         lane < ox - at);
+          float16 v = (float16)(vload8(0, row + at), vload8(0, row + at + 8));
+          t0 += d * v.s01234567;
+          if (KW > 1) t1 += d * v.s12345678;
+          if (KW > 2) t2 += d * v.s23456789;
+          if (KW > 3) t3 += d * v.s3456789a;
+          if (KW > 4) t4 += d * v.s456789ab;
+          if (KW > 5) t5 += d * v.s56789abc;
+          if (KW > 6) t6 += d * v.s6789abcd;
+          if (KW > 7) t7 += d * v.s789abcde;
+        }
+      }
+      __global float *o8 = out + ky * KW;
+      o8[0] = DW_LANES(t0);
+      if (KW > 1) o8[1] = DW_LANES(t1);
+      if (KW > 2) o8[2] = DW_LANES(t2);
+      if (KW > 3) o8[3] = DW_LANES(t3);
+      if (KW > 4) o8[4] = DW_LANES(t4);
+      if (KW > 5) o8[5] = DW_LANES(t5);
+      if (KW > 6) o8[6] = DW_LANES(t6);
+      if (KW > 7) o8[7] = DW_LANES(t7);
+    }
     return;
   }
   if (sw == 1 && dil_w == 1) {

@@ -1800,10 +1800,12 @@ END_TEST
  * window of stride 2 and dilation 2 down the columns only (set in
  * dw_shapes); MobileNet's 3x3 with padding 1 on rows wide enough for
  * loads wholly inside them between the edges' (the rows kernels' 3x3
- * path), 11 rows (an item's 4, the last 3); and the 3x3 forward's eight
- * at a time (padding 0 or 1, rows of 10 or more): 16 columns (its last
- * eight reading past the row), 10 columns without padding (one eight)
- * and with it (two, overlapping). */
+ * path), 11 rows (an item's 4, the last 3); the 3x3 kernels' eight
+ * columns at a time (padding 0 or 1, rows of 10 or more): 16 columns (the
+ * last eight reading past the row), 10 columns without padding (one
+ * eight) and with it (two, overlapping); the other windows' eight at a
+ * time from buffered rows: the 7x7 on 9 columns, the 4x4 and 8x8 above,
+ * a 5x5 with a multiplier of 2 (the tiny list's last: a 7x7). */
 static const int64_t full_dw_cases[][8] = {
     {1, 1, 1, 1, 1, 0, 1, 1},   {3, 7, 5, 3, 1, 1, 1, 1},
     {2, 9, 12, 3, 2, 1, 1, 3},  {5, 11, 7, 3, 1, 2, 2, 1},
@@ -1812,13 +1814,15 @@ static const int64_t full_dw_cases[][8] = {
     {2, 14, 9, 7, 1, 3, 1, 1},  {2, 6, 11, 4, 1, 2, 1, 1},
     {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1},
     {2, 11, 21, 3, 1, 1, 1, 1}, {2, 5, 16, 3, 1, 1, 1, 1},
-    {3, 4, 10, 3, 1, 0, 1, 1},  {1, 3, 10, 3, 1, 1, 1, 2}};
+    {3, 4, 10, 3, 1, 0, 1, 1},  {1, 3, 10, 3, 1, 1, 1, 2},
+    {2, 7, 12, 5, 1, 2, 1, 2}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
                                            {3, 5, 5, 3, 1, 2, 2, 1},
                                            {2, 5, 6, 7, 1, 3, 1, 1},
                                            {1, 6, 13, 3, 1, 1, 1, 1},
-                                           {1, 3, 16, 3, 1, 1, 1, 1}};
+                                           {1, 3, 16, 3, 1, 1, 1, 1},
+                                           {1, 4, 9, 7, 1, 3, 1, 1}};
 
 static const int64_t *dw_case(int i) {
   return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];

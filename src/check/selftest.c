@@ -399,6 +399,10 @@ static clt_status st_dw_bwd_rows_k3_written(clt_context *ctx, double *e) {
   clt_window w = square(2, 7, 13, 3, 1, 1, 1);
   return clt_check_dw_backward(ctx, 2, 2, &w, false, false, true, 0, e);
 }
+static clt_status st_dw_bwd_rows_short(clt_context *ctx, double *e) {
+  clt_window w = square(3, 7, 7, 7, 1, 3, 1);
+  return clt_check_dw_backward(ctx, 2, 1, &w, false, false, true, 0, e);
+}
 static clt_status st_dw_bwd_rows_k7(clt_context *ctx, double *e) {
   clt_window w = square(2, 9, 10, 7, 1, 3, 1);
   return clt_check_dw_backward(ctx, 2, 2, &w, true, true, true, 0, e);
@@ -715,6 +719,8 @@ const clt_selftest_case clt_selftest_cases[] = {
      st_dw_bwd_rows_k3, 1e-5, false},
     {"depthwise conv backward 2x2x7x13 k3p1 x2 in rows",
      st_dw_bwd_rows_k3_written, 1e-5, false},
+    {"depthwise conv backward 2x3x7x7 k7p3 in rows", st_dw_bwd_rows_short,
+     1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",

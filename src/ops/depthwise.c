@@ -17,11 +17,22 @@ static int64_t row_taps(const clt_window *w) {
   return by_four ? (w->KW + 3) / 4 : w->KW;
 }
 
+/* and at most this many more where an item first copies its input rows
+ * into private memory (cl/depthwise.cl dw_buffer_rows: rows of `stride`
+ * values, rows x stride <= 1024 floats, stride >= 16: a loop over the
+ * rows, zeros and the row's values 8 at a time, its tail one by one),
+ * and in rows shorter than 8 a loop of up to 8 a load or store
+ * (dw_load8, dw_store8) */
+#define BUFFER_LOOPS (1024 / 16 * (1 + 8) + 1024 / 8 * 2)
+#define SHORT_ROW_LOOPS 8
+
 /* the forward's, `per` output rows an item (a clt_loop_cost) */
 static int64_t forward_loops(int64_t per, const void *arg) {
   const clt_window *w = arg;
   int64_t fours = (w->OW + 3) / 4;
-  return per * (1 + fours * (1 + w->KH * (row_taps(w) + 1)));
+  return per * (1 + SHORT_ROW_LOOPS +
+                fours * (1 + w->KH * (row_taps(w) + 1))) +
+         BUFFER_LOOPS;
 }
 
 /* the data gradient's, `per` rows of dx an item (stride 1: four columns
@@ -37,13 +48,14 @@ static int64_t data_loops(int64_t per, const void *arg) {
                     ? (w->W + 3) / 4 *
                           (1 + a->M * (1 + w->KH * (row_taps(w) + 1)))
                     : w->W + a->M * (w->KH * w->KW * (w->OW + 2) + w->KH);
-  return per * (1 + row);
+  return per * (1 + 2 * SHORT_ROW_LOOPS + row) + BUFFER_LOOPS;
 }
 
 /* and the weight gradient's, a plane an item */
 static int64_t weight_loops(const clt_window *w) {
   int64_t fours = (w->OW + 3) / 4;
-  return w->KH * row_taps(w) * (w->OH * (fours + 1) + 1);
+  return w->KH * row_taps(w) * (w->OH * (fours + 1) + 1) +
+         (w->OH + 1) * (SHORT_ROW_LOOPS + 2) + BUFFER_LOOPS;
 }
 
 /* The rows an item of the forward and of the data gradient: 4 (on POCL
