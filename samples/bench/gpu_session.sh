@@ -57,7 +57,10 @@
 #          (2026-12-06) test_ops' pool cases and test_infer's (global
 #          pooling's own kernels; batch norms folded into depthwise
 #          layers), bench infer of the separable sample at 64 and 256
-#          next to torch_train.py --infer
+#          next to torch_train.py --infer; the depthwise cases and tune
+#          also show whether NVIDIA's compiler takes the rows kernels'
+#          eight-column paths of 2026-12-06 (private arrays of 1,024 and
+#          256 floats an item) and which layout tune chooses there now
 #   mixed  the wide ResNet, bench train --precision mixed next to --amp,
 #          and fp32 next to PyTorch fp32
 #   ab     (not in the default list) this tree against an earlier
