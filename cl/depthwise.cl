@@ -235,6 +235,17 @@ static inline void dw_buffer_rows(float *buf, __global const float *plane,
 }
 /* A stride for rows of n values: n + 8 or more, a multiple of 8. */
 #define DW_STRIDE(n) (((n) + 15) / 8 * 8)
+/* STEP(k, window) for k = 0..7 and the eight values of the float16 v
+ * from k on: tap k's window of eight outputs read from buffered values. */
+#define DW_SHIFTS(v, STEP)                                                    \
+  STEP(0, (v).s01234567)                                                      \
+  STEP(1, (v).s12345678)                                                      \
+  STEP(2, (v).s23456789)                                                      \
+  STEP(3, (v).s3456789a)                                                      \
+  STEP(4, (v).s456789ab)                                                      \
+  STEP(5, (v).s56789abc)                                                      \
+  STEP(6, (v).s6789abcd)                                                      \
+  STEP(7, (v).s789abcde)
 /* Where an eight starts in a row of n: at ix, or n - 8 for the row's last
  * (0 in rows shorter than 8). */
 #define DW_AT(ix, n) max(0, min((ix), (n) - 8))
@@ -261,23 +272,20 @@ static inline float8 dw_forward_eight_buf(const float *buf, int stride,
                                           int iy0, __global const float *taps,
                                           int oy, int at, int H, int KH,
                                           int KW, int sh, int ph, int dil_h) {
-  float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  float8 s[4] = {(float8)(0.0f), (float8)(0.0f), (float8)(0.0f),
+                 (float8)(0.0f)};
   for (int ky = 0; ky < KH; ky++) {
     int iy = oy * sh - ph + ky * dil_h;
     if (iy < 0 || iy >= H) continue;
     const float *row = buf + (iy - iy0) * stride + at;
     __global const float *tk = taps + ky * KW;
     float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
-    s0 += tk[0] * v.s01234567;
-    if (KW > 1) s1 += tk[1] * v.s12345678;
-    if (KW > 2) s2 += tk[2] * v.s23456789;
-    if (KW > 3) s3 += tk[3] * v.s3456789a;
-    if (KW > 4) s0 += tk[4] * v.s456789ab;
-    if (KW > 5) s1 += tk[5] * v.s56789abc;
-    if (KW > 6) s2 += tk[6] * v.s6789abcd;
-    if (KW > 7) s3 += tk[7] * v.s789abcde;
+#define DW_TAP(k, window)                                                     \
+  if (KW > (k)) s[(k) % 4] += tk[k] * window;
+    DW_SHIFTS(v, DW_TAP)
+#undef DW_TAP
   }
-  return (s0 + s1) + (s2 + s3);
+  return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 /* Item r, rows y0..y1-1 of an output plane (n, o): R rows of it (the
@@ -458,7 +466,8 @@ static inline float8 dw_data_eight_buf(const float *buf, int stride, int rows,
                                        int sy0, __global const float *w0,
                                        int iy, int at, int M, int OH, int KH,
                                        int KW, int ph, int dil_h) {
-  float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  float8 s[4] = {(float8)(0.0f), (float8)(0.0f), (float8)(0.0f),
+                 (float8)(0.0f)};
   for (int m = 0; m < M; m++) {
     __global const float *taps = w0 + m * KH * KW;
     for (int ky = 0; ky < KH; ky++) {
@@ -467,17 +476,13 @@ static inline float8 dw_data_eight_buf(const float *buf, int stride, int rows,
       const float *row = buf + (m * rows + sy - sy0) * stride + at;
       __global const float *tk = taps + ky * KW + KW - 1;
       float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
-      s0 += tk[0] * v.s01234567;
-      if (KW > 1) s1 += tk[-1] * v.s12345678;
-      if (KW > 2) s2 += tk[-2] * v.s23456789;
-      if (KW > 3) s3 += tk[-3] * v.s3456789a;
-      if (KW > 4) s0 += tk[-4] * v.s456789ab;
-      if (KW > 5) s1 += tk[-5] * v.s56789abc;
-      if (KW > 6) s2 += tk[-6] * v.s6789abcd;
-      if (KW > 7) s3 += tk[-7] * v.s789abcde;
+#define DW_TAP(k, window)                                                     \
+  if (KW > (k)) s[(k) % 4] += tk[-(k)] * window;
+      DW_SHIFTS(v, DW_TAP)
+#undef DW_TAP
     }
   }
-  return (s0 + s1) + (s2 + s3);
+  return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 /* Item r, rows iy0..iy1-1 of dx's plane (n, c): R rows (the plane's last
@@ -654,8 +659,9 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
     if (short_rows) dw_buffer_rows(gbuf, g, 0, OH, 8, OH, OW, 0);
     int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
     for (int ky = 0; ky < KH; ky++) {
-      float8 t0 = (float8)(0.0f), t1 = t0, t2 = t0, t3 = t0, t4 = t0,
-             t5 = t0, t6 = t0, t7 = t0;
+      float8 t[8];
+#pragma unroll
+      for (int k = 0; k < 8; k++) t[k] = (float8)(0.0f);
       for (int oy = 0; oy < OH; oy++) {
         int iy = oy * sh - ph + ky * dil_h;
         if (iy < 0 || iy >= H) continue;
@@ -667,25 +673,14 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
                                 : select(vload8(0, grow + at), (float8)(0.0f),
                                          lane < ox - at);
           float16 v = (float16)(vload8(0, row + at), vload8(0, row + at + 8));
-          t0 += d * v.s01234567;
-          if (KW > 1) t1 += d * v.s12345678;
-          if (KW > 2) t2 += d * v.s23456789;
-          if (KW > 3) t3 += d * v.s3456789a;
-          if (KW > 4) t4 += d * v.s456789ab;
-          if (KW > 5) t5 += d * v.s56789abc;
-          if (KW > 6) t6 += d * v.s6789abcd;
-          if (KW > 7) t7 += d * v.s789abcde;
+#define DW_TAP(k, window) if (KW > (k)) t[k] += d * window;
+          DW_SHIFTS(v, DW_TAP)
+#undef DW_TAP
         }
       }
-      __global float *o8 = out + ky * KW;
-      o8[0] = DW_LANES(t0);
-      if (KW > 1) o8[1] = DW_LANES(t1);
-      if (KW > 2) o8[2] = DW_LANES(t2);
-      if (KW > 3) o8[3] = DW_LANES(t3);
-      if (KW > 4) o8[4] = DW_LANES(t4);
-      if (KW > 5) o8[5] = DW_LANES(t5);
-      if (KW > 6) o8[6] = DW_LANES(t6);
-      if (KW > 7) o8[7] = DW_LANES(t7);
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        if (k < KW) out[ky * KW + k] = DW_LANES(t[k]);
     }
     return;
   }

@@ -10,7 +10,7 @@
 /* The loops of the rows kernels' work-items (every iteration of every
  * loop, as llvmpipe counts them), where each loop over a row's taps takes
  * them four at a time if the row's stride and dilation are 1 (kx: that
- * loop's iterations); the 3x3 kernels that take eight columns at a time
+ * loop's iterations); the kernels that take eight columns at a time
  * loop less than these count: */
 static int64_t row_taps(const clt_window *w) {
   bool by_four = w->stride_w == 1 && w->dil_w == 1;
