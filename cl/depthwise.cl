@@ -227,10 +227,20 @@ static inline void dw_buffer_rows(float *buf, __global const float *plane,
     if (iy < 0 || iy >= H) continue; /* never read */
     float *row = buf + r * stride;
     __global const float *src = plane + iy * W;
-    for (int s = 0; s < stride; s += 8) vstore8((float8)(0.0f), 0, row + s);
-    int s = 0;
-    for (; s + 8 <= W; s += 8) vstore8(vload8(0, src + s), 0, row + pw + s);
-    for (; s < W; s++) row[pw + s] = src[s];
+    /* zeros in the eights that hold the padding (those the values
+     * overwrite in part first), then the values, the last eight
+     * overlapping the one before */
+    for (int s = 0; s < pw; s += 8) vstore8((float8)(0.0f), 0, row + s);
+    for (int s = (pw + W) / 8 * 8; s < stride; s += 8)
+      vstore8((float8)(0.0f), 0, row + s);
+    if (W < 8) {
+      for (int s = 0; s < W; s++) row[pw + s] = src[s];
+      continue;
+    }
+    for (int s = 0; s < W; s += 8) {
+      int at = min(s, W - 8);
+      vstore8(vload8(0, src + at), 0, row + pw + at);
+    }
   }
 }
 /* A stride for rows of n values: n + 8 or more, a multiple of 8. */
@@ -288,6 +298,55 @@ static inline float8 dw_forward_eight_buf(const float *buf, int stride,
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+/* Windows of up to 8 columns whose row has stride 2 and dilation 1
+ * (MobileNet's downsampling layers), eight outputs at a time from buffered
+ * rows as well: outputs at..at+7 read the row's values from 2 at, tap kx
+ * those at 2 at + kx + 2 j (j = 0..7). The 24 values from 2 at split into
+ * the even ones (e) and the odd ones (o): tap 2 u reads e from u on, tap
+ * 2 u + 1 reads o from u on. STEP(k, window) for k = 0..7. */
+#define DW_SHIFTS_EVEN_ODD(e, o, STEP)                                        \
+  STEP(0, (e).s01234567)                                                      \
+  STEP(1, (o).s01234567)                                                      \
+  STEP(2, (e).s12345678)                                                      \
+  STEP(3, (o).s12345678)                                                      \
+  STEP(4, (e).s23456789)                                                      \
+  STEP(5, (o).s23456789)                                                      \
+  STEP(6, (e).s3456789a)                                                      \
+  STEP(7, (o).s3456789a)
+/* The even and the odd values of p[0..23] (p[0], p[2], .. and p[1], p[3],
+ * .., 12 each, the last four lanes of each repeated). */
+#define DW_EVEN_ODD(p, e, o)                                                  \
+  {                                                                           \
+    float16 v_ = (float16)(vload8(0, (p)), vload8(0, (p) + 8));               \
+    float8 c_ = vload8(0, (p) + 16);                                          \
+    e = (float16)(v_.even, c_.even, c_.even);                                 \
+    o = (float16)(v_.odd, c_.odd, c_.odd);                                    \
+  }
+/* A stride for buffered rows of n values read by the stride-2 eights of
+ * an output row of OW: the row's last eight reads 24 values from
+ * 2 (OW - 8), a row shorter than 8 from 0. */
+#define DW_STRIDE_TWO(n, OW) DW_STRIDE(max((n), 2 * max((OW) - 8, 0) + 16))
+/* Outputs at..at+7 of output row oy from buf, stride 2 along the row. */
+static inline float8 dw_forward_eight_two(const float *buf, int stride,
+                                          int iy0, __global const float *taps,
+                                          int oy, int at, int H, int KH,
+                                          int KW, int sh, int ph, int dil_h) {
+  float8 s[4] = {(float8)(0.0f), (float8)(0.0f), (float8)(0.0f),
+                 (float8)(0.0f)};
+  for (int ky = 0; ky < KH; ky++) {
+    int iy = oy * sh - ph + ky * dil_h;
+    if (iy < 0 || iy >= H) continue;
+    __global const float *tk = taps + ky * KW;
+    float16 e, o;
+    DW_EVEN_ODD(buf + (iy - iy0) * stride + 2 * at, e, o)
+#define DW_TAP(k, window)                                                     \
+  if (KW > (k)) s[(k) % 4] += tk[k] * window;
+    DW_SHIFTS_EVEN_ODD(e, o, DW_TAP)
+#undef DW_TAP
+  }
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 /* Item r, rows y0..y1-1 of an output plane (n, o): R rows of it (the
  * plane's last item fewer), each = bias + each tap's weight times the
  * input values it reads (relu: then 0 where not above 0). Several rows an
@@ -299,7 +358,8 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
                               __global const float *w, int w_off,
                               __global const float *bias, int bias_off,
                               int has_bias, int relu, int planes, int R,
-                              int C, int M, int H, int W, int OH, int OW,
+                              int eights_ok, int C, int M, int H, int W,
+                              int OH, int OW,
                               int KH, int KW, int sh, int sw, int ph, int pw,
                               int dil_h, int dil_w) {
   int r = get_global_id(0), blocks = (OH + R - 1) / R;
@@ -316,19 +376,28 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
   /* eight at a time: the row's last eight outputs last, some of them
    * written a second time (the same values) where OW is not a multiple
    * of 8 */
-  bool eights = fours && k3 && pw <= 1 && W >= 10;
+  bool eights = eights_ok && fours && k3 && pw <= 1 && W >= 10;
   /* other windows of up to 8 columns: from buffered rows (the reads of
    * the row's last eight reach W + 2 pw + 7 at most) */
-  int stride = DW_STRIDE(W + 2 * pw), iy0 = y0 * sh - ph;
+  /* and windows of up to 8 columns with stride 2 along the row */
+  bool twos = eights_ok && sw == 2 && dil_w == 1 && KW <= 8;
+  int stride = twos ? DW_STRIDE_TWO(W + 2 * pw, OW) : DW_STRIDE(W + 2 * pw);
+  int iy0 = y0 * sh - ph;
   int rows_in = (y1 - 1 - y0) * sh + (KH - 1) * dil_h + 1;
-  if (!eights && fours && KW <= 8 && rows_in * stride <= DW_BUF) {
+  if (eights_ok && ((!eights && fours) || twos) && KW <= 8 &&
+      rows_in * stride <= DW_BUF) {
     float buf[DW_BUF];
     dw_buffer_rows(buf, plane, iy0, rows_in, stride, H, W, pw);
     for (int oy = y0; oy < y1; oy++) {
       __global float *out = y + y_off + (t * OH + oy) * OW;
       for (int ox = 0; ox < OW; ox += 8) {
         int at = DW_AT(ox, OW);
-        float8 v = KH == 7 && KW == 7
+        float8 v = twos && KH == 3 && KW == 3
+                       ? dw_forward_eight_two(buf, stride, iy0, taps, oy, at,
+                                              H, 3, 3, sh, ph, dil_h)
+                   : twos ? dw_forward_eight_two(buf, stride, iy0, taps, oy,
+                                                 at, H, KH, KW, sh, ph, dil_h)
+                   : KH == 7 && KW == 7
                        ? dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
                                               H, 7, 7, sh, ph, dil_h)
                        : dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
@@ -485,6 +554,83 @@ static inline float8 dw_data_eight_buf(const float *buf, int stride, int rows,
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+/* Stride 2 along the row, windows of up to 8 columns: columns
+ * at..at+15 of dx's row iy, from dy's rows sy0.. of the M planes buffered
+ * in buf (`rows` a plane, dy's column s at s + 3). Column ix's tap kx
+ * reads dy's column (ix + pw - kx) / 2 where ix + pw - kx is even: with
+ * h = (at + pw) / 2, the even columns at + 2 j and the odd ones
+ * at + 2 j + 1 each read eight consecutive columns of dy from h - u or
+ * h + 1 - u, u = 0..3, the taps of one parity each, which depends on that
+ * of at + pw; the windows from buf's h + 3 - u or h + 4 - u, those of the
+ * float16 from h (w(k): its values from k on). The sums interleaved. */
+static inline float16 dw_data_sixteen_two(const float *buf, int stride,
+                                          int rows, int sy0,
+                                          __global const float *w0, int iy,
+                                          int at, int M, int OH, int KH,
+                                          int KW, int sh, int ph, int pw,
+                                          int dil_h) {
+  float8 e = (float8)(0.0f), o = e;
+  int h = (at + pw) / 2;
+  bool odd = (at + pw) % 2;
+  for (int m = 0; m < M; m++) {
+    __global const float *taps = w0 + m * KH * KW;
+    for (int ky = 0; ky < KH; ky++) {
+      int sy = iy + ph - ky * dil_h;
+      if (sy < 0 || sy % sh || sy / sh >= OH) continue;
+      const float *row = buf + (m * rows + sy / sh - sy0) * stride + h;
+      __global const float *tk = taps + ky * KW;
+      float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
+      float8 w0_ = v.s01234567, w1_ = v.s12345678, w2_ = v.s23456789,
+             w3_ = v.s3456789a, w4_ = v.s456789ab;
+      /* the taps of even kx (k: kx / 2) and of odd kx, on windows a..d */
+#define DW_EVEN_TAPS(s, a, b, c, d)                                           \
+  {                                                                           \
+    s += tk[0] * a;                                                           \
+    if (KW > 2) s += tk[2] * b;                                               \
+    if (KW > 4) s += tk[4] * c;                                               \
+    if (KW > 6) s += tk[6] * d;                                               \
+  }
+#define DW_ODD_TAPS(s, a, b, c, d)                                            \
+  {                                                                           \
+    if (KW > 1) s += tk[1] * a;                                               \
+    if (KW > 3) s += tk[3] * b;                                               \
+    if (KW > 5) s += tk[5] * c;                                               \
+    if (KW > 7) s += tk[7] * d;                                               \
+  }
+      if (odd) {
+        DW_ODD_TAPS(e, w3_, w2_, w1_, w0_)
+        DW_EVEN_TAPS(o, w4_, w3_, w2_, w1_)
+      } else {
+        DW_EVEN_TAPS(e, w3_, w2_, w1_, w0_)
+        DW_ODD_TAPS(o, w3_, w2_, w1_, w0_)
+      }
+#undef DW_EVEN_TAPS
+#undef DW_ODD_TAPS
+    }
+  }
+  return (float16)(e.s0, o.s0, e.s1, o.s1, e.s2, o.s2, e.s3, o.s3, e.s4,
+                   o.s4, e.s5, o.s5, e.s6, o.s6, e.s7, o.s7);
+}
+/* p[0..15], in rows shorter than 16 only p[0..n-1] read, 0 for the
+ * rest; v into p[0..15], or p[0..n-1] only. */
+static inline float16 dw_load16(__global const float *p, int n) {
+  if (n >= 16) return vload16(0, p);
+  float v[16];
+  for (int i = 0; i < 16; i++) v[i] = i < n ? p[i] : 0.0f;
+  return vload16(0, v);
+}
+static inline void dw_store16(__global float *p, int n, float16 v) {
+  if (n >= 16) {
+    vstore16(v, 0, p);
+    return;
+  }
+  float t[16];
+  vstore16(v, 0, t);
+  for (int i = 0; i < n; i++) p[i] = t[i];
+}
+/* a / b rounded down, b > 0 */
+#define DW_FLOOR_DIV(a, b) ((a) >= 0 ? (a) / (b) : -((-(a) + (b) - 1) / (b)))
+
 /* Item r, rows iy0..iy1-1 of dx's plane (n, c): R rows (the plane's last
  * item fewer), each the sum over channel c's M outputs and the taps whose
  * rows read it of dy's row times the weight; written or (accumulate)
@@ -495,8 +641,9 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
                                     __global const float *dy, int dy_off,
                                     __global const float *w, int w_off,
                                     int accumulate, int planes, int R,
-                                    int C, int M, int H, int W, int OH,
-                                    int OW, int KH, int KW, int sh, int sw,
+                                    int eights_ok, int C, int M, int H,
+                                    int W, int OH, int OW, int KH, int KW,
+                                    int sh, int sw,
                                     int ph, int pw, int dil_h, int dil_w) {
   int r = get_global_id(0), blocks = (H + R - 1) / R;
   if (r >= planes * blocks) return;
@@ -511,21 +658,51 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
   /* eight at a time where padding 1 keeps OW = W, the row's last eight
    * last: some of them written a second time (the same values), or where
    * added, 0 added to those the eight before took */
-  bool eights = sw == 1 && k3 && pw == 1 && W >= 10;
+  bool eights = eights_ok && sw == 1 && k3 && pw == 1 && W >= 10;
   /* other windows of up to 8 columns whose padding lies within their
    * reach, stride 1 down the columns: eight at a time as well, from dy's
    * rows buffered (the reads of a row's last eight reach W + 7 at most) */
   int stride = DW_STRIDE(W), sy0 = iy0 + ph - (KH - 1) * dil_h;
   int rows_in = iy1 - 1 - iy0 + (KH - 1) * dil_h + 1;
-  bool buffered = !eights && sw == 1 && sh == 1 && dil_w == 1 && KW <= 8 &&
+  bool buffered = eights_ok && !eights && sw == 1 && sh == 1 &&
+                  dil_w == 1 && KW <= 8 &&
                   pw <= KW - 1 && M * rows_in * stride <= DW_BUF;
+  /* stride 2 along the row, windows of up to 8 columns: sixteen at a
+   * time from dy's rows buffered (the reads of a row's last sixteen reach
+   * its column (W + pw) / 2 + 4 at most) */
+  int sy_two = DW_FLOOR_DIV(iy0 + ph - (KH - 1) * dil_h, sh);
+  int rows_two = DW_FLOOR_DIV(iy1 - 1 + ph, sh) - sy_two + 1;
+  int stride_two = DW_STRIDE(max(OW + 3, (max(W, 16) + pw) / 2 + 8));
+  bool twos = eights_ok && sw == 2 && dil_w == 1 && KW <= 8 &&
+              M * rows_two * stride_two <= DW_BUF;
   float buf[DW_BUF];
   for (int m = 0; buffered && m < M; m++)
     dw_buffer_rows(buf + m * rows_in * stride, g0 + m * OH * OW, sy0, rows_in,
                    stride, OH, OW, KW - 1 - pw);
+  for (int m = 0; twos && m < M; m++)
+    dw_buffer_rows(buf + m * rows_two * stride_two, g0 + m * OH * OW, sy_two,
+                   rows_two, stride_two, OH, OW, 3);
   int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+  int16 lane16 = (int16)(lane, lane + 8);
   for (int iy = iy0; iy < iy1; iy++) {
     __global float *out = dx + dx_off + (t * H + iy) * W;
+    if (twos) {
+      for (int ix = 0; ix < W; ix += 16) {
+        int at = max(0, min(ix, W - 16));
+        float16 v =
+            KH == 3 && KW == 3
+                ? dw_data_sixteen_two(buf, stride_two, rows_two, sy_two, w0,
+                                      iy, at, M, OH, 3, 3, sh, ph, pw, dil_h)
+                : dw_data_sixteen_two(buf, stride_two, rows_two, sy_two, w0,
+                                      iy, at, M, OH, KH, KW, sh, ph, pw,
+                                      dil_h);
+        if (accumulate)
+          v = dw_load16(out + at, W) +
+              select(v, (float16)(0.0f), lane16 < ix - at);
+        dw_store16(out + at, W, v);
+      }
+      continue;
+    }
     if (sw == 1) {
       int ix = 0;
       for (; (eights || buffered) && ix < W; ix += 8) {
@@ -595,7 +772,8 @@ __kernel void dw_backward_data_rows(__global float *dx, int dx_off,
 __kernel void dw_weights_rows(__global float *part, int part_off,
                               __global const float *dy, int dy_off,
                               __global const float *x, int x_off, int planes,
-                              int C, int M, int H, int W, int OH, int OW,
+                              int eights_ok, int C, int M, int H, int W,
+                              int OH, int OW,
                               int KH, int KW, int sh, int sw, int ph, int pw,
                               int dil_h, int dil_w) {
   int p = get_global_id(0);
@@ -604,7 +782,8 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
   __global const float *plane = x + x_off + (n * C + o / M) * H * W;
   __global const float *g = dy + dy_off + p * OH * OW;
   __global float *out = part + part_off + p * KH * KW;
-  if (sw == 1 && dil_w == 1 && KH == 3 && KW == 3 && pw <= 1 && W >= 10) {
+  if (eights_ok && sw == 1 && dil_w == 1 && KH == 3 && KW == 3 && pw <= 1 &&
+      W >= 10) {
     /* 3x3, eight columns at a time (dw_load10), the plane swept once:
      * tap (ky, kx)'s sums in s<ky><kx>; the row's last eight last, the
      * columns an eight before it took masked off */
@@ -646,9 +825,58 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
     out[8] = DW_LANES(s22);
     return;
   }
+  if (eights_ok && sw == 2 && dil_w == 1 && KW <= 8) {
+    /* stride 2 along the row, windows of up to 8 columns: eight columns
+     * at a time from the plane's rows buffered a block of output rows at
+     * a time (as many as the buffer holds the input rows of), a sweep of
+     * the block for each row of taps, each block's sums added to the
+     * blocks' before */
+    int stride2 = DW_STRIDE_TWO(W + 2 * pw, OW);
+    int span = DW_BUF / stride2 - (KH - 1) * dil_h - 1;
+    int B = span < 0 ? 0 : span / sh + 1;
+    if (B > 0) {
+      float buf[DW_BUF];
+      int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+      for (int oy0 = 0; oy0 < OH; oy0 += B) {
+        int oy1 = min(OH, oy0 + B), iy0 = oy0 * sh - ph;
+        dw_buffer_rows(buf, plane, iy0,
+                       (oy1 - 1 - oy0) * sh + (KH - 1) * dil_h + 1, stride2,
+                       H, W, pw);
+        for (int ky = 0; ky < KH; ky++) {
+          float8 t[8];
+#pragma unroll
+          for (int k = 0; k < 8; k++) t[k] = (float8)(0.0f);
+          for (int oy = oy0; oy < oy1; oy++) {
+            int iy = oy * sh - ph + ky * dil_h;
+            if (iy < 0 || iy >= H) continue;
+            const float *row = buf + (iy - iy0) * stride2;
+            __global const float *grow = g + oy * OW;
+            for (int ox = 0; ox < OW; ox += 8) {
+              int at = DW_AT(ox, OW);
+              float8 d = OW < 8 ? dw_load8(grow, OW)
+                                : select(vload8(0, grow + at),
+                                         (float8)(0.0f), lane < ox - at);
+              float16 e, o;
+              DW_EVEN_ODD(row + 2 * at, e, o)
+#define DW_TAP(k, window) if (KW > (k)) t[k] += d * window;
+              DW_SHIFTS_EVEN_ODD(e, o, DW_TAP)
+#undef DW_TAP
+            }
+          }
+#pragma unroll
+          for (int k = 0; k < 8; k++)
+            if (k < KW)
+              out[ky * KW + k] =
+                  (oy0 > 0 ? out[ky * KW + k] : 0.0f) + DW_LANES(t[k]);
+        }
+      }
+      return;
+    }
+  }
   int stride = DW_STRIDE(W + 2 * pw);
   bool short_rows = OW < 8;
-  if (sw == 1 && dil_w == 1 && KW <= 8 && H * stride <= DW_BUF &&
+  if (eights_ok && sw == 1 && dil_w == 1 && KW <= 8 &&
+      H * stride <= DW_BUF &&
       (!short_rows || OH * 8 <= DW_BUF / 4)) {
     /* other windows of up to 8 columns: eight columns at a time from the
      * plane's rows buffered (dw_buffer_rows), a sweep of the plane for

@@ -104,9 +104,10 @@ START_TEST(test_fd_depthwise) {
                       "bias=false init=he\n"
                       "global_avgpool\ndense units=3\n"
                       "softmax_cross_entropy\n";
-  /* both layouts, forced */
+  /* the three layouts, forced */
   check_gradients_named(model, 2, false, 0, "per element");
   check_gradients_named(model, 2, false, 0, "per 4 rows");
+  check_gradients_named(model, 2, false, 0, "per 4 rows, eights");
   check_conv_gradients("input shape=2x5x5\n"
                        "conv2d name=c1 filters=3 kernel=3 padding=1\n"
                        "tanh name=t1\n"

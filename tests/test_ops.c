@@ -1805,7 +1805,13 @@ END_TEST
  * last eight reading past the row), 10 columns without padding (one
  * eight) and with it (two, overlapping); the other windows' eight at a
  * time from buffered rows: the 7x7 on 9 columns, the 4x4 and 8x8 above,
- * a 5x5 with a multiplier of 2 (the tiny list's last: a 7x7). */
+ * a 5x5 with a multiplier of 2 (the tiny list's last: a 7x7); stride 2
+ * along the row from buffered rows (eights of outputs, sixteens of dx,
+ * the weight gradient in blocks of rows): MobileNet's 3x3 on 28 columns,
+ * a 5x5 on 33 (odd: dx's sixteens starting at both parities), a 4x4 of
+ * stride 1 and dilation 2 down the columns (set in dw_shapes), an 8x8, a
+ * 40x40 plane (the weight gradient in three blocks), padding past the
+ * window's reach. */
 static const int64_t full_dw_cases[][8] = {
     {1, 1, 1, 1, 1, 0, 1, 1},   {3, 7, 5, 3, 1, 1, 1, 1},
     {2, 9, 12, 3, 2, 1, 1, 3},  {5, 11, 7, 3, 1, 2, 2, 1},
@@ -1815,14 +1821,19 @@ static const int64_t full_dw_cases[][8] = {
     {3, 9, 10, 8, 1, 8, 1, 2},  {3, 10, 9, 5, 1, 4, 1, 1},
     {2, 11, 21, 3, 1, 1, 1, 1}, {2, 5, 16, 3, 1, 1, 1, 1},
     {3, 4, 10, 3, 1, 0, 1, 1},  {1, 3, 10, 3, 1, 1, 1, 2},
-    {2, 7, 12, 5, 1, 2, 1, 2}};
+    {2, 7, 12, 5, 1, 2, 1, 2},  {3, 14, 28, 3, 2, 1, 1, 1},
+    {2, 9, 33, 5, 2, 2, 1, 2},  {2, 7, 20, 4, 2, 1, 1, 1},
+    {1, 6, 17, 8, 2, 3, 1, 1},  {1, 40, 40, 3, 2, 1, 1, 1},
+    {2, 5, 9, 3, 2, 4, 1, 1}};
 static const int64_t tiny_dw_cases[][8] = {{1, 1, 1, 1, 1, 0, 1, 1},
                                            {2, 5, 4, 3, 2, 1, 1, 2},
                                            {3, 5, 5, 3, 1, 2, 2, 1},
                                            {2, 5, 6, 7, 1, 3, 1, 1},
                                            {1, 6, 13, 3, 1, 1, 1, 1},
                                            {1, 3, 16, 3, 1, 1, 1, 1},
-                                           {1, 4, 9, 7, 1, 3, 1, 1}};
+                                           {1, 4, 9, 7, 1, 3, 1, 1},
+                                           {1, 4, 19, 3, 2, 1, 1, 1},
+                                           {1, 3, 9, 5, 2, 2, 1, 2}};
 
 static const int64_t *dw_case(int i) {
   return test_tiny() ? tiny_dw_cases[i] : full_dw_cases[i];
@@ -1839,6 +1850,8 @@ START_TEST(dw_shapes) {
   if (!test_tiny() && _i == 5) w.KW = 1, w.pad_w = 0; /* a column: W 1 */
   if (!test_tiny() && _i == 11) /* down the columns: 3 taps, stride 2 */
     w.KH = 3, w.stride_h = 2, w.dil_h = 2, w.pad_h = 1;
+  if (!test_tiny() && _i == 19) /* stride 2 along the row only */
+    w.stride_h = 1, w.dil_h = 2, w.pad_h = 2;
   int64_t M = c[7];
   double e;
   /* the loop limit at which the rows kernels just fit (an item a row,
@@ -1855,36 +1868,40 @@ START_TEST(dw_shapes) {
       lo = g_ctx->loop_limit;
   }
   g_ctx->loop_limit = saved;
-  /* both layouts: a work-item per value, and per rows (where they fit),
-   * those at the limit too; the forward at batch 3 through a ReLU */
-  for (int rows = 0; rows < 3; rows++) {
-    if (rows && !clt_dw_rows_fit(g_ctx, M, &w)) continue;
-    g_ctx->loop_limit = rows == 2 ? hi : saved;
+  /* the three layouts: a work-item per value, and per rows (where they
+   * fit) four or eight columns at a time, those at the limit too (way 3:
+   * rows, 4: eights); the forward at batch 3 through a ReLU */
+  for (int way = 0; way < 5; way++) {
+    clt_dw_layout layout = way == 0   ? CLT_DW_PER_VALUE
+                           : way % 2 ? CLT_DW_ROWS
+                                     : CLT_DW_ROWS_EIGHTS;
+    if (way && !clt_dw_rows_fit(g_ctx, M, &w)) continue;
+    g_ctx->loop_limit = way > 2 ? hi : saved;
     for (int N = 1; N <= 3; N += 2)
       for (int bias = 0; bias < 2; bias++) {
         ck_assert_check(clt_check_dw_forward(g_ctx, N, M, &w, bias, N == 3,
-                                             rows > 0, &e),
+                                             layout, &e),
                         e, TOL,
-                        "depthwise case %d N=%d bias=%d relu=%d rows=%d", _i,
-                        N, bias, N == 3, rows);
+                        "depthwise case %d N=%d bias=%d relu=%d way=%d", _i,
+                        N, bias, N == 3, way);
         for (int acc = 0; acc < 2; acc++)
           ck_assert_check(clt_check_dw_backward(g_ctx, N, M, &w, bias, acc,
-                                                rows > 0, 0, &e),
+                                                layout, 0, &e),
                           e, TOL,
                           "depthwise backward case %d N=%d bias=%d "
-                          "accumulate=%d rows=%d",
-                          _i, N, bias, acc, rows);
+                          "accumulate=%d way=%d",
+                          _i, N, bias, acc, way);
       }
     g_ctx->loop_limit = saved;
   }
   /* the weight sums cut into parts of the batch (a sample each) */
-  ck_assert_check(
-      clt_check_dw_backward(g_ctx, 3, M, &w, true, false, false, 2, &e), e,
-      TOL, "depthwise backward case %d in parts", _i);
+  ck_assert_check(clt_check_dw_backward(g_ctx, 3, M, &w, true, false,
+                                        CLT_DW_PER_VALUE, 2, &e),
+                  e, TOL, "depthwise backward case %d in parts", _i);
   /* rows past the loop limit are refused, not run to wrong numbers */
   g_ctx->loop_limit = 2;
   clt_status st =
-      clt_check_dw_forward(g_ctx, 1, M, &w, true, false, true, &e);
+      clt_check_dw_forward(g_ctx, 1, M, &w, true, false, CLT_DW_ROWS, &e);
   g_ctx->loop_limit = saved;
   ck_assert_int_eq(st, CLT_ERR_UNSUPPORTED);
 }

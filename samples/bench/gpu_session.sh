@@ -48,7 +48,9 @@
 #   layers (not in the default list; about a minute) the layers of
 #          2026-12-05 on the GPU: test_ops' depthwise and layernorm cases,
 #          then tune of the separable sample (the depthwise layouts chosen:
-#          a work-item per value or per 4 rows) and bench train of it at 64 and
+#          a work-item per value, per 4 rows, or per 4 rows, eights: the
+#          rows eight columns at a time, private row buffers of 1,024
+#          floats a work-item, to be measured there) and bench train of it at 64 and
 #          256 next to torch_train.py --model separable (Conv2d groups=C);
 #          then the same for the ConvNeXt sample of 2026-12-06 (7x7
 #          depthwise, layernorm over=channels, gelu with our own erf)

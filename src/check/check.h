@@ -400,16 +400,16 @@ clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
 /* The depthwise convolution of x [N, C, H, W] by w [C M, KH, KW] (+ bias
  * per output channel), as torch.nn.functional.conv2d(groups=C)
  * and, where relu, 0 where not above 0 (clt_dw_forward); its backward
- * (clt_dw_backward): dx (+)=, dw and, where bias, db, from dy. rows: the
- * layout of a work-item per few rows (clt_dw_forward). loop_limit, where
+ * (clt_dw_backward): dx (+)=, dw and, where bias, db, from dy, in the
+ * given layout (clt_dw_forward). loop_limit, where
  * not 0, is set on the context for the check (and restored) to cut the
  * weight sums into parts. */
 clt_status clt_check_dw_forward(clt_context *ctx, int64_t N, int64_t M,
                                 const clt_window *w, bool bias, bool relu,
-                                bool rows, double *max_err);
+                                clt_dw_layout layout, double *max_err);
 clt_status clt_check_dw_backward(clt_context *ctx, int64_t N, int64_t M,
                                  const clt_window *w, bool bias,
-                                 bool accumulate, bool rows,
+                                 bool accumulate, clt_dw_layout layout,
                                  int64_t loop_limit, double *max_err);
 
 /* ---- cl/dropout.cl: check/dropout.c ------------------------------------- */

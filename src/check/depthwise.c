@@ -6,7 +6,8 @@
 typedef struct dw_args {
   int64_t N, M;
   const clt_window *w;
-  bool bias, relu, accumulate, rows;
+  bool bias, relu, accumulate;
+  clt_dw_layout layout;
 } dw_args;
 
 /* Visits every tap (n, o, oh, ow, kh, kw) that reads inside x: `yi` its
@@ -48,7 +49,7 @@ static clt_status dw_forward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, ny, -1.0f, 1.0f, &y));
   CLT_TRY(check_doubles(s, ny, &ref));
   CLT_TRY(clt_dw_forward(s->ctx, y->t, x->t, wt->t, a->bias ? b->t : NULL,
-                         a->N, a->M, &w, a->rows, a->relu));
+                         a->N, a->M, &w, a->layout, a->relu));
   FOR_DW_TAPS(&w, a->N, a->M, yi, xi, wi,
               { ref[yi] += (double)wt->host[wi] * x->host[xi]; });
   int64_t ohw = w.OH * w.OW;
@@ -61,9 +62,9 @@ static clt_status dw_forward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_dw_forward(clt_context *ctx, int64_t N, int64_t M,
                                 const clt_window *w, bool bias, bool relu,
-                                bool rows, double *max_err) {
+                                clt_dw_layout layout, double *max_err) {
   dw_args a = {.N = N, .M = M, .w = w, .bias = bias, .relu = relu,
-               .rows = rows};
+               .layout = layout};
   return check_run(ctx, 280, dw_forward_body, &a, max_err);
 }
 
@@ -81,11 +82,11 @@ static clt_status dw_backward_body(check_set *s, const void *arg) {
   CLT_TRY(check_operand(s, nw, -1.0f, 1.0f, &dw));
   CLT_TRY(check_operand(s, F, -1.0f, 1.0f, &db));
   clt_tensor *work = NULL;
-  if (a->rows)
+  if (a->layout != CLT_DW_PER_VALUE)
     CLT_TRY(check_plain(s, clt_dw_work_floats(a->N, a->M, &w), &work));
   CLT_TRY(clt_dw_backward(s->ctx, dx->t, dw->t, a->bias ? db->t : NULL,
                           dy->t, x->t, wt->t, a->N, a->M, &w, a->accumulate,
-                          a->rows, work));
+                          a->layout, work));
   double *sx, *sw, *sb;
   CLT_TRY(check_doubles(s, nx, &sx));
   CLT_TRY(check_doubles(s, nw, &sw));
@@ -105,10 +106,10 @@ static clt_status dw_backward_body(check_set *s, const void *arg) {
 
 clt_status clt_check_dw_backward(clt_context *ctx, int64_t N, int64_t M,
                                  const clt_window *w, bool bias,
-                                 bool accumulate, bool rows,
+                                 bool accumulate, clt_dw_layout layout,
                                  int64_t loop_limit, double *max_err) {
   dw_args a = {.N = N, .M = M, .w = w, .bias = bias,
-               .accumulate = accumulate, .rows = rows};
+               .accumulate = accumulate, .layout = layout};
   int64_t saved = ctx->loop_limit;
   if (loop_limit > 0) ctx->loop_limit = loop_limit;
   clt_status st = check_run(ctx, 290, dw_backward_body, &a, max_err);

@@ -358,54 +358,73 @@ static clt_status st_direct_wgrad(clt_context *ctx, double *e) {
 }
 static clt_status st_dw_fwd(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 12, 3, 2, 1, 1);
-  return clt_check_dw_forward(ctx, 2, 2, &w, true, false, false, e);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, false, CLT_DW_PER_VALUE, e);
 }
 static clt_status st_dw_bwd(clt_context *ctx, double *e) {
   clt_window w = square(5, 11, 7, 3, 1, 2, 2);
-  return clt_check_dw_backward(ctx, 3, 1, &w, true, true, false, 40, e);
+  return clt_check_dw_backward(ctx, 3, 1, &w, true, true, CLT_DW_PER_VALUE, 40,
+                               e);
 }
 static clt_status st_dw_fwd_rows(clt_context *ctx, double *e) {
   clt_window w = square(3, 9, 12, 3, 2, 1, 1);
-  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, true, e);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, CLT_DW_ROWS, e);
 }
 static clt_status st_dw_bwd_rows(clt_context *ctx, double *e) {
   clt_window w = square(2, 11, 7, 3, 2, 2, 2);
-  return clt_check_dw_backward(ctx, 3, 3, &w, true, true, true, 0, e);
+  return clt_check_dw_backward(ctx, 3, 3, &w, true, true, CLT_DW_ROWS, 0, e);
 }
 /* stride 1: the rows' data gradient gathered four columns at a time (13
  * and 6 columns: one and two past the last whole four) */
 static clt_status st_dw_bwd_rows_s1(clt_context *ctx, double *e) {
   clt_window w = square(2, 13, 6, 3, 1, 1, 1);
-  return clt_check_dw_backward(ctx, 2, 2, &w, false, true, true, 0, e);
+  return clt_check_dw_backward(ctx, 2, 2, &w, false, true, CLT_DW_ROWS, 0, e);
 }
 /* stride 1, a 7x7 window: the rows taking four taps a pass from two
  * loads of the row (a second, partial four; padding past both edges) */
 static clt_status st_dw_fwd_rows_k7(clt_context *ctx, double *e) {
   clt_window w = square(2, 10, 9, 7, 1, 3, 1);
-  return clt_check_dw_forward(ctx, 2, 1, &w, true, false, true, e);
+  return clt_check_dw_forward(ctx, 2, 1, &w, true, false, CLT_DW_ROWS, e);
 }
 /* MobileNet's 3x3 of stride 1 with padding 1 on rows of 13: the rows'
  * unrolled 3x3 path, its loads inside the row between the edges' (7 rows:
  * an item's 4, then 3) */
 static clt_status st_dw_fwd_rows_k3(clt_context *ctx, double *e) {
   clt_window w = square(2, 7, 13, 3, 1, 1, 1);
-  return clt_check_dw_forward(ctx, 2, 1, &w, false, true, true, e);
+  return clt_check_dw_forward(ctx, 2, 1, &w, false, true, CLT_DW_ROWS_EIGHTS,
+                              e);
 }
 static clt_status st_dw_bwd_rows_k3(clt_context *ctx, double *e) {
   clt_window w = square(2, 7, 13, 3, 1, 1, 1);
-  return clt_check_dw_backward(ctx, 2, 1, &w, true, true, true, 0, e);
+  return clt_check_dw_backward(ctx, 2, 1, &w, true, true, CLT_DW_ROWS_EIGHTS, 0,
+                               e);
 }
 static clt_status st_dw_bwd_rows_k3_written(clt_context *ctx, double *e) {
   clt_window w = square(2, 7, 13, 3, 1, 1, 1);
-  return clt_check_dw_backward(ctx, 2, 2, &w, false, false, true, 0, e);
+  return clt_check_dw_backward(ctx, 2, 2, &w, false, false, CLT_DW_ROWS_EIGHTS,
+                               0, e);
 }
 static clt_status st_dw_bwd_rows_short(clt_context *ctx, double *e) {
   clt_window w = square(3, 7, 7, 7, 1, 3, 1);
-  return clt_check_dw_backward(ctx, 2, 1, &w, false, false, true, 0, e);
+  return clt_check_dw_backward(ctx, 2, 1, &w, false, false, CLT_DW_ROWS_EIGHTS,
+                               0, e);
 }
 static clt_status st_dw_bwd_rows_k7(clt_context *ctx, double *e) {
   clt_window w = square(2, 9, 10, 7, 1, 3, 1);
-  return clt_check_dw_backward(ctx, 2, 2, &w, true, true, true, 0, e);
+  return clt_check_dw_backward(ctx, 2, 2, &w, true, true, CLT_DW_ROWS_EIGHTS, 0,
+                               e);
+}
+/* stride 2 along the row: eight outputs at a time, sixteen columns of dx
+ * from buffered rows of dy, on 19 columns (the sixteens from columns 0
+ * and 3: both parities of their taps) */
+static clt_status st_dw_fwd_rows_s2(clt_context *ctx, double *e) {
+  clt_window w = square(2, 9, 19, 5, 2, 2, 1);
+  return clt_check_dw_forward(ctx, 2, 2, &w, true, true, CLT_DW_ROWS_EIGHTS,
+                              e);
+}
+static clt_status st_dw_bwd_rows_s2(clt_context *ctx, double *e) {
+  clt_window w = square(2, 9, 19, 3, 2, 1, 1);
+  return clt_check_dw_backward(ctx, 2, 2, &w, true, true, CLT_DW_ROWS_EIGHTS,
+                               0, e);
 }
 /* The tiled direct convolution (stride 1), each op in another block
  * width, on windows that cut a tile of filters and a block of columns. */
@@ -711,16 +730,23 @@ const clt_selftest_case clt_selftest_cases[] = {
      st_dw_bwd_rows_s1, 1e-5, false},
     {"depthwise conv 2x2x10x9 k7p3 + bias in rows", st_dw_fwd_rows_k7, 1e-5,
      false},
-    {"depthwise conv backward 2x2x9x10 k7p3 x2 + bias accumulate in rows",
+    {"depthwise conv backward 2x2x9x10 k7p3 x2 + bias accumulate in rows, "
+     "eights",
      st_dw_bwd_rows_k7, 1e-5, false},
-    {"depthwise conv 2x2x7x13 k3p1 + relu in rows", st_dw_fwd_rows_k3, 1e-5,
-     false},
-    {"depthwise conv backward 2x2x7x13 k3p1 + bias accumulate in rows",
-     st_dw_bwd_rows_k3, 1e-5, false},
-    {"depthwise conv backward 2x2x7x13 k3p1 x2 in rows",
-     st_dw_bwd_rows_k3_written, 1e-5, false},
-    {"depthwise conv backward 2x3x7x7 k7p3 in rows", st_dw_bwd_rows_short,
+    {"depthwise conv 2x2x7x13 k3p1 + relu in rows, eights", st_dw_fwd_rows_k3,
      1e-5, false},
+    {"depthwise conv backward 2x2x7x13 k3p1 + bias accumulate in rows, "
+     "eights",
+     st_dw_bwd_rows_k3, 1e-5, false},
+    {"depthwise conv backward 2x2x7x13 k3p1 x2 in rows, eights",
+     st_dw_bwd_rows_k3_written, 1e-5, false},
+    {"depthwise conv backward 2x3x7x7 k7p3 in rows, eights",
+     st_dw_bwd_rows_short, 1e-5, false},
+    {"depthwise conv 2x2x9x19 k5s2p2 x2 + bias + relu in rows, eights",
+     st_dw_fwd_rows_s2, 1e-5, false},
+    {"depthwise conv backward 2x2x9x19 k3s2p1 x2 + bias accumulate in rows, "
+     "eights",
+     st_dw_bwd_rows_s2, 1e-5, false},
     {"conv direct 2x3x9x12 k3p1 to 5 + bias + relu, fp16-saved", st_direct_fwd,
      1e-5, false},
     {"conv direct weight gradient 3x1x11x13 k3 to 4, bias, relu",

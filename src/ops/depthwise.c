@@ -21,10 +21,27 @@ static int64_t row_taps(const clt_window *w) {
  * into private memory (cl/depthwise.cl dw_buffer_rows: rows of `stride`
  * values, rows x stride <= 1024 floats, stride >= 16: a loop over the
  * rows, zeros and the row's values 8 at a time, its tail one by one),
- * and in rows shorter than 8 a loop of up to 8 a load or store
- * (dw_load8, dw_store8) */
+ * and in rows shorter than 8 (16 in the stride-2 data gradient) a loop
+ * of up to 16 a load or store (dw_load8, dw_store8, dw_load16,
+ * dw_store16) */
 #define BUFFER_LOOPS (1024 / 16 * (1 + 8) + 1024 / 8 * 2)
-#define SHORT_ROW_LOOPS 8
+#define SHORT_ROW_LOOPS 16
+#define DW_BUF 1024
+
+/* The stride-2 weight gradient (stride 2 and dilation 1 along the row,
+ * windows of up to 8 columns) buffers the plane's rows a block of output
+ * rows at a time: the blocks it takes, as cl/depthwise.cl counts them
+ * (its DW_STRIDE_TWO; 0 where none fits and the four-wide path runs). */
+static int64_t weight_blocks(const clt_window *w) {
+  if (w->stride_w != 2 || w->dil_w != 1 || w->KW > 8) return 0;
+  int64_t n = w->W + 2 * w->pad_w, reach = 2 * (w->OW > 8 ? w->OW - 8 : 0);
+  if (n < reach + 16) n = reach + 16;
+  int64_t stride = (n + 15) / 8 * 8;
+  int64_t span = DW_BUF / stride - (w->KH - 1) * w->dil_h - 1;
+  if (span < 0) return 0;
+  int64_t B = span / w->stride_h + 1;
+  return (w->OH + B - 1) / B;
+}
 
 /* the forward's, `per` output rows an item (a clt_loop_cost) */
 static int64_t forward_loops(int64_t per, const void *arg) {
@@ -53,9 +70,11 @@ static int64_t data_loops(int64_t per, const void *arg) {
 
 /* and the weight gradient's, a plane an item */
 static int64_t weight_loops(const clt_window *w) {
-  int64_t fours = (w->OW + 3) / 4;
+  int64_t fours = (w->OW + 3) / 4, blocks = weight_blocks(w);
+  /* the stride-2 blocks: a copy and the sums' loops each */
+  int64_t more = blocks > 1 ? blocks * (BUFFER_LOOPS + w->KH * 18) : 0;
   return w->KH * row_taps(w) * (w->OH * (fours + 1) + 1) +
-         (w->OH + 1) * (SHORT_ROW_LOOPS + 2) + BUFFER_LOOPS;
+         (w->OH + 1) * (SHORT_ROW_LOOPS + 2) + BUFFER_LOOPS + more;
 }
 
 /* The rows an item of the forward and of the data gradient: 4 (on POCL
@@ -107,16 +126,17 @@ static clt_status rows_check(clt_context *ctx, int64_t M,
 clt_status clt_dw_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *w, const clt_tensor *bias,
                           int64_t N, int64_t M, const clt_window *win,
-                          bool rows, bool relu) {
+                          clt_dw_layout layout, bool relu) {
   int64_t total = N * win->C * M * win->OH * win->OW;
   if (total == 0) return CLT_OK;
-  if (rows) {
+  if (layout != CLT_DW_PER_VALUE) {
     CLT_TRY(rows_check(ctx, M, win));
     int64_t planes = N * win->C * M, R = forward_rows(ctx, win);
     int64_t items = planes * ((win->OH + R - 1) / R);
     return CLT_RUN_1D(ctx, CLT_K_dw_forward_rows, (size_t)items, KT(y),
                       KT(x), KT(w), KT(bias ? bias : w), KI(bias != NULL),
-                      KI(relu), KI(planes), KI(R), KI(win->C), KI(M),
+                      KI(relu), KI(planes), KI(R),
+                      KI(layout == CLT_DW_ROWS_EIGHTS), KI(win->C), KI(M),
                       DW_WINDOW(win));
   }
   /* w stands in for the bias where there is none (not read) */
@@ -140,7 +160,8 @@ static clt_status backward_rows(clt_context *ctx, clt_tensor *dx,
                                 clt_tensor *dw, const clt_tensor *dy,
                                 const clt_tensor *x, const clt_tensor *w,
                                 int64_t N, int64_t M, const clt_window *win,
-                                bool accumulate, clt_tensor *work) {
+                                bool accumulate, bool eights,
+                                clt_tensor *work) {
   CLT_TRY(rows_check(ctx, M, win));
   int64_t F = win->C * M, kk = win->KH * win->KW;
   int64_t need = clt_dw_work_floats(N, M, win);
@@ -152,8 +173,8 @@ static clt_status backward_rows(clt_context *ctx, clt_tensor *dx,
                         (long long)need,
                         (long long)(work ? clt_tensor_numel(work) : 0));
   CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_rows, (size_t)(N * F), KT(work),
-                     KT(dy), KT(x), KI(N * F), KI(win->C), KI(M),
-                     DW_WINDOW(win)));
+                     KT(dy), KT(x), KI(N * F), KI(eights), KI(win->C),
+                     KI(M), DW_WINDOW(win)));
   CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_combine, (size_t)(F * kk), KT(dw),
                      KT(work), KI(N), KI(F), KI(kk)));
   if (!dx) return CLT_OK;
@@ -161,21 +182,23 @@ static clt_status backward_rows(clt_context *ctx, clt_tensor *dx,
   int64_t items = planes * ((win->H + R - 1) / R);
   return CLT_RUN_1D(ctx, CLT_K_dw_backward_data_rows, (size_t)items, KT(dx),
                     KT(dy), KT(w), KI(accumulate), KI(planes), KI(R),
-                    KI(win->C), KI(M), DW_WINDOW(win));
+                    KI(eights), KI(win->C), KI(M), DW_WINDOW(win));
 }
 
 clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
                            clt_tensor *db, const clt_tensor *dy,
                            const clt_tensor *x, const clt_tensor *w,
                            int64_t N, int64_t M, const clt_window *win,
-                           bool accumulate, bool rows, clt_tensor *work) {
+                           bool accumulate, clt_dw_layout layout,
+                           clt_tensor *work) {
   int64_t F = win->C * M;
   if (N == 0) return CLT_OK;
   if (db)
     CLT_TRY(clt_sum_channels_forward(ctx, db, dy, N, F, win->OH * win->OW,
                                      false));
-  if (rows)
-    return backward_rows(ctx, dx, dw, dy, x, w, N, M, win, accumulate, work);
+  if (layout != CLT_DW_PER_VALUE)
+    return backward_rows(ctx, dx, dw, dy, x, w, N, M, win, accumulate,
+                         layout == CLT_DW_ROWS_EIGHTS, work);
   dw_loops loops = {win->OH * win->OW, (int64_t)ctx->work_group};
   int64_t per = clt_loop_per(ctx, N, dw_weight_loops, &loops);
   size_t local = ctx->work_group;

@@ -593,23 +593,34 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
  * batchnorm is folded in for evaluation). The backward writes dw and,
  * where not NULL, db (the sums of dy per channel) and dx (or adds into
  * it where accumulate). Only the window's sizes, strides, padding and
- * dilations are read from win. Two layouts, measured by the layer: a
+ * dilations are read from win. Three layouts, measured by the layer: a
  * work-item per value (the weight sums a group per weight, in parts of
  * the batch where the device's loops are capped), or (rows) a work-item
  * per few rows or a plane, for CPU devices, whose weight gradient
- * sums each plane into work (clt_dw_work_floats) and then those in order;
- * rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
+ * sums each plane into work (clt_dw_work_floats) and then those in order,
+ * a row four columns at a time with tested loads at its ends, or (rows,
+ * eights) where the window allows, eight columns at a time from loads
+ * that need no tests (3x3 windows of padding 0 or 1 from global memory,
+ * other windows of up to 8 columns of stride 1 or 2 along the row from
+ * rows copied into private memory: on POCL 1.7-3.6x faster, on llvmpipe
+ * slower); rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
+typedef enum clt_dw_layout {
+  CLT_DW_PER_VALUE,
+  CLT_DW_ROWS,
+  CLT_DW_ROWS_EIGHTS
+} clt_dw_layout;
 bool clt_dw_rows_fit(const clt_context *ctx, int64_t M, const clt_window *w);
 int64_t clt_dw_work_floats(int64_t N, int64_t M, const clt_window *w);
 clt_status clt_dw_forward(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                           const clt_tensor *w, const clt_tensor *bias,
                           int64_t N, int64_t M, const clt_window *win,
-                          bool rows, bool relu);
+                          clt_dw_layout layout, bool relu);
 clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
                            clt_tensor *db, const clt_tensor *dy,
                            const clt_tensor *x, const clt_tensor *w,
                            int64_t N, int64_t M, const clt_window *win,
-                           bool accumulate, bool rows, clt_tensor *work);
+                           bool accumulate, clt_dw_layout layout,
+                           clt_tensor *work);
 
 /* y = x * mask, mask = 1/(1-p) where hash(seed, counter, i) >= p, else 0. */
 clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
