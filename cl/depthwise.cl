@@ -830,12 +830,14 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
      * at a time from the plane's rows buffered a block of output rows at
      * a time (as many as the buffer holds the input rows of), a sweep of
      * the block for each row of taps, each block's sums added to the
-     * blocks' before */
+     * blocks' before; dy's rows buffered too where shorter than 8 */
     int stride2 = DW_STRIDE_TWO(W + 2 * pw, OW);
     int span = DW_BUF / stride2 - (KH - 1) * dil_h - 1;
     int B = span < 0 ? 0 : span / sh + 1;
     if (B > 0) {
-      float buf[DW_BUF];
+      float buf[DW_BUF], gbuf[DW_BUF / 4];
+      bool short_rows = OW < 8 && OH * 8 <= DW_BUF / 4;
+      if (short_rows) dw_buffer_rows(gbuf, g, 0, OH, 8, OH, OW, 0);
       int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
       for (int oy0 = 0; oy0 < OH; oy0 += B) {
         int oy1 = min(OH, oy0 + B), iy0 = oy0 * sh - ph;
@@ -853,9 +855,10 @@ __kernel void dw_weights_rows(__global float *part, int part_off,
             __global const float *grow = g + oy * OW;
             for (int ox = 0; ox < OW; ox += 8) {
               int at = DW_AT(ox, OW);
-              float8 d = OW < 8 ? dw_load8(grow, OW)
-                                : select(vload8(0, grow + at),
-                                         (float8)(0.0f), lane < ox - at);
+              float8 d = short_rows ? vload8(0, gbuf + oy * 8)
+                         : OW < 8 ? dw_load8(grow, OW)
+                                  : select(vload8(0, grow + at),
+                                           (float8)(0.0f), lane < ox - at);
               float16 e, o;
               DW_EVEN_ODD(row + 2 * at, e, o)
 #define DW_TAP(k, window) if (KW > (k)) t[k] += d * window;
