@@ -50,6 +50,10 @@ done
 "$C" summary "$(dirname "$0")/../samples/fashion_separable.model" >"$T/summary"
 grep -q "^dw2  *depthwise_conv2d  *\[64, 14, 14\]  *576$" "$T/summary" ||
   fail "summary's dw2 line: $(cat "$T/summary")"
+# and the MobileNet one's of stride 2 halve the image
+"$C" summary "$(dirname "$0")/../samples/fashion_mobilenet.model" >"$T/summary"
+grep -q "^dw3  *depthwise_conv2d  *\[128, 7, 7\]  *1152$" "$T/summary" ||
+  fail "summary's dw3 line: $(cat "$T/summary")"
 printf 'input shape=3\nnormalize\ndense units=2\nbatchnorm\nmse\n' \
   >"$T/stats.model"
 "$C" summary "$T/stats.model" >"$T/summary"

@@ -52,7 +52,8 @@
 #          rows eight columns at a time, private row buffers of 1,024
 #          floats a work-item, to be measured there) and bench train of it at 64 and
 #          256 next to torch_train.py --model separable (Conv2d groups=C);
-#          then the same for the ConvNeXt sample of 2026-12-06 (7x7
+#          then the same for the MobileNet sample (stride-2 depthwise
+#          layers) and for the ConvNeXt sample of 2026-12-06 (7x7
 #          depthwise, layernorm over=channels, gelu with our own erf)
 #          next to torch_train.py --model convnext, and test_ops'
 #          activation cases (gelu_accuracy: our erf within 1e-6); and
@@ -292,7 +293,8 @@ part_layers() {
     run "${torch[@]}" --model separable --infer --batch "$b" --steps 50
     run cltrain bench infer samples/fashion_separable.model --batch "$b" --steps 50 --profile "${dev[@]}"
   done
-  for m in separable convnext; do
+  # (2026-12-06: the MobileNet sample's stride-2 depthwise layers)
+  for m in separable mobilenet convnext; do
     run cltrain tune "samples/fashion_$m.model" --batch 64 "${dev[@]}"
     for b in 64 256; do
       run "${torch[@]}" --model "$m" --batch "$b" --steps 50

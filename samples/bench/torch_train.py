@@ -17,6 +17,10 @@ Trains the same three models as the cltrain samples, on the CPU or (with
        depthwise separable blocks (Conv2d(groups=C) 3x3, then 1x1, each
        with batch norm and ReLU; a max pooling between), global average
        pooling, Linear(128,10)
+  mobilenet: samples/fashion_mobilenet.model: the same stem and three
+       such blocks (32 -> 64 -> 128 -> 128 channels), the second and
+       third depthwise convolutions of stride 2 in place of the pooling
+       (28x28, 14x14, 7x7), global average pooling, Linear(128,10)
   convnext: samples/fashion_convnext.model: a 2x2 stride-2 stem, then a
        ConvNeXt block at 32 and at 64 channels (Conv2d(groups=C) 7x7,
        LayerNorm over channels, 1x1 to 4x with GELU, 1x1 back, residual),
@@ -156,6 +160,25 @@ def build_model(name):
             nn.MaxPool2d(2),  # 28 -> 14
             nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), *bn_relu(64),
             nn.Conv2d(64, 128, 1, bias=False), *bn_relu(128),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(128, 10),
+        )
+    if name == "mobilenet":
+        def dw_pw(cin, cout, stride):
+            return [
+                nn.Conv2d(cin, cin, 3, stride=stride, padding=1, groups=cin,
+                          bias=False),
+                nn.BatchNorm2d(cin), nn.ReLU(),
+                nn.Conv2d(cin, cout, 1, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU()]
+
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32),
+            nn.ReLU(),
+            *dw_pw(32, 64, 1),  # 28x28
+            *dw_pw(64, 128, 2),  # 14x14
+            *dw_pw(128, 128, 2),  # 7x7
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
             nn.Linear(128, 10),
@@ -374,7 +397,8 @@ def non_negative_int(text):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=["mlp", "cnn", "resnet", "resnet_wide",
-                                       "separable", "convnext"],
+                                       "separable", "mobilenet",
+                                       "convnext"],
                    default="mlp")
     p.add_argument("--amp", action="store_true",
                    help="mixed precision: autocast to fp16 and a GradScaler (CUDA)")
