@@ -259,23 +259,27 @@ static inline void dw_buffer_rows(float *buf, __global const float *plane,
 /* Where an eight starts in a row of n: at ix, or n - 8 for the row's last
  * (0 in rows shorter than 8). */
 #define DW_AT(ix, n) max(0, min((ix), (n) - 8))
-/* p[0..7], in rows shorter than 8 only p[0..n-1] read, 0 for the rest. */
-static inline float8 dw_load8(__global const float *p, int n) {
-  if (n >= 8) return vload8(0, p);
-  float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  for (int i = 0; i < n; i++) v[i] = p[i];
-  return vload8(0, v);
-}
-/* v into p[0..7], or p[0..n-1] only where n < 8. */
-static inline void dw_store8(__global float *p, int n, float8 v) {
-  if (n >= 8) {
-    vstore8(v, 0, p);
-    return;
+/* dw_loadN: p[0..N-1], in rows shorter than N only p[0..n-1] read, 0
+ * for the rest; dw_storeN: v into p[0..N-1], or p[0..n-1] only where
+ * n < N. N: 8, and 16 (the stride-2 data gradient's sixteens). */
+#define DW_PARTIAL_ROWS(N)                                                    \
+  static inline float##N dw_load##N(__global const float *p, int n) {        \
+    if (n >= N) return vload##N(0, p);                                        \
+    float v[N] = {0.0f};                                                      \
+    for (int i = 0; i < n; i++) v[i] = p[i];                                  \
+    return vload##N(0, v);                                                    \
+  }                                                                           \
+  static inline void dw_store##N(__global float *p, int n, float##N v) {     \
+    if (n >= N) {                                                             \
+      vstore##N(v, 0, p);                                                     \
+      return;                                                                 \
+    }                                                                         \
+    float t[N];                                                               \
+    vstore##N(v, 0, t);                                                       \
+    for (int i = 0; i < n; i++) p[i] = t[i];                                  \
   }
-  float t[8];
-  vstore8(v, 0, t);
-  for (int i = 0; i < n; i++) p[i] = t[i];
-}
+DW_PARTIAL_ROWS(8)
+DW_PARTIAL_ROWS(16)
 /* Outputs at..at+7 of output row oy from buf: the sums of
  * dw_forward_four in the same order. */
 static inline float8 dw_forward_eight_buf(const float *buf, int stride,
@@ -610,23 +614,6 @@ static inline float16 dw_data_sixteen_two(const float *buf, int stride,
   }
   return (float16)(e.s0, o.s0, e.s1, o.s1, e.s2, o.s2, e.s3, o.s3, e.s4,
                    o.s4, e.s5, o.s5, e.s6, o.s6, e.s7, o.s7);
-}
-/* p[0..15], in rows shorter than 16 only p[0..n-1] read, 0 for the
- * rest; v into p[0..15], or p[0..n-1] only. */
-static inline float16 dw_load16(__global const float *p, int n) {
-  if (n >= 16) return vload16(0, p);
-  float v[16];
-  for (int i = 0; i < 16; i++) v[i] = i < n ? p[i] : 0.0f;
-  return vload16(0, v);
-}
-static inline void dw_store16(__global float *p, int n, float16 v) {
-  if (n >= 16) {
-    vstore16(v, 0, p);
-    return;
-  }
-  float t[16];
-  vstore16(v, 0, t);
-  for (int i = 0; i < n; i++) p[i] = t[i];
 }
 /* a / b rounded down, b > 0 */
 #define DW_FLOOR_DIV(a, b) ((a) >= 0 ? (a) / (b) : -((-(a) + (b) - 1) / (b)))
