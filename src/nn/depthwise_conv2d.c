@@ -139,8 +139,9 @@ static clt_status run_dw_way(void *user, int way) {
 /* Picks the layouts (issue 8's kernels laid out for the device): the
  * forward on fixed inputs, then the backward on fixed output gradients;
  * rows only where their loops fit the device's limit. Rows eight columns
- * at a time are a layout of their own: on POCL 3.1 1.7-3.6x faster than
- * four at a time, on llvmpipe (its private arrays) up to 1.7x slower. */
+ * at a time are a layout of their own: on POCL 3.1 mostly 1.7-3.6x faster
+ * than four at a time (not a stride-2 forward into rows of 7: 1.5x
+ * slower), on llvmpipe (its private arrays) up to 1.7x slower. */
 static clt_status dw_compile(clt_graph *g, clt_graph_node *n) {
   dw_state *s = n->state;
   const clt_window *w = &s->w;

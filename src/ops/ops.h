@@ -602,8 +602,8 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
  * eights) where the window allows, eight columns at a time from loads
  * that need no tests (3x3 windows of padding 0 or 1 from global memory,
  * other windows of up to 8 columns of stride 1 or 2 along the row from
- * rows copied into private memory: on POCL 1.7-3.6x faster, on llvmpipe
- * slower); rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
+ * rows copied into private memory: on POCL mostly 1.7-3.6x faster, on
+ * llvmpipe often slower); rows only where clt_dw_rows_fit (else CLT_ERR_UNSUPPORTED). */
 typedef enum clt_dw_layout {
   CLT_DW_PER_VALUE,
   CLT_DW_ROWS,
