@@ -280,28 +280,6 @@ static inline void dw_buffer_rows(float *buf, __global const float *plane,
   }
 DW_PARTIAL_ROWS(8)
 DW_PARTIAL_ROWS(16)
-/* Outputs at..at+7 of output row oy from buf: the sums of
- * dw_forward_four in the same order. */
-static inline float8 dw_forward_eight_buf(const float *buf, int stride,
-                                          int iy0, __global const float *taps,
-                                          int oy, int at, int H, int KH,
-                                          int KW, int sh, int ph, int dil_h) {
-  float8 s[4] = {(float8)(0.0f), (float8)(0.0f), (float8)(0.0f),
-                 (float8)(0.0f)};
-  for (int ky = 0; ky < KH; ky++) {
-    int iy = oy * sh - ph + ky * dil_h;
-    if (iy < 0 || iy >= H) continue;
-    const float *row = buf + (iy - iy0) * stride + at;
-    __global const float *tk = taps + ky * KW;
-    float16 v = (float16)(vload8(0, row), vload8(0, row + 8));
-#define DW_TAP(k, window)                                                     \
-  if (KW > (k)) s[(k) % 4] += tk[k] * window;
-    DW_SHIFTS(v, DW_TAP)
-#undef DW_TAP
-  }
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
 /* Windows of up to 8 columns whose row has stride 2 and dilation 1
  * (MobileNet's downsampling layers), eight outputs at a time from buffered
  * rows as well: outputs at..at+7 read the row's values from 2 at, tap kx
@@ -330,22 +308,30 @@ static inline float8 dw_forward_eight_buf(const float *buf, int stride,
  * an output row of OW: the row's last eight reads 24 values from
  * 2 (OW - 8), a row shorter than 8 from 0. */
 #define DW_STRIDE_TWO(n, OW) DW_STRIDE(max((n), 2 * max((OW) - 8, 0) + 16))
-/* Outputs at..at+7 of output row oy from buf, stride 2 along the row. */
-static inline float8 dw_forward_eight_two(const float *buf, int stride,
+/* Outputs at..at+7 of output row oy from buf, the row's stride 1 or (two)
+ * 2: with stride 1 the sums of dw_forward_four in the same order. */
+static inline float8 dw_forward_eight_buf(const float *buf, int stride,
                                           int iy0, __global const float *taps,
                                           int oy, int at, int H, int KH,
-                                          int KW, int sh, int ph, int dil_h) {
+                                          int KW, int sh, int ph, int dil_h,
+                                          bool two) {
   float8 s[4] = {(float8)(0.0f), (float8)(0.0f), (float8)(0.0f),
                  (float8)(0.0f)};
   for (int ky = 0; ky < KH; ky++) {
     int iy = oy * sh - ph + ky * dil_h;
     if (iy < 0 || iy >= H) continue;
+    const float *row = buf + (iy - iy0) * stride;
     __global const float *tk = taps + ky * KW;
-    float16 e, o;
-    DW_EVEN_ODD(buf + (iy - iy0) * stride + 2 * at, e, o)
 #define DW_TAP(k, window)                                                     \
   if (KW > (k)) s[(k) % 4] += tk[k] * window;
-    DW_SHIFTS_EVEN_ODD(e, o, DW_TAP)
+    if (two) {
+      float16 e, o;
+      DW_EVEN_ODD(row + 2 * at, e, o)
+      DW_SHIFTS_EVEN_ODD(e, o, DW_TAP)
+    } else {
+      float16 v = (float16)(vload8(0, row + at), vload8(0, row + at + 8));
+      DW_SHIFTS(v, DW_TAP)
+    }
 #undef DW_TAP
   }
   return (s[0] + s[1]) + (s[2] + s[3]);
@@ -397,15 +383,17 @@ __kernel void dw_forward_rows(__global float *y, int y_off,
       for (int ox = 0; ox < OW; ox += 8) {
         int at = DW_AT(ox, OW);
         float8 v = twos && KH == 3 && KW == 3
-                       ? dw_forward_eight_two(buf, stride, iy0, taps, oy, at,
-                                              H, 3, 3, sh, ph, dil_h)
-                   : twos ? dw_forward_eight_two(buf, stride, iy0, taps, oy,
-                                                 at, H, KH, KW, sh, ph, dil_h)
+                       ? dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
+                                              H, 3, 3, sh, ph, dil_h, true)
+                   : twos ? dw_forward_eight_buf(buf, stride, iy0, taps, oy,
+                                                 at, H, KH, KW, sh, ph, dil_h,
+                                                 true)
                    : KH == 7 && KW == 7
                        ? dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
-                                              H, 7, 7, sh, ph, dil_h)
+                                              H, 7, 7, sh, ph, dil_h, false)
                        : dw_forward_eight_buf(buf, stride, iy0, taps, oy, at,
-                                              H, KH, KW, sh, ph, dil_h);
+                                              H, KH, KW, sh, ph, dil_h,
+                                              false);
         v = b + v;
         if (relu) v = select((float8)(0.0f), v, v > 0.0f);
         dw_store8(out + at, OW, v);
