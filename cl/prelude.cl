@@ -1,6 +1,19 @@
 /* Helpers shared by the programs of cl/; tools/embed_cl.py puts this file
  * in front of each of them. */
 
+/* POCL on an x86 CPU without AVX-512 (it names the device
+ * pthread-haswell-...) warns at every float16 passed to or returned from
+ * a function that is not inlined (vload16, select and our own helpers):
+ * "AVX vector argument of type 'float16' ... without 'avx512f' enabled
+ * changes the ABI". Every caller and callee of a program is compiled
+ * together for the one target, so no ABI is crossed: the warning says
+ * nothing about the kernels, but it filled the build log of every program
+ * that uses float16 (tests/test_runtime.c fails on any warning). Only
+ * clang's x86 builds see this pragma. */
+#if defined(__clang__) && defined(__x86_64__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+
 /* The sum of v over a work-group of exactly CLT_WG items (a power of two,
  * set by the host in the build options), returned to every item. Each tree
  * step is fenced by a barrier: POCL runs a group's items as a loop, so a
