@@ -772,23 +772,29 @@ __kernel void conv_direct_wgrad_elems(
  * (conv_pad: every row Wq wide, so that a block of V output columns reads
  * each tap as one vector load, edges included), and the weights into wr,
  * TILE_F filters' weights of a tap side by side (conv_tile_weights); then
- * a work-item takes TILE_F filters by V columns of TILE_R consecutive
- * output rows of one image: TILE_R*TILE_F vector accumulators, each tap
- * TILE_R vector loads of the input, TILE_F weights broadcast from
- * consecutive addresses, each used for TILE_R multiply-adds (the register
- * tile of our GEMMs, cl/gemm.cl, its operand read straight from the input;
- * the pointers step, no index is computed in the loop). A block's rows
- * past OH read the last row again and are not stored. The taps are added
- * in (c, kh, kw) order, then the bias.
+ * a work-item takes TF filters by V columns of TR consecutive output
+ * rows of one image: TR*TF vector accumulators, each tap TR vector loads
+ * of the input, TF weights broadcast from consecutive addresses, each
+ * used for TR multiply-adds (the register tile of our GEMMs, cl/gemm.cl,
+ * its operand read straight from the input; the pointers step, no index
+ * is computed in the loop). A block's rows past OH read the last row
+ * again and are not stored. The taps are added in (c, kh, kw) order, then
+ * the bias. Two register tiles, measured against each other
+ * (nn/conv2d.c): 8 filters by 3 rows (24 accumulators: a CPU with 32
+ * vector registers, AVX-512) and 4 by 2, "small" (8: AVX2's 16 registers;
+ * there 8 by 3 spilled its sums to memory on every tap, and 4 by 2 took
+ * 0.5-0.8x as long, POCL 3.1 on a 2-core EPYC, 16- and 32-channel 3x3
+ * layers at batch 64). A tile of TF filters reads its weights from the
+ * tiles of TILE_F that conv_tile_weights lays out (TF divides TILE_F).
  * The same kernels give a stride-1 convolution's data gradient: dy padded
  * by dil*(K-1) - pad, the weights flipped and transposed as conv_tile_weights
  * reads them (the strides w_f, w_c, w_kh, w_kw from w_base, negative where
  * flipped), the result added into dx where accumulate. */
 #define TILE_F 8
-/* 3 rows: on POCL (2-core Xeon, AVX-512) the 16- and 64-channel 28x28
- * forwards took 0.6-0.8x as long as with one row, 2 rows in between, 4
- * (32 accumulators: spilled) 1.2-1.5x; 7x7 planes within noise. */
-#define TILE_R 3
+/* The large tile's 3 rows: on POCL (2-core Xeon, AVX-512) the 16- and
+ * 64-channel 28x28 forwards took 0.6-0.8x as long as with one row, 2 rows
+ * in between, 4 (32 accumulators: spilled) 1.2-1.5x; 7x7 planes within
+ * noise. */
 
 /* xp[plane][hp][wq] = x[plane][hp - pad_h][wq - pad_w], 0 outside x; a
  * work-item per plane, or per `per` of its rows where that is long (ops.h
@@ -833,49 +839,50 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
                          : 0.0f;
 }
 
-#define CONV_TILED(V)                                                          \
-  ROUND16_BODY conv_tiled##V##_body(                                           \
+#define CONV_TILED(NAME, V, TF, TR)                                            \
+  ROUND16_BODY NAME##_body(                                                    \
       __global float *y, int y_off, __global const float *xp, int xp_off,      \
       __global const float *wr, int wr_off, __global const float *bias,        \
       int bias_off, int batch, int F, int C, int KH, int KW, int OH, int OW,   \
       int Hp, int Wq, int dil_h, int dil_w, int has_bias, int relu,            \
       int accumulate, ROUND16_PARAMS, int round16) {                           \
-    int blocks = (OW + V - 1) / V, fblocks = (F + TILE_F - 1) / TILE_F;        \
-    int rblocks = (OH + TILE_R - 1) / TILE_R;                                  \
+    int blocks = (OW + V - 1) / V, fblocks = (F + TF - 1) / TF;                \
+    int rblocks = (OH + TR - 1) / TR;                                          \
     int u = get_global_id(0);                                                  \
     if (u >= batch * fblocks * rblocks * blocks) return;                       \
     int blk = u % blocks;                                                      \
     u /= blocks;                                                               \
-    int oh0 = u % rblocks * TILE_R;                                            \
+    int oh0 = u % rblocks * TR;                                                \
     u /= rblocks;                                                              \
-    int fb = u % fblocks, n = u / fblocks, f0 = fb * TILE_F;                   \
+    int fb = u % fblocks, n = u / fblocks, f0 = fb * TF;                       \
     __global const float *row =                                                \
         xp + xp_off + (n * C * Hp + oh0) * Wq + blk * V;                       \
-    __global const float *w = wr + wr_off + fb * C * KH * KW * TILE_F;         \
+    __global const float *w =                                                  \
+        wr + wr_off + f0 / TILE_F * C * KH * KW * TILE_F + f0 % TILE_F;        \
     int row_step = dil_h * Wq, plane_step = (Hp - KH * dil_h) * Wq;            \
-    int roff[TILE_R];                                                          \
-    _Pragma("unroll") for (int r = 0; r < TILE_R; r++) roff[r] =               \
+    int roff[TR];                                                              \
+    _Pragma("unroll") for (int r = 0; r < TR; r++) roff[r] =                   \
         (min(oh0 + r, OH - 1) - oh0) * Wq;                                     \
-    float##V acc[TILE_R][TILE_F];                                              \
-    _Pragma("unroll") for (int r = 0; r < TILE_R; r++)                         \
-      _Pragma("unroll") for (int j = 0; j < TILE_F; j++) acc[r][j] = 0.0f;     \
+    float##V acc[TR][TF];                                                      \
+    _Pragma("unroll") for (int r = 0; r < TR; r++)                             \
+      _Pragma("unroll") for (int j = 0; j < TF; j++) acc[r][j] = 0.0f;         \
     for (int c = 0; c < C; c++, row += plane_step)                             \
       for (int kh = 0; kh < KH; kh++, row += row_step) {                       \
         __global const float *in = row;                                        \
         for (int kw = 0; kw < KW; kw++, in += dil_w, w += TILE_F) {            \
-          float##V v[TILE_R];                                                  \
-          _Pragma("unroll") for (int r = 0; r < TILE_R; r++) v[r] =            \
+          float##V v[TR];                                                      \
+          _Pragma("unroll") for (int r = 0; r < TR; r++) v[r] =                \
               vload##V(0, in + roff[r]);                                       \
-          _Pragma("unroll") for (int j = 0; j < TILE_F; j++) {                 \
+          _Pragma("unroll") for (int j = 0; j < TF; j++) {                     \
             float##V wj = (float##V)(w[j]);                                    \
-            _Pragma("unroll") for (int r = 0; r < TILE_R; r++) acc[r][j] =     \
+            _Pragma("unroll") for (int r = 0; r < TR; r++) acc[r][j] =         \
                 fma(wj, v[r], acc[r][j]);                                      \
           }                                                                    \
         }                                                                      \
       }                                                                        \
     int valid = min(V, OW - blk * V);                                          \
-    for (int r = 0; r < TILE_R && oh0 + r < OH; r++)                           \
-      for (int j = 0; j < TILE_F && f0 + j < F; j++) {                         \
+    for (int r = 0; r < TR && oh0 + r < OH; r++)                               \
+      for (int j = 0; j < TF && f0 + j < F; j++) {                             \
         int at = ((n * F + f0 + j) * OH + oh0 + r) * OW + blk * V;             \
         __global float *out = y + y_off + at;                                  \
         float##V s = acc[r][j];                                                \
@@ -893,7 +900,7 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
         ROUND16_RUN(out, valid, at);                                           \
       }                                                                        \
   }                                                                            \
-  ROUND16_VARIANTS(conv_tiled##V, (__global float *y, int y_off,               \
+  ROUND16_VARIANTS(NAME, (__global float *y, int y_off,                        \
                    __global const float *xp, int xp_off,                       \
                    __global const float *wr, int wr_off,                       \
                    __global const float *bias, int bias_off, int batch, int F, \
@@ -904,8 +911,10 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
                     F, C, KH, KW, OH, OW, Hp, Wq, dil_h, dil_w, has_bias,      \
                     relu, accumulate, ROUND16_ARGS))
 
-CONV_TILED(16)
-CONV_TILED(8)
+CONV_TILED(conv_tiled16, 16, 8, 3)
+CONV_TILED(conv_tiled8, 8, 8, 3)
+CONV_TILED(conv_tiled16_small, 16, 4, 2)
+CONV_TILED(conv_tiled8_small, 8, 4, 2)
 
 /* The tiled way's weight gradient, straight from the padded input (xp,
  * as the forward's conv_pad writes it) and dy padded too (dyp: rows of
@@ -918,13 +927,13 @@ CONV_TILED(8)
  * of V columns WG_F loads of dy and WG_T of xp, summed across at the end.
  * Work-items in a row share their chunk (its dy and xp stay in the
  * cache), the taps varying fastest. */
-/* 8 filters by 3 taps: on POCL (2-core Xeon) 0.7-0.9x as long as 4 by 3
- * on 7x7 planes of 32 and 128 channels, within noise on 28x28 ones; 4 by
- * 6 took up to 2x as long on 7x7 planes. */
-#define WG_F 8
-#define WG_T 3
-#define CONV_TILED_WGRAD(V)                                                    \
-  __kernel void conv_tiled_wgrad##V(                                           \
+/* Two tiles, as the forward's: 8 filters by 3 taps (on POCL, 2-core
+ * Xeon with AVX-512: 0.7-0.9x as long as 4 by 3 on 7x7 planes of 32 and
+ * 128 channels, within noise on 28x28 ones; 4 by 6 took up to 2x as long
+ * on 7x7 planes) and 3 by 3, "small" (AVX2: 8 by 3 spilled; 3 by 3 took
+ * 0.6-0.8x as long as 8 by 3, 4 by 3 and 4 by 2 in between). */
+#define CONV_TILED_WGRAD(NAME, V, WG_F, WG_T)                                  \
+  __kernel void NAME(                                                          \
       __global float *part, int part_off, __global const float *xp,            \
       int xp_off, __global const float *dyp, int dyp_off, int batch, int F,    \
       int C, int KH, int KW, int OH, int OW, int Hp, int Wq, int ldy,          \
@@ -962,7 +971,7 @@ CONV_TILED(8)
               fma(d[j], xv, acc[j][k]);                                        \
         }                                                                      \
       }                                                                        \
-      /* the next row: of this image, or the first of the next */             \
+      /* the next row: of this image, or the first of the next */              \
       bool last = ++oh == OH;                                                  \
       if (last) oh = 0;                                                        \
       _Pragma("unroll") for (int k = 0; k < WG_T; k++) xr[k] +=                \
@@ -989,5 +998,7 @@ static float lanes_sum8(float8 v) {
 }
 static float lanes_sum16(float16 v) { return lanes_sum8(v.lo + v.hi); }
 
-CONV_TILED_WGRAD(16)
-CONV_TILED_WGRAD(8)
+CONV_TILED_WGRAD(conv_tiled_wgrad16, 16, 8, 3)
+CONV_TILED_WGRAD(conv_tiled_wgrad8, 8, 8, 3)
+CONV_TILED_WGRAD(conv_tiled_wgrad16_small, 16, 3, 3)
+CONV_TILED_WGRAD(conv_tiled_wgrad8_small, 8, 3, 3)

@@ -466,7 +466,8 @@ static void train_rounding(bool fuse, const char *way, run_record *r,
 /* Rounded where made or by a pass of its own: the same bits, in every
  * convolution layout (_i: the defaults, NCHW direct's bias kernel, the
  * direct kernels by row and by element, the implicit GEMMs, the tiled
- * kernels in blocks of 16 and 8: c1-c3's forward, weight and data
+ * kernels in blocks of 16 and 8 and the small tiles in blocks of 8:
+ * c1-c3's forward, weight and data
  * gradients, c2's added into l1's) and batch
  * norm's split and per-plane reductions and its passes in runs of 16 (b1's
  * planes of 81: five runs and a tail); with fusion on, the layers' kernels
@@ -481,7 +482,8 @@ START_TEST(test_rounding_in_kernels_trains_the_same) {
                                      "per plane",
                                      "runs of 16",
                                      "tiled 16",
-                                     "tiled 8"};
+                                     "tiled 8",
+                                     "tiled 8 small"};
   static run_record a, b;
   int outs_on, grads_on, outs_off, grads_off;
   train_rounding(true, ways[_i], &a, &outs_on, &grads_on);
@@ -554,7 +556,7 @@ static Suite *memplan_suite(void) {
   tcase_add_test(tc, test_recompile_and_evaluate);
   tcase_add_loop_test(tc, test_relu_fusion_trains_the_same, 1, 7);
   tcase_add_test(tc, test_layernorm_relu_fusion);
-  tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 10);
+  tcase_add_loop_test(tc, test_rounding_in_kernels_trains_the_same, 0, 11);
   tcase_add_test(tc, test_fuse_env_checked);
   suite_add_tcase(s, tc);
   return s;

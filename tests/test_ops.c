@@ -1158,9 +1158,12 @@ START_TEST(im2col_windows) {
 }
 END_TEST
 
-/* The tiled direct convolution in blocks of 16 and 8 columns: the
- * forward on every stride-1 window (filters 1, 5 and 17: one tile of 8
- * filters partly used, three), with and without the bias and a fused
+/* The tiled direct convolution in blocks of 16 and 8 columns, each with
+ * both register tiles (8 filters by 3 rows and the small 4 by 2; the
+ * weight gradient's 8 by 3 and 3 by 3): the forward on every stride-1
+ * window (filters 1, 5 and 17: one tile of 8 filters partly used, three;
+ * the small tiles: 4 filters a work-item from the second half of a
+ * weight tile too), with and without the bias and a fused
  * ReLU, each rounding mode; the weight gradient; the data gradient,
  * overwritten and added, where the padding is at most dil*(K-1); against
  * the host reference. */
@@ -1176,7 +1179,10 @@ START_TEST(conv_tiled_windows) {
   bool pads = w->pad_h <= w->dil_h * (w->KH - 1) &&
               w->pad_w <= w->dil_w * (w->KW - 1);
   double e;
-  for (int v = 8; v <= 16; v += 8) {
+  static const int shapes[] = {8, 16, 8 | CLT_TILED_SMALL,
+                               16 | CLT_TILED_SMALL};
+  for (int si = 0; si < 4; si++) {
+    int v = shapes[si];
     ck_assert_int_eq(clt_conv_tiled_fits(g_ctx, w, v), stride1);
     ck_assert_int_eq(clt_conv_tiled_dgrad_fits(g_ctx, w, 5, v),
                      stride1 && pads);
@@ -1188,17 +1194,17 @@ START_TEST(conv_tiled_windows) {
         ck_assert_check(clt_check_conv_tiled_forward(g_ctx, v, batches[k],
                                                      filters[k], w, bias,
                                                      relu, r, &e),
-                        e, TOL, "%s tiled %d forward bias %d relu %d round %d",
+                        e, TOL, "%s tiled %#x forward bias %d relu %d round %d",
                         where, v, bias, relu, r);
         if (flags == 0)
           ck_assert_check(clt_check_conv_tiled_wgrad(g_ctx, v, batches[k],
                                                      filters[k], w, &e),
-                          e, TOL, "%s tiled %d weight gradient", where, v);
+                          e, TOL, "%s tiled %#x weight gradient", where, v);
         if (!pads || flags > 1) continue;
         ck_assert_check(clt_check_conv_tiled_dgrad(g_ctx, v, batches[k],
                                                    filters[k], w, flags, r,
                                                    &e),
-                        e, TOL, "%s tiled %d data gradient accumulate %d "
+                        e, TOL, "%s tiled %#x data gradient accumulate %d "
                         "round %d", where, v, flags, r);
       }
   }

@@ -420,15 +420,17 @@ static const layout_case tiled_cases[] = {
      7},
 };
 
-/* The tiled kernels, blocks of 16 and of 8, forward and backward (the
- * named way taken by both of c2's layouts), against the swaps. */
+/* The tiled kernels, blocks of 16 and of 8, in both register tiles,
+ * forward and backward (the named way taken by both of c2's layouts),
+ * against the swaps. */
 START_TEST(conv_tiled_layouts_agree) {
   const layout_case *c = &tiled_cases[_i];
-  static const char *const tiled[] = {"tiled 16", "tiled 8"};
+  static const char *const tiled[] = {"tiled 16", "tiled 8", "tiled 16 small",
+                                      "tiled 8 small"};
   float *y1, *g1, *y2, *g2;
   int64_t ny, ng;
   layout_step(c, 1, false, &y1, &g1, &ny, &ng);
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < 4; t++) {
     layout_step_named(c, 0, false, tiled[t], &y2, &g2, &ny, &ng);
     expect_close(y1, y2, ny, tiled[t]);
     expect_close(g1, g2, ng, tiled[t]);

@@ -440,6 +440,18 @@ static clt_status st_tiled_wgrad(clt_context *ctx, double *e) {
   clt_window w = square(7, 9, 19, 3, 1, 1, 1);
   return clt_check_conv_tiled_wgrad(ctx, 16, 3, 10, &w, e);
 }
+/* The small register tiles (ops.h CLT_TILED_SMALL): 11 filters in tiles
+ * of 4 (the last from a weight tile's second half), 9 rows in pairs;
+ * the weight gradient's 10 filters and 63 taps in threes. */
+static clt_status st_tiled_small_fwd(clt_context *ctx, double *e) {
+  clt_window w = square(5, 9, 21, 3, 1, 1, 1);
+  return clt_check_conv_tiled_forward(ctx, 8 | CLT_TILED_SMALL, 2, 11, &w,
+                                      true, true, 1, e);
+}
+static clt_status st_tiled_small_wgrad(clt_context *ctx, double *e) {
+  clt_window w = square(7, 9, 19, 3, 1, 1, 1);
+  return clt_check_conv_tiled_wgrad(ctx, 16 | CLT_TILED_SMALL, 3, 10, &w, e);
+}
 /* The implicit GEMMs (cl/igemm.cl), each op in a different tile
  * configuration, on windows that cut tiles and k blocks. */
 static clt_status st_implicit_fwd(clt_context *ctx, double *e) {
@@ -758,6 +770,11 @@ const clt_selftest_case clt_selftest_cases[] = {
      st_tiled_dgrad, 1e-5, false},
     {"conv tiled weight gradient 3x7x9x19 k3p1 to 10 (16)", st_tiled_wgrad,
      1e-5, false},
+    {"conv tiled 2x5x9x21 k3p1 to 11 + bias + relu (8, small tiles), "
+     "fp16-rounded",
+     st_tiled_small_fwd, 1e-5, false},
+    {"conv tiled weight gradient 3x7x9x19 k3p1 to 10 (16, small tiles)",
+     st_tiled_small_wgrad, 1e-5, false},
     {"conv implicit 3x19x9x10 k3p1 to 70 + bias + relu (64x64), "
      "fp16-saved",
      st_implicit_fwd, 1e-5, false},

@@ -58,12 +58,15 @@
  * clt_conv_tiled_*, blocks of 16 or 8 output columns), shaped for CPU
  * devices, where im2col, col2im and the swaps took a third of the
  * ResNet's step on POCL: forward, x padded into col and y straight from
- * it with the bias and the ReLU, a register tile of 8 filters a
- * work-item; backward, dy through the fused ReLU and db as NCHW direct's,
- * dW from x and dy both padded into col (partial sums over chunks of rows
- * in work), then dx as the forward's kernel over dy padded into col with
- * the weights flipped (stride 1 makes the data gradient a convolution),
- * added where dx accumulates: no unfold, no GEMM, no swap.
+ * it with the bias and the ReLU, a register tile of 8 filters by 3 rows
+ * a work-item, or in the "small" ways 4 by 2 (a CPU with 16 vector
+ * registers: 8 by 3 spilled there); backward, dy through the fused ReLU
+ * and db as NCHW direct's, dW from x and dy both padded into col
+ * (partial sums over chunks of rows in work; 8 filters by 3 taps a
+ * work-item, small 3 by 3), then dx as the forward's kernel over dy
+ * padded into col with the weights flipped (stride 1 makes the data
+ * gradient a convolution), added where dx accumulates: no unfold, no
+ * GEMM, no swap.
  * A 1x1 window of stride 1 without padding (a pointwise convolution:
  * MobileNet's, ConvNeXt's) is also offered the pointwise way, where col_b
  * is image b of x itself: forward y[b] = W x[b], backward dW = sum over b
@@ -135,8 +138,8 @@ typedef struct conv_state {
 /* run_way's ways; WAY_IMPLICIT + c: the implicit GEMMs in tile
  * configuration c. */
 enum { WAY_SWAP, WAY_NCHW, WAY_NCHW_CT, WAY_ROWS, WAY_DIRECT,
-       WAY_DIRECT_ELEMS, WAY_TILED16, WAY_TILED8, WAY_POINTWISE,
-       WAY_IMPLICIT };
+       WAY_DIRECT_ELEMS, WAY_TILED16, WAY_TILED8, WAY_TILED16_SMALL,
+       WAY_TILED8_SMALL, WAY_POINTWISE, WAY_IMPLICIT };
 
 /* A 1x1 window of stride 1 without padding: col is x itself, image by
  * image (the pointwise way's ground). */
@@ -145,8 +148,15 @@ static bool pointwise(const clt_window *w) {
          w->pad_h == 0 && w->pad_w == 0;
 }
 
-/* The tiled ways' blocks of output columns. */
-static int tiled_columns(int way) { return way == WAY_TILED16 ? 16 : 8; }
+/* Whether a way is one of the tiled ones, and its blocks of output
+ * columns and register tiles (ops.h clt_conv_tiled_forward's v). */
+static bool tiled_way(int way) {
+  return way >= WAY_TILED16 && way <= WAY_TILED8_SMALL;
+}
+static int tiled_v(int way) {
+  int small = way >= WAY_TILED16_SMALL ? CLT_TILED_SMALL : 0;
+  return ((way - WAY_TILED16) % 2 ? 8 : 16) | small;
+}
 
 /* The direct way (cl/conv.cl conv_direct_*, a work-item per row or per
  * element) is offered to windows of at most this many taps (C*KH*KW):
@@ -531,7 +541,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (way >= WAY_IMPLICIT)
     return backward_implicit(g, s, &io, way - WAY_IMPLICIT);
   bool direct = way == WAY_DIRECT || way == WAY_DIRECT_ELEMS;
-  bool tiled = way == WAY_TILED16 || way == WAY_TILED8;
+  bool tiled = tiled_way(way);
   clt_window dwin = s->w; /* the direct kernels' layout */
   dwin.per_element = way == WAY_DIRECT_ELEMS;
   if (!backward) {
@@ -539,7 +549,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
       if (!io.tiles_ready)
         CLT_TRY(clt_conv_tile_weights(g->ctx, s->tiles, io.weight,
                                       s->filters, &s->w));
-      return clt_conv_tiled_forward(g->ctx, tiled_columns(way), io.y, io.x,
+      return clt_conv_tiled_forward(g->ctx, tiled_v(way), io.y, io.x,
                                     s->tiles, io.bias, io.batch, s->filters,
                                     &s->w, io.relu, io.round, io.col);
     }
@@ -563,7 +573,7 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   if (direct)
     CLT_TRY(backward_direct(g, s, &io, &dwin));
   else if (tiled)
-    return backward_tiled(g, s, &io, tiled_columns(way));
+    return backward_tiled(g, s, &io, tiled_v(way));
   else if (way == WAY_ROWS)
     CLT_TRY(backward_rows(g, s, &io));
   else if (way == WAY_SWAP)
@@ -671,7 +681,8 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   static const char *const names[] = {
       "gemm + swap",    "nchw direct",       "nchw direct c^T",
       "rows",           "direct",            "direct per element",
-      "tiled 16",       "tiled 8",           "pointwise",
+      "tiled 16",       "tiled 8",           "tiled 16 small",
+      "tiled 8 small",  "pointwise",
       "implicit 64x64", "implicit 16x64",    "implicit 128x128",
       "implicit fp16 64x64", "implicit fp16 128x64",
       "implicit fp16 128x128"};
@@ -685,8 +696,8 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
     l.ids[count++] = WAY_DIRECT;
     l.ids[count++] = WAY_DIRECT_ELEMS;
   }
-  for (int way = WAY_TILED16; way <= WAY_TILED8; way++)
-    if (tiled_offered(g, s, io, backward, tiled_columns(way)))
+  for (int way = WAY_TILED16; way <= WAY_TILED8_SMALL; way++)
+    if (tiled_offered(g, s, io, backward, tiled_v(way)))
       l.ids[count++] = way;
   if (pointwise(w) && nchw_fits) l.ids[count++] = WAY_POINTWISE;
   int implicit_first = count;
@@ -916,16 +927,16 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     implicit_work[c] = clt_conv_implicit_workspace(s->implicit_splits[c], b,
                                                    s->filters, &s->w);
   }
-  int64_t tiled_work[2];
-  for (int i = 0; i < 2; i++) {
-    int v = tiled_columns(WAY_TILED16 + i);
+  int64_t tiled_work[4];
+  for (int i = 0; i < 4; i++) {
+    int v = tiled_v(WAY_TILED16 + i);
     tiled_work[i] =
         clt_conv_tiled_wgrad_fits(g->ctx, &s->w, s->filters, v)
             ? clt_conv_tiled_wgrad_workspace(g->ctx, b, s->filters, &s->w, v)
             : 0;
   }
   int64_t most = swap_work > nchw_work ? swap_work : nchw_work;
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 4; i++)
     if (tiled_work[i] > most) most = tiled_work[i];
   if (rows_work > most) most = rows_work;
   if (direct_work > most) most = direct_work;
@@ -966,7 +977,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   clt_tensor_destroy(work);
   CLT_TRY(st);
   /* The tiles live on only for a tiled forward. */
-  if (s->fwd_way != WAY_TILED16 && s->fwd_way != WAY_TILED8) {
+  if (!tiled_way(s->fwd_way)) {
     clt_tensor_destroy(s->tiles);
     s->tiles = NULL;
   }
@@ -1016,7 +1027,7 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
     /* The convolution's own output is not made: nothing to round. */
     n->out_rounded = true;
   }
-  if (s->fwd_way == WAY_TILED16 || s->fwd_way == WAY_TILED8) {
+  if (tiled_way(s->fwd_way)) {
     if (s->tiles_version != g->params_version || s->tiles_of != io.weight) {
       s->tiles_version = 0;
       CLT_TRY(clt_conv_tile_weights(g->ctx, s->tiles, io.weight, s->filters,

@@ -326,22 +326,55 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
 }
 
 /* The tiled direct convolution (cl/conv.cl conv_pad, conv_tile_weights,
- * conv_tiled16, conv_tiled8): the padded input's rows (Hp) and their
- * width (Wq) for blocks of v output columns. */
-enum { TILE_F = 8, TILE_R = 3 }; /* cl/conv.cl's TILE_F, TILE_R */
+ * conv_tiled16, conv_tiled8, conv_tiled_wgrad16, conv_tiled_wgrad8 and
+ * their _small forms). */
+enum { TILE_F = 8 }; /* cl/conv.cl's TILE_F: the weight tiles' filters */
 
-static void tiled_geometry(const clt_window *w, int v, int64_t *hp,
-                           int64_t *wq) {
-  *hp = w->OH + w->dil_h * (w->KH - 1);
-  *wq = ceil_div(w->OW, v) * v + w->dil_w * (w->KW - 1);
+/* A v's kernels and register tiles (cl/conv.cl's CONV_TILED and
+ * CONV_TILED_WGRAD instances): blocks of `cols` columns, the forward's
+ * tf filters by tr rows, the weight gradient's wf filters by wt taps. */
+typedef struct tiled_shape {
+  int cols, tf, tr, wf, wt;
+  clt_kernel_id forward, wgrad;
+} tiled_shape;
+
+static tiled_shape shape_of(int v) {
+  bool small = v & CLT_TILED_SMALL;
+  int cols = v & ~CLT_TILED_SMALL;
+  tiled_shape t = {
+      cols, 8, 3, 8, 3, CLT_K_conv_tiled8, CLT_K_conv_tiled_wgrad8};
+  if (small) {
+    t.tf = 4;
+    t.tr = 2;
+    t.wf = 3;
+    t.wt = 3;
+  }
+  if (cols == 16) {
+    t.forward = small ? CLT_K_conv_tiled16_small : CLT_K_conv_tiled16;
+    t.wgrad = small ? CLT_K_conv_tiled_wgrad16_small : CLT_K_conv_tiled_wgrad16;
+  } else if (small) {
+    t.forward = CLT_K_conv_tiled8_small;
+    t.wgrad = CLT_K_conv_tiled_wgrad8_small;
+  }
+  return t;
 }
 
-/* The loop iterations of a tiled work-item: every tap's TILE_R loads and
- * TILE_R*TILE_F multiply-adds, the tap rows, the stores and their fp16
+/* The padded input's rows (Hp) and their width (Wq) for blocks of v
+ * output columns. */
+static void tiled_geometry(const clt_window *w, int v, int64_t *hp,
+                           int64_t *wq) {
+  int cols = shape_of(v).cols;
+  *hp = w->OH + w->dil_h * (w->KH - 1);
+  *wq = ceil_div(w->OW, cols) * cols + w->dil_w * (w->KW - 1);
+}
+
+/* The loop iterations of a tiled work-item: every tap's tr loads and
+ * tr*tf multiply-adds, the tap rows, the stores and their fp16
  * rounding. */
 static int64_t tiled_cost(const clt_window *w, int v) {
-  return w->C * w->KH * (w->KW * TILE_R * (TILE_F + 1) + 1) +
-         TILE_R * TILE_F * (3 * v + 3);
+  tiled_shape t = shape_of(v);
+  return w->C * w->KH * (w->KW * t.tr * (t.tf + 1) + 1) +
+         t.tr * t.tf * (3 * t.cols + 3);
 }
 
 /* conv_pad's loops for per rows of width *wq. */
@@ -352,7 +385,8 @@ static int64_t pad_cost(int64_t per, const void *arg) {
 bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v) {
   int64_t hp, wq;
   tiled_geometry(w, v, &hp, &wq);
-  return (v == 8 || v == 16) && w->stride_h == 1 && w->stride_w == 1 &&
+  int cols = v & ~CLT_TILED_SMALL;
+  return (cols == 8 || cols == 16) && w->stride_h == 1 && w->stride_w == 1 &&
          tiled_cost(w, v) <= ctx->loop_limit &&
          pad_cost(1, &wq) <= ctx->loop_limit;
 }
@@ -428,16 +462,15 @@ static clt_status tiled_run(clt_context *ctx, int v, clt_tensor *y,
   clt_tensor xp = clt_tensor_slice_1d(work, 0, need);
   CLT_TRY(pad_planes(ctx, &xp, x, batch * w->C, w->H, w->W, hp, wq,
                      w->pad_h, w->pad_w));
-  int64_t items = batch * ceil_div(F, TILE_F) * ceil_div(w->OH, TILE_R) *
-                  ceil_div(w->OW, v);
-  clt_kernel_id id = v == 16 ? CLT_K_conv_tiled16 : CLT_K_conv_tiled8;
+  tiled_shape t = shape_of(v);
+  int64_t items = batch * ceil_div(F, t.tf) * ceil_div(w->OH, t.tr) *
+                  ceil_div(w->OW, t.cols);
   /* x stands in for the bias where there is none (not read). */
-  return CLT_RUN_1D(ctx, KR_ID(id, round), (size_t)items, KT(y), KT(&xp),
-                    KT(tiles), KT(bias ? bias : x), KI(batch), KI(F),
-                    KI(w->C), KI(w->KH), KI(w->KW), KI(w->OH), KI(w->OW),
-                    KI(hp), KI(wq), KI(w->dil_h), KI(w->dil_w),
-                    KI(bias != NULL), KI(relu), KI(accumulate),
-                    KR(round, y));
+  return CLT_RUN_1D(ctx, KR_ID(t.forward, round), (size_t)items, KT(y), KT(&xp),
+                    KT(tiles), KT(bias ? bias : x), KI(batch), KI(F), KI(w->C),
+                    KI(w->KH), KI(w->KW), KI(w->OH), KI(w->OW), KI(hp), KI(wq),
+                    KI(w->dil_h), KI(w->dil_w), KI(bias != NULL), KI(relu),
+                    KI(accumulate), KR(round, y));
 }
 
 clt_status clt_conv_tiled_forward(clt_context *ctx, int v, clt_tensor *y,
@@ -508,7 +541,6 @@ clt_status clt_conv_tiled_dgrad(clt_context *ctx, int v, clt_tensor *dx,
  * most: chunks of rows grow past one image where they would not fit. */
 #define TILED_MAX_PARTIALS ((int64_t)4 << 20)
 
-enum { WG_F = 8, WG_T = 3 }; /* cl/conv.cl's WG_F, WG_T */
 #define WGRAD_BLOCKS 64
 
 /* A tiled weight-gradient work-item's loop iterations for per rows. */
@@ -519,11 +551,12 @@ typedef struct wgrad_cost_arg {
 
 static int64_t wgrad_cost(int64_t per, const void *arg) {
   const wgrad_cost_arg *a = arg;
-  int64_t blocks = ceil_div(a->w->OW, a->v);
-  /* a row: per block WG_F loads of dy, WG_T of x and their multiply-adds;
+  tiled_shape t = shape_of(a->v);
+  int64_t blocks = ceil_div(a->w->OW, t.cols);
+  /* a row: per block wf loads of dy, wt of x and their multiply-adds;
    * the pointer steps; then the setup and the lane sums */
-  return per * (blocks * (WG_F + WG_T * (WG_F + 1)) + WG_F + WG_T + 1) +
-         WG_F * WG_T * 6 + WG_F + WG_T;
+  return per * (blocks * (t.wf + t.wt * (t.wf + 1)) + t.wf + t.wt + 1) +
+         t.wf * t.wt * 6 + t.wf + t.wt;
 }
 
 /* The rows (n*OH + oh) of a chunk: one image's, more where the partials
@@ -538,7 +571,7 @@ static int64_t wgrad_rows(const clt_context *ctx, int64_t batch, int64_t F,
    * image, the tiled backward of 7x7 and 11x11 planes took 1.3-1.7x as
    * long on POCL (a work-item's setup and lane sums against a short
    * loop). */
-  int64_t per = ceil_div(WGRAD_BLOCKS, ceil_div(w->OW, v));
+  int64_t per = ceil_div(WGRAD_BLOCKS, ceil_div(w->OW, shape_of(v).cols));
   if (per < w->OH) per = w->OH;
   int64_t least = ceil_div(rows * F * taps, TILED_MAX_PARTIALS);
   if (per < least) per = least;
@@ -576,7 +609,8 @@ int64_t clt_conv_tiled_wgrad_workspace(const clt_context *ctx, int64_t batch,
  * 48 aligned: -0.1 and +0.1 ms), so each keeps its own. */
 static int64_t wgrad_dy_len(int64_t batch, int64_t F, const clt_window *w,
                             int v) {
-  return batch * F * w->OH * ceil_div(w->OW, v) * v;
+  int cols = shape_of(v).cols;
+  return batch * F * w->OH * ceil_div(w->OW, cols) * cols;
 }
 
 int64_t clt_conv_tiled_wgrad_pads(int64_t batch, int64_t F,
@@ -592,7 +626,9 @@ clt_status clt_conv_tiled_wgrad(clt_context *ctx, int v, clt_tensor *dw,
   int64_t hp, wq, per = wgrad_rows(ctx, batch, F, w, v);
   tiled_geometry(w, v, &hp, &wq);
   int64_t xlen = tiled_input_len(batch, w, v), taps = w->C * w->KH * w->KW;
-  int64_t dylen = wgrad_dy_len(batch, F, w, v), ldy = ceil_div(w->OW, v) * v;
+  tiled_shape t = shape_of(v);
+  int64_t dylen = wgrad_dy_len(batch, F, w, v);
+  int64_t ldy = ceil_div(w->OW, t.cols) * t.cols;
   int64_t chunks = per > 0 ? ceil_div(batch * w->OH, per) : 0;
   if (!clt_conv_tiled_fits(ctx, w, v) || per < 1 ||
       work->numel < xlen + dylen || partials->numel < chunks * F * taps)
@@ -605,12 +641,11 @@ clt_status clt_conv_tiled_wgrad(clt_context *ctx, int v, clt_tensor *dw,
                      w->pad_h, w->pad_w));
   CLT_TRY(pad_planes(ctx, &dyp, dy, batch * F, w->OH, w->OW, w->OH, ldy, 0,
                      0));
-  int64_t items = chunks * ceil_div(F, WG_F) * ceil_div(taps, WG_T);
-  CLT_TRY(CLT_RUN_1D(ctx, v == 16 ? CLT_K_conv_tiled_wgrad16
-                                  : CLT_K_conv_tiled_wgrad8,
-                     (size_t)items, KT(partials), KT(&xp), KT(&dyp),
-                     KI(batch), KI(F), KI(w->C), KI(w->KH), KI(w->KW),
-                     KI(w->OH), KI(w->OW), KI(hp), KI(wq), KI(ldy),
-                     KI(w->dil_h), KI(w->dil_w), KI(per), KI(chunks)));
+  int64_t items = chunks * ceil_div(F, t.wf) * ceil_div(taps, t.wt);
+  CLT_TRY(CLT_RUN_1D(ctx, t.wgrad, (size_t)items, KT(partials), KT(&xp),
+                     KT(&dyp), KI(batch), KI(F), KI(w->C), KI(w->KH),
+                     KI(w->KW), KI(w->OH), KI(w->OW), KI(hp), KI(wq),
+                     KI(ldy), KI(w->dil_h), KI(w->dil_w), KI(per),
+                     KI(chunks)));
   return clt_sum_slices(ctx, dw, partials, F * taps, chunks, 1.0f, 0.0f);
 }

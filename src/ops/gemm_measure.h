@@ -48,7 +48,7 @@ void clt_gemm_note_own_slow(clt_context *ctx, const clt_gemm_plan *plans,
                             const double *seconds, int count);
 
 /* The most ways clt_measure_ways compares, and results it checks. */
-#define CLT_MEASURE_MAX_WAYS 16
+#define CLT_MEASURE_MAX_WAYS 20
 #define CLT_MEASURE_MAX_CHECKS 3
 
 /* Several ways to do one piece of work that is more than one product (a

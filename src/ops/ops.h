@@ -366,15 +366,20 @@ clt_status clt_conv_direct_wgrad(clt_context *ctx, clt_tensor *dw,
 int64_t clt_conv_direct_workspace(int64_t batch, int64_t F,
                                   const clt_window *w, bool bias);
 
-/* The tiled direct convolution (cl/conv.cl conv_tiled16, conv_tiled8;
- * nn/conv2d.c offers it for stride 1, shaped for CPU devices): the
- * weights [F, C, KH, KW] in tiles of 8 filters (clt_conv_tile_weights,
- * into clt_conv_tiled_weights_len floats; made once for as long as the
- * weights stay), x copied with its padding written out into work
- * (clt_conv_tiled_workspace floats), then y [batch, F, OH, OW] = the
- * weights applied to it, in blocks of v = 16 or 8 output columns, plus
- * bias (NULL: none), then ReLU where relu. clt_conv_tiled_fits: whether
- * it runs w (stride 1, its loops within the device's limit). */
+/* The tiled direct convolution (cl/conv.cl conv_tiled16, conv_tiled8
+ * and their _small forms; nn/conv2d.c offers it for stride 1, shaped for
+ * CPU devices): the weights [F, C, KH, KW] in tiles of 8 filters
+ * (clt_conv_tile_weights, into clt_conv_tiled_weights_len floats; made
+ * once for as long as the weights stay), x copied with its padding
+ * written out into work (clt_conv_tiled_workspace floats), then y [batch,
+ * F, OH, OW] = the weights applied to it, in blocks of v = 16 or 8 output
+ * columns, plus bias (NULL: none), then ReLU where relu.
+ * v | CLT_TILED_SMALL: the same with the small register tiles (a
+ * work-item's 4 filters by 2 rows, the weight gradient's 3 filters by 3
+ * taps, instead of 8 by 3: for CPUs with 16 vector registers), the same
+ * numbers. clt_conv_tiled_fits: whether it runs w (stride 1, its loops
+ * within the device's limit). */
+#define CLT_TILED_SMALL 0x100
 bool clt_conv_tiled_fits(const clt_context *ctx, const clt_window *w, int v);
 int64_t clt_conv_tiled_workspace(int64_t batch, const clt_window *w, int v);
 int64_t clt_conv_tiled_weights_len(int64_t F, const clt_window *w);

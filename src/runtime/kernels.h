@@ -83,8 +83,12 @@
   X(conv_tile_weights, "conv")                                                 \
   CLT_KERNEL_R16(X, conv_tiled16, "conv")                                      \
   CLT_KERNEL_R16(X, conv_tiled8, "conv")                                       \
+  CLT_KERNEL_R16(X, conv_tiled16_small, "conv")                                \
+  CLT_KERNEL_R16(X, conv_tiled8_small, "conv")                                 \
   X(conv_tiled_wgrad16, "conv")                                                \
   X(conv_tiled_wgrad8, "conv")                                                 \
+  X(conv_tiled_wgrad16_small, "conv")                                          \
+  X(conv_tiled_wgrad8_small, "conv")                                           \
   CLT_KERNEL_R16(X, maxpool_forward, "pool")                                   \
   CLT_KERNEL_R16(X, maxpool_backward, "pool")                                  \
   CLT_KERNEL_R16(X, maxpool_backward_scatter, "pool")                          \
