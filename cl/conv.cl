@@ -931,7 +931,7 @@ CONV_TILED(conv_tiled8_small, 8, 4, 2)
  * Xeon with AVX-512: 0.7-0.9x as long as 4 by 3 on 7x7 planes of 32 and
  * 128 channels, within noise on 28x28 ones; 4 by 6 took up to 2x as long
  * on 7x7 planes) and 3 by 3, "small" (AVX2: 8 by 3 spilled; 3 by 3 took
- * 0.6-0.8x as long as 8 by 3, 4 by 3 and 4 by 2 in between). */
+ * 0.7-0.8x as long as 8 by 3, 4 by 2 0.8-0.9x, 4 by 3 no less). */
 #define CONV_TILED_WGRAD(NAME, V, WG_F, WG_T)                                  \
   __kernel void NAME(                                                          \
       __global float *part, int part_off, __global const float *xp,            \

@@ -696,13 +696,22 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
     l.ids[count++] = WAY_DIRECT;
     l.ids[count++] = WAY_DIRECT_ELEMS;
   }
-  for (int way = WAY_TILED16; way <= WAY_TILED8_SMALL; way++)
-    if (tiled_offered(g, s, io, backward, tiled_v(way)))
-      l.ids[count++] = way;
-  if (pointwise(w) && nchw_fits) l.ids[count++] = WAY_POINTWISE;
-  int implicit_first = count;
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
   int group[CLT_MEASURE_MAX_WAYS] = {0};
+  /* The tiled ways as a group led by the smallest register tile in
+   * blocks of 8 (it spills nowhere): where it takes more than 3x as long as
+   * gemm + swap (gemm_measure.c's GROUP_SLOW_RATIO), the other tiles are
+   * not run (llvmpipe: the CNN's conv2 at batch 8, 4.5-5.8x, each run of
+   * the four 1.1-2.8 s forward and backward). */
+  static const int tiled_order[] = {WAY_TILED8_SMALL, WAY_TILED8,
+                                    WAY_TILED16, WAY_TILED16_SMALL};
+  for (int o = 0; o < 4; o++)
+    if (tiled_offered(g, s, io, backward, tiled_v(tiled_order[o]))) {
+      group[count] = 3;
+      l.ids[count++] = tiled_order[o];
+    }
+  if (pointwise(w) && nchw_fits) l.ids[count++] = WAY_POINTWISE;
+  int implicit_first = count;
   bool fp16 = false;
   CLT_TRY(implicit_fp16(g, &fp16));
   /* The implicit ways in order of cost (the 16x64 tiles first): a first
