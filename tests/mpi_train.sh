@@ -255,14 +255,17 @@ echo "ok: an infinite loss stops every rank, reported once"
 # Three ranks evaluate a shard each of 201 test images (the last batch has
 # fewer images than ranks) with rank 0's batch-norm statistics: the
 # accuracy reported is what `cltrain eval` gives for the checkpoint rank 0
-# saves, image for image.
+# saves, image for image. Plans off (the defaults, as above): measuring
+# the ResNet's convolutions took three ranks sharing two cores most of the
+# test's 600 s on rusticl, and the plans are not what is checked here.
 RESNET=$SAMPLES/fashion_resnet.model
-"${MR[@]}" -np 3 "$C" train "$RESNET" --data fashion-mnist --train-limit 192 \
-  --test-limit 201 --holdout 0 --epochs 1 --batch 16 --seed 4 \
-  --save "$T/ev.st" >"$T/out" 2>&1 || fail "3 ranks, eval: $(cat "$T/out")"
+CLT_PLAN=off "${MR[@]}" -np 3 "$C" train "$RESNET" --data fashion-mnist \
+  --train-limit 192 --test-limit 201 --holdout 0 --epochs 1 --batch 16 \
+  --seed 4 --save "$T/ev.st" >"$T/out" 2>&1 ||
+  fail "3 ranks, eval: $(cat "$T/out")"
 acc=$(sed -n 's/^final: test accuracy \([0-9.]*\),.*/\1/p' "$T/out")
 [ -n "$acc" ] || fail "3 ranks: no final test accuracy in: $(cat "$T/out")"
-"$C" eval "$RESNET" --weights "$T/ev.st" --data fashion-mnist \
+CLT_PLAN=off "$C" eval "$RESNET" --weights "$T/ev.st" --data fashion-mnist \
   --test-limit 201 >"$T/eval" 2>&1 || fail "eval: $(cat "$T/eval")"
 grep -qE "accuracy $acc \(" "$T/eval" ||
   fail "3 ranks reported test accuracy $acc, eval of rank 0's checkpoint: $(grep accuracy "$T/eval")"
