@@ -699,8 +699,8 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
   bool skip[CLT_MEASURE_MAX_WAYS] = {false};
   int group[CLT_MEASURE_MAX_WAYS] = {0};
   /* The tiled ways as a group led by the smallest register tile in
-   * blocks of 8 (it spills nowhere): where it takes more than 3x as long as
-   * gemm + swap (gemm_measure.c's GROUP_SLOW_RATIO), the other tiles are
+   * blocks of 8 (the fewest registers): where it takes more than 3x as
+   * long as gemm + swap (gemm_measure.c's GROUP_SLOW_RATIO), the others are
    * not run (llvmpipe: the CNN's conv2 at batch 8, 4.5-5.8x, each run of
    * the four 1.1-2.8 s forward and backward). */
   static const int tiled_order[] = {WAY_TILED8_SMALL, WAY_TILED8,
