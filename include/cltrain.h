@@ -833,8 +833,11 @@ CLT_API clt_status clt_graph_set_param(clt_graph *g, const char *name,
  * beta are fixed, but in training it still normalises by the batch and
  * updates its running statistics, as PyTorch's does (Keras's also runs
  * it in inference mode). Layers upstream of every trainable one run no
- * backward at all; a frozen layer between trainable ones still passes
- * the gradient through. Call it before clt_optimizer_create: on a
+ * backward at all; a frozen layer between trainable ones passes the
+ * gradient through but makes no weight gradient of its own (dense,
+ * conv2d, depthwise_conv2d: their parameters' gradient slots keep what
+ * they held; a batchnorm's and a layernorm's are still made, as part of
+ * their data gradient). Call it before clt_optimizer_create: on a
  * compiled graph it keeps the values but compiles again (which layers
  * need gradients, the buffers, the backward's plans), and an optimizer
  * made before it refuses to step. CLT_ERR_INVALID_ARGUMENT for a name

@@ -103,6 +103,39 @@ expect_error "--freeze: everything" "nothing is left to train" \
   -- "$C" train "${A[@]}" --freeze fc1,bn1,fc2
 expect_error "--freeze with --train-only" "exclude each other" \
   -- "$C" train "${A[@]}" --freeze fc1 --train-only fc2
+# bench train and tune freeze as train does: a frozen middle layer
+# (bn1, between the trained fc1 and fc2) said on bench's line; tune
+# plans as such a run compiles (fc1 frozen: no weight gradient planned);
+# the same errors.
+out=$("$C" bench train "$T/tiny.model" --batch 16 --steps 2 --freeze bn1)
+case $out in
+*"frozen_layers=1 trainable_params=12730"*) ;;
+*) fail "bench train --freeze bn1: $out" ;;
+esac
+out=$("$C" bench train "$T/tiny.model" --batch 16 --steps 2 --train-only fc2)
+case $out in
+*"frozen_layers=2 trainable_params=170"*) ;;
+*) fail "bench train --train-only fc2: $out" ;;
+esac
+out=$("$C" tune "$T/tiny.model" --batch 16 --freeze fc1,bn1)
+case $out in
+*"fc1 weight gradient"*) fail "tune --freeze fc1: its weight gradient planned" ;;
+*"fc2 weight gradient"*) ;;
+*) fail "tune --freeze fc1,bn1: $out" ;;
+esac
+expect_error "bench train --freeze: unknown layer" \
+  "cltrain bench train: --freeze" "no layer has that name" \
+  -- "$C" bench train "$T/tiny.model" --steps 1 --freeze fc3
+expect_error "bench train: --freeze with --train-only" "exclude each other" \
+  -- "$C" bench train "$T/tiny.model" --freeze fc1 --train-only fc2
+expect_error "tune --train-only: no weights" \
+  "cltrain tune: --train-only: train layer 'relu1'" \
+  -- "$C" tune "$T/tiny.model" --batch 4 --train-only relu1
+expect_error "tune --freeze: everything" "nothing is left to train" \
+  -- "$C" tune "$T/tiny.model" --batch 4 --freeze fc1,bn1,fc2
+expect_error "bench infer --freeze" "unknown option '--freeze'" \
+  -- "$C" bench infer "$T/tiny.model" --freeze fc1
+echo "ok: bench train and tune take --freeze and --train-only"
 # The same in mixed precision: the loss scaler's state (its scale, the
 # steps it has seen and skipped) is saved and restored, so the resumed run
 # skips no step a straight run would not.

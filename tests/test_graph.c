@@ -1034,6 +1034,88 @@ START_TEST(test_freeze_training) {
 }
 END_TEST
 
+/* Frozen layers between trainable ones, in every way of working their
+ * backward has: a 3x3 conv2d, a depthwise and a 1x1 conv2d, and a dense
+ * layer. Their backward makes the input's gradient only: their weight
+ * gradients keep what they held (NaN here), and c1's and f2's are the
+ * unfrozen graph's in the same way. */
+#define MIDDLE_MODEL                                                           \
+  "input shape=3x9x11\n"                                                       \
+  "conv2d name=c1 filters=5 kernel=3 padding=1 activation=relu\n"             \
+  "conv2d name=c2 filters=7 kernel=3 padding=1 activation=relu\n"             \
+  "depthwise_conv2d name=d kernel=3 padding=1\n"                              \
+  "conv2d name=c3 filters=3 kernel=1\n"                                       \
+  "flatten\n"                                                                 \
+  "dense name=f1 units=6 activation=relu\n"                                   \
+  "dense name=f2 units=4\n"                                                   \
+  "softmax_cross_entropy\n"
+
+static const char *const middle_ways[] = {
+    "gemm + swap",       "nchw direct",    "nchw direct c^T",
+    "rows",              "direct",         "direct per element",
+    "tiled 16",          "tiled 8",        "tiled 16 small",
+    "tiled 8 small",     "pointwise",      "implicit 64x64",
+    "implicit 16x64",    "implicit 128x128", "per element",
+    "per 4 rows",        "per 4 rows, eights"};
+
+START_TEST(test_freeze_middle_every_way) {
+  const char *way = middle_ways[_i];
+  static const char *const frozen[] = {"c2", "d", "c3", "f1"};
+  clt_graph *g[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_ok(graph_from_text(MIDDLE_MODEL, &g[k]));
+    for (int f = 0; k == 1 && f < 4; f++)
+      ck_assert_ok(clt_graph_set_trainable(g[k], frozen[f], false));
+    g[k]->test_way_name = way;
+    ck_assert_ok(clt_graph_compile(g[k], 3, 5));
+    random_batch(g[k], 3, 23, false);
+    ck_assert_ok(clt_graph_forward(g[k], true));
+  }
+  /* Where a frozen layer offers the way, it took it for its backward. */
+  int taken = 0;
+  for (int i = 0; i < clt_graph_plan_count(g[1]); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g[1], i, &p));
+    if (strcmp(p.product, "backward layout")) continue;
+    for (int c = 0; c < p.candidate_count; c++)
+      if (!strcmp(p.candidates[c].name, way)) {
+        ck_assert_str_eq(p.candidates[p.chosen].name, way);
+        taken++;
+      }
+  }
+  ck_assert_msg(taken > 0, "no frozen layer offers '%s'", way);
+  for (int f = 0; f < 4; f++) {
+    clt_graph_node *n = node_named(g[1], frozen[f]);
+    for (int k = 0; k < n->n_params; k++)
+      ck_assert_ok(clt_tensor_fill(&n->params[k].grad, NAN));
+  }
+  ck_assert_ok(clt_graph_backward(g[0]));
+  ck_assert_ok(clt_graph_backward(g[1]));
+  for (int f = 0; f < 4; f++) {
+    clt_graph_node *n = node_named(g[1], frozen[f]);
+    for (int k = 0; k < n->n_params; k++) {
+      float *v = grad_of(g[1], frozen[f], k);
+      for (int64_t i = 0; i < n->params[k].numel; i++)
+        ck_assert_msg(isnan(v[i]), "%s (%s): %s gradient [%lld] written",
+                      way, frozen[f], n->params[k].suffix, (long long)i);
+      free(v);
+    }
+  }
+  const char *trained[] = {"c1", "f2"};
+  for (int t = 0; t < 2; t++)
+    for (int k = 0; k < 2; k++) {
+      float *want = grad_of(g[0], trained[t], k),
+            *got = grad_of(g[1], trained[t], k);
+      expect_close(want, got, node_named(g[0], trained[t])->params[k].numel,
+                   trained[t]);
+      free(want);
+      free(got);
+    }
+  clt_graph_destroy(g[0]);
+  clt_graph_destroy(g[1]);
+}
+END_TEST
+
 START_TEST(test_freeze_errors) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(FREEZE_MODEL, &g));
@@ -1106,6 +1188,8 @@ static Suite *graph_suite(void) {
   tcase_add_test(freeze, test_freeze_gradients);
   tcase_add_test(freeze, test_freeze_training);
   tcase_add_test(freeze, test_freeze_errors);
+  tcase_add_loop_test(freeze, test_freeze_middle_every_way, 0,
+                      (int)(sizeof middle_ways / sizeof *middle_ways));
   suite_add_tcase(s, freeze);
   return s;
 }

@@ -1052,6 +1052,65 @@ START_TEST(forward_only_plans_forward) {
 }
 END_TEST
 
+/* Layers frozen between trainable ones (clt_graph_set_trainable) make
+ * no weight gradient: none of their weight-gradient products is planned,
+ * and their backward layouts (the data gradient alone) are plans of
+ * their own, measured where the trained layers' are stored already, and
+ * stored in turn; their other plans are the trained layers'. */
+START_TEST(frozen_plans_stored_apart) {
+  static const char *frozen_model =
+      "input shape=3x9x9\n"
+      "conv2d name=c1 filters=5 kernel=3 activation=relu\n"
+      "conv2d name=c2 filters=4 kernel=3\n"
+      "depthwise_conv2d name=d kernel=3 padding=1\n"
+      "flatten\n"
+      "dense name=f1 units=6\n"
+      "dense name=f2 units=3\n"
+      "softmax_cross_entropy\n";
+  static const char *const frozen[] = {"c2", "d", "f1"};
+  test_setenv("CLT_PLAN", NULL);
+  clt_context *ctx = open_ctx(CLT_PLAN_ENV);
+  use_ctx(ctx);
+  for (int round = 0; round < 3; round++) { /* trained, frozen, again */
+    clt_graph *g = NULL;
+    ck_assert_ok(graph_from_text(frozen_model, &g));
+    for (int k = 0; round > 0 && k < 3; k++)
+      ck_assert_ok(clt_graph_set_trainable(g, frozen[k], false));
+    ck_assert_ok(clt_graph_compile(g, BATCH, 5));
+    int wgrads = 0, measured = 0;
+    for (int i = 0; i < clt_graph_plan_count(g); i++) {
+      clt_plan_info p;
+      ck_assert_ok(clt_graph_plan_info(g, i, &p));
+      bool is_frozen = round > 0 && (!strcmp(p.layer, "c2") ||
+                                     !strcmp(p.layer, "d") ||
+                                     !strcmp(p.layer, "f1"));
+      bool wgrad = strstr(p.product, "weight gradient") != NULL;
+      wgrads += wgrad;
+      ck_assert_msg(!(is_frozen && wgrad), "frozen %s: %s planned", p.layer,
+                    p.product);
+      if (round == 0) continue; /* measured or stored by earlier tests */
+      bool own = is_frozen && !strcmp(p.product, "backward layout");
+      clt_plan_source want = round == 1 && own ? CLT_PLAN_FROM_MEASURED
+                                               : CLT_PLAN_FROM_CACHE;
+      ck_assert_msg(p.source == want, "round %d, %s %s: source %d", round,
+                    p.layer, p.product, (int)p.source);
+      measured += p.source == CLT_PLAN_FROM_MEASURED;
+    }
+    /* c1's and c2's (each with its rows form), f1's and f2's; frozen:
+     * c1's two and f2's */
+    ck_assert_int_eq(wgrads, round == 0 ? 6 : 3);
+    ck_assert_int_eq(measured, round == 1 ? 2 : 0);
+    /* and a step runs, the gradient passing the frozen layers to c1 */
+    random_batch(g, BATCH, 17, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    clt_graph_destroy(g);
+  }
+  use_ctx(g_main);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 /* Parameters after a few steps from one seed. */
 static float *train_steps(clt_graph *g, int64_t batch) {
   clt_optimizer_options oo;
@@ -1631,6 +1690,7 @@ static Suite *plans_suite(void) {
   tcase_add_test(cache, plan_cache_miss_hit_damaged);
   tcase_add_test(cache, plan_off_gives_defaults);
   tcase_add_test(cache, forward_only_plans_forward);
+  tcase_add_test(cache, frozen_plans_stored_apart);
   tcase_add_test(cache, mixed_plans_have_fp16_candidates);
   tcase_add_loop_test(cache, mma_plans_match_reference, 0, COUNT(cases));
   tcase_add_test(cache, mixed_training_on_fp16_route);

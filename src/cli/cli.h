@@ -156,6 +156,14 @@ void cli_ticker_stop(cli_ticker *t);
 clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
                              bool quiet);
 
+/* --freeze LAYERS or --train-only LAYERS (names, comma-separated; at
+ * most one of the two not NULL) of command cmd ("train"): those layers
+ * frozen, or every layer with weights but those; errors on stderr naming
+ * cmd and the option (an unknown name, a layer without weights), and a
+ * run with nothing left to train is refused (CLT_ERR_INVALID_ARGUMENT). */
+clt_status cli_freeze_layers(clt_context *ctx, clt_graph *g, const char *cmd,
+                             const char *freeze, const char *train_only);
+
 /* Returns from the calling function with the status of expr unless it is
  * CLT_OK. */
 #define CLI_TRY(expr)                                                          \

@@ -671,65 +671,21 @@ static int fail(clt_context *ctx, const char *what) {
   return 1;
 }
 
-/* Each name of a comma-separated list (spaces around names ignored),
- * trained or frozen. */
-static clt_status set_layers(clt_context *ctx, clt_graph *g, const char *list,
-                             const char *option, bool trainable) {
-  char name[256];
-  const char *p = list;
-  for (;;) {
-    while (*p == ' ') p++;
-    size_t len = strcspn(p, ",");
-    while (len > 0 && p[len - 1] == ' ') len--;
-    if (len == 0 || len >= sizeof name) {
-      fprintf(stderr, "cltrain train: %s '%s': %s\n", option, list,
-              len == 0 ? "an empty layer name (names are separated by commas)"
-                       : "a layer name too long");
-      return CLT_ERR_INVALID_ARGUMENT;
-    }
-    memcpy(name, p, len);
-    name[len] = '\0';
-    if (clt_graph_set_trainable(g, name, trainable) != CLT_OK) {
-      fprintf(stderr, "cltrain train: %s: %s\n", option,
-              clt_context_last_error(ctx));
-      return CLT_ERR_INVALID_ARGUMENT;
-    }
-    p += strcspn(p, ",");
-    if (!*p) return CLT_OK;
-    p++;
-  }
-}
-
 /* --freeze, --train-only, or with --resume the checkpoint's frozen layers;
  * a run with nothing left to train is refused. */
 static clt_status freeze_layers(clt_context *ctx, clt_graph *g,
                                 const train_args *a) {
-  clt_status st = CLT_OK;
-  if (a->freeze) {
-    st = set_layers(ctx, g, a->freeze, "--freeze", false);
-  } else if (a->train_only) {
-    st = clt_graph_set_trainable(g, NULL, false);
-    if (st == CLT_OK)
-      st = set_layers(ctx, g, a->train_only, "--train-only", true);
-  } else if (a->resume) {
-    char **names = NULL;
-    int n = 0;
-    st = clt_checkpoint_frozen_layers(ctx, a->resume, &names, &n);
-    for (int i = 0; st == CLT_OK && i < n; i++)
-      st = clt_graph_set_trainable(g, names[i], false);
-    clt_class_names_free(names, n);
-    if (st != CLT_OK) fail(ctx, a->resume);
-    return st;
-  }
-  if (st != CLT_OK) return st;
-  if (clt_graph_frozen_layers(g, NULL, 0) > 0 &&
-      clt_graph_parameter_count(g) == 0) {
-    fprintf(stderr, "cltrain train: %s: every layer with weights is frozen; "
-                    "nothing is left to train\n",
-            a->freeze ? "--freeze" : "--train-only");
-    return CLT_ERR_INVALID_ARGUMENT;
-  }
-  return CLT_OK;
+  if (a->freeze || a->train_only)
+    return cli_freeze_layers(ctx, g, "train", a->freeze, a->train_only);
+  if (!a->resume) return CLT_OK;
+  char **names = NULL;
+  int n = 0;
+  clt_status st = clt_checkpoint_frozen_layers(ctx, a->resume, &names, &n);
+  for (int i = 0; st == CLT_OK && i < n; i++)
+    st = clt_graph_set_trainable(g, names[i], false);
+  clt_class_names_free(names, n);
+  if (st != CLT_OK) fail(ctx, a->resume);
+  return st;
 }
 
 /* An epoch's losses and accuracies as JSON members (accuracies null for
@@ -1453,12 +1409,24 @@ static int print_profile(clt_context *ctx, bool by_layer, long long steps,
 static const char *const profile_by_names[] = {"op", "layer", NULL};
 enum { PROFILE_BY_OP, PROFILE_BY_LAYER };
 
+/* What bench train and bench infer were asked for. */
+typedef struct bench_args {
+  const char *model, *device;
+  bool infer; /* bench infer */
+  long long batch, steps;
+  bool profile;
+  int profile_by, precision;
+  const char *freeze, *train_only; /* layer names (bench train), or NULL */
+} bench_args;
+
 /* One device's steady-state images/s: training steps, or with infer
  * (bench infer) forward passes of a forward-only graph in evaluation mode. */
-static int bench_train_one(const char *model, const char *device, bool infer,
-                           long long batch, long long steps, bool profile,
-                           int profile_by, int precision,
+static int bench_train_one(const bench_args *b, const char *device,
                            double *images_per_sec) {
+  const char *model = b->model;
+  bool infer = b->infer, profile = b->profile;
+  long long batch = b->batch, steps = b->steps;
+  int precision = b->precision, profile_by = b->profile_by;
   clt_context *ctx = cli_open_context(device, profile);
   if (!ctx) return 1;
   clt_graph *g = NULL;
@@ -1469,8 +1437,14 @@ static int bench_train_one(const char *model, const char *device, bool infer,
   int rc = 1;
   double secs = 0.0;
   bench_data data = {0};
-  if (clt_graph_load_model(ctx, model, &g) != CLT_OK ||
-      clt_graph_set_precision(g, (clt_precision)precision) != CLT_OK ||
+  if (clt_graph_load_model(ctx, model, &g) != CLT_OK) {
+    fail(ctx, model);
+    goto done;
+  }
+  if (cli_freeze_layers(ctx, g, "bench train", b->freeze, b->train_only) !=
+      CLT_OK)
+    goto done;
+  if (clt_graph_set_precision(g, (clt_precision)precision) != CLT_OK ||
       clt_graph_set_forward_only(g, infer) != CLT_OK ||
       cli_compile_graph(g, batch, 1, false) != CLT_OK ||
       (!infer && clt_optimizer_create(g, &oo, &opt) != CLT_OK) ||
@@ -1493,12 +1467,17 @@ static int bench_train_one(const char *model, const char *device, bool infer,
   clt_memory_stats mem;
   clt_context_memory_stats(ctx, &mem);
   printf("cltrain model=%s batch=%lld device=\"%s\" steps=%lld "
-         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f%s%s\n",
+         "images_per_sec=%.1f step_ms=%.3f peak_device_mib=%.1f%s%s",
          model, batch, clt_context_device(ctx)->name, steps,
          (double)(batch * steps) / secs, secs * 1e3 / (double)steps,
          (double)mem.device_bytes_peak / 1048576.0,
          precision == CLT_PRECISION_MIXED ? " precision=mixed" : "",
          infer ? " mode=infer" : "");
+  int frozen = clt_graph_frozen_layers(g, NULL, 0);
+  if (frozen > 0)
+    printf(" frozen_layers=%d trainable_params=%lld", frozen,
+           (long long)clt_graph_parameter_count(g));
+  printf("\n");
   /* The figure is out before anything else can fail (into a pipe stdout
    * is held back, and a driver that crashed while the context was torn
    * down took it along). */
@@ -1539,9 +1518,10 @@ static clt_status bench_steps_dist(clt_dist *dist, clt_graph *g,
 /* cltrain bench train under mpirun: every rank times the same steps,
  * with the allreduce; rank 0 prints each rank's images/s, the total and
  * the share of the step spent waiting for the allreduce. */
-static int bench_train_ranks(clt_dist *dist, const char *model,
-                             const char *device, long long batch,
-                             long long steps, int precision) {
+static int bench_train_ranks(clt_dist *dist, const bench_args *b) {
+  const char *model = b->model, *device = b->device;
+  long long batch = b->batch, steps = b->steps;
+  int precision = b->precision;
   char spec[64];
   clt_context *ctx =
       cli_open_context(cli_rank_device(device, dist, spec, sizeof spec), false);
@@ -1558,6 +1538,8 @@ static int bench_train_ranks(clt_dist *dist, const char *model,
   clt_dist_stats *before = calloc((size_t)n, sizeof *before);
   clt_status st = all && before ? CLT_OK : CLT_ERR_HOST_MEMORY;
   if (st == CLT_OK) st = clt_graph_load_model(ctx, model, &g);
+  if (st == CLT_OK)
+    st = cli_freeze_layers(ctx, g, "bench train", b->freeze, b->train_only);
   if (st == CLT_OK)
     st = clt_graph_set_precision(g, (clt_precision)precision);
   if (st == CLT_OK) st = cli_compile_graph(g, batch, 1, false);
@@ -1615,8 +1597,7 @@ done:
 
 /* Trains the model on every device present and prints a table: the
  * answer to "do I need a GPU?" on this machine. */
-static int bench_all_devices(const char *model, bool infer, long long batch,
-                             long long steps, int precision) {
+static int bench_all_devices(const bench_args *b) {
   clt_device_list list;
   char err[8192];
   if (clt_device_list_get(&list, err, sizeof err) != CLT_OK) {
@@ -1632,8 +1613,9 @@ static int bench_all_devices(const char *model, bool infer, long long batch,
   for (size_t i = 0; i < list.count; i++) {
     char spec[32];
     snprintf(spec, sizeof spec, "%d", list.devices[i].index);
-    if (bench_train_one(model, spec, infer, batch, steps, false, PROFILE_BY_OP,
-                        precision, &ips[i]) != 0) {
+    bench_args one = *b;
+    one.profile = false;
+    if (bench_train_one(&one, spec, &ips[i]) != 0) {
       ips[i] = 0.0;
       failures++;
     }
@@ -1647,10 +1629,10 @@ static int bench_all_devices(const char *model, bool infer, long long batch,
     const clt_device_info *d = &list.devices[i];
     if (ips[i] > 0.0)
       printf("%-5d %-40.40s %-24.24s %6lld %12.1f %8.2fx\n", d->index, d->name,
-             d->platform_name, batch, ips[i], ips[i] / slowest);
+             d->platform_name, b->batch, ips[i], ips[i] / slowest);
     else
       printf("%-5d %-40.40s %-24.24s %6lld %12s %9s\n", d->index, d->name,
-             d->platform_name, batch, "failed", "-");
+             d->platform_name, b->batch, "failed", "-");
   }
   free(ips);
   clt_device_list_free(&list);
@@ -1659,33 +1641,44 @@ static int bench_all_devices(const char *model, bool infer, long long batch,
 
 /* bench train, or with infer bench infer. */
 static int bench_model(int argc, char **argv, bool infer) {
-  const char *device = NULL;
-  long long batch = 32, steps = 200;
-  bool profile = false, by_given = false;
-  int precision = CLT_PRECISION_FP32, profile_by = PROFILE_BY_OP;
+  bench_args b = {.infer = infer, .batch = 32, .steps = 200,
+                  .profile_by = PROFILE_BY_OP,
+                  .precision = CLT_PRECISION_FP32};
+  bool by_given = false;
   const cli_option options[] = {
-      {"batch", CLI_INT, &batch, "B", "batch size (default 32)", 1, INT_MAX,
+      {"batch", CLI_INT, &b.batch, "B", "batch size (default 32)", 1, INT_MAX,
        0, 0, 0},
-      {"steps", CLI_INT, &steps, "N", "timed steps (default 200)", 1, INT_MAX,
-       0, 0, 0},
-      {"device", CLI_STRING, &device, "D|all",
+      {"steps", CLI_INT, &b.steps, "N", "timed steps (default 200)", 1,
+       INT_MAX, 0, 0, 0},
+      {"device", CLI_STRING, &b.device, "D|all",
        "device (see `cltrain devices`); all: every device,\n"
        "compared in a table",
        0, 0, 0, 0, 0},
-      {"profile", CLI_FLAG, &profile, NULL, "add the device time of each op",
-       0, 0, 0, 0, 0},
-      {"profile-by", CLI_CHOICE, &profile_by, "op|layer",
+      {"profile", CLI_FLAG, &b.profile, NULL,
+       "add the device time of each op", 0, 0, 0, 0, 0},
+      {"profile-by", CLI_CHOICE, &b.profile_by, "op|layer",
        "--profile's rows: per op (default), or per layer\n"
        "(its forward or backward) and op; implies --profile",
        0, 0, 0, profile_by_names, &by_given},
-      {"precision", CLI_CHOICE, &precision, "P",
+      {"precision", CLI_CHOICE, &b.precision, "P",
        "fp32 (default) or mixed (as train --precision)", 0, 0, 0,
        cli_precision_names, 0},
+      /* bench train only (the last two) */
+      {"freeze", CLI_STRING, &b.freeze, "LAYERS",
+       "freeze these layers (as train --freeze): fine-tuning's\n"
+       "steps, which make no weight gradient for them",
+       0, 0, 0, 0, 0},
+      {"train-only", CLI_STRING, &b.train_only, "LAYERS",
+       "freeze every layer with weights but these", 0, 0, 0, 0, 0},
   };
+  int count = (int)(sizeof options / sizeof options[0]) - (infer ? 2 : 0);
   const cli_command cmd = {
       infer ? "bench infer" : "bench train",
-      "MODEL [--batch B] [--steps N] [--device D|all] [--profile] "
-      "[--profile-by op|layer] [--precision P]",
+      infer ? "MODEL [--batch B] [--steps N] [--device D|all] [--profile] "
+              "[--profile-by op|layer] [--precision P]"
+            : "MODEL [--batch B] [--steps N] [--device D|all] [--profile] "
+              "[--profile-by op|layer] [--precision P] [--freeze LAYERS | "
+              "--train-only LAYERS]",
       infer ? "  steady-state images/s of inference: forward passes in evaluation\n"
               "  mode (batch-norm's running statistics, no dropout) of a graph\n"
               "  compiled for forward passes only, to the softmax's probabilities,\n"
@@ -1693,13 +1686,19 @@ static int bench_model(int argc, char **argv, bool infer) {
               "  loss); the data already on the device\n"
             : "  steady-state images/s of forward + backward + Adam update, the data\n"
               "  already on the device\n",
-      options, (int)(sizeof options / sizeof options[0]), 1, 1, "MODEL file"};
-  const char *model = NULL;
+      options, count, 1, 1, "MODEL file"};
   int npos = 0;
-  int rc = cli_parse(&cmd, argc, argv, &model, &npos);
+  int rc = cli_parse(&cmd, argc, argv, &b.model, &npos);
   if (rc >= 0) return rc;
-  if (device && !strcasecmp(device, "all"))
-    return bench_all_devices(model, infer, batch, steps, precision);
+  if (b.freeze && b.train_only) {
+    fprintf(stderr, "cltrain bench train: --freeze and --train-only exclude "
+                    "each other (--train-only LAYERS freezes every other "
+                    "layer)\n");
+    return 2;
+  }
+  b.profile = b.profile || by_given;
+  if (b.device && !strcasecmp(b.device, "all")) return bench_all_devices(&b);
+  double ips;
   if (infer) {
     const char *ranks = cli_launched_ranks();
     if (ranks && atoi(ranks) > 1) {
@@ -1708,22 +1707,18 @@ static int bench_model(int argc, char **argv, bool infer) {
                       "with --device D for each device\n");
       return 2;
     }
-    double ips;
-    return bench_train_one(model, device, true, batch, steps,
-                           profile || by_given, profile_by, precision, &ips);
+    return bench_train_one(&b, b.device, &ips);
   }
   clt_dist *dist = NULL;
   if (cli_dist_open(&dist) != 0) return 1;
   if (dist && clt_dist_size(dist) > 1) {
-    rc = bench_train_ranks(dist, model, device, batch, steps, precision);
+    rc = bench_train_ranks(dist, &b);
     if (rc != 0 && !clt_dist_failed_together(dist)) clt_dist_abort(dist, rc);
     clt_dist_destroy(dist);
     return rc;
   }
   clt_dist_destroy(dist);
-  double ips;
-  return bench_train_one(model, device, false, batch, steps,
-                         profile || by_given, profile_by, precision, &ips);
+  return bench_train_one(&b, b.device, &ips);
 }
 
 int cli_bench_train(int argc, char **argv) {

@@ -88,6 +88,7 @@ static int tune_gemm(clt_context *ctx, const char *sets) {
 
 int cli_tune(int argc, char **argv) {
   const char *device = NULL, *sets_path = NULL;
+  const char *freeze = NULL, *train_only = NULL;
   bool cached = false, gemm = false;
   long long batch = 0;
   int precision = CLT_PRECISION_FP32;
@@ -112,16 +113,23 @@ int cli_tune(int argc, char **argv) {
        "(README \"Measured plans\"; clblast_sets.py makes them\n"
        "from CLBlast's own tuners)",
        0, 0, 0, 0, 0},
+      {"freeze", CLI_STRING, &freeze, "LAYERS",
+       "plan as train --freeze LAYERS runs (a frozen layer's\n"
+       "backward makes no weight gradient: plans of its own)",
+       0, 0, 0, 0, 0},
+      {"train-only", CLI_STRING, &train_only, "LAYERS",
+       "plan as train --train-only LAYERS runs", 0, 0, 0, 0, 0},
   };
   const cli_command cmd = {
       "tune",
-      "[MODEL --batch B] [--precision P] [--gemm [--sets FILE]] "
-      "[--device D] [--cached]",
+      "[MODEL --batch B] [--precision P] [--freeze LAYERS | --train-only "
+      "LAYERS] [--gemm [--sets FILE]] [--device D] [--cached]",
       "  measures every product of MODEL compiled for batch B on the device,\n"
       "  prints each way to run it (time, GFLOP/s) and the one chosen, and\n"
       "  stores the plans beside the kernel cache for later runs; --gemm\n"
       "  first measures CLBlast's kernel parameters for the device\n",
-      options, 6, 0, 1, "MODEL file"};
+      options, (int)(sizeof options / sizeof options[0]), 0, 1,
+      "MODEL file"};
   const char *model = NULL;
   int npos = 0; /* model stays NULL without one */
   int rc = cli_parse(&cmd, argc, argv, &model, &npos);
@@ -137,6 +145,16 @@ int cli_tune(int argc, char **argv) {
   }
   if (npos == 1 && batch < 1) {
     fprintf(stderr, "cltrain tune: --batch B is required\n");
+    return 2;
+  }
+  if (freeze && train_only) {
+    fprintf(stderr, "cltrain tune: --freeze and --train-only exclude each "
+                    "other (--train-only LAYERS freezes every other layer)\n");
+    return 2;
+  }
+  if ((freeze || train_only) && !model) {
+    fprintf(stderr, "cltrain tune: --%s needs a MODEL file\n",
+            freeze ? "freeze" : "train-only");
     return 2;
   }
   char *sets = NULL;
@@ -170,11 +188,16 @@ int cli_tune(int argc, char **argv) {
   clt_graph *g = NULL;
   double t0 = cli_now();
   st = clt_graph_load_model(ctx, model, &g);
+  bool told = false; /* cli_freeze_layers printed its error */
+  if (st == CLT_OK && (freeze || train_only)) {
+    st = cli_freeze_layers(ctx, g, "tune", freeze, train_only);
+    told = st != CLT_OK;
+  }
   if (st == CLT_OK) st = clt_graph_set_precision(g, (clt_precision)precision);
   if (st == CLT_OK) st = clt_graph_compile(g, batch, 1);
   double compile_s = cli_now() - t0;
   if (st != CLT_OK) {
-    fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
+    if (!told) fprintf(stderr, "cltrain: %s\n", clt_context_last_error(ctx));
     clt_graph_destroy(g);
     clt_context_destroy(ctx);
     return 1;

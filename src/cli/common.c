@@ -338,3 +338,54 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
           measured > 0 ? "; later runs at this batch size load them" : "");
   return CLT_OK;
 }
+
+/* Each name of a comma-separated list (spaces around names ignored),
+ * trained or frozen; errors name the command (`cmd`) and option. */
+static clt_status set_layers(clt_context *ctx, clt_graph *g, const char *cmd,
+                             const char *list, const char *option,
+                             bool trainable) {
+  char name[256];
+  const char *p = list;
+  for (;;) {
+    while (*p == ' ') p++;
+    size_t len = strcspn(p, ",");
+    while (len > 0 && p[len - 1] == ' ') len--;
+    if (len == 0 || len >= sizeof name) {
+      fprintf(stderr, "cltrain %s: %s '%s': %s\n", cmd, option, list,
+              len == 0 ? "an empty layer name (names are separated by commas)"
+                       : "a layer name too long");
+      return CLT_ERR_INVALID_ARGUMENT;
+    }
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (clt_graph_set_trainable(g, name, trainable) != CLT_OK) {
+      fprintf(stderr, "cltrain %s: %s: %s\n", cmd, option,
+              clt_context_last_error(ctx));
+      return CLT_ERR_INVALID_ARGUMENT;
+    }
+    p += strcspn(p, ",");
+    if (!*p) return CLT_OK;
+    p++;
+  }
+}
+
+clt_status cli_freeze_layers(clt_context *ctx, clt_graph *g, const char *cmd,
+                             const char *freeze, const char *train_only) {
+  clt_status st = CLT_OK;
+  if (freeze) {
+    st = set_layers(ctx, g, cmd, freeze, "--freeze", false);
+  } else if (train_only) {
+    st = clt_graph_set_trainable(g, NULL, false);
+    if (st == CLT_OK)
+      st = set_layers(ctx, g, cmd, train_only, "--train-only", true);
+  }
+  if (st != CLT_OK) return st;
+  if (clt_graph_frozen_layers(g, NULL, 0) > 0 &&
+      clt_graph_parameter_count(g) == 0) {
+    fprintf(stderr, "cltrain %s: %s: every layer with weights is frozen; "
+                    "nothing is left to train\n",
+            cmd, freeze ? "--freeze" : "--train-only");
+    return CLT_ERR_INVALID_ARGUMENT;
+  }
+  return CLT_OK;
+}

@@ -416,6 +416,14 @@ void clt_graph_plan_release(clt_graph *g);
 clt_param *clt_node_add_param(clt_graph_node *n, const char *suffix, int ndim,
                               const int64_t *shape);
 
+/* Where a backward writes parameter k's gradient: NULL where it is not
+ * trained (a frozen layer between trainable ones passes its input's
+ * gradient on but computes no weight gradient, as PyTorch skips a
+ * parameter with requires_grad false). */
+static inline clt_tensor *clt_node_param_grad(clt_graph_node *n, int k) {
+  return n->params[k].trainable ? &n->params[k].grad : NULL;
+}
+
 /* p's name as checkpoints and clt_graph_param_info give it:
  * "<node>.<suffix>" ("fc1.weight"). */
 void clt_param_name(const clt_graph_node *n, const clt_param *p, char *buf,

@@ -231,7 +231,8 @@ typedef struct conv_io {
   clt_tensor *y;    /* forward: NCHW output */
   clt_tensor *dy;   /* backward: NCHW gradient of y (a fused ReLU's
                        backward rewrites it in place) */
-  clt_tensor *dw, *db, *dcol;
+  clt_tensor *dw, *db, *dcol; /* dw, db NULL: the layer is frozen (every
+                                 way then skips its weight gradient) */
   clt_tensor *work; /* split-K or per-image partials of dW */
   bool relu;        /* a fused ReLU (clt_graph_node.fused_relu) */
   bool colmajor;    /* NCHW direct: its GEMMs in the column-major form */
@@ -336,8 +337,9 @@ static clt_status backward_swap(clt_graph *g, const conv_state *s,
   if (io->db)
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->tmp, 1, s->filters,
                                      io->batch * ohw, false));
-  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, io->batch, io->tmp,
-                      io->col, io->dw, io->work));
+  if (io->dw)
+    CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, io->batch,
+                        io->tmp, io->col, io->dw, io->work));
   if (!io->dcol) return CLT_OK;
   return run_product(g, s, dgrad_product, &s->plan_dcol, io->batch,
                      io->weight, io->tmp, io->dcol, io->work);
@@ -382,10 +384,12 @@ static clt_status backward_per_image(clt_graph *g, const conv_state *s,
   CLT_TRY(dy_in_nchw(g, s, io));
   image_cols col = cols_of(s, io, pointwise_way);
   clt_tensor *partials = b > 1 ? io->work : io->dw;
-  CLT_TRY(per_image(g, io, pointwise_way ? &s->plan_dw : NULL, CLT_NO_TRANS,
-                    CLT_TRANS, f, ckk, ohw, io->dy, ohw, f * ohw, col.t,
-                    col.ld, col.stride, 0.0f, partials, ckk, f * ckk));
-  if (b > 1)
+  if (io->dw)
+    CLT_TRY(per_image(g, io, pointwise_way ? &s->plan_dw : NULL,
+                      CLT_NO_TRANS, CLT_TRANS, f, ckk, ohw, io->dy, ohw,
+                      f * ohw, col.t, col.ld, col.stride, 0.0f, partials,
+                      ckk, f * ckk));
+  if (io->dw && b > 1)
     CLT_TRY(clt_sum_slices(g->ctx, io->dw, io->work, f * ckk, b, 1.0f, 0.0f));
   if (!pointwise_way) return dcol_nchw(g, s, io);
   if (!io->dx) return CLT_OK;
@@ -406,6 +410,10 @@ static clt_status backward_per_image(clt_graph *g, const conv_state *s,
 static clt_status backward_direct(clt_graph *g, const conv_state *s,
                                   const conv_io *io, const clt_window *w) {
   int64_t ohw = s->w.OH * s->w.OW, f = s->filters, b = io->batch;
+  if (!io->dw) { /* frozen: dy through the ReLU, then dcol */
+    CLT_TRY(dy_in_nchw(g, s, io));
+    return dcol_nchw(g, s, io);
+  }
   bool relu_first = io->relu && io->dcol;
   if (relu_first)
     CLT_TRY(clt_activation_backward(g->ctx, io->dy, io->dy, io->out, io->out,
@@ -428,8 +436,9 @@ static clt_status backward_rows(clt_graph *g, const conv_state *s,
   if (io->db)
     CLT_TRY(clt_sum_channels_forward(g->ctx, io->db, io->dy, io->batch,
                                      s->filters, ohw, false));
-  CLT_TRY(run_product(g, s, wgrad_rows_product, &s->plan_dwr, io->batch,
-                      io->tmp, io->col, io->dw, io->work));
+  if (io->dw)
+    CLT_TRY(run_product(g, s, wgrad_rows_product, &s->plan_dwr, io->batch,
+                        io->tmp, io->col, io->dw, io->work));
   if (!io->dcol) return CLT_OK;
   return run_product(g, s, drow_product, &s->plan_drow, io->batch, io->tmp,
                      io->weight, io->dcol, NULL);
@@ -444,8 +453,9 @@ static clt_status backward_tiled(clt_graph *g, const conv_state *s,
                                  const conv_io *io, int v) {
   int64_t f = s->filters, b = io->batch;
   CLT_TRY(dy_in_nchw(g, s, io));
-  CLT_TRY(clt_conv_tiled_wgrad(g->ctx, v, io->dw, io->work, io->x, io->dy, b,
-                               f, &s->w, io->col));
+  if (io->dw)
+    CLT_TRY(clt_conv_tiled_wgrad(g->ctx, v, io->dw, io->work, io->x, io->dy,
+                                 b, f, &s->w, io->col));
   if (!io->dx) return CLT_OK;
   return clt_conv_tiled_dgrad(g->ctx, v, io->dx, io->dy, io->weight, b, f,
                               &s->w, io->acc, io->round, io->col);
@@ -458,9 +468,10 @@ static clt_status backward_implicit(clt_graph *g, const conv_state *s,
                                     const conv_io *io, int config) {
   int64_t f = s->filters, b = io->batch;
   CLT_TRY(dy_in_nchw(g, s, io));
-  CLT_TRY(clt_conv_implicit_wgrad(g->ctx, config, s->implicit_splits[config],
-                                  io->dw, io->work, io->x, io->dy, b, f,
-                                  &s->w));
+  if (io->dw)
+    CLT_TRY(clt_conv_implicit_wgrad(g->ctx, config,
+                                    s->implicit_splits[config], io->dw,
+                                    io->work, io->x, io->dy, b, f, &s->w));
   if (!io->dx) return CLT_OK;
   return clt_conv_implicit_dgrad(g->ctx, config, io->dx, io->dy, io->weight,
                                  b, f, &s->w, io->acc, io->round);
@@ -568,7 +579,8 @@ static clt_status run_way(clt_graph *g, const conv_state *s,
   /* col holds the forward's unfold only where it is kept and the forward
    * made one. */
   bool unfold = w.rows || !s->col_kept || s->fwd_way >= WAY_DIRECT;
-  if (!direct && !tiled && unfold)
+  /* (read only by dW: none where the layer is frozen) */
+  if (!direct && !tiled && unfold && io.dw)
     CLT_TRY(clt_im2col_forward(g->ctx, io.col, io.x, io.batch, &w));
   if (direct)
     CLT_TRY(backward_direct(g, s, &io, &dwin));
@@ -649,8 +661,8 @@ static void note_implicit(clt_graph *g, const double *seconds, int first,
 
 /* Whether the tiled way in blocks of v columns is offered: stride 1, its
  * padded copies within col; backward, where the weight gradient's loops
- * fit the device, and where dx is wanted, the padding allows the flipped
- * window. */
+ * fit the device (where it is made: not for a frozen layer), and where dx
+ * is wanted, the padding allows the flipped window. */
 static bool tiled_offered(clt_graph *g, const conv_state *s,
                           const conv_io *io, bool backward, int v) {
   int64_t b = g->max_batch, f = s->filters;
@@ -658,8 +670,9 @@ static bool tiled_offered(clt_graph *g, const conv_state *s,
   bool fits = s->tiles && clt_conv_tiled_fits(g->ctx, w, v) &&
               clt_conv_tiled_workspace(b, w, v) <= io->col->numel;
   if (!backward || !fits) return fits;
-  return clt_conv_tiled_wgrad_fits(g->ctx, w, f, v) &&
-         clt_conv_tiled_wgrad_pads(b, f, w, v) <= io->col->numel &&
+  return (!io->dw || (clt_conv_tiled_wgrad_fits(g->ctx, w, f, v) &&
+                      clt_conv_tiled_wgrad_pads(b, f, w, v) <=
+                          io->col->numel)) &&
          (!io->dx || (clt_conv_tiled_dgrad_fits(g->ctx, w, f, v) &&
                       clt_conv_tiled_dgrad_workspace(b, f, w, v) <=
                           io->col->numel));
@@ -725,27 +738,32 @@ static clt_status plan_layout(clt_graph *g, clt_graph_node *n,
     l.ids[count++] = WAY_IMPLICIT + c;
   }
   char shape[64], key[512];
-  clt_gemm_product whole =
-      backward ? wgrad_product(s, b) : forward_product(s, b);
+  /* A frozen layer's backward is its data gradient alone. */
+  bool frozen = backward && !io->dw;
+  clt_gemm_product whole = frozen     ? dgrad_product(s, b)
+                           : backward ? wgrad_product(s, b)
+                                      : forward_product(s, b);
   clt_gemm_product_str(&whole, shape, sizeof shape);
   /* The swap way's time depends on its products' plans too, but those are
    * stored and measured again together with this choice. */
   snprintf(key, sizeof key,
            "conv2d %lldx%lldx%lld to %lld, kernel %lldx%lld, padding "
            "%lldx%lld, stride %lldx%lld, dilation %lldx%lld, batch %lld, "
-           "bias %d, relu %d, dx %d, %s",
+           "bias %d, relu %d, dx %d, %s%s",
            (long long)w->C, (long long)w->H, (long long)w->W,
            (long long)s->filters, (long long)w->KH, (long long)w->KW,
            (long long)w->pad_h, (long long)w->pad_w, (long long)w->stride_h,
            (long long)w->stride_w, (long long)w->dil_h, (long long)w->dil_w,
            (long long)b, s->bias, io->relu, io->dx != NULL,
-           backward ? "unfold and fold included" : "unfold included");
+           backward ? "unfold and fold included" : "unfold included",
+           frozen ? ", frozen" : "");
   double flops = 2.0 * (double)s->filters * (double)ckk * (double)(b * ohw);
-  if (backward) flops *= io->dx ? 2.0 : 1.0;
+  if (backward && !frozen) flops *= io->dx ? 2.0 : 1.0;
   clt_tensor checks[2];
   int nchecks = 0;
   if (backward) {
-    checks[nchecks++] = clt_tensor_slice_1d(io->dw, 0, io->dw->numel);
+    if (io->dw)
+      checks[nchecks++] = clt_tensor_slice_1d(io->dw, 0, io->dw->numel);
     if (io->dx)
       checks[nchecks++] =
           clt_tensor_slice_1d(io->dx, 0, b * w->C * w->H * w->W);
@@ -894,20 +912,21 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
                    dcol = dgrad_product(s, b), dwr = wgrad_rows_product(s, b),
                    drow = drow_product(s, b);
   const clt_tensor *weight = &n->params[0].value;
-  clt_tensor *dweight = &n->params[0].grad;
+  /* NULL where the layer is frozen: no weight gradient to plan or run. */
+  clt_tensor *dweight = clt_node_param_grad(n, 0);
   CLT_TRY(clt_graph_plan_product(g, n, "forward", &fwd, weight, col, tmp,
                                  &s->plan_fwd));
   /* No gradient (a forward-only graph): no backward to plan. */
   bool bwd = n->grad != NULL, dx = bwd && in->needs_grad;
   s->plan_dw = s->plan_dcol = s->plan_dwr = s->plan_drow =
       (clt_gemm_plan){CLT_GEMM_ONE, 1, 0, false, 0};
-  if (bwd)
+  if (bwd && dweight)
     CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, tmp, col,
                                    dweight, &s->plan_dw));
   if (dx)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dcol, weight, tmp,
                                    col, &s->plan_dcol));
-  if (bwd)
+  if (bwd && dweight)
     CLT_TRY(clt_graph_plan_product(g, n, "weight gradient (rows)", &dwr, tmp,
                                    col, dweight, &s->plan_dwr));
   if (dx)
@@ -968,7 +987,7 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
   conv_io bio = {.batch = b, .weight = weight, .x = bx,
                  .dx = dx ? in->grad : NULL, .col = col, .tmp = tmp,
                  .dy = n->grad, .dw = dweight,
-                 .db = s->bias ? &n->params[1].grad : NULL,
+                 .db = s->bias ? clt_node_param_grad(n, 1) : NULL,
                  .dcol = dx ? col : NULL, .work = work,
                  .relu = n->fused_relu, .out = bout};
   clt_status st = CLT_OK;
@@ -990,7 +1009,9 @@ static clt_status plan_products(clt_graph *g, clt_graph_node *n) {
     clt_tensor_destroy(s->tiles);
     s->tiles = NULL;
   }
-  int64_t need = s->bwd_way >= WAY_IMPLICIT
+  /* The workspace holds partial weight gradients: none where frozen. */
+  int64_t need = !dweight ? 0
+                 : s->bwd_way >= WAY_IMPLICIT
                      ? implicit_work[s->bwd_way - WAY_IMPLICIT]
                  : s->bwd_way == WAY_POINTWISE ? nchw_work
                  : s->bwd_way >= WAY_TILED16
@@ -1065,8 +1086,8 @@ static clt_status conv_backward(clt_graph *g, clt_graph_node *n) {
   conv_io io = {.batch = g->batch, .weight = &n->params[0].value,
                 .x = clt_graph_in(g, n, 0)->out, .dx = dx, .acc = acc,
                 .col = s->bcol, .tmp = s->btmp, .dy = n->grad,
-                .dw = &n->params[0].grad,
-                .db = s->bias ? &n->params[1].grad : NULL,
+                .dw = clt_node_param_grad(n, 0),
+                .db = s->bias ? clt_node_param_grad(n, 1) : NULL,
                 .dcol = dx ? s->bcol : NULL, .work = s->work,
                 .relu = n->fused_relu, .out = n->out};
   /* dx comes from col2im or the implicit data gradient: ours. */

@@ -126,21 +126,25 @@ static clt_status dense_forward(clt_graph *g, clt_graph_node *n) {
 static clt_status dense_backward(clt_graph *g, clt_graph_node *n) {
   dense_state *s = n->state;
   clt_graph_node *in = clt_graph_in(g, n, 0);
+  /* Frozen (clt_node_param_grad): no dW, no db. */
+  clt_tensor *dw = clt_node_param_grad(n, 0);
+  clt_tensor *db = s->bias ? clt_node_param_grad(n, 1) : NULL;
   /* The gradient through a fused ReLU, in place: dy times out > 0; with a
    * bias, its gradient (dy's column sums) in the same pass. */
-  if (n->fused_relu && s->bias)
-    CLT_TRY(clt_sum_columns_relu(g->ctx, &n->params[1].grad, n->grad, n->out,
-                                 g->batch, s->units));
+  if (n->fused_relu && db)
+    CLT_TRY(clt_sum_columns_relu(g->ctx, db, n->grad, n->out, g->batch,
+                                 s->units));
   else if (n->fused_relu)
     CLT_TRY(clt_activation_backward(g->ctx, n->grad, n->grad, n->out, n->out,
                                     g->batch * s->units, CLT_ACT_RELU, 0.0f,
                                     false, NULL));
-  else if (s->bias)
-    CLT_TRY(clt_sum_channels_forward(g->ctx, &n->params[1].grad, n->grad,
-                                     g->batch, s->units, 1, false));
+  else if (db)
+    CLT_TRY(clt_sum_channels_forward(g->ctx, db, n->grad, g->batch, s->units,
+                                     1, false));
   /* dW = dy^T x: [units, batch] [batch, in] */
-  CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, n->grad, in->out,
-                      0.0f, &n->params[0].grad));
+  if (dw)
+    CLT_TRY(run_product(g, s, wgrad_product, &s->plan_dw, n->grad, in->out,
+                        0.0f, dw));
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
   if (dx) /* dx = dy W: [batch, units] [units, in] */
@@ -168,8 +172,9 @@ static clt_status dense_compile(clt_graph *g, clt_graph_node *n) {
                                  &n->params[0].value, n->out, &s->plan_fwd));
   if (!n->grad) return CLT_OK; /* no backward */
   if (measuring) CLT_TRY(clt_graph_plan_fill(g, n->grad));
-  CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, n->grad,
-                                 in->out, &n->params[0].grad, &s->plan_dw));
+  if (clt_node_param_grad(n, 0)) /* not where frozen */
+    CLT_TRY(clt_graph_plan_product(g, n, "weight gradient", &dw, n->grad,
+                                   in->out, &n->params[0].grad, &s->plan_dw));
   if (in->needs_grad && in->grad)
     CLT_TRY(clt_graph_plan_product(g, n, "data gradient", &dx, n->grad,
                                    &n->params[0].value, in->grad,

@@ -77,6 +77,7 @@ static clt_status dw_configure(clt_graph *g, clt_graph_node *n,
 
 static clt_status dw_reserve(clt_graph *g, clt_graph_node *n) {
   dw_state *s = n->state;
+  if (!clt_node_param_grad(n, 0)) return CLT_OK; /* frozen: no dW */
   return clt_graph_workspace(g, n, CLT_F32,
                              clt_dw_work_floats(g->max_batch, s->M, &s->w),
                              CLT_LIVE_BACKWARD, &s->work);
@@ -113,8 +114,8 @@ static clt_status dw_run_backward(clt_graph *g, clt_graph_node *n,
                                   int64_t batch, clt_tensor *dx, bool acc,
                                   clt_dw_layout layout) {
   dw_state *s = n->state;
-  return clt_dw_backward(g->ctx, dx, &n->params[0].grad,
-                         s->bias ? &n->params[1].grad : NULL, n->grad,
+  return clt_dw_backward(g->ctx, dx, clt_node_param_grad(n, 0),
+                         s->bias ? clt_node_param_grad(n, 1) : NULL, n->grad,
                          clt_graph_in(g, n, 0)->out, &n->params[0].value,
                          batch, s->M, &s->w, acc, layout, s->work);
 }
@@ -199,11 +200,17 @@ static clt_status dw_compile(clt_graph *g, clt_graph_node *n) {
     dx = clt_tensor_slice_1d(in->grad, 0, b * in->size);
     ways.work.checks[c++] = &dx;
   }
-  ways.work.checks[c++] = &n->params[0].grad;
-  if (s->bias) ways.work.checks[c++] = &n->params[1].grad;
+  /* A frozen layer's backward makes dx alone (clt_node_param_grad): a
+   * plan of its own. */
+  bool frozen = !clt_node_param_grad(n, 0);
+  if (!frozen) ways.work.checks[c++] = &n->params[0].grad;
+  if (s->bias && !frozen) ways.work.checks[c++] = &n->params[1].grad;
   ways.work.check_count = c;
   ways.what = "backward layout";
-  ways.flops *= in->grad ? 2.0 : 1.0;
+  if (frozen)
+    snprintf(key + strlen(key), sizeof key - strlen(key), ", frozen");
+  else
+    ways.flops *= in->grad ? 2.0 : 1.0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->bwd_layout = skip[chosen] ? CLT_DW_PER_VALUE : (clt_dw_layout)chosen;
   return CLT_OK;

@@ -165,18 +165,20 @@ static clt_status backward_rows(clt_context *ctx, clt_tensor *dx,
   CLT_TRY(rows_check(ctx, M, win));
   int64_t F = win->C * M, kk = win->KH * win->KW;
   int64_t need = clt_dw_work_floats(N, M, win);
-  if (!work || clt_tensor_numel(work) < need)
+  if (dw && (!work || clt_tensor_numel(work) < need))
     return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                         "depthwise convolution in rows: the weight "
                         "gradient needs a workspace of %lld floats, given "
                         "%lld",
                         (long long)need,
                         (long long)(work ? clt_tensor_numel(work) : 0));
-  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_rows, (size_t)(N * F), KT(work),
-                     KT(dy), KT(x), KI(N * F), KI(eights), KI(win->C),
-                     KI(M), DW_WINDOW(win)));
-  CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_combine, (size_t)(F * kk), KT(dw),
-                     KT(work), KI(N), KI(F), KI(kk)));
+  if (dw) {
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_rows, (size_t)(N * F),
+                       KT(work), KT(dy), KT(x), KI(N * F), KI(eights),
+                       KI(win->C), KI(M), DW_WINDOW(win)));
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_dw_weights_combine, (size_t)(F * kk),
+                       KT(dw), KT(work), KI(N), KI(F), KI(kk)));
+  }
   if (!dx) return CLT_OK;
   int64_t planes = N * win->C, R = data_rows(ctx, M, win);
   int64_t items = planes * ((win->H + R - 1) / R);
@@ -203,7 +205,7 @@ clt_status clt_dw_backward(clt_context *ctx, clt_tensor *dx, clt_tensor *dw,
   int64_t per = clt_loop_per(ctx, N, dw_weight_loops, &loops);
   size_t local = ctx->work_group;
   size_t global = local * (size_t)(F * win->KH * win->KW);
-  for (int64_t n0 = 0; n0 < N; n0 += per) {
+  for (int64_t n0 = 0; dw && n0 < N; n0 += per) {
     int64_t n1 = n0 + per < N ? n0 + per : N;
     CLT_TRY(CLT_RUN(ctx, CLT_K_dw_backward_weights, 1, &global, &local,
                     KT(dw), KT(dy), KT(x), KI(n0 > 0), KI(n0), KI(n1),

@@ -595,9 +595,9 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
  * = win->C: x [N, C, H, W], w [C M, KH, KW], y [N, C M, OH, OW], output
  * channel o from input channel o / M; bias [C M] or NULL; relu: the
  * forward's output 0 where not above 0 (a batchnorm's ReLU where the
- * batchnorm is folded in for evaluation). The backward writes dw and,
- * where not NULL, db (the sums of dy per channel) and dx (or adds into
- * it where accumulate). Only the window's sizes, strides, padding and
+ * batchnorm is folded in for evaluation). The backward writes, where not
+ * NULL, dw (NULL: a frozen layer's), db (the sums of dy per channel) and
+ * dx (or adds into it where accumulate). Only the window's sizes, strides, padding and
  * dilations are read from win. Three layouts, measured by the layer: a
  * work-item per value (the weight sums a group per weight, in parts of
  * the batch where the device's loops are capped), or (rows) a work-item
