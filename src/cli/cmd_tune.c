@@ -1,6 +1,7 @@
-/* cltrain tune MODEL --batch B [--device D] [--cached]: measures the plan
- * of every product of a model compiled for batch B (as training does on
- * its first run), prints each candidate's time and GFLOP/s and the one
+/* cltrain tune MODEL --batch B [--freeze LAYERS | --train-only LAYERS]
+ * [--device D] [--cached]: measures the plan of every product of a model
+ * compiled for batch B (as training does on its first run, with those
+ * layers frozen), prints each candidate's time and GFLOP/s and the one
  * chosen, and stores the plans for later runs. */
 #include <limits.h>
 #include <stdio.h>
