@@ -68,6 +68,27 @@ CLT_PLAN=off "${MR[@]}" -np 2 "$C" train "$T/mlpn.model" "${ONE[@]}" \
 python3 "$CMP" --tensor-tol 1e-5 "$T/one_norm.st" "$T/two_norm.st" 1e-5 ||
   fail "normalize and class weights: 2 ranks x 32 differ from 1 x 64"
 echo "ok: a normalize layer and balanced class weights under 2 ranks: the same statistics, weights and step as 1 x 64"
+# A frozen layer between trained ones: only the trained weights'
+# gradients are shared (the allreduce covers the trainable prefix); the
+# step is still one process's, the frozen layer unchanged. Ranks that
+# froze different layers are told so.
+sed -e 's/^dense name=fc2 /dense name=mid units=32 activation=relu\n&/' \
+  "$MLP" >"$T/mlpf.model"
+CLT_PLAN=off "$C" train "$T/mlpf.model" "${ONE[@]}" --batch 64 \
+  --optimizer sgd --lr 0.1 --freeze mid --save "$T/one_frozen.st" >/dev/null
+CLT_PLAN=off "${MR[@]}" -np 2 "$C" train "$T/mlpf.model" "${ONE[@]}" \
+  --batch 32 --optimizer sgd --lr 0.1 --freeze mid --save "$T/two_frozen.st" \
+  >"$T/out" 2>&1 || fail "2 ranks, a frozen layer: $(cat "$T/out")"
+python3 "$CMP" --tensor-tol 1e-5 "$T/one_frozen.st" "$T/two_frozen.st" 1e-5 ||
+  fail "a frozen layer: 2 ranks x 32 differ from 1 x 64"
+if timeout 60 "${MR[@]}" -np 1 "$C" train "$T/mlpf.model" "${ONE[@]}" --batch 32 \
+  --freeze mid : -np 1 "$C" train "$T/mlpf.model" "${ONE[@]}" --batch 32 \
+  >"$T/out" 2>&1; then
+  fail "ranks with different frozen layers trained"
+fi
+grep -qF "trainable 100810 to 104938" "$T/out" ||
+  fail "different frozen layers: $(cat "$T/out")"
+echo "ok: a frozen layer under 2 ranks: the trainable gradients shared, the step of 1 x 64; ranks freezing differently told so"
 # A partial last batch is averaged by sample counts: 65 images, global
 # batch 64, so the second step's one image is rank 3's and ranks 0-2
 # contribute nothing. Three epochs: the fit loop once kept an idle rank's

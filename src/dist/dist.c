@@ -1,8 +1,9 @@
 /* Data-parallel training over MPI: the one file that includes mpi.h.
  *
- * The gradient buffer (g->grads, parameters in node order) is cut into
- * buckets from its end, because the backward pass finishes the last
- * layers' gradients first. The graph's hook enqueues a non-blocking read
+ * The trainable part of the gradient buffer (g->grads: the trained
+ * parameters first, in node order, then frozen layers' and statistics,
+ * which have no gradient to share) is cut into buckets from its end,
+ * because the backward pass finishes the last layers' gradients first. The graph's hook enqueues a non-blocking read
  * of each bucket as soon as the nodes covering it have enqueued their
  * backward; clt_dist_step_end then starts an MPI_Iallreduce per bucket, in
  * bucket order on every rank, as each read completes, while the device is
@@ -46,7 +47,8 @@ struct clt_dist {
   bool failed_together;
   /* Attached graph's state. */
   clt_graph *g;
-  float *host; /* host copy of g->grads */
+  float *host;   /* host copy of g->grads (the weights' too: param_count) */
+  int64_t reduced; /* the elements shared: the trainable prefix */
   dist_bucket *buckets;
   int nbuckets, next_read;
   uint64_t saved_seed;
@@ -294,24 +296,26 @@ clt_status clt_dist_attach(clt_dist *d, clt_graph *g, int64_t batch,
   if (!d)
     return CLT_OK;
   clt_context *ctx = g->ctx;
-  long long mine[3] = {(long long)g->param_count, (long long)batch,
-                       (long long)batches};
-  long long lo[3], hi[3];
-  MPI_TRY(ctx, MPI_Allreduce(mine, lo, 3, MPI_LONG_LONG, MPI_MIN, d->comm),
+  int64_t n = clt_graph_parameter_count(g); /* the trainable prefix */
+  long long mine[4] = {(long long)g->param_count, (long long)n,
+                       (long long)batch, (long long)batches};
+  long long lo[4], hi[4];
+  MPI_TRY(ctx, MPI_Allreduce(mine, lo, 4, MPI_LONG_LONG, MPI_MIN, d->comm),
           "comparing ranks");
-  MPI_TRY(ctx, MPI_Allreduce(mine, hi, 3, MPI_LONG_LONG, MPI_MAX, d->comm),
+  MPI_TRY(ctx, MPI_Allreduce(mine, hi, 4, MPI_LONG_LONG, MPI_MAX, d->comm),
           "comparing ranks");
   if (memcmp(lo, hi, sizeof lo) != 0)
     return clt_ctx_fail(
         ctx, CLT_ERR_INVALID_ARGUMENT,
-        "the ranks differ: parameters %lld to %lld, batch %lld to %lld, "
-        "batches per epoch %lld to %lld (every rank needs the same model, "
-        "options and data)",
-        lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]);
-  int64_t n = g->param_count;
+        "the ranks differ: parameters %lld to %lld, trainable %lld to %lld "
+        "(frozen layers), batch %lld to %lld, batches per epoch %lld to "
+        "%lld (every rank needs the same model, options and data)",
+        lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], lo[3], hi[3]);
+  d->reduced = n;
   d->nbuckets =
       n > 0 ? (int)((n + DIST_BUCKET_ELEMS - 1) / DIST_BUCKET_ELEMS) : 0;
-  d->host = malloc((size_t)(n > 0 ? n : 1) * sizeof *d->host);
+  int64_t all = g->param_count; /* the weights' broadcast uses host too */
+  d->host = malloc((size_t)(all > 0 ? all : 1) * sizeof *d->host);
   d->buckets =
       calloc((size_t)(d->nbuckets > 0 ? d->nbuckets : 1), sizeof *d->buckets);
   if (!d->host || !d->buckets) {
@@ -533,7 +537,7 @@ clt_status clt_dist_step_end_stop(clt_dist *d, clt_graph *g, clt_status st,
     if (st == CLT_OK) {
       cl_int rc = clEnqueueWriteBuffer(ctx->queue, g->grads->buffer, CL_FALSE,
                                        (size_t)g->grads->offset * sizeof(float),
-                                       (size_t)g->param_count * sizeof(float),
+                                       (size_t)d->reduced * sizeof(float),
                                        d->host, 0, NULL, NULL);
       if (rc != CL_SUCCESS)
         st = clt_ctx_fail(ctx, CLT_ERR_OPENCL,
