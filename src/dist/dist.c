@@ -3,11 +3,12 @@
  * The trainable part of the gradient buffer (g->grads: the trained
  * parameters first, in node order, then frozen layers' and statistics,
  * which have no gradient to share) is cut into buckets from its end,
- * because the backward pass finishes the last layers' gradients first. The graph's hook enqueues a non-blocking read
- * of each bucket as soon as the nodes covering it have enqueued their
- * backward; clt_dist_step_end then starts an MPI_Iallreduce per bucket, in
- * bucket order on every rank, as each read completes, while the device is
- * still computing the earlier layers' gradients. */
+ * because the backward pass finishes the last layers' gradients first.
+ * The graph's hook enqueues a non-blocking read of each bucket as soon
+ * as the nodes covering it have enqueued their backward;
+ * clt_dist_step_end then starts an MPI_Iallreduce per bucket, in bucket
+ * order on every rank, as each read completes, while the device is still
+ * computing the earlier layers' gradients. */
 #include "dist/dist.h"
 
 #include <stdio.h>
