@@ -163,6 +163,10 @@ clt_status cli_compile_graph(clt_graph *g, int64_t batch, uint64_t seed,
  * run with nothing left to train is refused (CLT_ERR_INVALID_ARGUMENT). */
 clt_status cli_freeze_layers(clt_context *ctx, clt_graph *g, const char *cmd,
                              const char *freeze, const char *train_only);
+/* What train, bench train and tune say when given both. */
+#define CLI_FREEZE_EXCLUSIVE                                                   \
+  "--freeze and --train-only exclude each other (--train-only LAYERS "         \
+  "freezes every other layer)"
 
 /* Returns from the calling function with the status of expr unless it is
  * CLT_OK. */

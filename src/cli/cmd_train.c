@@ -227,9 +227,7 @@ static int parse_train_args(int argc, char **argv, train_args *a) {
                         ? "--warmup-epochs and --schedule onecycle exclude "
                           "each other (onecycle warms up itself: "
                           "--pct-start)"
-                    : a->freeze && a->train_only
-                        ? "--freeze and --train-only exclude each other "
-                          "(--train-only LAYERS freezes every other layer)"
+                    : a->freeze && a->train_only ? CLI_FREEZE_EXCLUSIVE
                     : (a->loss_scale > 0 || a->scale_growth > 0) &&
                             a->precision != CLT_PRECISION_MIXED
                         ? "--loss-scale and --scale-growth need --precision "
@@ -1691,9 +1689,7 @@ static int bench_model(int argc, char **argv, bool infer) {
   int rc = cli_parse(&cmd, argc, argv, &b.model, &npos);
   if (rc >= 0) return rc;
   if (b.freeze && b.train_only) {
-    fprintf(stderr, "cltrain bench train: --freeze and --train-only exclude "
-                    "each other (--train-only LAYERS freezes every other "
-                    "layer)\n");
+    fprintf(stderr, "cltrain bench train: " CLI_FREEZE_EXCLUSIVE "\n");
     return 2;
   }
   b.profile = b.profile || by_given;

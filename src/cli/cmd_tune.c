@@ -149,8 +149,7 @@ int cli_tune(int argc, char **argv) {
     return 2;
   }
   if (freeze && train_only) {
-    fprintf(stderr, "cltrain tune: --freeze and --train-only exclude each "
-                    "other (--train-only LAYERS freezes every other layer)\n");
+    fprintf(stderr, "cltrain tune: " CLI_FREEZE_EXCLUSIVE "\n");
     return 2;
   }
   if ((freeze || train_only) && !model) {
@@ -190,7 +189,7 @@ int cli_tune(int argc, char **argv) {
   double t0 = cli_now();
   st = clt_graph_load_model(ctx, model, &g);
   bool told = false; /* cli_freeze_layers printed its error */
-  if (st == CLT_OK && (freeze || train_only)) {
+  if (st == CLT_OK) {
     st = cli_freeze_layers(ctx, g, "tune", freeze, train_only);
     told = st != CLT_OK;
   }
