@@ -182,7 +182,14 @@ fi
 expect_reports "bench train" \
   "images_per_sec=[0-9.]+ allreduce_wait=[0-9.]+% of the step device=\".+\"" \
   "ranks=2 total_images_per_sec=[0-9.]+ step_ms=[0-9.]+"
-echo "ok: train and bench train report every rank (images/s, wait, device; --profile)"
+# Fine-tuning's steps over the ranks: the first line says what one
+# process's would (fc1 frozen: fc2's 1,290 trained, mixed precision).
+"${MR[@]}" -np 2 "$C" bench train "$MLP" --batch 16 --steps 3 --freeze fc1 \
+  --precision mixed >"$T/out" 2>&1 ||
+  fail "bench train --freeze, 2 ranks: $(cat "$T/out")"
+grep -qE "^cltrain model=.* ranks=2 .* precision=mixed frozen_layers=1 trainable_params=1290$" \
+  "$T/out" || fail "bench train --freeze, 2 ranks: $(cat "$T/out")"
+echo "ok: train and bench train report every rank (images/s, wait, device; --profile; frozen layers)"
 
 # A rank on a CPU device bound to fewer cores than the device has compute
 # units is told so, and how to give it its cores; a rank with them is

@@ -1566,8 +1566,14 @@ static int bench_train_ranks(clt_dist *dist, const bench_args *b) {
   if (clt_dist_rank(dist) == 0) {
     double total = 0;
     printf("cltrain model=%s batch=%lld per rank, ranks=%d device=\"%s\" "
-           "steps=%lld\n",
-           model, batch, n, clt_context_device(ctx)->name, steps);
+           "steps=%lld%s",
+           model, batch, n, clt_context_device(ctx)->name, steps,
+           precision == CLT_PRECISION_MIXED ? " precision=mixed" : "");
+    int frozen = clt_graph_frozen_layers(g, NULL, 0);
+    if (frozen > 0) /* as one process's line (bench_train_one) */
+      printf(" frozen_layers=%d trainable_params=%lld", frozen,
+             (long long)clt_graph_parameter_count(g));
+    printf("\n");
     for (int r = 0; r < n; r++) {
       /* The timed steps alone: the counters less the warm-up's. The
        * ranks go in step, so their images/s are the same. */
