@@ -1116,6 +1116,109 @@ START_TEST(test_freeze_middle_every_way) {
 }
 END_TEST
 
+/* Calls of the weights' tiling made for the forward of layer L since the
+ * profile's last reset. */
+static uint64_t tilings(clt_context *ctx, const char *layer) {
+  clt_profile_row *rows = NULL;
+  size_t n = 0;
+  ck_assert_ok(clt_profile_summary_by_layer(ctx, &rows, &n));
+  char pass[80];
+  snprintf(pass, sizeof pass, "%s forward", layer);
+  uint64_t calls = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(rows[i].layer, pass) &&
+        !strcmp(rows[i].op, "conv_tile_weights"))
+      calls += rows[i].calls;
+  free(rows);
+  return calls;
+}
+
+/* A frozen convolution in a tiled way tiles its weights once, not at
+ * every step as the trained c1 must; a write from outside
+ * (clt_graph_set_param) tiles them again, and the forward reads the new
+ * tiles. Both precisions (mixed: the tiles of the weights' fp16 copy,
+ * made again after each step). */
+START_TEST(test_freeze_tiles_kept) {
+  bool mixed = _i == 1;
+  clt_context *ctx = context_profiling(true);
+  clt_graph *g = NULL;
+  clt_optimizer *opt = NULL;
+  ck_assert_ok(graph_from_text_on(ctx, MIDDLE_MODEL, &g));
+  if (mixed) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
+  ck_assert_ok(clt_graph_set_trainable(g, "c2", false));
+  g->test_way_name = "tiled 8 small";
+  ck_assert_ok(clt_graph_compile(g, 3, 5));
+  int tiled = 0;
+  for (int i = 0; i < clt_graph_plan_count(g); i++) {
+    clt_plan_info p;
+    ck_assert_ok(clt_graph_plan_info(g, i, &p));
+    if (!strcmp(p.product, "forward layout") &&
+        (!strcmp(p.layer, "c1") || !strcmp(p.layer, "c2"))) {
+      ck_assert_str_eq(p.candidates[p.chosen].name, "tiled 8 small");
+      tiled++;
+    }
+  }
+  ck_assert_int_eq(tiled, 2);
+  clt_optimizer_options oo;
+  clt_optimizer_options_init(&oo, CLT_OPT_ADAM);
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_profile_reset(ctx);
+  for (int step = 0; step < 3; step++) {
+    random_batch(g, 3, 40 + (uint64_t)step, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+  ck_assert_uint_eq(tilings(ctx, "c1"), 3);
+  ck_assert_uint_eq(tilings(ctx, "c2"), 1);
+
+  /* New weights from outside: tiled again at the next forward, which
+   * gives the output of a new graph (same way) given the same weights. */
+  clt_param *w = &node_named(g, "c2")->params[0];
+  float *host = malloc((size_t)w->numel * sizeof *host);
+  clt_random_fill(host, w->numel, 77, -0.5f, 0.5f);
+  ck_assert_ok(clt_graph_set_param(g, "c2.weight", host, w->numel));
+  free(host);
+  clt_graph *fresh = NULL;
+  ck_assert_ok(graph_from_text_on(ctx, MIDDLE_MODEL, &fresh));
+  if (mixed)
+    ck_assert_ok(clt_graph_set_precision(fresh, CLT_PRECISION_MIXED));
+  ck_assert_ok(clt_graph_set_trainable(fresh, "c2", false));
+  fresh->test_way_name = "tiled 8 small";
+  ck_assert_ok(clt_graph_compile(fresh, 3, 6));
+  ck_assert_int_eq(fresh->params->numel, g->params->numel);
+  ck_assert_ok(clt_tensor_copy(fresh->params, g->params));
+  clt_graph_params_written(fresh);
+  float got[2][3 * 4];
+  clt_graph *both[2] = {g, fresh};
+  for (int k = 0; k < 2; k++) {
+    random_batch(both[k], 3, 60, false);
+    ck_assert_ok(clt_graph_forward(both[k], false));
+    int64_t outputs = 0;
+    ck_assert_ok(clt_graph_predictions(both[k], got[k], &outputs));
+    ck_assert_int_eq(outputs, 4);
+  }
+  ck_assert_mem_eq(got[0], got[1], sizeof got[0]);
+  clt_graph_destroy(fresh);
+  ck_assert_uint_eq(tilings(ctx, "c2"), 3); /* once more, and fresh's */
+  /* Trained again: tiled at every step, as c1. */
+  ck_assert_ok(clt_graph_set_trainable(g, "c2", true));
+  clt_optimizer_destroy(opt);
+  ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
+  clt_profile_reset(ctx);
+  for (int step = 0; step < 2; step++) {
+    random_batch(g, 3, 50 + (uint64_t)step, false);
+    ck_assert_ok(clt_graph_forward(g, true));
+    ck_assert_ok(clt_graph_backward(g));
+    ck_assert_ok(clt_optimizer_step(opt));
+  }
+  ck_assert_uint_eq(tilings(ctx, "c2"), 2);
+  clt_optimizer_destroy(opt);
+  clt_graph_destroy(g);
+  clt_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_freeze_errors) {
   clt_graph *g = NULL;
   ck_assert_ok(graph_from_text(FREEZE_MODEL, &g));
@@ -1190,6 +1293,7 @@ static Suite *graph_suite(void) {
   tcase_add_test(freeze, test_freeze_errors);
   tcase_add_loop_test(freeze, test_freeze_middle_every_way, 0,
                       (int)(sizeof middle_ways / sizeof *middle_ways));
+  tcase_add_loop_test(freeze, test_freeze_tiles_kept, 0, 2);
   suite_add_tcase(s, freeze);
   return s;
 }

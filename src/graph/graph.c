@@ -677,7 +677,12 @@ CLT_API clt_status clt_graph_set_precision(clt_graph *g, clt_precision p) {
   return g->params ? bind_param_values(g) : CLT_OK;
 }
 
-void clt_graph_params_written(clt_graph *g) { g->params_version++; }
+void clt_graph_params_written(clt_graph *g) {
+  g->params_version++;
+  g->frozen_params_version++;
+}
+
+void clt_graph_trained_params_written(clt_graph *g) { g->params_version++; }
 
 clt_status clt_graph_need_backward(clt_graph *g, const char *what) {
   if (!g->planned_forward_only) return CLT_OK;
@@ -1188,7 +1193,7 @@ CLT_API clt_status clt_graph_forward(clt_graph *g, bool training) {
   g->forward_labels = g->batch_labels;
   bool mixed = g->precision == CLT_PRECISION_MIXED;
   /* A training forward moves batch norms' running statistics. */
-  if (training) clt_graph_params_written(g);
+  if (training) clt_graph_trained_params_written(g);
   CLT_TRY(round_work_params(g));
   /* Cleared before the walk: a conv2d with a batchnorm folded in rounds
    * the batchnorm's output, which comes later. */

@@ -181,6 +181,12 @@ struct clt_graph {
    * only when it moved since they were made (work_params_version: the
    * count the fp16 copy was made at; 0: never). Starts at 1. */
   uint64_t params_version, work_params_version;
+  /* Counts the writes that may reach frozen weights: every
+   * clt_graph_params_written but the optimizer's update (the trainable
+   * prefix) and a training forward's running statistics
+   * (clt_graph_trained_params_written). What a frozen layer makes from
+   * its own weights stays while this stays. */
+  uint64_t frozen_params_version;
   float loss_scale; /* the loss layer's gradient factor (loss scaling) */
   /* The batch the loss's gradient averages over: 0 for the current batch;
    * over MPI the global batch (clt_dist_step_begin), so that each rank's
@@ -524,12 +530,18 @@ clt_status clt_graph_plan_fill(clt_graph *g, clt_tensor *t);
 clt_status clt_graph_need_backward(clt_graph *g, const char *what);
 
 /* Every write to g->params (or to what the layers' parameter values view)
- * calls this, after enqueuing it: the optimizer's update, a training
- * forward (batch norm's running statistics), initialisation, loading
- * weights, a checkpoint's resume, a broadcast between ranks, early
- * stopping's restore. Layers that keep something made from their
- * parameters compare g->params_version with the count they made it at. */
+ * calls this, after enqueuing it: initialisation, loading weights, a
+ * checkpoint's resume, a broadcast between ranks, early stopping's
+ * restore (the optimizer's update and a training forward's batch-norm
+ * statistics call clt_graph_trained_params_written below). Layers that
+ * keep something made from their parameters compare g->params_version
+ * (or, for a frozen weight, g->frozen_params_version) with the count
+ * they made it at. */
 void clt_graph_params_written(clt_graph *g);
+/* The same for a write that leaves frozen weights as they were: the
+ * optimizer's update (the trainable prefix only) and a training forward
+ * (batch norms' running statistics). Moves params_version only. */
+void clt_graph_trained_params_written(clt_graph *g);
 
 /* Glorot/He bound for a weight with the given fans, per the init option. */
 double clt_init_bound(int init_kind, int64_t fan_in, int64_t fan_out);

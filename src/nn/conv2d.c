@@ -125,10 +125,11 @@ typedef struct conv_state {
   uint64_t fold_version;
   /* The tiled ways' forward: the weights in tiles (clt_conv_tile_weights),
    * those of tiles_of (the parameter or fold_w) at tiles_version (0:
-   * none); NULL where no tiled way is offered. */
+   * none), and the graph's frozen_params_version then (tiles_current);
+   * NULL where no tiled way is offered. */
   clt_tensor *tiles;
   const clt_tensor *tiles_of;
-  uint64_t tiles_version;
+  uint64_t tiles_version, tiles_frozen_version;
 } conv_state;
 
 /* The NCHW weight gradient's per-image partials may use this many floats
@@ -1037,6 +1038,21 @@ static clt_status conv_reserve(clt_graph *g, clt_graph_node *n) {
 }
 
 
+/* Whether the tiles hold the weights w as they are now: no parameter was
+ * written since they were made, or w is the layer's own weight, frozen,
+ * and nothing that reaches frozen weights was written since (an
+ * optimizer's steps leave it alone: a fine-tuning run tiles it once).
+ * Freezing or unfreezing compiles the graph again, which drops the tiles
+ * (release_fold): a weight frozen now was frozen when they were made. */
+static bool tiles_current(const clt_graph *g, const clt_graph_node *n,
+                          const clt_tensor *w) {
+  const conv_state *s = n->state;
+  if (s->tiles_version == 0 || s->tiles_of != w) return false;
+  if (s->tiles_version == g->params_version) return true;
+  return w == &n->params[0].value && !n->params[0].trainable &&
+         s->tiles_frozen_version == g->frozen_params_version;
+}
+
 /* The forward in the layout chosen (run_way). */
 static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
   conv_state *s = n->state;
@@ -1058,11 +1074,12 @@ static clt_status conv_forward(clt_graph *g, clt_graph_node *n) {
     n->out_rounded = true;
   }
   if (tiled_way(s->fwd_way)) {
-    if (s->tiles_version != g->params_version || s->tiles_of != io.weight) {
+    if (!tiles_current(g, n, io.weight)) {
       s->tiles_version = 0;
       CLT_TRY(clt_conv_tile_weights(g->ctx, s->tiles, io.weight, s->filters,
                                     &s->w));
       s->tiles_version = g->params_version;
+      s->tiles_frozen_version = g->frozen_params_version;
       s->tiles_of = io.weight;
     }
     io.tiles_ready = true;

@@ -398,7 +398,7 @@ static clt_status step(clt_optimizer *o) {
     onecycle_at(o, (double)(o->epoch * o->steps_per_epoch + o->epoch_step));
   o->epoch_step++;
   clt_status st = enqueue_update(o);
-  clt_graph_params_written(o->g);
+  clt_graph_trained_params_written(o->g);
   CLT_TRY(st);
   return throttle(o);
 }
