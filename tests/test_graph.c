@@ -1165,9 +1165,7 @@ START_TEST(test_freeze_tiles_kept) {
   clt_profile_reset(ctx);
   for (int step = 0; step < 3; step++) {
     random_batch(g, 3, 40 + (uint64_t)step, false);
-    ck_assert_ok(clt_graph_forward(g, true));
-    ck_assert_ok(clt_graph_backward(g));
-    ck_assert_ok(clt_optimizer_step(opt));
+    train_steps(g, opt, 1);
   }
   ck_assert_uint_eq(tilings(ctx, "c1"), 3);
   ck_assert_uint_eq(tilings(ctx, "c2"), 1);
@@ -1208,9 +1206,7 @@ START_TEST(test_freeze_tiles_kept) {
   clt_profile_reset(ctx);
   for (int step = 0; step < 2; step++) {
     random_batch(g, 3, 50 + (uint64_t)step, false);
-    ck_assert_ok(clt_graph_forward(g, true));
-    ck_assert_ok(clt_graph_backward(g));
-    ck_assert_ok(clt_optimizer_step(opt));
+    train_steps(g, opt, 1);
   }
   ck_assert_uint_eq(tilings(ctx, "c2"), 2);
   clt_optimizer_destroy(opt);
