@@ -1,6 +1,6 @@
 /* Batch normalisation over N and the spatial size, per channel, as
- * PyTorch's BatchNorm1d/2d define it. Reductions run one group of CLT_WG
- * items per channel (no division per element), in one of two ways chosen
+ * PyTorch's BatchNorm1d/2d define it. Reductions run one group per channel
+ * (no division per element), in one of two ways chosen
  * by measurement (nn/batchnorm.c): plane by plane, each item adding runs
  * of 16 with vload16 (one vector on a CPU device; neighbours read
  * neighbouring memory on a GPU) and then the tail; or, where `planes`,
@@ -20,12 +20,13 @@
   } while (0)
 
 /* Item lid's share of a channel's N planes: every plane, runs lid,
- * lid + CLT_WG, ... of each; or where planes, the whole planes lid,
- * lid + CLT_WG, ... */
+ * lid + GROUP_ITEMS, ... of each; or where planes, the whole planes lid,
+ * lid + GROUP_ITEMS, ... (the host sizes these groups to the runs or
+ * planes there are: ops/norm.c channel_group). */
 #define BN_PLANE_LOOP(n, planes, lid, N)                                      \
-  for (int n = (planes) ? (lid) : 0; n < (N); n += (planes) ? CLT_WG : 1)
+  for (int n = (planes) ? (lid) : 0; n < (N); n += (planes) ? GROUP_ITEMS : 1)
 #define BN_ITEM_RUNS(HW, planes, lid, BODY16, BODY1)                          \
-  BN_RUNS(HW, (planes) ? 0 : (lid), (planes) ? 1 : CLT_WG, BODY16, BODY1)
+  BN_RUNS(HW, (planes) ? 0 : (lid), (planes) ? 1 : GROUP_ITEMS, BODY16, BODY1)
 
 /* Channel c's mean (.x) and biased variance (.y) of x over n and s, to
  * every item of its group; two passes (mean, then squared deviations) for

@@ -14,15 +14,20 @@
 #pragma clang diagnostic ignored "-Wpsabi"
 #endif
 
-/* The sum of v over a work-group of exactly CLT_WG items (a power of two,
- * set by the host in the build options), returned to every item. Each tree
- * step is fenced by a barrier: POCL runs a group's items as a loop, so a
- * missing barrier gives wrong sums deterministically. */
+/* The items of the work-group: a power of two, CLT_WG (set by the host
+ * in the build options) at most. Kernels whose host sizes their groups to
+ * the work (ops.h clt_group_items) stride by it, not by CLT_WG. */
+#define GROUP_ITEMS ((int)get_local_size(0))
+
+/* The sum of v over the work-group (GROUP_ITEMS items, scratch CLT_WG
+ * floats), returned to every item. Each tree step is fenced by a barrier:
+ * POCL runs a group's items as a loop, so a missing barrier gives wrong
+ * sums deterministically. */
 static float group_sum(__local float *scratch, float v) {
   int lid = get_local_id(0);
   scratch[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int step = CLT_WG / 2; step > 0; step /= 2) {
+  for (int step = GROUP_ITEMS / 2; step > 0; step /= 2) {
     if (lid < step) scratch[lid] += scratch[lid + step];
     barrier(CLK_LOCAL_MEM_FENCE);
   }

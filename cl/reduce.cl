@@ -1,5 +1,5 @@
 /* Reductions. The kernels using group_sum (cl/prelude.cl) run in groups of
- * exactly CLT_WG items. */
+ * GROUP_ITEMS items, as many as the work has (ops.h clt_group_items). */
 
 /* out[c] (+)= sum over o < outer, s < inner of x[(o * channels + c) * inner
  * + s]: bias gradients of conv layers (inner H*W; dense layers, inner 1,
@@ -12,16 +12,16 @@ __kernel void sum_channels(__global float *out, int out_off,
   int lid = get_local_id(0);
   /* No division per element: the planes one by one, each work-item adding
    * runs of 16 (vload16: one vector on a CPU device, which a loop of
-   * scalars with a stride of CLT_WG is not, 4x faster on POCL; neighbours
-   * still read neighbouring memory on a GPU), then the tail. */
+   * scalars with a stride of the group is not, 4x faster on POCL;
+   * neighbours still read neighbouring memory on a GPU), then the tail. */
   float16 s16 = 0.0f;
   float s = 0.0f;
   int body = inner / 16 * 16;
   for (int o = 0; o < outer; o++) {
     __global const float *plane = x + x_off + (o * channels + c) * inner;
-    for (int i = lid * 16; i < body; i += CLT_WG * 16)
+    for (int i = lid * 16; i < body; i += GROUP_ITEMS * 16)
       s16 += vload16(0, plane + i);
-    for (int i = body + lid; i < inner; i += CLT_WG) s += plane[i];
+    for (int i = body + lid; i < inner; i += GROUP_ITEMS) s += plane[i];
   }
   float total = group_sum(scratch, s + sum16(s16));
   if (lid == 0)
@@ -60,12 +60,12 @@ __kernel void sum_columns_relu(__global float *out, int out_off,
   out[out_off + c] = accumulate ? out[out_off + c] + s : s;
 }
 
-/* sum(x[0..n)) over one group: each item its stride of CLT_WG, then the
- * group's tree (the total to every item). */
+/* sum(x[0..n)) over one group: each item its stride of GROUP_ITEMS, then
+ * the group's tree (the total to every item). */
 static float group_total(__local float *scratch, __global const float *x,
                          int n) {
   float s = 0.0f;
-  for (int j = get_local_id(0); j < n; j += CLT_WG) s += x[j];
+  for (int j = get_local_id(0); j < n; j += GROUP_ITEMS) s += x[j];
   return group_sum(scratch, s);
 }
 
@@ -101,7 +101,7 @@ __kernel void sumsq_into(__global float *acc, int acc_off,
   __local float scratch[CLT_WG];
   int lid = get_local_id(0);
   float s = 0.0f;
-  for (int j = lid; j < n; j += CLT_WG) {
+  for (int j = lid; j < n; j += GROUP_ITEMS) {
     float v = x[x_off + j];
     s += v * v;
   }

@@ -716,6 +716,24 @@ START_TEST(sum_channels_conv_shapes) {
 }
 END_TEST
 
+/* The reductions' groups hold the items that have work, a power of two,
+ * the device's group at most (ops.h clt_group_items, clt_runs_busy). */
+START_TEST(group_items_fit_the_work) {
+  size_t wg = g_ctx->work_group;
+  ck_assert_uint_eq(clt_group_items(g_ctx, 0), 1);
+  ck_assert_uint_eq(clt_group_items(g_ctx, 1), 1);
+  ck_assert_uint_eq(clt_group_items(g_ctx, 3), wg < 4 ? wg : 4);
+  ck_assert_uint_eq(clt_group_items(g_ctx, 16), wg < 16 ? wg : 16);
+  ck_assert_uint_eq(clt_group_items(g_ctx, 17), wg < 32 ? wg : 32);
+  ck_assert_uint_eq(clt_group_items(g_ctx, (int64_t)wg), wg);
+  ck_assert_uint_eq(clt_group_items(g_ctx, 1000 * (int64_t)wg), wg);
+  ck_assert_int_eq(clt_runs_busy(49), 3);  /* 3 runs, a tail of 1 */
+  ck_assert_int_eq(clt_runs_busy(46), 14); /* 2 runs, a tail of 14 */
+  ck_assert_int_eq(clt_runs_busy(784), 49);
+  ck_assert_int_eq(clt_runs_busy(0), 0);
+}
+END_TEST
+
 START_TEST(sum_into_lengths) {
   shape_list n = lengths_list();
   double e;
@@ -2517,6 +2535,7 @@ static Suite *ops_suite(void) {
   TCase *red = tcase_create("reduce");
   tcase_add_loop_test(red, sum_channels_dense_grid, 0, grid_count());
   tcase_add_test(red, sum_channels_conv_shapes);
+  tcase_add_test(red, group_items_fit_the_work);
   tcase_add_test(red, sum_into_lengths);
   tcase_add_test(red, reductions_under_loop_cap);
   suite_add_tcase(s, red);

@@ -355,7 +355,11 @@ static clt_status bn_plan(clt_graph *g, clt_graph_node *n) {
   clt_graph_node *in = clt_graph_in(g, n, 0);
   int64_t b = g->max_batch;
   char key[160], shape[64];
-  snprintf(key, sizeof key, "batchnorm %lld channels of %lld, batch %lld",
+  /* ", fitted groups": the per-channel kernels' groups as wide as their
+   * planes or runs (ops/norm.c channel_group) since 2026-12-07; choices
+   * stored before were timed with groups of ctx->work_group items */
+  snprintf(key, sizeof key,
+           "batchnorm %lld channels of %lld, batch %lld, fitted groups",
            (long long)s->C, (long long)s->HW, (long long)b);
   snprintf(shape, sizeof shape, "batchnorm %lldx%lld", (long long)s->C,
            (long long)(b * s->HW));

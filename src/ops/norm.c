@@ -41,6 +41,16 @@ static int64_t per_channel_loops(const clt_context *ctx, int64_t N,
   return passes * N * (3 + runs + tail) + 64;
 }
 
+/* The group of a channel's reduction (one group per channel): as many
+ * items as it has planes (planes) or runs (clt_runs_busy), at most
+ * ctx->work_group. With either, each item's loops are those
+ * per_channel_loops counts with ctx->work_group: a smaller group is one
+ * that holds every plane or run. */
+static size_t channel_group(const clt_context *ctx, int64_t N, int64_t HW,
+                            bool planes) {
+  return clt_group_items(ctx, planes ? N : clt_runs_busy(HW));
+}
+
 typedef struct split_shape {
   const clt_context *ctx;
   int64_t HW;
@@ -135,7 +145,8 @@ clt_status clt_bn_stats(clt_context *ctx, clt_tensor *mean, clt_tensor *var,
   int64_t chunk, parts;
   CLT_TRY(clt_bn_parts(ctx, N, HW, false, want, &parts, &chunk));
   if (parts == 0) {
-    size_t local = ctx->work_group, global = local * (size_t)C;
+    size_t local = channel_group(ctx, N, HW, want == CLT_BN_PER_PLANE);
+    size_t global = local * (size_t)C;
     return CLT_RUN(ctx, CLT_K_bn_stats, 1, &global, &local, KT(mean),
                    KT(var), KT(x), KI(N), KI(C), KI(HW),
                    KI(want == CLT_BN_PER_PLANE));
@@ -194,7 +205,8 @@ clt_status clt_bn_backward(clt_context *ctx, clt_tensor *dx,
   int64_t chunk, parts;
   CLT_TRY(clt_bn_parts(ctx, N, HW, true, want, &parts, &chunk));
   if (parts == 0) {
-    size_t local = ctx->work_group, global = local * (size_t)C;
+    size_t local = channel_group(ctx, N, HW, want == CLT_BN_PER_PLANE);
+    size_t global = local * (size_t)C;
     CLT_TRY(CLT_RUN(ctx, CLT_K_bn_backward_reduce, 1, &global, &local,
                     KT(dgamma), KT(dbeta), KT(dy), KT(x), KT(mean), KT(var),
                     KI(N), KI(C), KI(HW), KF(eps),
@@ -258,7 +270,8 @@ clt_status clt_bn_train_forward(clt_context *ctx, clt_tensor *y,
                                 bool relu, bool planes,
                                 const clt_round16 *round) {
   CLT_TRY(fused_check(ctx, "batchnorm", N, HW, false, planes));
-  size_t local = ctx->work_group, global = local * (size_t)C;
+  size_t local = channel_group(ctx, N, HW, planes);
+  size_t global = local * (size_t)C;
   return CLT_RUN(ctx, KR_ID(CLT_K_bn_train_forward, round), 1, &global,
                  &local, KT(y), KT(x), KT(mean), KT(var), KT(gamma), KT(beta),
                  KT(rmean), KT(rvar), KT(tracked), KI(N), KI(C), KI(HW),
@@ -275,7 +288,8 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
                                  bool accumulate, bool planes,
                                  const clt_round16 *round) {
   CLT_TRY(fused_check(ctx, "batchnorm backward", N, HW, true, planes));
-  size_t local = ctx->work_group, global = local * (size_t)C;
+  size_t local = channel_group(ctx, N, HW, planes);
+  size_t global = local * (size_t)C;
   return CLT_RUN(ctx, KR_ID(CLT_K_bn_train_backward, round), 1, &global,
                  &local, KT(dx), KT(dgamma), KT(dbeta), KT(dy), KT(x),
                  KT(relu ? out : x), KT(mean), KT(var), KT(gamma), KI(N),

@@ -217,6 +217,20 @@ clt_status clt_regression_loss_forward_backward(
     const clt_tensor *p, const clt_tensor *t, int64_t rows, int64_t cols,
     float grad_scale);
 
+/* The items of a group that reduces with group_sum (cl/prelude.cl) where
+ * `busy` of them have work: the smallest power of two that holds them,
+ * ctx->work_group at most. Items past the work would only add zeros and
+ * walk the tree's barriers: on POCL, which runs a group's items as a loop
+ * on one core, a batch norm's 128 channels of 49 values at batch 64 spent
+ * most of their time there with groups of 256 items for 64 planes. */
+size_t clt_group_items(const clt_context *ctx, int64_t busy);
+/* The items with work in a group whose items take the runs of 16 of a
+ * plane of `inner` values, then its tail, one each (sum_channels, batch
+ * norm's runs): the larger count of the two. */
+static inline int64_t clt_runs_busy(int64_t inner) {
+  return inner / 16 > inner % 16 ? inner / 16 : inner % 16;
+}
+
 /* out[c] = sum of x[outer, channels, inner] over outer and inner (in
  * launches of clt_sum_channels_part's `part` of outer each where the
  * device's loops are capped; clt_device_loop_cap). */

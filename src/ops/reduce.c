@@ -1,5 +1,12 @@
-/* Reductions (cl/reduce.cl): groups of exactly ctx->work_group items. */
+/* Reductions (cl/reduce.cl): groups of as many items as the work has,
+ * ctx->work_group at most (clt_group_items). */
 #include "ops/ops.h"
+
+size_t clt_group_items(const clt_context *ctx, int64_t busy) {
+  size_t items = 1;
+  while ((int64_t)items < busy && items < ctx->work_group) items *= 2;
+  return items;
+}
 
 /* How many of `outer` one launch of sum_channels (sum_columns where inner
  * is 1) takes: all of them, but where the device ends a work-item's loops
@@ -50,7 +57,7 @@ static clt_status channel_sums(clt_context *ctx, clt_tensor *out,
       CLT_TRY(CLT_RUN_1D(ctx, CLT_K_sum_columns, (size_t)channels, KT(out),
                          KT(&xp), KI(count), KI(channels), KI(acc)));
     } else {
-      size_t local = ctx->work_group;
+      size_t local = clt_group_items(ctx, clt_runs_busy(inner));
       size_t global = local * (size_t)channels;
       CLT_TRY(CLT_RUN(ctx, CLT_K_sum_channels, 1, &global, &local, KT(out),
                       KT(&xp), KI(count), KI(channels), KI(inner), KI(acc)));
@@ -89,13 +96,14 @@ static clt_status sum_part(clt_context *ctx, int64_t n, int64_t *part) {
 
 clt_status clt_sum_into(clt_context *ctx, clt_tensor *acc, int index,
                         const clt_tensor *x, int64_t n, float scale) {
-  size_t local = ctx->work_group;
   int64_t part;
   CLT_TRY(sum_part(ctx, n, &part));
   for (int64_t at = 0; at < n; at += part) {
     clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
+    int64_t count = n - at < part ? n - at : part;
+    size_t local = clt_group_items(ctx, count);
     CLT_TRY(CLT_RUN(ctx, CLT_K_sum_into, 1, &local, &local, KT(acc), KT(&xp),
-                    KI(n - at < part ? n - at : part), KI(index), KF(scale)));
+                    KI(count), KI(index), KF(scale)));
   }
   return CLT_OK;
 }
@@ -112,20 +120,22 @@ clt_status clt_sum2_into(clt_context *ctx, clt_tensor *acc, int i0,
     CLT_TRY(clt_sum_into(ctx, acc, i0, x0, n, s0));
     return clt_sum_into(ctx, acc, i1, x1, n, s1);
   }
-  size_t local = ctx->work_group, global = 2 * local;
+  /* the group sum_into takes for n: the same bits */
+  size_t local = clt_group_items(ctx, n), global = 2 * local;
   return CLT_RUN(ctx, CLT_K_sum2_into, 1, &global, &local, KT(acc), KT(x0),
                  KT(x1), KI(n), KI(i0), KI(i1), KF(s0), KF(s1));
 }
 
 clt_status clt_sumsq_into(clt_context *ctx, clt_tensor *acc, int index,
                           const clt_tensor *x, int64_t n) {
-  size_t local = ctx->work_group;
   int64_t part;
   CLT_TRY(sum_part(ctx, n, &part));
   for (int64_t at = 0; at < n; at += part) {
     clt_tensor xp = clt_tensor_slice_1d(x, at, x->numel - at);
+    int64_t count = n - at < part ? n - at : part;
+    size_t local = clt_group_items(ctx, count);
     CLT_TRY(CLT_RUN(ctx, CLT_K_sumsq_into, 1, &local, &local, KT(acc),
-                    KT(&xp), KI(n - at < part ? n - at : part), KI(index)));
+                    KT(&xp), KI(count), KI(index)));
   }
   return CLT_OK;
 }
