@@ -919,8 +919,10 @@ LNC_RUN_ITEM(LNC_FORWARD_PIXELS)
  * with g = dy * gamma[c] and xhat = (x - mean) * rstd over a pixel's
  * channels, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), written or
  * (accumulate) added; dy through the fused ReLU (its output y > 0) where
- * relu (times 1 or 0, as BN_MASK1: an infinite dy stays visible). */
-#define LNC_BACKWARD_PIXELS(T, LOAD, STORE, at, st)                           \
+ * relu (times 1 or 0, as BN_MASK1: an infinite dy stays visible).
+ * SUMS(T, d, xhat, st): what else is done with each channel's dy (through
+ * the ReLU) d and xhat (LNC_NO_SUMS: nothing). */
+#define LNC_BACKWARD_BODY(T, LOAD, STORE, at, st, SUMS)                       \
   {                                                                           \
     __global const float *xr = x + x_off + (at), *gr = dy + dy_off + (at);    \
     __global const float *yr = y + y_off + (at);                              \
@@ -930,9 +932,11 @@ LNC_RUN_ITEM(LNC_FORWARD_PIXELS)
     for (int c = 0; c < C; c++) {                                             \
       T g = LOAD(gr + c * P);                                                 \
       if (relu) g *= select((T)0.0f, (T)1.0f, LOAD(yr + c * P) > 0.0f);      \
+      T xh = (LOAD(xr + c * P) - mu) * r;                                     \
+      SUMS(T, g, xh, st)                                                      \
       g *= gamma[gamma_off + c];                                              \
       sg += g;                                                                \
-      sgx += g * ((LOAD(xr + c * P) - mu) * r);                               \
+      sgx += g * xh;                                                          \
     }                                                                         \
     T a = sg / (float)C, b = sgx / (float)C;                                  \
     for (int c = 0; c < C; c++) {                                             \
@@ -944,6 +948,9 @@ LNC_RUN_ITEM(LNC_FORWARD_PIXELS)
       STORE(v, out + c * P);                                                  \
     }                                                                         \
   }
+#define LNC_NO_SUMS(T, d, xhat, st)
+#define LNC_BACKWARD_PIXELS(T, LOAD, STORE, at, st)                           \
+  LNC_BACKWARD_BODY(T, LOAD, STORE, at, st, LNC_NO_SUMS)
 
 #define LNC_BACKWARD_PARAMS                                                   \
   (__global float *dx, int dx_off, __global const float *dy, int dy_off,      \
@@ -956,6 +963,41 @@ __kernel void lnc_backward_data LNC_BACKWARD_PARAMS
 LNC_PIXEL_ITEM(LNC_BACKWARD_PIXELS)
 __kernel void lnc_backward_data16 LNC_BACKWARD_PARAMS
 LNC_RUN_ITEM(LNC_BACKWARD_PIXELS)
+
+/* lnc_backward_data16 with the parameter sums in the same pass, where the
+ * data is read once instead of twice (a layout of the backward of its
+ * own, measured): item j of J = N R (its run of 16 pixels, or the sample's
+ * short last run one pixel after the other) also writes its pixels' sums
+ * of d xhat and of d for each channel c (d: dy through the fused ReLU) to
+ * part[c J + j] and part[(C + c) J + j]; clt_lnc_backward then sums them
+ * over j (sum_channels: neighbouring items wrote neighbouring values). */
+#define LNC_TOTAL_float(v) (v)
+#define LNC_TOTAL_float16(v) sum16(v)
+#define LNC_PART_SUMS(T, d, xhat, st)                                         \
+  {                                                                           \
+    __global float *pg = part + part_off + c * J + j, *pb = pg + C * J;       \
+    float sgx_ = LNC_TOTAL_##T((d) * (xhat)), sb_ = LNC_TOTAL_##T(d);         \
+    if ((st) == n * P + p0) { /* the item's first pixel */                    \
+      *pg = sgx_;                                                             \
+      *pb = sb_;                                                              \
+    } else {                                                                  \
+      *pg += sgx_;                                                            \
+      *pb += sb_;                                                             \
+    }                                                                         \
+  }
+#define LNC_BACKWARD_SUMS_PIXELS(T, LOAD, STORE, at, st)                      \
+  LNC_BACKWARD_BODY(T, LOAD, STORE, at, st, LNC_PART_SUMS)
+
+__kernel void lnc_backward_data16_sums(
+    __global float *dx, int dx_off, __global const float *dy, int dy_off,
+    __global const float *x, int x_off, __global const float *mean,
+    int mean_off, __global const float *rstd, int rstd_off,
+    __global const float *gamma, int gamma_off, __global const float *y,
+    int y_off, int N, int C, int P, int relu, int accumulate,
+    __global float *part, int part_off) {
+  const int J = N * ((P + 15) / 16);
+  LNC_RUN_ITEM(LNC_BACKWARD_SUMS_PIXELS)
+}
 
 /* Group c, a channel: dgamma[c] and dbeta[c], the sums over samples
  * n0..n1 and their pixels of dy * xhat and of dy (through the fused ReLU

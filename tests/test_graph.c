@@ -1035,14 +1035,16 @@ START_TEST(test_freeze_training) {
 END_TEST
 
 /* Frozen layers between trainable ones, in every way of working their
- * backward has: a 3x3 conv2d, a depthwise and a 1x1 conv2d, and a dense
- * layer. Their backward makes the input's gradient only: their weight
- * gradients keep what they held (NaN here), and c1's and f2's are the
- * unfrozen graph's in the same way. */
+ * backward has: a 3x3 conv2d, a layer norm over each pixel's channels (99
+ * pixels: runs of 16 and a tail), a depthwise and a 1x1 conv2d, and a
+ * dense layer. Their backward makes the input's gradient only: their
+ * weight gradients keep what they held (NaN here), and c1's and f2's are
+ * the unfrozen graph's in the same way. */
 #define MIDDLE_MODEL                                                           \
   "input shape=3x9x11\n"                                                       \
   "conv2d name=c1 filters=5 kernel=3 padding=1 activation=relu\n"             \
   "conv2d name=c2 filters=7 kernel=3 padding=1 activation=relu\n"             \
+  "layernorm name=ln over=channels\n"                                         \
   "depthwise_conv2d name=d kernel=3 padding=1\n"                              \
   "conv2d name=c3 filters=3 kernel=1\n"                                       \
   "flatten\n"                                                                 \
@@ -1056,15 +1058,17 @@ static const char *const middle_ways[] = {
     "tiled 16",          "tiled 8",        "tiled 16 small",
     "tiled 8 small",     "pointwise",      "implicit 64x64",
     "implicit 16x64",    "implicit 128x128", "per element",
-    "per 4 rows",        "per 4 rows, eights"};
+    "per 4 rows",        "per 4 rows, eights", "per pixel",
+    "runs of 16",        "runs of 16, sums in one pass"};
 
 START_TEST(test_freeze_middle_every_way) {
   const char *way = middle_ways[_i];
-  static const char *const frozen[] = {"c2", "d", "c3", "f1"};
+  static const char *const frozen[] = {"c2", "ln", "d", "c3", "f1"};
+  const int n_frozen = 5;
   clt_graph *g[2] = {NULL, NULL};
   for (int k = 0; k < 2; k++) {
     ck_assert_ok(graph_from_text(MIDDLE_MODEL, &g[k]));
-    for (int f = 0; k == 1 && f < 4; f++)
+    for (int f = 0; k == 1 && f < n_frozen; f++)
       ck_assert_ok(clt_graph_set_trainable(g[k], frozen[f], false));
     g[k]->test_way_name = way;
     ck_assert_ok(clt_graph_compile(g[k], 3, 5));
@@ -1084,14 +1088,14 @@ START_TEST(test_freeze_middle_every_way) {
       }
   }
   ck_assert_msg(taken > 0, "no frozen layer offers '%s'", way);
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < n_frozen; f++) {
     clt_graph_node *n = node_named(g[1], frozen[f]);
     for (int k = 0; k < n->n_params; k++)
       ck_assert_ok(clt_tensor_fill(&n->params[k].grad, NAN));
   }
   ck_assert_ok(clt_graph_backward(g[0]));
   ck_assert_ok(clt_graph_backward(g[1]));
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < n_frozen; f++) {
     clt_graph_node *n = node_named(g[1], frozen[f]);
     for (int k = 0; k < n->n_params; k++) {
       float *v = grad_of(g[1], frozen[f], k);

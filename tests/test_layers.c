@@ -145,9 +145,11 @@ START_TEST(test_fd_layernorm) {
                          "add inputs=c,r\nglobal_avgpool\ndense units=3\n"
                          "softmax_cross_entropy\n";
   check_conv_gradients(channels, 3);
-  /* both layouts, forced (20 pixels: a run of 16 and 4 one by one) */
+  /* each layout, forced (20 pixels: a run of 16 and 4 one by one; the
+   * backward's third takes the parameter sums in the data pass) */
   check_gradients_named(channels, 3, false, 0, "per pixel");
   check_gradients_named(channels, 3, false, 0, "runs of 16");
+  check_gradients_named(channels, 3, false, 0, "runs of 16, sums in one pass");
   check_gradients("input shape=2x3x3\nlayernorm over=channels eps=0.01\n"
                   "tanh\nflatten\ndense units=2\nmse\n",
                   2, true);

@@ -324,8 +324,8 @@ START_TEST(test_relu_fusion_trains_the_same) {
 END_TEST
 
 /* Layer normalisation doing the ReLU after it: the pair's bits, in fp32
- * and mixed precision, in both layouts (forced by name; plans off), and
- * over each pixel's channels (n3, one layout). */
+ * and mixed precision, in each layout (forced by name; plans off: the
+ * third is n3's alone, over each pixel's channels). */
 #define LN_FUSABLE                                                             \
   "input shape=3x6x6\n"                                                        \
   "conv2d name=c1 filters=4 kernel=3\n"                                        \
@@ -368,8 +368,9 @@ static void train_ln_fusion(bool fuse, const char *way,
 
 START_TEST(test_layernorm_relu_fusion) {
   static run_record a, b;
-  static const char *const ways[] = {"per element", "runs of 16"};
-  for (int w = 0; w < 2; w++)
+  static const char *const ways[] = {"per element", "runs of 16",
+                                     "runs of 16, sums in one pass"};
+  for (int w = 0; w < 3; w++)
     for (int mixed = 0; mixed < 2; mixed++) {
       clt_precision p = mixed ? CLT_PRECISION_MIXED : CLT_PRECISION_FP32;
       train_ln_fusion(true, ways[w], p, &a);

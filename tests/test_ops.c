@@ -1991,7 +1991,8 @@ END_TEST
 static const int64_t full_lnc_shapes[][3] = {
     {1, 1, 1}, {3, 1, 5},  {2, 5, 1},   {3, 7, 13},
     {2, 33, 49}, {5, 64, 3}, {1, 300, 7}, {2, 8, 1000}};
-static const int64_t tiny_lnc_shapes[][3] = {{1, 1, 1}, {2, 3, 5}, {3, 5, 2}};
+static const int64_t tiny_lnc_shapes[][3] = {
+    {1, 1, 1}, {2, 3, 5}, {3, 5, 2}, {2, 3, 21}};
 
 static const int64_t *lnc_shape(int i) {
   return test_tiny() ? tiny_lnc_shapes[i] : full_lnc_shapes[i];
@@ -2016,14 +2017,17 @@ START_TEST(lnc_shapes) {
           clt_check_lnc_forward(g_ctx, N, C, P, 0.1f, relu, r16, &e), e, TOL,
           "layernorm over channels %lldx%lldx%lld eps 0.1 relu=%d runs16=%d",
           (long long)N, (long long)C, (long long)P, relu, r16);
-      for (int acc = 0; acc < 2; acc++)
-        ck_assert_check(clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu,
-                                               acc, r16, 0, &e),
-                        e, TOL,
-                        "layernorm over channels backward %lldx%lldx%lld "
-                        "relu=%d accumulate=%d runs16=%d",
-                        (long long)N, (long long)C, (long long)P, relu, acc,
-                        r16);
+      /* the backward's layouts: runs16 0 and 1, and (r16 1) also 2, the
+       * parameter sums in the input gradient's pass */
+      for (int layout = r16; layout <= 2 * r16; layout++)
+        for (int acc = 0; acc < 2; acc++)
+          ck_assert_check(clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu,
+                                                 acc, layout, 0, &e),
+                          e, TOL,
+                          "layernorm over channels backward %lldx%lldx%lld "
+                          "relu=%d accumulate=%d layout=%d",
+                          (long long)N, (long long)C, (long long)P, relu,
+                          acc, layout);
       /* the parameter sums cut into parts of the batch (a sample each) */
       if (N > 1)
         ck_assert_check(clt_check_lnc_backward(g_ctx, N, C, P, 1e-5f, relu,

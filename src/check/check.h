@@ -387,13 +387,15 @@ clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
                                  double *max_err);
 /* The same over each pixel's C channels of x [N, C, P] (clt_lnc_forward,
  * clt_lnc_backward: layernorm over=channels), gamma and beta [C]; runs16
- * their layout of runs of 16 pixels. */
+ * their layout of runs of 16 pixels; the backward's layout 0 a pixel per
+ * item, 1 runs of 16, 2 runs of 16 with the parameter sums taken in the
+ * input gradient's pass (clt_lnc_backward's part). */
 clt_status clt_check_lnc_forward(clt_context *ctx, int64_t N, int64_t C,
                                  int64_t P, float eps, bool relu, bool runs16,
                                  double *max_err);
 clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
                                   int64_t P, float eps, bool relu,
-                                  bool accumulate, bool runs16,
+                                  bool accumulate, int layout,
                                   int64_t loop_limit, double *max_err);
 
 /* ---- cl/depthwise.cl: check/depthwise.c --------------------------------- */

@@ -402,6 +402,7 @@ typedef struct ln_args {
   int64_t N, D, P;
   float eps;
   bool relu, accumulate, runs16;
+  bool sums; /* the parameter sums in the input gradient's pass */
 } ln_args;
 
 static int64_t ln_groups(const ln_args *a) {
@@ -507,7 +508,10 @@ static clt_status ln_backward_body(check_set *s, const void *arg) {
   int64_t D = a->D, G = ln_groups(a), V = ln_values(a);
   ln_forward_ops f;
   check_f32 *out, *dy, *dx, *dgamma, *dbeta;
+  clt_tensor *part = NULL; /* a workspace: not compared */
   CLT_TRY(ln_forward_run(s, a, &f));
+  if (a->sums)
+    CLT_TRY(check_plain(s, clt_lnc_part_floats(a->N, D, a->P), &part));
   CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &out));
   CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &dy));
   CLT_TRY(check_operand(s, V, -1.0f, 1.0f, &dx));
@@ -517,7 +521,8 @@ static clt_status ln_backward_body(check_set *s, const void *arg) {
     CLT_TRY(clt_lnc_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
                              f.x->t, out->t, f.mean->t, f.rstd->t,
                              f.gamma->t, a->N, D, a->P, a->relu,
-                             a->accumulate, a->runs16));
+                             a->accumulate, a->runs16,
+                             part));
   else
     CLT_TRY(clt_ln_backward(s->ctx, dx->t, dgamma->t, dbeta->t, dy->t,
                             f.x->t, out->t, f.mean->t, f.rstd->t, f.gamma->t,
@@ -577,9 +582,10 @@ clt_status clt_check_ln_backward(clt_context *ctx, int64_t N, int64_t D,
 
 clt_status clt_check_lnc_backward(clt_context *ctx, int64_t N, int64_t C,
                                   int64_t P, float eps, bool relu,
-                                  bool accumulate, bool runs16,
+                                  bool accumulate, int layout,
                                   int64_t loop_limit, double *max_err) {
   ln_args a = {.N = N, .D = C, .P = P, .eps = eps, .relu = relu,
-               .accumulate = accumulate, .runs16 = runs16};
+               .accumulate = accumulate, .runs16 = layout >= 1,
+               .sums = layout == 2};
   return ln_backward_limited(ctx, &a, loop_limit, 275, max_err);
 }

@@ -594,16 +594,17 @@ static clt_status st_lnc_fwd(clt_context *ctx, double *e) {
   return clt_check_lnc_forward(ctx, 3, 7, 45, 1e-5f, true, false, e);
 }
 static clt_status st_lnc_bwd(clt_context *ctx, double *e) {
-  return clt_check_lnc_backward(ctx, 3, 7, 45, 1e-5f, true, true, false, 40,
-                                e);
+  return clt_check_lnc_backward(ctx, 3, 7, 45, 1e-5f, true, true, 0, 40, e);
 }
 /* 45 pixels: two runs of 16 and 13 one by one */
 static clt_status st_lnc_fwd16(clt_context *ctx, double *e) {
   return clt_check_lnc_forward(ctx, 3, 7, 45, 1e-5f, true, true, e);
 }
 static clt_status st_lnc_bwd16(clt_context *ctx, double *e) {
-  return clt_check_lnc_backward(ctx, 3, 7, 45, 1e-5f, true, true, true, 40,
-                                e);
+  return clt_check_lnc_backward(ctx, 3, 7, 45, 1e-5f, true, true, 1, 40, e);
+}
+static clt_status st_lnc_bwd16_sums(clt_context *ctx, double *e) {
+  return clt_check_lnc_backward(ctx, 3, 7, 45, 1e-5f, true, true, 2, 0, e);
 }
 static clt_status st_dropout(clt_context *ctx, double *e) {
   return clt_check_dropout(ctx, 10001, 0.3f, 42, 7, e);
@@ -849,6 +850,9 @@ const clt_selftest_case clt_selftest_cases[] = {
     {"layernorm over channels backward 3x7x45 + fused relu accumulate in "
      "runs of 16, sums in parts",
      st_lnc_bwd16, 1e-5, false},
+    {"layernorm over channels backward 3x7x45 + fused relu accumulate in "
+     "runs of 16, sums in the same pass",
+     st_lnc_bwd16_sums, 1e-5, false},
     {"dropout 10001 p=0.3", st_dropout, 1e-6, false},
     {"mul 1001", st_mul, 1e-6, false},
     {"mul 257 accumulate", st_mul_acc, 1e-6, false},

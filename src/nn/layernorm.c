@@ -36,7 +36,13 @@ typedef struct ln_state {
   /* [2, max_batch * groups]: means, then rstds, of the samples (or of
    * their pixels, over=channels); graph-owned */
   clt_tensor *stats;
-  bool fwd16, bwd16; /* the layouts chosen: runs of 16 */
+  /* over=channels, trained: the backward's partial parameter sums
+   * (clt_lnc_backward's part); graph-owned */
+  clt_tensor *part;
+  bool fwd16; /* the forward's layout chosen: runs of 16 */
+  int bwd;    /* the backward's: 0 a value or pixel per item, 1 runs of
+                 16, 2 (over=channels) runs of 16 with the parameter sums
+                 in the input gradient's pass */
 } ln_state;
 
 static clt_status ln_configure(clt_graph *g, clt_graph_node *n,
@@ -87,8 +93,13 @@ static int64_t ln_groups(const ln_state *s) { return s->P ? s->P : 1; }
 
 static clt_status ln_reserve(clt_graph *g, clt_graph_node *n) {
   ln_state *s = n->state;
-  return clt_graph_workspace(g, n, CLT_F32, 2 * g->max_batch * ln_groups(s),
-                             CLT_LIVE_SAVED, &s->stats);
+  CLT_TRY(clt_graph_workspace(g, n, CLT_F32, 2 * g->max_batch * ln_groups(s),
+                              CLT_LIVE_SAVED, &s->stats));
+  if (!s->P || g->planned_forward_only || !clt_node_param_grad(n, LN_WEIGHT))
+    return CLT_OK;
+  return clt_graph_workspace(g, n, CLT_F32,
+                             clt_lnc_part_floats(g->max_batch, s->C, s->P),
+                             CLT_LIVE_BACKWARD, &s->part);
 }
 
 /* The means and rstds of the batch's samples (or pixels): views of the
@@ -123,22 +134,26 @@ static clt_status ln_run(clt_graph *g, clt_graph_node *n, int64_t batch,
                         n->fused_relu, runs16);
 }
 
+/* The backward in layout `way` (ln_state.bwd). */
 static clt_status ln_run_backward(clt_graph *g, clt_graph_node *n,
                                   int64_t batch, clt_tensor *dx, bool acc,
-                                  bool runs16) {
+                                  int way) {
   ln_state *s = n->state;
-  clt_param *p = n->params;
   clt_tensor mean, rstd;
   ln_stats(g, s, &mean, &rstd);
+  /* frozen: no gamma and beta sums (the input gradient needs none) */
+  clt_tensor *dgamma = clt_node_param_grad(n, LN_WEIGHT);
+  clt_tensor *dbeta = clt_node_param_grad(n, LN_BIAS);
+  const clt_tensor *gamma = &n->params[LN_WEIGHT].value;
   if (s->P)
-    return clt_lnc_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
-                            n->grad, clt_graph_in(g, n, 0)->out, n->out,
-                            &mean, &rstd, &p[LN_WEIGHT].value, batch, s->C,
-                            s->P, n->fused_relu, acc, runs16);
-  return clt_ln_backward(g->ctx, dx, &p[LN_WEIGHT].grad, &p[LN_BIAS].grad,
-                         n->grad, clt_graph_in(g, n, 0)->out, n->out, &mean,
-                         &rstd, &p[LN_WEIGHT].value, batch, n->size,
-                         n->fused_relu, acc, runs16);
+    return clt_lnc_backward(g->ctx, dx, dgamma, dbeta, n->grad,
+                            clt_graph_in(g, n, 0)->out, n->out, &mean, &rstd,
+                            gamma, batch, s->C, s->P, n->fused_relu, acc,
+                            way >= 1, way == 2 ? s->part : NULL);
+  return clt_ln_backward(g->ctx, dx, dgamma, dbeta, n->grad,
+                         clt_graph_in(g, n, 0)->out, n->out, &mean, &rstd,
+                         gamma, batch, n->size, n->fused_relu, acc,
+                         way == 1);
 }
 
 /* Way `way` (1: runs of 16) of the forward, or of the backward (the input
@@ -147,7 +162,7 @@ static clt_status run_ln_way(void *user, int way) {
   ln_work *w = user;
   if (!w->backward) return ln_run(w->g, w->n, w->g->max_batch, way == 1);
   return ln_run_backward(w->g, w->n, w->g->max_batch,
-                         clt_graph_in(w->g, w->n, 0)->grad, false, way == 1);
+                         clt_graph_in(w->g, w->n, 0)->grad, false, way);
 }
 
 /* Picks the layouts (issue 8's kernels laid out for the device): the
@@ -193,7 +208,7 @@ static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
   int chosen = 0;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
   s->fwd16 = chosen == 1;
-  s->bwd16 = false;
+  s->bwd = 0;
   if (!n->grad) return CLT_OK;
   if (measuring) {
     CLT_TRY(ln_run(g, n, b, s->fwd16)); /* the statistics of the inputs */
@@ -206,12 +221,29 @@ static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
     dx = clt_tensor_slice_1d(in->grad, 0, count);
     ways.work.checks[c++] = &dx;
   }
-  ways.work.checks[c++] = &n->params[LN_WEIGHT].grad;
-  ways.work.checks[c++] = &n->params[LN_BIAS].grad;
+  bool trained = clt_node_param_grad(n, LN_WEIGHT) != NULL;
+  if (trained) {
+    ways.work.checks[c++] = &n->params[LN_WEIGHT].grad;
+    ways.work.checks[c++] = &n->params[LN_BIAS].grad;
+  }
   ways.work.check_count = c;
   ways.what = "backward layout";
+  /* a frozen layer's backward (no parameter sums) measured apart; over
+   * channels a third layout, the parameter sums in the input gradient's
+   * pass (where there is one: an input gradient, and a workspace for a
+   * trained layer's sums) */
+  char bkey[200];
+  snprintf(bkey, sizeof bkey, "%s%s", key,
+           !trained ? ", frozen" : s->P ? ", sums in the data pass" : "");
+  ways.key = bkey;
+  if (s->P) {
+    ways.names[2] = "runs of 16, sums in one pass";
+    ways.work.count = 3;
+  }
+  bool skip[3] = {false, false, !in->grad || !s->part};
+  ways.work.skip = skip;
   CLT_TRY(clt_graph_plan_ways(g, n, &ways, &chosen));
-  s->bwd16 = chosen == 1;
+  s->bwd = chosen;
   return CLT_OK;
 }
 
@@ -224,7 +256,7 @@ static clt_status ln_backward(clt_graph *g, clt_graph_node *n) {
   ln_state *s = n->state;
   bool acc = false;
   clt_tensor *dx = clt_graph_input_grad(g, n, 0, &acc);
-  return ln_run_backward(g, n, g->batch, dx, acc, s->bwd16);
+  return ln_run_backward(g, n, g->batch, dx, acc, s->bwd);
 }
 
 static void ln_destroy(clt_graph_node *n) { free(n->state); }

@@ -354,7 +354,7 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
   if (N == 0) return CLT_OK;
   int64_t per = clt_loop_per(ctx, N, ln_param_loops, &runs16);
   size_t items = (size_t)(runs16 ? (D + 15) / 16 : D);
-  for (int64_t n0 = 0; n0 < N; n0 += per) {
+  for (int64_t n0 = 0; dgamma && n0 < N; n0 += per) {
     int64_t n1 = n0 + per < N ? n0 + per : N;
     CLT_TRY(CLT_RUN_1D(
         ctx, runs16 ? CLT_K_ln_backward_params16 : CLT_K_ln_backward_params,
@@ -409,14 +409,30 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
                             const clt_tensor *y, const clt_tensor *mean,
                             const clt_tensor *rstd, const clt_tensor *gamma,
                             int64_t N, int64_t C, int64_t P, bool relu,
-                            bool accumulate, bool runs16) {
+                            bool accumulate, bool runs16, clt_tensor *part) {
   const clt_tensor *out = relu ? y : dy; /* not read without relu */
   CLT_TRY(lnc_fits(ctx, "layernorm over channels backward", C, runs16));
   if (N * P == 0) return CLT_OK;
+  if (part && dx && runs16 && dgamma) {
+    int64_t J = N * ((P + 15) / 16);
+    if (part->numel < 2 * C * J)
+      return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
+                          "layernorm over channels backward: %lld floats "
+                          "for the partial sums, %lld needed",
+                          (long long)part->numel, (long long)(2 * C * J));
+    CLT_TRY(CLT_RUN_1D(ctx, CLT_K_lnc_backward_data16_sums, (size_t)J,
+                       KT(dx), KT(dy), KT(x), KT(mean), KT(rstd), KT(gamma),
+                       KT(out), KI(N), KI(C), KI(P), KI(relu),
+                       KI(accumulate), KT(part)));
+    clt_tensor pg = clt_tensor_slice_1d(part, 0, C * J);
+    clt_tensor pb = clt_tensor_slice_1d(part, C * J, C * J);
+    CLT_TRY(clt_sum_channels_forward(ctx, dgamma, &pg, 1, C, J, false));
+    return clt_sum_channels_forward(ctx, dbeta, &pb, 1, C, J, false);
+  }
   lnc_loops loops = {P, (int64_t)ctx->work_group, runs16};
   int64_t per = clt_loop_per(ctx, N, lnc_param_loops, &loops);
   size_t local = ctx->work_group, global = local * (size_t)C;
-  for (int64_t n0 = 0; n0 < N; n0 += per) {
+  for (int64_t n0 = 0; dgamma && n0 < N; n0 += per) {
     int64_t n1 = n0 + per < N ? n0 + per : N;
     CLT_TRY(CLT_RUN(
         ctx, runs16 ? CLT_K_lnc_backward_params16 : CLT_K_lnc_backward_params,

@@ -561,9 +561,10 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
  * of N samples' D values: y = (x - mean) * rstd * gamma + beta with the
  * sample's mean and rstd = 1 / sqrt(biased variance + eps), both kept
  * (N floats each) for the backward. clt_ln_backward: dgamma and dbeta
- * (written, [D]) and, where dx, dx written or (accumulate) added; the
- * parameter sums run in parts of the batch where the device's loops are
- * capped (clt_loop_per). Both refuse (CLT_ERR_UNSUPPORTED) a sample whose
+ * (written, [D]; NULL both, a frozen layer's: not made) and, where dx,
+ * dx written or (accumulate) added; the parameter sums run in parts of
+ * the batch where the device's loops are capped (clt_loop_per). Both
+ * refuse (CLT_ERR_UNSUPPORTED) a sample whose
  * values a work-group's loops cannot walk within the device's budget
  * (clt_device_loop_cap). runs16: the layout of runs of 16 values with
  * vector loads (cl/norm.cl), else a value per item; the same numbers to
@@ -591,7 +592,11 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
  * batch where the device's loops are capped. CLT_ERR_UNSUPPORTED where a
  * pixel's C channels pass the device's loop budget. runs16: the layout of
  * runs of 16 pixels in vectors (cl/norm.cl), else a pixel per item; the
- * same numbers to float rounding. */
+ * same numbers to float rounding. part: NULL, or (with runs16 and dx)
+ * 2 C N ceil(P / 16) floats of workspace (clt_lnc_part_floats): the
+ * parameter sums are then taken in the input gradient's pass, each run's
+ * into part, and summed from there (dx the same bits; dgamma and dbeta
+ * the same sums in another order). */
 clt_status clt_lnc_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                            clt_tensor *rstd, const clt_tensor *x,
                            const clt_tensor *gamma, const clt_tensor *beta,
@@ -603,7 +608,10 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
                             const clt_tensor *y, const clt_tensor *mean,
                             const clt_tensor *rstd, const clt_tensor *gamma,
                             int64_t N, int64_t C, int64_t P, bool relu,
-                            bool accumulate, bool runs16);
+                            bool accumulate, bool runs16, clt_tensor *part);
+static inline int64_t clt_lnc_part_floats(int64_t N, int64_t C, int64_t P) {
+  return 2 * C * N * ((P + 15) / 16);
+}
 
 /* Depthwise convolution (cl/depthwise.cl), PyTorch's Conv2d with groups
  * = win->C: x [N, C, H, W], w [C M, KH, KW], y [N, C M, OH, OW], output

@@ -132,6 +132,7 @@
   X(lnc_backward_params, "norm")                                               \
   X(lnc_forward16, "norm")                                                     \
   X(lnc_backward_data16, "norm")                                               \
+  X(lnc_backward_data16_sums, "norm")                                          \
   X(lnc_backward_params16, "norm")                                             \
   X(dropout_forward, "dropout")                                                \
   X(mul_f32, "dropout")                                                        \
