@@ -603,12 +603,13 @@ __kernel void bn_backward_combine(__global float *dgamma, int dgamma_off,
  * sample's every value: sample n's D values x[n, 0..D) normalised by
  * their own mean and biased variance, then scaled and shifted element by
  * element, y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var +
- * eps). One group of CLT_WG items per sample; two passes for the
- * statistics, as bn_moments. The mean and rstd are kept for the backward.
- * Two layouts, chosen by measurement (nn/layernorm.c): each item taking
- * the values lid, lid + CLT_WG, ... (runs16 0: neighbouring items read
+ * eps). One group per sample, of CLT_WG items or (ops/norm.c ln_group)
+ * as many as have values or runs; two passes for the statistics, as
+ * bn_moments. The mean and rstd are kept for the backward. Two layouts,
+ * chosen by measurement (nn/layernorm.c): each item taking the values
+ * lid, lid + GROUP_ITEMS, ... (runs16 0: neighbouring items read
  * neighbouring memory on a GPU), or runs of 16 values with vload16, lid,
- * lid + CLT_WG, ... and then the tail (runs16 1: one vector on a CPU
+ * lid + GROUP_ITEMS, ... and then the tail (runs16 1: one vector on a CPU
  * device, where POCL leaves the first layout's strided loops scalar). The
  * layouts' sums differ in order, so their last bits may. relu: a ReLU
  * after the layer done by it (nn/layernorm.c's fused_relu): the forward
@@ -617,9 +618,9 @@ __kernel void bn_backward_combine(__global float *dgamma, int dgamma_off,
 #define LN_LOOP(D, lid, runs16, BODY16, BODY1)                                \
   do {                                                                        \
     if (runs16)                                                               \
-      BN_RUNS(D, lid, CLT_WG, BODY16, BODY1);                                 \
+      BN_RUNS(D, lid, GROUP_ITEMS, BODY16, BODY1);                            \
     else                                                                      \
-      for (int i_ = (lid); i_ < (D); i_ += CLT_WG) BODY1(i_);                 \
+      for (int i_ = (lid); i_ < (D); i_ += GROUP_ITEMS) BODY1(i_);            \
   } while (0)
 
 static inline __attribute__((always_inline)) void

@@ -182,7 +182,10 @@ static clt_status ln_compile(clt_graph *g, clt_graph_node *n) {
     snprintf(shape, sizeof shape, "layernorm over channels %lldx%lldx%lld",
              (long long)b, (long long)s->C, (long long)s->P);
   } else {
-    snprintf(key, sizeof key, "layernorm %lld values, batch %lld, relu %d",
+    /* ", fitted groups": the choices stored before were timed with
+     * groups of ctx->work_group items (ops/norm.c ln_group) */
+    snprintf(key, sizeof key,
+             "layernorm %lld values, batch %lld, relu %d, fitted groups",
              (long long)n->size, (long long)b, n->fused_relu ? 1 : 0);
     snprintf(shape, sizeof shape, "layernorm %lldx%lld", (long long)b,
              (long long)n->size);

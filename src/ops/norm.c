@@ -321,6 +321,16 @@ static clt_status ln_fits(clt_context *ctx, const char *what, int64_t D,
   return loops_fit(ctx, 3 * (per + 2) + 64, what, D, "values a sample");
 }
 
+/* The one-group-per-sample kernels' groups: as many items as have
+ * values (runs16 0) or runs of 16 and tail values (1), ctx->work_group
+ * at most (clt_group_items): a group of 256 on a sample of 64 values
+ * walked the group sum's barriers with items that had nothing to add.
+ * Each item's loops are those ln_fits counts (a smaller group holds every
+ * value or run, one each). */
+static size_t ln_group(clt_context *ctx, int64_t D, bool runs16) {
+  return clt_group_items(ctx, runs16 ? clt_runs_busy(D) : D);
+}
+
 clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                           clt_tensor *rstd, const clt_tensor *x,
                           const clt_tensor *gamma, const clt_tensor *beta,
@@ -328,7 +338,7 @@ clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                           bool runs16) {
   CLT_TRY(ln_fits(ctx, "layernorm", D, runs16));
   if (N == 0) return CLT_OK;
-  size_t local = ctx->work_group, global = local * (size_t)N;
+  size_t local = ln_group(ctx, D, runs16), global = local * (size_t)N;
   return CLT_RUN(ctx, runs16 ? CLT_K_ln_forward16 : CLT_K_ln_forward, 1,
                  &global, &local, KT(y), KT(mean), KT(rstd), KT(x), KT(gamma),
                  KT(beta), KI(D), KF(eps), KI(relu));
@@ -362,7 +372,7 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
         KT(out), KI(D), KI(relu), KI(n0), KI(n1), KI(n0 > 0)));
   }
   if (!dx) return CLT_OK;
-  size_t local = ctx->work_group, global = local * (size_t)N;
+  size_t local = ln_group(ctx, D, runs16), global = local * (size_t)N;
   return CLT_RUN(ctx,
                  runs16 ? CLT_K_ln_backward_data16 : CLT_K_ln_backward_data, 1,
                  &global, &local, KT(dx), KT(dy), KT(x), KT(mean), KT(rstd),
