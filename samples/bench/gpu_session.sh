@@ -54,7 +54,10 @@
 #          256 next to torch_train.py --model separable (Conv2d groups=C);
 #          then the same for the MobileNet sample (stride-2 depthwise
 #          layers) and for the ConvNeXt sample of 2026-12-06 (7x7
-#          depthwise, layernorm over=channels, gelu with our own erf)
+#          depthwise, layernorm over=channels, gelu with our own erf;
+#          its tune shows which of the layer norms' three backward
+#          layouts of 2026-12-07 the GPU takes: a pixel per item, runs
+#          of 16, or runs of 16 with the parameter sums in one pass)
 #          next to torch_train.py --model convnext, and test_ops'
 #          activation cases (gelu_accuracy: our erf within 1e-6); and
 #          (2026-12-06) test_ops' pool cases and test_infer's (global
