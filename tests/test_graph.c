@@ -1064,7 +1064,7 @@ static const char *const middle_ways[] = {
 START_TEST(test_freeze_middle_every_way) {
   const char *way = middle_ways[_i];
   static const char *const frozen[] = {"c2", "ln", "d", "c3", "f1"};
-  const int n_frozen = 5;
+  const int n_frozen = (int)(sizeof frozen / sizeof *frozen);
   clt_graph *g[2] = {NULL, NULL};
   for (int k = 0; k < 2; k++) {
     ck_assert_ok(graph_from_text(MIDDLE_MODEL, &g[k]));

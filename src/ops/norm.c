@@ -424,12 +424,12 @@ clt_status clt_lnc_backward(clt_context *ctx, clt_tensor *dx,
   CLT_TRY(lnc_fits(ctx, "layernorm over channels backward", C, runs16));
   if (N * P == 0) return CLT_OK;
   if (part && dx && runs16 && dgamma) {
-    int64_t J = N * ((P + 15) / 16);
-    if (part->numel < 2 * C * J)
+    int64_t J = N * ((P + 15) / 16), need = clt_lnc_part_floats(N, C, P);
+    if (part->numel < need)
       return clt_ctx_fail(ctx, CLT_ERR_INVALID_ARGUMENT,
                           "layernorm over channels backward: %lld floats "
                           "for the partial sums, %lld needed",
-                          (long long)part->numel, (long long)(2 * C * J));
+                          (long long)part->numel, (long long)need);
     CLT_TRY(CLT_RUN_1D(ctx, CLT_K_lnc_backward_data16_sums, (size_t)J,
                        KT(dx), KT(dy), KT(x), KT(mean), KT(rstd), KT(gamma),
                        KT(out), KI(N), KI(C), KI(P), KI(relu),

@@ -564,9 +564,8 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
  * (written, [D]; NULL both, a frozen layer's: not made) and, where dx,
  * dx written or (accumulate) added; the parameter sums run in parts of
  * the batch where the device's loops are capped (clt_loop_per). Both
- * refuse (CLT_ERR_UNSUPPORTED) a sample whose
- * values a work-group's loops cannot walk within the device's budget
- * (clt_device_loop_cap). runs16: the layout of runs of 16 values with
+ * refuse (CLT_ERR_UNSUPPORTED) a sample whose values a work-group's loops
+ * cannot walk within the device's budget (clt_device_loop_cap). runs16: the layout of runs of 16 values with
  * vector loads (cl/norm.cl), else a value per item; the same numbers to
  * float rounding. relu: a ReLU fused after it, y = max(y, 0) forward, and
  * backward dy taken as 0 where the forward's output y is not > 0 (y is
@@ -588,12 +587,13 @@ clt_status clt_ln_backward(clt_context *ctx, clt_tensor *dx,
  * x [N, C, P], pixel (n, p)'s C values normalised by their own mean and
  * rstd (kept, N P floats each, for the backward), then y = xhat *
  * gamma[c] + beta[c]; relu and accumulate as clt_ln_forward's and
- * clt_ln_backward's; the parameter sums ([C], written) in parts of the
- * batch where the device's loops are capped. CLT_ERR_UNSUPPORTED where a
+ * clt_ln_backward's; the parameter sums ([C], written; dgamma and dbeta
+ * NULL, a frozen layer's: not made) in parts of the batch where the
+ * device's loops are capped. CLT_ERR_UNSUPPORTED where a
  * pixel's C channels pass the device's loop budget. runs16: the layout of
  * runs of 16 pixels in vectors (cl/norm.cl), else a pixel per item; the
- * same numbers to float rounding. part: NULL, or (with runs16 and dx)
- * 2 C N ceil(P / 16) floats of workspace (clt_lnc_part_floats): the
+ * same numbers to float rounding. part: NULL, or (with runs16, dx and
+ * dgamma) 2 C N ceil(P / 16) floats of workspace (clt_lnc_part_floats): the
  * parameter sums are then taken in the input gradient's pass, each run's
  * into part, and summed from there (dx the same bits; dgamma and dbeta
  * the same sums in another order). */
