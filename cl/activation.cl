@@ -114,7 +114,8 @@ static float act_derivative(int kind, float x, float y, float alpha) {
  * with the kind a constant the switches above fold away and CPU devices
  * vectorise the kernel across work-items; a run-time kind left POCL with
  * scalar code (ReLU forward 4x slower). accumulate is a select, not a
- * branch, for the same reason. */
+ * branch, for the same reason, and a constant in each of the backward
+ * kernel's two branches (ROUND16_ACC_VARIANTS). */
 #define ACTIVATION_KERNELS(NAME, KIND)                                        \
   ROUND16_BODY activation_forward_##NAME##_body(                              \
       __global float *y, int y_off, __global const float *x, int x_off,       \
@@ -138,13 +139,13 @@ static float act_derivative(int kind, float x, float y, float alpha) {
               act_derivative(KIND, x[x_off + i], y[y_off + i], alpha);        \
     STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + g : g);              \
   }                                                                           \
-  ROUND16_VARIANTS(activation_backward_##NAME,                                \
-                   (__global float *dx, int dx_off, __global const float *dy, \
-                    int dy_off, __global const float *x, int x_off,           \
-                    __global const float *y, int y_off, int n, float alpha,   \
-                    int accumulate, ROUND16_PARAMS),                          \
-                   (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha,     \
-                    accumulate, ROUND16_ARGS))
+  ROUND16_ACC_VARIANTS(                                                       \
+      activation_backward_##NAME,                                             \
+      (__global float *dx, int dx_off, __global const float *dy, int dy_off,  \
+       __global const float *x, int x_off, __global const float *y,           \
+       int y_off, int n, float alpha, int accumulate, ROUND16_PARAMS),        \
+      (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha, accumulate,      \
+       ROUND16_ARGS))
 
 ACTIVATION_KERNELS(relu, ACT_RELU)
 ACTIVATION_KERNELS(leaky_relu, ACT_LEAKY)

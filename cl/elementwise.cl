@@ -11,10 +11,12 @@ ROUND16_BODY add_f32_body(__global float *out, int out_off,
   float v = a[a_off + i] + b[b_off + i];
   STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
 }
-ROUND16_VARIANTS(add_f32, (__global float *out, int out_off,
-                  __global const float *a, int a_off, __global const float *b,
-                  int b_off, int n, int accumulate, ROUND16_PARAMS),
-                 (out, out_off, a, a_off, b, b_off, n, accumulate, ROUND16_ARGS))
+ROUND16_ACC_VARIANTS(add_f32,
+                     (__global float *out, int out_off, __global const float *a,
+                      int a_off, __global const float *b, int b_off, int n,
+                      int accumulate, ROUND16_PARAMS),
+                     (out, out_off, a, a_off, b, b_off, n, accumulate,
+                      ROUND16_ARGS))
 
 /* out = max(a + b, 0): a sum with a fused ReLU (nn/merge.c), a select as
  * the ReLU layer's. */
@@ -42,10 +44,12 @@ ROUND16_BODY scale_f32_body(__global float *out, int out_off,
   float v = alpha * x[x_off + i];
   STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
 }
-ROUND16_VARIANTS(scale_f32, (__global float *out, int out_off,
-                  __global const float *x, int x_off, int n, float alpha,
-                  int accumulate, ROUND16_PARAMS),
-                 (out, out_off, x, x_off, n, alpha, accumulate, ROUND16_ARGS))
+ROUND16_ACC_VARIANTS(scale_f32,
+                     (__global float *out, int out_off, __global const float *x,
+                      int x_off, int n, float alpha, int accumulate,
+                      ROUND16_PARAMS),
+                     (out, out_off, x, x_off, n, alpha, accumulate,
+                      ROUND16_ARGS))
 
 /* y = (x - mean[c]) * scale, c = (i / spatial) % channels, the scale
  * 1 / sqrt(var[c]), or 1 where var[c] is 0 (a constant feature is left

@@ -204,6 +204,45 @@ static float half_value(ushort h) {
     const int round16 = 2;                                                     \
     NAME##_body ARGS;                                                          \
   }
+
+/* ROUND16_VARIANTS for a kernel whose parameters include `int
+ * accumulate` (add into the output instead of writing it): each kernel
+ * runs its body in one of two branches, each declaring its own
+ * `accumulate` constant (shadowing the parameter, so that ARGS pass it
+ * on unchanged), so that the body sees 0 or 1 at compile time. POCL then
+ * builds a work-item loop for each branch: with `accumulate ? dx[i] + g :
+ * g` taken at run time its vectorised loop loaded dx whether or not it
+ * was added (a select, not a branch), and a branch around the load inside
+ * the loop was no faster (gelu's backward on the ConvNeXt sample, 2-core
+ * EPYC, POCL 3.1: 3.3 ms a step, 3.1 with that branch, 2.5 with the
+ * constant; ReLU's, a pass over memory, 4.7 and 4.5 ms on the wide
+ * ResNet sample). The body is compiled twice, so only the activations'
+ * backward use it, and add_f32 and scale_f32 (one operation each, cheap
+ * to compile twice: scale_f32 0.60 against 0.66 ms a step in two rounds
+ * of three); col2im, the pooling and batch-norm backward passes were
+ * within 6% either way with it, and keep the select. */
+#define ACC_BRANCHES(CALL)                                                     \
+  if (accumulate) {                                                            \
+    const int accumulate = 1;                                                  \
+    CALL;                                                                      \
+  } else {                                                                     \
+    const int accumulate = 0;                                                  \
+    CALL;                                                                      \
+  }
+#define ROUND16_ACC_VARIANTS(NAME, PARAMS, ARGS)                               \
+  __kernel void NAME PARAMS {                                                  \
+    const int round16 = 0;                                                     \
+    ACC_BRANCHES(NAME##_body ARGS)                                             \
+  }                                                                            \
+  __kernel void NAME##_r16 PARAMS {                                            \
+    const int round16 = 1;                                                     \
+    ACC_BRANCHES(NAME##_body ARGS)                                             \
+  }                                                                            \
+  __kernel void NAME##_s16 PARAMS {                                            \
+    const int round16 = 2;                                                     \
+    ACC_BRANCHES(NAME##_body ARGS)                                             \
+  }
+
 /* The same for a body that reduces over its group (group_sum): each
  * kernel declares the scratch that OpenCL C allows in kernels only and
  * passes it on; ARGS begins with `scratch`. */
