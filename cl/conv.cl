@@ -24,6 +24,7 @@ static void window_rows(int kh, int H, int OH, int pad_h, int stride_h,
   *hi = bottom < 0 ? 0 : min(OH, bottom / stride_h + 1);
 }
 
+#if !CLT_ROUND16_PROGRAM
 /* col[(c*KH + kh)*KW + kw][(n*OH + oh)*OW + ow] = x[n][c][ih][iw], or 0 in
  * the padding. One work-item per (n, row of col): it writes that row's
  * OH*OW run for image n, looping over oh and ow, so the divisions happen
@@ -68,6 +69,7 @@ __kernel void im2col(__global float *col, int col_off,
     for (int ow = hi; ow < OW; ow++) out[ow] = 0.0f;
   }
 }
+#endif
 
 /* The output row whose window row kh reads input row ih, or -1 where
  * none does. */
@@ -167,6 +169,7 @@ ROUND16_VARIANTS(col2im, (__global float *dx, int dx_off,
                   pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, accumulate,
                   per, ROUND16_ARGS))
 
+#if !CLT_ROUND16_PROGRAM
 /* The unfold laid out the other way, "rows": row [batch*OH*OW,
  * C*KH*KW], the transpose of col, row[(n*OH + oh)*OW + ow][(c*KH + kh)*KW
  * + kw] = x[n][c][ih][iw] or 0. It makes a convolution's weight gradient a
@@ -222,6 +225,7 @@ __kernel void im2row(__global float *row, int row_off,
       }
   }
 }
+#endif
 
 /* dx[n][c][:][:] (+)= the sum of the drow elements im2row copied each
  * element to: col2im's inverse over the row layout, one work-item per
@@ -295,6 +299,7 @@ ROUND16_VARIANTS(row2im, (__global float *dx, int dx_off,
  * (coalesced on a GPU, where a work-item per row makes neighbours write a
  * row apart). The layer measures both layouts of im2col and col2im and
  * keeps the faster, for im2row and row2im too (nn/conv2d.c). */
+#if !CLT_ROUND16_PROGRAM
 __kernel void im2col_elems(__global float *col, int col_off,
                            __global const float *x, int x_off, int batch,
                            int C, int H, int W, int KH, int KW, int OH,
@@ -323,6 +328,7 @@ __kernel void im2col_elems(__global float *col, int col_off,
                          ? x[x_off + ((n * C + c) * H + ih) * W + iw]
                          : 0.0f;
 }
+#endif
 
 ROUND16_BODY col2im_elems_body(__global float *dx, int dx_off,
                                __global const float *dcol, int dcol_off,
@@ -395,6 +401,7 @@ ROUND16_VARIANTS(swap_axes01, (__global float *y, int y_off,
                  (y, y_off, x, x_off, bias, bias_off, mask, mask_off, A, B, S,
                   has_bias, relu, per, ROUND16_ARGS))
 
+#if !CLT_ROUND16_PROGRAM
 /* y[n][p][c] = x[n][c][p]: NCHW to NHWC, [N, C, P] to [N, P, C] (the
  * "rows" backward's dy, nn/conv2d.c). relu_grad: the gradient through a
  * fused ReLU, times mask > 0 (mask laid out as x: the ReLU's output;
@@ -459,6 +466,7 @@ __kernel void nchw_to_nhwc(__global float *y, int y_off, __global float *x,
       out[p * C + c] = v;
     }
 }
+#endif
 
 /* Direct convolution, for windows with few taps (C*KH*KW at most
  * nn/conv2d.c's DIRECT_MAX_TAPS: a first layer's 3x3 over one or three
@@ -666,6 +674,7 @@ static float sum8(float8 v) {
     total += sum##V(select((float##V)0.0f, s, LANES##V >= ow - at));           \
   }
 
+#if !CLT_ROUND16_PROGRAM
 __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
                                 __global const float *x, int x_off,
                                 __global const float *dy, int dy_off,
@@ -720,7 +729,9 @@ __kernel void conv_direct_wgrad(__global float *ws, int ws_off,
   else
     ws[ws_off + chunk * F * ckk + f * ckk + j] = total;
 }
+#endif
 
+#if !CLT_ROUND16_PROGRAM
 /* The same partials, a work-item per (ow, chunk, f*taps + j), global (OW,
  * chunks, F*taps), kept apart by column: the tap's at
  * ws[((chunk*F + f)*C*KH*KW + j)*OW + ow] (zero where column ow never
@@ -765,6 +776,7 @@ __kernel void conv_direct_wgrad_elems(
   ws[ws_off + (j == ckk ? chunks * F * ckk * OW + (chunk * F + f) * OW
                         : ((chunk * F + f) * ckk + j) * OW) + ow] = s;
 }
+#endif
 
 /* Direct convolution tiled for CPU devices ("tiled 16", "tiled 8" in
  * nn/conv2d.c), for stride 1 and any number of taps: no unfold, no GEMM,
@@ -796,6 +808,7 @@ __kernel void conv_direct_wgrad_elems(
  * in between, 4 (32 accumulators: spilled) 1.2-1.5x; 7x7 planes within
  * noise. */
 
+#if !CLT_ROUND16_PROGRAM
 /* xp[plane][hp][wq] = x[plane][hp - pad_h][wq - pad_w], 0 outside x; a
  * work-item per plane, or per `per` of its rows where that is long (ops.h
  * clt_loop_per; with a work-item per row a copy took about twice as long
@@ -838,6 +851,7 @@ __kernel void conv_tile_weights(__global float *wr, int wr_off,
                               kh * w_kh + kw * w_kw]
                          : 0.0f;
 }
+#endif
 
 #define CONV_TILED(NAME, V, TF, TR)                                            \
   ROUND16_BODY NAME##_body(                                                    \
@@ -998,7 +1012,9 @@ static float lanes_sum8(float8 v) {
 }
 static float lanes_sum16(float16 v) { return lanes_sum8(v.lo + v.hi); }
 
+#if !CLT_ROUND16_PROGRAM
 CONV_TILED_WGRAD(conv_tiled_wgrad16, 16, 8, 3)
 CONV_TILED_WGRAD(conv_tiled_wgrad8, 8, 8, 3)
 CONV_TILED_WGRAD(conv_tiled_wgrad16_small, 16, 3, 3)
 CONV_TILED_WGRAD(conv_tiled_wgrad8_small, 8, 3, 3)
+#endif

@@ -123,6 +123,7 @@ ROUND16_VARIANTS(bias_add_channels, (__global float *y, int y_off,
                  (y, y_off, bias, b_off, channels, spatial, planes, relu, per,
                   ROUND16_ARGS))
 
+#if !CLT_ROUND16_PROGRAM
 /* Copies x [N, Cx, S] into channels [c_off, c_off + Cx) of y [N, Cy, S]
  * (concatenation); with `backward` the other way round, y's slice into x
  * (adding when accumulating). */
@@ -139,3 +140,4 @@ __kernel void channel_slice_copy(__global float *y, int y_off,
   else
     x[x_off + i] = accumulate ? x[x_off + i] + y[y_off + j] : y[y_off + j];
 }
+#endif

@@ -66,6 +66,7 @@ bn_moments(__local float *scratch, __global const float *x, int x_off, int N,
   return (float2)(mu, group_sum(scratch, q + sum16(q16)) / (float)(N * HW));
 }
 
+#if !CLT_ROUND16_PROGRAM
 /* mean[c] and the biased variance var[c] of x (bn_moments). */
 __kernel void bn_stats(__global float *mean, int mean_off,
                        __global float *var, int var_off,
@@ -79,6 +80,7 @@ __kernel void bn_stats(__global float *mean, int mean_off,
     var[var_off + c] = m.y;
   }
 }
+#endif
 
 /* running = (1 - momentum) running + momentum batch, with the unbiased
  * variance (M / (M - 1)), for channel c; num_batches_tracked + 1 with
@@ -95,6 +97,7 @@ static void bn_running(__global float *rmean, int rmean_off,
   if (c == 0) tracked[tracked_off] += 1.0f;
 }
 
+#if !CLT_ROUND16_PROGRAM
 __kernel void bn_update_running(__global float *rmean, int rmean_off,
                                 __global float *rvar, int rvar_off,
                                 __global float *tracked, int tracked_off,
@@ -106,6 +109,7 @@ __kernel void bn_update_running(__global float *rmean, int rmean_off,
   bn_running(rmean, rmean_off, rvar, rvar_off, tracked, tracked_off, c,
              mean[mean_off + c], var[var_off + c], M, momentum);
 }
+#endif
 
 /* The element-wise passes come in two layouts, measured per device by the
  * layer (nn/batchnorm.c): work-item (s, p) for position s of plane
@@ -155,6 +159,7 @@ ROUND16_BODY bn_apply_body(__global float *y, int y_off,
 }
 ROUND16_VARIANTS(bn_apply, BN_APPLY_PARAMS, BN_APPLY_ARGS)
 
+#if !CLT_ROUND16_PROGRAM
 /* Evaluation's batch norm folded into the convolution before it
  * (ops.h clt_bn_fold): a work-item per weight, wo = w k of its filter,
  * then one per filter, bo = (b - mean) k + beta (b 0 where has_b is 0),
@@ -177,6 +182,7 @@ __kernel void bn_fold(__global float *wo, int wo_off, __global float *bo,
   }
   bo[bo_off + f] = BN_APPLY(has_b ? b[b_off + f] : 0.0f);
 }
+#endif
 
 /* The same in runs of 16. */
 ROUND16_BODY bn_apply16_body(__global float *y, int y_off,
@@ -310,6 +316,7 @@ bn_grad_sums(__local float *scratch, __global const float *dy, int dy_off,
   return (float2)(tg, group_sum(scratch, sb + sum16(sb16)));
 }
 
+#if !CLT_ROUND16_PROGRAM
 /* dgamma[c] = sum dy * xhat, dbeta[c] = sum dy. */
 __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
                                  __global float *dbeta, int dbeta_off,
@@ -329,6 +336,7 @@ __kernel void bn_backward_reduce(__global float *dgamma, int dgamma_off,
     dbeta[dbeta_off + c] = t.y;
   }
 }
+#endif
 
 /* Training mode: dx = gamma inv / M (M dy - dbeta - xhat dgamma).
  * Evaluation mode (batch statistics not used): dx = gamma inv dy. In both
@@ -474,6 +482,7 @@ ROUND16_GROUP_VARIANTS(
 #undef BN_BACKWARD_PARAMS
 #undef BN_BACKWARD_ARGS
 
+#if !CLT_ROUND16_PROGRAM
 /* The split reductions (a way measured against the kernels above, which
  * run one group per channel: on a GPU a ResNet's 16 channels kept 16 of
  * 132 multiprocessors busy and took half the step). Group (c, j) of a
@@ -598,7 +607,9 @@ __kernel void bn_backward_combine(__global float *dgamma, int dgamma_off,
   dgamma[dgamma_off + c] = tg;
   dbeta[dbeta_off + c] = tb;
 }
+#endif
 
+#if !CLT_ROUND16_PROGRAM
 /* Layer normalisation (nn/layernorm.c) as torch.nn.LayerNorm over a
  * sample's every value: sample n's D values x[n, 0..D) normalised by
  * their own mean and biased variance, then scaled and shifted element by
@@ -1073,3 +1084,4 @@ __kernel void lnc_backward_params16 LNC_PARAMS_PARAMS {
   const int runs16 = 1;
   lnc_backward_params_body LNC_PARAMS_ARGS;
 }
+#endif

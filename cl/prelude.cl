@@ -187,23 +187,42 @@ static float half_value(ushort h) {
  * fused kernel slower than the separate passes in mixed precision).
  * ROUND16_ARGS ends the arguments with the round16 each kernel declares
  * (no variadic macro: OpenCL C 1.2 has none, and NVIDIA's compiler
- * refuses them). */
+ * refuses them).
+ *
+ * NAME is in the file's program; NAME_r16 and NAME_s16 are in its round16
+ * program, the same file built with CLT_ROUND16_PROGRAM=1 (which leaves
+ * out every other kernel: the rest of the file is within #if
+ * !CLT_ROUND16_PROGRAM), built only when one of them is first used
+ * (runtime/program.c). POCL compiles every kernel of a program when its
+ * binary is taken for the cache (a third of a second each on a 2-core
+ * EPYC): the fp32 sample CNN's first run compiled 86 variants it never
+ * ran, 19 s of the 55 it spent compiling kernels. */
+#ifndef CLT_ROUND16_PROGRAM
+#define CLT_ROUND16_PROGRAM 0
+#endif
 #define ROUND16_PARAMS __global ushort *h16, int h16_off
 #define ROUND16_ARGS h16, h16_off, round16
 #define ROUND16_BODY static inline __attribute__((always_inline)) void
-#define ROUND16_VARIANTS(NAME, PARAMS, ARGS)                                   \
-  __kernel void NAME PARAMS {                                                  \
-    const int round16 = 0;                                                     \
-    NAME##_body ARGS;                                                          \
-  }                                                                            \
-  __kernel void NAME##_r16 PARAMS {                                            \
-    const int round16 = 1;                                                     \
-    NAME##_body ARGS;                                                          \
-  }                                                                            \
-  __kernel void NAME##_s16 PARAMS {                                            \
-    const int round16 = 2;                                                     \
-    NAME##_body ARGS;                                                          \
+/* One kernel of the family: KNAME, its round16 MODE; DECL what it
+ * declares first (ROUND16_SCRATCH or ROUND16_NO_SCRATCH), CALL its body's
+ * call. */
+#define ROUND16_KERNEL(KNAME, MODE, PARAMS, DECL, CALL)                        \
+  __kernel void KNAME PARAMS {                                                 \
+    DECL const int round16 = MODE;                                             \
+    CALL;                                                                      \
   }
+#if CLT_ROUND16_PROGRAM
+#define ROUND16_FAMILY(NAME, PARAMS, DECL, CALL)                               \
+  ROUND16_KERNEL(NAME##_r16, 1, PARAMS, DECL, CALL)                            \
+  ROUND16_KERNEL(NAME##_s16, 2, PARAMS, DECL, CALL)
+#else
+#define ROUND16_FAMILY(NAME, PARAMS, DECL, CALL)                               \
+  ROUND16_KERNEL(NAME, 0, PARAMS, DECL, CALL)
+#endif
+#define ROUND16_NO_SCRATCH
+#define ROUND16_SCRATCH __local float scratch[CLT_WG];
+#define ROUND16_VARIANTS(NAME, PARAMS, ARGS)                                   \
+  ROUND16_FAMILY(NAME, PARAMS, ROUND16_NO_SCRATCH, NAME##_body ARGS)
 
 /* ROUND16_VARIANTS for a kernel whose parameters include `int
  * accumulate` (add into the output instead of writing it): each kernel
@@ -230,38 +249,14 @@ static float half_value(ushort h) {
     CALL;                                                                      \
   }
 #define ROUND16_ACC_VARIANTS(NAME, PARAMS, ARGS)                               \
-  __kernel void NAME PARAMS {                                                  \
-    const int round16 = 0;                                                     \
-    ACC_BRANCHES(NAME##_body ARGS)                                             \
-  }                                                                            \
-  __kernel void NAME##_r16 PARAMS {                                            \
-    const int round16 = 1;                                                     \
-    ACC_BRANCHES(NAME##_body ARGS)                                             \
-  }                                                                            \
-  __kernel void NAME##_s16 PARAMS {                                            \
-    const int round16 = 2;                                                     \
-    ACC_BRANCHES(NAME##_body ARGS)                                             \
-  }
+  ROUND16_FAMILY(NAME, PARAMS, ROUND16_NO_SCRATCH,                             \
+                 ACC_BRANCHES(NAME##_body ARGS))
 
 /* The same for a body that reduces over its group (group_sum): each
  * kernel declares the scratch that OpenCL C allows in kernels only and
  * passes it on; ARGS begins with `scratch`. */
 #define ROUND16_GROUP_VARIANTS(NAME, PARAMS, ARGS)                             \
-  __kernel void NAME PARAMS {                                                  \
-    __local float scratch[CLT_WG];                                             \
-    const int round16 = 0;                                                     \
-    NAME##_body ARGS;                                                          \
-  }                                                                            \
-  __kernel void NAME##_r16 PARAMS {                                            \
-    __local float scratch[CLT_WG];                                             \
-    const int round16 = 1;                                                     \
-    NAME##_body ARGS;                                                          \
-  }                                                                            \
-  __kernel void NAME##_s16 PARAMS {                                            \
-    __local float scratch[CLT_WG];                                             \
-    const int round16 = 2;                                                     \
-    NAME##_body ARGS;                                                          \
-  }
+  ROUND16_FAMILY(NAME, PARAMS, ROUND16_SCRATCH, NAME##_body ARGS)
 #define STORE16(y, y_off, i, v)                                                \
   store16((y) + (y_off) + (i), (v), h16 + h16_off + (i), round16)
 static void store16(__global float *y, float v, __global ushort *h,

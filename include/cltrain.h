@@ -150,7 +150,9 @@ typedef void (*clt_log_fn)(clt_log_level level, const char *message,
  * (clt_graph_compile, a step, an op), on its thread. index: the context's
  * programs built so far, this one included; total: how many it has (a
  * model seldom needs all). program is the kernel file's name ("conv" for
- * cl/conv.cl). user must live as long as the context. */
+ * cl/conv.cl); a file's rounding variants for mixed precision are a
+ * second program of the same name, built only where mixed precision
+ * runs. user must live as long as the context. */
 typedef void (*clt_build_progress_fn)(const clt_device_info *device,
                                       const char *program, int index,
                                       int total, bool compiling, void *user);

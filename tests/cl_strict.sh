@@ -6,9 +6,9 @@
 # an H200 on 2026-11-26 while every CPU test passed). Clang's
 # "-pedantic-errors" turns each such extension into an error. Each
 # program is checked with the -D options the runtime passes
-# (src/runtime/program.c), and the tile programs in the configurations
-# they are built in (fp32 and the fp16 route's emulated instruction: clang
-# has no PTX `asm`).
+# (src/runtime/program.c), its round16 program too, and the tile programs
+# in the configurations they are built in (fp32 and the fp16 route's
+# emulated instruction: clang has no PTX `asm`).
 #     cl_strict.sh CLANG CL_DIR
 set -uo pipefail
 clang=$1 dir=$2
@@ -36,6 +36,8 @@ for f in "$dir"/*.cl; do
     # shellcheck disable=SC2086
     check "$name" $fp
   done
+  # its round16 program (mixed precision's rounding variants)
+  check "$name" -DCLT_HAS_FP16=0 -DCLT_HAS_FP64=1 -DCLT_ROUND16_PROGRAM=1
 done
 # The configurations of src/ops/conv_implicit.c and src/ops/gemm_mma.c.
 plain=(-DCLT_HAS_FP16=0 -DCLT_HAS_FP64=1)

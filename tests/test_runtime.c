@@ -12,6 +12,7 @@
 #include "common.h"
 #include "common/clock.h"
 #include "ops/gemm_mma.h"
+#include "ops/ops.h"
 #include "runtime/embedded.h"
 #include "runtime/runtime.h"
 #include "tensor/tensor.h"
@@ -803,7 +804,83 @@ START_TEST(programs_build_without_warnings) {
                   clt_context_device(ctx)->name, log);
     free(log);
     clReleaseProgram(prog);
+    if (!clt_program_has_round16(i)) continue;
+    /* its round16 program */
+    snprintf(extra, sizeof extra,
+             "-DCLT_BUILD_LOG_CHECK=1 -DCLT_ROUND16_PROGRAM=1");
+    ck_assert_msg(clt_program_build_extra(ctx, name, extra, &prog) == CLT_OK,
+                  "cl/%s.cl, round16: %s", name, clt_context_last_error(ctx));
+    log = clt_program_build_log(ctx, prog);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(!strcasestr(log, "warning"),
+                  "cl/%s.cl's round16 program built with warnings on "
+                  "%s:\n%.4000s",
+                  name, clt_context_device(ctx)->name, log);
+    free(log);
+    clReleaseProgram(prog);
   }
+  clt_context_destroy(ctx);
+}
+END_TEST
+
+/* A file's rounding variants (mixed precision's NAME_r16 and NAME_s16)
+ * are a program of their own, built only where one of them runs: an fp32
+ * sum builds cl/elementwise.cl's program and not its round16 program
+ * (whose binary POCL would compile kernel by kernel, for nothing); a
+ * rounded sum builds that, and gives fp16 values; the program holds the
+ * variants only, the file's program none of them. */
+START_TEST(round16_variants_built_apart) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  clt_context *ctx = NULL;
+  char err[8192] = "";
+  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  int64_t n = 7;
+  clt_tensor *a, *b, *out;
+  ck_assert_ok(clt_tensor_create(ctx, CLT_F32, 1, &n, &a));
+  ck_assert_ok(clt_tensor_create(ctx, CLT_F32, 1, &n, &b));
+  ck_assert_ok(clt_tensor_create(ctx, CLT_F32, 1, &n, &out));
+  ck_assert_ok(clt_tensor_fill(a, 1.0));
+  ck_assert_ok(clt_tensor_fill(b, 1.0 / 3.0));
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(ctx, &ks);
+  int before = ks.programs;
+  ck_assert_ok(clt_add_forward(ctx, out, a, b, n, false, NULL));
+  float host[7];
+  ck_assert_ok(clt_tensor_download(out, host));
+  ck_assert_float_eq(host[0], 1.0f + 1.0f / 3.0f);
+  clt_context_kernel_stats(ctx, &ks);
+  ck_assert_int_eq(ks.programs, before + 1);
+  int e = -1;
+  for (int i = 0; i < clt_embedded_program_count; i++)
+    if (strcmp(clt_embedded_programs[i].name, "elementwise") == 0) e = i;
+  ck_assert_int_ge(e, 0);
+  ck_assert_ptr_nonnull(ctx->programs[e]);
+  ck_assert_ptr_null(ctx->programs16[e]);
+  ck_assert(clt_program_has_round16(e));
+  clt_round16 r = {.mode = 1};
+  ck_assert_ok(clt_add_forward(ctx, out, a, b, n, false, &r));
+  ck_assert_ok(clt_tensor_download(out, host));
+  /* 4/3 to the nearest fp16: 1 + 341/1024 */
+  ck_assert_float_eq(host[6], 1.0f + 341.0f / 1024.0f);
+  clt_context_kernel_stats(ctx, &ks);
+  ck_assert_int_eq(ks.programs, before + 2);
+  ck_assert_ptr_nonnull(ctx->programs16[e]);
+  /* each kernel in its own program only */
+  cl_int rc;
+  cl_kernel k = clCreateKernel(ctx->programs16[e], "add_f32", &rc);
+  ck_assert_int_eq(rc, CL_INVALID_KERNEL_NAME);
+  ck_assert_ptr_null(k);
+  k = clCreateKernel(ctx->programs[e], "add_f32_r16", &rc);
+  ck_assert_int_eq(rc, CL_INVALID_KERNEL_NAME);
+  ck_assert_ptr_null(k);
+  k = clCreateKernel(ctx->programs16[e], "channel_slice_copy", &rc);
+  ck_assert_int_eq(rc, CL_INVALID_KERNEL_NAME);
+  ck_assert_ptr_null(k);
+  clt_tensor_destroy(a);
+  clt_tensor_destroy(b);
+  clt_tensor_destroy(out);
   clt_context_destroy(ctx);
 }
 END_TEST
@@ -848,6 +925,7 @@ static Suite *runtime_suite(void) {
   TCase *dev = tcase_create("devices");
   tcase_add_test(dev, device_list_on_this_machine);
   tcase_add_test(dev, context_reports_its_kernels);
+  tcase_add_test(dev, round16_variants_built_apart);
   tcase_add_test(dev, programs_built_on_first_use);
   tcase_add_test(dev, context_with_unknown_device_fails);
   tcase_add_test(dev, context_with_empty_device_fails);

@@ -5,9 +5,13 @@
 
 /* A kernel made by ROUND16_VARIANTS (cl/prelude.cl): NAME, NAME_r16 and
  * NAME_s16, in that order (the host adds the rounding mode to NAME's id:
- * KR_ID in ops/ops.h). */
+ * KR_ID in ops/ops.h). The last two are in FILE's round16 program (the
+ * file built with CLT_ROUND16_PROGRAM=1, runtime/program.c), which their
+ * file's name after CLT_ROUND16_FILE says. */
+#define CLT_ROUND16_FILE "round16:"
 #define CLT_KERNEL_R16(X, name, file)                                          \
-  X(name, file) X(name##_r16, file) X(name##_s16, file)
+  X(name, file) X(name##_r16, CLT_ROUND16_FILE file)                           \
+      X(name##_s16, CLT_ROUND16_FILE file)
 
 #define CLT_KERNEL_LIST(X)                                                     \
   X(fill_f32, "tensor")                                                        \

@@ -240,18 +240,33 @@ static clt_status build_rewritten(clt_context *ctx,
   return CLT_OK;
 }
 
-/* Tells the context's build_progress callback about one of its programs
- * (not the variants built with other options: clt_program_build_extra).
- * index: the programs built so far, this one included; total: the
- * context's programs. */
+/* Which builds build_progress hears of: none (the variants built with
+ * other options: clt_program_build_extra), a file's program, its round16
+ * program. */
+typedef enum report_kind {
+  REPORT_NONE,
+  REPORT_PROGRAM,
+  REPORT_ROUND16
+} report_kind;
+
+static bool has_round16(int program);
+
+/* Tells the context's build_progress callback about one of its programs.
+ * index: the programs built so far, this one included (one loaded from
+ * the cache is in its slot already); total: the context's programs, the
+ * round16 ones included. */
 static void report_build(clt_context *ctx, const clt_embedded_program *p,
-                         bool compiling) {
-  if (!ctx->build_progress) return;
+                         report_kind kind, bool compiling) {
+  if (!ctx->build_progress || kind == REPORT_NONE) return;
   int total = 0, built = 0;
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (is_on_demand(clt_embedded_programs[i].name)) continue;
+    bool self = &clt_embedded_programs[i] == p;
     total++;
-    if (ctx->programs[i] && &clt_embedded_programs[i] != p) built++;
+    if (ctx->programs[i] && !(self && kind == REPORT_PROGRAM)) built++;
+    if (!has_round16(i)) continue;
+    total++;
+    if (ctx->programs16[i] && !(self && kind == REPORT_ROUND16)) built++;
   }
   ctx->build_progress(&ctx->info, p->name, built + 1, total, compiling,
                       ctx->build_progress_user);
@@ -265,7 +280,7 @@ static clt_status build_through_cache(clt_context *ctx,
                                       const char *extra, const char *tag,
                                       clt_binary_patch_fn patch,
                                       const char *dir, bool *cache_on,
-                                      bool report, cl_program *out) {
+                                      report_kind report, cl_program *out) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -285,7 +300,7 @@ static clt_status build_through_cache(clt_context *ctx,
       if (ok) {
         ctx->kernel_stats.cache_hits++;
         ctx->kernel_stats.programs++;
-        if (report) report_build(ctx, p, false);
+        report_build(ctx, p, report, false);
         return CLT_OK;
       }
       r = CLT_CACHE_REJECTED;
@@ -298,7 +313,7 @@ static clt_status build_through_cache(clt_context *ctx,
     }
   }
   ctx->kernel_stats.cache_misses++;
-  if (report) report_build(ctx, p, true);
+  report_build(ctx, p, report, true);
   if (patch)
     CLT_TRY(build_rewritten(ctx, p, options, key, patch, out));
   else
@@ -317,7 +332,7 @@ static clt_status build_through_cache(clt_context *ctx,
  * alone for the context's later programs (cache_unwritable). */
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 const char *extra, const char *tag,
-                                clt_binary_patch_fn patch, bool report,
+                                clt_binary_patch_fn patch, report_kind report,
                                 cl_program *out) {
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
@@ -338,23 +353,43 @@ static size_t pick_work_group(const clt_device_info *info) {
 }
 
 /* Each kernel's program (an index into clt_embedded_programs), found once;
- * -1 where the table names a file that is not embedded (a bug). */
+ * -1 where the table names a file that is not embedded (a bug); and
+ * whether it is in that file's round16 program (its file named after
+ * CLT_ROUND16_FILE). */
 static int kernel_program[CLT_KERNEL_COUNT];
+static bool kernel_round16[CLT_KERNEL_COUNT];
 static pthread_once_t kernel_program_once = PTHREAD_ONCE_INIT;
 
 static void find_kernel_programs(void) {
+  size_t plen = strlen(CLT_ROUND16_FILE);
   for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
+    const char *file = kernel_table[k].file;
+    kernel_round16[k] = strncmp(file, CLT_ROUND16_FILE, plen) == 0;
+    if (kernel_round16[k]) file += plen;
     kernel_program[k] = -1;
     for (int i = 0; i < clt_embedded_program_count; i++)
-      if (strcmp(clt_embedded_programs[i].name, kernel_table[k].file) == 0)
+      if (strcmp(clt_embedded_programs[i].name, file) == 0)
         kernel_program[k] = i;
   }
+}
+
+/* Whether program i has kernels in a round16 program (after
+ * find_kernel_programs). */
+static bool has_round16(int program) {
+  pthread_once(&kernel_program_once, find_kernel_programs);
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++)
+    if (kernel_program[k] == program && kernel_round16[k]) return true;
+  return false;
 }
 
 clt_status clt_programs_init(clt_context *ctx) {
   ctx->work_group = pick_work_group(&ctx->info);
   ctx->programs = calloc((size_t)clt_embedded_program_count, sizeof(cl_program));
   if (!ctx->programs)
+    return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
+  ctx->programs16 =
+      calloc((size_t)clt_embedded_program_count, sizeof(cl_program));
+  if (!ctx->programs16)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
   pthread_once(&kernel_program_once, find_kernel_programs);
@@ -369,19 +404,30 @@ clt_status clt_programs_init(clt_context *ctx) {
  * the binary cache or the source. */
 static clt_status program_made(clt_context *ctx, int i) {
   if (ctx->programs[i]) return CLT_OK;
-  return build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL, true,
-                       &ctx->programs[i]);
+  return build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL,
+                       REPORT_PROGRAM, &ctx->programs[i]);
+}
+
+/* The same for its round16 program (mixed precision's rounding variants:
+ * cl/prelude.cl), built only where one of them runs. */
+static clt_status program16_made(clt_context *ctx, int i) {
+  if (ctx->programs16[i]) return CLT_OK;
+  return build_program(ctx, &clt_embedded_programs[i],
+                       "-DCLT_ROUND16_PROGRAM=1", NULL, NULL, REPORT_ROUND16,
+                       &ctx->programs16[i]);
 }
 
 clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
                           cl_kernel *out) {
   if (!ctx->kernels[id]) {
-    CLT_TRY(program_made(ctx, kernel_program[id]));
+    int i = kernel_program[id];
+    CLT_TRY(kernel_round16[id] ? program16_made(ctx, i)
+                               : program_made(ctx, i));
     double t0 = clt_now_seconds();
     cl_int rc;
-    cl_kernel k =
-        clCreateKernel(ctx->programs[kernel_program[id]], kernel_table[id].name,
-                       &rc);
+    cl_kernel k = clCreateKernel(kernel_round16[id] ? ctx->programs16[i]
+                                                    : ctx->programs[i],
+                                 kernel_table[id].name, &rc);
     ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
     if (rc != CL_SUCCESS) {
       char what[160];
@@ -411,10 +457,15 @@ CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
 void clt_programs_release(clt_context *ctx) {
   for (int k = 0; k < CLT_KERNEL_COUNT; k++)
     if (ctx->kernels[k]) clReleaseKernel(ctx->kernels[k]);
-  for (int i = 0; i < ctx->program_count; i++)
-    if (ctx->programs[i]) clReleaseProgram(ctx->programs[i]);
+  for (int i = 0; i < ctx->program_count; i++) {
+    if (ctx->programs && ctx->programs[i]) clReleaseProgram(ctx->programs[i]);
+    if (ctx->programs16 && ctx->programs16[i])
+      clReleaseProgram(ctx->programs16[i]);
+  }
   free(ctx->programs);
+  free(ctx->programs16);
   ctx->programs = NULL;
+  ctx->programs16 = NULL;
 }
 
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,
@@ -424,7 +475,7 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
     return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
-                         false, out);
+                         REPORT_NONE, out);
   }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }
@@ -432,4 +483,9 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
 clt_status clt_program_build_extra(clt_context *ctx, const char *name,
                                    const char *extra, cl_program *out) {
   return clt_program_build_patched(ctx, name, extra, NULL, NULL, out);
+}
+
+bool clt_program_has_round16(int program) {
+  return program >= 0 && program < clt_embedded_program_count &&
+         has_round16(program);
 }

@@ -41,6 +41,7 @@ struct clt_context {
   cl_context cl;
   cl_command_queue queue;
   cl_program *programs;
+  cl_program *programs16; /* their round16 programs (program.c) */
   int program_count;
   cl_kernel kernels[CLT_KERNEL_COUNT];
   size_t work_group;         /* size used by kernels with a fixed group */
@@ -244,12 +245,18 @@ void clt_profile_release(clt_context *ctx);
 /* Kernel programs (program.c). A context's programs are built when one
  * of their kernels is first needed (clt_kernel_get; all at once:
  * clt_context_build_kernels): a model that uses five of them pays for
- * five. clt_programs_init (clt_context_create) only prepares the table. */
+ * five; the rounding variants of mixed precision (NAME_r16, NAME_s16)
+ * are in a program of their own per file, built the same way.
+ * clt_programs_init (clt_context_create) only prepares the table. */
 clt_status clt_programs_init(clt_context *ctx);
 /* Kernel id of the context, its program built (from the binary cache or
  * the source) and the kernel created on the first call. */
 clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id, cl_kernel *out);
 void clt_programs_release(clt_context *ctx);
+/* Whether clt_embedded_programs[program] has a round16 program: the file
+ * built with -DCLT_ROUND16_PROGRAM=1, holding its kernels' rounding
+ * variants (cl/prelude.cl's ROUND16_VARIANTS) and nothing else. */
+bool clt_program_has_round16(int program);
 /* Builds the embedded program cl/NAME.cl with `extra` build options after
  * the usual ones, through the binary cache: for variants of a program
  * (mma, igemm) that ops build where they use them. On failure the
