@@ -489,3 +489,11 @@ bool clt_program_has_round16(int program) {
   return program >= 0 && program < clt_embedded_program_count &&
          has_round16(program);
 }
+
+const char *clt_kernel_name(clt_kernel_id id) { return kernel_table[id].name; }
+
+int clt_kernel_program(clt_kernel_id id, bool *round16) {
+  pthread_once(&kernel_program_once, find_kernel_programs);
+  if (round16) *round16 = kernel_round16[id];
+  return kernel_program[id];
+}

@@ -257,6 +257,10 @@ void clt_programs_release(clt_context *ctx);
  * built with -DCLT_ROUND16_PROGRAM=1, holding its kernels' rounding
  * variants (cl/prelude.cl's ROUND16_VARIANTS) and nothing else. */
 bool clt_program_has_round16(int program);
+/* Kernel id's name, and its program (an index into
+ * clt_embedded_programs; *round16: in that file's round16 program). */
+const char *clt_kernel_name(clt_kernel_id id);
+int clt_kernel_program(clt_kernel_id id, bool *round16);
 /* Builds the embedded program cl/NAME.cl with `extra` build options after
  * the usual ones, through the binary cache: for variants of a program
  * (mma, igemm) that ops build where they use them. On failure the
