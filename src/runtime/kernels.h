@@ -1,5 +1,7 @@
 /* Every kernel the library launches, with the cl/ file that holds it.
- * Adding a kernel: write it in cl/FILE.cl and list it here. */
+ * Adding a kernel: write it in cl/FILE.cl and list it here; in a file
+ * that has ROUND16_VARIANTS, a kernel written out goes inside #if
+ * !CLT_ROUND16_PROGRAM (test_runtime checks). */
 #ifndef CLT_RUNTIME_KERNELS_H
 #define CLT_RUNTIME_KERNELS_H
 
