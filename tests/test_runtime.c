@@ -20,6 +20,16 @@
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
+/* A context made with opts, failing the test with the reason where none
+ * can be. */
+static clt_context *context_created(const clt_context_options *opts) {
+  clt_context *ctx = NULL;
+  char err[8192] = "";
+  ck_assert_msg(clt_context_create(opts, &ctx, err, sizeof err) == CLT_OK,
+                "%s", err);
+  return ctx;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Devices on this machine                                                   */
 
@@ -89,10 +99,7 @@ END_TEST
 START_TEST(programs_built_on_first_use) {
   clt_context_options opts;
   clt_context_options_init(&opts);
-  clt_context *ctx = NULL;
-  char err[8192] = "";
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   clt_kernel_stats ks;
   clt_context_kernel_stats(ctx, &ks);
   ck_assert_int_eq(ks.programs, 0);
@@ -387,10 +394,7 @@ static clt_kernel_stats context_with_cache(const char *dir, int cache) {
   clt_context_options_init(&opts);
   opts.cache_dir = dir;
   opts.cache = cache;
-  clt_context *ctx = NULL;
-  char err[8192] = "";
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   ck_assert_msg(clt_context_build_kernels(ctx) == CLT_OK, "%s",
                 clt_context_last_error(ctx));
   clt_kernel_stats ks;
@@ -525,10 +529,7 @@ static void progress_of_context(const char *dir, progress_seen *seen,
   opts.cache = 1;
   opts.build_progress = count_progress;
   opts.build_progress_user = seen;
-  clt_context *ctx = NULL;
-  char err[8192] = "";
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   ck_assert_int_eq(seen->calls, 0); /* nothing built yet */
   /* a fill: the one program it needs */
   int64_t shape[1] = {3};
@@ -634,10 +635,7 @@ START_TEST(log_callback_and_profiling) {
   opts.log = record_log;
   opts.log_user = &rec;
   opts.profiling = true;
-  clt_context *ctx;
-  char err[4096];
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   ck_assert_int_ge(rec.infos, 1);
   int64_t shape[1] = {5};
   clt_tensor *t;
@@ -688,10 +686,7 @@ START_TEST(profiling_clock_is_checked) {
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.profiling = true;
-  clt_context *ctx;
-  char err[4096];
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   enum { BYTES = 32 << 20 };
   char *host = calloc(1, BYTES);
   ck_assert_ptr_nonnull(host);
@@ -779,10 +774,7 @@ START_TEST(programs_build_without_warnings) {
   clt_context_options opts;
   clt_context_options_init(&opts);
   opts.cache = 0;
-  clt_context *ctx = NULL;
-  char err[8192] = "";
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   char mma[96] = "";
   if (clt_fp16_build_flags(ctx, mma, sizeof mma) != CLT_OK) {
     clt_err_clear(&ctx->err);
@@ -856,10 +848,7 @@ END_TEST
 START_TEST(round16_variants_built_apart) {
   clt_context_options opts;
   clt_context_options_init(&opts);
-  clt_context *ctx = NULL;
-  char err[8192] = "";
-  ck_assert_msg(clt_context_create(&opts, &ctx, err, sizeof err) == CLT_OK,
-                "%s", err);
+  clt_context *ctx = context_created(&opts);
   int64_t n = 7;
   clt_tensor *a, *b, *out;
   ck_assert_ok(clt_tensor_create(ctx, CLT_F32, 1, &n, &a));
