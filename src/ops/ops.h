@@ -565,11 +565,11 @@ clt_status clt_bn_train_backward(clt_context *ctx, clt_tensor *dx,
  * dx written or (accumulate) added; the parameter sums run in parts of
  * the batch where the device's loops are capped (clt_loop_per). Both
  * refuse (CLT_ERR_UNSUPPORTED) a sample whose values a work-group's loops
- * cannot walk within the device's budget (clt_device_loop_cap). runs16: the layout of runs of 16 values with
- * vector loads (cl/norm.cl), else a value per item; the same numbers to
- * float rounding. relu: a ReLU fused after it, y = max(y, 0) forward, and
- * backward dy taken as 0 where the forward's output y is not > 0 (y is
- * read only where relu). */
+ * cannot walk within the device's budget (clt_device_loop_cap). runs16:
+ * the layout of runs of 16 values with vector loads (cl/norm.cl), else a
+ * value per item; the same numbers to float rounding. relu: a ReLU
+ * fused after it, y = max(y, 0) forward, and backward dy taken as 0 where
+ * the forward's output y is not > 0 (y is read only where relu). */
 clt_status clt_ln_forward(clt_context *ctx, clt_tensor *y, clt_tensor *mean,
                           clt_tensor *rstd, const clt_tensor *x,
                           const clt_tensor *gamma, const clt_tensor *beta,

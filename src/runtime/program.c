@@ -373,8 +373,7 @@ static void find_kernel_programs(void) {
   }
 }
 
-/* Whether program i has kernels in a round16 program (after
- * find_kernel_programs). */
+/* Whether program i has kernels in a round16 program. */
 static bool has_round16(int program) {
   pthread_once(&kernel_program_once, find_kernel_programs);
   for (int k = 0; k < CLT_KERNEL_COUNT; k++)
