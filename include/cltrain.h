@@ -207,7 +207,8 @@ CLT_API void clt_context_destroy(clt_context *ctx);
 /* Builds every kernel of the context now, from the binary cache or the
  * source, instead of each program on its first use: for a program that
  * must not pause later (a server's first request), or to learn at once
- * whether the device compiles them all. CLT_ERR_BUILD with the driver's
+ * whether the device compiles them all (on POCL, which would compile each
+ * kernel at its first launch, every kernel is compiled here). CLT_ERR_BUILD with the driver's
  * log in clt_context_last_error where one fails. */
 CLT_API clt_status clt_context_build_kernels(clt_context *ctx);
 
@@ -222,11 +223,16 @@ typedef struct clt_kernel_stats {
   int programs;        /* .cl programs built for this context so far
                           (each on first use), variants included */
   int kernels;         /* kernels created from them (of the fixed list) */
-  int cache_hits;      /* programs loaded from the binary cache */
+  int cache_hits;      /* programs loaded from the binary cache (on POCL:
+                          built before, their kernels in POCL's cache;
+                          see README, "The kernel cache") */
   int cache_misses;    /* programs compiled from source */
   int cache_rejected;  /* corrupt / stale / foreign entries rebuilt */
-  int cache_stored;    /* compiled programs written to the cache */
-  double build_seconds; /* wall time spent building or loading them */
+  int cache_stored;    /* compiled programs written to the cache (on
+                          POCL: their marks) */
+  double build_seconds; /* wall time spent building or loading them (on
+                           POCL also the launches that compile a kernel
+                           of a program compiled here) */
 } clt_kernel_stats;
 
 /* The context's kernel build so far (filled into *stats; counts since
@@ -1322,8 +1328,10 @@ typedef struct clt_epoch_stats {
   int64_t skipped_steps;
   /* Of `seconds`, the time this context spent building kernel programs
    * on their first use (a first run on a device: the loss's and the
-   * optimizer's programs, whatever the graph's compile did not build);
-   * 0 once everything is built. images_per_sec leaves it out. */
+   * optimizer's programs, whatever the graph's compile did not build),
+   * and, on a driver that compiles a kernel at its first launch (POCL),
+   * those launches; 0 once everything is built. images_per_sec leaves it
+   * out. */
   double compile_seconds;
   /* Of `seconds`, the time the host spent blocked: waiting for the
    * loader's next batch (the input pipeline is behind the training), and

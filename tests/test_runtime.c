@@ -498,6 +498,115 @@ START_TEST(cache_off_writes_nothing) {
 }
 END_TEST
 
+/* A context on the suite's device with its cache in dir that fills a
+ * tensor (one program, tensor's, built on first use) and returns its
+ * stats; *keeps: whether its driver keeps the kernels it compiles.
+ * Checks the fill's launch no longer counts as compiling and, where the
+ * program was compiled here by such a driver, that a kernel of it not
+ * launched yet still does. */
+static clt_kernel_stats context_filling(const char *dir, bool *keeps) {
+  clt_context_options opts;
+  clt_context_options_init(&opts);
+  opts.cache_dir = dir;
+  opts.cache = 1;
+  clt_context *ctx = context_created(&opts);
+  *keeps = ctx->driver_keeps_kernels;
+  int64_t shape[1] = {5};
+  clt_tensor *t;
+  float host[5];
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
+  ck_assert_int_eq(clt_tensor_fill(t, 2.5), CLT_OK);
+  ck_assert_int_eq(clt_tensor_download(t, host), CLT_OK);
+  for (int i = 0; i < 5; i++) ck_assert_float_eq(host[i], 2.5f);
+  clt_tensor_destroy(t);
+  ck_assert(!ctx->launch_compiles[CLT_K_fill_f32]);
+  cl_kernel k;
+  ck_assert_int_eq(clt_kernel_get(ctx, CLT_K_fill_i32, &k), CLT_OK);
+  ck_assert_int_eq(clt_kernel_program(CLT_K_fill_i32, NULL),
+                   clt_kernel_program(CLT_K_fill_f32, NULL));
+  clt_kernel_stats ks;
+  clt_context_kernel_stats(ctx, &ks);
+  ck_assert(ctx->launch_compiles[CLT_K_fill_i32] ==
+            (ctx->driver_keeps_kernels && ks.cache_misses > 0));
+  clt_context_destroy(ctx);
+  return ks;
+}
+
+/* The sizes of the entries in dir: true when every one is the mark left
+ * for a driver that keeps its compiled kernels (the cache's header and a
+ * short line), false when every one is bigger (a binary). */
+static bool entries_are_marks(const char *dir) {
+  enum { MAX = 8 };
+  char names[MAX][80];
+  int clbin;
+  list_entries(dir, names, MAX, &clbin);
+  ck_assert_int_ge(clbin, 1);
+  int marks = 0;
+  for (int i = 0; i < clbin; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "%.63s/%.79s", dir, names[i]);
+    marks += file_size(path) < 200;
+  }
+  ck_assert_msg(marks == 0 || marks == clbin, "%d of %d entries are marks",
+                marks, clbin);
+  return marks > 0;
+}
+
+/* On a driver that compiles each kernel at its first launch and keeps it
+ * (POCL), the cache keeps a mark for a program instead of its binary
+ * (asking for the binary compiles every kernel of it); a mark is a hit
+ * while POCL's cache holds anything, a miss where POCL's cache is gone,
+ * and CLT_POCL_LAZY=0 stores binaries instead, which a later run loads.
+ * On other drivers the cache holds binaries. */
+START_TEST(driver_kept_kernels_leave_a_mark) {
+  char dir[64], empty[64];
+  make_temp_dir(dir, sizeof dir);
+  make_temp_dir(empty, sizeof empty);
+  bool keeps;
+  clt_kernel_stats first = context_filling(dir, &keeps);
+  ck_assert_int_eq(first.programs, 1);
+  ck_assert_int_eq(first.cache_misses, 1);
+  ck_assert_int_eq(first.cache_stored, 1);
+  ck_assert(entries_are_marks(dir) == keeps);
+
+  clt_kernel_stats again = context_filling(dir, &keeps);
+  ck_assert_int_eq(again.cache_hits, 1);
+  ck_assert_int_eq(again.cache_misses, 0);
+  ck_assert_int_eq(again.cache_rejected, 0);
+
+  if (keeps) {
+    /* POCL's cache empty (as our check sees it; the driver keeps its
+     * own): the mark is not trusted, the program compiled again. */
+    char *pocl = getenv("POCL_CACHE_DIR");
+    char *saved = pocl ? strdup(pocl) : NULL;
+    test_setenv("POCL_CACHE_DIR", empty);
+    clt_kernel_stats gone = context_filling(dir, &keeps);
+    test_setenv("POCL_CACHE_DIR", saved);
+    free(saved);
+    ck_assert_int_eq(gone.cache_hits, 0);
+    ck_assert_int_eq(gone.cache_misses, 1);
+    ck_assert(entries_are_marks(dir));
+
+    /* Binaries asked for: the mark is replaced by one, which loads. */
+    test_setenv("CLT_POCL_LAZY", "0");
+    clt_kernel_stats binary = context_filling(dir, &keeps);
+    ck_assert(!keeps);
+    ck_assert_int_eq(binary.cache_misses, 1);
+    ck_assert(!entries_are_marks(dir));
+    binary = context_filling(dir, &keeps);
+    test_setenv("CLT_POCL_LAZY", NULL);
+    ck_assert_int_eq(binary.cache_hits, 1);
+    /* and a binary in the cache is loaded where marks are left too */
+    clt_kernel_stats loaded = context_filling(dir, &keeps);
+    ck_assert(keeps);
+    ck_assert_int_eq(loaded.cache_hits, 1);
+    ck_assert(!entries_are_marks(dir));
+  }
+  test_remove_tree(dir);
+  test_remove_tree(empty);
+}
+END_TEST
+
 /* The build_progress callback: each program the context builds, on first
  * use, reported once (compiled from source on an empty cache, loaded on a
  * full one) and numbered in the order built; variants with other options
@@ -949,6 +1058,7 @@ static Suite *runtime_suite(void) {
   TCase *cache = tcase_create("cache");
   tcase_add_test(cache, cache_miss_hit_reject_rebuild);
   tcase_add_test(cache, cache_off_writes_nothing);
+  tcase_add_test(cache, driver_kept_kernels_leave_a_mark);
   tcase_add_test(cache, patched_build_refusals);
   tcase_add_test(cache, build_progress_reports_each_program_once);
   tcase_add_test(cache, programs_build_without_warnings);

@@ -1,5 +1,6 @@
 #include "runtime/cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -157,6 +158,27 @@ bool clt_pocl_cache_dir(char *out, size_t outlen) {
     n = snprintf(out, outlen, "%s/.cache/pocl", v);
   }
   return n >= 0 && (size_t)n < outlen;
+}
+
+bool clt_pocl_kernels_kept(void) {
+  char dir[CLT_CACHE_PATH_MAX];
+  struct stat st;
+  const char *v = env_nonempty("POCL_CACHE_DIR");
+  int n = -1;
+  if (v && stat(v, &st) == 0 && S_ISDIR(st.st_mode))
+    n = snprintf(dir, sizeof dir, "%s", v);
+  else if ((v = env_nonempty("XDG_CACHE_HOME")))
+    n = snprintf(dir, sizeof dir, "%s/pocl/kcache", v);
+  else if ((v = env_nonempty("HOME")))
+    n = snprintf(dir, sizeof dir, "%s/.cache/pocl/kcache", v);
+  if (n < 0 || (size_t)n >= sizeof dir) return false;
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool any = false;
+  struct dirent *e;
+  while (!any && (e = readdir(d)) != NULL) any = e->d_name[0] != '.';
+  closedir(d);
+  return any;
 }
 
 bool clt_cache_enabled_by_env(void) {

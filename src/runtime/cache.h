@@ -61,6 +61,11 @@ bool clt_dir_creatable(const char *dir, char *why, size_t whylen);
  * create this folder. */
 bool clt_pocl_cache_dir(char *out, size_t outlen);
 
+/* Whether the folder where POCL 3 keeps the kernels it compiled holds
+ * anything: $POCL_CACHE_DIR itself where that is a folder, else
+ * $XDG_CACHE_HOME/pocl/kcache, else ~/.cache/pocl/kcache. */
+bool clt_pocl_kernels_kept(void);
+
 typedef enum clt_cache_result {
   CLT_CACHE_MISS,     /* no usable file (absent, unreadable, out of memory) */
   CLT_CACHE_HIT,      /* *data and *len hold the verified payload */

@@ -141,21 +141,24 @@ static char *program_binary(clt_context *ctx, cl_program prog, size_t *len) {
   return (char *)bin;
 }
 
+static int store_entry(clt_context *ctx, const char *dir,
+                       const uint8_t key[32], const void *data, size_t size) {
+  clt_err err = {0};
+  if (clt_cache_store(dir, key, data, size, &err) == CLT_OK) return 1;
+  clt_ctx_log(ctx, CLT_LOG_WARN,
+              "%s; kernels will be compiled again on every run (set "
+              "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
+              "silence this)",
+              err.msg);
+  return -1;
+}
+
 static int store_binary(clt_context *ctx, cl_program prog, const char *dir,
                         const uint8_t key[32]) {
   size_t size = 0;
   char *bin = program_binary(ctx, prog, &size);
   if (!bin) return 0;
-  clt_err err = {0};
-  int stored = 1;
-  if (clt_cache_store(dir, key, (const uint8_t *)bin, size, &err) != CLT_OK) {
-    clt_ctx_log(ctx, CLT_LOG_WARN,
-                "%s; kernels will be compiled again on every run (set "
-                "CLT_CACHE_DIR to a writable folder, or CLT_CACHE=0 to "
-                "silence this)",
-                err.msg);
-    stored = -1;
-  }
+  int stored = store_entry(ctx, dir, key, bin, size);
   free(bin);
   return stored;
 }
@@ -272,15 +275,36 @@ static void report_build(clt_context *ctx, const clt_embedded_program *p,
                       ctx->build_progress_user);
 }
 
+/* What the cache holds for a program that a driver which keeps its own
+ * compiled kernels built (ctx->driver_keeps_kernels): this mark, not the
+ * binary. Asking POCL for a program's binary compiles every kernel in it
+ * at once, a quarter of a second each on a CPU, most of them never run by
+ * the model at hand (the other activations, optimizers, losses: 50 of the
+ * 105 kernels of ours that the CNN sample's first run compiled); left
+ * alone, POCL compiles each kernel at its first launch and keeps it in its
+ * own cache, from which the next run's build from source takes it. The
+ * mark says that this program was built here before, so that the next run
+ * neither says it compiles nor times launches as compiling. */
+static const char driver_mark[] =
+    "cltrain: built before; the driver keeps its compiled kernels\n";
+
+static bool is_driver_mark(const uint8_t *bin, size_t len) {
+  return len == sizeof driver_mark - 1 &&
+         memcmp(bin, driver_mark, sizeof driver_mark - 1) == 0;
+}
+
 /* With `patch` (and its version, `tag`, in the cache's key) the program
  * is rewritten before it is built (build_rewritten), and what the cache
- * holds is the rewritten binary, built with no options. */
+ * holds is the rewritten binary, built with no options. *at_launch: the
+ * program was compiled from source on a driver that compiles each kernel
+ * at its first launch. */
 static clt_status build_through_cache(clt_context *ctx,
                                       const clt_embedded_program *p,
                                       const char *extra, const char *tag,
                                       clt_binary_patch_fn patch,
                                       const char *dir, bool *cache_on,
-                                      report_kind report, cl_program *out) {
+                                      report_kind report, cl_program *out,
+                                      bool *at_launch) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -290,10 +314,26 @@ static clt_status build_through_cache(clt_context *ctx,
                                ctx->info.driver_version,
                                ctx->info.platform_version};
   clt_cache_key(&parts, key);
+  bool lazy = ctx->driver_keeps_kernels && !patch;
+  *at_launch = false;
   if (*cache_on) {
     uint8_t *bin = NULL;
     size_t len = 0;
     clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
+    if (r == CLT_CACHE_HIT && is_driver_mark(bin, len)) {
+      free(bin);
+      /* Built here before: the driver's cache has its kernels, unless it
+       * is gone (or binaries are wanted now, CLT_POCL_LAZY=0): then it is
+       * compiled as on a first run. */
+      r = lazy && clt_pocl_kernels_kept() ? CLT_CACHE_HIT : CLT_CACHE_MISS;
+      if (r == CLT_CACHE_HIT) {
+        CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+        ctx->kernel_stats.cache_hits++;
+        ctx->kernel_stats.programs++;
+        report_build(ctx, p, report, false);
+        return CLT_OK;
+      }
+    }
     if (r == CLT_CACHE_HIT) {
       bool ok = build_from_binary(ctx, bin, len, patch ? "" : options, out);
       free(bin);
@@ -319,8 +359,11 @@ static clt_status build_through_cache(clt_context *ctx,
   else
     CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
   ctx->kernel_stats.programs++;
+  *at_launch = lazy;
   if (*cache_on) {
-    int stored = store_binary(ctx, *out, dir, key);
+    int stored = lazy ? store_entry(ctx, dir, key, driver_mark,
+                                    sizeof driver_mark - 1)
+                      : store_binary(ctx, *out, dir, key);
     if (stored > 0) ctx->kernel_stats.cache_stored++;
     if (stored < 0) *cache_on = false;
   }
@@ -333,11 +376,13 @@ static clt_status build_through_cache(clt_context *ctx,
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 const char *extra, const char *tag,
                                 clt_binary_patch_fn patch, report_kind report,
-                                cl_program *out) {
+                                cl_program *out, bool *at_launch) {
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
+  bool ignored;
   clt_status st = build_through_cache(ctx, p, extra, tag, patch,
-                                      ctx->cache_dir, &cache_on, report, out);
+                                      ctx->cache_dir, &cache_on, report, out,
+                                      at_launch ? at_launch : &ignored);
   ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
   if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
   return st;
@@ -391,6 +436,10 @@ clt_status clt_programs_init(clt_context *ctx) {
   if (!ctx->programs16)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
+  ctx->compiles_at_launch =
+      calloc(2 * (size_t)clt_embedded_program_count, sizeof(bool));
+  if (!ctx->compiles_at_launch)
+    return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   pthread_once(&kernel_program_once, find_kernel_programs);
   for (int k = 0; k < CLT_KERNEL_COUNT; k++)
     if (kernel_program[k] < 0)
@@ -404,7 +453,8 @@ clt_status clt_programs_init(clt_context *ctx) {
 static clt_status program_made(clt_context *ctx, int i) {
   if (ctx->programs[i]) return CLT_OK;
   return build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL,
-                       REPORT_PROGRAM, &ctx->programs[i]);
+                       REPORT_PROGRAM, &ctx->programs[i],
+                       &ctx->compiles_at_launch[i]);
 }
 
 /* The same for its round16 program (mixed precision's rounding variants:
@@ -413,7 +463,8 @@ static clt_status program16_made(clt_context *ctx, int i) {
   if (ctx->programs16[i]) return CLT_OK;
   return build_program(ctx, &clt_embedded_programs[i],
                        "-DCLT_ROUND16_PROGRAM=1", NULL, NULL, REPORT_ROUND16,
-                       &ctx->programs16[i]);
+                       &ctx->programs16[i],
+                       &ctx->compiles_at_launch[ctx->program_count + i]);
 }
 
 clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
@@ -435,6 +486,9 @@ clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
     }
     ctx->kernels[id] = k;
     ctx->kernel_stats.kernels++;
+    ctx->launch_compiles[id] =
+        ctx->compiles_at_launch[kernel_round16[id] ? ctx->program_count + i
+                                                   : i];
   }
   *out = ctx->kernels[id];
   return CLT_OK;
@@ -450,6 +504,20 @@ CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
     cl_kernel unused;
     CLT_TRY(clt_kernel_get(ctx, (clt_kernel_id)k, &unused));
   }
+  if (!ctx->driver_keeps_kernels) return CLT_OK;
+  /* A driver that compiles at first launch compiles them all now: asked
+   * for each program's binary (from its own cache where it has them). */
+  double t0 = clt_now_seconds();
+  for (int i = 0; i < 2 * ctx->program_count; i++) {
+    cl_program prog = i < ctx->program_count
+                          ? ctx->programs[i]
+                          : ctx->programs16[i - ctx->program_count];
+    size_t size = 0;
+    if (prog) free(program_binary(ctx, prog, &size));
+    ctx->compiles_at_launch[i] = false;
+  }
+  for (int k = 0; k < CLT_KERNEL_COUNT; k++) ctx->launch_compiles[k] = false;
+  ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
   return CLT_OK;
 }
 
@@ -463,8 +531,10 @@ void clt_programs_release(clt_context *ctx) {
   }
   free(ctx->programs);
   free(ctx->programs16);
+  free(ctx->compiles_at_launch);
   ctx->programs = NULL;
   ctx->programs16 = NULL;
+  ctx->compiles_at_launch = NULL;
 }
 
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,
@@ -474,7 +544,7 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
     return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
-                         REPORT_NONE, out);
+                         REPORT_NONE, out, NULL);
   }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }

@@ -98,6 +98,19 @@ struct clt_context {
   /* Kernels are enqueued in turns with the process's other contexts
    * (clt_turn_begin): POCL's CPU drivers. */
   bool takes_turns;
+  /* The driver compiles each kernel at its first launch and keeps what it
+   * compiled in a cache of its own (context.c keeps_kernels: POCL's CPU
+   * drivers with their kernel cache on, unless CLT_POCL_LAZY=0): the
+   * kernel cache then holds a mark for a program, not its binary
+   * (program.c, build_through_cache). */
+  bool driver_keeps_kernels;
+  /* Per program (programs, then programs16): compiled from source here by
+   * such a driver, so that each of its kernels compiles at its first
+   * launch. */
+  bool *compiles_at_launch;
+  /* Per kernel: its first launch is still to come and compiles it;
+   * clt_kernel_run times that launch into kernel_stats.build_seconds. */
+  bool launch_compiles[CLT_KERNEL_COUNT];
 };
 
 /* Records an error on the context (message printf-style) and logs it at
