@@ -233,6 +233,8 @@ typedef struct clt_kernel_stats {
   double build_seconds; /* wall time spent building or loading them (on
                            POCL also the launches that compile a kernel
                            of a program compiled here) */
+  double load_seconds;  /* of build_seconds, the programs that were cache
+                           hits */
 } clt_kernel_stats;
 
 /* The context's kernel build so far (filled into *stats; counts since
@@ -1331,7 +1333,7 @@ typedef struct clt_epoch_stats {
    * optimizer's programs, whatever the graph's compile did not build),
    * and, on a driver that compiles a kernel at its first launch (POCL),
    * those launches; 0 once everything is built. images_per_sec leaves it
-   * out. */
+   * out. load_seconds (below) says how much of it was loading. */
   double compile_seconds;
   /* Of `seconds`, the time the host spent blocked: waiting for the
    * loader's next batch (the input pipeline is behind the training), and
@@ -1355,6 +1357,9 @@ typedef struct clt_epoch_stats {
    * and the test set (Keras's "mae", "val_mae"); NaN for a classifier, and
    * where a set is missing. The accuracies are NaN for mse. */
   double train_mae, val_mae, test_mae;
+  /* Of compile_seconds, the programs built here before (cache hits),
+   * loaded rather than compiled. */
+  double load_seconds;
 } clt_epoch_stats;
 
 typedef struct clt_progress {

@@ -190,9 +190,9 @@ START_TEST(test_header_is_json_tiling_the_data) {
   ck_assert_ok(clt_optimizer_create(g, &oo, &opt));
   clt_epoch_stats hist[2] = {
       {1, 2.0, 0.25, 1.9, 0.3, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
-       NULL, 0, NAN, NAN, NAN},
+       NULL, 0, NAN, NAN, NAN, 0},
       {2, 1.5, 0.5, 1.4, 0.55, 0, 0, 0, NAN, NAN, false, 0, 0, 0, 0, 0, 0,
-       NULL, 0, 0.75, NAN, 0.5}};
+       NULL, 0, 0.75, NAN, 0.5, 0}};
   const char *path = tmp_path("header.safetensors");
   ck_assert_ok(clt_checkpoint_save(g, opt, 2, hist, path));
 
@@ -868,7 +868,7 @@ START_TEST(test_plot_svg) {
     h[i] = (clt_epoch_stats){i + 1, 2.0 / (i + 1), 0.5 + 0.08 * i,
                              2.2 / (i + 1), 0.45 + 0.08 * i, 1, 1, 0.001f,
                              NAN, NAN, false, 0, 0, 0, 0, 0, 0, NULL, 0,
-                             NAN, NAN, NAN};
+                             NAN, NAN, NAN, 0};
   }
   h[1].test_loss = h[1].test_acc = NAN; /* a gap */
   const char *path = tmp_path("plot & <chart>.svg");
@@ -892,7 +892,7 @@ START_TEST(test_plot_svg) {
   free(svg);
   /* One epoch, every value unknown: still a valid chart. */
   clt_epoch_stats one = {1, NAN, NAN, NAN, NAN, 0,   0,   0,   NAN, NAN,
-                         false, 0, 0, 0, 0, 0, 0, NULL, 0, NAN, NAN, NAN};
+                         false, 0, 0, 0, 0, 0, 0, NULL, 0, NAN, NAN, NAN, 0};
   ck_assert_int_eq(clt_plot_history_svg(&one, 1, NULL, tmp_path("one.svg"),
                                         &err), CLT_OK);
   /* A regression (no accuracy): its mean absolute error instead. */

@@ -1110,6 +1110,8 @@ START_TEST(test_epoch_tells_compile_time_apart) {
                 hist[0].compile_seconds, hist[0].seconds,
                 k1.build_seconds - k0.build_seconds);
   ck_assert_double_eq(hist[1].compile_seconds, 0.0);
+  /* no cache: nothing was loaded */
+  ck_assert_double_eq(hist[0].load_seconds, 0.0);
   for (int e = 0; e < 2; e++) {
     double want = N / (hist[e].seconds - hist[e].compile_seconds);
     ck_assert_double_eq_tol(hist[e].images_per_sec, want, 1e-9 * want);

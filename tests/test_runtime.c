@@ -568,11 +568,15 @@ START_TEST(driver_kept_kernels_leave_a_mark) {
   ck_assert_int_eq(first.cache_misses, 1);
   ck_assert_int_eq(first.cache_stored, 1);
   ck_assert(entries_are_marks(dir) == keeps);
+  ck_assert_double_eq(first.load_seconds, 0.0);
 
   clt_kernel_stats again = context_filling(dir, &keeps);
   ck_assert_int_eq(again.cache_hits, 1);
   ck_assert_int_eq(again.cache_misses, 0);
   ck_assert_int_eq(again.cache_rejected, 0);
+  /* the hit's build is loading, all of it */
+  ck_assert(again.load_seconds > 0.0);
+  ck_assert_double_le(again.load_seconds, again.build_seconds);
 
   if (keeps) {
     /* POCL's cache empty (as our check sees it; the driver keeps its

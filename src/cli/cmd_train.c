@@ -566,7 +566,9 @@ static void print_progress_locked(const clt_progress *p, progress_out *po) {
       /* a first run's kernel builds inside the epoch, which its speed
        * leaves out */
       if (s->compile_seconds >= 0.05)
-        fprintf(out, " (%.1f s of it compiling kernels)", s->compile_seconds);
+        fprintf(out, " (%.1f s of it %s kernels)", s->compile_seconds,
+                s->compile_seconds - s->load_seconds >= 0.05 ? "compiling"
+                                                             : "loading");
       fprintf(out, "  %.0f %s/s  lr %g", s->images_per_sec, po->unit,
               (double)s->lr);
       if (s->loss_scale > 0)

@@ -380,10 +380,13 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
   bool ignored;
+  int hits = ctx->kernel_stats.cache_hits;
   clt_status st = build_through_cache(ctx, p, extra, tag, patch,
                                       ctx->cache_dir, &cache_on, report, out,
                                       at_launch ? at_launch : &ignored);
-  ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
+  double dt = clt_now_seconds() - t0;
+  ctx->kernel_stats.build_seconds += dt;
+  if (ctx->kernel_stats.cache_hits > hits) ctx->kernel_stats.load_seconds += dt;
   if (ctx->cache_on && !cache_on) ctx->cache_unwritable = true;
   return st;
 }

@@ -573,6 +573,9 @@ static clt_status fit_epoch(run_state *rs, clt_loader *train_l,
   clt_context_kernel_stats(ctx, &k1);
   es->compile_seconds = k1.build_seconds - k0.build_seconds;
   if (es->compile_seconds > es->seconds) es->compile_seconds = es->seconds;
+  es->load_seconds = k1.load_seconds - k0.load_seconds;
+  if (es->load_seconds > es->compile_seconds)
+    es->load_seconds = es->compile_seconds;
   /* The ranks' counters take a cut epoch too (its steps are counted). */
   clt_dist_add_epoch(rs->dist, es);
   if (rs->stop->now) return CLT_OK; /* cut: nothing of it is reported */
