@@ -1,6 +1,7 @@
 /* The runtime: devices on this machine, the --device / CLT_DEVICE grammar
  * on a hand-built device list, the kernel binary cache seen through
- * contexts (misses, hits, damaged entries rebuilt, cache off), every
+ * contexts (misses, hits, damaged entries rebuilt, cache off, the marks
+ * left for a driver that keeps its compiled kernels), every
  * kernel program compiling without a warning and holding the kernels
  * taken from it, status strings and the context's last error. */
 #include <dirent.h>
@@ -387,6 +388,18 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* Fills a tensor of 37 values with value on ctx and checks them. */
+static void fills(clt_context *ctx, float value) {
+  int64_t shape[1] = {37};
+  clt_tensor *t;
+  float host[37];
+  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
+  ck_assert_int_eq(clt_tensor_fill(t, value), CLT_OK);
+  ck_assert_int_eq(clt_tensor_download(t, host), CLT_OK);
+  for (int i = 0; i < 37; i++) ck_assert_float_eq(host[i], value);
+  clt_tensor_destroy(t);
+}
+
 /* Creates a context on the suite's device with the given cache settings,
  * checks it runs a fill, and returns its kernel stats. */
 static clt_kernel_stats context_with_cache(const char *dir, int cache) {
@@ -399,14 +412,7 @@ static clt_kernel_stats context_with_cache(const char *dir, int cache) {
                 clt_context_last_error(ctx));
   clt_kernel_stats ks;
   clt_context_kernel_stats(ctx, &ks);
-  int64_t shape[1] = {37};
-  clt_tensor *t;
-  float host[37];
-  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
-  ck_assert_int_eq(clt_tensor_fill(t, 1.5), CLT_OK);
-  ck_assert_int_eq(clt_tensor_download(t, host), CLT_OK);
-  for (int i = 0; i < 37; i++) ck_assert_float_eq(host[i], 1.5f);
-  clt_tensor_destroy(t);
+  fills(ctx, 1.5f);
   clt_context_destroy(ctx);
   return ks;
 }
@@ -511,14 +517,7 @@ static clt_kernel_stats context_filling(const char *dir, bool *keeps) {
   opts.cache = 1;
   clt_context *ctx = context_created(&opts);
   *keeps = ctx->driver_keeps_kernels;
-  int64_t shape[1] = {5};
-  clt_tensor *t;
-  float host[5];
-  ck_assert_int_eq(clt_tensor_create(ctx, CLT_F32, 1, shape, &t), CLT_OK);
-  ck_assert_int_eq(clt_tensor_fill(t, 2.5), CLT_OK);
-  ck_assert_int_eq(clt_tensor_download(t, host), CLT_OK);
-  for (int i = 0; i < 5; i++) ck_assert_float_eq(host[i], 2.5f);
-  clt_tensor_destroy(t);
+  fills(ctx, 2.5f);
   ck_assert(!ctx->launch_compiles[CLT_K_fill_f32]);
   cl_kernel k;
   ck_assert_int_eq(clt_kernel_get(ctx, CLT_K_fill_i32, &k), CLT_OK);
