@@ -162,10 +162,9 @@ bool clt_pocl_cache_dir(char *out, size_t outlen) {
 
 bool clt_pocl_kernels_kept(void) {
   char dir[CLT_CACHE_PATH_MAX];
-  struct stat st;
   const char *v = env_nonempty("POCL_CACHE_DIR");
   int n = -1;
-  if (v && stat(v, &st) == 0 && S_ISDIR(st.st_mode))
+  if (v)
     n = snprintf(dir, sizeof dir, "%s", v);
   else if ((v = env_nonempty("XDG_CACHE_HOME")))
     n = snprintf(dir, sizeof dir, "%s/pocl/kcache", v);

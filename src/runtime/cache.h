@@ -61,9 +61,9 @@ bool clt_dir_creatable(const char *dir, char *why, size_t whylen);
  * create this folder. */
 bool clt_pocl_cache_dir(char *out, size_t outlen);
 
-/* Whether the folder where POCL 3 keeps the kernels it compiled holds
- * anything: $POCL_CACHE_DIR itself where that is a folder, else
- * $XDG_CACHE_HOME/pocl/kcache, else ~/.cache/pocl/kcache. */
+/* Whether the folder where POCL keeps the kernels it compiled holds
+ * anything: $POCL_CACHE_DIR itself, else $XDG_CACHE_HOME/pocl/kcache,
+ * else ~/.cache/pocl/kcache (POCL's pocl_cache_init_topdir). */
 bool clt_pocl_kernels_kept(void);
 
 typedef enum clt_cache_result {
