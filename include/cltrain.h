@@ -208,7 +208,8 @@ CLT_API void clt_context_destroy(clt_context *ctx);
  * source, instead of each program on its first use: for a program that
  * must not pause later (a server's first request), or to learn at once
  * whether the device compiles them all (on POCL, which would compile each
- * kernel at its first launch, every kernel is compiled here). CLT_ERR_BUILD with the driver's
+ * kernel at its first launch, every kernel is compiled here, and the
+ * programs' binaries kept in the cache for the next call). CLT_ERR_BUILD with the driver's
  * log in clt_context_last_error where one fails. */
 CLT_API clt_status clt_context_build_kernels(clt_context *ctx);
 

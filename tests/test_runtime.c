@@ -531,23 +531,28 @@ static clt_kernel_stats context_filling(const char *dir, bool *keeps) {
   return ks;
 }
 
-/* The sizes of the entries in dir: true when every one is the mark left
- * for a driver that keeps its compiled kernels (the cache's header and a
- * short line), false when every one is bigger (a binary). */
-static bool entries_are_marks(const char *dir) {
-  enum { MAX = 8 };
+/* How many of the entries in dir (*all of them) are the mark left for a
+ * driver that keeps its compiled kernels (the cache's header and a short
+ * line) rather than a binary. */
+static int count_marks(const char *dir, int *all) {
+  enum { MAX = 64 };
   char names[MAX][80];
-  int clbin;
-  list_entries(dir, names, MAX, &clbin);
-  ck_assert_int_ge(clbin, 1);
+  list_entries(dir, names, MAX, all);
+  ck_assert_int_ge(*all, 1);
   int marks = 0;
-  for (int i = 0; i < clbin; i++) {
+  for (int i = 0; i < *all; i++) {
     char path[256];
     snprintf(path, sizeof path, "%.63s/%.79s", dir, names[i]);
     marks += file_size(path) < 200;
   }
-  ck_assert_msg(marks == 0 || marks == clbin, "%d of %d entries are marks",
-                marks, clbin);
+  return marks;
+}
+
+/* True when every entry in dir is a mark, false when none is. */
+static bool entries_are_marks(const char *dir) {
+  int all, marks = count_marks(dir, &all);
+  ck_assert_msg(marks == 0 || marks == all, "%d of %d entries are marks",
+                marks, all);
   return marks > 0;
 }
 
@@ -605,6 +610,17 @@ START_TEST(driver_kept_kernels_leave_a_mark) {
     ck_assert_int_eq(loaded.cache_hits, 1);
     ck_assert(!entries_are_marks(dir));
   }
+  /* clt_context_build_kernels compiles every kernel and keeps binaries,
+   * over a mark too: a mark it finds is a miss, and its next call loads
+   * every program. */
+  test_remove_tree(dir);
+  make_temp_dir(dir, sizeof dir);
+  context_filling(dir, &keeps);
+  clt_kernel_stats all = context_with_cache(dir, 1);
+  ck_assert_int_eq(all.cache_misses, all.programs - (keeps ? 0 : 1));
+  ck_assert(!entries_are_marks(dir));
+  all = context_with_cache(dir, 1);
+  ck_assert_int_eq(all.cache_hits, all.programs);
   test_remove_tree(dir);
   test_remove_tree(empty);
 }
@@ -678,6 +694,12 @@ START_TEST(build_progress_reports_each_program_once) {
   ck_assert_int_gt(seen.calls, 1);
   ck_assert_int_eq(seen.compiled, seen.calls);
   ck_assert_int_eq(ks.cache_misses, ks.programs);
+  /* binaries, the fill's program too (on POCL marked by the fill, then
+   * stored whole by clt_context_build_kernels); the variant built before
+   * it, on POCL, a mark (not one of the programs it builds) */
+  int all, marks = count_marks(dir, &all);
+  ck_assert_int_eq(all, ks.programs);
+  ck_assert_int_eq(marks, g_ctx->driver_keeps_kernels ? 1 : 0);
   /* again: every program loaded, the variant's too (it was stored) */
   progress_seen again = {0};
   progress_of_context(dir, &again, &ks);

@@ -293,18 +293,27 @@ static bool is_driver_mark(const uint8_t *bin, size_t len) {
          memcmp(bin, driver_mark, sizeof driver_mark - 1) == 0;
 }
 
+/* What build_through_cache says of a program it built from source on a
+ * driver that keeps its compiled kernels: compiled (its kernels compile
+ * at their first launch), marked (compiled or found marked: its entry is
+ * a mark), and the entry's key. */
+typedef struct lazy_build {
+  bool at_launch, marked;
+  uint8_t key[32];
+} lazy_build;
+
 /* With `patch` (and its version, `tag`, in the cache's key) the program
  * is rewritten before it is built (build_rewritten), and what the cache
- * holds is the rewritten binary, built with no options. *at_launch: the
- * program was compiled from source on a driver that compiles each kernel
- * at its first launch. */
+ * holds is the rewritten binary, built with no options. In
+ * clt_context_build_kernels (ctx->building_all) a program is stored whole,
+ * a mark found is taken as a miss. */
 static clt_status build_through_cache(clt_context *ctx,
                                       const clt_embedded_program *p,
                                       const char *extra, const char *tag,
                                       clt_binary_patch_fn patch,
                                       const char *dir, bool *cache_on,
                                       report_kind report, cl_program *out,
-                                      bool *at_launch) {
+                                      lazy_build *lb) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -314,8 +323,9 @@ static clt_status build_through_cache(clt_context *ctx,
                                ctx->info.driver_version,
                                ctx->info.platform_version};
   clt_cache_key(&parts, key);
-  bool lazy = ctx->driver_keeps_kernels && !patch;
-  *at_launch = false;
+  bool lazy = ctx->driver_keeps_kernels && !patch && !ctx->building_all;
+  lb->at_launch = lb->marked = false;
+  memcpy(lb->key, key, sizeof lb->key);
   if (*cache_on) {
     uint8_t *bin = NULL;
     size_t len = 0;
@@ -323,11 +333,13 @@ static clt_status build_through_cache(clt_context *ctx,
     if (r == CLT_CACHE_HIT && is_driver_mark(bin, len)) {
       free(bin);
       /* Built here before: the driver's cache has its kernels, unless it
-       * is gone (or binaries are wanted now, CLT_POCL_LAZY=0): then it is
-       * compiled as on a first run. */
+       * is gone (or binaries are wanted now: CLT_POCL_LAZY=0,
+       * clt_context_build_kernels): then it is compiled as on a first
+       * run. */
       r = lazy && clt_pocl_kernels_kept() ? CLT_CACHE_HIT : CLT_CACHE_MISS;
       if (r == CLT_CACHE_HIT) {
         CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+        lb->marked = true;
         ctx->kernel_stats.cache_hits++;
         ctx->kernel_stats.programs++;
         report_build(ctx, p, report, false);
@@ -359,7 +371,7 @@ static clt_status build_through_cache(clt_context *ctx,
   else
     CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
   ctx->kernel_stats.programs++;
-  *at_launch = lazy;
+  lb->at_launch = lb->marked = lazy;
   if (*cache_on) {
     int stored = lazy ? store_entry(ctx, dir, key, driver_mark,
                                     sizeof driver_mark - 1)
@@ -376,14 +388,19 @@ static clt_status build_through_cache(clt_context *ctx,
 static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
                                 const char *extra, const char *tag,
                                 clt_binary_patch_fn patch, report_kind report,
-                                cl_program *out, bool *at_launch) {
+                                cl_program *out, int slot) {
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
-  bool ignored;
   int hits = ctx->kernel_stats.cache_hits;
+  lazy_build lb;
   clt_status st = build_through_cache(ctx, p, extra, tag, patch,
                                       ctx->cache_dir, &cache_on, report, out,
-                                      at_launch ? at_launch : &ignored);
+                                      &lb);
+  if (st == CLT_OK && slot >= 0) {
+    ctx->compiles_at_launch[slot] = lb.at_launch;
+    ctx->marked[slot] = lb.marked;
+    memcpy(ctx->mark_keys[slot], lb.key, sizeof lb.key);
+  }
   double dt = clt_now_seconds() - t0;
   ctx->kernel_stats.build_seconds += dt;
   if (ctx->kernel_stats.cache_hits > hits) ctx->kernel_stats.load_seconds += dt;
@@ -439,9 +456,11 @@ clt_status clt_programs_init(clt_context *ctx) {
   if (!ctx->programs16)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
-  ctx->compiles_at_launch =
-      calloc(2 * (size_t)clt_embedded_program_count, sizeof(bool));
-  if (!ctx->compiles_at_launch)
+  size_t slots = 2 * (size_t)clt_embedded_program_count;
+  ctx->compiles_at_launch = calloc(slots, sizeof(bool));
+  ctx->marked = calloc(slots, sizeof(bool));
+  ctx->mark_keys = calloc(slots, sizeof *ctx->mark_keys);
+  if (!ctx->compiles_at_launch || !ctx->marked || !ctx->mark_keys)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   pthread_once(&kernel_program_once, find_kernel_programs);
   for (int k = 0; k < CLT_KERNEL_COUNT; k++)
@@ -456,8 +475,7 @@ clt_status clt_programs_init(clt_context *ctx) {
 static clt_status program_made(clt_context *ctx, int i) {
   if (ctx->programs[i]) return CLT_OK;
   return build_program(ctx, &clt_embedded_programs[i], "", NULL, NULL,
-                       REPORT_PROGRAM, &ctx->programs[i],
-                       &ctx->compiles_at_launch[i]);
+                       REPORT_PROGRAM, &ctx->programs[i], i);
 }
 
 /* The same for its round16 program (mixed precision's rounding variants:
@@ -466,8 +484,7 @@ static clt_status program16_made(clt_context *ctx, int i) {
   if (ctx->programs16[i]) return CLT_OK;
   return build_program(ctx, &clt_embedded_programs[i],
                        "-DCLT_ROUND16_PROGRAM=1", NULL, NULL, REPORT_ROUND16,
-                       &ctx->programs16[i],
-                       &ctx->compiles_at_launch[ctx->program_count + i]);
+                       &ctx->programs16[i], ctx->program_count + i);
 }
 
 clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
@@ -497,31 +514,48 @@ clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
   return CLT_OK;
 }
 
-CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
-  /* Programs first, in file order: igemm's kernels are in no list (only
-   * its variants run), and it is built here all the same. */
-  for (int i = 0; i < clt_embedded_program_count; i++)
-    if (!is_on_demand(clt_embedded_programs[i].name))
-      CLT_TRY(program_made(ctx, i));
-  for (int k = 0; k < CLT_KERNEL_COUNT; k++) {
-    cl_kernel unused;
-    CLT_TRY(clt_kernel_get(ctx, (clt_kernel_id)k, &unused));
-  }
-  if (!ctx->driver_keeps_kernels) return CLT_OK;
-  /* A driver that compiles at first launch compiles them all now: asked
-   * for each program's binary (from its own cache where it has them). */
+/* Programs built marked before clt_context_build_kernels (by a driver
+ * that compiles at first launch) are compiled whole now, asked for their
+ * binary, which replaces the mark: a later context that builds every
+ * kernel loads them, as it loads the programs built in the call. */
+static void store_marked_whole(clt_context *ctx) {
+  bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
   for (int i = 0; i < 2 * ctx->program_count; i++) {
+    if (!ctx->marked[i]) continue;
     cl_program prog = i < ctx->program_count
                           ? ctx->programs[i]
                           : ctx->programs16[i - ctx->program_count];
     size_t size = 0;
-    if (prog) free(program_binary(ctx, prog, &size));
-    ctx->compiles_at_launch[i] = false;
+    char *bin = program_binary(ctx, prog, &size);
+    if (bin && cache_on &&
+        store_entry(ctx, ctx->cache_dir, ctx->mark_keys[i], bin, size) < 0) {
+      ctx->cache_unwritable = true;
+      cache_on = false;
+    }
+    free(bin);
+    ctx->marked[i] = ctx->compiles_at_launch[i] = false;
   }
   for (int k = 0; k < CLT_KERNEL_COUNT; k++) ctx->launch_compiles[k] = false;
   ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
-  return CLT_OK;
+}
+
+CLT_API clt_status clt_context_build_kernels(clt_context *ctx) {
+  /* Programs first, in file order: igemm's kernels are in no list (only
+   * its variants run), and it is built here all the same. Stored whole
+   * (binaries) on every driver: a later call loads them. */
+  ctx->building_all = true;
+  clt_status st = CLT_OK;
+  for (int i = 0; st == CLT_OK && i < clt_embedded_program_count; i++)
+    if (!is_on_demand(clt_embedded_programs[i].name))
+      st = program_made(ctx, i);
+  for (int k = 0; st == CLT_OK && k < CLT_KERNEL_COUNT; k++) {
+    cl_kernel unused;
+    st = clt_kernel_get(ctx, (clt_kernel_id)k, &unused);
+  }
+  ctx->building_all = false;
+  if (st == CLT_OK) store_marked_whole(ctx);
+  return st;
 }
 
 void clt_programs_release(clt_context *ctx) {
@@ -535,9 +569,13 @@ void clt_programs_release(clt_context *ctx) {
   free(ctx->programs);
   free(ctx->programs16);
   free(ctx->compiles_at_launch);
+  free(ctx->marked);
+  free(ctx->mark_keys);
   ctx->programs = NULL;
   ctx->programs16 = NULL;
   ctx->compiles_at_launch = NULL;
+  ctx->marked = NULL;
+  ctx->mark_keys = NULL;
 }
 
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,
@@ -547,7 +585,7 @@ clt_status clt_program_build_patched(clt_context *ctx, const char *name,
   for (int i = 0; i < clt_embedded_program_count; i++) {
     if (strcmp(clt_embedded_programs[i].name, name) != 0) continue;
     return build_program(ctx, &clt_embedded_programs[i], extra, tag, patch,
-                         REPORT_NONE, out, NULL);
+                         REPORT_NONE, out, -1);
   }
   return clt_ctx_fail(ctx, CLT_ERR_INTERNAL, "no program cl/%s.cl", name);
 }

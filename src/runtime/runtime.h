@@ -106,8 +106,15 @@ struct clt_context {
   bool driver_keeps_kernels;
   /* Per program (programs, then programs16): compiled from source here by
    * such a driver, so that each of its kernels compiles at its first
-   * launch. */
+   * launch; and built from source by it at all (compiled, or its mark
+   * found), with its cache key: clt_context_build_kernels compiles every
+   * kernel of such a program and stores its binary under that key. */
   bool *compiles_at_launch;
+  bool *marked;
+  uint8_t (*mark_keys)[32];
+  /* In clt_context_build_kernels: programs are stored whole (binaries),
+   * not marked. */
+  bool building_all;
   /* Per kernel: its first launch is still to come and compiles it;
    * clt_kernel_run times that launch into kernel_stats.build_seconds. */
   bool launch_compiles[CLT_KERNEL_COUNT];
