@@ -1,6 +1,7 @@
 /* The on-disk kernel binary cache.
  *
- * One file per compiled program, "<dir>/<64 hex digits of the key>.clbin".
+ * One file per compiled program, "<dir>/<64 hex digits of the key>.clbin":
+ * its binary, or on POCL a mark saying it was built before (program.c).
  * The key is a SHA-256 over everything that decides what the compiler
  * produces, so a new driver or a changed kernel simply misses. Entries are
  * written atomically (temporary file, fsync, rename) and checked in full

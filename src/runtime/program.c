@@ -278,13 +278,14 @@ static void report_build(clt_context *ctx, const clt_embedded_program *p,
 /* What the cache holds for a program that a driver which keeps its own
  * compiled kernels built (ctx->driver_keeps_kernels): this mark, not the
  * binary. Asking POCL for a program's binary compiles every kernel in it
- * at once, a quarter of a second each on a CPU, most of them never run by
- * the model at hand (the other activations, optimizers, losses: 50 of the
- * 105 kernels of ours that the CNN sample's first run compiled); left
- * alone, POCL compiles each kernel at its first launch and keeps it in its
- * own cache, from which the next run's build from source takes it. The
- * mark says that this program was built here before, so that the next run
- * neither says it compiles nor times launches as compiling. */
+ * at once, a quarter to half a second each on a 2-core CPU, most of them
+ * never run by the model at hand (the other activations, optimizers,
+ * losses: 50 of the 105 kernels of ours that the CNN sample's first run
+ * compiled); left alone, POCL compiles each kernel at its first launch and
+ * keeps it in its own cache, from which the next run's build from source
+ * takes it. The mark says that this program was built here before, so
+ * that the next run neither says it compiles nor times launches as
+ * compiling. */
 static const char driver_mark[] =
     "cltrain: built before; the driver keeps its compiled kernels\n";
 
