@@ -209,8 +209,8 @@ CLT_API void clt_context_destroy(clt_context *ctx);
  * must not pause later (a server's first request), or to learn at once
  * whether the device compiles them all (on POCL, which would compile each
  * kernel at its first launch, every kernel is compiled here, and the
- * programs' binaries kept in the cache for the next call). CLT_ERR_BUILD with the driver's
- * log in clt_context_last_error where one fails. */
+ * programs' binaries kept in the cache for the next call). CLT_ERR_BUILD
+ * with the driver's log in clt_context_last_error where one fails. */
 CLT_API clt_status clt_context_build_kernels(clt_context *ctx);
 
 /* The message of the last error on this context ("" if none). The string

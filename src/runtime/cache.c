@@ -162,15 +162,9 @@ bool clt_pocl_cache_dir(char *out, size_t outlen) {
 
 bool clt_pocl_kernels_kept(void) {
   char dir[CLT_CACHE_PATH_MAX];
-  const char *v = env_nonempty("POCL_CACHE_DIR");
-  int n = -1;
-  if (v)
-    n = snprintf(dir, sizeof dir, "%s", v);
-  else if ((v = env_nonempty("XDG_CACHE_HOME")))
-    n = snprintf(dir, sizeof dir, "%s/pocl/kcache", v);
-  else if ((v = env_nonempty("HOME")))
-    n = snprintf(dir, sizeof dir, "%s/.cache/pocl/kcache", v);
-  if (n < 0 || (size_t)n >= sizeof dir) return false;
+  if (!clt_pocl_cache_dir(dir, sizeof dir - 8)) return false;
+  /* POCL keeps them in $POCL_CACHE_DIR itself, else in kcache below */
+  if (!env_nonempty("POCL_CACHE_DIR")) strcat(dir, "/kcache");
   DIR *d = opendir(dir);
   if (!d) return false;
   bool any = false;

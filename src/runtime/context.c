@@ -137,11 +137,15 @@ static bool profile_clock_runs(clt_context *ctx) {
  * the entry a command holds, but which release changed it is not pinned
  * down here, so every version takes turns; CLT_POCL_TURNS=0 lets one
  * check a POCL with tests/test_threads. */
+static bool env_is_zero(const char *name) {
+  const char *v = getenv(name);
+  return v && strcmp(v, "0") == 0;
+}
+
 static bool needs_turns(const clt_device_info *d) {
   if (d->type != CLT_DEVICE_CPU || !strstr(d->platform_version, "PoCL"))
     return false;
-  const char *env = getenv("CLT_POCL_TURNS");
-  return !(env && strcmp(env, "0") == 0);
+  return !env_is_zero("CLT_POCL_TURNS");
 }
 
 /* Whether the driver compiles each kernel at its first launch, keeping
@@ -152,9 +156,7 @@ static bool needs_turns(const clt_device_info *d) {
 static bool keeps_kernels(const clt_device_info *d) {
   if (d->type != CLT_DEVICE_CPU || !strstr(d->platform_version, "PoCL"))
     return false;
-  const char *pocl = getenv("POCL_KERNEL_CACHE");
-  const char *env = getenv("CLT_POCL_LAZY");
-  return !(pocl && strcmp(pocl, "0") == 0) && !(env && strcmp(env, "0") == 0);
+  return !env_is_zero("POCL_KERNEL_CACHE") && !env_is_zero("CLT_POCL_LAZY");
 }
 
 /* The process's turns: the lock, and the context that enqueued last on a

@@ -294,27 +294,19 @@ static bool is_driver_mark(const uint8_t *bin, size_t len) {
          memcmp(bin, driver_mark, sizeof driver_mark - 1) == 0;
 }
 
-/* What build_through_cache says of a program it built from source on a
- * driver that keeps its compiled kernels: compiled (its kernels compile
- * at their first launch), marked (compiled or found marked: its entry is
- * a mark), and the entry's key. */
-typedef struct lazy_build {
-  bool at_launch, marked;
-  uint8_t key[32];
-} lazy_build;
-
 /* With `patch` (and its version, `tag`, in the cache's key) the program
  * is rewritten before it is built (build_rewritten), and what the cache
  * holds is the rewritten binary, built with no options. In
  * clt_context_build_kernels (ctx->building_all) a program is stored whole,
- * a mark found is taken as a miss. */
+ * a mark found is taken as a miss. *lb: what is left for a driver that
+ * keeps its compiled kernels (struct clt_program_mark, runtime.h). */
 static clt_status build_through_cache(clt_context *ctx,
                                       const clt_embedded_program *p,
                                       const char *extra, const char *tag,
                                       clt_binary_patch_fn patch,
                                       const char *dir, bool *cache_on,
                                       report_kind report, cl_program *out,
-                                      lazy_build *lb) {
+                                      struct clt_program_mark *lb) {
   char options[1024], keyed[1200];
   build_options(ctx, extra, options, sizeof options);
   snprintf(keyed, sizeof keyed, "%s%s%s", options, patch ? " patched:" : "",
@@ -331,25 +323,24 @@ static clt_status build_through_cache(clt_context *ctx,
     uint8_t *bin = NULL;
     size_t len = 0;
     clt_cache_result r = clt_cache_load(dir, key, &bin, &len);
-    if (r == CLT_CACHE_HIT && is_driver_mark(bin, len)) {
+    bool mark = r == CLT_CACHE_HIT && is_driver_mark(bin, len);
+    /* A mark: built here before, the driver's cache has its kernels,
+     * unless it is gone (or binaries are wanted now: CLT_POCL_LAZY=0,
+     * clt_context_build_kernels): then it is compiled as on a first run. */
+    if (mark) {
       free(bin);
-      /* Built here before: the driver's cache has its kernels, unless it
-       * is gone (or binaries are wanted now: CLT_POCL_LAZY=0,
-       * clt_context_build_kernels): then it is compiled as on a first
-       * run. */
-      r = lazy && clt_pocl_kernels_kept() ? CLT_CACHE_HIT : CLT_CACHE_MISS;
-      if (r == CLT_CACHE_HIT) {
-        CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
-        lb->marked = true;
-        ctx->kernel_stats.cache_hits++;
-        ctx->kernel_stats.programs++;
-        report_build(ctx, p, report, false);
-        return CLT_OK;
-      }
+      bin = NULL;
+      if (!(lazy && clt_pocl_kernels_kept())) r = CLT_CACHE_MISS;
     }
     if (r == CLT_CACHE_HIT) {
-      bool ok = build_from_binary(ctx, bin, len, patch ? "" : options, out);
-      free(bin);
+      bool ok = true;
+      if (mark) {
+        CLT_TRY(build_from_source(ctx, p->name, p->source, options, out));
+      } else {
+        ok = build_from_binary(ctx, bin, len, patch ? "" : options, out);
+        free(bin);
+      }
+      lb->marked = mark;
       if (ok) {
         ctx->kernel_stats.cache_hits++;
         ctx->kernel_stats.programs++;
@@ -393,15 +384,11 @@ static clt_status build_program(clt_context *ctx, const clt_embedded_program *p,
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
   int hits = ctx->kernel_stats.cache_hits;
-  lazy_build lb;
+  struct clt_program_mark lb;
   clt_status st = build_through_cache(ctx, p, extra, tag, patch,
                                       ctx->cache_dir, &cache_on, report, out,
                                       &lb);
-  if (st == CLT_OK && slot >= 0) {
-    ctx->compiles_at_launch[slot] = lb.at_launch;
-    ctx->marked[slot] = lb.marked;
-    memcpy(ctx->mark_keys[slot], lb.key, sizeof lb.key);
-  }
+  if (st == CLT_OK && slot >= 0) ctx->marks[slot] = lb;
   double dt = clt_now_seconds() - t0;
   ctx->kernel_stats.build_seconds += dt;
   if (ctx->kernel_stats.cache_hits > hits) ctx->kernel_stats.load_seconds += dt;
@@ -457,11 +444,9 @@ clt_status clt_programs_init(clt_context *ctx) {
   if (!ctx->programs16)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   ctx->program_count = clt_embedded_program_count;
-  size_t slots = 2 * (size_t)clt_embedded_program_count;
-  ctx->compiles_at_launch = calloc(slots, sizeof(bool));
-  ctx->marked = calloc(slots, sizeof(bool));
-  ctx->mark_keys = calloc(slots, sizeof *ctx->mark_keys);
-  if (!ctx->compiles_at_launch || !ctx->marked || !ctx->mark_keys)
+  ctx->marks = calloc(2 * (size_t)clt_embedded_program_count,
+                      sizeof *ctx->marks);
+  if (!ctx->marks)
     return clt_ctx_fail(ctx, CLT_ERR_HOST_MEMORY, "allocating programs");
   pthread_once(&kernel_program_once, find_kernel_programs);
   for (int k = 0; k < CLT_KERNEL_COUNT; k++)
@@ -508,8 +493,8 @@ clt_status clt_kernel_get(clt_context *ctx, clt_kernel_id id,
     ctx->kernels[id] = k;
     ctx->kernel_stats.kernels++;
     ctx->launch_compiles[id] =
-        ctx->compiles_at_launch[kernel_round16[id] ? ctx->program_count + i
-                                                   : i];
+        ctx->marks[kernel_round16[id] ? ctx->program_count + i : i]
+            .at_launch;
   }
   *out = ctx->kernels[id];
   return CLT_OK;
@@ -523,19 +508,19 @@ static void store_marked_whole(clt_context *ctx) {
   bool cache_on = ctx->cache_on && !ctx->cache_unwritable;
   double t0 = clt_now_seconds();
   for (int i = 0; i < 2 * ctx->program_count; i++) {
-    if (!ctx->marked[i]) continue;
+    if (!ctx->marks[i].marked) continue;
     cl_program prog = i < ctx->program_count
                           ? ctx->programs[i]
                           : ctx->programs16[i - ctx->program_count];
     size_t size = 0;
     char *bin = program_binary(ctx, prog, &size);
     if (bin && cache_on &&
-        store_entry(ctx, ctx->cache_dir, ctx->mark_keys[i], bin, size) < 0) {
+        store_entry(ctx, ctx->cache_dir, ctx->marks[i].key, bin, size) < 0) {
       ctx->cache_unwritable = true;
       cache_on = false;
     }
     free(bin);
-    ctx->marked[i] = ctx->compiles_at_launch[i] = false;
+    ctx->marks[i].marked = ctx->marks[i].at_launch = false;
   }
   for (int k = 0; k < CLT_KERNEL_COUNT; k++) ctx->launch_compiles[k] = false;
   ctx->kernel_stats.build_seconds += clt_now_seconds() - t0;
@@ -569,14 +554,10 @@ void clt_programs_release(clt_context *ctx) {
   }
   free(ctx->programs);
   free(ctx->programs16);
-  free(ctx->compiles_at_launch);
-  free(ctx->marked);
-  free(ctx->mark_keys);
+  free(ctx->marks);
   ctx->programs = NULL;
   ctx->programs16 = NULL;
-  ctx->compiles_at_launch = NULL;
-  ctx->marked = NULL;
-  ctx->mark_keys = NULL;
+  ctx->marks = NULL;
 }
 
 clt_status clt_program_build_patched(clt_context *ctx, const char *name,

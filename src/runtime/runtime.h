@@ -104,14 +104,16 @@ struct clt_context {
    * kernel cache then holds a mark for a program, not its binary
    * (program.c, build_through_cache). */
   bool driver_keeps_kernels;
-  /* Per program (programs, then programs16): compiled from source here by
-   * such a driver, so that each of its kernels compiles at its first
-   * launch; and built from source by it at all (compiled, or its mark
-   * found), with its cache key: clt_context_build_kernels compiles every
-   * kernel of such a program and stores its binary under that key. */
-  bool *compiles_at_launch;
-  bool *marked;
-  uint8_t (*mark_keys)[32];
+  /* Per program (programs, then programs16), what program.c's build says
+   * of it on such a driver: compiled from source here (at_launch: each of
+   * its kernels compiles at its first launch); built from source at all,
+   * compiled or its mark found (marked), with its cache key:
+   * clt_context_build_kernels compiles every kernel of such a program and
+   * stores its binary under that key. */
+  struct clt_program_mark {
+    bool at_launch, marked;
+    uint8_t key[32];
+  } *marks;
   /* In clt_context_build_kernels: programs are stored whole (binaries),
    * not marked. */
   bool building_all;
