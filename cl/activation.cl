@@ -119,32 +119,32 @@ static float act_derivative(int kind, float x, float y, float alpha) {
 #define ACTIVATION_KERNELS(NAME, KIND)                                        \
   ROUND16_BODY activation_forward_##NAME##_body(                              \
       __global float *y, int y_off, __global const float *x, int x_off,       \
-      int n, float alpha, ROUND16_PARAMS, int round16) {                      \
-    int i = get_global_id(0);                                                 \
-    if (i >= n) return;                                                       \
-    STORE16(y, y_off, i, act_forward(KIND, x[x_off + i], alpha));             \
+      int n, float alpha, int run, ROUND16_PARAMS, int round16) {             \
+    FOR_RUN(i, n)                                                             \
+      STORE16(y, y_off, i, act_forward(KIND, x[x_off + i], alpha));           \
   }                                                                           \
   ROUND16_VARIANTS(activation_forward_##NAME,                                 \
                    (__global float *y, int y_off, __global const float *x,    \
-                    int x_off, int n, float alpha, ROUND16_PARAMS),           \
-                   (y, y_off, x, x_off, n, alpha, ROUND16_ARGS))              \
+                    int x_off, int n, float alpha, ROUND16_PARAMS, int run),  \
+                   (y, y_off, x, x_off, n, alpha, run, ROUND16_ARGS))         \
   ROUND16_BODY activation_backward_##NAME##_body(                             \
       __global float *dx, int dx_off, __global const float *dy, int dy_off,   \
       __global const float *x, int x_off, __global const float *y,            \
-      int y_off, int n, float alpha, int accumulate, ROUND16_PARAMS,          \
+      int y_off, int n, float alpha, int accumulate, int run, ROUND16_PARAMS, \
       int round16) {                                                          \
-    int i = get_global_id(0);                                                 \
-    if (i >= n) return;                                                       \
-    float g = dy[dy_off + i] *                                                \
-              act_derivative(KIND, x[x_off + i], y[y_off + i], alpha);        \
-    STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + g : g);              \
+    FOR_RUN(i, n) {                                                           \
+      float g = dy[dy_off + i] *                                              \
+                act_derivative(KIND, x[x_off + i], y[y_off + i], alpha);      \
+      STORE16(dx, dx_off, i, accumulate ? dx[dx_off + i] + g : g);            \
+    }                                                                         \
   }                                                                           \
   ROUND16_ACC_VARIANTS(                                                       \
       activation_backward_##NAME,                                             \
       (__global float *dx, int dx_off, __global const float *dy, int dy_off,  \
        __global const float *x, int x_off, __global const float *y,           \
-       int y_off, int n, float alpha, int accumulate, ROUND16_PARAMS),        \
-      (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha, accumulate,      \
+       int y_off, int n, float alpha, int accumulate, ROUND16_PARAMS,         \
+       int run),                                                              \
+      (dx, dx_off, dy, dy_off, x, x_off, y, y_off, n, alpha, accumulate, run, \
        ROUND16_ARGS))
 
 ACTIVATION_KERNELS(relu, ACT_RELU)

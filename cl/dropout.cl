@@ -28,9 +28,9 @@ __kernel void dropout_forward(__global float *y, int y_off,
 __kernel void mul_f32(__global float *out, int out_off,
                       __global const float *a, int a_off,
                       __global const float *b, int b_off, int n,
-                      int accumulate) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float v = a[a_off + i] * b[b_off + i];
-  out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+                      int accumulate, int run) {
+  FOR_RUN(i, n) {
+    float v = a[a_off + i] * b[b_off + i];
+    out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+  }
 }

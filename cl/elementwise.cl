@@ -5,17 +5,18 @@
 ROUND16_BODY add_f32_body(__global float *out, int out_off,
                           __global const float *a, int a_off,
                           __global const float *b, int b_off, int n,
-                          int accumulate, ROUND16_PARAMS, int round16) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float v = a[a_off + i] + b[b_off + i];
-  STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
+                          int accumulate, int run, ROUND16_PARAMS,
+                          int round16) {
+  FOR_RUN(i, n) {
+    float v = a[a_off + i] + b[b_off + i];
+    STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
+  }
 }
 ROUND16_ACC_VARIANTS(add_f32,
                      (__global float *out, int out_off, __global const float *a,
                       int a_off, __global const float *b, int b_off, int n,
-                      int accumulate, ROUND16_PARAMS),
-                     (out, out_off, a, a_off, b, b_off, n, accumulate,
+                      int accumulate, ROUND16_PARAMS, int run),
+                     (out, out_off, a, a_off, b, b_off, n, accumulate, run,
                       ROUND16_ARGS))
 
 /* out = max(a + b, 0): a sum with a fused ReLU (nn/merge.c), a select as
@@ -23,32 +24,32 @@ ROUND16_ACC_VARIANTS(add_f32,
 ROUND16_BODY add_relu_f32_body(__global float *out, int out_off,
                                __global const float *a, int a_off,
                                __global const float *b, int b_off, int n,
-                               ROUND16_PARAMS, int round16) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float v = a[a_off + i] + b[b_off + i];
-  STORE16(out, out_off, i, v > 0.0f ? v : 0.0f);
+                               int run, ROUND16_PARAMS, int round16) {
+  FOR_RUN(i, n) {
+    float v = a[a_off + i] + b[b_off + i];
+    STORE16(out, out_off, i, v > 0.0f ? v : 0.0f);
+  }
 }
 ROUND16_VARIANTS(add_relu_f32, (__global float *out, int out_off,
                   __global const float *a, int a_off, __global const float *b,
-                  int b_off, int n, ROUND16_PARAMS),
-                 (out, out_off, a, a_off, b, b_off, n, ROUND16_ARGS))
+                  int b_off, int n, ROUND16_PARAMS, int run),
+                 (out, out_off, a, a_off, b, b_off, n, run, ROUND16_ARGS))
 
 /* out = alpha * x (+ out when accumulating). */
 ROUND16_BODY scale_f32_body(__global float *out, int out_off,
                             __global const float *x, int x_off, int n,
-                            float alpha, int accumulate, ROUND16_PARAMS,
-                            int round16) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float v = alpha * x[x_off + i];
-  STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
+                            float alpha, int accumulate, int run,
+                            ROUND16_PARAMS, int round16) {
+  FOR_RUN(i, n) {
+    float v = alpha * x[x_off + i];
+    STORE16(out, out_off, i, accumulate ? out[out_off + i] + v : v);
+  }
 }
 ROUND16_ACC_VARIANTS(scale_f32,
                      (__global float *out, int out_off, __global const float *x,
                       int x_off, int n, float alpha, int accumulate,
-                      ROUND16_PARAMS),
-                     (out, out_off, x, x_off, n, alpha, accumulate,
+                      ROUND16_PARAMS, int run),
+                     (out, out_off, x, x_off, n, alpha, accumulate, run,
                       ROUND16_ARGS))
 
 /* y = (x - mean[c]) * scale, c = (i / spatial) % channels, the scale

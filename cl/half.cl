@@ -9,17 +9,17 @@ __kernel void fill_f16(__global half *x, int x_off, int n, float value) {
 }
 
 __kernel void f32_to_f16(__global half *y, int y_off,
-                         __global const float *x, int x_off, int n) {
-  int i = get_global_id(0);
-  if (i < n) vstore_half_rte(x[x_off + i], y_off + i, y);
+                         __global const float *x, int x_off, int n,
+                         int run) {
+  FOR_RUN(i, n) vstore_half_rte(x[x_off + i], y_off + i, y);
 }
 
 /* x's halves read as their bits: half_value (cl/prelude.cl) is
  * vload_half's value, faster on CPU devices. */
 __kernel void f16_to_f32(__global float *y, int y_off,
-                         __global const ushort *x, int x_off, int n) {
-  int i = get_global_id(0);
-  if (i < n) y[y_off + i] = half_value(x[x_off + i]);
+                         __global const ushort *x, int x_off, int n,
+                         int run) {
+  FOR_RUN(i, n) y[y_off + i] = half_value(x[x_off + i]);
 }
 
 /* Dynamic loss scaling: g *= inv_scale, and found[0] = 1 when any
@@ -38,19 +38,20 @@ __kernel void unscale_check_f32(__global float *g, int g_off, int n,
 /* round_to_half and half_bits: cl/prelude.cl (the layers' kernels round
  * what they write with them too). */
 __kernel void round_f16(__global float *y, int y_off,
-                        __global const float *x, int x_off, int n) {
-  int i = get_global_id(0);
-  if (i < n) y[y_off + i] = round_to_half(x[x_off + i]);
+                        __global const float *x, int x_off, int n,
+                        int run) {
+  FOR_RUN(i, n) y[y_off + i] = round_to_half(x[x_off + i]);
 }
 
 /* The same rounding of an output in place, saving it in fp16 too (the
  * copy that mixed precision keeps for the backward pass; y is an f16
  * tensor, written as its bits). */
 __kernel void round_save_f16(__global float *x, int x_off,
-                             __global ushort *y, int y_off, int n) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float r = round_to_half(x[x_off + i]);
-  y[y_off + i] = half_bits(r);
-  x[x_off + i] = r;
+                             __global ushort *y, int y_off, int n,
+                             int run) {
+  FOR_RUN(i, n) {
+    float r = round_to_half(x[x_off + i]);
+    y[y_off + i] = half_bits(r);
+    x[x_off + i] = r;
+  }
 }

@@ -605,9 +605,17 @@ static const char *model =
 /* Records: each convolution's products (the rows backward's too), its
  * forward and backward layouts and its im2col (and, with a data gradient,
  * col2im) layout; the dense layer's products. */
-/* PRODUCTS: the model's products and layouts, and the one-dimensional
- * launches' group size (CLT_PLAN_LAUNCH_PRODUCT). */
-enum { BATCH = 7, PRODUCTS = 19 };
+/* PRODUCTS: the model's products and layouts, the one-dimensional
+ * launches' group size (CLT_PLAN_LAUNCH_PRODUCT) and the element-wise
+ * kernels' runs (CLT_PLAN_RUNS_PRODUCT). */
+enum { BATCH = 7, PRODUCTS = 20 };
+
+/* Whether a plan record is the device's, not a product's: the launches'
+ * group size or the element-wise kernels' runs. */
+static bool device_record(const char *product) {
+  return !strcmp(product, CLT_PLAN_LAUNCH_PRODUCT) ||
+         !strcmp(product, CLT_PLAN_RUNS_PRODUCT);
+}
 
 static char g_dir[64];        /* kernel cache folder of the contexts below */
 static char g_plan_dir[128];  /* its plans/ */
@@ -644,7 +652,8 @@ static int count_entries(void) {
 }
 
 /* Compiles the model on g_ctx and checks that every product's plan came
- * from `source`, the launches' group size from `launch_source`. */
+ * from `source`, the launches' group size and runs from
+ * `launch_source`. */
 static clt_graph *compile_expecting_both(clt_plan_source source,
                                          clt_plan_source launch_source) {
   clt_graph *g = NULL;
@@ -654,8 +663,7 @@ static clt_graph *compile_expecting_both(clt_plan_source source,
   for (int i = 0; i < PRODUCTS; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
-    clt_plan_source want =
-        strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT) ? source : launch_source;
+    clt_plan_source want = device_record(p.product) ? launch_source : source;
     ck_assert_msg(p.source == want, "%s %s: source %d, expected %d",
                   p.layer, p.product, (int)p.source, (int)want);
     ck_assert_int_ge(p.candidate_count, 2);
@@ -734,8 +742,9 @@ START_TEST(plan_cache_miss_hit_damaged) {
   for (int i = 0; i < PRODUCTS; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
-    /* the launches' group size is the device's, whatever the precision */
-    bool launch = !strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT);
+    /* the launches' group size and runs are the device's, whatever the
+     * precision */
+    bool launch = device_record(p.product);
     ck_assert_msg(p.source == (launch ? CLT_PLAN_FROM_CACHE
                                       : CLT_PLAN_FROM_MEASURED),
                   "mixed %s %s: source %d", p.layer, p.product,
@@ -819,8 +828,7 @@ static int check_route_candidates(clt_graph *g, const char *prefix,
                     name);
       if (strncmp(name, prefix, strlen(prefix)) == 0) routed++;
     }
-    if (strstr(p.product, "layout") == NULL &&
-        strcmp(p.product, CLT_PLAN_LAUNCH_PRODUCT) != 0) {
+    if (strstr(p.product, "layout") == NULL && !device_record(p.product)) {
       gemm_records++;
       ck_assert_msg(routed >= want, "%s %s: %d %scandidates", p.layer,
                     p.product, routed, prefix);
@@ -1009,8 +1017,8 @@ START_TEST(forward_only_plans_forward) {
   ck_assert_ok(clt_graph_compile(g, BATCH, 5));
   int count = clt_graph_plan_count(g);
   /* Per convolution its forward product, im2col and forward layouts; the
-   * dense layer's forward; the one-dimensional launches. */
-  ck_assert_int_eq(count, 8);
+   * dense layer's forward; the one-dimensional launches and runs. */
+  ck_assert_int_eq(count, 9);
   for (int i = 0; i < count; i++) {
     clt_plan_info p;
     ck_assert_ok(clt_graph_plan_info(g, i, &p));
@@ -1223,8 +1231,7 @@ static void check_last(clt_graph *g, int run, int unused) {
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
     clt_plan_info info;
     ck_assert_ok(clt_graph_plan_info(g, i, &info));
-    if (strstr(info.product, "layout") ||
-        !strcmp(info.product, CLT_PLAN_LAUNCH_PRODUCT))
+    if (strstr(info.product, "layout") || device_record(info.product))
       continue;
     products++;
     const char *name = info.candidates[info.chosen].name;
@@ -1249,22 +1256,56 @@ START_TEST(last_candidates_train_alike) {
 }
 END_TEST
 
-/* The one-dimensional launches' group size is measured, and a size
- * other than the default changes no bit of training (every such kernel
- * is one work-item an output): the wide model, fp32 and mixed (_i),
- * trained with groups of 64 and of the largest candidate. */
+/* The one-dimensional launches' group size and the element-wise
+ * kernels' runs are measured, and a size or run other than the default
+ * changes no bit of training (every such kernel computes each output
+ * alone): elementwise_model (activations, a sum and their backward
+ * passes), fp32 and mixed (_i), trained with groups of 64
+ * and the device's default run, groups of the largest candidate and runs
+ * of one, and groups of 64 and runs of 7 (which divide no layer's size). */
+static const char *const elementwise_model =
+    "input shape=2x6x6\n"
+    "conv2d name=a filters=3 kernel=3 padding=1\n"
+    "sigmoid name=sa\n"
+    "conv2d name=b filters=3 kernel=3 padding=1\n"
+    "gelu name=gb\n"
+    "add name=s inputs=sa,gb\n"
+    "flatten\n"
+    "dense units=9 activation=relu\n"
+    "dense units=4\n"
+    "softmax_cross_entropy\n";
+
 START_TEST(launch_sizes_train_alike) {
   clt_context *ctx = open_ctx(CLT_PLAN_REMEASURE);
   use_ctx(ctx);
   clt_graph *g = NULL;
-  ck_assert_ok(graph_from_text(wide_model, &g));
+  ck_assert_ok(graph_from_text(elementwise_model, &g));
   if (_i) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
   ck_assert_ok(clt_graph_compile(g, 40, 5));
-  int found = 0;
+  int found = 0, found_runs = 0;
   size_t largest = 0;
   for (int i = 0; i < clt_graph_plan_count(g); i++) {
     clt_plan_info info;
     ck_assert_ok(clt_graph_plan_info(g, i, &info));
+    if (!strcmp(info.product, CLT_PLAN_RUNS_PRODUCT)) {
+      found_runs++;
+      ck_assert_int_eq(info.source, CLT_PLAN_FROM_MEASURED);
+      ck_assert_int_ge(info.candidate_count, 5);
+      size_t run = 0, first = 0;
+      for (int c = 0; c < info.candidate_count; c++)
+        ck_assert_msg(info.candidates[c].seconds > 0, "%s not timed",
+                      info.candidates[c].name);
+      /* the device type's default first; the choice in force */
+      ck_assert_int_eq(sscanf(info.candidates[0].name, "runs of %zu", &first),
+                       1);
+      ck_assert_int_eq(first, ctx->info.type == CLT_DEVICE_CPU
+                                  ? CLT_ELEMENT_RUN_CPU
+                                  : 1);
+      ck_assert_int_eq(
+          sscanf(info.candidates[info.chosen].name, "runs of %zu", &run), 1);
+      ck_assert_int_eq(clt_element_run(ctx), run);
+      continue;
+    }
     if (strcmp(info.product, CLT_PLAN_LAUNCH_PRODUCT)) continue;
     found++;
     ck_assert_int_eq(info.source, CLT_PLAN_FROM_MEASURED);
@@ -1280,29 +1321,37 @@ START_TEST(launch_sizes_train_alike) {
     ck_assert_int_eq(ctx->launch_1d, (size_t)64 << info.chosen);
   }
   ck_assert_int_eq(found, 1);
+  ck_assert_int_eq(found_runs, 1);
   clt_graph_destroy(g);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 
-  /* Without measuring (the same products' plans in both runs). */
+  /* Without measuring (the same products' plans in every run). */
   ctx = open_ctx(CLT_PLAN_OFF);
   use_ctx(ctx);
-  float *p[2];
+  float *p[3];
   int64_t n = 0;
-  for (int run = 0; run < 2; run++) {
-    ck_assert_ok(graph_from_text(wide_model, &g));
+  for (int run = 0; run < 3; run++) {
+    ck_assert_ok(graph_from_text(elementwise_model, &g));
     if (_i) ck_assert_ok(clt_graph_set_precision(g, CLT_PRECISION_MIXED));
     ck_assert_ok(clt_graph_compile(g, 40, 5));
-    ck_assert_int_eq(ctx->launch_1d, 0); /* the default */
-    ctx->launch_1d = run == 0 ? 64 : largest;
+    ck_assert_int_eq(ctx->launch_1d, 0); /* the defaults */
+    ck_assert_int_eq(ctx->element_run, 0);
+    ctx->launch_1d = run == 1 ? largest : 64;
+    ctx->element_run = run == 0 ? 0 : run == 1 ? 1 : 7;
     p[run] = train_steps(g, 40);
     n = g->param_count;
     clt_graph_destroy(g);
   }
   ck_assert_msg(memcmp(p[0], p[1], (size_t)n * sizeof(float)) == 0,
-                "groups of 64 and of %zu trained differently", largest);
-  free(p[0]);
-  free(p[1]);
+                "groups of 64 and of %zu, runs of %zu and 1 trained "
+                "differently",
+                largest, clt_element_run(ctx));
+  ck_assert_msg(memcmp(p[0], p[2], (size_t)n * sizeof(float)) == 0,
+                "runs of %zu and of 7 trained differently",
+                (size_t)(ctx->info.type == CLT_DEVICE_CPU ? CLT_ELEMENT_RUN_CPU
+                                                          : 1));
+  for (int run = 0; run < 3; run++) free(p[run]);
   use_ctx(g_main);
   clt_context_destroy(ctx);
 }

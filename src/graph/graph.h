@@ -480,6 +480,9 @@ clt_status clt_layer_get_conv_window(clt_graph *g, clt_graph_node *n,
  * plan of its own (plan.c): measured on the device, stored, recorded as
  * the product CLT_PLAN_LAUNCH_PRODUCT; the default where measuring is off. */
 #define CLT_PLAN_LAUNCH_PRODUCT "1-d launches"
+/* The element-wise kernels' runs (ctx->element_run), the same way, as the
+ * product CLT_PLAN_RUNS_PRODUCT, after the group size. */
+#define CLT_PLAN_RUNS_PRODUCT "element runs"
 clt_status clt_graph_plan_launch(clt_graph *g);
 
 /* Picks how product p of node n runs (what: "forward", "weight

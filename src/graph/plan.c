@@ -372,7 +372,8 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
  *
  * clt_kernel_run_1d runs the elementwise kernels (activations, the fp16
  * roundings and conversions, optimizer steps, ...) in groups of
- * ctx->launch_1d items, one item an element. Groups of 64 were chosen on
+ * ctx->launch_1d items, one item an element (or a run of them: the
+ * element runs below). Groups of 64 were chosen on
  * POCL; on NVIDIA's H200 a conversion of 12.8 M elements in groups of 64
  * took 0.125 ms whatever it moved (6 or 10 bytes an element, 0.6-1 TB/s of
  * 4.8): the rate at which the GPU starts groups, not its memory, set the
@@ -440,7 +441,7 @@ static clt_status measure_launch(clt_graph *g, const size_t *sizes,
   return CLT_OK;
 }
 
-clt_status clt_graph_plan_launch(clt_graph *g) {
+static clt_status plan_groups(clt_graph *g) {
   clt_context *ctx = g->ctx;
   size_t sizes[LAUNCH_MAX_SIZES];
   int count = 0;
@@ -476,5 +477,102 @@ clt_status clt_graph_plan_launch(clt_graph *g) {
   ctx->launch_1d = sizes[r->chosen];
   log_choice(g, r);
   return CLT_OK;
+}
+
+/* ---- the element-wise kernels' runs -------------------------------------
+ *
+ * clt_kernel_run_elems gives each work-item of an element-wise kernel
+ * (activations, sums, the fp16 roundings and conversions) a run of
+ * ctx->element_run consecutive elements (cl/prelude.cl FOR_RUN). On POCL
+ * (2-core EPYC, POCL 3.1) an item an element left gelu's forward and
+ * backward over 1.6 M floats at 1.25 and 1.43 ms, runs of 256 at 0.68 and
+ * 0.72, a leaky ReLU's backward 0.83 against 0.26; on a GPU neighbouring
+ * items must read neighbouring addresses, so runs of one are expected
+ * there. Measured like the group size, at the size chosen: the same
+ * conversion with the device type's default run first (clt_element_run:
+ * 64 on a CPU, else 1), then runs of 1, 4, ... RUNS_MOST, twice each,
+ * interleaved; another run only where it takes at most RUNS_MARGIN of
+ * the default's time (no compile is at stake, only the noise). */
+#define RUNS_MOST 256
+#define RUNS_MARGIN 0.9
+
+static clt_status measure_runs(clt_graph *g, const size_t *runs,
+                               clt_plan_info *r) {
+  clt_context *ctx = g->ctx;
+  int64_t n = LAUNCH_ELEMS;
+  while (n > 4096 && (uint64_t)n * 4 > ctx->info.max_alloc_bytes / 4) n /= 2;
+  clt_tensor *x = NULL, *y = NULL;
+  clt_status st = clt_tensor_create(ctx, CLT_F16, 1, &n, &x);
+  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &n, &y);
+  if (st == CLT_OK) st = clt_tensor_fill(y, 1.5);
+  if (st == CLT_OK) st = clt_tensor_convert(x, y);
+  double t0 = clt_now_seconds();
+  for (int round = 0; st == CLT_OK && round < 2; round++)
+    for (int i = 0; st == CLT_OK && i < r->candidate_count; i++) {
+      double secs = 0.0;
+      ctx->element_run = runs[i];
+      st = time_launch(ctx, ctx->launch_1d, y, x, &secs);
+      if (round == 0 || secs < r->candidates[i].seconds)
+        r->candidates[i].seconds = secs;
+    }
+  g->plan_seconds += clt_now_seconds() - t0;
+  ctx->element_run = 0;
+  clt_tensor_destroy(x);
+  clt_tensor_destroy(y);
+  CLT_TRY(st);
+  r->chosen = 0;
+  for (int i = 1; i < r->candidate_count; i++)
+    if (r->candidates[i].seconds < r->candidates[r->chosen].seconds)
+      r->chosen = i;
+  if (r->candidates[r->chosen].seconds >
+      RUNS_MARGIN * r->candidates[0].seconds)
+    r->chosen = 0;
+  r->source = CLT_PLAN_FROM_MEASURED;
+  return CLT_OK;
+}
+
+static clt_status plan_runs(clt_graph *g) {
+  clt_context *ctx = g->ctx;
+  ctx->element_run = 0;
+  size_t runs[8];
+  int count = 0;
+  runs[count++] = clt_element_run(ctx);
+  for (size_t run = 1; run <= RUNS_MOST; run *= 4)
+    if (run != runs[0]) runs[count++] = run;
+  clt_plan_info *r = new_record(g);
+  if (!r) return CLT_ERR_HOST_MEMORY;
+  snprintf(r->layer, sizeof r->layer, "-");
+  snprintf(r->product, sizeof r->product, CLT_PLAN_RUNS_PRODUCT);
+  snprintf(r->shape, sizeof r->shape, "f16_to_f32 of %d", LAUNCH_ELEMS);
+  r->candidate_count = count;
+  for (int i = 0; i < count; i++)
+    snprintf(r->candidates[i].name, sizeof r->candidates[i].name,
+             "runs of %zu", runs[i]);
+  r->source = CLT_PLAN_FROM_DEFAULT; /* the device type's */
+  if (g->plan_mode == CLT_PLAN_OFF) return CLT_OK;
+  /* A new group size measures again (its key names the size). */
+  char desc[512];
+  size_t len = (size_t)snprintf(desc, sizeof desc, "runs1d %s, groups of %zu:",
+                                r->shape, clt_launch_items(ctx));
+  for (int i = 0; i < count && len < sizeof desc; i++)
+    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
+                            r->candidates[i].name);
+  if (!load_stored(g, desc, r)) {
+    CLT_TRY(measure_runs(g, runs, r));
+    store_plan(g, desc, r);
+  }
+  for (int i = 0; i < count; i++) /* elements per second, as above */
+    r->candidates[i].gflops = r->candidates[i].seconds > 0
+                                  ? LAUNCH_ELEMS / r->candidates[i].seconds * 1e-9
+                                  : 0.0;
+  ctx->element_run = runs[r->chosen];
+  log_choice(g, r);
+  return CLT_OK;
+}
+
+clt_status clt_graph_plan_launch(clt_graph *g) {
+  g->ctx->element_run = 0;
+  CLT_TRY(plan_groups(g));
+  return plan_runs(g);
 }
 

@@ -31,8 +31,8 @@ clt_status clt_activation_forward(clt_context *ctx, clt_tensor *y,
                                   const clt_tensor *x, int64_t n,
                                   clt_activation kind, float alpha,
                                   const clt_round16 *round) {
-  return CLT_RUN_1D(ctx, KR_ID(forward_kernel(kind), round), (size_t)n, KT(y),
-                    KT(x), KI(n), KF(alpha), KR(round, y));
+  return CLT_RUN_ELEMS(ctx, KR_ID(forward_kernel(kind), round), (size_t)n,
+                       KT(y), KT(x), KI(n), KF(alpha), KR(round, y));
 }
 
 clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
@@ -40,7 +40,7 @@ clt_status clt_activation_backward(clt_context *ctx, clt_tensor *dx,
                                    const clt_tensor *y, int64_t n,
                                    clt_activation kind, float alpha,
                                    bool accumulate, const clt_round16 *round) {
-  return CLT_RUN_1D(ctx, KR_ID(backward_kernel(kind), round), (size_t)n,
-                    KT(dx), KT(dy), KT(x), KT(y), KI(n), KF(alpha),
-                    KI(accumulate), KR(round, dx));
+  return CLT_RUN_ELEMS(ctx, KR_ID(backward_kernel(kind), round), (size_t)n,
+                       KT(dx), KT(dy), KT(x), KT(y), KI(n), KF(alpha),
+                       KI(accumulate), KR(round, dx));
 }

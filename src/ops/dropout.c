@@ -12,6 +12,6 @@ clt_status clt_dropout_forward(clt_context *ctx, clt_tensor *y,
 clt_status clt_mul_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
                            bool accumulate) {
-  return CLT_RUN_1D(ctx, CLT_K_mul_f32, (size_t)n, KT(out), KT(a), KT(b),
-                    KI(n), KI(accumulate));
+  return CLT_RUN_ELEMS(ctx, CLT_K_mul_f32, (size_t)n, KT(out), KT(a), KT(b),
+                       KI(n), KI(accumulate));
 }

@@ -4,15 +4,15 @@
 clt_status clt_add_forward(clt_context *ctx, clt_tensor *out,
                            const clt_tensor *a, const clt_tensor *b, int64_t n,
                            bool accumulate, const clt_round16 *round) {
-  return CLT_RUN_1D(ctx, KR_ID(CLT_K_add_f32, round), (size_t)n, KT(out),
-                    KT(a), KT(b), KI(n), KI(accumulate), KR(round, out));
+  return CLT_RUN_ELEMS(ctx, KR_ID(CLT_K_add_f32, round), (size_t)n, KT(out),
+                       KT(a), KT(b), KI(n), KI(accumulate), KR(round, out));
 }
 
 clt_status clt_add_relu_forward(clt_context *ctx, clt_tensor *out,
                                 const clt_tensor *a, const clt_tensor *b,
                                 int64_t n, const clt_round16 *round) {
-  return CLT_RUN_1D(ctx, KR_ID(CLT_K_add_relu_f32, round), (size_t)n, KT(out),
-                    KT(a), KT(b), KI(n), KR(round, out));
+  return CLT_RUN_ELEMS(ctx, KR_ID(CLT_K_add_relu_f32, round), (size_t)n,
+                       KT(out), KT(a), KT(b), KI(n), KR(round, out));
 }
 
 clt_status clt_unit_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
@@ -29,19 +29,19 @@ clt_status clt_unit_u8(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
 clt_status clt_scale_forward(clt_context *ctx, clt_tensor *out,
                              const clt_tensor *x, int64_t n, float alpha,
                              bool accumulate, const clt_round16 *round) {
-  return CLT_RUN_1D(ctx, KR_ID(CLT_K_scale_f32, round), (size_t)n, KT(out),
-                    KT(x), KI(n), KF(alpha), KI(accumulate), KR(round, out));
+  return CLT_RUN_ELEMS(ctx, KR_ID(CLT_K_scale_f32, round), (size_t)n, KT(out),
+                       KT(x), KI(n), KF(alpha), KI(accumulate), KR(round, out));
 }
 
 clt_status clt_round_f16(clt_context *ctx, clt_tensor *y, const clt_tensor *x,
                          int64_t n) {
-  return CLT_RUN_1D(ctx, CLT_K_round_f16, (size_t)n, KT(y), KT(x), KI(n));
+  return CLT_RUN_ELEMS(ctx, CLT_K_round_f16, (size_t)n, KT(y), KT(x), KI(n));
 }
 
 clt_status clt_round_save_f16(clt_context *ctx, clt_tensor *x, clt_tensor *y,
                               int64_t n) {
-  return CLT_RUN_1D(ctx, CLT_K_round_save_f16, (size_t)n, KT(x), KT(y),
-                    KI(n));
+  return CLT_RUN_ELEMS(ctx, CLT_K_round_save_f16, (size_t)n, KT(x), KT(y),
+                       KI(n));
 }
 
 clt_status clt_bias_rows_forward(clt_context *ctx, clt_tensor *y,

@@ -405,3 +405,21 @@ clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
   size_t local = clt_launch_items(ctx);
   return clt_kernel_run(ctx, id, 1, &n, &local, args, nargs);
 }
+
+size_t clt_element_run(const clt_context *ctx) {
+  if (ctx->element_run) return ctx->element_run;
+  return ctx->info.type == CLT_DEVICE_CPU ? CLT_ELEMENT_RUN_CPU : 1;
+}
+
+clt_status clt_kernel_run_elems(clt_context *ctx, clt_kernel_id id, size_t n,
+                                const clt_karg *args, int nargs) {
+  clt_karg all[CLT_ELEMS_MAX_ARGS + 1];
+  if (nargs > CLT_ELEMS_MAX_ARGS)
+    return clt_ctx_fail(ctx, CLT_ERR_INTERNAL,
+                        "element-wise kernel: %d arguments, at most %d",
+                        nargs, CLT_ELEMS_MAX_ARGS);
+  size_t run = clt_element_run(ctx);
+  memcpy(all, args, (size_t)nargs * sizeof *args);
+  all[nargs] = KI(run);
+  return clt_kernel_run_1d(ctx, id, (n + run - 1) / run, all, nargs + 1);
+}

@@ -168,8 +168,8 @@ CLT_API clt_status clt_tensor_fill(clt_tensor *t, double value) {
   clt_context *ctx = t->ctx;
   switch (t->dtype) {
   case CLT_F32:
-    return CLT_RUN_1D(ctx, CLT_K_fill_f32, (size_t)t->numel, KT(t),
-                      KI(t->numel), KF(value));
+    return CLT_RUN_ELEMS(ctx, CLT_K_fill_f32, (size_t)t->numel, KT(t),
+                         KI(t->numel), KF(value));
   case CLT_I32:
     return CLT_RUN_1D(ctx, CLT_K_fill_i32, (size_t)t->numel, KT(t),
                       KI(t->numel), KI((int)value));
@@ -192,11 +192,11 @@ CLT_API clt_status clt_tensor_convert(clt_tensor *dst, const clt_tensor *src) {
                         (long long)src->numel, (long long)dst->numel);
   if (dst->dtype == src->dtype) return clt_tensor_copy(dst, src);
   if (dst->dtype == CLT_F16 && src->dtype == CLT_F32)
-    return CLT_RUN_1D(ctx, CLT_K_f32_to_f16, (size_t)dst->numel, KT(dst),
-                      KT(src), KI(dst->numel));
+    return CLT_RUN_ELEMS(ctx, CLT_K_f32_to_f16, (size_t)dst->numel, KT(dst),
+                         KT(src), KI(dst->numel));
   if (dst->dtype == CLT_F32 && src->dtype == CLT_F16)
-    return CLT_RUN_1D(ctx, CLT_K_f16_to_f32, (size_t)dst->numel, KT(dst),
-                      KT(src), KI(dst->numel));
+    return CLT_RUN_ELEMS(ctx, CLT_K_f16_to_f32, (size_t)dst->numel, KT(dst),
+                         KT(src), KI(dst->numel));
   return clt_ctx_fail(ctx, CLT_ERR_UNSUPPORTED,
                       "tensor convert: %s to %s (f32 and f16 convert)",
                       dtype_name(src->dtype), dtype_name(dst->dtype));
