@@ -1,7 +1,8 @@
-/* Optimizer updates, one work-item per parameter element, following
- * PyTorch's definitions (torch.optim.SGD, Adam, AdamW). Where clipping by
- * global norm is on (max_norm > 0), norm_sq[0] holds the sum of squares of
- * every gradient, computed earlier in the same step on the device. */
+/* Optimizer updates, a run of parameter elements per work-item (FOR_RUN,
+ * cl/prelude.cl), following PyTorch's definitions (torch.optim.SGD, Adam,
+ * AdamW). Where clipping by global norm is on (max_norm > 0), norm_sq[0]
+ * holds the sum of squares of every gradient, computed earlier in the
+ * same step on the device. */
 
 static float clip_scale(__global const float *norm_sq, int off,
                         float max_norm) {
@@ -31,36 +32,39 @@ static float clip_scale(__global const float *norm_sq, int off,
     NAME##_body ARGS;                                                          \
   }
 
-/* first: 1 on the optimizer's first step (the momentum buffer starts as
- * the gradient itself, as in PyTorch). */
+/* Each body takes clip_scale once an item, outside its run. first: 1 on
+ * the optimizer's first step (the momentum buffer starts as the gradient
+ * itself, as in PyTorch). */
 CLIP_BODY sgd_step_body(__global float *p, int p_off, __global const float *g,
                         int g_off, __global float *buf, int buf_off,
                         __global const float *norm_sq, int norm_off, int n,
                         float lr, float momentum, float dampening,
                         float weight_decay, int nesterov, int first,
-                        float max_norm, int clip) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float w = p[p_off + i];
-  float d = g[g_off + i];
-  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
-  d += weight_decay * w;
-  if (momentum != 0.0f) {
-    float b = first ? d : momentum * buf[buf_off + i] + (1.0f - dampening) * d;
-    buf[buf_off + i] = b;
-    d = nesterov ? d + momentum * b : b;
+                        float max_norm, int run, int clip) {
+  float scale = clip ? clip_scale(norm_sq, norm_off, max_norm) : 1.0f;
+  FOR_RUN(i, n) {
+    float w = p[p_off + i];
+    float d = g[g_off + i];
+    if (clip) d *= scale;
+    d += weight_decay * w;
+    if (momentum != 0.0f) {
+      float b =
+          first ? d : momentum * buf[buf_off + i] + (1.0f - dampening) * d;
+      buf[buf_off + i] = b;
+      d = nesterov ? d + momentum * b : b;
+    }
+    p[p_off + i] = w - lr * d;
   }
-  p[p_off + i] = w - lr * d;
 }
 CLIP_VARIANTS(sgd_step,
               (__global float *p, int p_off, __global const float *g,
                int g_off, __global float *buf, int buf_off,
                __global const float *norm_sq, int norm_off, int n, float lr,
                float momentum, float dampening, float weight_decay,
-               int nesterov, int first, float max_norm),
+               int nesterov, int first, float max_norm, int run),
               (p, p_off, g, g_off, buf, buf_off, norm_sq, norm_off, n, lr,
                momentum, dampening, weight_decay, nesterov, first, max_norm,
-               clip))
+               run, clip))
 
 /* decoupled: 1 for AdamW (weight decay applied to the weight directly),
  * 0 for Adam (weight decay added to the gradient). bias1 = 1 - beta1^t,
@@ -72,22 +76,23 @@ CLIP_BODY adam_step_body(__global float *p, int p_off,
                          int norm_off, int n, float lr, float beta1,
                          float beta2, float eps, float weight_decay,
                          int decoupled, float bias1, float bias2,
-                         float max_norm, int clip) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float w = p[p_off + i];
-  float d = g[g_off + i];
-  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
-  if (decoupled)
-    w *= 1.0f - lr * weight_decay;
-  else
-    d += weight_decay * w;
-  float mi = beta1 * m[m_off + i] + (1.0f - beta1) * d;
-  float vi = beta2 * v[v_off + i] + (1.0f - beta2) * d * d;
-  m[m_off + i] = mi;
-  v[v_off + i] = vi;
-  float denom = sqrt(vi) / sqrt(bias2) + eps;
-  p[p_off + i] = w - (lr / bias1) * mi / denom;
+                         float max_norm, int run, int clip) {
+  float scale = clip ? clip_scale(norm_sq, norm_off, max_norm) : 1.0f;
+  FOR_RUN(i, n) {
+    float w = p[p_off + i];
+    float d = g[g_off + i];
+    if (clip) d *= scale;
+    if (decoupled)
+      w *= 1.0f - lr * weight_decay;
+    else
+      d += weight_decay * w;
+    float mi = beta1 * m[m_off + i] + (1.0f - beta1) * d;
+    float vi = beta2 * v[v_off + i] + (1.0f - beta2) * d * d;
+    m[m_off + i] = mi;
+    v[v_off + i] = vi;
+    float denom = sqrt(vi) / sqrt(bias2) + eps;
+    p[p_off + i] = w - (lr / bias1) * mi / denom;
+  }
 }
 CLIP_VARIANTS(adam_step,
               (__global float *p, int p_off, __global const float *g,
@@ -95,10 +100,10 @@ CLIP_VARIANTS(adam_step,
                int v_off, __global const float *norm_sq, int norm_off, int n,
                float lr, float beta1, float beta2, float eps,
                float weight_decay, int decoupled, float bias1, float bias2,
-               float max_norm),
+               float max_norm, int run),
               (p, p_off, g, g_off, m, m_off, v, v_off, norm_sq, norm_off, n,
                lr, beta1, beta2, eps, weight_decay, decoupled, bias1, bias2,
-               max_norm, clip))
+               max_norm, run, clip))
 
 /* torch.optim.RMSprop: the gradient's running mean square
  * sq = alpha sq + (1 - alpha) d^2 (and, centered, its running mean
@@ -116,26 +121,27 @@ CLIP_BODY rmsprop_step_body(__global float *p, int p_off,
                             __global const float *norm_sq, int norm_off,
                             int n, float lr, float alpha, float eps,
                             float weight_decay, float momentum, int centered,
-                            float max_norm, int clip) {
-  int i = get_global_id(0);
-  if (i >= n) return;
-  float w = p[p_off + i];
-  float d = g[g_off + i];
-  if (clip) d *= clip_scale(norm_sq, norm_off, max_norm);
-  d += weight_decay * w;
-  float s = alpha * sq[sq_off + i] + (1.0f - alpha) * d * d;
-  sq[sq_off + i] = s;
-  if (centered) {
-    float a = alpha * avg[avg_off + i] + (1.0f - alpha) * d;
-    avg[avg_off + i] = a;
-    s = fmax(s - a * a, 0.0f);
+                            float max_norm, int run, int clip) {
+  float scale = clip ? clip_scale(norm_sq, norm_off, max_norm) : 1.0f;
+  FOR_RUN(i, n) {
+    float w = p[p_off + i];
+    float d = g[g_off + i];
+    if (clip) d *= scale;
+    d += weight_decay * w;
+    float s = alpha * sq[sq_off + i] + (1.0f - alpha) * d * d;
+    sq[sq_off + i] = s;
+    if (centered) {
+      float a = alpha * avg[avg_off + i] + (1.0f - alpha) * d;
+      avg[avg_off + i] = a;
+      s = fmax(s - a * a, 0.0f);
+    }
+    float step = d / (sqrt(s) + eps);
+    if (momentum != 0.0f) {
+      step += momentum * buf[buf_off + i];
+      buf[buf_off + i] = step;
+    }
+    p[p_off + i] = w - lr * step;
   }
-  float step = d / (sqrt(s) + eps);
-  if (momentum != 0.0f) {
-    step += momentum * buf[buf_off + i];
-    buf[buf_off + i] = step;
-  }
-  p[p_off + i] = w - lr * step;
 }
 CLIP_VARIANTS(rmsprop_step,
               (__global float *p, int p_off, __global const float *g,
@@ -143,7 +149,7 @@ CLIP_VARIANTS(rmsprop_step,
                int buf_off, __global float *avg, int avg_off,
                __global const float *norm_sq, int norm_off, int n, float lr,
                float alpha, float eps, float weight_decay, float momentum,
-               int centered, float max_norm),
+               int centered, float max_norm, int run),
               (p, p_off, g, g_off, sq, sq_off, buf, buf_off, avg, avg_off,
                norm_sq, norm_off, n, lr, alpha, eps, weight_decay, momentum,
-               centered, max_norm, clip))
+               centered, max_norm, run, clip))

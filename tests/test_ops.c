@@ -886,6 +886,54 @@ static const struct {
      {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f, .max_norm = 100.0f}},
 };
 
+/* The element-wise kernels (cl/prelude.cl FOR_RUN) with runs of 1, 3
+ * and 256 elements a work-item (ctx->element_run, which the plans choose
+ * per device) give the reference's numbers on lengths the runs do not
+ * divide: fill, the sums and scaling, the fp16 roundings and
+ * conversions, an activation forward and backward, each optimizer. */
+static const size_t element_runs[] = {1, 3, 256};
+
+START_TEST(element_runs_lengths) {
+  g_ctx->element_run = element_runs[_i];
+  shape_list n = lengths_list();
+  double e;
+  for (int k = 0; k < n.count; k++) {
+    int64_t len = n.v[k];
+    int r = k % 3;
+    ck_assert_check(clt_check_fill(g_ctx, len, &e), e, 0.0, "fill n=%lld",
+                    (long long)len);
+    ck_assert_check(clt_check_add(g_ctx, len, k % 2, r, &e), e, TOL_EXACT,
+                    "add n=%lld", (long long)len);
+    ck_assert_check(clt_check_add_relu(g_ctx, len, r, &e), e, TOL_EXACT,
+                    "add relu n=%lld", (long long)len);
+    ck_assert_check(clt_check_scale(g_ctx, len, -0.75f, k % 2, r, &e), e,
+                    TOL_EXACT, "scale n=%lld", (long long)len);
+    ck_assert_check(clt_check_half_round_trip(g_ctx, len, &e), e, 0.0,
+                    "f16 round trip n=%lld", (long long)len);
+    ck_assert_check(clt_check_half_round_in_place(g_ctx, len, &e), e, 0.0,
+                    "f16 round in place n=%lld", (long long)len);
+    ck_assert_check(
+        clt_check_activation_forward(g_ctx, CLT_ACT_GELU, len, 0.0f, r, &e), e,
+        TOL, "gelu n=%lld", (long long)len);
+    ck_assert_check(clt_check_activation_backward(g_ctx, CLT_ACT_SIGMOID, len,
+                                                  0.0f, k % 2, r, &e),
+                    e, TOL, "sigmoid backward n=%lld", (long long)len);
+    /* the clipped variants: sgd's momentum, adamw, rmsprop's centered
+     * with momentum */
+    ck_assert_check(clt_check_sgd_step(g_ctx, len, &sgd_variants[7].hp, 3, &e),
+                    e, TOL, "sgd %s n=%lld", sgd_variants[7].name,
+                    (long long)len);
+    ck_assert_check(
+        clt_check_adam_step(g_ctx, len, &adam_variants[4].hp, 3, &e), e, TOL,
+        "%s n=%lld", adam_variants[4].name, (long long)len);
+    ck_assert_check(
+        clt_check_rmsprop_step(g_ctx, len, &rmsprop_variants[5].hp, 3, &e), e,
+        TOL, "%s n=%lld", rmsprop_variants[5].name, (long long)len);
+  }
+  g_ctx->element_run = 0;
+}
+END_TEST
+
 START_TEST(rmsprop_variants_steps) {
   static const int64_t full[] = {1, 7, 257, 1000}, tiny[] = {1, 5};
   const int64_t *n = test_tiny() ? tiny : full;
@@ -2511,6 +2559,7 @@ static Suite *ops_suite(void) {
   tcase_add_test(ew, scale_lengths);
   tcase_add_test(ew, unit_u8_lengths);
   tcase_add_test(ew, half_lengths);
+  tcase_add_loop_test(ew, element_runs_lengths, 0, COUNT(element_runs));
   tcase_add_loop_test(ew, bias_rows_grid, 0, grid_count());
   tcase_add_test(ew, bias_channels_shapes);
   tcase_add_test(ew, normalize_shapes);
