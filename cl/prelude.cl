@@ -25,9 +25,9 @@
  * a GPU, whose neighbouring items must read neighbouring addresses; more
  * where the device's plan found runs faster (graph/plan.c "element
  * runs"): POCL runs a group's items as a loop, and with an item an
- * element gelu over 1.6 M floats took twice as long as with runs of 256
- * (2-core EPYC, POCL 3.1). The same numbers either way: each element is
- * computed alone. */
+ * element gelu over 1.6 M floats took 1.8 times as long as with runs of
+ * 64 (2-core EPYC, POCL 3.1). The same numbers either way: each element
+ * is computed alone. */
 #define FOR_RUN(i, n)                                                          \
   for (int i = run_start(n, run), i##_end = i + min(n - i, run); i < i##_end;  \
        i++)

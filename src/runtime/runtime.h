@@ -222,9 +222,10 @@ clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
 /* The run: ctx->element_run where the plans measured it (graph/plan.c),
  * else one on a GPU and CLT_ELEMENT_RUN_CPU on a CPU device, where
  * POCL's and llvmpipe's loops over a group's items run an item an element
- * 4 and 2 times as slow as runs of 64 (f16_to_f32 of 8 M elements, 2-core
- * EPYC: 17.5 against 0.8 ms, and 23.7 against 11.3; the form before runs,
- * one element an item without a loop, took 3.1 and 18.7). */
+ * about 20 and 2 times as slow as runs of 64 (f16_to_f32 of 8 M elements,
+ * 2-core EPYC: 17.2-19.7 against 0.83-0.97 ms, and 23.3 against 12.0; the
+ * form before runs, an item an element without a loop, 3.0-4.0 and
+ * 18.7). */
 #define CLT_ELEMENT_RUN_CPU 64
 size_t clt_element_run(const clt_context *ctx);
 clt_status clt_kernel_run_elems(clt_context *ctx, clt_kernel_id id, size_t n,
