@@ -389,11 +389,10 @@ clt_status clt_graph_plan_ways(clt_graph *g, const clt_graph_node *n,
 #define LAUNCH_MARGIN 0.75
 #define LAUNCH_MAX_SIZES 6
 
-/* Seconds a conversion takes in groups of `local`: a warm-up call, then
- * calls in fours until 20 ms have passed. */
-static clt_status time_launch(clt_context *ctx, size_t local, clt_tensor *y,
-                              const clt_tensor *x, double *secs) {
-  ctx->launch_1d = local;
+/* Seconds a conversion takes with the settings in force: a warm-up call,
+ * then calls in fours until 20 ms have passed. */
+static clt_status time_conversion(clt_context *ctx, clt_tensor *y,
+                                  const clt_tensor *x, double *secs) {
   CLT_TRY(clt_tensor_convert(y, x));
   CLT_TRY(clt_context_finish(ctx));
   int reps = 0;
@@ -408,8 +407,15 @@ static clt_status time_launch(clt_context *ctx, size_t local, clt_tensor *y,
   return CLT_OK;
 }
 
-static clt_status measure_launch(clt_graph *g, const size_t *sizes,
-                                 clt_plan_info *r) {
+/* A setting of the device's measured as a plan (the groups' size, the
+ * runs): candidate i puts *field = values[i] in force, the first being
+ * the default (*field 0 gives it too). The conversion on LAUNCH_ELEMS
+ * elements (fewer where the device's allocations are smaller) is timed
+ * under each, twice, interleaved; the fastest is chosen where it takes
+ * at most `margin` of the default's time. */
+static clt_status measure_setting(clt_graph *g, size_t *field,
+                                  const size_t *values, double margin,
+                                  clt_plan_info *r) {
   clt_context *ctx = g->ctx;
   int64_t n = LAUNCH_ELEMS;
   while (n > 4096 && (uint64_t)n * 4 > ctx->info.max_alloc_bytes / 4) n /= 2;
@@ -422,11 +428,13 @@ static clt_status measure_launch(clt_graph *g, const size_t *sizes,
   for (int round = 0; st == CLT_OK && round < 2; round++)
     for (int i = 0; st == CLT_OK && i < r->candidate_count; i++) {
       double secs = 0.0;
-      st = time_launch(ctx, sizes[i], y, x, &secs);
+      *field = values[i];
+      st = time_conversion(ctx, y, x, &secs);
       if (round == 0 || secs < r->candidates[i].seconds)
         r->candidates[i].seconds = secs;
     }
   g->plan_seconds += clt_now_seconds() - t0;
+  *field = 0;
   clt_tensor_destroy(x);
   clt_tensor_destroy(y);
   CLT_TRY(st);
@@ -434,10 +442,49 @@ static clt_status measure_launch(clt_graph *g, const size_t *sizes,
   for (int i = 1; i < r->candidate_count; i++)
     if (r->candidates[i].seconds < r->candidates[r->chosen].seconds)
       r->chosen = i;
-  if (r->candidates[r->chosen].seconds >
-      LAUNCH_MARGIN * r->candidates[0].seconds)
+  if (r->candidates[r->chosen].seconds > margin * r->candidates[0].seconds)
     r->chosen = 0;
   r->source = CLT_PLAN_FROM_MEASURED;
+  return CLT_OK;
+}
+
+/* The plan record `product` of such a setting, its candidates "`unit`
+ * values[i]": the default where measuring is off, else stored or measured
+ * (the key: `key`, the conversion, `also` and the candidates); *field is
+ * left at the choice, or 0 for the default. */
+static clt_status plan_setting(clt_graph *g, const char *product,
+                               const char *key, const char *also,
+                               const char *unit, size_t *field,
+                               const size_t *values, int count,
+                               double margin) {
+  *field = 0;
+  clt_plan_info *r = new_record(g);
+  if (!r) return CLT_ERR_HOST_MEMORY;
+  snprintf(r->layer, sizeof r->layer, "-");
+  snprintf(r->product, sizeof r->product, "%s", product);
+  snprintf(r->shape, sizeof r->shape, "f16_to_f32 of %d", LAUNCH_ELEMS);
+  r->candidate_count = count;
+  for (int i = 0; i < count; i++)
+    snprintf(r->candidates[i].name, sizeof r->candidates[i].name, "%s %zu",
+             unit, values[i]);
+  r->source = CLT_PLAN_FROM_DEFAULT;
+  if (g->plan_mode == CLT_PLAN_OFF) return CLT_OK;
+  char desc[512];
+  size_t len = (size_t)snprintf(desc, sizeof desc, "%s %s%s:", key, r->shape,
+                                also);
+  for (int i = 0; i < count && len < sizeof desc; i++)
+    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
+                            r->candidates[i].name);
+  if (!load_stored(g, desc, r)) {
+    CLT_TRY(measure_setting(g, field, values, margin, r));
+    store_plan(g, desc, r);
+  }
+  for (int i = 0; i < count; i++) /* elements per second, in GFLOP/s's place */
+    r->candidates[i].gflops = r->candidates[i].seconds > 0
+                                  ? LAUNCH_ELEMS / r->candidates[i].seconds * 1e-9
+                                  : 0.0;
+  *field = values[r->chosen];
+  log_choice(g, r);
   return CLT_OK;
 }
 
@@ -450,33 +497,8 @@ static clt_status plan_groups(clt_graph *g) {
     sizes[count++] = s;
   ctx->launch_1d = 0;
   if (count < 2) return CLT_OK;
-  clt_plan_info *r = new_record(g);
-  if (!r) return CLT_ERR_HOST_MEMORY;
-  snprintf(r->layer, sizeof r->layer, "-");
-  snprintf(r->product, sizeof r->product, CLT_PLAN_LAUNCH_PRODUCT);
-  snprintf(r->shape, sizeof r->shape, "f16_to_f32 of %d", LAUNCH_ELEMS);
-  r->candidate_count = count;
-  for (int i = 0; i < count; i++)
-    snprintf(r->candidates[i].name, sizeof r->candidates[i].name,
-             "groups of %zu", sizes[i]);
-  r->source = CLT_PLAN_FROM_DEFAULT; /* groups of 64 */
-  if (g->plan_mode == CLT_PLAN_OFF) return CLT_OK;
-  char desc[512];
-  size_t len = (size_t)snprintf(desc, sizeof desc, "launch1d %s:", r->shape);
-  for (int i = 0; i < count && len < sizeof desc; i++)
-    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
-                            r->candidates[i].name);
-  if (!load_stored(g, desc, r)) {
-    CLT_TRY(measure_launch(g, sizes, r));
-    store_plan(g, desc, r);
-  }
-  for (int i = 0; i < count; i++) /* elements per second, in GFLOP/s's place */
-    r->candidates[i].gflops = r->candidates[i].seconds > 0
-                                  ? LAUNCH_ELEMS / r->candidates[i].seconds * 1e-9
-                                  : 0.0;
-  ctx->launch_1d = sizes[r->chosen];
-  log_choice(g, r);
-  return CLT_OK;
+  return plan_setting(g, CLT_PLAN_LAUNCH_PRODUCT, "launch1d", "", "groups of",
+                      &ctx->launch_1d, sizes, count, LAUNCH_MARGIN);
 }
 
 /* ---- the element-wise kernels' runs -------------------------------------
@@ -496,41 +518,6 @@ static clt_status plan_groups(clt_graph *g) {
 #define RUNS_MOST 256
 #define RUNS_MARGIN 0.9
 
-static clt_status measure_runs(clt_graph *g, const size_t *runs,
-                               clt_plan_info *r) {
-  clt_context *ctx = g->ctx;
-  int64_t n = LAUNCH_ELEMS;
-  while (n > 4096 && (uint64_t)n * 4 > ctx->info.max_alloc_bytes / 4) n /= 2;
-  clt_tensor *x = NULL, *y = NULL;
-  clt_status st = clt_tensor_create(ctx, CLT_F16, 1, &n, &x);
-  if (st == CLT_OK) st = clt_tensor_create(ctx, CLT_F32, 1, &n, &y);
-  if (st == CLT_OK) st = clt_tensor_fill(y, 1.5);
-  if (st == CLT_OK) st = clt_tensor_convert(x, y);
-  double t0 = clt_now_seconds();
-  for (int round = 0; st == CLT_OK && round < 2; round++)
-    for (int i = 0; st == CLT_OK && i < r->candidate_count; i++) {
-      double secs = 0.0;
-      ctx->element_run = runs[i];
-      st = time_launch(ctx, ctx->launch_1d, y, x, &secs);
-      if (round == 0 || secs < r->candidates[i].seconds)
-        r->candidates[i].seconds = secs;
-    }
-  g->plan_seconds += clt_now_seconds() - t0;
-  ctx->element_run = 0;
-  clt_tensor_destroy(x);
-  clt_tensor_destroy(y);
-  CLT_TRY(st);
-  r->chosen = 0;
-  for (int i = 1; i < r->candidate_count; i++)
-    if (r->candidates[i].seconds < r->candidates[r->chosen].seconds)
-      r->chosen = i;
-  if (r->candidates[r->chosen].seconds >
-      RUNS_MARGIN * r->candidates[0].seconds)
-    r->chosen = 0;
-  r->source = CLT_PLAN_FROM_MEASURED;
-  return CLT_OK;
-}
-
 static clt_status plan_runs(clt_graph *g) {
   clt_context *ctx = g->ctx;
   ctx->element_run = 0;
@@ -539,35 +526,11 @@ static clt_status plan_runs(clt_graph *g) {
   runs[count++] = clt_element_run(ctx);
   for (size_t run = 1; run <= RUNS_MOST; run *= 4)
     if (run != runs[0]) runs[count++] = run;
-  clt_plan_info *r = new_record(g);
-  if (!r) return CLT_ERR_HOST_MEMORY;
-  snprintf(r->layer, sizeof r->layer, "-");
-  snprintf(r->product, sizeof r->product, CLT_PLAN_RUNS_PRODUCT);
-  snprintf(r->shape, sizeof r->shape, "f16_to_f32 of %d", LAUNCH_ELEMS);
-  r->candidate_count = count;
-  for (int i = 0; i < count; i++)
-    snprintf(r->candidates[i].name, sizeof r->candidates[i].name,
-             "runs of %zu", runs[i]);
-  r->source = CLT_PLAN_FROM_DEFAULT; /* the device type's */
-  if (g->plan_mode == CLT_PLAN_OFF) return CLT_OK;
-  /* A new group size measures again (its key names the size). */
-  char desc[512];
-  size_t len = (size_t)snprintf(desc, sizeof desc, "runs1d %s, groups of %zu:",
-                                r->shape, clt_launch_items(ctx));
-  for (int i = 0; i < count && len < sizeof desc; i++)
-    len += (size_t)snprintf(desc + len, sizeof desc - len, " %s;",
-                            r->candidates[i].name);
-  if (!load_stored(g, desc, r)) {
-    CLT_TRY(measure_runs(g, runs, r));
-    store_plan(g, desc, r);
-  }
-  for (int i = 0; i < count; i++) /* elements per second, as above */
-    r->candidates[i].gflops = r->candidates[i].seconds > 0
-                                  ? LAUNCH_ELEMS / r->candidates[i].seconds * 1e-9
-                                  : 0.0;
-  ctx->element_run = runs[r->chosen];
-  log_choice(g, r);
-  return CLT_OK;
+  /* A new group size measures again (the key names it). */
+  char also[64];
+  snprintf(also, sizeof also, ", groups of %zu", clt_launch_items(ctx));
+  return plan_setting(g, CLT_PLAN_RUNS_PRODUCT, "runs1d", also, "runs of",
+                      &ctx->element_run, runs, count, RUNS_MARGIN);
 }
 
 clt_status clt_graph_plan_launch(clt_graph *g) {
