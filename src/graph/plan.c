@@ -510,11 +510,12 @@ static clt_status plan_groups(clt_graph *g) {
  * gelu forward and backward at 2.38 and 2.85 ms a step, its sums 0.41 and
  * 0.59; runs of 64, 1.21, 1.35, 0.16 and 0.23 (the step 31.0 -> 27.1
  * ms); on a GPU neighbouring items must read neighbouring addresses, so
- * runs of one are expected there. Measured like the group size, at the size chosen: the same
- * conversion with the device type's default run first (clt_element_run:
- * 64 on a CPU, else 1), then runs of 1, 4, ... RUNS_MOST, twice each,
- * interleaved; another run only where it takes at most RUNS_MARGIN of
- * the default's time (no compile is at stake, only the noise). */
+ * runs of one are expected there. Measured like the group size, at the
+ * size chosen: the same conversion with the device type's default run
+ * first (clt_element_run: 64 on a CPU, else 1), then runs of 1, 4, ...
+ * RUNS_MOST, twice each, interleaved; another run only where it takes at
+ * most RUNS_MARGIN of the default's time (no compile is at stake, only
+ * the noise). */
 #define RUNS_MOST 256
 #define RUNS_MARGIN 0.9
 

@@ -220,7 +220,7 @@ clt_status clt_kernel_run_1d(clt_context *ctx, clt_kernel_id id, size_t n,
  * argument. */
 #define CLT_ELEMS_MAX_ARGS 16
 /* The run: ctx->element_run where the plans measured it (graph/plan.c),
- * else one on a GPU and CLT_ELEMENT_RUN_CPU on a CPU device, where
+ * else CLT_ELEMENT_RUN_CPU on a CPU device and one on any other (a GPU):
  * POCL's and llvmpipe's loops over a group's items run an item an element
  * about 20 and 2 times as slow as runs of 64 (f16_to_f32 of 8 M elements,
  * 2-core EPYC: 17.2-19.7 against 0.83-0.97 ms, and 23.3 against 12.0; the
